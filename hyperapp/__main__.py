@@ -1,0 +1,5 @@
+import sys
+
+from hyperapp.cli import main
+
+sys.exit(main())

@@ -1,0 +1,162 @@
+"""Compute backend: NumPy on the CPU or CuPy on a CUDA GPU, chosen once and said out loud.
+
+Every model is written once against an array module ``xp``; :func:`get_backend` picks it.
+``device="auto"`` takes the GPU when CuPy imports *and* a CUDA device answers, else NumPy;
+``device="gpu"`` without a usable GPU is a :class:`~hyperapp.errors.BackendError`, never a silent
+fall-back. CuPy is imported lazily, so the CPU path (and CI) never needs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hyperapp.errors import BackendError
+
+DEVICES = ("auto", "gpu", "cpu")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Which array module runs the work, and on what.
+
+    Attributes
+    ----------
+    name : {"cpu", "gpu"}
+    xp : module
+        ``numpy`` or ``cupy``.
+    device_name : str
+        Human-readable device ("NVIDIA H100 80GB HBM3", or the CPU description).
+    """
+
+    name: str
+    xp: Any
+    device_name: str
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name == "gpu"
+
+    def asarray(self, a, dtype=None):
+        """Move ``a`` to this backend (host -> device copy on the GPU)."""
+        return self.xp.asarray(a, dtype=dtype)
+
+    def synchronize(self) -> None:
+        if self.is_gpu:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.device_name})"
+
+
+def to_host(a) -> np.ndarray:
+    """Return ``a`` as a NumPy array, copying from the GPU when it is a CuPy array."""
+    if hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        return a.get()
+    return np.asarray(a)
+
+
+def get_namespace(*arrays):
+    """Array module of the inputs (``cupy`` if any is a CuPy array, else ``numpy``)."""
+    for a in arrays:
+        if type(a).__module__.startswith("cupy"):
+            import cupy
+
+            return cupy
+    return np
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_gpu() -> tuple[bool, str]:
+    """Try CuPy and the first CUDA device once; return (usable, name or reason)."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        return False, f"CuPy is not installed ({exc.__class__.__name__})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+        if n < 1:
+            return False, "no CUDA device found"
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        cupy.zeros(1).sum().item()  # a real round trip: the driver works
+        return True, name
+    except Exception as exc:
+        return False, f"CUDA device not usable: {exc}"
+
+
+def gpu_available() -> bool:
+    """Whether CuPy and a working CUDA device are present."""
+    return _probe_gpu()[0]
+
+
+def gpu_status() -> str:
+    """The GPU's name, or why there is none (for the GUI's device menu and ``info``)."""
+    return _probe_gpu()[1]
+
+
+def _cpu_name() -> str:
+    import platform
+
+    return platform.processor() or platform.machine() or "CPU"
+
+
+@functools.lru_cache(maxsize=4)
+def get_backend(device: str = "auto") -> Backend:
+    """Pick the compute backend.
+
+    Parameters
+    ----------
+    device : {"auto", "gpu", "cpu"}
+        ``auto`` takes the GPU when one is usable, else the CPU.
+
+    Raises
+    ------
+    BackendError
+        ``device="gpu"`` and no usable GPU, or an unknown device name.
+    """
+    if device not in DEVICES:
+        raise BackendError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    if device in ("auto", "gpu"):
+        ok, what = _probe_gpu()
+        if ok:
+            import cupy
+
+            return Backend("gpu", cupy, what)
+        if device == "gpu":
+            raise BackendError(f"--device gpu asked for, but {what}; use --device cpu or auto")
+    return Backend("cpu", np, _cpu_name())
+
+
+class Timer:
+    """Wall-clock stage timer that synchronises the GPU before reading the clock.
+
+    ``with timer.stage("score"): ...`` records seconds per named stage in ``timer.seconds``.
+    """
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.seconds: dict[str, float] = {}
+
+    class _Stage:
+        def __init__(self, timer: Timer, name: str):
+            self.timer, self.name = timer, name
+
+        def __enter__(self):
+            self.timer.backend.synchronize()
+            self.t0 = time.perf_counter()
+            return self
+
+        def __exit__(self, *exc):
+            self.timer.backend.synchronize()
+            dt = time.perf_counter() - self.t0
+            self.timer.seconds[self.name] = self.timer.seconds.get(self.name, 0.0) + dt
+            return False
+
+    def stage(self, name: str) -> Timer._Stage:
+        return Timer._Stage(self, name)

@@ -1,0 +1,144 @@
+"""Benchmark harness: ``hyperapp --headless bench``.
+
+Cases register themselves with :func:`bench_case`. Each case returns a :class:`Measurement`: its GPU
+time (CUDA events, median of repeats), the NumPy path's time, a named peer's time (scikit-learn, a
+plain CuPy formulation, Spectral Python) and the bytes it must move through device memory at least.
+The harness measures the device's copy bandwidth once (a large device-to-device copy, bytes read plus
+written) and prints, per case, the ratios: NumPy / GPU, peer / GPU and GPU / floor, where the floor
+is the minimum bytes over that bandwidth.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+CASES: dict[str, Callable] = {}
+
+
+@dataclass
+class Measurement:
+    name: str
+    gpu_ms: float | None = None
+    numpy_ms: float | None = None
+    peer: str | None = None
+    peer_ms: float | None = None
+    bytes_moved: float | None = None
+    floor_ms: float | None = None
+    notes: dict = field(default_factory=dict)
+
+    def ratios(self) -> dict:
+        r = {}
+        if self.gpu_ms:
+            if self.numpy_ms:
+                r["numpy/gpu"] = self.numpy_ms / self.gpu_ms
+            if self.peer_ms:
+                r["peer/gpu"] = self.peer_ms / self.gpu_ms
+            if self.floor_ms:
+                r["gpu/floor"] = self.gpu_ms / self.floor_ms
+        return r
+
+
+def bench_case(name: str):
+    """Register a case: a function ``(ctx) -> Measurement``."""
+
+    def deco(fn):
+        CASES[name] = fn
+        return fn
+
+    return deco
+
+
+def gpu_time_ms(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
+    """Median time of ``fn`` on the current CUDA stream, by CUDA events, in ms."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.get_current_stream().synchronize()
+    times = []
+    for _ in range(repeats):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def cpu_time_ms(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` in ms (host code)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def device_bandwidth_gbs(nbytes: int = 2 << 30) -> float:
+    """Device copy bandwidth in GB/s (bytes read + written per second)."""
+    import cupy
+
+    a = cupy.empty(nbytes // 4, dtype=cupy.float32)
+    a[:] = 1.5
+    b = cupy.empty_like(a)
+    ms = gpu_time_ms(lambda: cupy.copyto(b, a), repeats=10)
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+@dataclass
+class Context:
+    repeats: int
+    bandwidth_gbs: float
+    device: str
+
+
+def list_cases() -> list[tuple[str, str]]:
+    from hyperapp.bench import cases  # noqa: F401  (registers)
+
+    return [(k, (v.__doc__ or "").strip().splitlines()[0] if v.__doc__ else "") for k, v in CASES.items()]
+
+
+def _fmt(v, unit=""):
+    return "-" if v is None else f"{v:.4g}{unit}"
+
+
+def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str | None = None) -> int:
+    from hyperapp.backend import gpu_available, gpu_status
+    from hyperapp.bench import cases  # noqa: F401  (registers)
+    from hyperapp.errors import BackendError, InputError
+
+    if not gpu_available():
+        raise BackendError(f"the benchmark needs a GPU: {gpu_status()}")
+    unknown = [n for n in names or [] if n not in CASES]
+    if unknown:
+        raise InputError(f"unknown bench case(s) {', '.join(unknown)}; see --list")
+    bw = device_bandwidth_gbs()
+    ctx = Context(repeats, bw, gpu_status())
+    print(f"device: {ctx.device}; measured copy bandwidth {bw:.0f} GB/s (read + write)")
+    results = []
+    for name in names or list(CASES):
+        m = CASES[name](ctx)
+        if m.bytes_moved and m.floor_ms is None:
+            m.floor_ms = m.bytes_moved / (bw * 1e9) * 1e3
+        results.append(m)
+        r = m.ratios()
+        print(
+            f"{m.name:<34} gpu {_fmt(m.gpu_ms, ' ms'):>11}  numpy {_fmt(m.numpy_ms, ' ms'):>11}  "
+            f"{(m.peer or 'peer')} {_fmt(m.peer_ms, ' ms')}  floor {_fmt(m.floor_ms, ' ms')}  | "
+            + "  ".join(f"{k} {v:.2f}x" for k, v in r.items())
+            + ("  " + " ".join(f"{k}={v}" for k, v in m.notes.items()) if m.notes else ""),
+            flush=True,
+        )
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump({"device": ctx.device, "bandwidth_gbs": bw,
+                       "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
+    return 0

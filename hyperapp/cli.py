@@ -1,0 +1,229 @@
+"""Command line: ``hyperapp [CUBE]`` opens the window; ``hyperapp --headless COMMAND`` works in batch.
+
+Headless commands
+-----------------
+``info CUBE``
+    Shape, dtype, interleave, wavelength range and size.
+``detect CUBE --method M --targets T [--background B] [--truth MASK] [--far F | --threshold X]
+[--device auto|gpu|cpu] --out DIR``
+    Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
+    (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``.
+``bench [--case NAME ...]``
+    The benchmark harness (GPU vs NumPy vs peer vs the memory-bandwidth floor).
+``samples [DIR]``
+    Rebuild the bundled sample scenes.
+
+Exit status: 0 on success, 2 on bad usage or bad input (one line naming the file and the problem),
+130 when cancelled, 1 on an internal error (one line; ``--debug`` shows the traceback).
+The headless path never imports Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hyperapp import __version__
+from hyperapp.errors import Cancelled, HyperappError, InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so usage errors share the one-line exit-2 path."""
+
+    def error(self, message):
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _add_cube_args(p):
+    p.add_argument("cube", help="ENVI (.hdr or data file), HDF5 or MATLAB .mat cube")
+    p.add_argument("--dataset", help="HDF5 dataset path or .mat variable holding the cube")
+
+
+def _parse_param(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise InputError(f"--param expects NAME=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    try:
+        val: object = json.loads(v)
+    except json.JSONDecodeError:
+        val = v
+    return k.strip().replace("-", "_"), val
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hyperapp --headless", description="hyperapp batch commands")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    info = sub.add_parser("info", help="describe a cube")
+    _add_cube_args(info)
+    info.add_argument("--json", action="store_true", help="print JSON")
+
+    det = sub.add_parser("detect", help="run a detector and write scores, mask and report")
+    _add_cube_args(det)
+    det.add_argument("--method", required=True)
+    det.add_argument("--targets", help="CSV of row,col (0-based) or a mask image of target pixels")
+    det.add_argument("--background", help="CSV of row,col or a mask image of background pixels")
+    det.add_argument("--truth", help="truth mask (ENVI, PNG, NPY or .mat) for AUC and Pd")
+    det.add_argument("--truth-var", help="variable holding the truth in a .mat file (e.g. map)")
+    g = det.add_mutually_exclusive_group()
+    g.add_argument("--far", type=float, help="false-alarm rate that sets the threshold (default 1e-3)")
+    g.add_argument("--threshold", type=float, help="score threshold")
+    det.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    det.add_argument("--out", required=True, help="output folder")
+    det.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="method option, repeatable (e.g. --param n_hidden=8)")
+    det.add_argument("--hidden", type=int, help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
+    det.add_argument("--save-model", help="save the trained model to this file (.npz)")
+    det.add_argument("--model", help="score with a saved model instead of training")
+    det.add_argument("--train-from", help="FFBP: scene to train the window networks on")
+    det.add_argument("--train-truth", help="FFBP: truth mask of --train-from")
+    det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
+
+    bench = sub.add_parser("bench", help="benchmark the GPU kernels")
+    bench.add_argument("--case", action="append", default=[], help="run only these cases (repeatable)")
+    bench.add_argument("--repeats", type=int, default=20)
+    bench.add_argument("--json", help="also write the results to this JSON file")
+    bench.add_argument("--list", action="store_true", help="list the cases")
+
+    smp = sub.add_parser("samples", help="rebuild the sample scenes")
+    smp.add_argument("folder", nargs="?", default=None)
+    return p
+
+
+def cmd_info(args) -> int:
+    from hyperapp.io import open_cube
+
+    cube = open_cube(args.cube, args.dataset)
+    d = cube.describe()
+    if args.json:
+        print(json.dumps(d, indent=2))
+        return 0
+    r, c, b = cube.shape
+    print(f"{d['name']}: {r} rows x {c} cols x {b} bands, {d['dtype']}, interleave {d['interleave']}")
+    if "wavelength_range" in d:
+        lo, hi = d["wavelength_range"]
+        print(f"wavelengths: {lo:g} - {hi:g} {d.get('wavelength_units') or ''}".rstrip())
+    else:
+        print("wavelengths: none")
+    print(f"size: {cube.nbytes / 2**20:.1f} MiB ({cube.nbytes} bytes)")
+    if d.get("bad_bands"):
+        print(f"bad bands: {d['bad_bands']}")
+    if d.get("map_info"):
+        print(f"map info: {', '.join(d['map_info'])}")
+    return 0
+
+
+def cmd_detect(args) -> int:
+    from hyperapp.detect import run_detection, write_detection
+    from hyperapp.io import open_cube, read_labels
+    from hyperapp.io.atomic import ensure_dir
+    from hyperapp.jobs import text_progress
+
+    ensure_dir(args.out)  # fail before the work, not after it
+    cube = open_cube(args.cube, args.dataset)
+    if not args.all_bands:
+        cube = cube.good_bands()
+    shape = (cube.rows, cube.cols)
+    targets = read_labels(args.targets, shape) if args.targets else None
+    background = read_labels(args.background, shape) if args.background else None
+    truth = read_labels(args.truth, shape, args.truth_var) if args.truth else None
+    params = dict(_parse_param(t) for t in args.param)
+    if args.hidden is not None:
+        params["n_hidden"] = args.hidden
+    model = None
+    if args.model:
+        from hyperapp.models.persist import load_model
+
+        model = load_model(args.model, n_bands=cube.bands, method=args.method)
+    if args.method == "ffbp":
+        from hyperapp.models.ffbp_job import prepare_ffbp
+
+        model, params = prepare_ffbp(args, cube, model, params)
+    progress = text_progress()
+    result = run_detection(cube, args.method, targets, background, params=params, device=args.device,
+                           truth=truth, far=args.far, threshold=args.threshold, model=model,
+                           progress=progress)
+    if args.save_model:
+        from hyperapp.models.persist import save_model
+
+        save_model(result.model, args.save_model, method=args.method)
+    paths = write_detection(result, args.out, cube)
+    rep = result.report
+    line = (f"{rep['method']} on {rep['device']}: {rep['detections']} pixels in {rep['objects']} objects "
+            f"above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")
+    if "evaluation" in rep:
+        e = rep["evaluation"]
+        line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}"
+    print(line)
+    print(f"wrote {paths['report'].parent}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from hyperapp.bench import list_cases, run_bench
+
+    if args.list:
+        for name, doc in list_cases():
+            print(f"{name}: {doc}")
+        return 0
+    return run_bench(args.case or None, repeats=args.repeats, json_path=args.json)
+
+
+def cmd_samples(args) -> int:
+    from hyperapp.samples import build_samples
+
+    folder = args.folder or Path(__file__).resolve().parent.parent / "sample_cubes"
+    build_samples(folder)
+    print(f"wrote sample scenes to {folder}")
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "detect": cmd_detect, "bench": cmd_bench, "samples": cmd_samples}
+
+
+def headless(argv: list[str], debug: bool = False) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except HyperappError as exc:
+        print(f"hyperapp: error: {exc}", file=sys.stderr)
+        return 2
+    except Cancelled:
+        print("hyperapp: cancelled; nothing written", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("\nhyperapp: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an internal error: one line unless asked for the traceback
+        if debug:
+            raise
+        print(f"hyperapp: internal error: {exc.__class__.__name__}: {exc} (run with --debug for details)",
+              file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    if "--version" in argv:
+        print(f"hyperapp {__version__}")
+        return 0
+    if "--headless" in argv:
+        argv.remove("--headless")
+        return headless(argv, debug)
+    gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
+                                 epilog="Batch use: hyperapp --headless {info,detect,bench,samples} ...")
+    gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
+    gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
+    gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")
+    args = gp.parse_args(argv)
+    from hyperapp.gui.app import run_gui  # Qt only on this path
+
+    return run_gui(args.cube, args.dataset)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

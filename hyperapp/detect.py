@@ -1,0 +1,203 @@
+"""The one detection path: cube + marked pixels -> scores, mask, objects and a report.
+
+The CLI's ``detect``, the GUI's Train & Run and the batch runner all call :func:`run_detection`; none
+of them computes anything another way. It reads the cube in tiles (with progress), moves it to the
+chosen backend, fits the method from the marked pixels, scores every pixel, thresholds (a value, or
+the score that lets through a given false-alarm rate of the non-target pixels), labels objects and,
+with a truth mask, evaluates AUC and Pd. Every stage is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.backend import Timer, get_backend, to_host
+from hyperapp.cube import Cube
+from hyperapp.errors import InputError
+from hyperapp.jobs import NULL_PROGRESS, Progress
+from hyperapp.models.base import BACKGROUND, TARGET, UNLABELLED
+from hyperapp.models.evaluation import evaluate, threshold_for_far
+from hyperapp.models.postprocess import object_table, objects_csv
+from hyperapp.models.registry import get_method
+
+DEFAULT_FAR = 1e-3
+
+
+@dataclass
+class DetectionResult:
+    """What a detection run produced (host arrays), plus the fitted model and the report."""
+
+    method: str
+    scores: np.ndarray
+    mask: np.ndarray
+    threshold: float
+    objects: list[dict]
+    report: dict
+    model: object = None
+    boxes: list[dict] = field(default_factory=list)
+
+    def remask(self, threshold: float) -> np.ndarray:
+        """Mask for another threshold (the GUI's slider) without recomputing scores."""
+        return (self.scores > threshold).astype(np.uint8)
+
+
+def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
+    """Label map (1 target, 0 background, -1 unlabelled) from boolean masks."""
+    t = np.asarray(targets, dtype=bool)
+    if t.shape != tuple(shape):
+        raise InputError(f"target mask is {t.shape}, the image is {tuple(shape)}")
+    y = np.full(shape, UNLABELLED, dtype=np.int8)
+    if background is not None:
+        b = np.asarray(background, dtype=bool)
+        if b.shape != tuple(shape):
+            raise InputError(f"background mask is {b.shape}, the image is {tuple(shape)}")
+        y[b] = BACKGROUND
+    y[t] = TARGET
+    return y
+
+
+def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32):
+    """The cube (good bands) as a (rows, cols, bands) array on the backend, read in tiles."""
+    data = cube.to_float32(progress.sub(0.0, 0.8))
+    if dtype != np.float32:
+        data = data.astype(dtype)
+    bad = ~np.isfinite(data)
+    if bad.any():
+        r, c, _ = np.argwhere(bad)[0]
+        n = int(bad.any(axis=2).sum())
+        raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", cube.path)
+    progress(0.9, "moving to device")
+    return backend.asarray(data)
+
+
+def run_detection(
+    cube: Cube,
+    method: str,
+    targets: np.ndarray | None = None,
+    background: np.ndarray | None = None,
+    *,
+    params: dict | None = None,
+    device: str = "auto",
+    truth: np.ndarray | None = None,
+    far: float | None = None,
+    threshold: float | None = None,
+    model=None,
+    image=None,
+    progress: Progress = NULL_PROGRESS,
+) -> DetectionResult:
+    """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
+
+    Parameters
+    ----------
+    cube : Cube
+    method : str
+        A name from :data:`hyperapp.models.registry.METHODS`.
+    targets, background : bool (rows, cols) arrays
+        Marked pixels. ``targets`` may be None only for methods that do not use targets (RX) or when
+        a fitted ``model`` is given.
+    params : dict
+        Method options (``{"n_hidden": 8}``).
+    truth : bool (rows, cols), optional
+        Ground truth; the report then carries AUC and Pd (target clicks excluded).
+    far, threshold :
+        How to threshold; default ``far=1e-3``.
+    model : fitted estimator, optional
+        Skip training and score with this model.
+    image : backend array, optional
+        The cube's pixels already on the device (the GUI keeps them there between runs).
+    """
+    m = get_method(method)
+    backend = get_backend(device)
+    timer = Timer(backend)
+    shape = (cube.rows, cube.cols)
+    if targets is None:
+        if m.uses_targets and model is None:
+            raise InputError(f"method {method} needs target pixels (--targets)")
+        targets = np.zeros(shape, dtype=bool)
+    y = labels_from_masks(shape, targets, background)
+    if far is not None and threshold is not None:
+        raise InputError("give either a false-alarm rate or a threshold, not both")
+    if truth is not None and np.asarray(truth).shape != shape:
+        raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
+    t0 = time.perf_counter()
+    with timer.stage("load"):
+        X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
+    if X.shape[2] != cube.bands:
+        raise InputError(f"pixels on the device have {X.shape[2]} bands, the cube has {cube.bands}")
+    progress(0.45, "training")
+    xp = backend.xp
+    if model is None:
+        with timer.stage("fit"):
+            est = m.build(**(params or {}))
+            fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
+            est.fit(X, xp.asarray(y), **fit_kwargs)
+    else:
+        est = model
+    progress(0.7, "scoring")
+    with timer.stage("score"):
+        scores_dev = est.decision_function(X)
+    progress(0.85, "thresholding")
+    with timer.stage("threshold"):
+        if threshold is None:
+            far_used = DEFAULT_FAR if far is None else far
+            non_target = scores_dev.reshape(-1)[xp.asarray(y.reshape(-1) != TARGET)]
+            threshold = threshold_for_far(non_target, far_used)
+        else:
+            far_used = None
+        mask_dev = scores_dev > threshold
+        scores = to_host(scores_dev).astype(np.float32)
+        mask = to_host(mask_dev).astype(np.uint8)
+    with timer.stage("objects"):
+        objects = object_table(mask, scores)
+    report = {
+        "method": method,
+        "params": dict(params or {}),
+        "device": backend.name,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "n_target_pixels": int((y == TARGET).sum()),
+        "n_background_pixels": int((y == BACKGROUND).sum()),
+        "threshold": float(threshold),
+        "far": far_used,
+        "detections": int(mask.sum()),
+        "objects": len(objects),
+    }
+    if truth is not None:
+        with timer.stage("evaluate"):
+            report["evaluation"] = evaluate(scores_dev, xp.asarray(np.asarray(truth) > 0),
+                                            exclude=xp.asarray(y == TARGET))
+    report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return DetectionResult(method, scores, mask, float(threshold), objects, report, est)
+
+
+def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+    """Write scores, mask (ENVI), objects (CSV) and report (JSON) into ``out_dir``, atomically."""
+    from hyperapp.io.atomic import atomic_write_text, ensure_dir
+    from hyperapp.io.writers import write_envi
+
+    out = ensure_dir(out_dir)
+    paths = {
+        "scores": write_envi(out / "scores", result.scores.astype(np.float32), cube,
+                             f"hyperapp {result.method} scores (higher = more target-like)"),
+        "mask": write_envi(out / "mask", result.mask.astype(np.uint8), cube,
+                           f"hyperapp {result.method} detection mask, threshold {result.threshold:.6g}"),
+    }
+    atomic_write_text(out / "objects.csv", objects_csv(result.objects))
+    paths["objects"] = out / "objects.csv"
+    if result.boxes:
+        from hyperapp.models.boxes import boxes_csv, boxes_geojson
+
+        atomic_write_text(out / "boxes.csv", boxes_csv(result.boxes))
+        atomic_write_text(out / "boxes.geojson", boxes_geojson(result.boxes, cube.map_info))
+        paths["boxes"] = out / "boxes.csv"
+    atomic_write_text(out / "report.json", json.dumps(result.report, indent=2) + "\n")
+    paths["report"] = out / "report.json"
+    return paths

@@ -1,0 +1,68 @@
+"""Atomic writes: a crash or a cancel never leaves a half-written file under the final name.
+
+Each output is written to a hidden temporary file in the destination folder (so the final rename
+stays on one file system) and moved into place with :func:`os.replace` only once it is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from hyperapp.errors import OutputError
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def ensure_dir(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` (and parents) or raise :class:`OutputError` saying why it cannot be."""
+    p = Path(folder)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create output folder ({exc.strerror or exc})", p) from exc
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise OutputError("output folder is not writable", p)
+    return p
+
+
+@contextlib.contextmanager
+def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
+    """Yield temporary paths for ``finals``; on success move each into place, on error delete them.
+
+    Several files (an ENVI header and its data file) are moved only after all were written.
+    """
+    finals_p = [Path(f) for f in finals]
+    temps: list[Path] = []
+    try:
+        for f in finals_p:
+            ensure_dir(f.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{f.stem}.", suffix=".part" + f.suffix, dir=f.parent)
+            os.close(fd)
+            os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
+            temps.append(Path(tmp))
+        yield temps
+        for tmp, final in zip(temps, finals_p):
+            os.replace(tmp, final)
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise
+
+
+def atomic_write_bytes(final: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``final`` atomically."""
+    with atomic_paths(final) as (tmp,):
+        try:
+            tmp.write_bytes(data)
+        except OSError as exc:
+            raise OutputError(f"cannot write ({exc.strerror or exc})", final) from exc
+
+
+def atomic_write_text(final: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(final, text.encode("utf-8"))

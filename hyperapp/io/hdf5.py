@@ -1,0 +1,131 @@
+"""HDF5 cubes read lazily with h5py.
+
+The cube dataset is the one the user names, or the single 3-D numeric dataset in the file. Its layout,
+(bands, rows, cols) or (rows, cols, bands), comes from an ``interleave``/``layout`` attribute, else from
+which axis matches the number of wavelengths, else the smaller end axis is taken as bands.
+Wavelengths come from a dataset attribute (``wavelength``/``wavelengths``) or a sibling dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.cube import Cube, StoredArray
+from hyperapp.errors import CubeFormatError, CubeNotFoundError
+
+WAVELENGTH_NAMES = ("wavelength", "wavelengths", "Wavelength", "Wavelengths", "wl")
+BANDS_FIRST = {"bsq", "bands_first", "brc", "bands,rows,cols"}
+BANDS_LAST = {"bip", "bands_last", "rcb", "rows,cols,bands"}
+
+
+def _cube_datasets(f) -> list[str]:
+    import h5py
+
+    found: list[str] = []
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.ndim == 3 and np.issubdtype(obj.dtype, np.number):
+            found.append(name)
+
+    f.visititems(visit)
+    return found
+
+
+def _text(v) -> str:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.ndarray) and v.size == 1:
+        return _text(v.reshape(-1)[0])
+    return str(v)
+
+
+def _wavelengths(f, ds) -> tuple[np.ndarray | None, str | None]:
+    units = None
+    for key in ("wavelength_units", "wavelength units", "units"):
+        if key in ds.attrs:
+            units = _text(ds.attrs[key])
+    for name in WAVELENGTH_NAMES:
+        if name in ds.attrs:
+            return np.asarray(ds.attrs[name], dtype=float).ravel(), units
+    parent = ds.parent
+    for name in WAVELENGTH_NAMES:
+        if name in parent and getattr(parent[name], "ndim", 0) == 1:
+            w = parent[name]
+            if units is None:
+                for key in ("units", "unit"):
+                    if key in w.attrs:
+                        units = _text(w.attrs[key])
+            return np.asarray(w[()], dtype=float), units
+    return None, units
+
+
+def _layout(ds, wl: np.ndarray | None, path) -> tuple[int, int, int]:
+    for key in ("interleave", "layout", "axes"):
+        if key in ds.attrs:
+            v = _text(ds.attrs[key]).strip().lower().replace(" ", "")
+            if v in BANDS_FIRST:
+                return (1, 2, 0)
+            if v in BANDS_LAST:
+                return (0, 1, 2)
+            raise CubeFormatError(f"dataset {ds.name}: unknown {key} attribute {v!r}", path)
+    s = ds.shape
+    if wl is not None:
+        if s[2] == wl.size and s[0] != wl.size:
+            return (0, 1, 2)
+        if s[0] == wl.size and s[2] != wl.size:
+            return (1, 2, 0)
+    return (1, 2, 0) if s[0] < s[2] else (0, 1, 2)
+
+
+def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
+    """Open an HDF5 cube lazily (the file stays open for reads)."""
+    import h5py
+
+    p = Path(path)
+    if not p.is_file():
+        raise CubeNotFoundError("file not found", p)
+    try:
+        f = h5py.File(p, "r")
+    except OSError as exc:
+        raise CubeFormatError(f"not a readable HDF5 file ({exc})", p) from exc
+    if dataset is not None:
+        if dataset not in f:
+            raise CubeFormatError(f"no dataset {dataset!r} in the file", p)
+        ds = f[dataset]
+        if not isinstance(ds, h5py.Dataset) or ds.ndim != 3:
+            raise CubeFormatError(f"{dataset!r} is not a 3-D dataset", p)
+    else:
+        names = _cube_datasets(f)
+        if not names:
+            raise CubeFormatError("no 3-D numeric dataset in the file", p)
+        if len(names) > 1:
+            raise CubeFormatError(
+                f"several 3-D datasets ({', '.join(names)}): name the cube with --dataset", p
+            )
+        ds = f[names[0]]
+    wl, units = _wavelengths(f, ds)
+    axes = _layout(ds, wl, p)
+    store = StoredArray(ds, axes)
+    if wl is not None and wl.size != store.shape[2]:
+        wl = None
+    fwhm = np.asarray(ds.attrs["fwhm"], dtype=float).ravel() if "fwhm" in ds.attrs else None
+    nodata = ds.attrs.get("nodata", ds.attrs.get("_FillValue"))
+    default = ds.attrs.get("default_bands")
+    bad = ds.attrs.get("bad_bands")
+    map_info = ds.attrs.get("map_info")
+    return Cube(
+        store,
+        name=p.stem,
+        path=str(p),
+        wavelengths=wl,
+        wavelength_units=units,
+        fwhm=fwhm if fwhm is not None and fwhm.size == store.shape[2] else None,
+        bad_bands=np.asarray(bad, dtype=bool) if bad is not None and np.size(bad) == store.shape[2] else None,
+        default_bands=tuple(int(b) for b in default[:3]) if default is not None else None,  # type: ignore[arg-type]
+        map_info=[_text(m) for m in map_info] if map_info is not None else None,
+        nodata=float(np.asarray(nodata).ravel()[0]) if nodata is not None else None,
+        interleave="hdf5",
+    )

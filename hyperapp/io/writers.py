@@ -1,0 +1,164 @@
+"""Writers for score maps and masks: ENVI, GeoTIFF, PNG and NPY, every one atomic.
+
+ENVI output goes through Spectral Python's ``envi.save_image`` and carries the source cube's map info
+and coordinate system (no wavelengths: a score map has one band). GeoTIFF goes through ``tifffile``
+rather than rasterio: tifffile is a small pure-Python wheel, while rasterio brings a GDAL build of
+tens of megabytes, and all hyperapp needs is the three GeoTIFF tags (pixel scale, tie point, GeoKey
+directory) that follow directly from ENVI's ``map info``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.cube import Cube
+from hyperapp.errors import InputError, OutputError
+from hyperapp.io.atomic import atomic_paths
+
+FORMATS = ("envi", "tiff", "png", "npy")
+
+
+def _stem(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    return p.with_suffix("") if p.suffix.lower() in (".hdr", ".img", ".tif", ".tiff", ".png", ".npy") else p
+
+
+def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "") -> Path:
+    """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path."""
+    import spectral.io.envi as envi
+
+    img = np.asarray(image)
+    if img.ndim == 2:
+        img = img[:, :, None]
+    stem = _stem(path)
+    hdr, dat = stem.with_suffix(".hdr"), stem.with_suffix(".img")
+    meta: dict = {"description": description or f"hyperapp output {stem.name}"}
+    if cube is not None:
+        if cube.map_info:
+            meta["map info"] = cube.map_info
+        if cube.coordinate_system:
+            meta["coordinate system string"] = cube.coordinate_system
+    with atomic_paths(hdr, dat) as (thdr, tdat):
+        # spectral names the data file after the header; write beside the temp header, then move
+        tmp_hdr = thdr.with_name(thdr.name.replace(".part.hdr", "") + ".hdr")
+        tmp_img = tmp_hdr.with_suffix(".img")
+        try:
+            envi.save_image(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True, metadata=meta,
+                            interleave="bsq", byteorder=0)
+            os.replace(tmp_hdr, thdr)
+            os.replace(tmp_img, tdat)
+        except OSError as exc:
+            for t in (tmp_hdr, tmp_img):
+                t.unlink(missing_ok=True)
+            raise OutputError(f"cannot write ({exc.strerror or exc})", hdr) from exc
+    return hdr
+
+
+_UTM_DATUM_EPSG = {"WGS-84": (32600, 32700), "NAD-83": (26900, None), "NAD-27": (26700, None)}
+
+
+def geotiff_tags(map_info: list[str]) -> list[tuple]:
+    """tifffile ``extratags`` for a GeoTIFF from ENVI map info.
+
+    ENVI map info is ``{projection, ref x (1-based), ref y, easting, northing, x size, y size,
+    [zone, North|South,] datum, ...}``.
+    """
+    try:
+        proj = map_info[0].strip()
+        ref_x, ref_y = float(map_info[1]) - 1.0, float(map_info[2]) - 1.0  # ENVI pixels count from 1
+        east, north = float(map_info[3]), float(map_info[4])
+        dx, dy = float(map_info[5]), float(map_info[6])
+    except (IndexError, ValueError) as exc:
+        raise InputError(f"cannot turn map info into GeoTIFF tags: {map_info!r}") from exc
+    tags: list[tuple] = [
+        (33550, "d", 3, (dx, dy, 0.0), False),  # ModelPixelScaleTag
+        (33922, "d", 6, (ref_x, ref_y, 0.0, east, north, 0.0), False),  # ModelTiepointTag
+    ]
+    keys = [1, 1, 0, 0]  # GeoKeyDirectory header; entries appended below
+
+    def key(k, loc, count, val):
+        keys.extend([k, loc, count, val])
+
+    key(1025, 0, 1, 1)  # GTRasterTypeGeoKey = PixelIsArea
+    if proj.upper().startswith("UTM") and len(map_info) >= 10:
+        zone = int(float(map_info[7]))
+        south = map_info[8].strip().lower().startswith("s")
+        datum = map_info[9].strip()
+        base = _UTM_DATUM_EPSG.get(datum, (None, None))[1 if south else 0]
+        key(1024, 0, 1, 1)  # GTModelTypeGeoKey = Projected
+        if base:
+            key(3072, 0, 1, base + zone)  # ProjectedCSTypeGeoKey = EPSG code
+    elif proj.lower().startswith("geographic"):
+        key(1024, 0, 1, 2)  # Geographic
+        key(2048, 0, 1, 4326)
+    else:
+        key(1024, 0, 1, 1)
+    keys[3] = (len(keys) - 4) // 4
+    tags.append((34735, "H", len(keys), tuple(keys), False))
+    return tags
+
+
+def write_geotiff(path: str | os.PathLike, image: np.ndarray, cube: Cube) -> Path:
+    """Write a 2-D image as a GeoTIFF; the cube must have map info."""
+    import tifffile
+
+    if not cube.map_info:
+        raise InputError("the cube has no map info: GeoTIFF needs a georeferenced cube; use ENVI, PNG or NPY", cube.path)
+    out = _stem(path).with_suffix(".tif")
+    tags = geotiff_tags(cube.map_info)
+    with atomic_paths(out) as (tmp,):
+        try:
+            tifffile.imwrite(tmp, np.asarray(image), extratags=tags, photometric="minisblack")
+        except OSError as exc:
+            raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+    return out
+
+
+def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
+    """Write a mask (0/1 -> 0/255) or a score map (stretched to 0..255) as an 8-bit PNG."""
+    from PIL import Image
+
+    a = np.asarray(image)
+    if a.dtype == bool or (np.issubdtype(a.dtype, np.integer) and a.max(initial=0) <= 1):
+        u8 = (a > 0).astype(np.uint8) * 255
+    else:
+        f = a.astype(np.float64)
+        finite = np.isfinite(f)
+        lo, hi = (np.percentile(f[finite], [1, 99]) if finite.any() else (0.0, 1.0))
+        u8 = np.clip((np.nan_to_num(f, nan=lo) - lo) / max(hi - lo, 1e-12) * 255, 0, 255).astype(np.uint8)
+    out = _stem(path).with_suffix(".png")
+    with atomic_paths(out) as (tmp,):
+        try:
+            Image.fromarray(u8).save(tmp, format="PNG")
+        except OSError as exc:
+            raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+    return out
+
+
+def write_npy(path: str | os.PathLike, image: np.ndarray) -> Path:
+    out = _stem(path).with_suffix(".npy")
+    with atomic_paths(out) as (tmp,):
+        try:
+            with open(tmp, "wb") as fh:
+                np.save(fh, np.asarray(image))
+        except OSError as exc:
+            raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+    return out
+
+
+def write_image(path: str | os.PathLike, image: np.ndarray, fmt: str, cube: Cube | None = None) -> Path:
+    """Write ``image`` in ``fmt`` (one of :data:`FORMATS`)."""
+    if fmt == "envi":
+        return write_envi(path, image, cube)
+    if fmt == "tiff":
+        if cube is None:
+            raise InputError("GeoTIFF output needs the source cube's map info")
+        return write_geotiff(path, image, cube)
+    if fmt == "png":
+        return write_png(path, image)
+    if fmt == "npy":
+        return write_npy(path, image)
+    raise InputError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")

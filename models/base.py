@@ -1,0 +1,76 @@
+"""What every pixel detector shares: input checks, the label convention, and the array module.
+
+Labels: ``y`` is an integer map over the pixels with 1 = target (the user's clicks), 0 = background
+the user marked, -1 = unlabelled. Images are (rows, cols, bands) or already flat (n, bands);
+:meth:`PixelDetector.decision_function` returns scores of the same leading shape, higher = more
+target-like.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperapp.backend import get_namespace
+from hyperapp.errors import InputError, ModelError
+
+TARGET, BACKGROUND, UNLABELLED = 1, 0, -1
+
+
+def as_pixels(X):
+    """(rows, cols, bands) or (n, bands) -> ((n, bands) view, leading shape)."""
+    if X.ndim == 3:
+        return X.reshape(-1, X.shape[2]), X.shape[:2]
+    if X.ndim == 2:
+        return X, X.shape[:1]
+    raise InputError(f"expected an image (rows, cols, bands) or pixels (n, bands), got shape {X.shape}")
+
+
+def check_finite(X, what: str = "image") -> None:
+    xp = get_namespace(X)
+    if not bool(xp.isfinite(X).all()):
+        raise InputError(
+            f"the {what} holds NaN or Inf values; mask them out or set the cube's no-data value"
+        )
+
+
+def check_labels(y, n: int):
+    """Flatten labels and check there is at least one target and one non-target pixel."""
+    y = y.reshape(-1)
+    if y.shape[0] != n:
+        raise InputError(f"labels cover {y.shape[0]} pixels, the image has {n}")
+    n_t = int((y == TARGET).sum())
+    if n_t == 0:
+        raise ModelError("no target pixels marked: click at least one target pixel")
+    if n_t == n:
+        raise ModelError("every pixel is marked as target: nothing is left to describe the background")
+    return y
+
+
+class PixelDetector:
+    """Base class: fitted-ness check and the ``predict`` that thresholds scores."""
+
+    #: whether the method uses the target clicks (RX does not)
+    uses_targets = True
+
+    def _check_fitted(self) -> None:
+        if not any(k.endswith("_") and not k.startswith("_") for k in vars(self)):
+            raise ModelError(f"{type(self).__name__} is not fitted yet: call fit first")
+
+    def predict(self, X, threshold: float):
+        """Boolean target mask: scores above ``threshold``."""
+        return self.decision_function(X) > threshold
+
+    def get_params(self) -> dict:
+        import inspect
+
+        sig = inspect.signature(type(self).__init__)
+        return {k: getattr(self, k) for k in sig.parameters if k != "self"}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def float_dtype(X):
+    """float64 stays float64; anything else computes in float32."""
+    return np.float64 if X.dtype == np.float64 else np.float32

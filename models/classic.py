@@ -1,0 +1,228 @@
+"""The classic target and anomaly detectors users compare against: SAM, ACE, MF, CEM, RX, local RX.
+
+Each is written once against the input's array module (NumPy or CuPy). ACE, MF and RX work in the
+background-whitened space: with z = Σ^{-1/2}(x - μ) and s = Σ^{-1/2}(t - μ), one cuBLAS/BLAS GEMM
+whitens a chunk of pixels and the scores are row dot products:
+
+* MF   = zᵀs / sᵀs                     (``spectral.matched_filter``)
+* ACE  = (zᵀs)² / (sᵀs · zᵀz)          (``spectral.ace``, clipped to [0, 1] as there)
+* RX   = zᵀz                           (``spectral.rx``; squared Mahalanobis distance)
+* CEM  = xᵀR⁻¹d / dᵀR⁻¹d with R the autocorrelation matrix of all pixels (Harsanyi 1993)
+* SAM  = cos∠(x, t): higher = smaller spectral angle
+* LRX  = (x - m_local)ᵀ Σ⁻¹ (x - m_local) with m_local the mean of the outer window minus the inner
+  one, windows placed as ``spectral.rx(window=(inner, outer), cov=Σ)`` places them (both shifted to
+  stay whole at the borders).
+
+Background statistics come from every pixel not marked as target (the standard global estimate).
+The target signature is the mean spectrum of the marked target pixels.
+"""
+
+from __future__ import annotations
+
+from hyperapp.backend import get_namespace
+from hyperapp.errors import InputError
+from hyperapp.models.base import TARGET, PixelDetector, as_pixels, check_finite, check_labels, float_dtype
+from hyperapp.models.stats import BackgroundStats
+
+CHUNK = 1 << 18  # pixels per chunk: bounds the temporaries on the CPU
+
+
+def _map_chunks(X, fn, xp, dtype):
+    out = xp.empty(X.shape[0], dtype=dtype)
+    for i in range(0, X.shape[0], CHUNK):
+        out[i:i + CHUNK] = fn(X[i:i + CHUNK])
+    return out
+
+
+class _WhitenedDetector(PixelDetector):
+    """Shared fit for detectors that need background statistics and a target signature."""
+
+    def fit(self, X, y=None):
+        P, _ = as_pixels(X)
+        check_finite(P)
+        xp = get_namespace(P)
+        dt = float_dtype(P)
+        if self.uses_targets:
+            y = check_labels(xp.asarray(y), P.shape[0])
+            bg = P[y != TARGET]
+            self.target_ = P[y == TARGET].astype(xp.float64).mean(axis=0)
+        else:
+            bg = P if y is None else P[xp.asarray(y).reshape(-1) != TARGET]
+        self.stats_ = BackgroundStats.from_pixels(bg)
+        self.W_ = self.stats_.sqrt_inv_cov.astype(dt)
+        self.mu_ = self.stats_.mean.astype(dt)
+        if self.uses_targets:
+            self.s_ = ((self.target_ - self.stats_.mean) @ self.stats_.sqrt_inv_cov).astype(dt)
+        return self
+
+    def _whiten(self, P):
+        return (P.astype(self.W_.dtype) - self.mu_) @ self.W_
+
+    def decision_function(self, X):
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        if P.shape[1] != self.W_.shape[0]:
+            raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.W_.shape[0]}")
+        xp = get_namespace(P)
+        return _map_chunks(P, self._score_chunk, xp, self.W_.dtype).reshape(lead)
+
+
+class MatchedFilter(_WhitenedDetector):
+    """Matched filter (MF), as ``spectral.matched_filter``."""
+
+    def __init__(self):
+        pass
+
+    def _score_chunk(self, P):
+        return self._whiten(P) @ self.s_ / (self.s_ @ self.s_)
+
+
+class ACE(_WhitenedDetector):
+    """Adaptive coherence estimator, as ``spectral.ace`` (squared form, in [0, 1])."""
+
+    def __init__(self):
+        pass
+
+    def _score_chunk(self, P):
+        xp = get_namespace(P)
+        z = self._whiten(P)
+        num = (z @ self.s_) ** 2
+        den = (self.s_ @ self.s_) * (z * z).sum(axis=1)
+        r = xp.where(den > 0, num / xp.where(den > 0, den, 1), 0)
+        return xp.clip(r, 0, 1)
+
+
+class RX(_WhitenedDetector):
+    """Global RX anomaly detector (squared Mahalanobis distance), as ``spectral.rx``."""
+
+    uses_targets = False
+
+    def __init__(self):
+        pass
+
+    def _score_chunk(self, P):
+        z = self._whiten(P)
+        return (z * z).sum(axis=1)
+
+
+class CEM(PixelDetector):
+    """Constrained energy minimisation: a FIR filter passing the target with gain 1 and least energy."""
+
+    def __init__(self):
+        pass
+
+    def fit(self, X, y):
+        P, _ = as_pixels(X)
+        check_finite(P)
+        xp = get_namespace(P)
+        y = check_labels(xp.asarray(y), P.shape[0])
+        d = P[y == TARGET].astype(xp.float64).mean(axis=0)
+        R = xp.zeros((P.shape[1], P.shape[1]), dtype=xp.float64)
+        for i in range(0, P.shape[0], CHUNK):
+            c = P[i:i + CHUNK].astype(xp.float64)
+            R += c.T @ c
+        R /= P.shape[0]
+        stats = BackgroundStats(xp.zeros_like(d), R, P.shape[0])  # reuse its floored inverse
+        Rd = stats.inv_cov @ d
+        self.w_ = (Rd / (d @ Rd)).astype(float_dtype(P))
+        self.target_ = d
+        return self
+
+    def decision_function(self, X):
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        return (P.astype(self.w_.dtype) @ self.w_).reshape(lead)
+
+
+class SAM(PixelDetector):
+    """Spectral angle mapper against the mean target spectrum; score = cos(angle)."""
+
+    def __init__(self):
+        pass
+
+    def fit(self, X, y):
+        P, _ = as_pixels(X)
+        check_finite(P)
+        xp = get_namespace(P)
+        y = check_labels(xp.asarray(y), P.shape[0])
+        t = P[y == TARGET].astype(xp.float64).mean(axis=0)
+        norm = float(xp.linalg.norm(t))
+        if norm == 0:
+            raise InputError("the mean target spectrum is all zeros: SAM needs a non-zero target")
+        self.t_ = (t / norm).astype(float_dtype(P))
+        return self
+
+    def decision_function(self, X):
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        xp = get_namespace(P)
+
+        def score(c):
+            c = c.astype(self.t_.dtype)
+            n = xp.sqrt((c * c).sum(axis=1))
+            return xp.where(n > 0, (c @ self.t_) / xp.where(n > 0, n, 1), 0)
+
+        return _map_chunks(P, score, xp, self.t_.dtype).reshape(lead)
+
+    @staticmethod
+    def angle(cos):
+        """Spectral angle in radians from the score."""
+        xp = get_namespace(cos)
+        return xp.arccos(xp.clip(cos, -1, 1))
+
+
+class LocalRX(PixelDetector):
+    """RX with a local background mean from an (outer minus inner) window and the global covariance.
+
+    Parameters
+    ----------
+    inner, outer : odd int
+        Window widths in pixels (the guard window and the background window).
+    """
+
+    uses_targets = False
+
+    def __init__(self, inner: int = 3, outer: int = 15):
+        self.inner = inner
+        self.outer = outer
+
+    def fit(self, X, y=None):
+        if X.ndim != 3:
+            raise InputError("local RX needs the image as (rows, cols, bands)")
+        if self.inner % 2 == 0 or self.outer % 2 == 0 or self.inner >= self.outer:
+            raise InputError(f"local RX windows must be odd with inner < outer, got ({self.inner}, {self.outer})")
+        if self.outer > min(X.shape[:2]):
+            raise InputError(f"outer window {self.outer} is larger than the image {X.shape[0]}x{X.shape[1]}")
+        P, _ = as_pixels(X)
+        check_finite(P)
+        self.stats_ = BackgroundStats.from_pixels(P)
+        self.Cinv_ = self.stats_.inv_cov
+        return self
+
+    def decision_function(self, X):
+        self._check_fitted()
+        xp = get_namespace(X)
+        R, C, B = X.shape
+        # summed-area table with a zero border: S[r, c] = sum of X[:r, :c]
+        S = xp.zeros((R + 1, C + 1, B), dtype=xp.float64)
+        S[1:, 1:] = X.astype(xp.float64).cumsum(axis=0).cumsum(axis=1)
+
+        def bounds(n, w):
+            # both windows keep their full width and shift inside the image at the borders, as
+            # spectral's inner_outer_window_mask_creator places them
+            lo = xp.clip(xp.arange(n) - w // 2, 0, n - w)
+            return lo, lo + w
+
+        def box(r0, r1, c0, c1):
+            return (S[r1][:, c1] - S[r0][:, c1] - S[r1][:, c0] + S[r0][:, c0])
+
+        ro0, ro1 = bounds(R, self.outer)
+        co0, co1 = bounds(C, self.outer)
+        ri0, ri1 = bounds(R, self.inner)
+        ci0, ci1 = bounds(C, self.inner)
+        n_out = ((ro1 - ro0)[:, None] * (co1 - co0)[None, :]).astype(xp.float64)
+        n_in = ((ri1 - ri0)[:, None] * (ci1 - ci0)[None, :]).astype(xp.float64)
+        mean = (box(ro0, ro1, co0, co1) - box(ri0, ri1, ci0, ci1)) / (n_out - n_in)[..., None]
+        d = (X.astype(xp.float64) - mean).reshape(-1, B)
+        out = ((d @ self.Cinv_) * d).sum(axis=1)
+        return out.reshape(R, C).astype(float_dtype(X))

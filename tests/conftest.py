@@ -1,0 +1,55 @@
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_cubes"
+SHARED_CUBES = ROOT.parent / "shared" / "cubes"
+ABU = SHARED_CUBES / "abu-airport-1.mat"
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def pytest_collection_modifyitems(config, items):
+    from hyperapp.backend import gpu_available, gpu_status
+
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason=f"GPU test: {gpu_status()}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def land_hdr():
+    return SAMPLES / "land.hdr"
+
+
+@pytest.fixture
+def sea_hdr():
+    return SAMPLES / "sea.hdr"
+
+
+@pytest.fixture
+def abu():
+    if not ABU.is_file():
+        pytest.skip("shared AVIRIS scene not present")
+    return ABU
+
+
+@pytest.fixture
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def random_clicks(truth: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """The issue's protocol: n target pixels drawn at random (seeded) from the truth mask."""
+    rng = np.random.default_rng(seed)
+    idx = np.flatnonzero(truth.reshape(-1) > 0)
+    pick = rng.choice(idx, size=n, replace=False)
+    m = np.zeros(truth.size, bool)
+    m[pick] = True
+    return m.reshape(truth.shape)

@@ -1,0 +1,83 @@
+"""Writers (ENVI, GeoTIFF, PNG, NPY), atomicity, and the bit-for-bit sample generator."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from hyperapp.cube import cube_from_array
+from hyperapp.errors import InputError
+from hyperapp.io import open_cube, write_envi, write_geotiff, write_image
+from hyperapp.io.atomic import atomic_paths
+from hyperapp.samples import build_samples
+
+from .conftest import SAMPLES
+
+MAP_INFO = ["UTM", "1.000", "1.000", "500000.0", "4100000.0", "2.0", "2.0", "11", "North", "WGS-84", "units=Meters"]
+
+
+def test_envi_output_keeps_geometry(tmp_path):
+    cube = cube_from_array(np.zeros((4, 5, 2), np.float32), map_info=MAP_INFO)
+    scores = np.random.default_rng(0).random((4, 5)).astype(np.float32)
+    hdr = write_envi(tmp_path / "scores", scores, cube)
+    back = open_cube(hdr)
+    np.testing.assert_array_equal(back.read()[:, :, 0], scores)
+    assert back.map_info[:7] == MAP_INFO[:7]
+    assert back.wavelengths is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.hdr", "scores.img"]
+
+
+def test_geotiff_tags(tmp_path):
+    import tifffile
+
+    cube = cube_from_array(np.zeros((4, 5, 2), np.float32), map_info=MAP_INFO)
+    mask = np.eye(4, 5, dtype=np.uint8)
+    p = write_geotiff(tmp_path / "mask", mask, cube)
+    with tifffile.TiffFile(p) as tf:
+        page = tf.pages[0]
+        np.testing.assert_array_equal(page.asarray(), mask)
+        assert page.tags["ModelPixelScaleTag"].value[:2] == (2.0, 2.0)
+        assert page.tags["ModelTiepointTag"].value[3:5] == (500000.0, 4100000.0)
+        geokeys = page.tags["GeoKeyDirectoryTag"].value
+        assert 32611 in geokeys  # EPSG: WGS 84 / UTM zone 11N
+    with pytest.raises(InputError, match="no map info"):
+        write_geotiff(tmp_path / "x", mask, cube_from_array(np.zeros((4, 5, 2))))
+
+
+def test_png_and_npy(tmp_path):
+    from PIL import Image
+
+    m = np.zeros((3, 4), np.uint8)
+    m[1, 2] = 1
+    p = write_image(tmp_path / "m", m, "png")
+    assert np.asarray(Image.open(p))[1, 2] == 255
+    q = write_image(tmp_path / "m", m, "npy")
+    np.testing.assert_array_equal(np.load(q), m)
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    final = tmp_path / "out.img"
+    with pytest.raises(RuntimeError):
+        with atomic_paths(final) as (tmp,):
+            tmp.write_bytes(b"half")
+            raise RuntimeError("crash mid-write")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _digest(folder):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file() and p.suffix != ".py"}
+
+
+def test_sample_scenes_rebuild_bit_for_bit(tmp_path):
+    build_samples(tmp_path)
+    assert _digest(tmp_path) == _digest(SAMPLES)
+
+
+def test_sample_scenes_are_small_and_have_truth():
+    for name in ("land", "sea"):
+        total = sum(p.stat().st_size for p in SAMPLES.glob(f"{name}*"))
+        assert total < 5 * 2**20
+        cube = open_cube(SAMPLES / f"{name}.hdr")
+        truth = open_cube(SAMPLES / f"{name}_truth.hdr").read()[:, :, 0]
+        assert cube.shape == (128, 128, 64) and truth.shape == (128, 128)
+        assert 20 < truth.sum() < 0.05 * truth.size
