@@ -33,6 +33,14 @@ def _module(name: str, defines: tuple[tuple[str, object], ...], device_id: int, 
     return mod
 
 
+def get_module(name: str, defines: dict | None = None, name_expressions=()):
+    """Compiled :class:`cupy.RawModule` of ``kernels/<name>.cu`` for these ``#define``s (cached)."""
+    import cupy
+
+    key = tuple(sorted((defines or {}).items()))
+    return _module(name, key, cupy.cuda.runtime.getDevice(), tuple(name_expressions))
+
+
 def get_kernel(name: str, function: str, defines: dict | None = None, name_expressions=()):
     """Compiled kernel ``function`` from ``kernels/<name>.cu``.
 
@@ -46,8 +54,4 @@ def get_kernel(name: str, function: str, defines: dict | None = None, name_expre
         Compile-time constants (``{"NB": 64}`` becomes ``#define NB 64``); each distinct set is a
         separate cached module.
     """
-    import cupy
-
-    key = tuple(sorted((defines or {}).items()))
-    mod = _module(name, key, cupy.cuda.runtime.getDevice(), tuple(name_expressions))
-    return mod.get_function(function)
+    return get_module(name, defines, name_expressions).get_function(function)

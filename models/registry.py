@@ -32,13 +32,18 @@ class Method:
     kind: str = "pixel"  # "pixel" detectors score every pixel; "window" ones return boxes
 
     def build(self, **kwargs):
-        known = {p.name for p in self.params}
+        """A new estimator with ``kwargs`` set (any of its ``__init__`` parameters)."""
+        est = self.factory()
+        known = set(est.get_params())
         unknown = set(kwargs) - known
         if unknown:
             from hyperapp.errors import InputError
 
-            raise InputError(f"method {self.name} takes no option(s) {', '.join(sorted(unknown))}")
-        return self.factory(**kwargs)
+            raise InputError(f"method {self.name} takes no option(s) {', '.join(sorted(unknown))}; "
+                             f"it takes {', '.join(sorted(known)) or 'none'}")
+        for k, v in kwargs.items():
+            setattr(est, k, v)
+        return est
 
 
 def _classic(name):
@@ -67,6 +72,25 @@ register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), (
     Param("inner", int, 3, "guard window width (odd)", 1, 99),
     Param("outer", int, 15, "background window width (odd)", 3, 201),
 ), uses_targets=False))
+
+
+def _rbfn(**kw):
+    from hyperapp.models.rbfn import RBFN
+
+    return RBFN(**kw)
+
+
+register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
+    Param("n_hidden", int, 4, "hidden neurons", 2, 1024),
+    Param("whiten", str, "pca", "whitening fitted on the background", choices=("pca", "cov", "std")),
+    Param("n_components", int, 16, "principal components kept (pca)", 1, 512),
+    Param("width_scale", float, 2.0, "multiplies every RBF width", 0.1, 20.0),
+    Param("normalize", bool, True, "divide spectra by their norm (brightness invariance)"),
+    Param("n_background", int, 4000, "background pixels sampled for training", 10, 200000),
+    Param("n_augment", int, 0, "synthetic sub-pixel targets mixed from the clicks", 0, 100000),
+    Param("ridge", float, 1e-3, "ridge penalty of the output layer", 0.0, 10.0),
+    Param("seed", int, 0, "seed of sampling and k-means", 0, 2**31 - 1),
+)))
 
 
 def get_method(name: str) -> Method:

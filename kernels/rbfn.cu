@@ -1,0 +1,160 @@
+// hyperapp_rbfn_score_f32: the RBFN forward pass (thesis eqs. 2.1-2.2) fused over a BIP float32 cube.
+//
+// Compile-time constants (injected as #defines by hyperapp.kernels.get_kernel):
+//   NB    bands per pixel            K     whitened dimensions (== NB when DIAG)
+//   NH    hidden neurons             DIAG  1: per-band scaling (whiten="std"); 0: dense projection
+//   NORM  1: divide each spectrum by its L2 norm before whitening
+//
+// Thread mapping. A block has WARPS warps; each warp owns tiles of 32 consecutive pixels (a grid-stride
+// loop over tiles). The 32 pixels of a tile are 32*NB contiguous floats in memory: the warp copies them
+// into its slice of shared memory with coalesced 16-byte streaming loads (lane l takes vectors l, l+32,
+// ...; eight loads per lane are issued before the first store, so each warp keeps 4 KB in flight), then
+// lane l computes pixel l alone from its shared-memory row. This is the thesis's neuron-level
+// parallelism turned around: on a current GPU the whole network is a few hundred FMAs per pixel, far
+// less than the time to fetch the pixel, so one thread per pixel with every neuron in registers and every
+// weight in constant memory (used directly as an FFMA operand, no load instruction) beats splitting a
+// pixel over threads (synapse level) or a neuron over threads, which need shared-memory reductions.
+// Rows are padded to STRIDE floats with STRIDE % 8 == 4, so the 16-byte row reads of 8 consecutive lanes
+// hit distinct banks (conflict-free); odd STRIDE does the same for scalar rows.
+// Memory traffic: each pixel's NB*4 bytes are read once from global memory, 4 bytes written.
+
+#define WARPS 4
+#if (NB % 4) == 0
+#define VEC 1
+#define STRIDE ((NB % 8) == 0 ? NB + 4 : NB + 8)
+#else
+#define VEC 0
+#define STRIDE ((NB % 2) == 0 ? NB + 1 : NB)
+#endif
+#if DIAG
+#define A_SIZE NB
+#else
+#define A_SIZE (NB * K)
+#endif
+
+__constant__ float c_A[A_SIZE];      // projection: a_j (DIAG) or A[j*K + k]
+__constant__ float c_shift[K];       // -mean @ A
+__constant__ float c_U[NH * K];      // centres in the whitened space
+__constant__ float c_gamma[NH];      // 1 / (2 sigma^2)
+__constant__ float c_w[NH];          // output weights
+__constant__ float c_bias[1];        // output threshold th
+
+__device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x)
+{
+    float inv = 1.0f;
+#if NORM
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NB; ++j) ss = fmaf(x[j], x[j], ss);
+    inv = ss > 0.0f ? rsqrtf(ss) : 1.0f;
+#endif
+    float d[NH];
+#pragma unroll
+    for (int i = 0; i < NH; ++i) d[i] = 0.0f;
+#if DIAG
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        const float z = fmaf(x[j] * inv, c_A[j], c_shift[j]);
+#pragma unroll
+        for (int i = 0; i < NH; ++i) {
+            const float df = z - c_U[i * K + j];
+            d[i] = fmaf(df, df, d[i]);
+        }
+    }
+#else
+    float z[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) z[k] = 0.0f;
+#if VEC
+#pragma unroll
+    for (int j = 0; j < NB; j += 4) {
+        const float4 q = *reinterpret_cast<const float4*>(x + j);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            z[k] = fmaf(q.x, c_A[(j + 0) * K + k], z[k]);
+            z[k] = fmaf(q.y, c_A[(j + 1) * K + k], z[k]);
+            z[k] = fmaf(q.z, c_A[(j + 2) * K + k], z[k]);
+            z[k] = fmaf(q.w, c_A[(j + 3) * K + k], z[k]);
+        }
+    }
+#else
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        const float xj = x[j];
+#pragma unroll
+        for (int k = 0; k < K; ++k) z[k] = fmaf(xj, c_A[j * K + k], z[k]);
+    }
+#endif
+#pragma unroll
+    for (int k = 0; k < K; ++k) z[k] = fmaf(z[k], inv, c_shift[k]);
+#pragma unroll
+    for (int i = 0; i < NH; ++i) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const float df = z[k] - c_U[i * K + k];
+            d[i] = fmaf(df, df, d[i]);
+        }
+    }
+#endif
+    float y = c_bias[0];
+#pragma unroll
+    for (int i = 0; i < NH; ++i) y = fmaf(c_w[i], __expf(-d[i] * c_gamma[i]), y);
+    return y;
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, float* __restrict__ out)
+{
+    extern __shared__ __align__(16) float smem[];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    float* tile = smem + warp * 32 * STRIDE;
+    const long long ntiles = (n + 31) / 32;
+    for (long long t = (long long)blockIdx.x * WARPS + warp; t < ntiles; t += (long long)gridDim.x * WARPS) {
+        const long long base = t * 32;
+        const int npix = (int)min(32LL, n - base);
+#if VEC
+        const float4* src = reinterpret_cast<const float4*>(X + base * NB);
+        const int nvec = npix * (NB / 4);
+        for (int v0 = 0; v0 < nvec; v0 += 32 * 8) {
+            float4 q[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int v = v0 + u * 32 + lane;
+                if (v < nvec) q[u] = __ldcs(src + v);
+            }
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int v = v0 + u * 32 + lane;
+                if (v < nvec) {
+                    const int e = v * 4;
+                    const int p = e / NB;
+                    *reinterpret_cast<float4*>(tile + p * STRIDE + (e - p * NB)) = q[u];
+                }
+            }
+        }
+#else
+        const float* src = X + base * NB;
+        const int ne = npix * NB;
+        for (int e0 = 0; e0 < ne; e0 += 32 * 8) {
+            float q[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int e = e0 + u * 32 + lane;
+                if (e < ne) q[u] = __ldcs(src + e);
+            }
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int e = e0 + u * 32 + lane;
+                if (e < ne) {
+                    const int p = e / NB;
+                    tile[p * STRIDE + (e - p * NB)] = q[u];
+                }
+            }
+        }
+#endif
+        __syncwarp();
+        if (lane < npix) out[base + lane] = rbfn_pixel(tile + lane * STRIDE);
+        __syncwarp();
+    }
+}

@@ -1,0 +1,76 @@
+"""Saving and loading fitted models as versioned ``.npz`` files.
+
+A saved model holds its method name, its hyperparameters (JSON), every fitted array (attributes ending
+in ``_``, moved to the host) and a format version. Loading checks the version, the method and the band
+count against the cube, and says which of them is wrong.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp import __version__
+from hyperapp.backend import to_host
+from hyperapp.errors import CubeNotFoundError, ModelError
+
+FORMAT = "hyperapp-model"
+FORMAT_VERSION = 1
+
+
+def save_model(model, path: str | os.PathLike, method: str) -> Path:
+    """Write ``model`` to ``path`` (``.npz``) atomically."""
+    from hyperapp.io.atomic import atomic_write_bytes
+
+    arrays, scalars = {}, {}
+    for k, v in vars(model).items():
+        if not k.endswith("_") or k.startswith("_"):
+            continue
+        if hasattr(v, "shape"):
+            arrays[k] = to_host(v)
+        else:
+            scalars[k] = v.item() if hasattr(v, "item") else v
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "hyperapp": __version__, "method": method,
+            "class": type(model).__name__, "params": model.get_params(), "scalars": scalars}
+    buf = io.BytesIO()
+    np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    p = Path(path)
+    if p.suffix != ".npz":
+        p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
+    atomic_write_bytes(p, buf.getvalue())
+    return p
+
+
+def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str | None = None):
+    """Read a model saved by :func:`save_model`; check it fits ``n_bands`` and ``method``."""
+    from hyperapp.models.registry import get_method
+
+    p = Path(path)
+    if not p.is_file():
+        raise CubeNotFoundError("model file not found", p)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["__meta__"]).decode())
+            arrays = {k: z[k] for k in z.files if k != "__meta__"}
+    except Exception as exc:
+        raise ModelError(f"not a hyperapp model file ({exc.__class__.__name__}: {exc})", p) from exc
+    if meta.get("format") != FORMAT:
+        raise ModelError("not a hyperapp model file", p)
+    if meta.get("format_version", 0) > FORMAT_VERSION:
+        raise ModelError(f"model format {meta['format_version']} is newer than this hyperapp reads "
+                         f"({FORMAT_VERSION}); upgrade hyperapp", p)
+    if method is not None and meta["method"] != method:
+        raise ModelError(f"the model is a {meta['method']} model, not {method}", p)
+    model = get_method(meta["method"]).build(**meta["params"])
+    for k, v in arrays.items():
+        setattr(model, k, v)
+    for k, v in meta["scalars"].items():
+        setattr(model, k, v)
+    nb = getattr(model, "n_bands_", None)
+    if n_bands is not None and nb is not None and int(nb) != int(n_bands):
+        raise ModelError(f"the model was trained on {nb} bands, the cube has {n_bands}", p)
+    return model

@@ -1,0 +1,134 @@
+"""GPU inference of the RBFN: the fused CUDA kernel, and tiled scoring of cubes larger than GPU memory.
+
+The kernel (``kernels/rbfn.cu``) is specialised at compile time on (bands, whitened dimensions,
+neurons, diagonal whitening, normalisation), so every loop is unrolled and every weight is an FFMA
+operand read from constant memory. The network's parameters are copied into the module's constant
+symbols only when a different network was last loaded there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperapp.kernels import get_module
+
+WARPS = 4
+CONST_LIMIT = 60 * 1024  # bytes of __constant__ the kernel may use (64 KiB on every CUDA GPU)
+MAX_REGISTER_VALUES = 96  # z[K] + d[NH] kept in registers
+_loaded: dict[int, tuple] = {}
+
+
+def _dims(model) -> tuple[int, int, int, int, int]:
+    nb = int(model.n_bands_)
+    nh = int(model.centres_.shape[0])
+    diag = 1 if model.diagonal_ else 0
+    k = int(model.centres_.shape[1])
+    return nb, k, nh, diag, 1 if model.normalize else 0
+
+
+def _stride(nb: int) -> int:
+    if nb % 4 == 0:
+        return nb + 4 if nb % 8 == 0 else nb + 8
+    return nb + 1 if nb % 2 == 0 else nb
+
+
+def fused_fits(model) -> bool:
+    """Whether the network fits the fused kernel (constant memory and registers)."""
+    nb, k, nh, diag, _ = _dims(model)
+    floats = (nb if diag else nb * k) + k + nh * k + 2 * nh + 1
+    regs = nh + (0 if diag else k)
+    smem = WARPS * 32 * _stride(nb) * 4
+    return floats * 4 <= CONST_LIMIT and regs <= MAX_REGISTER_VALUES and smem <= 200 * 1024
+
+
+def _kernel(model):
+    nb, k, nh, diag, norm = _dims(model)
+    module = get_module("rbfn", {"NB": nb, "K": k, "NH": nh, "DIAG": diag, "NORM": norm})
+    kern = module.get_function("hyperapp_rbfn_score_f32")
+    smem = WARPS * 32 * _stride(nb) * 4
+    if smem > 48 * 1024:
+        kern.max_dynamic_shared_size_bytes = smem
+    _upload(model, module)
+    return kern, smem
+
+
+def _upload(model, module) -> None:
+    """Copy the network into the module's constant symbols (skipped when already there)."""
+    import cupy
+
+    token = (id(model), model.weights_.data.ptr, model.centres_.data.ptr, model.bias_)
+    if _loaded.get(id(module)) == token:
+        return
+    diag = model.diagonal_
+    A = cupy.diag(model.proj_) if diag else model.proj_
+    shift = -(model.mean_.astype(cupy.float32) @ model.proj_)
+    parts = {
+        "c_A": A, "c_shift": shift, "c_U": model.centres_, "c_gamma": model.gamma_,
+        "c_w": model.weights_, "c_bias": cupy.asarray([model.bias_]),
+    }
+    for name, arr in parts.items():
+        a = cupy.ascontiguousarray(cupy.asarray(arr, dtype=cupy.float32).ravel())
+        ptr = module.get_global(name)
+        ptr.copy_from_device_async(a.data, a.nbytes)
+    _loaded[id(module)] = token
+
+
+def score_fused(model, P):
+    """Scores of the (n, bands) float32 CuPy pixels with the fused kernel."""
+    import cupy
+
+    P = cupy.ascontiguousarray(P, dtype=cupy.float32)
+    n = P.shape[0]
+    out = cupy.empty(n, dtype=cupy.float32)
+    if n == 0:
+        return out
+    kern, smem = _kernel(model)
+    ntiles = (n + 31) // 32
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    blocks = int(min((ntiles + WARPS - 1) // WARPS, sms * 32))
+    kern((blocks,), (WARPS * 32,), (P, np.int64(n), out), shared_mem=smem)
+    return out
+
+
+def score_tiled(model, cube, progress=None, tile_bytes: int = 256 * 2**20) -> np.ndarray:
+    """Score a cube too large for GPU memory: host tiles -> pinned buffers -> GPU, overlapped.
+
+    Two pinned host buffers, two device buffers and two streams: while the GPU copies and scores tile
+    i on one stream, the host reads tile i + 1 from disk (memory map) into the other pinned buffer.
+    Returns the (rows, cols) float32 score map on the host.
+    """
+    import cupy
+
+    rows_per = max(1, tile_bytes // max(1, cube.cols * cube.bands * 4))
+    shape = (rows_per * cube.cols, cube.bands)
+    pinned = [cupy.cuda.alloc_pinned_memory(int(np.prod(shape)) * 4) for _ in range(2)]
+    hbuf = [np.frombuffer(p, np.float32, int(np.prod(shape))).reshape(shape) for p in pinned]
+    dbuf = [cupy.empty(shape, cupy.float32) for _ in range(2)]
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    out = np.empty((cube.rows, cube.cols), np.float32)
+    outs_pinned = [cupy.cuda.alloc_pinned_memory(shape[0] * 4) for _ in range(2)]
+    oh = [np.frombuffer(p, np.float32, shape[0]) for p in outs_pinned]
+    pending: list = [None, None]
+    for i, r0 in enumerate(range(0, cube.rows, rows_per)):
+        s = i % 2
+        if pending[s] is not None:  # buffer s still in use by tile i-2: finish it first
+            streams[s].synchronize()
+            rs, m = pending[s]
+            out[rs] = oh[s][:m].reshape(rs.stop - rs.start, cube.cols)
+        rs = slice(r0, min(r0 + rows_per, cube.rows))
+        block = cube.read(rs)
+        m = block.shape[0] * block.shape[1]
+        hbuf[s][:m] = block.reshape(m, cube.bands)
+        with streams[s]:
+            dbuf[s][:m].set(hbuf[s][:m], stream=streams[s])
+            scores = model.decision_function(dbuf[s][:m])
+            scores.get(stream=streams[s], out=oh[s][:m])
+        pending[s] = (rs, m)
+        if progress is not None:
+            progress(rs.stop / cube.rows, "scoring tiles")
+    for s in range(2):
+        if pending[s] is not None:
+            streams[s].synchronize()
+            rs, m = pending[s]
+            out[rs] = oh[s][:m].reshape(rs.stop - rs.start, cube.cols)
+    return out

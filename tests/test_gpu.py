@@ -1,0 +1,93 @@
+"""GPU paths agree with NumPy (run on the GPU machine; skipped elsewhere)."""
+
+import numpy as np
+import pytest
+
+from hyperapp.models import classic
+from hyperapp.models.evaluation import auc, pd_at_far
+from hyperapp.models.rbfn import RBFN
+
+pytestmark = pytest.mark.gpu
+
+
+def _data(rows, cols, bands, seed=0):
+    rng = np.random.default_rng(seed)
+    ends = rng.uniform(0.05, 0.6, size=(5, bands))
+    ab = rng.dirichlet(np.ones(5), size=rows * cols)
+    X = (ab @ ends + rng.normal(0, 0.01, (rows * cols, bands))).astype(np.float32).reshape(rows, cols, bands)
+    y = -np.ones((rows, cols), np.int8)
+    y.reshape(-1)[rng.choice(rows * cols, 5, replace=False)] = 1
+    return X, y
+
+
+@pytest.mark.parametrize("bands,hidden,whiten,normalize", [
+    (64, 4, "pca", True), (64, 4, "std", False), (64, 32, "cov", True), (200, 32, "pca", True),
+    (205, 8, "pca", False), (61, 6, "std", True), (64, 200, "pca", True),
+])
+def test_rbfn_fused_kernel_matches_numpy(cp, bands, hidden, whiten, normalize):
+    X, y = _data(64, 50, bands)
+    m = RBFN(n_hidden=hidden, whiten=whiten, normalize=normalize).fit(cp.asarray(X), cp.asarray(y))
+    gpu = m.decision_function(cp.asarray(X)).get()
+    cpu = m.to_host().decision_function(X)
+    assert np.abs(gpu - cpu).max() <= 1e-4 * np.abs(cpu).max()
+    gemm = m.to_device(cp)
+    gemm.backend_kernel = "gemm"
+    assert np.abs(gemm.decision_function(cp.asarray(X)).get() - cpu).max() <= 1e-4 * np.abs(cpu).max()
+
+
+def test_rbfn_gpu_training_matches_cpu_training(cp):
+    X, y = _data(80, 80, 64)
+    a = RBFN().fit(X, y).decision_function(X)
+    b = RBFN().fit(cp.asarray(X), cp.asarray(y)).decision_function(cp.asarray(X)).get()
+    assert np.abs(a - b).max() <= 1e-3 * np.abs(a).max()
+
+
+def test_rbfn_tiled_scoring_of_a_cube_larger_than_a_tile(cp, tmp_path):
+    import spectral.io.envi as envi
+
+    from hyperapp.io import open_cube
+    from hyperapp.models.rbfn_gpu import score_tiled
+
+    X, y = _data(300, 70, 64)
+    envi.save_image(str(tmp_path / "c.hdr"), X, force=True, ext=".img")
+    cube = open_cube(tmp_path / "c.hdr")
+    m = RBFN().fit(cp.asarray(X), cp.asarray(y))
+    out = score_tiled(m, cube, tile_bytes=70 * 64 * 4 * 37)  # 9 tiles, the last one short
+    ref = m.to_host().decision_function(X)
+    assert np.abs(out - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("cls", [classic.ACE, classic.MatchedFilter, classic.CEM, classic.SAM, classic.RX])
+def test_classic_detectors_agree(cp, cls):
+    X, y = _data(60, 70, 32)
+    a = cls().fit(X, y).decision_function(X)
+    b = cls().fit(cp.asarray(X), cp.asarray(y)).decision_function(cp.asarray(X)).get()
+    assert np.abs(a - b).max() <= 1e-3 * np.abs(a).max()
+
+
+def test_local_rx_agrees(cp):
+    X, _ = _data(40, 45, 16)
+    a = classic.LocalRX(3, 9).fit(X).decision_function(X)
+    b = classic.LocalRX(3, 9).fit(cp.asarray(X)).decision_function(cp.asarray(X)).get()
+    assert np.abs(a - b).max() <= 1e-4 * np.abs(a).max()
+
+
+def test_evaluation_on_gpu(cp):
+    rng = np.random.default_rng(0)
+    truth = rng.random(100000) < 0.01
+    s = (rng.normal(size=100000) + 2 * truth).astype(np.float32)
+    assert auc(cp.asarray(s), cp.asarray(truth)) == pytest.approx(auc(s, truth), abs=1e-9)
+    assert pd_at_far(cp.asarray(s), cp.asarray(truth), 1e-3) == pytest.approx(pd_at_far(s, truth, 1e-3))
+
+
+def test_detect_pipeline_on_gpu(land_hdr):
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube, read_labels, read_mask
+
+    cube = open_cube(land_hdr)
+    t = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
+    truth = read_mask(land_hdr.with_name("land_truth.hdr")) > 0
+    g = run_detection(cube, "rbfn", t, device="gpu", truth=truth)
+    c = run_detection(cube, "rbfn", t, device="cpu", truth=truth)
+    assert g.report["device"] == "gpu"
+    assert g.report["evaluation"]["auc"] == pytest.approx(c.report["evaluation"]["auc"], abs=1e-3)
