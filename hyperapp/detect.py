@@ -139,8 +139,16 @@ def run_detection(
     else:
         est = model
     progress(0.7, "scoring")
+    boxes: list[dict] = []
     with timer.stage("score"):
         scores_dev = est.decision_function(X)
+    if m.kind == "window":
+        boxes = list(est.boxes_)
+        if (params or {}).get("refine") and bool((y == TARGET).any()):
+            with timer.stage("refine"):
+                scores_dev = refine_in_boxes(X, y, scores_dev > 0, xp)
+        elif threshold is None and far is None:
+            threshold = 0.0  # the box mask: any pixel inside a detected box
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         if threshold is None:
@@ -172,10 +180,30 @@ def run_detection(
         with timer.stage("evaluate"):
             report["evaluation"] = evaluate(scores_dev, xp.asarray(np.asarray(truth) > 0),
                                             exclude=xp.asarray(y == TARGET))
+    if boxes:
+        report["boxes"] = len(boxes)
+        report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
     report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
     report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
-    return DetectionResult(method, scores, mask, float(threshold), objects, report, est)
+    return DetectionResult(method, scores, mask, float(threshold), objects, report, est, boxes)
+
+
+def refine_in_boxes(X, y, inside, xp):
+    """The cascade's last step: an RBFN trained from the clicks scores only the pixels inside boxes.
+
+    Pixels outside every box get the lowest in-box score minus one, so no threshold picks them.
+    """
+    from hyperapp.models.rbfn import RBFN
+
+    inside = inside.reshape(-1)
+    P = X.reshape(-1, X.shape[2])
+    net = RBFN().fit(X, xp.asarray(y))
+    idx = xp.flatnonzero(inside)
+    s = net.decision_function(P[idx])
+    out = xp.full(P.shape[0], float(s.min()) - 1.0 if s.size else -1.0, dtype=xp.float32)
+    out[idx] = s
+    return out.reshape(X.shape[:2])
 
 
 def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:

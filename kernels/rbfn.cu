@@ -11,9 +11,13 @@
 // ...; eight loads per lane are issued before the first store, so each warp keeps 4 KB in flight), then
 // lane l computes pixel l alone from its shared-memory row. This is the thesis's neuron-level
 // parallelism turned around: on a current GPU the whole network is a few hundred FMAs per pixel, far
-// less than the time to fetch the pixel, so one thread per pixel with every neuron in registers and every
-// weight in constant memory (used directly as an FFMA operand, no load instruction) beats splitting a
-// pixel over threads (synapse level) or a neuron over threads, which need shared-memory reductions.
+// less than the time to fetch the pixel, so one thread per pixel with every neuron in registers beats
+// splitting a pixel over threads (synapse level) or a neuron over threads, which need shared-memory
+// reductions. The projection A and the centres U live in shared memory, loaded once per block (the
+// grid is persistent), and are read as 16-byte broadcasts (all lanes the same address): one LDS.128
+// feeds four FMAs. (A first version read them as constant-memory FFMA operands; the constant cache
+// serves about one new word per clock per SM, which capped the 64-band PCA-16 case at 2.4x its read
+// floor on an H100.) The small per-dimension vectors stay in constant memory.
 // Rows are padded to STRIDE floats with STRIDE % 8 == 4, so the 16-byte row reads of 8 consecutive lanes
 // hit distinct banks (conflict-free); odd STRIDE does the same for scalar rows.
 // Memory traffic: each pixel's NB*4 bytes are read once from global memory, 4 bytes written.
@@ -26,20 +30,22 @@
 #define VEC 0
 #define STRIDE ((NB % 2) == 0 ? NB + 1 : NB)
 #endif
+#define K4 ((((K) + 3) / 4) * 4)  // whitened dimensions padded to a float4 (pads are zero in A and U)
 #if DIAG
-#define A_SIZE NB
+#define A_SMEM 0
+__constant__ float c_A[NB];          // per-band scaling a_j
 #else
-#define A_SIZE (NB * K)
+#define A_SMEM (NB * K4)             // shared: A[j*K4 + k]
 #endif
+#define PARAM_SMEM (A_SMEM + NH * K4) // shared: A then U[i*K4 + k]
 
-__constant__ float c_A[A_SIZE];      // projection: a_j (DIAG) or A[j*K + k]
-__constant__ float c_shift[K];       // -mean @ A
-__constant__ float c_U[NH * K];      // centres in the whitened space
+__constant__ float c_shift[K4];      // -mean @ A
 __constant__ float c_gamma[NH];      // 1 / (2 sigma^2)
 __constant__ float c_w[NH];          // output weights
 __constant__ float c_bias[1];        // output threshold th
 
-__device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x)
+__device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x, const float* __restrict__ sA,
+                                            const float* __restrict__ sU)
 {
     float inv = 1.0f;
 #if NORM
@@ -52,47 +58,61 @@ __device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x)
 #pragma unroll
     for (int i = 0; i < NH; ++i) d[i] = 0.0f;
 #if DIAG
-#pragma unroll
-    for (int j = 0; j < NB; ++j) {
-        const float z = fmaf(x[j] * inv, c_A[j], c_shift[j]);
-#pragma unroll
-        for (int i = 0; i < NH; ++i) {
-            const float df = z - c_U[i * K + j];
-            d[i] = fmaf(df, df, d[i]);
-        }
-    }
-#else
-    float z[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) z[k] = 0.0f;
 #if VEC
 #pragma unroll
     for (int j = 0; j < NB; j += 4) {
         const float4 q = *reinterpret_cast<const float4*>(x + j);
+        const float z0 = fmaf(q.x * inv, c_A[j + 0], c_shift[j + 0]);
+        const float z1 = fmaf(q.y * inv, c_A[j + 1], c_shift[j + 1]);
+        const float z2 = fmaf(q.z * inv, c_A[j + 2], c_shift[j + 2]);
+        const float z3 = fmaf(q.w * inv, c_A[j + 3], c_shift[j + 3]);
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            z[k] = fmaf(q.x, c_A[(j + 0) * K + k], z[k]);
-            z[k] = fmaf(q.y, c_A[(j + 1) * K + k], z[k]);
-            z[k] = fmaf(q.z, c_A[(j + 2) * K + k], z[k]);
-            z[k] = fmaf(q.w, c_A[(j + 3) * K + k], z[k]);
+        for (int i = 0; i < NH; ++i) {
+            const float4 u = *reinterpret_cast<const float4*>(sU + i * K4 + j);
+            float df = z0 - u.x; d[i] = fmaf(df, df, d[i]);
+            df = z1 - u.y; d[i] = fmaf(df, df, d[i]);
+            df = z2 - u.z; d[i] = fmaf(df, df, d[i]);
+            df = z3 - u.w; d[i] = fmaf(df, df, d[i]);
         }
     }
 #else
+#pragma unroll 4
+    for (int j = 0; j < NB; ++j) {
+        const float z = fmaf(x[j] * inv, c_A[j], c_shift[j]);
+#pragma unroll
+        for (int i = 0; i < NH; ++i) {
+            const float df = z - sU[i * K4 + j];
+            d[i] = fmaf(df, df, d[i]);
+        }
+    }
+#endif
+#else
+    float z[K4];
+#pragma unroll
+    for (int k = 0; k < K4; ++k) z[k] = 0.0f;
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
         const float xj = x[j];
 #pragma unroll
-        for (int k = 0; k < K; ++k) z[k] = fmaf(xj, c_A[j * K + k], z[k]);
+        for (int k = 0; k < K4; k += 4) {
+            const float4 a = *reinterpret_cast<const float4*>(sA + j * K4 + k);
+            z[k + 0] = fmaf(xj, a.x, z[k + 0]);
+            z[k + 1] = fmaf(xj, a.y, z[k + 1]);
+            z[k + 2] = fmaf(xj, a.z, z[k + 2]);
+            z[k + 3] = fmaf(xj, a.w, z[k + 3]);
+        }
     }
-#endif
 #pragma unroll
-    for (int k = 0; k < K; ++k) z[k] = fmaf(z[k], inv, c_shift[k]);
+    for (int k = 0; k < K4; ++k) z[k] = fmaf(z[k], inv, c_shift[k]);
 #pragma unroll
     for (int i = 0; i < NH; ++i) {
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const float df = z[k] - c_U[i * K + k];
-            d[i] = fmaf(df, df, d[i]);
+        for (int k = 0; k < K4; k += 4) {
+            const float4 u = *reinterpret_cast<const float4*>(sU + i * K4 + k);
+            float df = z[k + 0] - u.x; d[i] = fmaf(df, df, d[i]);
+            df = z[k + 1] - u.y; d[i] = fmaf(df, df, d[i]);
+            df = z[k + 2] - u.z; d[i] = fmaf(df, df, d[i]);
+            df = z[k + 3] - u.w; d[i] = fmaf(df, df, d[i]);
         }
     }
 #endif
@@ -103,12 +123,18 @@ __device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x)
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, float* __restrict__ out)
+hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, const float* __restrict__ params,
+                        float* __restrict__ out)
 {
+    // dynamic shared memory: [A (dense only) | U | one 32 x STRIDE pixel tile per warp]
     extern __shared__ __align__(16) float smem[];
+    const float* sA = smem;
+    const float* sU = smem + A_SMEM;
+    for (int i = threadIdx.x; i < PARAM_SMEM; i += blockDim.x) smem[i] = params[i];
+    __syncthreads();
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
-    float* tile = smem + warp * 32 * STRIDE;
+    float* tile = smem + PARAM_SMEM + warp * 32 * STRIDE;
     const long long ntiles = (n + 31) / 32;
     for (long long t = (long long)blockIdx.x * WARPS + warp; t < ntiles; t += (long long)gridDim.x * WARPS) {
         const long long base = t * 32;
@@ -154,7 +180,7 @@ hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, float* __restr
         }
 #endif
         __syncwarp();
-        if (lane < npix) out[base + lane] = rbfn_pixel(tile + lane * STRIDE);
+        if (lane < npix) out[base + lane] = rbfn_pixel(tile + lane * STRIDE, sA, sU);
         __syncwarp();
     }
 }

@@ -7,6 +7,7 @@ count against the cube, and says which of them is wrong.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -17,6 +18,9 @@ import numpy as np
 from hyperapp import __version__
 from hyperapp.backend import to_host
 from hyperapp.errors import CubeNotFoundError, ModelError
+from hyperapp.models.mlp import TansigMLP
+
+NESTED = (TansigMLP,)
 
 FORMAT = "hyperapp-model"
 FORMAT_VERSION = 1
@@ -26,16 +30,25 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
     """Write ``model`` to ``path`` (``.npz``) atomically."""
     from hyperapp.io.atomic import atomic_write_bytes
 
-    arrays, scalars = {}, {}
+    arrays, scalars, nested = {}, {}, {}
     for k, v in vars(model).items():
         if not k.endswith("_") or k.startswith("_"):
             continue
         if hasattr(v, "shape"):
             arrays[k] = to_host(v)
+        elif isinstance(v, NESTED):  # a fitted sub-network (the FFBP's ANN-1 and ANN-2)
+            sub_scalars = {}
+            for sk, sv in vars(v).items():
+                if sk.endswith("_") and hasattr(sv, "shape"):
+                    arrays[f"{k}.{sk}"] = to_host(sv)
+                elif sk.endswith("_"):
+                    sub_scalars[sk] = sv.item() if hasattr(sv, "item") else sv
+            params = {p: getattr(v, p) for p in inspect.signature(type(v).__init__).parameters if p != "self"}
+            nested[k] = {"class": type(v).__name__, "params": params, "scalars": sub_scalars}
         else:
             scalars[k] = v.item() if hasattr(v, "item") else v
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "hyperapp": __version__, "method": method,
-            "class": type(model).__name__, "params": model.get_params(), "scalars": scalars}
+            "class": type(model).__name__, "params": model.get_params(), "scalars": scalars, "nested": nested}
     buf = io.BytesIO()
     np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
     p = Path(path)
@@ -66,8 +79,20 @@ def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str 
     if method is not None and meta["method"] != method:
         raise ModelError(f"the model is a {meta['method']} model, not {method}", p)
     model = get_method(meta["method"]).build(**meta["params"])
+    for k, spec in meta.get("nested", {}).items():
+        cls = {c.__name__: c for c in NESTED}.get(spec["class"])
+        if cls is None:
+            raise ModelError(f"unknown sub-model class {spec['class']!r}", p)
+        sub = cls(**spec["params"])
+        for sk, sv in spec["scalars"].items():
+            setattr(sub, sk, sv)
+        setattr(model, k, sub)
     for k, v in arrays.items():
-        setattr(model, k, v)
+        if "." in k:
+            owner, sk = k.split(".", 1)
+            setattr(getattr(model, owner), sk, v)
+        else:
+            setattr(model, k, v)
     for k, v in meta["scalars"].items():
         setattr(model, k, v)
     nb = getattr(model, "n_bands_", None)

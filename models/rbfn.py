@@ -244,8 +244,10 @@ class RBFN(PixelDetector):
         return (self._normalized(P) - self.mean_) @ self.proj_
 
     def _hidden(self, Z):
+        # distances in float64: the expansion ||z||² - 2 z·u + ||u||² cancels badly in float32
         xp = get_namespace(Z)
-        return xp.exp(-sq_distances(Z, self.centres_) * self.gamma_[None, :])
+        d = sq_distances(Z.astype(xp.float64), self.centres_.astype(xp.float64))
+        return xp.exp(-d * self.gamma_[None, :]).astype(xp.float32)
 
     def _score_reference(self, P):
         """The forward pass on whichever array module P lives (NumPy path, and the GPU GEMM path)."""

@@ -13,7 +13,6 @@ import numpy as np
 from hyperapp.kernels import get_module
 
 WARPS = 4
-CONST_LIMIT = 60 * 1024  # bytes of __constant__ the kernel may use (64 KiB on every CUDA GPU)
 MAX_REGISTER_VALUES = 96  # z[K] + d[NH] kept in registers
 _loaded: dict[int, tuple] = {}
 
@@ -32,45 +31,71 @@ def _stride(nb: int) -> int:
     return nb + 1 if nb % 2 == 0 else nb
 
 
-def fused_fits(model) -> bool:
-    """Whether the network fits the fused kernel (constant memory and registers)."""
+def _k4(k: int) -> int:
+    return (k + 3) // 4 * 4
+
+
+def _smem_bytes(model) -> int:
     nb, k, nh, diag, _ = _dims(model)
-    floats = (nb if diag else nb * k) + k + nh * k + 2 * nh + 1
-    regs = nh + (0 if diag else k)
-    smem = WARPS * 32 * _stride(nb) * 4
-    return floats * 4 <= CONST_LIMIT and regs <= MAX_REGISTER_VALUES and smem <= 200 * 1024
+    params = (0 if diag else nb * _k4(k)) + nh * _k4(k)
+    return (params + WARPS * 32 * _stride(nb)) * 4
+
+
+def fused_fits(model) -> bool:
+    """Whether the network fits the fused kernel (shared memory and registers)."""
+    nb, k, nh, diag, _ = _dims(model)
+    regs = nh + (0 if diag else _k4(k))
+    return regs <= MAX_REGISTER_VALUES and _smem_bytes(model) <= 200 * 1024
 
 
 def _kernel(model):
     nb, k, nh, diag, norm = _dims(model)
     module = get_module("rbfn", {"NB": nb, "K": k, "NH": nh, "DIAG": diag, "NORM": norm})
     kern = module.get_function("hyperapp_rbfn_score_f32")
-    smem = WARPS * 32 * _stride(nb) * 4
+    smem = _smem_bytes(model)
     if smem > 48 * 1024:
         kern.max_dynamic_shared_size_bytes = smem
-    _upload(model, module)
-    return kern, smem
+    params = _upload(model, module)
+    return kern, smem, params
 
 
-def _upload(model, module) -> None:
-    """Copy the network into the module's constant symbols (skipped when already there)."""
+def _pad_cols(a, k4):
+    import cupy
+
+    out = cupy.zeros((a.shape[0], k4), dtype=cupy.float32)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def _upload(model, module):
+    """Copy the small vectors into the module's constant symbols (skipped when already there) and
+    return the device buffer [A | U] the kernel stages into shared memory."""
     import cupy
 
     token = (id(model), model.weights_.data.ptr, model.centres_.data.ptr, model.bias_)
-    if _loaded.get(id(module)) == token:
-        return
+    cached = model.__dict__.get("_gpu_params")
+    if cached is not None and cached[0] == token and _loaded.get(id(module)) == token:
+        return cached[1]
     diag = model.diagonal_
-    A = cupy.diag(model.proj_) if diag else model.proj_
-    shift = -(model.mean_.astype(cupy.float32) @ model.proj_)
-    parts = {
-        "c_A": A, "c_shift": shift, "c_U": model.centres_, "c_gamma": model.gamma_,
-        "c_w": model.weights_, "c_bias": cupy.asarray([model.bias_]),
-    }
+    k4 = _k4(model.centres_.shape[1])
+    shift = cupy.zeros(k4, cupy.float32)
+    shift[: model.proj_.shape[1]] = -(model.mean_.astype(cupy.float32) @ model.proj_)
+    U = _pad_cols(model.centres_, k4)
+    if diag:
+        params = U.ravel()
+    else:
+        params = cupy.concatenate([_pad_cols(model.proj_, k4).ravel(), U.ravel()])
+    parts = {"c_shift": shift, "c_gamma": model.gamma_, "c_w": model.weights_,
+             "c_bias": cupy.asarray([model.bias_])}
+    if diag:
+        parts["c_A"] = cupy.diag(model.proj_)
     for name, arr in parts.items():
         a = cupy.ascontiguousarray(cupy.asarray(arr, dtype=cupy.float32).ravel())
         ptr = module.get_global(name)
         ptr.copy_from_device_async(a.data, a.nbytes)
     _loaded[id(module)] = token
+    model.__dict__["_gpu_params"] = (token, params)
+    return params
 
 
 def score_fused(model, P):
@@ -82,11 +107,11 @@ def score_fused(model, P):
     out = cupy.empty(n, dtype=cupy.float32)
     if n == 0:
         return out
-    kern, smem = _kernel(model)
+    kern, smem, params = _kernel(model)
     ntiles = (n + 31) // 32
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     blocks = int(min((ntiles + WARPS - 1) // WARPS, sms * 32))
-    kern((blocks,), (WARPS * 32,), (P, np.int64(n), out), shared_mem=smem)
+    kern((blocks,), (WARPS * 32,), (P, np.int64(n), params, out), shared_mem=smem)
     return out
 
 

@@ -93,6 +93,21 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
 )))
 
 
+def _ffbp(**kw):
+    from hyperapp.models.ffbp import FFBP
+
+    return FFBP(**kw)
+
+
+register(Method("ffbp", "FFBP multi-resolution windows", _ffbp, (
+    Param("features", str, "std", "window features", choices=("std", "meanstd")),
+    Param("n_hidden", int, 16, "hidden neurons of each network", 2, 256),
+    Param("min_window", int, 8, "smallest window side (pixels)", 2, 256),
+    Param("pad", int, 3, "pixels added around each box", 0, 32),
+    Param("epochs", int, 300, "training epochs (early stopping)", 1, 10000),
+), kind="window"))
+
+
 def get_method(name: str) -> Method:
     if name not in METHODS:
         from hyperapp.errors import InputError

@@ -91,3 +91,14 @@ def test_detect_pipeline_on_gpu(land_hdr):
     c = run_detection(cube, "rbfn", t, device="cpu", truth=truth)
     assert g.report["device"] == "gpu"
     assert g.report["evaluation"]["auc"] == pytest.approx(c.report["evaluation"]["auc"], abs=1e-3)
+
+
+def test_ffbp_gpu_gives_the_cpu_boxes(cp):
+    from hyperapp.models.ffbp import FFBP
+    from hyperapp.samples import make_sea_scene
+
+    train = [make_sea_scene(256, 256, seed=s) for s in (101, 102)]
+    m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
+    for seed, size in ((998, 512), (5, 200)):
+        X = make_sea_scene(size, size + 24, seed=seed).cube.astype(np.float32)
+        assert m.detect(cp.asarray(X)) == m.detect(X)

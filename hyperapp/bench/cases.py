@@ -139,3 +139,58 @@ def ace_case(ctx):
     bg = spectral.calc_stats(X)
     peer = cpu_time_ms(lambda: spectral.ace(X, t, bg), repeats=1)
     return Measurement("ace-1024x1024x64", gpu, cpu, "spectral.ace", peer, bytes_moved=X.nbytes + X.nbytes / 64)
+
+
+def _ffbp_setup(xp):
+    from hyperapp.models.ffbp import FFBP
+    from hyperapp.samples import make_sea_scene
+
+    train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
+    scenes = [(xp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train]
+    return FFBP, scenes
+
+
+@bench_case("ffbp-search-1024x1024x64")
+def ffbp_search(ctx):
+    """FFBP window search on a 1024x1024x64 sea scene on the GPU (block statistics included)."""
+    import cupy
+
+    from hyperapp.models.ffbp import WindowStats, box_recall
+    from hyperapp.models.ffbp_gpu import search_gpu
+    from hyperapp.samples import make_sea_scene
+
+    FFBP, scenes = _ffbp_setup(cupy)
+    m = FFBP().fit_scenes(scenes)
+    test = make_sea_scene(1024, 1024, seed=998)
+    X = test.cube.astype(np.float32)
+    Xd = cupy.asarray(X)
+    gpu_boxes = m.detect(Xd)
+    cpu_boxes = m.detect(X)
+    same = gpu_boxes == cpu_boxes
+    P = np.array([[b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]] for b in gpu_boxes]).reshape(-1, 4)
+    recall, false = box_recall(P, test.truth > 0)
+    gpu = gpu_time_ms(lambda: search_gpu(m, WindowStats(Xd, m.min_window)), ctx.repeats)
+    cpu = cpu_time_ms(lambda: m._search(WindowStats(X, m.min_window), np), repeats=1)
+    return Measurement("ffbp-search-1024x1024x64", gpu, cpu, bytes_moved=X.nbytes,
+                       notes={"windows_per_level": "/".join(map(str, m.windows_per_level_)),
+                              "boxes": len(gpu_boxes), "recall": recall, "false_boxes": false,
+                              "cpu_gpu_same_boxes": same})
+
+
+@bench_case("ffbp-train-4x256x256x64")
+def ffbp_train(ctx):
+    """FFBP training (both networks, back-propagation on the GPU) on four 256x256x64 sea scenes."""
+    import time
+
+    import cupy
+
+    FFBP, scenes = _ffbp_setup(cupy)
+    FFBP().fit_scenes(scenes)
+    t0 = time.perf_counter()
+    m = FFBP().fit_scenes(scenes)
+    cupy.cuda.get_current_stream().synchronize()
+    gpu = (time.perf_counter() - t0) * 1e3
+    _, host = _ffbp_setup(np)
+    cpu = cpu_time_ms(lambda: FFBP().fit_scenes(host), repeats=1, warmup=0)
+    return Measurement("ffbp-train-4x256x256x64", gpu, cpu,
+                       notes={"epochs": f"{m.ann1_.epochs_run_}/{m.ann2_.epochs_run_}", "timer": "wall"})

@@ -1,0 +1,50 @@
+"""Detected boxes: the box mask, and CSV / GeoJSON export.
+
+A box is a dict with ``row, col, height, width`` (pixels, top-left origin), ``level`` (its size
+class: log2 of its larger side in blocks) and the two network scores ``ann1`` and ``ann2``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+FIELDS = ("row", "col", "height", "width", "level", "ann1", "ann2")
+
+
+def box_mask(boxes: list[dict], shape: tuple[int, int]) -> np.ndarray:
+    m = np.zeros(shape, np.uint8)
+    for b in boxes:
+        m[b["row"]:b["row"] + b["height"], b["col"]:b["col"] + b["width"]] = 1
+    return m
+
+
+def boxes_csv(boxes: list[dict]) -> str:
+    lines = [",".join(FIELDS)]
+    for b in boxes:
+        lines.append(",".join(f"{b[f]:.6g}" if isinstance(b[f], float) else str(b[f]) for f in FIELDS))
+    return "\n".join(lines) + "\n"
+
+
+def _pixel_to_map(map_info, row, col):
+    """ENVI map info: (x, y) of a pixel corner; pixel coordinates when there is none."""
+    if not map_info:
+        return float(col), float(row)
+    ref_x, ref_y = float(map_info[1]) - 1, float(map_info[2]) - 1
+    e, n = float(map_info[3]), float(map_info[4])
+    dx, dy = float(map_info[5]), float(map_info[6])
+    return e + (col - ref_x) * dx, n - (row - ref_y) * dy
+
+
+def boxes_geojson(boxes: list[dict], map_info=None) -> str:
+    """A FeatureCollection of box polygons, in map coordinates when the cube has map info
+    (else in pixel coordinates, x = column, y = row)."""
+    feats = []
+    for b in boxes:
+        r0, c0, r1, c1 = b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]
+        ring = [_pixel_to_map(map_info, r, c) for r, c in ((r0, c0), (r0, c1), (r1, c1), (r1, c0), (r0, c0))]
+        feats.append({"type": "Feature", "properties": {k: b[k] for k in FIELDS},
+                      "geometry": {"type": "Polygon", "coordinates": [[list(p) for p in ring]]}})
+    crs = "map" if map_info else "pixel"
+    return json.dumps({"type": "FeatureCollection", "hyperapp_coordinates": crs, "features": feats}, indent=1) + "\n"
