@@ -55,6 +55,10 @@ class TansigMLP:
         if n_pos == 0 or n_pos == n:
             raise ModelError("the training windows hold only one class: need windows with and without targets")
         rng = np.random.default_rng(self.seed)
+        # On the GPU each mini-batch costs a dozen tiny launches; with a few thousand windows a batch of
+        # 256 made training 11 s on an H100 against 1 s on the CPU (measured), so the GPU trains on
+        # batches of at least a quarter of the training set.
+        batch = int(self.batch_size) if xp is np else max(int(self.batch_size), -(-n // 4))
         order = rng.permutation(n)
         n_val = int(n * self.validation_fraction) if n >= 20 else 0
         val, tr = xp.asarray(order[:n_val]), xp.asarray(order[n_val:])
@@ -76,8 +80,8 @@ class TansigMLP:
         tr_host = np.asarray(tr.get() if hasattr(tr, "get") else tr)
         for epoch in range(int(self.epochs)):
             perm = xp.asarray(rng.permutation(tr_host))
-            for i in range(0, perm.shape[0], self.batch_size):
-                idx = perm[i:i + self.batch_size]
+            for i in range(0, perm.shape[0], batch):
+                idx = perm[i:i + batch]
                 xb, tb, wb = X[idx], t[idx], sw[idx]
                 h = xp.tanh(xb @ params["U"] + params["b"])
                 o = xp.tanh(h @ params["w"] + params["b0"])

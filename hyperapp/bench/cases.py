@@ -166,7 +166,8 @@ def ffbp_search(ctx):
     Xd = cupy.asarray(X)
     gpu_boxes = m.detect(Xd)
     cpu_boxes = m.detect(X)
-    same = gpu_boxes == cpu_boxes
+    geom = ("row", "col", "height", "width", "level")
+    same = [tuple(b[k] for k in geom) for b in gpu_boxes] == [tuple(b[k] for k in geom) for b in cpu_boxes]
     P = np.array([[b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]] for b in gpu_boxes]).reshape(-1, 4)
     recall, false = box_recall(P, test.truth > 0)
     gpu = gpu_time_ms(lambda: search_gpu(m, WindowStats(Xd, m.min_window)), ctx.repeats)
