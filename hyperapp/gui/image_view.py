@@ -1,0 +1,125 @@
+"""The image view: RGB or single band with a percentile stretch, zoom and pan, and the overlays
+(score map with a colour map and opacity, detection mask, ROIs, FFBP boxes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtGui import QColor, QPen
+
+ROI_COLOURS = {1: (255, 40, 40, 200), 2: (40, 120, 255, 160)}
+
+
+def stretch(img: np.ndarray, lo_pct: float = 2.0, hi_pct: float = 98.0) -> np.ndarray:
+    """Per-channel percentile stretch to uint8."""
+    a = np.asarray(img, dtype=np.float32)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    out = np.empty(a.shape, np.uint8)
+    for k in range(a.shape[2]):
+        ch = a[:, :, k]
+        finite = ch[np.isfinite(ch)]
+        lo, hi = np.percentile(finite, [lo_pct, hi_pct]) if finite.size else (0.0, 1.0)
+        out[:, :, k] = np.clip((np.nan_to_num(ch, nan=lo) - lo) / max(hi - lo, 1e-12) * 255, 0, 255)
+    return out if out.shape[2] > 1 else out[:, :, 0]
+
+
+def colourise(scores: np.ndarray, opacity: float, cmap: str = "inferno") -> np.ndarray:
+    """RGBA uint8 of a score map through a colour map, with opacity."""
+    s = np.asarray(scores, dtype=np.float32)
+    finite = s[np.isfinite(s)]
+    lo, hi = np.percentile(finite, [1, 99.9]) if finite.size else (0.0, 1.0)
+    t = np.clip((np.nan_to_num(s, nan=lo) - lo) / max(hi - lo, 1e-12), 0, 1)
+    lut = pg.colormap.get(cmap).getLookupTable(0.0, 1.0, 256, alpha=False)
+    rgba = np.empty(s.shape + (4,), np.uint8)
+    rgba[..., :3] = lut[(t * 255).astype(np.uint8)]
+    rgba[..., 3] = int(round(opacity * 255))
+    return rgba
+
+
+class ImageView(pg.GraphicsLayoutWidget):
+    """Shows an image and overlays; reports the pixel under the cursor and clicks."""
+
+    pixel_hovered = Signal(int, int)
+    pixel_clicked = Signal(int, int, object)  # row, col, the mouse event
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.vb = self.addViewBox(lockAspect=True, invertY=True)
+        self.base = pg.ImageItem(axisOrder="row-major")
+        self.overlay = pg.ImageItem(axisOrder="row-major")
+        self.mask_item = pg.ImageItem(axisOrder="row-major")
+        self.roi_item = pg.ImageItem(axisOrder="row-major")
+        for z, item in enumerate((self.base, self.overlay, self.mask_item, self.roi_item)):
+            item.setZValue(z)
+            self.vb.addItem(item)
+        self.box_items: list = []
+        self.shape: tuple[int, int] | None = None
+        self.scene().sigMouseMoved.connect(self._moved)
+        self.scene().sigMouseClicked.connect(self._clicked)
+
+    # ------------------------------------------------------------------ content
+    def set_image(self, img_u8: np.ndarray) -> None:
+        first = self.shape != img_u8.shape[:2]
+        self.shape = img_u8.shape[:2]
+        self.base.setImage(img_u8, autoLevels=False, levels=(0, 255))
+        if first:
+            self.vb.autoRange(padding=0.02)
+
+    def set_overlay(self, rgba: np.ndarray | None) -> None:
+        if rgba is None:
+            self.overlay.clear()
+        else:
+            self.overlay.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def set_mask(self, mask: np.ndarray | None, colour=(255, 230, 0, 170)) -> None:
+        if mask is None:
+            self.mask_item.clear()
+            return
+        rgba = np.zeros(mask.shape + (4,), np.uint8)
+        rgba[mask.astype(bool)] = colour
+        self.mask_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def set_rois(self, labels: np.ndarray) -> None:
+        rgba = np.zeros(labels.shape + (4,), np.uint8)
+        for k, c in ROI_COLOURS.items():
+            rgba[labels == k] = c
+        self.roi_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def set_boxes(self, boxes: list[dict]) -> None:
+        for it in self.box_items:
+            self.vb.removeItem(it)
+        self.box_items = []
+        pen = QPen(QColor(0, 255, 120))
+        pen.setCosmetic(True)
+        pen.setWidth(2)
+        for b in boxes:
+            it = pg.QtWidgets.QGraphicsRectItem(b["col"], b["row"], b["width"], b["height"])
+            it.setPen(pen)
+            it.setZValue(10)
+            self.vb.addItem(it)
+            self.box_items.append(it)
+
+    def zoom_to(self, r0: int, c0: int, r1: int, c1: int, margin: int = 10) -> None:
+        self.vb.setRange(QRectF(c0 - margin, r0 - margin, c1 - c0 + 2 * margin, r1 - r0 + 2 * margin), padding=0)
+
+    # ------------------------------------------------------------------ mouse
+    def _pixel(self, scene_pos) -> tuple[int, int] | None:
+        if self.shape is None or not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p: QPointF = self.vb.mapSceneToView(scene_pos)
+        r, c = int(np.floor(p.y())), int(np.floor(p.x()))
+        if 0 <= r < self.shape[0] and 0 <= c < self.shape[1]:
+            return r, c
+        return None
+
+    def _moved(self, pos) -> None:
+        px = self._pixel(pos)
+        if px is not None:
+            self.pixel_hovered.emit(*px)
+
+    def _clicked(self, ev) -> None:
+        px = self._pixel(ev.scenePos())
+        if px is not None:
+            self.pixel_clicked.emit(px[0], px[1], ev)

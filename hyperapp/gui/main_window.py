@@ -1,0 +1,587 @@
+"""The main window: menus, the image view, spectrum, ROI tools, detector dock, results and compare.
+
+Everything computed goes through :func:`hyperapp.detect.run_detection` and the model classes, the same
+path as ``hyperapp --headless detect``; the window only displays and edits the :class:`Session`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow,
+                               QMessageBox, QSlider, QSpinBox, QVBoxLayout, QWidget)
+
+from hyperapp.errors import HyperappError
+from hyperapp.gui.detector_dock import DetectorDock
+from hyperapp.gui.image_view import ImageView, colourise, stretch
+from hyperapp.gui.results_panel import ResultsPanel
+from hyperapp.gui.spectrum_plot import SpectrumPlot
+from hyperapp.gui.worker import Worker, start
+from hyperapp.session import Run, Session
+
+log = logging.getLogger("hyperapp.gui")
+CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
+MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png", "NumPy (*.npy)": "npy"}
+
+
+def settings() -> QSettings:
+    """QSettings (recent files, last parameters); ``HYPERAPP_SETTINGS`` points it at an ini file."""
+    path = os.environ.get("HYPERAPP_SETTINGS")
+    if path:
+        return QSettings(path, QSettings.Format.IniFormat)
+    return QSettings("hyperapp", "hyperapp")
+
+
+class MainWindow(QMainWindow):
+    run_finished = Signal(object)  # the new Run, or None when cancelled or failed
+    cube_opened = Signal(object)
+
+    def __init__(self):
+        super().__init__()
+        self.setWindowTitle("hyperapp")
+        self.resize(1400, 900)
+        self.setAcceptDrops(True)
+        self.session: Session | None = None
+        self.worker: Worker | None = None
+        self.last_error: str | None = None
+        self.error_box: QMessageBox | None = None
+        self.tool = "pixel"
+        self.roi_class = "target"
+        self._poly: list[tuple[int, int]] = []
+        self._rect_start: tuple[int, int] | None = None
+        self.ffbp_model = None
+        # central view + display controls
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        bar = QHBoxLayout()
+        self.mode = QComboBox()
+        self.mode.addItems(["RGB", "Band"])
+        self.band = QSlider(Qt.Orientation.Horizontal)
+        self.band_label = QLabel("")
+        self.lo_pct, self.hi_pct = QSpinBox(), QSpinBox()
+        for w, v in ((self.lo_pct, 2), (self.hi_pct, 98)):
+            w.setRange(0, 100)
+            w.setValue(v)
+            w.setSuffix(" %")
+        self.opacity = QSlider(Qt.Orientation.Horizontal)
+        self.opacity.setRange(0, 100)
+        self.opacity.setValue(60)
+        for w in (QLabel("View"), self.mode, QLabel("band"), self.band, self.band_label, QLabel("stretch"),
+                  self.lo_pct, self.hi_pct, QLabel("overlay"), self.opacity):
+            bar.addWidget(w)
+        cl.addLayout(bar)
+        self.view = ImageView()
+        cl.addWidget(self.view, 1)
+        self.setCentralWidget(central)
+        # docks
+        self.spectrum = SpectrumPlot()
+        self.detector = DetectorDock()
+        self.results = ResultsPanel()
+        self.compare_view = ImageView()
+        self.compare_pick = QComboBox()
+        cw = QWidget()
+        cwl = QVBoxLayout(cw)
+        cwl.addWidget(self.compare_pick)
+        cwl.addWidget(self.compare_view, 1)
+        self.compare_view.vb.setXLink(self.view.vb)
+        self.compare_view.vb.setYLink(self.view.vb)
+        self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self._dock("Detector", self.detector, Qt.DockWidgetArea.RightDockWidgetArea)
+        self._dock("Results", self.results, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.compare_dock = self._dock("Compare", cw, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self._build_menus()
+        # signals
+        self.view.pixel_hovered.connect(self._hover)
+        self.view.pixel_clicked.connect(self._click)
+        self.mode.currentIndexChanged.connect(self.refresh_image)
+        self.band.valueChanged.connect(self.refresh_image)
+        self.lo_pct.valueChanged.connect(self.refresh_image)
+        self.hi_pct.valueChanged.connect(self.refresh_image)
+        self.opacity.valueChanged.connect(self._redraw_result)
+        self.detector.run_requested.connect(self.run_detector)
+        self.detector.cancel_requested.connect(self.cancel_run)
+        self.results.threshold_changed.connect(self._threshold_moved)
+        self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
+        self.results.run_selected.connect(self._show_run)
+        self.compare_pick.currentIndexChanged.connect(self._show_compare)
+        self.detector.set_params(self._saved_params(self.detector.method_name()))
+        self.detector.method.currentIndexChanged.connect(
+            lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+
+    def _dock(self, title, widget, area):
+        d = QDockWidget(title, self)
+        d.setObjectName(title)
+        d.setWidget(widget)
+        self.addDockWidget(area, d)
+        return d
+
+    # ------------------------------------------------------------------ menus
+    def _action(self, menu, text, slot, shortcut=None, checkable=False):
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+        a.setCheckable(checkable)
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        return a
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self._action(f, "&Open cube…", self._open_dialog, QKeySequence.StandardKey.Open)
+        self.recent_menu = f.addMenu("Open &recent")
+        self._action(f, "Load &truth mask…", self._truth_dialog, "Ctrl+T")
+        self._action(f, "Load FFBP &model…", self._model_dialog)
+        f.addSeparator()
+        self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
+        self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
+        f.addSeparator()
+        ex = f.addMenu("&Export")
+        self._action(ex, "Detection &mask…", lambda: self._export_dialog("mask"), "Ctrl+E")
+        self._action(ex, "&Score map…", lambda: self._export_dialog("scores"))
+        self._action(ex, "&Objects (CSV)…", lambda: self._export_dialog("objects"))
+        self._action(ex, "&Boxes (CSV, GeoJSON)…", lambda: self._export_dialog("boxes"))
+        self._action(ex, "Screens&hot…", lambda: self._export_dialog("screenshot"))
+        self._action(ex, "&ROIs…", lambda: self._export_dialog("rois"))
+        self._action(f, "&Import ROIs…", self._import_rois_dialog)
+        f.addSeparator()
+        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        e = mb.addMenu("&Edit")
+        self._action(e, "&Undo", lambda: self.session and self.session.roi.undo(), QKeySequence.StandardKey.Undo)
+        self._action(e, "&Redo", lambda: self.session and self.session.roi.redo(), QKeySequence.StandardKey.Redo)
+        self._action(e, "&Clear ROIs", lambda: self.session and self.session.roi.clear(), "Ctrl+Shift+Del")
+        self._action(e, "&Pin spectrum under cursor", self.pin_spectrum, "P")
+        self._action(e, "Clear pinned spectra", self.spectrum.clear_pins)
+        t = mb.addMenu("&Tools")
+        group = QActionGroup(self)
+        for name, key in (("pixel", "1"), ("brush", "2"), ("rectangle", "3"), ("polygon", "4")):
+            a = self._action(t, name.capitalize(), lambda _=False, n=name: self.set_tool(n), key, checkable=True)
+            group.addAction(a)
+            a.setChecked(name == "pixel")
+        t.addSeparator()
+        cg = QActionGroup(self)
+        for name, key in (("target", "T"), ("background", "B")):
+            a = self._action(t, f"Mark {name}", lambda _=False, n=name: self.set_roi_class(n), key, checkable=True)
+            cg.addAction(a)
+            a.setChecked(name == "target")
+        r = mb.addMenu("&Run")
+        self._action(r, "Train && &run", self.run_detector, "F5")
+        self._action(r, "&Cancel", self.cancel_run, "Esc")
+        self._update_recent()
+
+    # ------------------------------------------------------------------ errors
+    def show_error(self, message: str) -> None:
+        """Log the error and show it in a (non-blocking) dialog; the window stays usable."""
+        log.error(message)
+        self.last_error = message
+        box = QMessageBox(QMessageBox.Icon.Warning, "hyperapp", message, QMessageBox.StandardButton.Ok, self)
+        box.setInformativeText("Check the file or the inputs and try again; nothing was changed.")
+        box.setModal(False)
+        box.show()
+        self.error_box = box
+
+    # ------------------------------------------------------------------ cube
+    def open_cube(self, path, dataset: str | None = None) -> bool:
+        try:
+            session = Session.open(path, dataset)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        self.set_session(session)
+        self._remember(str(path))
+        return True
+
+    def set_session(self, session: Session) -> None:
+        self.cancel_run()
+        self.session = session
+        cube = session.cube
+        self.setWindowTitle(f"hyperapp — {cube.name} ({cube.rows} x {cube.cols} x {cube.bands})")
+        self.band.setRange(0, cube.bands - 1)
+        self.band.setValue(cube.rgb_bands()[0])
+        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands)
+        self.spectrum.clear_pins()
+        session.roi.listeners.append(self._rois_changed)
+        self.results.runs.clear()
+        self.compare_pick.clear()
+        self.view.set_overlay(None)
+        self.view.set_mask(None)
+        self.view.set_boxes([])
+        self.refresh_image()
+        self._rois_changed()
+        self.cube_opened.emit(session)
+
+    def refresh_image(self) -> None:
+        if self.session is None:
+            return
+        cube = self.session.cube
+        lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
+        if self.mode.currentText() == "RGB":
+            img = stretch(cube.subset_bands(list(cube.rgb_bands())).read(), lo, hi)
+            self.band_label.setText("")
+        else:
+            b = self.band.value()
+            img = stretch(cube.band(b), lo, hi)
+            wl = f" ({cube.wavelengths[b]:.1f} {cube.wavelength_units or ''})" if cube.wavelengths is not None else ""
+            self.band_label.setText(f"{b}{wl}")
+        self.view.set_image(img)
+
+    def _hover(self, r: int, c: int) -> None:
+        if self.session is None:
+            return
+        s = self.session.cube.spectrum(r, c)
+        run = self.current_run()
+        extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
+        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {s.mean():.4g}{extra}")
+        self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
+        self._hovered = (r, c)
+
+    def pin_spectrum(self) -> None:
+        if self.session is not None and getattr(self, "_hovered", None):
+            r, c = self._hovered
+            self.spectrum.pin(self.session.cube.spectrum(r, c), f"({r}, {c})")
+
+    # ------------------------------------------------------------------ ROIs
+    def set_tool(self, name: str) -> None:
+        self.tool = name
+        self._poly, self._rect_start = [], None
+
+    def set_roi_class(self, name: str) -> None:
+        self.roi_class = name
+
+    def _click(self, r: int, c: int, ev) -> None:
+        if self.session is None or ev.button() != Qt.MouseButton.LeftButton:
+            return
+        roi = self.session.roi
+        if self.tool == "pixel":
+            roi.mark_pixels([(r, c)], self.roi_class)
+        elif self.tool == "brush":
+            roi.brush(r, c, 2.5, self.roi_class)
+        elif self.tool == "rectangle":
+            if self._rect_start is None:
+                self._rect_start = (r, c)
+            else:
+                roi.rectangle(*self._rect_start, r, c, self.roi_class)
+                self._rect_start = None
+        elif self.tool == "polygon":
+            if ev.double() and len(self._poly) >= 3:
+                roi.polygon(self._poly, self.roi_class)
+                self._poly = []
+            else:
+                self._poly.append((r, c))
+
+    def _rois_changed(self) -> None:
+        roi = self.session.roi
+        self.view.set_rois(roi.labels)
+        stats = {}
+        if roi.labels.any():
+            data = None
+            for name, k in (("target", 1), ("background", 2)):
+                m = roi.labels == k
+                if m.any():
+                    if data is None:
+                        data = self.session.cube.read()
+                    px = data[m]
+                    stats[name] = (px.mean(axis=0), px.std(axis=0))
+        self.spectrum.show_rois(stats)
+        n = roi.counts()
+        self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
+
+    # ------------------------------------------------------------------ running
+    def run_detector(self):
+        """Train and run the chosen detector in a worker thread; returns the worker."""
+        if self.session is None:
+            self.show_error("open a cube first")
+            return None
+        if self.worker is not None:
+            return self.worker
+        from hyperapp.detect import run_detection
+
+        s = self.session
+        method, params, device = self.detector.method_name(), self.detector.params(), self.detector.device_name()
+        far = self.detector.far.value()
+        targets = s.roi.targets.copy()
+        background = s.roi.background
+        truth = None if s.truth is None else s.truth.copy()
+        model = self.ffbp_model if method == "ffbp" else None
+        self._save_params(method, params)
+
+        def job(progress):
+            image = s.pixels_on(device, progress.sub(0.0, 0.4))
+            return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
+                                 device=device, truth=truth, far=None if method == "ffbp" else far, model=model,
+                                 image=image, progress=progress.sub(0.4, 1.0))
+
+        w = Worker(job)
+        w.signals.progress.connect(self.detector.show_progress)
+        w.signals.result.connect(lambda res: self._run_done(method, params, res))
+        w.signals.error.connect(self._run_failed)
+        w.signals.cancelled.connect(self._run_cancelled)
+        w.signals.finished.connect(self._worker_finished)
+        self.detector.set_busy(True)
+        self.worker = w
+        start(w)
+        return w
+
+    def cancel_run(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            self.detector.status.setText("cancelling…")
+
+    def _worker_finished(self) -> None:
+        self.worker = None
+        self.detector.set_busy(False)
+
+    def _run_failed(self, message: str) -> None:
+        self.show_error(message)
+        self.run_finished.emit(None)
+
+    def _run_cancelled(self) -> None:
+        self.detector.status.setText("cancelled")
+        self.detector.progress.setValue(0)
+        self.run_finished.emit(None)
+
+    def _run_done(self, method: str, params: dict, result) -> None:
+        s = self.session
+        run = Run(s.unique_run_name(method), method, params, result, result.threshold)
+        s.runs.append(run)
+        rep = result.report
+        msg = f"{run.name}: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
+        if "evaluation" in rep:
+            msg += f", AUC {rep['evaluation']['auc']:.4f}"
+        self.detector.status.setText(msg)
+        self.results.runs.addItem(run.name)
+        self.compare_pick.addItem(run.name)
+        self.results.runs.setCurrentIndex(len(s.runs) - 1)
+        self._show_run(len(s.runs) - 1)
+        self.run_finished.emit(run)
+
+    def current_run(self) -> Run | None:
+        if self.session is None or not self.session.runs:
+            return None
+        i = self.results.runs.currentIndex()
+        return self.session.runs[i] if 0 <= i < len(self.session.runs) else None
+
+    def _show_run(self, i: int) -> None:
+        if self.session is None or not (0 <= i < len(self.session.runs)):
+            return
+        run = self.session.runs[i]
+        res = run.result
+        self.view.set_boxes(res.boxes)
+        self.results.show_objects(res.objects)
+        self.results.show_result(res.scores, run.threshold, self.session.truth,
+                                 self.session.roi.targets if self.session.truth is not None else None)
+        self._redraw_result()
+
+    def _threshold_moved(self, t: float) -> None:
+        run = self.current_run()
+        if run is None:
+            return
+        run.threshold = t
+        self.view.set_mask(run.result.scores > t)
+
+    def _redraw_result(self) -> None:
+        run = self.current_run()
+        if run is None:
+            return
+        self.view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0))
+        self.view.set_mask(run.result.scores > run.threshold)
+
+    def _show_compare(self, i: int) -> None:
+        if self.session is None or not (0 <= i < len(self.session.runs)):
+            return
+        run = self.session.runs[i]
+        self.compare_view.set_image(self.view.base.image)
+        self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
+        self.compare_view.set_mask(run.result.scores > run.threshold)
+        self.compare_view.set_boxes(run.result.boxes)
+
+    def current_mask(self) -> np.ndarray:
+        run = self.current_run()
+        if run is None:
+            raise HyperappError("no result to export: run a detector first")
+        return (run.result.scores > run.threshold).astype(np.uint8)
+
+    # ------------------------------------------------------------------ files
+    def load_truth(self, path, variable: str | None = None) -> bool:
+        try:
+            self.session.load_truth(path, variable)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        run = self.current_run()
+        if run is not None:
+            self._show_run(self.results.runs.currentIndex())
+        return True
+
+    def export(self, kind: str, path, fmt: str = "envi") -> Path | None:
+        """Export ``kind`` (mask, scores, objects, boxes, screenshot, rois) to ``path``."""
+        from hyperapp.io.atomic import atomic_write_text
+        from hyperapp.io.writers import write_image
+        from hyperapp.models.boxes import boxes_csv, boxes_geojson
+        from hyperapp.models.postprocess import object_table, objects_csv
+
+        try:
+            p = Path(path)
+            if kind == "mask":
+                return write_image(p, self.current_mask(), fmt, self.session.cube)
+            if kind == "scores":
+                return write_image(p, self.current_run().result.scores.astype(np.float32), fmt, self.session.cube)
+            if kind == "objects":
+                run = self.current_run()
+                if run is None:
+                    raise HyperappError("no result to export: run a detector first")
+                atomic_write_text(p, objects_csv(object_table(self.current_mask(), run.result.scores)))
+                return p
+            if kind == "boxes":
+                run = self.current_run()
+                if run is None or not run.result.boxes:
+                    raise HyperappError("no boxes to export: run the FFBP detector first")
+                atomic_write_text(p.with_suffix(".csv"), boxes_csv(run.result.boxes))
+                atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(run.result.boxes, self.session.cube.map_info))
+                return p.with_suffix(".csv")
+            if kind == "screenshot":
+                from hyperapp.io.atomic import atomic_paths
+
+                with atomic_paths(p) as (tmp,):
+                    if not self.grab().save(str(tmp), "PNG"):
+                        raise HyperappError("could not write the screenshot", p)
+                return p
+            if kind == "rois":
+                self.session.roi.export(p)
+                return p
+            raise HyperappError(f"unknown export {kind!r}")
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return None
+
+    def save_project(self, path) -> bool:
+        try:
+            self.session.save_project(path)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        return True
+
+    def open_project(self, path) -> bool:
+        """Reopen a project: the cube, ROIs and truth, then re-run each saved model (no retraining)."""
+        from hyperapp.detect import run_detection
+        from hyperapp.models.persist import load_model
+
+        try:
+            d = Session.read_project(path)
+            session = Session.open(d["cube"], d.get("dataset"))
+            session.restore_rois(d)
+            if d.get("truth"):
+                session.load_truth(d["truth"])
+            self.set_session(session)
+            for r in d.get("runs", []):
+                model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
+                res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
+                                    session.roi.background, params=r["params"], device="cpu", truth=session.truth,
+                                    threshold=r["threshold"], model=model, image=session.pixels_on("cpu"))
+                self._run_done(r["method"], r["params"], res)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        return True
+
+    # ------------------------------------------------------------------ dialogs
+    def _open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open cube", self._last_dir(), CUBE_FILTER)
+        if path:
+            self.open_cube(path)
+
+    def _truth_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Truth mask", self._last_dir(),
+                                              "Masks (*.hdr *.png *.npy *.mat *.tif);;All files (*)")
+        if path and self.session is not None:
+            self.load_truth(path, "map" if path.endswith(".mat") else None)
+
+    def _model_dialog(self) -> None:
+        from hyperapp.models.persist import load_model
+
+        path, _ = QFileDialog.getOpenFileName(self, "FFBP model", self._last_dir(), "Models (*.npz)")
+        if path and self.session is not None:
+            try:
+                self.ffbp_model = load_model(path, n_bands=self.session.cube.bands, method="ffbp")
+                self.detector.model_label.setText(f"FFBP model: {Path(path).name}")
+            except HyperappError as exc:
+                self.show_error(str(exc))
+
+    def _export_dialog(self, kind: str) -> None:
+        if kind in ("mask", "scores"):
+            path, flt = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), ";;".join(MASK_FILTERS))
+            if path:
+                self.export(kind, path, MASK_FILTERS.get(flt, "envi"))
+            return
+        filters = {"objects": "CSV (*.csv)", "boxes": "CSV (*.csv)", "screenshot": "PNG (*.png)",
+                   "rois": "CSV (*.csv);;NumPy (*.npy);;PNG (*.png);;ENVI (*.hdr)"}
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), filters[kind])
+        if path:
+            self.export(kind, path)
+
+    def _import_rois_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import ROIs", self._last_dir(),
+                                              "ROIs (*.csv *.npy *.png *.hdr);;All files (*)")
+        if path and self.session is not None:
+            try:
+                self.session.roi.import_(path)
+            except HyperappError as exc:
+                self.show_error(str(exc))
+
+    def _open_project_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", self._last_dir(), "Projects (*.hyperapp.json *.json)")
+        if path:
+            self.open_project(path)
+
+    def _save_project_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save project", self._last_dir(), "Projects (*.hyperapp.json)")
+        if path:
+            self.save_project(path)
+
+    # ------------------------------------------------------------------ settings
+    def _remember(self, path: str) -> None:
+        st = settings()
+        recent = [p for p in (st.value("recent", []) or []) if p != path]
+        st.setValue("recent", [path, *recent][:10])
+        st.setValue("last_dir", str(Path(path).parent))
+        self._update_recent()
+
+    def _update_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in settings().value("recent", []) or []:
+            a = QAction(p, self)
+            a.triggered.connect(lambda _=False, q=p: self.open_cube(q))
+            self.recent_menu.addAction(a)
+
+    def _last_dir(self) -> str:
+        return str(settings().value("last_dir", "") or "")
+
+    def _save_params(self, method: str, params: dict) -> None:
+        import json
+
+        settings().setValue(f"params/{method}", json.dumps(params))
+
+    def _saved_params(self, method: str) -> dict:
+        import json
+
+        raw = settings().value(f"params/{method}", "")
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError:
+            return {}
+
+    # ------------------------------------------------------------------ drag and drop
+    def dragEnterEvent(self, ev) -> None:
+        if ev.mimeData().hasUrls():
+            ev.acceptProposedAction()
+
+    def dropEvent(self, ev) -> None:
+        urls = ev.mimeData().urls()
+        if urls:
+            QTimer.singleShot(0, lambda: self.open_cube(urls[0].toLocalFile()))

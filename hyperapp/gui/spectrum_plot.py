@@ -1,0 +1,58 @@
+"""Spectra: the one under the cursor (live), pinned ones, and each ROI class's mean and spread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+PIN_COLOURS = [(255, 200, 0), (0, 200, 255), (255, 0, 200), (120, 255, 0), (255, 120, 0), (180, 180, 255)]
+
+
+class SpectrumPlot(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.showGrid(x=True, y=True, alpha=0.3)
+        self.addLegend(offset=(-10, 10))
+        self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
+        self.pins: list = []
+        self.roi_items: list = []
+        self.x = None
+
+    def set_axis(self, wavelengths, units: str | None, bands: int) -> None:
+        if wavelengths is not None and len(wavelengths) == bands:
+            self.x = np.asarray(wavelengths, dtype=float)
+            self.getAxis("bottom").enableAutoSIPrefix(False)
+            self.setLabel("bottom", f"wavelength ({units})" if units else "wavelength")
+        else:
+            self.x = np.arange(bands, dtype=float)
+            self.setLabel("bottom", "band")
+        self.setLabel("left", "value")
+
+    def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
+        self.cursor_curve.setData(self.x, spectrum)
+        self.setTitle(label)
+
+    def pin(self, spectrum: np.ndarray, label: str) -> None:
+        colour = PIN_COLOURS[len(self.pins) % len(PIN_COLOURS)]
+        self.pins.append(self.plot(self.x, spectrum, pen=pg.mkPen(colour, width=1.5), name=label))
+
+    def clear_pins(self) -> None:
+        for p in self.pins:
+            self.removeItem(p)
+        self.pins = []
+
+    def show_rois(self, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """``{name: (mean, std)}``: mean line with a ±1 std band per ROI class."""
+        for it in self.roi_items:
+            self.removeItem(it)
+        self.roi_items = []
+        colours = {"target": (255, 60, 60), "background": (60, 140, 255)}
+        for name, (mean, std) in stats.items():
+            c = colours.get(name, (200, 200, 200))
+            lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)))
+            hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)))
+            fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c + (40,)))
+            self.addItem(fill)
+            line = self.plot(self.x, mean, pen=pg.mkPen(c, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
+                             name=f"{name} mean")
+            self.roi_items += [lo, hi, fill, line]

@@ -1,0 +1,181 @@
+"""Training-pixel ROIs: which pixels the user marked as target or background (Qt-free).
+
+A :class:`RoiSet` is a label map (0 none, 1 target, 2 background) with undo/redo, and the shapes a
+user draws with: single pixels, a brush (disk), a rectangle and a polygon. The GUI's tools call these
+methods and redraw on the ``changed`` callbacks; the detectors read :attr:`targets` and
+:attr:`background`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from hyperapp.errors import InputError
+
+NONE, TARGET, BACKGROUND = 0, 1, 2
+CLASSES = {"target": TARGET, "background": BACKGROUND}
+
+
+class RoiSet:
+    """Marked pixels of one image, with undo/redo."""
+
+    def __init__(self, shape: tuple[int, int], max_undo: int = 100):
+        self.shape = tuple(shape)
+        self.labels = np.zeros(self.shape, np.uint8)
+        self._undo: list[np.ndarray] = []
+        self._redo: list[np.ndarray] = []
+        self.max_undo = max_undo
+        self.listeners: list[Callable[[], None]] = []
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def targets(self) -> np.ndarray:
+        return self.labels == TARGET
+
+    @property
+    def background(self) -> np.ndarray | None:
+        b = self.labels == BACKGROUND
+        return b if b.any() else None
+
+    def counts(self) -> dict[str, int]:
+        return {"target": int(self.targets.sum()), "background": int((self.labels == BACKGROUND).sum())}
+
+    # ------------------------------------------------------------------ edits
+    def _apply(self, mask: np.ndarray, cls: int) -> None:
+        if not mask.any():
+            return
+        self._undo.append(self.labels.copy())
+        del self._undo[: -self.max_undo]
+        self._redo.clear()
+        self.labels[mask] = cls
+        self._changed()
+
+    def _changed(self) -> None:
+        for f in self.listeners:
+            f()
+
+    def _cls(self, cls: str | int) -> int:
+        if isinstance(cls, str):
+            if cls not in CLASSES and cls != "erase":
+                raise InputError(f"unknown ROI class {cls!r}")
+            return CLASSES.get(cls, NONE)
+        return int(cls)
+
+    def mark_pixels(self, pixels, cls: str | int = "target") -> None:
+        """Mark (row, col) pixels; pixels outside the image are an :class:`InputError`."""
+        p = np.asarray(pixels, dtype=np.int64).reshape(-1, 2)
+        bad = (p[:, 0] < 0) | (p[:, 0] >= self.shape[0]) | (p[:, 1] < 0) | (p[:, 1] >= self.shape[1])
+        if bad.any():
+            r, c = p[bad][0]
+            raise InputError(f"pixel ({r}, {c}) is outside the {self.shape[0]}x{self.shape[1]} image")
+        m = np.zeros(self.shape, bool)
+        m[p[:, 0], p[:, 1]] = True
+        self._apply(m, self._cls(cls))
+
+    def brush(self, row: float, col: float, radius: float, cls: str | int = "target") -> None:
+        rr, cc = np.ogrid[: self.shape[0], : self.shape[1]]
+        self._apply((rr - row) ** 2 + (cc - col) ** 2 <= radius**2, self._cls(cls))
+
+    def rectangle(self, r0: int, c0: int, r1: int, c1: int, cls: str | int = "background") -> None:
+        """Mark rows r0..r1 and cols c0..c1 inclusive (clipped to the image)."""
+        r0, r1 = sorted((int(r0), int(r1)))
+        c0, c1 = sorted((int(c0), int(c1)))
+        m = np.zeros(self.shape, bool)
+        m[max(r0, 0): min(r1 + 1, self.shape[0]), max(c0, 0): min(c1 + 1, self.shape[1])] = True
+        self._apply(m, self._cls(cls))
+
+    def polygon(self, vertices, cls: str | int = "target") -> None:
+        """Mark the pixels whose centres fall inside the polygon of (row, col) vertices."""
+        from PIL import Image, ImageDraw
+
+        v = [(float(c), float(r)) for r, c in vertices]
+        if len(v) < 3:
+            raise InputError("a polygon needs at least 3 vertices")
+        img = Image.new("1", (self.shape[1], self.shape[0]), 0)
+        ImageDraw.Draw(img).polygon(v, fill=1, outline=1)
+        self._apply(np.asarray(img, dtype=bool), self._cls(cls))
+
+    def clear(self) -> None:
+        self._apply(self.labels > 0, NONE)
+
+    def set_labels(self, labels: np.ndarray) -> None:
+        a = np.asarray(labels)
+        if a.shape != self.shape:
+            raise InputError(f"ROI mask is {a.shape[0]}x{a.shape[1]}, the image is {self.shape[0]}x{self.shape[1]}")
+        self._undo.append(self.labels.copy())
+        self._redo.clear()
+        self.labels = a.astype(np.uint8)
+        self._changed()
+
+    # ------------------------------------------------------------------ history
+    def undo(self) -> bool:
+        if not self._undo:
+            return False
+        self._redo.append(self.labels.copy())
+        self.labels = self._undo.pop()
+        self._changed()
+        return True
+
+    def redo(self) -> bool:
+        if not self._redo:
+            return False
+        self._undo.append(self.labels.copy())
+        self.labels = self._redo.pop()
+        self._changed()
+        return True
+
+    # ------------------------------------------------------------------ files
+    def export(self, path) -> None:
+        """Write the ROIs: ``.csv`` as ``row,col,class`` lines, else a label mask (``.npy``/``.png``/ENVI)."""
+        from pathlib import Path
+
+        from hyperapp.io.atomic import atomic_write_text
+        from hyperapp.io.writers import write_envi, write_npy
+
+        p = Path(path)
+        if p.suffix.lower() == ".csv":
+            rr, cc = np.nonzero(self.labels)
+            names = {TARGET: "target", BACKGROUND: "background"}
+            atomic_write_text(p, "row,col,class\n" + "".join(
+                f"{r},{c},{names[int(self.labels[r, c])]}\n" for r, c in zip(rr, cc)))
+        elif p.suffix.lower() == ".npy":
+            write_npy(p, self.labels)
+        elif p.suffix.lower() == ".png":
+            from PIL import Image
+
+            from hyperapp.io.atomic import atomic_paths
+
+            with atomic_paths(p) as (tmp,):
+                Image.fromarray(self.labels).save(tmp, format="PNG")
+        else:
+            write_envi(p, self.labels)
+
+    def import_(self, path) -> None:
+        """Read ROIs written by :meth:`export`, a ``row,col`` CSV (targets) or any label mask."""
+        import csv
+        from pathlib import Path
+
+        from hyperapp.io import read_labels, read_mask
+
+        p = Path(path)
+        if p.suffix.lower() == ".csv":
+            with open(p, newline="", encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+            if rows and len(rows[0]) >= 3 and rows[0][2].strip() == "class":
+                lab = np.zeros(self.shape, np.uint8)
+                for i, row in enumerate(rows[1:], start=2):
+                    try:
+                        r, c, k = int(row[0]), int(row[1]), row[2].strip()
+                    except (ValueError, IndexError) as exc:
+                        raise InputError(f"line {i}: expected row,col,class", p) from exc
+                    if not (0 <= r < self.shape[0] and 0 <= c < self.shape[1]):
+                        raise InputError(f"line {i}: pixel ({r}, {c}) is outside the image", p)
+                    lab[r, c] = CLASSES.get(k, TARGET)
+                self.set_labels(lab)
+            else:
+                self.set_labels(read_labels(p, self.shape).astype(np.uint8) * TARGET)
+        else:
+            m = read_mask(p, self.shape)
+            self.set_labels(np.where(m >= BACKGROUND, BACKGROUND, np.where(m > 0, TARGET, NONE)))

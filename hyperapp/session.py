@@ -1,0 +1,139 @@
+"""What a GUI session holds, without Qt: the cube, its ROIs, the truth, the runs, and the project file.
+
+The window edits a :class:`Session` and redraws from it; saving a project writes this state as JSON
+(cube path, ROIs, truth path, each run's method, parameters, threshold and saved model), and opening
+one restores it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.cube import Cube
+from hyperapp.errors import CubeFormatError, InputError
+from hyperapp.roi import RoiSet
+
+PROJECT_FORMAT = "hyperapp-project"
+PROJECT_VERSION = 1
+
+
+@dataclass
+class Run:
+    """One detector run shown in the window."""
+
+    name: str
+    method: str
+    params: dict
+    result: object  # hyperapp.detect.DetectionResult
+    threshold: float
+    model_path: str | None = None
+
+
+@dataclass
+class Session:
+    cube: Cube
+    dataset: str | None = None
+    roi: RoiSet = None  # type: ignore[assignment]
+    truth: np.ndarray | None = None
+    truth_path: str | None = None
+    runs: list[Run] = field(default_factory=list)
+    _device_cache: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.roi is None:
+            self.roi = RoiSet((self.cube.rows, self.cube.cols))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, dataset: str | None = None) -> Session:
+        from hyperapp.io import open_cube
+
+        cube = open_cube(path, dataset).good_bands()
+        return cls(cube, dataset)
+
+    def load_truth(self, path: str | os.PathLike, variable: str | None = None) -> None:
+        from hyperapp.io import read_labels
+
+        self.truth = read_labels(path, (self.cube.rows, self.cube.cols), variable)
+        self.truth_path = str(path)
+
+    def pixels_on(self, device: str, progress=None):
+        """The cube's float32 pixels on the device, read once per device and kept for later runs."""
+        from hyperapp.backend import get_backend
+        from hyperapp.detect import load_pixels
+        from hyperapp.jobs import NULL_PROGRESS
+
+        backend = get_backend(device)
+        if backend.name not in self._device_cache:
+            self._device_cache[backend.name] = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
+        return self._device_cache[backend.name]
+
+    def unique_run_name(self, method: str) -> str:
+        n = sum(r.method == method for r in self.runs) + 1
+        return f"{method} #{n}"
+
+    # ------------------------------------------------------------------ project files
+    def to_project(self, folder: Path) -> dict:
+        rr, cc = np.nonzero(self.roi.labels)
+        runs = []
+        for r in self.runs:
+            runs.append({"name": r.name, "method": r.method, "params": r.params, "threshold": r.threshold,
+                         "model": os.path.relpath(r.model_path, folder) if r.model_path else None})
+        return {
+            "format": PROJECT_FORMAT, "format_version": PROJECT_VERSION,
+            "cube": os.path.relpath(self.cube.path, folder) if self.cube.path else None,
+            "dataset": self.dataset,
+            "roi": {"rows": rr.tolist(), "cols": cc.tolist(), "labels": self.roi.labels[rr, cc].tolist()},
+            "truth": os.path.relpath(self.truth_path, folder) if self.truth_path else None,
+            "runs": runs,
+        }
+
+    def save_project(self, path: str | os.PathLike) -> None:
+        """Write the project (JSON) and each run's fitted model beside it (``<project>.models/``)."""
+        from hyperapp.io.atomic import atomic_write_text
+        from hyperapp.models.persist import save_model
+
+        p = Path(path)
+        mdir = p.with_suffix(".models")
+        for i, r in enumerate(self.runs):
+            model = getattr(r.result, "model", None)
+            if model is not None and hasattr(model, "get_params"):
+                if hasattr(model, "to_host"):
+                    model = model.to_host()
+                r.model_path = str(save_model(model, mdir / f"run{i}-{r.method}.npz", r.method))
+        atomic_write_text(p, json.dumps(self.to_project(p.parent), indent=2) + "\n")
+
+    @staticmethod
+    def read_project(path: str | os.PathLike) -> dict:
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CubeFormatError(f"not a readable project file ({exc})", p) from exc
+        if d.get("format") != PROJECT_FORMAT:
+            raise CubeFormatError("not a hyperapp project file", p)
+        if d.get("format_version", 0) > PROJECT_VERSION:
+            raise CubeFormatError("project written by a newer hyperapp", p)
+        base = p.parent
+        for key in ("cube", "truth"):
+            if d.get(key):
+                d[key] = str((base / d[key]).resolve())
+        for r in d.get("runs", []):
+            if r.get("model"):
+                r["model"] = str((base / r["model"]).resolve())
+        return d
+
+    def restore_rois(self, d: dict) -> None:
+        roi = d.get("roi") or {}
+        lab = np.zeros(self.roi.shape, np.uint8)
+        rows, cols, labels = roi.get("rows", []), roi.get("cols", []), roi.get("labels", [])
+        if rows:
+            r, c = np.asarray(rows), np.asarray(cols)
+            if r.max() >= self.roi.shape[0] or c.max() >= self.roi.shape[1]:
+                raise InputError("the project's ROIs do not fit the cube")
+            lab[r, c] = np.asarray(labels, np.uint8)
+        self.roi.set_labels(lab)
