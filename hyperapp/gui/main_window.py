@@ -90,10 +90,12 @@ class MainWindow(QMainWindow):
         cwl.addWidget(self.compare_view, 1)
         self.compare_view.vb.setXLink(self.view.vb)
         self.compare_view.vb.setYLink(self.view.vb)
-        self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
+        spec_dock = self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
         self._dock("Detector", self.detector, Qt.DockWidgetArea.RightDockWidgetArea)
         self._dock("Results", self.results, Qt.DockWidgetArea.RightDockWidgetArea)
         self.compare_dock = self._dock("Compare", cw, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(spec_dock, self.compare_dock)
+        spec_dock.raise_()
         self._build_menus()
         # signals
         self.view.pixel_hovered.connect(self._hover)
