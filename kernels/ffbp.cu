@@ -41,6 +41,40 @@ extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X
     S2[idx] = s2;
 }
 
+// hyperapp_ffbp_sat_rows / _cols: the summed-area table T (nbr+1, nbc+1, B, float64, zero first row and
+//   column) of the per-block sums S (nbr, nbc, B, float32), in two passes. Rows pass: one thread per
+//   (block row, band) walks the block columns, writing the running sum; cols pass: one thread per
+//   (table column, band) walks down the rows, accumulating in place. Consecutive threads take
+//   consecutive bands, so each step of a warp touches contiguous memory.
+extern "C" __global__ void hyperapp_ffbp_sat_rows(const float* __restrict__ S, int nbr, int nbc, int B,
+                                                  double* __restrict__ T)
+{
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (nbr + 1) * B) return;
+    const int i = idx / B, b = idx % B;
+    const int w1 = nbc + 1;
+    double acc = 0.0;
+    T[((long long)i * w1) * B + b] = 0.0;
+    for (int j = 0; j < nbc; ++j) {
+        if (i > 0) acc += (double)S[((long long)(i - 1) * nbc + j) * B + b];
+        T[((long long)i * w1 + j + 1) * B + b] = acc;
+    }
+}
+
+extern "C" __global__ void hyperapp_ffbp_sat_cols(int nbr, int nbc, int B, double* __restrict__ T)
+{
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    const int w1 = nbc + 1;
+    if (idx >= w1 * B) return;
+    const int j = idx / B, b = idx % B;
+    double acc = 0.0;
+    for (int i = 1; i <= nbr; ++i) {
+        double* t = T + ((long long)i * w1 + j) * B + b;
+        acc += *t;
+        *t = acc;
+    }
+}
+
 __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, int B, int b,
                                           int r0, int c0, int r1, int c1)
 {
@@ -60,8 +94,8 @@ __device__ __forceinline__ float ann(const float* __restrict__ net, const float*
 }
 
 extern "C" __global__ void hyperapp_ffbp_level(
-    const double* __restrict__ T1, const double* __restrict__ T2, const double* __restrict__ TN, int w1,
-    const float* __restrict__ ref, const int4* __restrict__ win_in, const int* __restrict__ n_in,
+    const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
+    const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in, const int* __restrict__ n_in,
     const float* __restrict__ net1, const float* __restrict__ net2,
     const float* __restrict__ fmin, const float* __restrict__ fmax,
     const float* __restrict__ t1, int max_class, float t2,
@@ -70,14 +104,16 @@ extern "C" __global__ void hyperapp_ffbp_level(
     int cap_boxes)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= *n_in) return;
-    const int4 W = win_in[i];
+    // the first level is the root window alone, built here (no host-to-device copy)
+    if (i >= (is_root ? 1 : *n_in)) return;
+    const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
     const int h = W.z - W.x, wd = W.w - W.y;
     const int side = max(h, wd);
     int cls = 0;
     while ((1 << cls) < side) ++cls;  // ceil(log2(side))
     const bool untrained = cls > max_class;
-    const double n = box_sum(TN, w1, 1, 0, W.x, W.y, W.z, W.w);
+    // pixels in the window: blocks are bs x bs except the clipped last row and column
+    const double n = (double)(min(W.z * bs, R) - W.x * bs) * (double)(min(W.w * bs, C) - W.y * bs);
     // hidden pre-activations of both networks, accumulated feature by feature
     float h1[NH], h2[NH];
 #pragma unroll

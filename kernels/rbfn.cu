@@ -7,9 +7,10 @@
 //
 // Thread mapping. A block has WARPS warps; each warp owns tiles of 32 consecutive pixels (a grid-stride
 // loop over tiles). The 32 pixels of a tile are 32*NB contiguous floats in memory: the warp copies them
-// into its slice of shared memory with coalesced 16-byte streaming loads (lane l takes vectors l, l+32,
-// ...; eight loads per lane are issued before the first store, so each warp keeps 4 KB in flight), then
-// lane l computes pixel l alone from its shared-memory row. This is the thesis's neuron-level
+// into one of its two shared-memory buffers with coalesced 16-byte asynchronous copies (cp.async; lane l
+// takes vectors l, l+32, ...), and while the copy of tile t+1 is in flight lane l computes pixel l of
+// tile t alone from its shared-memory row (double buffering). A first version loaded through registers
+// and stalled each warp on its loads before computing: 0.178 ms for the 64-band case on an H100. This is the thesis's neuron-level
 // parallelism turned around: on a current GPU the whole network is a few hundred FMAs per pixel, far
 // less than the time to fetch the pixel, so one thread per pixel with every neuron in registers beats
 // splitting a pixel over threads (synapse level) or a neuron over threads, which need shared-memory
@@ -122,11 +123,51 @@ __device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x, const f
     return y;
 }
 
+// Asynchronous global -> shared copies (cp.async, sm_80+): the copy of the next tile is in flight while
+// the warp computes the current one, so every warp keeps its loads going through its compute phase.
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all_but_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+// Start copying tile t (32 pixels) into a warp's buffer: lane l copies vectors l, l+32, ...
+__device__ __forceinline__ void issue_tile(const float* __restrict__ X, long long n, long long t, float* buf, int lane)
+{
+    const long long base = t * 32;
+    const int npix = (int)min(32LL, n - base);
+#if VEC
+    const float* src = X + base * NB;
+    const int nvec = npix * (NB / 4);
+    for (int v = lane; v < nvec; v += 32) {
+        const int e = v * 4;
+        const int p = e / NB;
+        cp_async16(buf + p * STRIDE + (e - p * NB), src + e);
+    }
+#else
+    const float* src = X + base * NB;
+    const int ne = npix * NB;
+    for (int e = lane; e < ne; e += 32) {
+        const int p = e / NB;
+        cp_async4(buf + p * STRIDE + (e - p * NB), src + e);
+    }
+#endif
+    cp_async_commit();
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, const float* __restrict__ params,
                         float* __restrict__ out)
 {
-    // dynamic shared memory: [A (dense only) | U | one 32 x STRIDE pixel tile per warp]
+    // dynamic shared memory: [A (dense only) | U | two 32 x STRIDE pixel tiles per warp]
     extern __shared__ __align__(16) float smem[];
     const float* sA = smem;
     const float* sU = smem + A_SMEM;
@@ -134,53 +175,24 @@ hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, const float* _
     __syncthreads();
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
-    float* tile = smem + PARAM_SMEM + warp * 32 * STRIDE;
+    float* bufs = smem + PARAM_SMEM + warp * 2 * 32 * STRIDE;
     const long long ntiles = (n + 31) / 32;
-    for (long long t = (long long)blockIdx.x * WARPS + warp; t < ntiles; t += (long long)gridDim.x * WARPS) {
+    const long long step = (long long)gridDim.x * WARPS;
+    long long t = (long long)blockIdx.x * WARPS + warp;
+    if (t >= ntiles) return;
+    issue_tile(X, n, t, bufs, lane);
+    for (int k = 0; t < ntiles; t += step, ++k) {
+        float* cur = bufs + (k & 1) * 32 * STRIDE;
+        const long long next = t + step;
+        if (next < ntiles) {
+            issue_tile(X, n, next, bufs + ((k + 1) & 1) * 32 * STRIDE, lane);
+            cp_async_wait_all_but_one();  // this lane's copies of tile t have landed
+        } else {
+            cp_async_wait_all();
+        }
+        __syncwarp();  // ... and every other lane's
         const long long base = t * 32;
-        const int npix = (int)min(32LL, n - base);
-#if VEC
-        const float4* src = reinterpret_cast<const float4*>(X + base * NB);
-        const int nvec = npix * (NB / 4);
-        for (int v0 = 0; v0 < nvec; v0 += 32 * 8) {
-            float4 q[8];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int v = v0 + u * 32 + lane;
-                if (v < nvec) q[u] = __ldcs(src + v);
-            }
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int v = v0 + u * 32 + lane;
-                if (v < nvec) {
-                    const int e = v * 4;
-                    const int p = e / NB;
-                    *reinterpret_cast<float4*>(tile + p * STRIDE + (e - p * NB)) = q[u];
-                }
-            }
-        }
-#else
-        const float* src = X + base * NB;
-        const int ne = npix * NB;
-        for (int e0 = 0; e0 < ne; e0 += 32 * 8) {
-            float q[8];
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int e = e0 + u * 32 + lane;
-                if (e < ne) q[u] = __ldcs(src + e);
-            }
-#pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const int e = e0 + u * 32 + lane;
-                if (e < ne) {
-                    const int p = e / NB;
-                    tile[p * STRIDE + (e - p * NB)] = q[u];
-                }
-            }
-        }
-#endif
-        __syncwarp();
-        if (lane < npix) out[base + lane] = rbfn_pixel(tile + lane * STRIDE, sA, sU);
-        __syncwarp();
+        if (base + lane < n) out[base + lane] = rbfn_pixel(cur + lane * STRIDE, sA, sU);
+        __syncwarp();  // the buffer is refilled two tiles from now
     }
 }

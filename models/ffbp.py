@@ -65,7 +65,7 @@ def block_stats(X, bs: int, ref):
         S2 = (V * V).sum(axis=(1, 3), dtype=np.float64).astype(np.float32)
     rr = np.minimum(bs, R - np.arange(nbr) * bs)
     cc = np.minimum(bs, C - np.arange(nbc) * bs)
-    N = xp.asarray(np.outer(rr, cc).astype(np.float64))
+    N = np.outer(rr, cc).astype(np.float64)  # host: the GPU kernels count pixels in closed form
     return S1, S2, N
 
 
@@ -87,7 +87,13 @@ class WindowStats:
         self.shape, self.bs = (R, C), bs
         self.ref = X[0, 0].astype(xp.float32).copy()
         S1, S2, N = block_stats(X, bs, self.ref)
-        self.T1, self.T2, self.TN = summed_area(S1), summed_area(S2), summed_area(N)
+        if xp is np:
+            self.T1, self.T2 = summed_area(S1), summed_area(S2)
+        else:
+            from hyperapp.models.ffbp_gpu import summed_area_gpu
+
+            self.T1, self.T2 = summed_area_gpu(S1), summed_area_gpu(S2)
+        self.TN = summed_area(N)
         self.nb = (S1.shape[0], S1.shape[1])
 
     @staticmethod
@@ -96,7 +102,8 @@ class WindowStats:
         return T[r1, c1] - T[r0, c1] - T[r1, c0] + T[r0, c0]
 
     def mean_std(self, W):
-        n = self._box(self.TN, W)[:, None]
+        xp = get_namespace(W)
+        n = xp.asarray(self._box(self.TN, to_host(W)))[:, None]
         m = self._box(self.T1, W) / n
         var = self._box(self.T2, W) / n - m * m
         xp = get_namespace(var)

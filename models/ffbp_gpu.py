@@ -39,11 +39,47 @@ def _pack(ann):
                                         np.asarray(ann.w_, np.float32), np.asarray(ann.b0_, np.float32).ravel()]))
 
 
+def summed_area_gpu(S):
+    """Summed-area table of (nbr, nbc, B) float32 block sums, float64, by two scan kernels."""
+    import cupy
+
+    nbr, nbc, B = S.shape
+    T = cupy.empty((nbr + 1, nbc + 1, B), cupy.float64)
+    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
+    rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
+    cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
+    t = 128
+    rows((((nbr + 1) * B + t - 1) // t,), (t,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    cols((((nbc + 1) * B + t - 1) // t,), (t,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    return T
+
+
+def _buffers(model, nbr: int, nbc: int, levels: int):
+    """Work buffers of the search, allocated once per tree shape and reused."""
+    import cupy
+
+    cache = model.__dict__.setdefault("_gpu_cache", {})
+    key = ("bufs", nbr, nbc)
+    if key not in cache:
+        cap = max(4, nbr * nbc)  # no level holds more windows than there are minimum windows
+        box_cap = nbr * nbc + 4 * levels
+        cache[key] = {
+            "cap": cap, "box_cap": box_cap,
+            "bufs": [cupy.zeros((cap, 4), cupy.int32), cupy.zeros((cap, 4), cupy.int32)],
+            # counts[0..levels]: live windows per level; counts[-1]: accepted boxes
+            "counts": cupy.zeros(levels + 3, cupy.int32),
+            "boxes": cupy.empty((box_cap, 4), cupy.int32),
+            "s1": cupy.empty(box_cap, cupy.float32), "s2": cupy.empty(box_cap, cupy.float32),
+        }
+    return cache[key]
+
+
 def search_gpu(model, stats):
     """Run the window-tree search on the GPU; returns (windows, ann1, ann2, windows per level)."""
     import cupy
 
     nbr, nbc = stats.nb
+    R, C = stats.shape
     B = int(model.n_bands_)
     nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
     nh = int(model.n_hidden)
@@ -55,26 +91,22 @@ def search_gpu(model, stats):
         cache["nets"] = (_pack(model.ann1_), _pack(model.ann2_), cupy.asarray(model.fmin_, cupy.float32),
                          cupy.asarray(model.fmax_, cupy.float32), cupy.asarray(model.t1_, cupy.float32))
     net1, net2, fmin, fmax, t1 = cache["nets"]
-    n_leaves = nbr * nbc
     levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
-    cap = max(4, n_leaves)  # no level holds more windows than there are minimum windows
-    bufs = [cupy.zeros((cap, 4), cupy.int32), cupy.zeros((cap, 4), cupy.int32)]
-    bufs[0][0] = cupy.asarray([0, 0, nbr, nbc], cupy.int32)
-    counts = cupy.zeros(levels + 2, cupy.int32)  # live windows per level (counts[0] = 1)
-    counts[0] = 1
-    box_cap = n_leaves + 4 * levels
-    boxes = cupy.empty((box_cap, 4), cupy.int32)
-    s1 = cupy.empty(box_cap, cupy.float32)
-    s2 = cupy.empty(box_cap, cupy.float32)
-    n_boxes = cupy.zeros(1, cupy.int32)
+    wb = _buffers(model, nbr, nbc, levels)
+    cap, box_cap, bufs, counts = wb["cap"], wb["box_cap"], wb["bufs"], wb["counts"]
+    counts.fill(0)
+    nb_slot = counts[levels + 2:levels + 3]
     threads = 128
     for lev in range(levels + 1):
         most = min(4 ** lev, cap)
         k(((most + threads - 1) // threads,), (threads,),
-          (stats.T1, stats.T2, stats.TN, np.int32(nbc + 1), stats.ref, bufs[lev % 2], counts[lev:lev + 1],
+          (stats.T1, stats.T2, np.int32(R), np.int32(C), np.int32(stats.bs), np.int32(nbc + 1), stats.ref,
+           np.int32(lev == 0), bufs[lev % 2], counts[lev:lev + 1],
            net1, net2, fmin, fmax, t1, np.int32(model.max_class_), np.float32(model.t2_),
-           bufs[(lev + 1) % 2], counts[lev + 1:lev + 2], np.int32(cap), boxes, s1, s2, n_boxes, np.int32(box_cap)))
-    nb = int(n_boxes.get()[0])
-    c = counts.get()
-    evaluated = [int(v) for v in c if v > 0]
-    return boxes[:nb].astype(cupy.int64), s1[:nb], s2[:nb], evaluated
+           bufs[(lev + 1) % 2], counts[lev + 1:lev + 2], np.int32(cap), wb["boxes"], wb["s1"], wb["s2"],
+           nb_slot, np.int32(box_cap)))
+    c = counts.get()  # the one host read-back of the search
+    nb = int(c[levels + 2])
+    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
+    return wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy(), evaluated
+

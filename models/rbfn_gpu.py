@@ -38,14 +38,23 @@ def _k4(k: int) -> int:
 def _smem_bytes(model) -> int:
     nb, k, nh, diag, _ = _dims(model)
     params = (0 if diag else nb * _k4(k)) + nh * _k4(k)
-    return (params + WARPS * 32 * _stride(nb)) * 4
+    return (params + 2 * WARPS * 32 * _stride(nb)) * 4  # two tile buffers per warp
 
 
 def fused_fits(model) -> bool:
     """Whether the network fits the fused kernel (shared memory and registers)."""
     nb, k, nh, diag, _ = _dims(model)
     regs = nh + (0 if diag else _k4(k))
-    return regs <= MAX_REGISTER_VALUES and _smem_bytes(model) <= 200 * 1024
+    return regs <= MAX_REGISTER_VALUES and _smem_bytes(model) <= _smem_limit()
+
+
+def _smem_limit() -> int:
+    import cupy
+
+    try:
+        return int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+    except Exception:
+        return 48 * 1024
 
 
 def _kernel(model):
