@@ -1,9 +1,14 @@
 """GPU side of the FFBP detector: the block-statistics pass and the level-by-level search kernels.
 
 The whole search is a fixed sequence of launches with every count kept on the device: block statistics,
-two summed-area scans, then one ``hyperapp_ffbp_level`` launch per tree level, each sized for the
-largest level possible (4^level windows, at most the number of minimum windows) and reading the live
-count from device memory. The host reads back once at the end: the boxes and the per-level counts.
+two summed-area scans per table, then one ``hyperapp_ffbp_level`` launch per tree level, each sized for
+the largest level possible (4^level windows, at most the number of minimum windows) and reading the
+live count from device memory. The host reads back once at the end: the boxes and the per-level counts.
+
+Because nothing in the sequence depends on the host, :func:`search_gpu_graph` captures it once per
+(cube buffer, shape) as a CUDA graph and replays it: the search then costs one graph launch and one
+read-back instead of about twenty Python-side kernel launches (which dominated: 0.91 ms measured on
+an H100 for the 1024 x 1024 x 64 search before the graph).
 """
 
 from __future__ import annotations
@@ -110,3 +115,100 @@ def search_gpu(model, stats):
     evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
     return wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy(), evaluated
 
+
+
+class _Stats:
+    """Preallocated summed-area tables for the graph (the WindowStats fields the level kernel reads)."""
+
+    def __init__(self, X, bs: int):
+        import cupy
+
+        R, C, B = X.shape
+        self.shape, self.bs = (R, C), bs
+        self.nb = (-(-R // bs), -(-C // bs))
+        nbr, nbc = self.nb
+        self.ref = cupy.empty(B, cupy.float32)
+        self.S1 = cupy.empty((nbr, nbc, B), cupy.float32)
+        self.S2 = cupy.empty_like(self.S1)
+        self.T1 = cupy.empty((nbr + 1, nbc + 1, B), cupy.float64)
+        self.T2 = cupy.empty_like(self.T1)
+
+
+def _launch_stats(X, st: _Stats) -> None:
+    """Block statistics and summed-area tables into preallocated buffers (no allocation: capturable)."""
+    R, C, B = X.shape
+    nbr, nbc = st.nb
+    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
+    bstats = get_kernel("ffbp", "hyperapp_ffbp_block_stats", defs)
+    rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
+    cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
+    st.ref[...] = X[0, 0]
+    total = nbr * nbc * B
+    bstats(((total + 255) // 256,), (256,),
+           (X, np.int32(R), np.int32(C), np.int32(B), np.int32(st.bs), np.int32(nbc), np.int64(total),
+            st.ref, st.S1, st.S2))
+    for S, T in ((st.S1, st.T1), (st.S2, st.T2)):
+        rows((((nbr + 1) * B + 127) // 128,), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
+        cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+
+
+def _launch_levels(model, st) -> tuple[dict, int]:
+    import cupy
+
+    nbr, nbc = st.nb
+    R, C = st.shape
+    B = int(model.n_bands_)
+    nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
+    k = get_kernel("ffbp", "hyperapp_ffbp_level", {"NB": B, "NF": nf, "NH": int(model.n_hidden),
+                                                   "MEANSTD": int(model.features == "meanstd"),
+                                                   "SCALE": int(model.use_scale)})
+    cache = model.__dict__.setdefault("_gpu_cache", {})
+    if "nets" not in cache:
+        cache["nets"] = (_pack(model.ann1_), _pack(model.ann2_), cupy.asarray(model.fmin_, cupy.float32),
+                         cupy.asarray(model.fmax_, cupy.float32), cupy.asarray(model.t1_, cupy.float32))
+    net1, net2, fmin, fmax, t1 = cache["nets"]
+    levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
+    wb = _buffers(model, nbr, nbc, levels)
+    cap, box_cap, bufs, counts = wb["cap"], wb["box_cap"], wb["bufs"], wb["counts"]
+    counts.fill(0)
+    for lev in range(levels + 1):
+        most = min(4 ** lev, cap)
+        k(((most + 127) // 128,), (128,),
+          (st.T1, st.T2, np.int32(R), np.int32(C), np.int32(st.bs), np.int32(nbc + 1), st.ref,
+           np.int32(lev == 0), bufs[lev % 2], counts[lev:lev + 1],
+           net1, net2, fmin, fmax, t1, np.int32(model.max_class_), np.float32(model.t2_),
+           bufs[(lev + 1) % 2], counts[lev + 1:lev + 2], np.int32(cap), wb["boxes"], wb["s1"], wb["s2"],
+           counts[levels + 2:levels + 3], np.int32(box_cap)))
+    return wb, levels
+
+
+def search_gpu_graph(model, X):
+    """The whole GPU search (statistics included) as a CUDA graph, captured once per cube buffer."""
+    import cupy
+
+    X = cupy.ascontiguousarray(X, dtype=cupy.float32)
+    cache = model.__dict__.setdefault("_gpu_cache", {})
+    key = ("graph", X.data.ptr, X.shape)
+    entry = cache.get(key)
+    if entry is None:
+        for k in [k for k in cache if isinstance(k, tuple) and k[0] == "graph"]:
+            del cache[k]  # one cube at a time: drop graphs of buffers that may be freed
+        st = _Stats(X, model.min_window)
+        _launch_stats(X, st)  # compile and warm every kernel outside the capture
+        wb, levels = _launch_levels(model, st)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            stream.begin_capture()
+            _launch_stats(X, st)
+            _launch_levels(model, st)
+            graph = stream.end_capture()
+        entry = cache[key] = (graph, stream, st, wb, levels, X)
+    graph, stream, st, wb, levels, _ = entry
+    graph.launch(stream)
+    c = wb["counts"].get(stream=stream)
+    nb = int(c[levels + 2])
+    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
+    with stream:
+        out = wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy()
+    stream.synchronize()
+    return (*out, evaluated)
