@@ -19,6 +19,8 @@ import numpy as np
 
 from hyperapp.kernels import get_kernel
 
+WPB = 4  # windows (warps) per block of the level kernel
+
 
 def block_stats_gpu(X, bs: int, ref):
     import cupy
@@ -79,42 +81,27 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
     return cache[key]
 
 
-def search_gpu(model, stats):
-    """Run the window-tree search on the GPU; returns (windows, ann1, ann2, windows per level)."""
+def _read_back(wb, levels, stream=None):
     import cupy
 
-    nbr, nbc = stats.nb
-    R, C = stats.shape
-    B = int(model.n_bands_)
-    nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
-    nh = int(model.n_hidden)
-    k = get_kernel("ffbp", "hyperapp_ffbp_level", {"NB": B, "NF": nf, "NH": nh,
-                                                   "MEANSTD": int(model.features == "meanstd"),
-                                                   "SCALE": int(model.use_scale)})
-    cache = model.__dict__.setdefault("_gpu_cache", {})
-    if "nets" not in cache:
-        cache["nets"] = (_pack(model.ann1_), _pack(model.ann2_), cupy.asarray(model.fmin_, cupy.float32),
-                         cupy.asarray(model.fmax_, cupy.float32), cupy.asarray(model.t1_, cupy.float32))
-    net1, net2, fmin, fmax, t1 = cache["nets"]
-    levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
-    wb = _buffers(model, nbr, nbc, levels)
-    cap, box_cap, bufs, counts = wb["cap"], wb["box_cap"], wb["bufs"], wb["counts"]
-    counts.fill(0)
-    nb_slot = counts[levels + 2:levels + 3]
-    threads = 128
-    for lev in range(levels + 1):
-        most = min(4 ** lev, cap)
-        k(((most + threads - 1) // threads,), (threads,),
-          (stats.T1, stats.T2, np.int32(R), np.int32(C), np.int32(stats.bs), np.int32(nbc + 1), stats.ref,
-           np.int32(lev == 0), bufs[lev % 2], counts[lev:lev + 1],
-           net1, net2, fmin, fmax, t1, np.int32(model.max_class_), np.float32(model.t2_),
-           bufs[(lev + 1) % 2], counts[lev + 1:lev + 2], np.int32(cap), wb["boxes"], wb["s1"], wb["s2"],
-           nb_slot, np.int32(box_cap)))
-    c = counts.get()  # the one host read-back of the search
+    c = wb["counts"].get(stream=stream)  # the one host read-back of the search
     nb = int(c[levels + 2])
     evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
-    return wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy(), evaluated
+    with stream or cupy.cuda.get_current_stream():
+        out = wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy()
+    return (*out, evaluated)
 
+
+def search_gpu(model, X):
+    """The GPU search with eager launches (what the graph replays); returns
+    (windows, ann1, ann2, windows per level)."""
+    import cupy
+
+    X = cupy.ascontiguousarray(X, dtype=cupy.float32)
+    st = _Stats(X, model.min_window)
+    _launch_stats(X, st)
+    wb, levels = _launch_levels(model, st)
+    return _read_back(wb, levels)
 
 
 class _Stats:
@@ -173,7 +160,7 @@ def _launch_levels(model, st) -> tuple[dict, int]:
     counts.fill(0)
     for lev in range(levels + 1):
         most = min(4 ** lev, cap)
-        k(((most + 127) // 128,), (128,),
+        k(((most + WPB - 1) // WPB,), (WPB * 32,),
           (st.T1, st.T2, np.int32(R), np.int32(C), np.int32(st.bs), np.int32(nbc + 1), st.ref,
            np.int32(lev == 0), bufs[lev % 2], counts[lev:lev + 1],
            net1, net2, fmin, fmax, t1, np.int32(model.max_class_), np.float32(model.t2_),
@@ -205,10 +192,6 @@ def search_gpu_graph(model, X):
         entry = cache[key] = (graph, stream, st, wb, levels, X)
     graph, stream, st, wb, levels, _ = entry
     graph.launch(stream)
-    c = wb["counts"].get(stream=stream)
-    nb = int(c[levels + 2])
-    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
-    with stream:
-        out = wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy()
+    out = _read_back(wb, levels, stream)
     stream.synchronize()
-    return (*out, evaluated)
+    return out

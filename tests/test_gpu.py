@@ -105,3 +105,17 @@ def test_ffbp_gpu_gives_the_cpu_boxes(cp):
         geom = ("row", "col", "height", "width", "level")
         assert [tuple(b[k] for k in geom) for b in g] == [tuple(b[k] for k in geom) for b in c]
         np.testing.assert_allclose([b["ann1"] for b in g], [b["ann1"] for b in c], atol=1e-4)
+
+
+def test_ffbp_graph_and_eager_searches_agree(cp):
+    from hyperapp.models.ffbp import FFBP
+    from hyperapp.models.ffbp_gpu import search_gpu, search_gpu_graph
+    from hyperapp.samples import make_sea_scene
+
+    s = make_sea_scene(256, 256, seed=101)
+    m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0)])
+    X = cp.asarray(make_sea_scene(300, 260, seed=7).cube.astype(np.float32))
+    a, b = search_gpu(m, X), search_gpu_graph(m, X)
+    c = search_gpu_graph(m, X)  # a replay
+    key = lambda r: sorted(map(tuple, r[0].get().tolist()))  # noqa: E731
+    assert key(a) == key(b) == key(c) and a[3] == b[3] == c[3]
