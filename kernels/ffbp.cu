@@ -122,11 +122,13 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
     // its own weight column), and a warp reduction forms the two outputs. Lane 0 decides and appends.
     __shared__ float s_net[2][NET_SIZE];
     __shared__ float s_feat[WPB][NF];
+    const int live = is_root ? 1 : *n_in;
+    if (blockIdx.x * WPB >= live) return;  // the grid is sized for the largest level possible
     for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[0][q] = net1[q]; s_net[1][q] = net2[q]; }
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * WPB + warp;
-    if (i >= (is_root ? 1 : *n_in)) return;  // after the only block-wide barrier
+    if (i >= live) return;  // after the only block-wide barrier
     const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
     const int h = W.z - W.x, wd = W.w - W.y;
     const int side = max(h, wd);

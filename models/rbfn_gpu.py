@@ -118,8 +118,12 @@ def score_fused(model, P):
         return out
     kern, smem, params = _kernel(model)
     ntiles = (n + 31) // 32
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    blocks = int(min((ntiles + WARPS - 1) // WARPS, sms * 32))
+    # a persistent grid: exactly as many blocks as fit on the GPU at once, so each warp walks many tiles
+    # and its double buffer stays full (a grid of one block per 4 tiles left each warp 2 tiles and the
+    # copy of the next tile rarely overlapped anything)
+    attrs = cupy.cuda.Device().attributes
+    per_sm = max(1, min(8, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
+    blocks = int(min((ntiles + WARPS - 1) // WARPS, attrs["MultiProcessorCount"] * per_sm))
     kern((blocks,), (WARPS * 32,), (P, np.int64(n), params, out), shared_mem=smem)
     return out
 
