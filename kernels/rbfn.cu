@@ -196,3 +196,75 @@ hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, const float* _
         __syncwarp();  // the buffer is refilled two tiles from now
     }
 }
+
+#if !DIAG && VEC
+// hyperapp_rbfn_score_direct_f32: the same network without staging pixels in shared memory, for wide
+// pixels (many bands). One thread per pixel (grid-stride); each lane streams its own pixel in chunks of
+// eight 16-byte loads (128 contiguous bytes, issued back to back so the second half of every 32-byte
+// sector is an L1 hit for the next load), folds each chunk into the projection z = x A and the squared
+// norm, and only then applies the normalisation (z is linear in x). Shared memory holds only A and U,
+// so many more warps fit on an SM than with two staged 32-pixel tiles per warp.
+extern "C" __global__ void __launch_bounds__(128)
+hyperapp_rbfn_score_direct_f32(const float* __restrict__ X, long long n, const float* __restrict__ params,
+                               float* __restrict__ out)
+{
+    extern __shared__ __align__(16) float smem[];
+    const float* sA = smem;
+    const float* sU = smem + A_SMEM;
+    for (int i = threadIdx.x; i < PARAM_SMEM; i += blockDim.x) smem[i] = params[i];
+    __syncthreads();
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x) {
+        const float4* px = reinterpret_cast<const float4*>(X + p * NB);
+        float z[K4];
+#pragma unroll
+        for (int k = 0; k < K4; ++k) z[k] = 0.0f;
+        float ss = 0.0f;
+#pragma unroll 1
+        for (int j0 = 0; j0 < NB / 4; j0 += 8) {
+            float4 q[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u)
+                if (j0 + u < NB / 4) q[u] = __ldcs(px + j0 + u);
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                if (j0 + u < NB / 4) {
+                    const float xs[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int j = 4 * (j0 + u) + e;
+                        ss = fmaf(xs[e], xs[e], ss);
+#pragma unroll
+                        for (int k = 0; k < K4; k += 4) {
+                            const float4 a = *reinterpret_cast<const float4*>(sA + j * K4 + k);
+                            z[k + 0] = fmaf(xs[e], a.x, z[k + 0]);
+                            z[k + 1] = fmaf(xs[e], a.y, z[k + 1]);
+                            z[k + 2] = fmaf(xs[e], a.z, z[k + 2]);
+                            z[k + 3] = fmaf(xs[e], a.w, z[k + 3]);
+                        }
+                    }
+                }
+            }
+        }
+#if NORM
+        const float inv = ss > 0.0f ? rsqrtf(ss) : 1.0f;
+#else
+        const float inv = 1.0f;
+#endif
+        float y = c_bias[0];
+#pragma unroll
+        for (int i = 0; i < NH; ++i) {
+            float d = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K4; k += 4) {
+                const float4 u = *reinterpret_cast<const float4*>(sU + i * K4 + k);
+                float df = fmaf(z[k + 0], inv, c_shift[k + 0]) - u.x; d = fmaf(df, df, d);
+                df = fmaf(z[k + 1], inv, c_shift[k + 1]) - u.y; d = fmaf(df, df, d);
+                df = fmaf(z[k + 2], inv, c_shift[k + 2]) - u.z; d = fmaf(df, df, d);
+                df = fmaf(z[k + 3], inv, c_shift[k + 3]) - u.w; d = fmaf(df, df, d);
+            }
+            y = fmaf(c_w[i], __expf(-d * c_gamma[i]), y);
+        }
+        out[p] = y;
+    }
+}
+#endif

@@ -14,6 +14,7 @@ from hyperapp.kernels import get_module
 
 WARPS = 4
 MAX_REGISTER_VALUES = 96  # z[K] + d[NH] kept in registers
+DIRECT_MIN_BANDS = 128  # wider pixels skip the shared-memory staging (see default_variant)
 _loaded: dict[int, tuple] = {}
 
 
@@ -57,9 +58,21 @@ def _smem_limit() -> int:
         return 48 * 1024
 
 
-def _kernel(model):
+def default_variant(model) -> str:
+    """``"direct"`` (no pixel staging) for dense whitening of wide pixels, else ``"staged"``."""
+    nb, _, _, diag, _ = _dims(model)
+    return "direct" if (not diag and nb % 4 == 0 and nb > DIRECT_MIN_BANDS) else "staged"
+
+
+def _kernel(model, variant: str = "staged"):
     nb, k, nh, diag, norm = _dims(model)
     module = get_module("rbfn", {"NB": nb, "K": k, "NH": nh, "DIAG": diag, "NORM": norm})
+    if variant == "direct":
+        kern = module.get_function("hyperapp_rbfn_score_direct_f32")
+        smem = ((0 if diag else nb * _k4(k)) + nh * _k4(k)) * 4
+        if smem > 48 * 1024:
+            kern.max_dynamic_shared_size_bytes = smem
+        return kern, smem, _upload(model, module)
     kern = module.get_function("hyperapp_rbfn_score_f32")
     smem = _smem_bytes(model)
     if smem > 48 * 1024:
@@ -107,8 +120,9 @@ def _upload(model, module):
     return params
 
 
-def score_fused(model, P):
-    """Scores of the (n, bands) float32 CuPy pixels with the fused kernel."""
+def score_fused(model, P, variant: str | None = None):
+    """Scores of the (n, bands) float32 CuPy pixels with the fused kernel (``variant``: "staged" or
+    "direct"; by default the one measured faster for this shape, :func:`default_variant`)."""
     import cupy
 
     P = cupy.ascontiguousarray(P, dtype=cupy.float32)
@@ -116,7 +130,14 @@ def score_fused(model, P):
     out = cupy.empty(n, dtype=cupy.float32)
     if n == 0:
         return out
-    kern, smem, params = _kernel(model)
+    variant = variant or default_variant(model)
+    kern, smem, params = _kernel(model, variant)
+    if variant == "direct":
+        attrs = cupy.cuda.Device().attributes
+        per_sm = max(1, min(16, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
+        blocks = int(min((n + 127) // 128, attrs["MultiProcessorCount"] * per_sm))
+        kern((blocks,), (128,), (P, np.int64(n), params, out), shared_mem=smem)
+        return out
     ntiles = (n + 31) // 32
     # a persistent grid: exactly as many blocks as fit on the GPU at once, so each warp walks many tiles
     # and its double buffer stays full (a grid of one block per 4 tiles left each warp 2 tiles and the

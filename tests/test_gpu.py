@@ -30,6 +30,12 @@ def test_rbfn_fused_kernel_matches_numpy(cp, bands, hidden, whiten, normalize):
     gpu = m.decision_function(cp.asarray(X)).get()
     cpu = m.to_host().decision_function(X)
     assert np.abs(gpu - cpu).max() <= 1e-4 * np.abs(cpu).max()
+    if not m.diagonal_ and bands % 4 == 0 and m.centres_.shape[0] <= 64:
+        from hyperapp.models.rbfn_gpu import score_fused
+
+        for v in ("staged", "direct"):
+            got = score_fused(m, cp.asarray(X).reshape(-1, bands), v).get().reshape(cpu.shape)
+            assert np.abs(got - cpu).max() <= 1e-4 * np.abs(cpu).max(), v
     gemm = m.to_device(cp)
     gemm.backend_kernel = "gemm"
     assert np.abs(gemm.decision_function(cp.asarray(X)).get() - cpu).max() <= 1e-4 * np.abs(cpu).max()

@@ -67,10 +67,19 @@ def _rbfn_case(ctx, name, rows, cols, bands, hidden, **kw) -> Measurement:
     err = float(np.abs(fused.get() - ref).max() / max(np.abs(ref).max(), 1e-30))
     assert err < 1e-4, f"fused kernel disagrees with NumPy: {err:.2e}"
     gpu = gpu_time_ms(lambda: m_gpu.decision_function(P), ctx.repeats)
+    from hyperapp.models.rbfn_gpu import default_variant, score_fused
+
+    variants = {}
+    if not m_gpu.diagonal_ and bands % 4 == 0:
+        for v in ("staged", "direct"):
+            out = score_fused(m_gpu, P, v)
+            assert float(cupy.abs(out - fused).max()) <= 1e-4 * float(cupy.abs(fused).max())
+            variants[v] = f"{gpu_time_ms(lambda v=v: score_fused(m_gpu, P, v), ctx.repeats):.4f}ms"
     peer = gpu_time_ms(lambda: m_gpu._score_reference(P), max(3, ctx.repeats // 4))
     cpu = cpu_time_ms(lambda: m_cpu.decision_function(X.reshape(-1, bands)), repeats=1)
     return Measurement(name, gpu, cpu, "cupy-gemm", peer, bytes_moved=X.nbytes + rows * cols * 4,
-                       notes={"max_rel_err": f"{err:.1e}", "whiten": m_gpu.whiten})
+                       notes={"max_rel_err": f"{err:.1e}", "whiten": m_gpu.whiten,
+                              "kernel": default_variant(m_gpu), **variants})
 
 
 @bench_case("rbfn-1024x1024x64-h4")
