@@ -50,12 +50,22 @@ def fused_fits(model) -> bool:
 
 
 def _smem_limit() -> int:
+    return int(_device_attrs().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+
+
+def _device_attrs() -> dict:
+    """The current device's attributes, read once per device (the query costs tens of microseconds,
+    which the launch of a 0.1 ms kernel cannot hide)."""
     import cupy
 
-    try:
-        return int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
-    except Exception:
-        return 48 * 1024
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in _ATTRS:
+        _ATTRS[dev] = dict(cupy.cuda.Device(dev).attributes)
+    return _ATTRS[dev]
+
+
+_ATTRS: dict[int, dict] = {}
+_KERNELS: dict[tuple, tuple] = {}
 
 
 def default_variant(model) -> str:
@@ -65,20 +75,22 @@ def default_variant(model) -> str:
 
 
 def _kernel(model, variant: str = "staged"):
+    """(kernel, dynamic shared memory, device parameter buffer), kernels cached per module and variant."""
     nb, k, nh, diag, norm = _dims(model)
     module = get_module("rbfn", {"NB": nb, "K": k, "NH": nh, "DIAG": diag, "NORM": norm})
-    if variant == "direct":
-        kern = module.get_function("hyperapp_rbfn_score_direct_f32")
-        smem = ((0 if diag else nb * _k4(k)) + nh * _k4(k)) * 4
+    key = (id(module), variant)
+    if key not in _KERNELS:
+        if variant == "direct":
+            kern = module.get_function("hyperapp_rbfn_score_direct_f32")
+            smem = ((0 if diag else nb * _k4(k)) + nh * _k4(k)) * 4
+        else:
+            kern = module.get_function("hyperapp_rbfn_score_f32")
+            smem = _smem_bytes(model)
         if smem > 48 * 1024:
             kern.max_dynamic_shared_size_bytes = smem
-        return kern, smem, _upload(model, module)
-    kern = module.get_function("hyperapp_rbfn_score_f32")
-    smem = _smem_bytes(model)
-    if smem > 48 * 1024:
-        kern.max_dynamic_shared_size_bytes = smem
-    params = _upload(model, module)
-    return kern, smem, params
+        _KERNELS[key] = (kern, smem)
+    kern, smem = _KERNELS[key]
+    return kern, smem, _upload(model, module)
 
 
 def _pad_cols(a, k4):
@@ -132,8 +144,8 @@ def score_fused(model, P, variant: str | None = None):
         return out
     variant = variant or default_variant(model)
     kern, smem, params = _kernel(model, variant)
+    attrs = _device_attrs()
     if variant == "direct":
-        attrs = cupy.cuda.Device().attributes
         per_sm = max(1, min(16, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
         blocks = int(min((n + 127) // 128, attrs["MultiProcessorCount"] * per_sm))
         kern((blocks,), (128,), (P, np.int64(n), params, out), shared_mem=smem)
@@ -142,7 +154,6 @@ def score_fused(model, P, variant: str | None = None):
     # a persistent grid: exactly as many blocks as fit on the GPU at once, so each warp walks many tiles
     # and its double buffer stays full (a grid of one block per 4 tiles left each warp 2 tiles and the
     # copy of the next tile rarely overlapped anything)
-    attrs = cupy.cuda.Device().attributes
     per_sm = max(1, min(8, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
     blocks = int(min((ntiles + WARPS - 1) // WARPS, attrs["MultiProcessorCount"] * per_sm))
     kern((blocks,), (WARPS * 32,), (P, np.int64(n), params, out), shared_mem=smem)
