@@ -26,6 +26,17 @@ from hyperapp.models.postprocess import object_table, objects_csv
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
+#: a cube whose float32 pixels exceed this fraction of the GPU's free memory is scored in tiles
+GPU_FRACTION = 0.5
+TILED_METHODS = ("rbfn",)
+
+
+def needs_tiling(cube: Cube, backend) -> bool:
+    """Whether the cube is too large to hold on the GPU at once."""
+    if not backend.is_gpu:
+        return False
+    free, _ = backend.xp.cuda.runtime.memGetInfo()
+    return cube.rows * cube.cols * cube.bands * 4 > GPU_FRACTION * free
 
 
 @dataclass
@@ -125,12 +136,25 @@ def run_detection(
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
     t0 = time.perf_counter()
+    tiled = image is None and method in TILED_METHODS and needs_tiling(cube, backend)
+    if tiled:
+        # larger than GPU memory: train on the host, then stream the cube through the GPU in tiles
+        from hyperapp.models.rbfn_gpu import score_tiled
+
+        host = get_backend("cpu")
+        with timer.stage("load"):
+            X = load_pixels(cube, host, progress.sub(0.0, 0.4))
+        with timer.stage("fit"):
+            est = model if model is not None else m.build(**(params or {})).fit(X, y)
+        with timer.stage("score"):
+            scores_host = score_tiled(est.to_device(backend.xp), cube, progress.sub(0.45, 0.85))
+        model, image = est, X
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
         raise InputError(f"pixels on the device have {X.shape[2]} bands, the cube has {cube.bands}")
     progress(0.45, "training")
-    xp = backend.xp
+    xp = np if tiled else backend.xp
     if model is None:
         with timer.stage("fit"):
             est = m.build(**(params or {}))
@@ -140,8 +164,11 @@ def run_detection(
         est = model
     progress(0.7, "scoring")
     boxes: list[dict] = []
-    with timer.stage("score"):
-        scores_dev = est.decision_function(X)
+    if tiled:
+        scores_dev = scores_host
+    else:
+        with timer.stage("score"):
+            scores_dev = est.decision_function(X)
     if m.kind == "window":
         boxes = list(est.boxes_)
         if (params or {}).get("refine") and bool((y == TARGET).any()):
@@ -166,6 +193,7 @@ def run_detection(
         "method": method,
         "params": dict(params or {}),
         "device": backend.name,
+        "tiled": bool(tiled),
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),

@@ -125,3 +125,16 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
     c = search_gpu_graph(m, X)  # a replay
     key = lambda r: sorted(map(tuple, r[0].get().tolist()))  # noqa: E731
     assert key(a) == key(b) == key(c) and a[3] == b[3] == c[3]
+
+
+def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
+    import hyperapp.detect as det
+    from hyperapp.io import open_cube, read_labels
+
+    cube = open_cube(land_hdr)
+    t = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
+    whole = det.run_detection(cube, "rbfn", t, device="gpu")
+    monkeypatch.setattr(det, "GPU_FRACTION", 1e-9)  # pretend the GPU is almost full
+    tiled = det.run_detection(cube, "rbfn", t, device="gpu")
+    assert tiled.report["tiled"] and not whole.report["tiled"]
+    np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
