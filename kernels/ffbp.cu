@@ -99,44 +99,34 @@ extern "C" __global__ void hyperapp_ffbp_sat_cols(int nbr, int nbc, int B, doubl
 __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, int B, int b,
                                           int r0, int c0, int r1, int c1)
 {
-    return T[((long long)r1 * w1 + c1) * B + b] - T[((long long)r0 * w1 + c1) * B + b]
-         - T[((long long)r1 * w1 + c0) * B + b] + T[((long long)r0 * w1 + c0) * B + b];
+    // __ldcg: read through L2, never a stale L1 line (the persistent search writes T in the same launch)
+    return __ldcg(T + ((long long)r1 * w1 + c1) * B + b) - __ldcg(T + ((long long)r0 * w1 + c1) * B + b)
+         - __ldcg(T + ((long long)r1 * w1 + c0) * B + b) + __ldcg(T + ((long long)r0 * w1 + c0) * B + b);
 }
 
 // params layout per network: U[NF*NH] (row f), b[NH], w[NH], b0
 #define WPB 4                       // windows (warps) per block
 #define NET_SIZE (NF * NH + 2 * NH + 1)
 
-extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
-    const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
-    const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in, const int* __restrict__ n_in,
-    const float* __restrict__ net1, const float* __restrict__ net2,
+// Judge window i of a level with one warp (see hyperapp_ffbp_level); lane 0 appends the outcome.
+__device__ __forceinline__ void judge_window(
+    int i, int lane, const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
+    const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in,
+    const float* __restrict__ s_net, float* __restrict__ s_feat,
     const float* __restrict__ fmin, const float* __restrict__ fmax,
     const float* __restrict__ t1, int max_class, float t2,
     int4* __restrict__ win_out, int* __restrict__ n_out, int cap_out,
     int4* __restrict__ boxes, float* __restrict__ s1_out, float* __restrict__ s2_out, int* __restrict__ n_boxes,
     int cap_boxes)
 {
-    // One warp per live window. Lanes split the bands to form the features (into shared memory), then
-    // split the 2*NH hidden neurons of the two networks (each lane reads every feature as a broadcast and
-    // its own weight column), and a warp reduction forms the two outputs. Lane 0 decides and appends.
-    __shared__ float s_net[2][NET_SIZE];
-    __shared__ float s_feat[WPB][NF];
-    const int live = is_root ? 1 : *n_in;
-    if (blockIdx.x * WPB >= live) return;  // the grid is sized for the largest level possible
-    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[0][q] = net1[q]; s_net[1][q] = net2[q]; }
-    __syncthreads();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int i = blockIdx.x * WPB + warp;
-    if (i >= live) return;  // after the only block-wide barrier
-    const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
+    const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : __ldcg(win_in + i);
     const int h = W.z - W.x, wd = W.w - W.y;
     const int side = max(h, wd);
     int cls = 0;
     while ((1 << cls) < side) ++cls;  // ceil(log2(side))
     // pixels in the window: blocks are bs x bs except the clipped last row and column
     const double n = (double)(min(W.z * bs, R) - W.x * bs) * (double)(min(W.w * bs, C) - W.y * bs);
-    float* feat = s_feat[warp];
+    float* feat = s_feat;
     for (int b = lane; b < NB; b += 32) {
         const double m = box_sum(T1, w1, NB, b, W.x, W.y, W.z, W.w) / n;
         const double v = box_sum(T2, w1, NB, b, W.x, W.y, W.z, W.w) / n - m * m;
@@ -158,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
     for (int j = lane; j < 2 * NH; j += 32) {
         const int net = j >= NH;
         const int k = j - net * NH;
-        const float* U = s_net[net];
+        const float* U = s_net + net * NET_SIZE;
         float a = U[NF * NH + k];  // bias b[k]
 #pragma unroll 8
         for (int f = 0; f < NF; ++f) a = fmaf(feat[f], U[f * NH + k], a);
@@ -171,8 +161,8 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
         o2 += __shfl_xor_sync(0xffffffffu, o2, off);
     }
     if (lane != 0) return;
-    const float p1 = 0.5f * (tanhf(o1 + s_net[0][NET_SIZE - 1]) + 1.0f);
-    const float p2 = 0.5f * (tanhf(o2 + s_net[1][NET_SIZE - 1]) + 1.0f);
+    const float p1 = 0.5f * (tanhf(o1 + s_net[NET_SIZE - 1]) + 1.0f);
+    const float p2 = 0.5f * (tanhf(o2 + s_net[2 * NET_SIZE - 1]) + 1.0f);
     const bool untrained = cls > max_class;
     const bool pos = untrained || p1 > t1[min(cls, max_class)];
     const bool leaf = h <= 1 && wd <= 1;
@@ -191,5 +181,119 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
 #pragma unroll
         for (int q = 0; q < 4; ++q)
             if (kids[q].z > kids[q].x && kids[q].w > kids[q].y) { if (k < cap_out) win_out[k] = kids[q]; ++k; }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
+    const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
+    const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in, const int* __restrict__ n_in,
+    const float* __restrict__ net1, const float* __restrict__ net2,
+    const float* __restrict__ fmin, const float* __restrict__ fmax,
+    const float* __restrict__ t1, int max_class, float t2,
+    int4* __restrict__ win_out, int* __restrict__ n_out, int cap_out,
+    int4* __restrict__ boxes, float* __restrict__ s1_out, float* __restrict__ s2_out, int* __restrict__ n_boxes,
+    int cap_boxes)
+{
+    // One warp per live window. Lanes split the bands to form the features (into shared memory), then
+    // split the 2*NH hidden neurons of the two networks (each lane reads every feature as a broadcast and
+    // its own weight column), and a warp reduction forms the two outputs. Lane 0 decides and appends.
+    __shared__ float s_net[2 * NET_SIZE];
+    __shared__ float s_feat[WPB][NF];
+    const int live = is_root ? 1 : *n_in;
+    if (blockIdx.x * WPB >= live) return;  // the grid is sized for the largest level possible
+    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int i = blockIdx.x * WPB + warp;
+    if (i >= live) return;  // after the only block-wide barrier
+    judge_window(i, lane, T1, T2, R, C, bs, w1, ref, is_root, win_in, s_net, s_feat[warp], fmin, fmax, t1,
+                 max_class, t2, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes, cap_boxes);
+}
+
+// A software grid barrier for a persistent launch (every block resident: the host sizes the grid from
+// the occupancy calculator). The counter only grows; barrier k waits for k * gridDim.x arrivals.
+__device__ __forceinline__ void grid_barrier(unsigned int* bar, unsigned int target)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(bar, 1u);
+        while (atomicAdd(bar, 0u) < target) __nanosleep(40);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// hyperapp_ffbp_search: the summed-area scans and every level of the tree in ONE persistent launch.
+//   Phase 1 scans the rows of both tables, phase 2 the columns, then each level is judged by warps
+//   striding over its live windows, with a grid barrier between phases and levels. Tables and window
+//   lists written in the launch are read back through L2 (__ldcg). counts[levels + 3] is the barrier.
+extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
+    const float* __restrict__ S1, const float* __restrict__ S2, double* T1, double* T2,
+    int nbr, int nbc, int R, int C, int bs, const float* __restrict__ ref, int levels,
+    int4* win_a, int4* win_b, int* counts, int cap,
+    const float* __restrict__ net1, const float* __restrict__ net2,
+    const float* __restrict__ fmin, const float* __restrict__ fmax,
+    const float* __restrict__ t1, int max_class, float t2,
+    int4* boxes, float* s1_out, float* s2_out, int cap_boxes)
+{
+    __shared__ float s_net[2 * NET_SIZE];
+    __shared__ float s_feat[WPB][NF];
+    unsigned int* bar = reinterpret_cast<unsigned int*>(counts + levels + 3);
+    unsigned int k = 0;
+    const int w1 = nbc + 1;
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    for (long long it = tid; it < 2LL * (nbr + 1) * NB; it += nthreads) {
+        const int tab = (int)(it / ((nbr + 1) * NB));
+        const int rem = (int)(it % ((nbr + 1) * NB));
+        const float* S = tab ? S2 : S1;
+        double* T = tab ? T2 : T1;
+        const int i = rem / NB, b = rem % NB;
+        double acc = 0.0;
+        double* trow = T + ((long long)i * w1) * NB + b;
+        trow[0] = 0.0;
+        const float* srow = S + ((long long)(i > 0 ? i - 1 : 0) * nbc) * NB + b;
+        for (int j0 = 0; j0 < nbc; j0 += SAT_BATCH) {
+            float v[SAT_BATCH];
+#pragma unroll
+            for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i > 0 && j0 + u < nbc) ? srow[(long long)(j0 + u) * NB] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < SAT_BATCH; ++u) {
+                acc += (double)v[u];
+                if (j0 + u < nbc) trow[(long long)(j0 + u + 1) * NB] = acc;
+            }
+        }
+    }
+    grid_barrier(bar, ++k * gridDim.x);
+    for (long long it = tid; it < 2LL * w1 * NB; it += nthreads) {
+        const int tab = (int)(it / (w1 * NB));
+        const int rem = (int)(it % (w1 * NB));
+        double* col = (tab ? T2 : T1) + (long long)(rem / NB) * NB + rem % NB;
+        const long long stride = (long long)w1 * NB;
+        double acc = 0.0;
+        for (int i0 = 1; i0 <= nbr; i0 += SAT_BATCH) {
+            double v[SAT_BATCH];
+#pragma unroll
+            for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i0 + u <= nbr) ? __ldcg(col + (i0 + u) * stride) : 0.0;
+#pragma unroll
+            for (int u = 0; u < SAT_BATCH; ++u) {
+                acc += v[u];
+                if (i0 + u <= nbr) col[(i0 + u) * stride] = acc;
+            }
+        }
+    }
+    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
+    grid_barrier(bar, ++k * gridDim.x);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int lev = 0; lev <= levels; ++lev) {
+        const int live = lev == 0 ? 1 : __ldcg(counts + lev);
+        int4* win_in = (lev & 1) ? win_b : win_a;
+        int4* win_out = (lev & 1) ? win_a : win_b;
+        for (int i = blockIdx.x * WPB + warp; i < live; i += gridDim.x * WPB)
+            judge_window(i, lane, T1, T2, R, C, bs, w1, ref, lev == 0, win_in, s_net, s_feat[warp], fmin, fmax,
+                         t1, max_class, t2, win_out, counts + lev + 1, cap, boxes, s1_out, s2_out,
+                         counts + levels + 2, cap_boxes);
+        grid_barrier(bar, ++k * gridDim.x);
     }
 }

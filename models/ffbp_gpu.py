@@ -20,6 +20,7 @@ import numpy as np
 from hyperapp.kernels import get_kernel
 
 WPB = 4  # windows (warps) per block of the level kernel
+PERSISTENT_BLOCKS_PER_SM = 4
 
 
 def block_stats_gpu(X, bs: int, ref):
@@ -73,8 +74,9 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
         cache[key] = {
             "cap": cap, "box_cap": box_cap,
             "bufs": [cupy.zeros((cap, 4), cupy.int32), cupy.zeros((cap, 4), cupy.int32)],
-            # counts[0..levels]: live windows per level; counts[-1]: accepted boxes
-            "counts": cupy.zeros(levels + 3, cupy.int32),
+            # counts[1..levels+1]: live windows per level; counts[levels+2]: accepted boxes;
+            # counts[levels+3]: the persistent kernel's grid-barrier counter
+            "counts": cupy.zeros(levels + 4, cupy.int32),
             "boxes": cupy.empty((box_cap, 4), cupy.int32),
             "s1": cupy.empty(box_cap, cupy.float32), "s2": cupy.empty(box_cap, cupy.float32),
         }
@@ -92,15 +94,18 @@ def _read_back(wb, levels, stream=None):
     return (*out, evaluated)
 
 
-def search_gpu(model, X):
-    """The GPU search with eager launches (what the graph replays); returns
-    (windows, ann1, ann2, windows per level)."""
+def search_gpu(model, X, persistent: bool = False):
+    """The GPU search with eager launches: one launch per stage and level, or (``persistent``) the
+    single-launch kernel that the graph replays; returns (windows, ann1, ann2, windows per level)."""
     import cupy
 
     X = cupy.ascontiguousarray(X, dtype=cupy.float32)
     st = _Stats(X, model.min_window)
-    _launch_stats(X, st)
-    wb, levels = _launch_levels(model, st)
+    if persistent:
+        wb, levels = _launch_persistent(model, X, st)
+    else:
+        _launch_stats(X, st)
+        wb, levels = _launch_levels(model, st)
     return _read_back(wb, levels)
 
 
@@ -139,21 +144,58 @@ def _launch_stats(X, st: _Stats) -> None:
         cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
 
 
-def _launch_levels(model, st) -> tuple[dict, int]:
+def _nets(model):
     import cupy
 
-    nbr, nbc = st.nb
-    R, C = st.shape
-    B = int(model.n_bands_)
-    nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
-    k = get_kernel("ffbp", "hyperapp_ffbp_level", {"NB": B, "NF": nf, "NH": int(model.n_hidden),
-                                                   "MEANSTD": int(model.features == "meanstd"),
-                                                   "SCALE": int(model.use_scale)})
     cache = model.__dict__.setdefault("_gpu_cache", {})
     if "nets" not in cache:
         cache["nets"] = (_pack(model.ann1_), _pack(model.ann2_), cupy.asarray(model.fmin_, cupy.float32),
                          cupy.asarray(model.fmax_, cupy.float32), cupy.asarray(model.t1_, cupy.float32))
-    net1, net2, fmin, fmax, t1 = cache["nets"]
+    return cache["nets"]
+
+
+def _defines(model) -> dict:
+    B = int(model.n_bands_)
+    nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
+    return {"NB": B, "NF": nf, "NH": int(model.n_hidden), "MEANSTD": int(model.features == "meanstd"),
+            "SCALE": int(model.use_scale)}
+
+
+def _launch_persistent(model, X, st) -> tuple[dict, int]:
+    """Block statistics, then scans and every level in one persistent launch (no allocation)."""
+    import cupy
+
+    R, C, B = X.shape
+    nbr, nbc = st.nb
+    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
+    bstats = get_kernel("ffbp", "hyperapp_ffbp_block_stats", defs)
+    search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
+    net1, net2, fmin, fmax, t1 = _nets(model)
+    levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
+    wb = _buffers(model, nbr, nbc, levels)
+    wb["counts"].fill(0)
+    st.ref[...] = X[0, 0]
+    total = nbr * nbc * B
+    bstats(((total + 255) // 256,), (256,),
+           (X, np.int32(R), np.int32(C), np.int32(B), np.int32(st.bs), np.int32(nbc), np.int64(total),
+            st.ref, st.S1, st.S2))
+    # every block must be resident for the grid barrier: 4 blocks of 128 threads per SM is well inside
+    # the kernel's occupancy (64 registers, 10 KB of shared memory: 8 blocks per SM on sm_80/sm_90)
+    sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    search((sms * PERSISTENT_BLOCKS_PER_SM,), (WPB * 32,),
+           (st.S1, st.S2, st.T1, st.T2, np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
+            np.int32(st.bs), st.ref, np.int32(levels), wb["bufs"][0], wb["bufs"][1], wb["counts"],
+            np.int32(wb["cap"]), net1, net2, fmin, fmax, t1, np.int32(model.max_class_),
+            np.float32(model.t2_), wb["boxes"], wb["s1"], wb["s2"], np.int32(wb["box_cap"])))
+    return wb, levels
+
+
+def _launch_levels(model, st) -> tuple[dict, int]:
+
+    nbr, nbc = st.nb
+    R, C = st.shape
+    k = get_kernel("ffbp", "hyperapp_ffbp_level", _defines(model))
+    net1, net2, fmin, fmax, t1 = _nets(model)
     levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
     wb = _buffers(model, nbr, nbc, levels)
     cap, box_cap, bufs, counts = wb["cap"], wb["box_cap"], wb["bufs"], wb["counts"]
@@ -181,13 +223,11 @@ def search_gpu_graph(model, X):
         for k in [k for k in cache if isinstance(k, tuple) and k[0] == "graph"]:
             del cache[k]  # one cube at a time: drop graphs of buffers that may be freed
         st = _Stats(X, model.min_window)
-        _launch_stats(X, st)  # compile and warm every kernel outside the capture
-        wb, levels = _launch_levels(model, st)
+        wb, levels = _launch_persistent(model, X, st)  # compile and warm every kernel outside the capture
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             stream.begin_capture()
-            _launch_stats(X, st)
-            _launch_levels(model, st)
+            _launch_persistent(model, X, st)
             graph = stream.end_capture()
         entry = cache[key] = (graph, stream, st, wb, levels, X)
     graph, stream, st, wb, levels, _ = entry

@@ -121,10 +121,11 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
     s = make_sea_scene(256, 256, seed=101)
     m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0)])
     X = cp.asarray(make_sea_scene(300, 260, seed=7).cube.astype(np.float32))
-    a, b = search_gpu(m, X), search_gpu_graph(m, X)
+    a, p = search_gpu(m, X), search_gpu(m, X, persistent=True)
+    b = search_gpu_graph(m, X)
     c = search_gpu_graph(m, X)  # a replay
     key = lambda r: sorted(map(tuple, r[0].get().tolist()))  # noqa: E731
-    assert key(a) == key(b) == key(c) and a[3] == b[3] == c[3]
+    assert key(a) == key(p) == key(b) == key(c) and a[3] == p[3] == b[3] == c[3]
 
 
 def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
