@@ -218,7 +218,12 @@ __device__ __forceinline__ void grid_barrier(unsigned int* bar, unsigned int tar
     if (threadIdx.x == 0) {
         __threadfence();
         atomicAdd(bar, 1u);
-        while (atomicAdd(bar, 0u) < target) __nanosleep(40);
+        // poll with plain acquire loads: hundreds of blocks polling with atomics serialise on one L2 slot
+        unsigned int seen;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(bar) : "memory");
+            if (seen < target) __nanosleep(20);
+        } while (seen < target);
         __threadfence();
     }
     __syncthreads();

@@ -20,7 +20,7 @@ import numpy as np
 from hyperapp.kernels import get_kernel
 
 WPB = 4  # windows (warps) per block of the level kernel
-PERSISTENT_BLOCKS_PER_SM = 4
+PERSISTENT_BLOCKS_PER_SM = 2
 
 
 def block_stats_gpu(X, bs: int, ref):
@@ -179,7 +179,7 @@ def _launch_persistent(model, X, st) -> tuple[dict, int]:
     bstats(((total + 255) // 256,), (256,),
            (X, np.int32(R), np.int32(C), np.int32(B), np.int32(st.bs), np.int32(nbc), np.int64(total),
             st.ref, st.S1, st.S2))
-    # every block must be resident for the grid barrier: 4 blocks of 128 threads per SM is well inside
+    # every block must be resident for the grid barrier: 2 blocks of 128 threads per SM is well inside
     # the kernel's occupancy (64 registers, 10 KB of shared memory: 8 blocks per SM on sm_80/sm_90)
     sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
     search((sms * PERSISTENT_BLOCKS_PER_SM,), (WPB * 32,),
