@@ -51,12 +51,10 @@ extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X
 // Both passes load 8 steps ahead before accumulating, so each thread waits for memory once per 8 steps
 // (with only (nbr+1)*B threads in flight, an unbatched scan was latency-bound).
 #define SAT_BATCH 8
-extern "C" __global__ void hyperapp_ffbp_sat_rows(const float* __restrict__ S, int nbr, int nbc, int B,
-                                                  double* __restrict__ T)
+// One row of the summed-area table (i = 0 is the zero row) and one column's running sum down the rows.
+__device__ __forceinline__ void sat_row_scan(const float* __restrict__ S, double* __restrict__ T, int i, int b,
+                                             int nbc, int B)
 {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (nbr + 1) * B) return;
-    const int i = idx / B, b = idx % B;
     const int w1 = nbc + 1;
     double acc = 0.0;
     double* trow = T + ((long long)i * w1) * B + b;
@@ -75,25 +73,34 @@ extern "C" __global__ void hyperapp_ffbp_sat_rows(const float* __restrict__ S, i
     }
 }
 
-extern "C" __global__ void hyperapp_ffbp_sat_cols(int nbr, int nbc, int B, double* __restrict__ T)
+__device__ __forceinline__ void sat_col_scan(double* T, int j, int b, int nbr, int nbc, int B)
 {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    const int w1 = nbc + 1;
-    if (idx >= w1 * B) return;
-    const int j = idx / B, b = idx % B;
-    const long long stride = (long long)w1 * B;
+    const long long stride = (long long)(nbc + 1) * B;
     double* col = T + (long long)j * B + b;
     double acc = 0.0;
     for (int i0 = 1; i0 <= nbr; i0 += SAT_BATCH) {
         double v[SAT_BATCH];
 #pragma unroll
-        for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i0 + u <= nbr) ? col[(i0 + u) * stride] : 0.0;
+        for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i0 + u <= nbr) ? __ldcg(col + (i0 + u) * stride) : 0.0;
 #pragma unroll
         for (int u = 0; u < SAT_BATCH; ++u) {
             acc += v[u];
             if (i0 + u <= nbr) col[(i0 + u) * stride] = acc;
         }
     }
+}
+
+extern "C" __global__ void hyperapp_ffbp_sat_rows(const float* __restrict__ S, int nbr, int nbc, int B,
+                                                  double* __restrict__ T)
+{
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (nbr + 1) * B) sat_row_scan(S, T, idx / B, idx % B, nbc, B);
+}
+
+extern "C" __global__ void hyperapp_ffbp_sat_cols(int nbr, int nbc, int B, double* __restrict__ T)
+{
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (nbc + 1) * B) sat_col_scan(T, idx / B, idx % B, nbr, nbc, B);
 }
 
 __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, int B, int b,
@@ -250,43 +257,13 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long nthreads = (long long)gridDim.x * blockDim.x;
     for (long long it = tid; it < 2LL * (nbr + 1) * NB; it += nthreads) {
-        const int tab = (int)(it / ((nbr + 1) * NB));
-        const int rem = (int)(it % ((nbr + 1) * NB));
-        const float* S = tab ? S2 : S1;
-        double* T = tab ? T2 : T1;
-        const int i = rem / NB, b = rem % NB;
-        double acc = 0.0;
-        double* trow = T + ((long long)i * w1) * NB + b;
-        trow[0] = 0.0;
-        const float* srow = S + ((long long)(i > 0 ? i - 1 : 0) * nbc) * NB + b;
-        for (int j0 = 0; j0 < nbc; j0 += SAT_BATCH) {
-            float v[SAT_BATCH];
-#pragma unroll
-            for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i > 0 && j0 + u < nbc) ? srow[(long long)(j0 + u) * NB] : 0.0f;
-#pragma unroll
-            for (int u = 0; u < SAT_BATCH; ++u) {
-                acc += (double)v[u];
-                if (j0 + u < nbc) trow[(long long)(j0 + u + 1) * NB] = acc;
-            }
-        }
+        const int tab = (int)(it / ((nbr + 1) * NB)), rem = (int)(it % ((nbr + 1) * NB));
+        sat_row_scan(tab ? S2 : S1, tab ? T2 : T1, rem / NB, rem % NB, nbc, NB);
     }
     grid_barrier(bar, ++k * gridDim.x);
     for (long long it = tid; it < 2LL * w1 * NB; it += nthreads) {
-        const int tab = (int)(it / (w1 * NB));
-        const int rem = (int)(it % (w1 * NB));
-        double* col = (tab ? T2 : T1) + (long long)(rem / NB) * NB + rem % NB;
-        const long long stride = (long long)w1 * NB;
-        double acc = 0.0;
-        for (int i0 = 1; i0 <= nbr; i0 += SAT_BATCH) {
-            double v[SAT_BATCH];
-#pragma unroll
-            for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i0 + u <= nbr) ? __ldcg(col + (i0 + u) * stride) : 0.0;
-#pragma unroll
-            for (int u = 0; u < SAT_BATCH; ++u) {
-                acc += v[u];
-                if (i0 + u <= nbr) col[(i0 + u) * stride] = acc;
-            }
-        }
+        const int tab = (int)(it / (w1 * NB)), rem = (int)(it % (w1 * NB));
+        sat_col_scan(tab ? T2 : T1, rem / NB, rem % NB, nbr, nbc, NB);
     }
     for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
     grid_barrier(bar, ++k * gridDim.x);

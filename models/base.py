@@ -74,3 +74,12 @@ class PixelDetector:
 def float_dtype(X):
     """float64 stays float64; anything else computes in float32."""
     return np.float64 if X.dtype == np.float64 else np.float32
+
+
+def labelled_target_mean(X, y):
+    """Checked pixels (n, bands), their array module, the labels and the mean target spectrum (float64)."""
+    P, _ = as_pixels(X)
+    check_finite(P)
+    xp = get_namespace(P)
+    y = check_labels(xp.asarray(y), P.shape[0])
+    return P, xp, y, P[y == TARGET].astype(xp.float64).mean(axis=0)

@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from hyperapp.backend import get_namespace
 from hyperapp.errors import InputError
-from hyperapp.models.base import TARGET, PixelDetector, as_pixels, check_finite, check_labels, float_dtype
+from hyperapp.models.base import (
+    TARGET,
+    PixelDetector,
+    as_pixels,
+    check_finite,
+    float_dtype,
+    labelled_target_mean,
+)
 from hyperapp.models.stats import BackgroundStats
 
 CHUNK = 1 << 18  # pixels per chunk: bounds the temporaries on the CPU
@@ -38,16 +45,15 @@ class _WhitenedDetector(PixelDetector):
     """Shared fit for detectors that need background statistics and a target signature."""
 
     def fit(self, X, y=None):
-        P, _ = as_pixels(X)
-        check_finite(P)
-        xp = get_namespace(P)
-        dt = float_dtype(P)
         if self.uses_targets:
-            y = check_labels(xp.asarray(y), P.shape[0])
+            P, xp, y, self.target_ = labelled_target_mean(X, y)
             bg = P[y != TARGET]
-            self.target_ = P[y == TARGET].astype(xp.float64).mean(axis=0)
         else:
+            P, _ = as_pixels(X)
+            check_finite(P)
+            xp = get_namespace(P)
             bg = P if y is None else P[xp.asarray(y).reshape(-1) != TARGET]
+        dt = float_dtype(P)
         self.stats_ = BackgroundStats.from_pixels(bg)
         self.W_ = self.stats_.sqrt_inv_cov.astype(dt)
         self.mu_ = self.stats_.mean.astype(dt)
@@ -112,11 +118,7 @@ class CEM(PixelDetector):
         pass
 
     def fit(self, X, y):
-        P, _ = as_pixels(X)
-        check_finite(P)
-        xp = get_namespace(P)
-        y = check_labels(xp.asarray(y), P.shape[0])
-        d = P[y == TARGET].astype(xp.float64).mean(axis=0)
+        P, xp, _, d = labelled_target_mean(X, y)
         R = xp.zeros((P.shape[1], P.shape[1]), dtype=xp.float64)
         for i in range(0, P.shape[0], CHUNK):
             c = P[i:i + CHUNK].astype(xp.float64)
@@ -141,11 +143,7 @@ class SAM(PixelDetector):
         pass
 
     def fit(self, X, y):
-        P, _ = as_pixels(X)
-        check_finite(P)
-        xp = get_namespace(P)
-        y = check_labels(xp.asarray(y), P.shape[0])
-        t = P[y == TARGET].astype(xp.float64).mean(axis=0)
+        P, xp, _, t = labelled_target_mean(X, y)
         norm = float(xp.linalg.norm(t))
         if norm == 0:
             raise InputError("the mean target spectrum is all zeros: SAM needs a non-zero target")
