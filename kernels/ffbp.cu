@@ -134,7 +134,10 @@ __device__ __forceinline__ void judge_window(
     // pixels in the window: blocks are bs x bs except the clipped last row and column
     const double n = (double)(min(W.z * bs, R) - W.x * bs) * (double)(min(W.w * bs, C) - W.y * bs);
     float* feat = s_feat;
-    for (int b = lane; b < NB; b += 32) {
+#pragma unroll
+    for (int q = 0; q < (NB + 31) / 32; ++q) {  // a fixed trip count: the loads of every pass in flight at once
+        const int b = lane + 32 * q;
+        if (b >= NB) break;
         const double m = box_sum(T1, w1, NB, b, W.x, W.y, W.z, W.w) / n;
         const double v = box_sum(T2, w1, NB, b, W.x, W.y, W.z, W.w) / n - m * m;
         const float sd = (float)sqrt(v > 0.0 ? v : 0.0);

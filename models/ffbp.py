@@ -398,7 +398,7 @@ class FFBP(PixelDetector):
             W, s1, s2, evaluated = search_gpu_graph(self, X)
         else:
             W, s1, s2, evaluated = self._search(WindowStats(X, self.min_window), np)
-        P = to_pixels(to_host(W), self.min_window, X.shape[:2])
+        P = to_pixels(to_host(W).astype(np.int64), self.min_window, X.shape[:2])
         s1, s2 = to_host(s1), to_host(s2)
         self.windows_per_level_ = evaluated
         order = np.lexsort((P[:, 1], P[:, 0]))

@@ -87,14 +87,12 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
 
 
 def _read_back(wb, levels, stream=None):
-    import cupy
-
-    c = wb["counts"].get(stream=stream)  # the one host read-back of the search
+    """(boxes, ann1, ann2, windows per level): the counts are read back to the host (the one read-back
+    of a search); the box arrays are views into the search's buffers, valid until the next search."""
+    c = wb["counts"].get(stream=stream)
     nb = int(c[levels + 2])
     evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
-    with stream or cupy.cuda.get_current_stream():
-        out = wb["boxes"][:nb].astype(cupy.int64), wb["s1"][:nb].copy(), wb["s2"][:nb].copy()
-    return (*out, evaluated)
+    return wb["boxes"][:nb], wb["s1"][:nb], wb["s2"][:nb], evaluated
 
 
 def search_gpu(model, X, persistent: bool = False):
