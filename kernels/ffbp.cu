@@ -273,6 +273,7 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int lev = 0; lev <= levels; ++lev) {
         const int live = lev == 0 ? 1 : __ldcg(counts + lev);
+        if (live == 0) break;  // every block read the same count after the barrier: they all stop here
         int4* win_in = (lev & 1) ? win_b : win_a;
         int4* win_out = (lev & 1) ? win_a : win_b;
         for (int i = blockIdx.x * WPB + warp; i < live; i += gridDim.x * WPB)

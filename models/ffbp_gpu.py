@@ -225,14 +225,19 @@ def search_gpu_graph(model, X):
             del cache[k]  # one cube at a time: drop graphs of buffers that may be freed
         st = _Stats(X, model.min_window)
         wb, levels = _launch_persistent(model, X, st)  # compile and warm every kernel outside the capture
+        # the counts come back into pinned host memory by a copy inside the graph
+        pinned = cupy.cuda.alloc_pinned_memory(wb["counts"].nbytes)
+        host_counts = np.frombuffer(pinned, np.int32, wb["counts"].size)
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             stream.begin_capture()
             _launch_persistent(model, X, st)
+            wb["counts"].get(stream=stream, out=host_counts)
             graph = stream.end_capture()
-        entry = cache[key] = (graph, stream, st, wb, levels, X)
-    graph, stream, st, wb, levels, _ = entry
+        entry = cache[key] = (graph, stream, st, wb, levels, X, host_counts, pinned)
+    graph, stream, st, wb, levels, _, c, _ = entry
     graph.launch(stream)
-    out = _read_back(wb, levels, stream)
     stream.synchronize()
-    return out
+    nb = int(c[levels + 2])
+    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
+    return wb["boxes"][:nb], wb["s1"][:nb], wb["s2"][:nb], evaluated
