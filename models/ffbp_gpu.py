@@ -232,7 +232,7 @@ def search_gpu_graph(model, X):
         with stream:
             stream.begin_capture()
             _launch_persistent(model, X, st)
-            wb["counts"].get(stream=stream, out=host_counts)
+            wb["counts"].get(stream=stream, out=host_counts, blocking=False)
             graph = stream.end_capture()
         entry = cache[key] = (graph, stream, st, wb, levels, X, host_counts, pinned)
     graph, stream, st, wb, levels, _, c, _ = entry
