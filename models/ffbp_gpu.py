@@ -232,7 +232,9 @@ def search_gpu_graph(model, X):
         with stream:
             stream.begin_capture()
             _launch_persistent(model, X, st)
-            wb["counts"].get(stream=stream, out=host_counts, blocking=False)
+            # (CuPy refuses .get() while capturing; the runtime call becomes a memcpy node)
+            cupy.cuda.runtime.memcpyAsync(pinned.ptr, wb["counts"].data.ptr, wb["counts"].nbytes,
+                                          cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
             graph = stream.end_capture()
         entry = cache[key] = (graph, stream, st, wb, levels, X, host_counts, pinned)
     graph, stream, st, wb, levels, _, c, _ = entry
