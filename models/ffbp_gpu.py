@@ -26,20 +26,27 @@ WPB = 4  # windows (warps) per block of the level kernel
 PERSISTENT_BLOCKS_PER_SM = 2
 
 
+def _block_stats_into(X, bs: int, ref, S1, S2, defs: dict) -> None:
+    """Launch the block-statistics kernel (16-byte loads when the band count allows)."""
+    R, C, B = X.shape
+    nbc = S1.shape[1]
+    vec = B % 4 == 0
+    total = S1.shape[0] * nbc * (B // 4 if vec else B)
+    k = get_kernel("ffbp", "hyperapp_ffbp_block_stats4" if vec else "hyperapp_ffbp_block_stats", defs)
+    k(((total + 255) // 256,), (256,),
+      (X, np.int32(R), np.int32(C), np.int32(B), np.int32(bs), np.int32(nbc), np.int64(total), ref, S1, S2))
+
+
 def block_stats_gpu(X, bs: int, ref):
     import cupy
 
     X = cupy.ascontiguousarray(X, dtype=cupy.float32)
     R, C, B = X.shape
     nbr, nbc = -(-R // bs), -(-C // bs)
-    total = nbr * nbc * B
     S1 = cupy.empty((nbr, nbc, B), cupy.float32)
     S2 = cupy.empty_like(S1)
-    k = get_kernel("ffbp", "hyperapp_ffbp_block_stats", {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0})
-    threads = 256
-    k(((total + threads - 1) // threads,), (threads,),
-      (X, np.int32(R), np.int32(C), np.int32(B), np.int32(bs), np.int32(nbc), np.int64(total),
-       cupy.ascontiguousarray(ref, dtype=cupy.float32), S1, S2))
+    _block_stats_into(X, bs, cupy.ascontiguousarray(ref, dtype=cupy.float32), S1, S2,
+                      {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0})
     return S1, S2
 
 
@@ -132,14 +139,10 @@ def _launch_stats(X, st: _Stats) -> None:
     R, C, B = X.shape
     nbr, nbc = st.nb
     defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
-    bstats = get_kernel("ffbp", "hyperapp_ffbp_block_stats", defs)
     rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
     cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
     st.ref[...] = X[0, 0]
-    total = nbr * nbc * B
-    bstats(((total + 255) // 256,), (256,),
-           (X, np.int32(R), np.int32(C), np.int32(B), np.int32(st.bs), np.int32(nbc), np.int64(total),
-            st.ref, st.S1, st.S2))
+    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, defs)
     for S, T in ((st.S1, st.T1), (st.S2, st.T2)):
         rows((((nbr + 1) * B + 127) // 128,), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
         cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
@@ -169,17 +172,13 @@ def _launch_persistent(model, X, st) -> tuple[dict, int]:
     R, C, B = X.shape
     nbr, nbc = st.nb
     defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
-    bstats = get_kernel("ffbp", "hyperapp_ffbp_block_stats", defs)
     search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
     net1, net2, fmin, fmax, t1 = _nets(model)
     levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
     wb = _buffers(model, nbr, nbc, levels)
     wb["counts"].fill(0)
     st.ref[...] = X[0, 0]
-    total = nbr * nbc * B
-    bstats(((total + 255) // 256,), (256,),
-           (X, np.int32(R), np.int32(C), np.int32(B), np.int32(st.bs), np.int32(nbc), np.int64(total),
-            st.ref, st.S1, st.S2))
+    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, defs)
     # every block must be resident for the grid barrier: 2 blocks of 128 threads per SM is well inside
     # the kernel's occupancy (64 registers, 10 KB of shared memory: 8 blocks per SM on sm_80/sm_90)
     sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
