@@ -182,11 +182,21 @@ def ffbp_search(ctx):
     gpu = gpu_time_ms(lambda: search_gpu_graph(m, Xd), ctx.repeats)
     eager = gpu_time_ms(lambda: search_gpu(m, Xd), max(3, ctx.repeats // 4))
     persistent = gpu_time_ms(lambda: search_gpu(m, Xd, persistent=True), max(3, ctx.repeats // 4))
+    import hyperapp.models.ffbp_gpu as fg
+
+    per_sm = {}
+    default = fg.PERSISTENT_BLOCKS_PER_SM
+    for k in (1, 2, 3, 4):  # the persistent grid's size: barrier cost against warps per level
+        fg.PERSISTENT_BLOCKS_PER_SM = k
+        m.__dict__.get("_gpu_cache", {}).clear()
+        per_sm[f"graph_{k}_blocks_per_sm"] = f"{gpu_time_ms(lambda: search_gpu_graph(m, Xd), ctx.repeats):.4f}"
+    fg.PERSISTENT_BLOCKS_PER_SM = default
+    m.__dict__.get("_gpu_cache", {}).clear()
     cpu = cpu_time_ms(lambda: m._search(WindowStats(X, m.min_window), np), repeats=1)
     return Measurement("ffbp-search-1024x1024x64", gpu, cpu, "per-level launches, eager", eager,
                        bytes_moved=X.nbytes,
                        notes={"windows_per_level": "/".join(map(str, m.windows_per_level_)),
-                              "persistent_eager_ms": f"{persistent:.4f}",
+                              "persistent_eager_ms": f"{persistent:.4f}", **per_sm,
                               "boxes": len(gpu_boxes), "recall": recall, "false_boxes": false,
                               "cpu_gpu_same_boxes": same})
 
