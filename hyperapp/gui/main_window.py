@@ -37,6 +37,7 @@ from hyperapp.session import Run, Session
 
 log = logging.getLogger("hyperapp.gui")
 CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
+ROI_STATS_SAMPLE = 500
 MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png", "NumPy (*.npy)": "npy"}
 
 
@@ -291,15 +292,15 @@ class MainWindow(QMainWindow):
         roi = self.session.roi
         self.view.set_rois(roi.labels)
         stats = {}
-        if roi.labels.any():
-            data = None
-            for name, k in (("target", 1), ("background", 2)):
-                m = roi.labels == k
-                if m.any():
-                    if data is None:
-                        data = self.session.cube.read()
-                    px = data[m]
-                    stats[name] = (px.mean(axis=0), px.std(axis=0))
+        rng = np.random.default_rng(0)
+        for name, k in (("target", 1), ("background", 2)):
+            idx = np.argwhere(roi.labels == k)
+            if len(idx):
+                # a few hundred pixels describe a class; read only those (never the whole cube on the UI thread)
+                if len(idx) > ROI_STATS_SAMPLE:
+                    idx = idx[rng.choice(len(idx), ROI_STATS_SAMPLE, replace=False)]
+                px = np.stack([self.session.cube.spectrum(r, c) for r, c in idx])
+                stats[name] = (px.mean(axis=0), px.std(axis=0))
         self.spectrum.show_rois(stats)
         n = roi.counts()
         self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
