@@ -18,9 +18,8 @@ the same windows shifted by half their size (so targets cut by window edges are 
 the window holds target pixels. ANN-2's label: the window holds target pixels and none of its four
 children holds a whole target component (splitting further would cut the target), or it is a
 minimum window. Both networks train by back-propagation with Adam, class-balanced, with early stopping
-on a held-out split (:mod:`hyperapp.models.mlp`), on the host: the window features (computed on the
-GPU when the scenes are there) are a few thousand short vectors, and each GPU step would be a dozen tiny
-launches (measured on an H100: 3.8-11.5 s through CuPy against 1.5 s on the CPU). ANN-1's threshold is then set per size class to just
+on a held-out split (:mod:`hyperapp.models.mlp`), on the device the scenes are on (on the GPU, the
+whole training is one launch of ``kernels/mlp.cu``). ANN-1's threshold is then set per size class to just
 below the lowest score of any target window of that class in training (recall first: a window missed
 near the top loses every target inside it), and for minimum windows at a low quantile of those scores;
 ANN-2's is 0.5. Windows larger than any seen in training
@@ -350,9 +349,7 @@ class FFBP(PixelDetector):
         self.fmin_, self.fmax_ = F.min(axis=0), F.max(axis=0)
         Fs = self._scaled(F)
         self.n_bands_ = int(next(iter(nb)))
-        # the networks train on the host: a few thousand feature vectors make every GPU step a dozen
-        # tiny launches (measured on an H100: 3.8 s to 11.5 s through CuPy against 1.5 s on the CPU)
-        xp = np
+        xp = get_namespace(scenes[0][0])  # train where the scenes are (kernels/mlp.cu on the GPU)
         sub = None if progress is None else progress.sub(0.0, 0.6)
         self.ann1_ = TansigMLP(self.n_hidden, epochs=self.epochs, seed=self.seed).fit(xp.asarray(Fs), xp.asarray(y1), sub)
         pos = np.flatnonzero(y1)

@@ -141,3 +141,31 @@ def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     tiled = det.run_detection(cube, "rbfn", t, device="gpu")
     assert tiled.report["tiled"] and not whole.report["tiled"]
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
+
+
+def test_mlp_training_kernel_matches_numpy_training(cp):
+    """Same mini-batches (host RNG), same Adam: the one-launch GPU training ends where NumPy's does."""
+    from hyperapp.models.mlp import TansigMLP
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (3000, 65)).astype(np.float32)
+    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=3000)) > 0.8
+    a = TansigMLP(16, epochs=40, seed=3).fit(X, y)
+    b = TansigMLP(16, epochs=40, seed=3).fit(cp.asarray(X), cp.asarray(y))
+    assert a.epochs_run_ == b.epochs_run_
+    pa, pb = a.forward(X), b.forward(cp.asarray(X)).get()
+    assert np.abs(pa - pb).max() < 2e-2
+    assert abs(a.val_loss_ - b.val_loss_) < 1e-2 * max(a.val_loss_, 1e-3)
+
+
+def test_ffbp_trained_on_the_gpu_finds_every_sea_target(cp):
+    from hyperapp.models.ffbp import FFBP, box_recall, component_boxes
+    from hyperapp.samples import make_sea_scene
+
+    train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
+    m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
+    test = make_sea_scene(512, 512, seed=998)
+    boxes = m.detect(cp.asarray(test.cube.astype(np.float32)))
+    P = np.array([[b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]] for b in boxes])
+    recall, false = box_recall(P, test.truth > 0)
+    assert recall == 1.0 and false < len(component_boxes(test.truth > 0))
