@@ -226,10 +226,15 @@ def search_gpu_graph(model, X):
             del cache[k]  # one cube at a time: drop graphs of buffers that may be freed
         st = _Stats(X, model.min_window)
         wb, levels = _launch_persistent(model, X, st)  # compile and warm every kernel outside the capture
+        # the warm-up must finish before the graph can run: both use the same buffers and grid barrier,
+        # and two persistent grids at once would not both be resident (a deadlock)
+        cupy.cuda.Device().synchronize()
         # the counts come back into pinned host memory by a copy inside the graph
         pinned = cupy.cuda.alloc_pinned_memory(wb["counts"].nbytes)
         host_counts = np.frombuffer(pinned, np.int32, wb["counts"].size)
-        stream = cupy.cuda.Stream(non_blocking=True)
+        # a blocking stream: ordered with the legacy default stream, where the eager paths run on the same
+        # buffers
+        stream = cupy.cuda.Stream(non_blocking=False)
         with stream:
             stream.begin_capture()
             _launch_persistent(model, X, st)
