@@ -1,7 +1,15 @@
-import time, numpy as np, cupy
+"""Compare host- and GPU-trained FFBP networks on the 1024 x 1024 sea scene (thresholds, boxes, recall).
+Run on the GPU machine: PYTHONPATH=. python3 scripts/diag_ffbp_training.py"""
+
+import time
+
+import cupy
+import numpy as np
+
 from hyperapp.models.ffbp import FFBP, box_recall, component_boxes
 from hyperapp.models.ffbp_gpu import search_gpu_graph
 from hyperapp.samples import make_sea_scene
+
 train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
 host = [(s.cube.astype(np.float32), s.truth > 0) for s in train]
 dev = [(cupy.asarray(a), t) for a, t in host]
