@@ -90,6 +90,20 @@ def _probe_gpu() -> tuple[bool, str]:
         return False, f"CUDA device not usable: {exc}"
 
 
+_ATTRS: dict[int, dict] = {}
+
+
+def device_attributes() -> dict:
+    """The current CUDA device's attributes, read once per device (the query costs tens of
+    microseconds, which a 0.1 ms kernel launch cannot hide)."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in _ATTRS:
+        _ATTRS[dev] = dict(cupy.cuda.Device(dev).attributes)
+    return _ATTRS[dev]
+
+
 def gpu_available() -> bool:
     """Whether CuPy and a working CUDA device are present."""
     return _probe_gpu()[0]

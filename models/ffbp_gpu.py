@@ -47,8 +47,7 @@ def block_stats_gpu(X, bs: int, ref):
     nbr, nbc = -(-R // bs), -(-C // bs)
     S1 = cupy.empty((nbr, nbc, B), cupy.float32)
     S2 = cupy.empty_like(S1)
-    _block_stats_into(X, bs, cupy.ascontiguousarray(ref, dtype=cupy.float32), S1, S2,
-                      {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0})
+    _block_stats_into(X, bs, cupy.ascontiguousarray(ref, dtype=cupy.float32), S1, S2, _stat_defines(B))
     return S1, S2
 
 
@@ -59,19 +58,34 @@ def _pack(ann):
                                         np.asarray(ann.w_, np.float32), np.asarray(ann.b0_, np.float32).ravel()]))
 
 
+def _stat_defines(B: int) -> dict:
+    """Compile-time constants of the statistics kernels (the network sizes do not matter to them)."""
+    return {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
+
+
+def _scan_into(S, T) -> None:
+    """Summed-area table T (nbr+1, nbc+1, B, float64) of block sums S (nbr, nbc, B): two scan kernels."""
+    nbr, nbc, B = S.shape
+    defs = _stat_defines(B)
+    rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
+    cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
+    rows((((nbr + 1) * B + 127) // 128,), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+
+
 def summed_area_gpu(S):
-    """Summed-area table of (nbr, nbc, B) float32 block sums, float64, by two scan kernels."""
+    """Summed-area table of (nbr, nbc, B) float32 block sums, float64."""
     import cupy
 
     nbr, nbc, B = S.shape
     T = cupy.empty((nbr + 1, nbc + 1, B), cupy.float64)
-    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
-    rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
-    cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
-    t = 128
-    rows((((nbr + 1) * B + t - 1) // t,), (t,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
-    cols((((nbc + 1) * B + t - 1) // t,), (t,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    _scan_into(S, T)
     return T
+
+
+def _levels(nbr: int, nbc: int) -> int:
+    """Depth of the window tree over an nbr x nbc grid of blocks."""
+    return int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
 
 
 def _buffers(model, nbr: int, nbc: int, levels: int):
@@ -95,10 +109,14 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
     return cache[key]
 
 
-def _read_back(wb, levels, stream=None):
-    """(boxes, ann1, ann2, windows per level): the counts are read back to the host (the one read-back
-    of a search); the box arrays are views into the search's buffers, valid until the next search."""
-    c = wb["counts"].get(stream=stream)
+def _read_back(wb, levels):
+    """Read the counts back to the host (the one read-back of an eager search)."""
+    return _result(wb, levels, wb["counts"].get())
+
+
+def _result(wb, levels, c):
+    """(boxes, ann1, ann2, windows per level) from the host copy ``c`` of the counts; the box arrays are
+    views into the search's buffers, valid until the next search."""
     nb = int(c[levels + 2])
     evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
     return wb["boxes"][:nb], wb["s1"][:nb], wb["s2"][:nb], evaluated
@@ -138,16 +156,10 @@ class _Stats:
 
 def _launch_stats(X, st: _Stats) -> None:
     """Block statistics and summed-area tables into preallocated buffers (no allocation: capturable)."""
-    R, C, B = X.shape
-    nbr, nbc = st.nb
-    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
-    rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
-    cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
     st.ref[...] = X[0, 0]
-    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, defs)
-    for S, T in ((st.S1, st.T1), (st.S2, st.T2)):
-        rows((((nbr + 1) * B + 127) // 128,), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
-        cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(X.shape[2]))
+    _scan_into(st.S1, st.T1)
+    _scan_into(st.S2, st.T2)
 
 
 def _nets(model):
@@ -169,21 +181,20 @@ def _defines(model) -> dict:
 
 def _launch_persistent(model, X, st) -> tuple[dict, int]:
     """Block statistics, then scans and every level in one persistent launch (no allocation)."""
-    import cupy
+    from hyperapp.backend import device_attributes
 
     R, C, B = X.shape
     nbr, nbc = st.nb
-    defs = {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
     search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
     net1, net2, fmin, fmax, t1 = _nets(model)
-    levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
+    levels = _levels(nbr, nbc)
     wb = _buffers(model, nbr, nbc, levels)
     wb["counts"].fill(0)
     st.ref[...] = X[0, 0]
-    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, defs)
+    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B))
     # every block must be resident for the grid barrier: 2 blocks of 128 threads per SM is well inside
     # the kernel's occupancy (64 registers, 10 KB of shared memory: 8 blocks per SM on sm_80/sm_90)
-    sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    sms = int(device_attributes()["MultiProcessorCount"])
     search((sms * PERSISTENT_BLOCKS_PER_SM,), (WPB * 32,),
            (st.S1, st.S2, st.T1, st.T2, np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
             np.int32(st.bs), st.ref, np.int32(levels), wb["bufs"][0], wb["bufs"][1], wb["counts"],
@@ -193,12 +204,12 @@ def _launch_persistent(model, X, st) -> tuple[dict, int]:
 
 
 def _launch_levels(model, st) -> tuple[dict, int]:
-
+    """Every level of the tree, one launch each (the eager form kept for comparison)."""
     nbr, nbc = st.nb
     R, C = st.shape
     k = get_kernel("ffbp", "hyperapp_ffbp_level", _defines(model))
     net1, net2, fmin, fmax, t1 = _nets(model)
-    levels = int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
+    levels = _levels(nbr, nbc)
     wb = _buffers(model, nbr, nbc, levels)
     cap, box_cap, bufs, counts = wb["cap"], wb["box_cap"], wb["bufs"], wb["counts"]
     counts.fill(0)
@@ -246,6 +257,4 @@ def search_gpu_graph(model, X):
     graph, stream, st, wb, levels, _, c, _ = entry
     graph.launch(stream)
     stream.synchronize()
-    nb = int(c[levels + 2])
-    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
-    return wb["boxes"][:nb], wb["s1"][:nb], wb["s2"][:nb], evaluated
+    return _result(wb, levels, c)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hyperapp.backend import device_attributes
 from hyperapp.kernels import get_module
 
 WARPS = 4
@@ -50,21 +51,9 @@ def fused_fits(model) -> bool:
 
 
 def _smem_limit() -> int:
-    return int(_device_attrs().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+    return int(device_attributes().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
 
 
-def _device_attrs() -> dict:
-    """The current device's attributes, read once per device (the query costs tens of microseconds,
-    which the launch of a 0.1 ms kernel cannot hide)."""
-    import cupy
-
-    dev = cupy.cuda.runtime.getDevice()
-    if dev not in _ATTRS:
-        _ATTRS[dev] = dict(cupy.cuda.Device(dev).attributes)
-    return _ATTRS[dev]
-
-
-_ATTRS: dict[int, dict] = {}
 _KERNELS: dict[tuple, tuple] = {}
 
 
@@ -144,7 +133,7 @@ def score_fused(model, P, variant: str | None = None):
         return out
     variant = variant or default_variant(model)
     kern, smem, params = _kernel(model, variant)
-    attrs = _device_attrs()
+    attrs = device_attributes()
     if variant == "direct":
         per_sm = max(1, min(16, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
         blocks = int(min((n + 127) // 128, attrs["MultiProcessorCount"] * per_sm))
