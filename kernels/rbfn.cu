@@ -123,6 +123,13 @@ __device__ __forceinline__ float rbfn_pixel(const float* __restrict__ x, const f
     return y;
 }
 
+// Copy [A | U] into the front of the block's dynamic shared memory (once per block: the grid is persistent).
+__device__ __forceinline__ void stage_params(float* smem, const float* __restrict__ params)
+{
+    for (int i = threadIdx.x; i < PARAM_SMEM; i += blockDim.x) smem[i] = params[i];
+    __syncthreads();
+}
+
 // Asynchronous global -> shared copies (cp.async, sm_80+): the copy of the next tile is in flight while
 // the warp computes the current one, so every warp keeps its loads going through its compute phase.
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem)
@@ -169,10 +176,9 @@ hyperapp_rbfn_score_f32(const float* __restrict__ X, long long n, const float* _
 {
     // dynamic shared memory: [A (dense only) | U | two 32 x STRIDE pixel tiles per warp]
     extern __shared__ __align__(16) float smem[];
+    stage_params(smem, params);
     const float* sA = smem;
     const float* sU = smem + A_SMEM;
-    for (int i = threadIdx.x; i < PARAM_SMEM; i += blockDim.x) smem[i] = params[i];
-    __syncthreads();
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     float* bufs = smem + PARAM_SMEM + warp * 2 * 32 * STRIDE;
@@ -209,10 +215,9 @@ hyperapp_rbfn_score_direct_f32(const float* __restrict__ X, long long n, const f
                                float* __restrict__ out)
 {
     extern __shared__ __align__(16) float smem[];
+    stage_params(smem, params);
     const float* sA = smem;
     const float* sU = smem + A_SMEM;
-    for (int i = threadIdx.x; i < PARAM_SMEM; i += blockDim.x) smem[i] = params[i];
-    __syncthreads();
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x) {
         const float4* px = reinterpret_cast<const float4*>(X + p * NB);
         float z[K4];

@@ -19,10 +19,6 @@ from hyperapp.backend import get_namespace
 from hyperapp.errors import ModelError
 
 
-def tansig(a, xp):
-    return xp.tanh(a)
-
-
 class TansigMLP:
     """One hidden layer of tansig neurons, tansig output.
 
