@@ -17,11 +17,35 @@
 //   largest possible level and surplus threads exit, so no level needs a host round trip.
 //   Compile-time constants: NB bands, NF features, NH hidden neurons, MEANSTD, SCALE.
 
+// FFBP_TIMING (a profiling build only, scripts/profile_ffbp.py): block 0 stamps the GPU's global timer
+//   at the start of each phase into hyperapp_ffbp_times, and every block of the statistics kernel raises
+//   slot 1 to its end time, so one search gives the time of each phase.
+#ifndef FFBP_TIMING
+#define FFBP_TIMING 0
+#endif
+#if FFBP_TIMING
+__device__ unsigned long long hyperapp_ffbp_times[48];
+__device__ __forceinline__ unsigned long long global_timer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define STAMP(k) do { if (blockIdx.x == 0 && threadIdx.x == 0) hyperapp_ffbp_times[k] = global_timer(); } while (0)
+#define STAMP_LAST(k) do { if (threadIdx.x == 0) atomicMax(hyperapp_ffbp_times + (k), global_timer()); } while (0)
+#else
+#define STAMP(k) do {} while (0)
+#define STAMP_LAST(k) do {} while (0)
+#endif
+
 extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X, int R, int C, int B, int bs,
                                                      int nbc, long long total, const float* __restrict__ ref,
-                                                     float* __restrict__ S1, float* __restrict__ S2)
+                                                     float* __restrict__ S1, float* __restrict__ S2,
+                                                     int* __restrict__ zero, int nzero)
 {
     const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    STAMP(0);
+    if (idx < nzero) zero[idx] = 0;  // the search's counters, reset here instead of by a separate launch
     if (idx >= total) return;
     const int b = (int)(idx % B);
     const long long blk = idx / B;
@@ -41,6 +65,7 @@ extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X
     }
     S1[idx] = s1;
     S2[idx] = s2;
+    STAMP_LAST(1);
 }
 
 // hyperapp_ffbp_sat_rows / _cols: the summed-area table T (nbr+1, nbc+1, B, float64, zero first row and
@@ -49,12 +74,26 @@ extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X
 //   (table column, band) walks down the rows, accumulating in place. Consecutive threads take
 //   consecutive bands, so each step of a warp touches contiguous memory.
 // hyperapp_ffbp_block_stats4: the same with four bands per thread (16-byte loads) when B % 4 == 0: a
-//   quarter of the load instructions, and each warp reads 512 contiguous bytes per load.
+//   quarter of the load instructions, and each warp reads 512 contiguous bytes per load. The loads are
+//   streaming (__ldcs: the cube is read once, so its lines go first when L2 needs room), and a full block
+//   of the default 8 x 8 size issues a whole pixel row of loads before summing. Measured on an H100 at
+//   1024 x 1024 x 64: 0.111 ms with cached loads and a runtime trip count, 0.103 ms so (a plain read of
+//   the cube takes 0.096 ms, the copy-bandwidth floor is 0.090 ms).
+__device__ __forceinline__ void add4(float4 v, float4 rb, float4& s1, float4& s2)
+{
+    const float x = v.x - rb.x, y = v.y - rb.y, z = v.z - rb.z, w = v.w - rb.w;
+    s1.x += x; s1.y += y; s1.z += z; s1.w += w;
+    s2.x = fmaf(x, x, s2.x); s2.y = fmaf(y, y, s2.y); s2.z = fmaf(z, z, s2.z); s2.w = fmaf(w, w, s2.w);
+}
+
 extern "C" __global__ void hyperapp_ffbp_block_stats4(const float* __restrict__ X, int R, int C, int B, int bs,
                                                       int nbc, long long total4, const float* __restrict__ ref,
-                                                      float* __restrict__ S1, float* __restrict__ S2)
+                                                      float* __restrict__ S1, float* __restrict__ S2,
+                                                      int* __restrict__ zero, int nzero)
 {
     const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    STAMP(0);
+    if (idx < nzero) zero[idx] = 0;
     if (idx >= total4) return;
     const int B4 = B / 4;
     const int b4 = (int)(idx % B4);
@@ -64,75 +103,119 @@ extern "C" __global__ void hyperapp_ffbp_block_stats4(const float* __restrict__ 
     const int r1 = min(r0 + bs, R), c1 = min(c0 + bs, C);
     const float4 rb = reinterpret_cast<const float4*>(ref)[b4];
     float4 s1 = make_float4(0.f, 0.f, 0.f, 0.f), s2 = s1;
-    for (int r = r0; r < r1; ++r) {
-        const float4* row = reinterpret_cast<const float4*>(X + ((long long)r * C) * B) + b4;
+    if (bs == 8 && r1 - r0 == 8 && c1 - c0 == 8) {
+#pragma unroll 2
+        for (int r = r0; r < r1; ++r) {
+            const float4* row = reinterpret_cast<const float4*>(X + ((long long)r * C + c0) * B) + b4;
+            float4 v[8];
+#pragma unroll
+            for (int c = 0; c < 8; ++c) v[c] = __ldcs(row + (long long)c * B4);
+#pragma unroll
+            for (int c = 0; c < 8; ++c) add4(v[c], rb, s1, s2);
+        }
+    } else {
+        for (int r = r0; r < r1; ++r) {
+            const float4* row = reinterpret_cast<const float4*>(X + ((long long)r * C) * B) + b4;
 #pragma unroll 8
-        for (int c = c0; c < c1; ++c) {
-            const float4 v = __ldg(row + (long long)c * B4);
-            const float x = v.x - rb.x, y = v.y - rb.y, z = v.z - rb.z, w = v.w - rb.w;
-            s1.x += x; s1.y += y; s1.z += z; s1.w += w;
-            s2.x = fmaf(x, x, s2.x); s2.y = fmaf(y, y, s2.y); s2.z = fmaf(z, z, s2.z); s2.w = fmaf(w, w, s2.w);
+            for (int c = c0; c < c1; ++c) add4(__ldcs(row + (long long)c * B4), rb, s1, s2);
         }
     }
     reinterpret_cast<float4*>(S1)[idx] = s1;
     reinterpret_cast<float4*>(S2)[idx] = s2;
+    STAMP_LAST(1);
 }
 
-// Both passes load 16 steps ahead before accumulating, so each thread waits for memory once per 16 steps
-// (with only (nbr+1)*B threads in flight, an unbatched scan was latency-bound).
-#define SAT_BATCH 16
-// One row of the summed-area table (i = 0 is the zero row) and one column's running sum down the rows.
-__device__ __forceinline__ void sat_row_scan(const float* __restrict__ S, double* __restrict__ T, int i, int b,
-                                             int nbc, int B)
+// ---------------------------------------------------------------------------------- summed-area tables
+// The table T (nbr+1, nbc+1, B, float64, zero first row and column) of the block sums S (nbr, nbc, B,
+// float32) is built in two passes: a prefix along each row (S -> T), then along each column (in place).
+// Thread mapping of a line scan: one warp per (line, group of 8 bands); lane = segment * 8 + band, so the
+// 8 lanes of a segment read 8 consecutive bands (32 or 64 contiguous bytes) and the 4 segments split the
+// line into runs of SCAN_CH values. Each lane loads its whole run at once (one memory round trip per
+// 4 * SCAN_CH values of the line), sums it, and a shuffle scan over the 4 segments gives each run its
+// offset. (One thread per line walking it in order took 10 us per pass at 1024 x 1024 x 64 on an H100:
+// 8 dependent round trips per thread; the warp form takes about a third of that.)
+#ifndef SCAN_CH
+#define SCAN_CH 32
+#endif
+#define SCAN_SEGS 4
+#define SCAN_ITEMS(lines, B) ((lines) * (((B) + 7) / 8))  // warp items of a pass
+
+template <typename Tin>
+__device__ __forceinline__ double load_scan(const Tin* p) { return (double)__ldcg(p); }
+
+// Inclusive prefix of n values src[k * stride] into dst[k * stride] (k < n) for this lane's band; every
+// lane of the warp must call it (the shuffles), lanes with ok == false load zeros and store nothing.
+template <typename Tin>
+__device__ __forceinline__ void warp_line_scan(const Tin* src, double* dst, long long stride, int n, bool ok,
+                                               int lane)
 {
-    const int w1 = nbc + 1;
-    double acc = 0.0;
-    double* trow = T + ((long long)i * w1) * B + b;
-    trow[0] = 0.0;
-    const float* srow = S + ((long long)(i > 0 ? i - 1 : 0) * nbc) * B + b;
-    for (int j0 = 0; j0 < nbc; j0 += SAT_BATCH) {
-        float v[SAT_BATCH];
+    const int seg = lane >> 3;
+    double carry = 0.0;
+    for (int base = 0; base < n; base += SCAN_SEGS * SCAN_CH) {
+        const int start = base + seg * SCAN_CH;
+        double v[SCAN_CH];
 #pragma unroll
-        for (int u = 0; u < SAT_BATCH; ++u)
-            v[u] = (i > 0 && j0 + u < nbc) ? srow[(long long)(j0 + u) * B] : 0.0f;
+        for (int u = 0; u < SCAN_CH; ++u) v[u] = (ok && start + u < n) ? load_scan(src + (start + u) * stride) : 0.0;
 #pragma unroll
-        for (int u = 0; u < SAT_BATCH; ++u) {
-            acc += (double)v[u];
-            if (j0 + u < nbc) trow[(long long)(j0 + u + 1) * B] = acc;
+        for (int u = 1; u < SCAN_CH; ++u) v[u] += v[u - 1];
+        const double total = v[SCAN_CH - 1];
+        double inc = total;  // inclusive scan of the run totals over the segments (lanes 8 apart)
+#pragma unroll
+        for (int off = 8; off < 8 * SCAN_SEGS; off <<= 1) {
+            const double o = __shfl_up_sync(0xffffffffu, inc, off);
+            if (lane >= off) inc += o;
         }
+        const double offset = carry + inc - total;
+#pragma unroll
+        for (int u = 0; u < SCAN_CH; ++u)
+            if (ok && start + u < n) dst[(start + u) * stride] = v[u] + offset;
+        carry += __shfl_sync(0xffffffffu, inc, 8 * (SCAN_SEGS - 1) + (lane & 7));  // this round's line total
     }
 }
 
-__device__ __forceinline__ void sat_col_scan(double* T, int j, int b, int nbr, int nbc, int B)
+// Row pass, warp item `it` of SCAN_ITEMS(nbr + 1, B): row i of T from row i - 1 of S (row 0 is zeros).
+__device__ __forceinline__ void sat_row_item(const float* __restrict__ S, double* __restrict__ T, int it, int lane,
+                                             int nbr, int nbc, int B)
 {
+    const int groups = (B + 7) / 8;
+    const int i = it / groups, b = (it % groups) * 8 + (lane & 7);
+    const bool ok = b < B;
+    const long long w1 = nbc + 1;
+    double* trow = T + (long long)i * w1 * B + b;
+    if (ok && lane < 8) trow[0] = 0.0;
+    if (i == 0) {
+        for (int j = lane >> 3; j < nbc; j += SCAN_SEGS)
+            if (ok) trow[(long long)(j + 1) * B] = 0.0;
+        return;
+    }
+    warp_line_scan(S + (long long)(i - 1) * nbc * B + b, trow + B, B, nbc, ok, lane);
+}
+
+// Column pass, warp item `it` of SCAN_ITEMS(nbc + 1, B): column j of T, in place, rows 1..nbr.
+__device__ __forceinline__ void sat_col_item(double* T, int it, int lane, int nbr, int nbc, int B)
+{
+    const int groups = (B + 7) / 8;
+    const int j = it / groups, b = (it % groups) * 8 + (lane & 7);
     const long long stride = (long long)(nbc + 1) * B;
-    double* col = T + (long long)j * B + b;
-    double acc = 0.0;
-    for (int i0 = 1; i0 <= nbr; i0 += SAT_BATCH) {
-        double v[SAT_BATCH];
-#pragma unroll
-        for (int u = 0; u < SAT_BATCH; ++u) v[u] = (i0 + u <= nbr) ? __ldcg(col + (i0 + u) * stride) : 0.0;
-#pragma unroll
-        for (int u = 0; u < SAT_BATCH; ++u) {
-            acc += v[u];
-            if (i0 + u <= nbr) col[(i0 + u) * stride] = acc;
-        }
-    }
+    double* col = T + stride + (long long)j * B + b;
+    warp_line_scan(col, col, stride, nbr, b < B, lane);
 }
 
+// Standalone passes (the eager search and WindowStats on the GPU); 4 warps per block.
 extern "C" __global__ void hyperapp_ffbp_sat_rows(const float* __restrict__ S, int nbr, int nbc, int B,
                                                   double* __restrict__ T)
 {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < (nbr + 1) * B) sat_row_scan(S, T, idx / B, idx % B, nbc, B);
+    const int it = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (it < SCAN_ITEMS(nbr + 1, B)) sat_row_item(S, T, it, threadIdx.x & 31, nbr, nbc, B);
 }
 
 extern "C" __global__ void hyperapp_ffbp_sat_cols(int nbr, int nbc, int B, double* __restrict__ T)
 {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < (nbc + 1) * B) sat_col_scan(T, idx / B, idx % B, nbr, nbc, B);
+    const int it = blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (it < SCAN_ITEMS(nbc + 1, B)) sat_col_item(T, it, threadIdx.x & 31, nbr, nbc, B);
 }
 
+// ------------------------------------------------------------------------------------------ the networks
 __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, int B, int b,
                                           int r0, int c0, int r1, int c1)
 {
@@ -145,50 +228,52 @@ __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, 
 #define WPB 4                       // windows (warps) per block
 #define NET_SIZE (NF * NH + 2 * NH + 1)
 
-// Judge window i of a level with one warp (see hyperapp_ffbp_level); lane 0 appends the outcome.
-__device__ __forceinline__ void judge_window(
-    int i, int lane, const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
-    const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in,
-    const float* __restrict__ s_net, float* __restrict__ s_feat,
-    const float* __restrict__ fmin, const float* __restrict__ fmax,
-    const float* __restrict__ t1, int max_class, float t2,
-    int4* __restrict__ win_out, int* __restrict__ n_out, int cap_out,
-    int4* __restrict__ boxes, float* __restrict__ s1_out, float* __restrict__ s2_out, int* __restrict__ n_boxes,
-    int cap_boxes)
+// What the search needs to judge a window, in one place (the same for every window of a search).
+struct Judge {
+    const double* T1;
+    const double* T2;
+    int R, C, bs, w1;  // image size, block size, table width (nbc + 1)
+    const float* ref;
+    const float* s_net;  // both networks, in shared memory
+    const float* fmin;
+    const float* fmax;
+    const float* t1;
+    int max_class;
+    float t2;
+};
+
+// ANN-1 and ANN-2 outputs of window W (in blocks: r0, c0, r1, c1), by one warp: the lanes split the bands
+// to form the features (into the warp's shared slice `feat`), then the 2*NH hidden neurons of the two
+// networks (each lane reads every feature as a broadcast and its own weight column), and a butterfly
+// reduction leaves both outputs on every lane.
+__device__ __forceinline__ float2 score_window(const Judge& J, int4 W, int cls, int lane, float* __restrict__ feat)
 {
-    const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : __ldcg(win_in + i);
-    const int h = W.z - W.x, wd = W.w - W.y;
-    const int side = max(h, wd);
-    int cls = 0;
-    while ((1 << cls) < side) ++cls;  // ceil(log2(side))
-    // pixels in the window: blocks are bs x bs except the clipped last row and column
-    const double n = (double)(min(W.z * bs, R) - W.x * bs) * (double)(min(W.w * bs, C) - W.y * bs);
-    float* feat = s_feat;
+    const double n = (double)(min(W.z * J.bs, J.R) - W.x * J.bs) * (double)(min(W.w * J.bs, J.C) - W.y * J.bs);
 #pragma unroll
     for (int q = 0; q < (NB + 31) / 32; ++q) {  // a fixed trip count: the loads of every pass in flight at once
         const int b = lane + 32 * q;
         if (b >= NB) break;
-        const double m = box_sum(T1, w1, NB, b, W.x, W.y, W.z, W.w) / n;
-        const double v = box_sum(T2, w1, NB, b, W.x, W.y, W.z, W.w) / n - m * m;
+        const double m = box_sum(J.T1, J.w1, NB, b, W.x, W.y, W.z, W.w) / n;
+        const double v = box_sum(J.T2, J.w1, NB, b, W.x, W.y, W.z, W.w) / n - m * m;
         const float sd = (float)sqrt(v > 0.0 ? v : 0.0);
 #if MEANSTD
         const int fs = NB + b;
-        feat[b] = 2.0f * ((float)(m + ref[b]) - fmin[b]) / fmaxf(fmax[b] - fmin[b], 1e-12f) - 1.0f;
+        feat[b] = 2.0f * ((float)(m + J.ref[b]) - J.fmin[b]) / fmaxf(J.fmax[b] - J.fmin[b], 1e-12f) - 1.0f;
 #else
         const int fs = b;
 #endif
-        feat[fs] = 2.0f * (sd - fmin[fs]) / fmaxf(fmax[fs] - fmin[fs], 1e-12f) - 1.0f;
+        feat[fs] = 2.0f * (sd - J.fmin[fs]) / fmaxf(J.fmax[fs] - J.fmin[fs], 1e-12f) - 1.0f;
     }
 #if SCALE
     if (lane == 0)
-        feat[NF - 1] = 2.0f * ((float)cls - fmin[NF - 1]) / fmaxf(fmax[NF - 1] - fmin[NF - 1], 1e-12f) - 1.0f;
+        feat[NF - 1] = 2.0f * ((float)cls - J.fmin[NF - 1]) / fmaxf(J.fmax[NF - 1] - J.fmin[NF - 1], 1e-12f) - 1.0f;
 #endif
     __syncwarp();
     float o1 = 0.0f, o2 = 0.0f;
     for (int j = lane; j < 2 * NH; j += 32) {
         const int net = j >= NH;
         const int k = j - net * NH;
-        const float* U = s_net + net * NET_SIZE;
+        const float* U = J.s_net + net * NET_SIZE;
         float a = U[NF * NH + k];  // bias b[k]
 #pragma unroll 8
         for (int f = 0; f < NF; ++f) a = fmaf(feat[f], U[f * NH + k], a);
@@ -200,28 +285,79 @@ __device__ __forceinline__ void judge_window(
         o1 += __shfl_xor_sync(0xffffffffu, o1, off);
         o2 += __shfl_xor_sync(0xffffffffu, o2, off);
     }
-    if (lane != 0) return;
-    const float p1 = 0.5f * (tanhf(o1 + s_net[NET_SIZE - 1]) + 1.0f);
-    const float p2 = 0.5f * (tanhf(o2 + s_net[2 * NET_SIZE - 1]) + 1.0f);
-    const bool untrained = cls > max_class;
-    const bool pos = untrained || p1 > t1[min(cls, max_class)];
-    const bool leaf = h <= 1 && wd <= 1;
-    const bool stop = pos && !untrained && (p2 > t2 || leaf);
-    if (stop) {
+    __syncwarp();  // feat is rewritten by the warp's next window
+    return make_float2(0.5f * (tanhf(o1 + J.s_net[NET_SIZE - 1]) + 1.0f),
+                       0.5f * (tanhf(o2 + J.s_net[2 * NET_SIZE - 1]) + 1.0f));
+}
+
+__device__ __forceinline__ int size_class(int4 W)
+{
+    const int side = max(W.z - W.x, W.w - W.y);
+    int cls = 0;
+    while ((1 << cls) < side) ++cls;  // ceil(log2(side))
+    return cls;
+}
+
+__device__ __forceinline__ bool is_leaf(int4 W) { return W.z - W.x <= 1 && W.w - W.y <= 1; }
+
+// The tree's rule, as FFBP._search: 0 drop, 1 descend (split into the children), 2 accept as a box.
+#define DROP 0
+#define DESCEND 1
+#define ACCEPT 2
+__device__ __forceinline__ int decide(const Judge& J, int4 W, int cls, float2 p)
+{
+    const bool untrained = cls > J.max_class;
+    const bool pos = untrained || p.x > J.t1[min(cls, J.max_class)];
+    if (!pos) return DROP;
+    return (!untrained && (p.y > J.t2 || is_leaf(W))) ? ACCEPT : DESCEND;
+}
+
+// Child q (0..3: top-left, top-right, bottom-left, bottom-right) of W; empty when that half has no rows or
+// columns.
+__device__ __forceinline__ int4 child(int4 W, int q)
+{
+    const int rm = W.x + (W.z - W.x + 1) / 2, cm = W.y + (W.w - W.y + 1) / 2;
+    return make_int4(q < 2 ? W.x : rm, (q & 1) ? cm : W.y, q < 2 ? rm : W.z, (q & 1) ? W.w : cm);
+}
+
+__device__ __forceinline__ bool is_empty(int4 W) { return W.z <= W.x || W.w <= W.y; }
+
+// Append the outcome of window W (one thread): an accepted box, or the non-empty children to the next list.
+__device__ __forceinline__ void append(int4 W, int d, float2 p, int4* __restrict__ win_out, int* __restrict__ n_out,
+                                       int cap_out, int4* __restrict__ boxes, float* __restrict__ s1_out,
+                                       float* __restrict__ s2_out, int* __restrict__ n_boxes, int cap_boxes)
+{
+    if (d == ACCEPT) {
         const int k = atomicAdd(n_boxes, 1);
-        if (k < cap_boxes) { boxes[k] = W; s1_out[k] = p1; s2_out[k] = p2; }
-    } else if (pos) {
-        const int rm = W.x + (h + 1) / 2, cm = W.y + (wd + 1) / 2;
-        int4 kids[4] = {make_int4(W.x, W.y, rm, cm), make_int4(W.x, cm, rm, W.w),
-                        make_int4(rm, W.y, W.z, cm), make_int4(rm, cm, W.z, W.w)};
+        if (k < cap_boxes) { boxes[k] = W; s1_out[k] = p.x; s2_out[k] = p.y; }
+    } else if (d == DESCEND) {
         int nk = 0;
 #pragma unroll
-        for (int q = 0; q < 4; ++q) nk += (kids[q].z > kids[q].x && kids[q].w > kids[q].y);
+        for (int q = 0; q < 4; ++q) nk += !is_empty(child(W, q));
         int k = atomicAdd(n_out, nk);
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
-            if (kids[q].z > kids[q].x && kids[q].w > kids[q].y) { if (k < cap_out) win_out[k] = kids[q]; ++k; }
+        for (int q = 0; q < 4; ++q) {
+            const int4 K = child(W, q);
+            if (!is_empty(K)) { if (k < cap_out) win_out[k] = K; ++k; }
+        }
     }
+}
+
+// Judge window i of a level's list with one warp; lane 0 appends the outcome.
+__device__ __forceinline__ void judge_listed(const Judge& J, int4 W, int lane, float* feat, int4* win_out,
+                                             int* n_out, int cap_out, int4* boxes, float* s1_out, float* s2_out,
+                                             int* n_boxes, int cap_boxes)
+{
+    const int cls = size_class(W);
+    const float2 p = score_window(J, W, cls, lane, feat);
+    if (lane == 0) append(W, decide(J, W, cls, p), p, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
+                          cap_boxes);
+}
+
+__device__ __forceinline__ void stage_nets(float* s_net, const float* __restrict__ net1,
+                                           const float* __restrict__ net2)
+{
+    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
 }
 
 extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
@@ -234,20 +370,19 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
     int4* __restrict__ boxes, float* __restrict__ s1_out, float* __restrict__ s2_out, int* __restrict__ n_boxes,
     int cap_boxes)
 {
-    // One warp per live window. Lanes split the bands to form the features (into shared memory), then
-    // split the 2*NH hidden neurons of the two networks (each lane reads every feature as a broadcast and
-    // its own weight column), and a warp reduction forms the two outputs. Lane 0 decides and appends.
+    // One warp per live window of the level (the grid is sized for the largest level possible).
     __shared__ float s_net[2 * NET_SIZE];
     __shared__ float s_feat[WPB][NF];
     const int live = is_root ? 1 : *n_in;
-    if (blockIdx.x * WPB >= live) return;  // the grid is sized for the largest level possible
-    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
+    if (blockIdx.x * WPB >= live) return;
+    stage_nets(s_net, net1, net2);
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * WPB + warp;
     if (i >= live) return;  // after the only block-wide barrier
-    judge_window(i, lane, T1, T2, R, C, bs, w1, ref, is_root, win_in, s_net, s_feat[warp], fmin, fmax, t1,
-                 max_class, t2, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes, cap_boxes);
+    const Judge J{T1, T2, R, C, bs, w1, ref, s_net, fmin, fmax, t1, max_class, t2};
+    const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
+    judge_listed(J, W, lane, s_feat[warp], win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes, cap_boxes);
 }
 
 // A software grid barrier for a persistent launch (every block resident: the host sizes the grid from
@@ -269,47 +404,143 @@ __device__ __forceinline__ void grid_barrier(unsigned int* bar, unsigned int tar
     __syncthreads();
 }
 
+// ------------------------------------------------------------------------------- the top of the tree
+// The top TOP levels hold few windows (1 + 4 + ... + 4^(TOP-1)) and took a grid barrier each (about 4.5
+// us of latency per level on an H100, however few its windows). The persistent search judges them all at
+// once instead, before knowing which are live, then settles liveness in the next phase: a top window is
+// live when every ancestor descended. Window (l, t) is the t-th of level l in quadtree order (t's base-4
+// digits are the path from the root, most significant first); its decision is stored at dense index
+// (4^l - 1) / 3 + t.
+__device__ __forceinline__ int dense_offset(int l) { return ((1 << (2 * l)) - 1) / 3; }
+
+// Window (l, t) of the tree over an nbr x nbc grid, or an empty window when that path does not exist (an
+// empty half, or a split below a leaf, which the tree never makes).
+__device__ __forceinline__ int4 dense_window(int l, int t, int nbr, int nbc)
+{
+    int4 W = make_int4(0, 0, nbr, nbc);
+    for (int d = l - 1; d >= 0; --d) {
+        if (is_leaf(W)) return make_int4(0, 0, 0, 0);
+        W = child(W, (t >> (2 * d)) & 3);
+        if (is_empty(W)) return W;
+    }
+    return W;
+}
+
+// Every ancestor of (l, t) descended (the root has none).
+__device__ __forceinline__ bool ancestors_descend(const int* dec, int l, int t)
+{
+    bool all = true;
+    for (int k = 1; k <= l; ++k) all &= __ldcg(dec + dense_offset(l - k) + (t >> (2 * k))) == DESCEND;
+    return all;
+}
+
 // hyperapp_ffbp_search: the summed-area scans and every level of the tree in ONE persistent launch.
-//   Phase 1 scans the rows of both tables, phase 2 the columns, then each level is judged by warps
-//   striding over its live windows, with a grid barrier between phases and levels. Tables and window
-//   lists written in the launch are read back through L2 (__ldcg). counts[levels + 3] is the barrier.
+//   Phase 1 scans the rows of both tables, phase 2 the columns. Phase 3 judges every window of the top
+//   `top` levels (see above). Phase 4 settles the top (accepted boxes, live counts) and judges level `top`
+//   over its dense index space (a window is live when its ancestors descended), appending the children to
+//   a list; each later level is judged from its list by warps striding over it, as hyperapp_ffbp_level.
+//   A grid barrier separates the phases and levels; tables, decisions and lists written in the launch are
+//   read back through L2 (__ldcg). counts[levels + 3] is the barrier; dec and p hold the top's decisions
+//   and scores.
 extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     const float* __restrict__ S1, const float* __restrict__ S2, double* T1, double* T2,
-    int nbr, int nbc, int R, int C, int bs, const float* __restrict__ ref, int levels,
-    int4* win_a, int4* win_b, int* counts, int cap,
+    int nbr, int nbc, int R, int C, int bs, const float* __restrict__ ref, int levels, int top,
+    int4* win_a, int4* win_b, int* counts, int cap, int* dec, float2* p_top,
     const float* __restrict__ net1, const float* __restrict__ net2,
     const float* __restrict__ fmin, const float* __restrict__ fmax,
     const float* __restrict__ t1, int max_class, float t2,
-    int4* boxes, float* s1_out, float* s2_out, int cap_boxes)
+    int4* boxes, float* s1_out, float* s2_out, int cap_boxes, int* __restrict__ out_counts)
 {
     __shared__ float s_net[2 * NET_SIZE];
     __shared__ float s_feat[WPB][NF];
     unsigned int* bar = reinterpret_cast<unsigned int*>(counts + levels + 3);
+    int* n_boxes = counts + levels + 2;
     unsigned int k = 0;
-    const int w1 = nbc + 1;
-    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long nthreads = (long long)gridDim.x * blockDim.x;
-    for (long long it = tid; it < 2LL * (nbr + 1) * NB; it += nthreads) {
-        const int tab = (int)(it / ((nbr + 1) * NB)), rem = (int)(it % ((nbr + 1) * NB));
-        sat_row_scan(tab ? S2 : S1, tab ? T2 : T1, rem / NB, rem % NB, nbc, NB);
-    }
-    grid_barrier(bar, ++k * gridDim.x);
-    for (long long it = tid; it < 2LL * w1 * NB; it += nthreads) {
-        const int tab = (int)(it / (w1 * NB)), rem = (int)(it % (w1 * NB));
-        sat_col_scan(tab ? T2 : T1, rem / NB, rem % NB, nbr, nbc, NB);
-    }
-    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
-    grid_barrier(bar, ++k * gridDim.x);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int lev = 0; lev <= levels; ++lev) {
-        const int live = lev == 0 ? 1 : __ldcg(counts + lev);
-        if (live == 0) break;  // every block read the same count after the barrier: they all stop here
-        int4* win_in = (lev & 1) ? win_b : win_a;
-        int4* win_out = (lev & 1) ? win_a : win_b;
-        for (int i = blockIdx.x * WPB + warp; i < live; i += gridDim.x * WPB)
-            judge_window(i, lane, T1, T2, R, C, bs, w1, ref, lev == 0, win_in, s_net, s_feat[warp], fmin, fmax,
-                         t1, max_class, t2, win_out, counts + lev + 1, cap, boxes, s1_out, s2_out,
-                         counts + levels + 2, cap_boxes);
-        grid_barrier(bar, ++k * gridDim.x);
+    const int gwarp = blockIdx.x * WPB + warp, nwarps = gridDim.x * WPB;
+    STAMP(2);
+    for (int it = gwarp; it < 2 * SCAN_ITEMS(nbr + 1, NB); it += nwarps) {
+        const int tab = it >= SCAN_ITEMS(nbr + 1, NB);
+        sat_row_item(tab ? S2 : S1, tab ? T2 : T1, it - tab * SCAN_ITEMS(nbr + 1, NB), lane, nbr, nbc, NB);
     }
+    stage_nets(s_net, net1, net2);
+    grid_barrier(bar, ++k * gridDim.x);
+    STAMP(3);
+    for (int it = gwarp; it < 2 * SCAN_ITEMS(nbc + 1, NB); it += nwarps) {
+        const int tab = it >= SCAN_ITEMS(nbc + 1, NB);
+        sat_col_item(tab ? T2 : T1, it - tab * SCAN_ITEMS(nbc + 1, NB), lane, nbr, nbc, NB);
+    }
+    grid_barrier(bar, ++k * gridDim.x);
+    STAMP(4);
+    const Judge J{T1, T2, R, C, bs, nbc + 1, ref, s_net, fmin, fmax, t1, max_class, t2};
+    float* feat = s_feat[warp];
+    // phase 3: every window of levels 0 .. top-1, live or not
+    const int n_top = dense_offset(top);
+    for (int i = gwarp; i < n_top; i += nwarps) {
+        int l = 0;
+        while (dense_offset(l + 1) <= i) ++l;
+        const int4 W = dense_window(l, i - dense_offset(l), nbr, nbc);
+        int d = DROP;
+        float2 p = make_float2(0.f, 0.f);
+        if (!is_empty(W)) {
+            const int cls = size_class(W);
+            p = score_window(J, W, cls, lane, feat);
+            d = decide(J, W, cls, p);
+        }
+        if (lane == 0) { dec[i] = d; p_top[i] = p; }
+    }
+    grid_barrier(bar, ++k * gridDim.x);
+    STAMP(5);
+    // phase 4a (a thread per top window): accepted boxes of live top windows, and the live count per level
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i0 = tid - lane; i0 < n_top; i0 += gridDim.x * blockDim.x) {  // whole warps: the reductions
+        const int i = i0 + lane;
+        int l = 0;
+        while (dense_offset(l + 1) <= i) ++l;
+        const int t = i - dense_offset(l);
+        const int4 W = i < n_top ? dense_window(l, t, nbr, nbc) : make_int4(0, 0, 0, 0);
+        const bool live = !is_empty(W) && ancestors_descend(dec, l, t);
+        if (live && __ldcg(dec + i) == ACCEPT) {
+            const int kb = atomicAdd(n_boxes, 1);
+            if (kb < cap_boxes) { const float2 p = __ldcg(p_top + i); boxes[kb] = W; s1_out[kb] = p.x; s2_out[kb] = p.y; }
+        }
+        int kids = 0;  // live windows of level `top`: the non-empty children of live bottom-row windows that descend
+        if (live && l == top - 1 && __ldcg(dec + i) == DESCEND)
+            for (int q = 0; q < 4; ++q) kids += !is_empty(child(W, q));
+        for (int lv = 1; lv <= top; ++lv) {
+            const int c = __reduce_add_sync(0xffffffffu, lv == top ? kids : (int)(live && l == lv));
+            if (lane == 0 && c) atomicAdd(counts + lv, c);
+        }
+    }
+    // phase 4b: level `top` over its dense index space (live when every ancestor descended)
+    if (top <= levels) {
+        int4* win_out = ((top + 1) & 1) ? win_b : win_a;  // the list level top + 1 reads (see below)
+        for (int t = gwarp; t < (1 << (2 * top)); t += nwarps) {
+            if (!ancestors_descend(dec, top, t)) continue;
+            const int4 W = dense_window(top, t, nbr, nbc);
+            if (is_empty(W)) continue;
+            judge_listed(J, W, lane, feat, win_out, counts + top + 1, cap, boxes, s1_out, s2_out, n_boxes,
+                         cap_boxes);
+        }
+    }
+    grid_barrier(bar, ++k * gridDim.x);
+    STAMP(6);
+    // the levels below: level lev reads its list from win_b when lev is odd, else win_a
+    int lev = top + 1;
+    for (; lev <= levels; ++lev) {
+        const int live = __ldcg(counts + lev);
+        if (live == 0) break;  // every block read the same count after the barrier: they all stop here
+        const int4* win_in = (lev & 1) ? win_b : win_a;
+        int4* win_out = (lev & 1) ? win_a : win_b;
+        for (int i = gwarp; i < live; i += nwarps)
+            judge_listed(J, __ldcg(win_in + i), lane, feat, win_out, counts + lev + 1, cap, boxes, s1_out, s2_out,
+                         n_boxes, cap_boxes);
+        grid_barrier(bar, ++k * gridDim.x);
+        STAMP(7 + lev - top - 1);
+    }
+    // every count is final after the last barrier: block 0 copies them out (to host-mapped memory in the
+    // graph, so the host reads them with no copy launch)
+    if (out_counts != nullptr && blockIdx.x == 0)
+        for (int q = threadIdx.x; q < levels + 3; q += blockDim.x) out_counts[q] = __ldcg(counts + q);
+    STAMP(8 + lev - top - 1);
 }

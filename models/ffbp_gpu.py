@@ -1,19 +1,23 @@
 """GPU side of the FFBP detector: the block-statistics pass and the level-by-level search kernels.
 
-The whole search is a fixed sequence of launches with every count kept on the device: block statistics,
-two summed-area scans per table, then one ``hyperapp_ffbp_level`` launch per tree level, each sized for
-the largest level possible (4^level windows, at most the number of minimum windows) and reading the
-live count from device memory. The host reads back once at the end: the boxes and the per-level counts.
+The eager search (:func:`search_gpu`) is a fixed sequence of launches with every count kept on the
+device: block statistics, two summed-area scans per table, then one ``hyperapp_ffbp_level`` launch per
+tree level, each sized for the largest level possible (4^level windows, at most the number of minimum
+windows) and reading the live count from device memory. The host reads back once at the end.
 
-:func:`search_gpu_graph` runs the block statistics and then ``hyperapp_ffbp_search``, one persistent
-launch that does the scans and every level with grid barriers in between, and captures the two as a
-CUDA graph once per (cube buffer, shape), so a search is one graph launch and one read-back. Measured
-on an H100 for the 1024 x 1024 x 64 sea scene: 1.23 ms with a thread per window and cupy scans, 0.91 ms
-with kernel scans and one read-back, 0.73 ms as a graph, 0.31 ms with a warp per window, 0.27 ms as one
-persistent launch, 0.21 ms with unrolled band passes, views instead of copies, the count read-back inside
-the graph and 16-byte loads in the block statistics (the read floor is 0.09 ms). The persistent grid's
-size hardly matters (1-4 blocks per SM: 0.230/0.216/0.217/0.215 ms).
-:func:`search_gpu` keeps the launch-per-level form for comparison.
+:func:`search_gpu_graph` is the one the detector uses: the block statistics (which also zero the
+search's counters), then ``hyperapp_ffbp_search``, one persistent launch that does the scans, judges the
+top five levels at once (they hold at most 341 windows, and a grid barrier per level cost more than the
+windows), settles which of them were live, then takes each lower level from its compacted list, with
+grid barriers in between. The two launches are captured as a CUDA graph once per (cube buffer, shape);
+the kernel writes the boxes and counts straight into device-mapped host memory, so a search is one graph
+launch and one synchronisation. Measured on an H100 for the 1024 x 1024 x 64 sea scene (bench case
+``ffbp-search-1024x1024x64``, host call included): 1.23 ms with a thread per window and cupy scans,
+0.91 ms with kernel scans and one read-back, 0.73 ms as a graph, 0.31 ms with a warp per window, 0.27 ms
+as one persistent launch, 0.21 ms with unrolled band passes and 16-byte loads, 0.19 ms without the
+graph's fill, copy and read-back nodes, 0.17 ms with the top levels judged at once, warp scans and
+streaming loads. ``scripts/profile_ffbp.py`` splits the time: block statistics 98 us (a plain read of
+the cube takes 96 us, the copy-bandwidth floor is 90 us), scans 19 us, levels 34 us, launch 4 us.
 """
 
 from __future__ import annotations
@@ -26,17 +30,22 @@ from hyperapp.kernels import get_kernel
 
 WPB = 4  # windows (warps) per block of the level kernel
 PERSISTENT_BLOCKS_PER_SM = 2
+SCAN_CH = 32  # values per lane and round of the persistent search's summed-area scans
+TOP_LEVELS = 5  # levels 0-4 (341 windows at most) judged at once by the persistent search
 
 
-def _block_stats_into(X, bs: int, ref, S1, S2, defs: dict) -> None:
-    """Launch the block-statistics kernel (16-byte loads when the band count allows)."""
+def _block_stats_into(X, bs: int, ref, S1, S2, defs: dict, zero=None) -> None:
+    """Launch the block-statistics kernel (16-byte loads when the band count allows); it also zeroes the
+    int32 array ``zero`` (the search's counters), which saves the graph a launch."""
     R, C, B = X.shape
     nbc = S1.shape[1]
     vec = B % 4 == 0
     total = S1.shape[0] * nbc * (B // 4 if vec else B)
     k = get_kernel("ffbp", "hyperapp_ffbp_block_stats4" if vec else "hyperapp_ffbp_block_stats", defs)
-    k(((total + 255) // 256,), (256,),
-      (X, np.int32(R), np.int32(C), np.int32(B), np.int32(bs), np.int32(nbc), np.int64(total), ref, S1, S2))
+    nzero = 0 if zero is None else zero.size
+    k(((max(total, nzero) + 255) // 256,), (256,),
+      (X, np.int32(R), np.int32(C), np.int32(B), np.int32(bs), np.int32(nbc), np.int64(total), ref, S1, S2,
+       zero if zero is not None else np.uint64(0), np.int32(nzero)))
 
 
 def block_stats_gpu(X, bs: int, ref):
@@ -58,9 +67,12 @@ def _pack(ann):
                                         np.asarray(ann.w_, np.float32), np.asarray(ann.b0_, np.float32).ravel()]))
 
 
+TIMING = False  # a profiling build: the kernels stamp each phase's start (scripts/profile_ffbp.py)
+
+
 def _stat_defines(B: int) -> dict:
     """Compile-time constants of the statistics kernels (the network sizes do not matter to them)."""
-    return {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0}
+    return {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0, "FFBP_TIMING": int(TIMING)}
 
 
 def _scan_into(S, T) -> None:
@@ -69,8 +81,9 @@ def _scan_into(S, T) -> None:
     defs = _stat_defines(B)
     rows = get_kernel("ffbp", "hyperapp_ffbp_sat_rows", defs)
     cols = get_kernel("ffbp", "hyperapp_ffbp_sat_cols", defs)
-    rows((((nbr + 1) * B + 127) // 128,), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
-    cols((((nbc + 1) * B + 127) // 128,), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    groups = -(-B // 8)  # a warp per (line, 8 bands), 4 warps per block
+    rows((-(-(nbr + 1) * groups // 4),), (128,), (S, np.int32(nbr), np.int32(nbc), np.int32(B), T))
+    cols((-(-(nbc + 1) * groups // 4),), (128,), (np.int32(nbr), np.int32(nbc), np.int32(B), T))
 
 
 def summed_area_gpu(S):
@@ -88,6 +101,30 @@ def _levels(nbr: int, nbc: int) -> int:
     return int(math.ceil(math.log2(max(nbr, nbc)))) + 1 if max(nbr, nbc) > 1 else 1
 
 
+def _top(levels: int) -> int:
+    """Levels judged at once at the top of the persistent search."""
+    return min(TOP_LEVELS, levels)
+
+
+def _dense_size(levels: int) -> int:
+    """Windows in the top levels' dense index space: 1 + 4 + ... + 4^(top-1)."""
+    return (4 ** _top(levels) - 1) // 3
+
+
+def _persistent_grid(kernel) -> int:
+    """Blocks of the persistent search: all must be resident at once for its grid barrier, so never more
+    per SM than the occupancy calculator allows for this build of the kernel."""
+    import cupy
+
+    from hyperapp.backend import device_attributes
+
+    function = getattr(kernel, "kernel", kernel)  # a RawKernel's driver function
+    fits = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, WPB * 32, 0)
+    if fits < 1:
+        raise RuntimeError("the FFBP search kernel cannot be resident on this GPU")
+    return int(device_attributes()["MultiProcessorCount"]) * min(PERSISTENT_BLOCKS_PER_SM, fits)
+
+
 def _buffers(model, nbr: int, nbc: int, levels: int):
     """Work buffers of the search, allocated once per tree shape and reused."""
     import cupy
@@ -103,6 +140,9 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
             # counts[1..levels+1]: live windows per level; counts[levels+2]: accepted boxes;
             # counts[levels+3]: the persistent kernel's grid-barrier counter
             "counts": cupy.zeros(levels + 4, cupy.int32),
+            # the persistent search's decisions and scores for every window of the top levels
+            "dec": cupy.zeros(_dense_size(levels), cupy.int32),
+            "p_top": cupy.zeros((_dense_size(levels), 2), cupy.float32),
             "boxes": cupy.empty((box_cap, 4), cupy.int32),
             "s1": cupy.empty(box_cap, cupy.float32), "s2": cupy.empty(box_cap, cupy.float32),
         }
@@ -114,12 +154,13 @@ def _read_back(wb, levels):
     return _result(wb, levels, wb["counts"].get())
 
 
-def _result(wb, levels, c):
-    """(boxes, ann1, ann2, windows per level) from the host copy ``c`` of the counts; the box arrays are
-    views into the search's buffers, valid until the next search."""
+def _result(buf, levels, c):
+    """(boxes, ann1, ann2, windows per level) from the host copy ``c`` of the counts and the result
+    buffers ``buf`` (device work buffers or host-mapped memory); the box arrays are views into them,
+    valid until the next search."""
     nb = int(c[levels + 2])
     evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
-    return wb["boxes"][:nb], wb["s1"][:nb], wb["s2"][:nb], evaluated
+    return buf["boxes"][:nb], buf["s1"][:nb], buf["s2"][:nb], evaluated
 
 
 def search_gpu(model, X, persistent: bool = False):
@@ -147,7 +188,9 @@ class _Stats:
         self.shape, self.bs = (R, C), bs
         self.nb = (-(-R // bs), -(-C // bs))
         nbr, nbc = self.nb
-        self.ref = cupy.empty(B, cupy.float32)
+        # the reference spectrum subtracted before summing is pixel (0, 0), as in WindowStats: the kernels
+        # read the first B floats of the cube itself, so no copy (and no graph node) is needed
+        self.ref = X
         self.S1 = cupy.empty((nbr, nbc, B), cupy.float32)
         self.S2 = cupy.empty_like(self.S1)
         self.T1 = cupy.empty((nbr + 1, nbc + 1, B), cupy.float64)
@@ -156,7 +199,6 @@ class _Stats:
 
 def _launch_stats(X, st: _Stats) -> None:
     """Block statistics and summed-area tables into preallocated buffers (no allocation: capturable)."""
-    st.ref[...] = X[0, 0]
     _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(X.shape[2]))
     _scan_into(st.S1, st.T1)
     _scan_into(st.S2, st.T2)
@@ -176,30 +218,27 @@ def _defines(model) -> dict:
     B = int(model.n_bands_)
     nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
     return {"NB": B, "NF": nf, "NH": int(model.n_hidden), "MEANSTD": int(model.features == "meanstd"),
-            "SCALE": int(model.use_scale)}
+            "SCALE": int(model.use_scale), "FFBP_TIMING": int(TIMING), "SCAN_CH": SCAN_CH}
 
 
-def _launch_persistent(model, X, st) -> tuple[dict, int]:
-    """Block statistics, then scans and every level in one persistent launch (no allocation)."""
-    from hyperapp.backend import device_attributes
-
+def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
+    """Block statistics, then scans and every level in one persistent launch (no allocation). ``out``:
+    (boxes, ann1, ann2, counts) device pointers to write the result to instead of the work buffers (the
+    graph passes host-mapped memory)."""
     R, C, B = X.shape
     nbr, nbc = st.nb
     search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
     net1, net2, fmin, fmax, t1 = _nets(model)
     levels = _levels(nbr, nbc)
     wb = _buffers(model, nbr, nbc, levels)
-    wb["counts"].fill(0)
-    st.ref[...] = X[0, 0]
-    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B))
-    # every block must be resident for the grid barrier: 2 blocks of 128 threads per SM is well inside
-    # the kernel's occupancy (64 registers, 10 KB of shared memory: 8 blocks per SM on sm_80/sm_90)
-    sms = int(device_attributes()["MultiProcessorCount"])
-    search((sms * PERSISTENT_BLOCKS_PER_SM,), (WPB * 32,),
+    boxes, s1, s2, out_counts = out or (wb["boxes"], wb["s1"], wb["s2"], np.uint64(0))
+    _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B), zero=wb["counts"])
+    search((_persistent_grid(search),), (WPB * 32,),
            (st.S1, st.S2, st.T1, st.T2, np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
-            np.int32(st.bs), st.ref, np.int32(levels), wb["bufs"][0], wb["bufs"][1], wb["counts"],
-            np.int32(wb["cap"]), net1, net2, fmin, fmax, t1, np.int32(model.max_class_),
-            np.float32(model.t2_), wb["boxes"], wb["s1"], wb["s2"], np.int32(wb["box_cap"])))
+            np.int32(st.bs), st.ref, np.int32(levels), np.int32(_top(levels)), wb["bufs"][0], wb["bufs"][1],
+            wb["counts"], np.int32(wb["cap"]), wb["dec"], wb["p_top"], net1, net2, fmin, fmax, t1,
+            np.int32(model.max_class_), np.float32(model.t2_), boxes, s1, s2, np.int32(wb["box_cap"]),
+            out_counts))
     return wb, levels
 
 
@@ -224,11 +263,35 @@ def _launch_levels(model, st) -> tuple[dict, int]:
     return wb, levels
 
 
+class _MappedResult:
+    """The graph's result buffers in pinned, device-mapped host memory: the search kernel writes the boxes,
+    their scores and the counts straight into them, so the graph needs no copy node and the host reads
+    them with no read-back (the pointer is the same on both sides under unified addressing)."""
+
+    def __init__(self, box_cap: int, n_counts: int):
+        import cupy
+
+        sizes = (box_cap * 16, box_cap * 4, box_cap * 4, n_counts * 4)
+        flags = cupy.cuda.runtime.hostAllocMapped | cupy.cuda.runtime.hostAllocPortable
+        self._mem = cupy.cuda.PinnedMemory(sum(sizes), flags)
+        host = np.frombuffer(cupy.cuda.PinnedMemoryPointer(self._mem, 0), np.uint8, sum(sizes))
+        offs = np.cumsum((0,) + sizes)
+        self.boxes = host[offs[0]:offs[1]].view(np.int32).reshape(box_cap, 4)
+        self.s1 = host[offs[1]:offs[2]].view(np.float32)
+        self.s2 = host[offs[2]:offs[3]].view(np.float32)
+        self.counts = host[offs[3]:offs[4]].view(np.int32)
+        self.arrays = {"boxes": self.boxes, "s1": self.s1, "s2": self.s2}
+        self.pointers = tuple(np.uint64(self._mem.ptr + int(o)) for o in offs[:4])
+
+
 def search_gpu_graph(model, X):
-    """The whole GPU search (statistics included) as a CUDA graph, captured once per cube buffer."""
+    """The whole GPU search (statistics included) as a CUDA graph, captured once per cube buffer.
+
+    Returns host arrays (windows, ann1, ann2) and the windows evaluated per level."""
     import cupy
 
-    X = cupy.ascontiguousarray(X, dtype=cupy.float32)
+    if X.dtype != np.float32 or not X.flags.c_contiguous:
+        X = cupy.ascontiguousarray(X, dtype=cupy.float32)
     cache = model.__dict__.setdefault("_gpu_cache", {})
     key = ("graph", X.data.ptr, X.shape)
     entry = cache.get(key)
@@ -240,21 +303,17 @@ def search_gpu_graph(model, X):
         # the warm-up must finish before the graph can run: both use the same buffers and grid barrier,
         # and two persistent grids at once would not both be resident (a deadlock)
         cupy.cuda.Device().synchronize()
-        # the counts come back into pinned host memory by a copy inside the graph
-        pinned = cupy.cuda.alloc_pinned_memory(wb["counts"].nbytes)
-        host_counts = np.frombuffer(pinned, np.int32, wb["counts"].size)
+        out = _MappedResult(wb["box_cap"], levels + 3)
         # a blocking stream: ordered with the legacy default stream, where the eager paths run on the same
         # buffers
         stream = cupy.cuda.Stream(non_blocking=False)
         with stream:
             stream.begin_capture()
-            _launch_persistent(model, X, st)
-            # (CuPy refuses .get() while capturing; the runtime call becomes a memcpy node)
-            cupy.cuda.runtime.memcpyAsync(pinned.ptr, wb["counts"].data.ptr, wb["counts"].nbytes,
-                                          cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+            _launch_persistent(model, X, st, out.pointers)
             graph = stream.end_capture()
-        entry = cache[key] = (graph, stream, st, wb, levels, X, host_counts, pinned)
-    graph, stream, st, wb, levels, _, c, _ = entry
+        entry = cache[key] = (graph, stream, st, wb, levels, X, out)
+    graph, stream, st, wb, levels, _, out = entry
     graph.launch(stream)
     stream.synchronize()
-    return _result(wb, levels, c)
+    W, s1, s2, evaluated = _result(out.arrays, levels, out.counts)
+    return W.copy(), s1.copy(), s2.copy(), evaluated  # copies: the next search overwrites the buffers

@@ -1,7 +1,111 @@
-"""Time the stages of the GPU FFBP search separately (CUDA events, median of 20): block statistics,
-summed-area scans, and the level launches. Run on the GPU machine: PYTHONPATH=. python3 scripts/profile_ffbp.py"""
+"""Time the GPU FFBP search on the 1024 x 1024 x 64 sea scene, phase by phase.
+
+Three views, on the GPU machine (``PYTHONPATH=. python3 scripts/profile_ffbp.py``):
+
+- the stages as separate launches (CUDA events, median of 20): block statistics, summed-area scans, levels;
+- the graph as the bench times it (host call included) and the graph's replay alone on its stream;
+- a profiling build (``FFBP_TIMING``) in which block 0 stamps the GPU's global timer at each phase of the
+  graph: statistics, row scans, column scans, every level; medians over 30 replays, in microseconds from
+  the start of the statistics kernel.
+"""
+
+import statistics
+import time
 
 import numpy as np
+
+
+def phase_stamps(m, X, reps: int = 30):
+    import cupy
+
+    import hyperapp.models.ffbp_gpu as fg
+    from hyperapp.kernels import get_module
+
+    fg.TIMING = True
+    m.__dict__.get("_gpu_cache", {}).clear()
+    fg.search_gpu_graph(m, X)
+    mods = [get_module("ffbp", fg._stat_defines(X.shape[2])), get_module("ffbp", fg._defines(m))]
+    bufs = [cupy.ndarray((48,), cupy.uint64, mod.get_global("hyperapp_ffbp_times")) for mod in mods]
+    rows = []
+    for _ in range(reps):
+        for b in bufs:
+            b.fill(0)
+        cupy.cuda.Device().synchronize()
+        fg.search_gpu_graph(m, X)
+        stats, search = (b.get().astype(np.int64) for b in bufs)
+        t = np.concatenate([stats[:2], search[2:]])
+        rows.append(t)
+    fg.TIMING = False
+    m.__dict__.get("_gpu_cache", {}).clear()
+    T = np.array(rows)
+    t0 = T[:, :1]
+    top = fg._top(fg._levels(*(-(-n // m.min_window) for n in X.shape[:2])))
+    names = ["stats start", "stats end (last block)", "search start", "row scans done", "column scans done",
+             f"levels 0-{top - 1} judged", f"top settled, level {top}"]
+    names += [f"level {top + 1 + k} / end" for k in range(T.shape[1] - len(names))]
+    out = []
+    for j, name in enumerate(names):
+        if (T[:, j] > 0).all():
+            out.append((name, statistics.median((T[:, j] - t0[:, 0]) / 1e3)))
+    return out
+
+
+def replay_ms(m, X, reps: int = 50) -> float:
+    """Median time of the graph's replay alone (CUDA events on its stream: no host work inside)."""
+    import cupy
+
+    from hyperapp.models.ffbp_gpu import search_gpu_graph
+
+    search_gpu_graph(m, X)
+    graph, stream = m._gpu_cache[("graph", X.data.ptr, X.shape)][:2]
+    times = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record(stream)
+        graph.launch(stream)
+        b.record(stream)
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def wall_ms(fn, reps: int = 200) -> float:
+    fn()
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(t)
+
+
+def sweep(m, X):
+    """Graph replay time over the tunables: scan run length and persistent blocks per SM."""
+    import hyperapp.models.ffbp_gpu as fg
+
+    default = fg.SCAN_CH, fg.PERSISTENT_BLOCKS_PER_SM
+    print("scan run  blocks/SM  replay ms")
+    for ch in (16, 32):
+        for bps in (2, 3, 4, 5):
+            fg.SCAN_CH, fg.PERSISTENT_BLOCKS_PER_SM = ch, bps
+            m.__dict__.get("_gpu_cache", {}).clear()
+            print(f"{ch:8d}  {bps:9d}  {replay_ms(m, X):.4f}")
+    fg.SCAN_CH, fg.PERSISTENT_BLOCKS_PER_SM = default
+    m.__dict__.get("_gpu_cache", {}).clear()
+
+
+def host_overhead(m, X):
+    """Where the host time of a search goes: launch + synchronise alone, and the whole call."""
+    from hyperapp.models.ffbp_gpu import search_gpu_graph
+
+    search_gpu_graph(m, X)
+    graph, stream = m._gpu_cache[("graph", X.data.ptr, X.shape)][:2]
+
+    def bare():
+        graph.launch(stream)
+        stream.synchronize()
+
+    print(f"wall: launch + sync {wall_ms(bare):.4f} ms, whole call {wall_ms(lambda: search_gpu_graph(m, X)):.4f} ms")
 
 
 def main():
@@ -16,6 +120,7 @@ def main():
         _scan_into,
         _stat_defines,
         _Stats,
+        search_gpu_graph,
     )
     from hyperapp.samples import make_sea_scene
 
@@ -33,10 +138,18 @@ def main():
         _scan_into(st.S2, st.T2)
 
     _launch_stats(X, st)
-    print(f"block stats  {gpu_time_ms(stats_only):.4f} ms")
-    print(f"SAT scans    {gpu_time_ms(sat_only):.4f} ms")
-    print(f"all stats    {gpu_time_ms(lambda: _launch_stats(X, st)):.4f} ms")
-    print(f"levels       {gpu_time_ms(lambda: _launch_levels(m, st)):.4f} ms")
+    print(f"block stats       {gpu_time_ms(stats_only):.4f} ms")
+    print(f"SAT scans         {gpu_time_ms(sat_only):.4f} ms")
+    print(f"all stats         {gpu_time_ms(lambda: _launch_stats(X, st)):.4f} ms")
+    print(f"levels            {gpu_time_ms(lambda: _launch_levels(m, st)):.4f} ms")
+
+    print(f"graph (as bench)  {gpu_time_ms(lambda: search_gpu_graph(m, X), 50):.4f} ms")
+    print(f"graph replay only {replay_ms(m, X):.4f} ms")
+    host_overhead(m, X)
+    sweep(m, X)
+    print("phases of the graph (profiling build), us from the statistics kernel's start:")
+    for name, us in phase_stamps(m, X):
+        print(f"  {name:24s} {us:8.1f}")
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def test_ffbp_gpu_gives_the_cpu_boxes(cp):
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102)]
     m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
-    for seed, size in ((998, 512), (5, 200)):
+    for seed, size in ((998, 512), (5, 200), (11, 40)):  # 40 x 64: a tree shallower than the judged top
         X = make_sea_scene(size, size + 24, seed=seed).cube.astype(np.float32)
         g, c = m.detect(cp.asarray(X)), m.detect(X)
         geom = ("row", "col", "height", "width", "level")
@@ -120,14 +120,18 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
 
     s = make_sea_scene(256, 256, seed=101)
     m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0)])
-    X = cp.asarray(make_sea_scene(300, 260, seed=7).cube.astype(np.float32))
     # the returned boxes are views into the search's buffers: read each result before the next search
-    key = lambda r: (sorted(map(tuple, r[0].get().tolist())), r[3])  # noqa: E731
-    a = key(search_gpu(m, X))
-    p = key(search_gpu(m, X, persistent=True))
-    b = key(search_gpu_graph(m, X))
-    c = key(search_gpu_graph(m, X))  # a replay
-    assert a == p == b == c and len(a[0]) > 0
+    key = lambda r: (sorted(map(tuple, cp.asnumpy(r[0]).tolist())), r[3])  # noqa: E731
+    found = 0
+    for shape in ((300, 260), (1000, 24), (24, 40)):
+        X = cp.asarray(make_sea_scene(*shape, seed=7).cube.astype(np.float32))
+        a = key(search_gpu(m, X))
+        p = key(search_gpu(m, X, persistent=True))
+        b = key(search_gpu_graph(m, X))
+        c = key(search_gpu_graph(m, X))  # a replay
+        assert a == p == b == c, shape
+        found += len(a[0])
+    assert found > 0
 
 
 def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
