@@ -159,7 +159,8 @@ def _result(buf, levels, c):
     buffers ``buf`` (device work buffers or host-mapped memory); the box arrays are views into them,
     valid until the next search."""
     nb = int(c[levels + 2])
-    evaluated = [1] + [int(v) for v in c[1:levels + 2] if v > 0]
+    live = c[1:levels + 2]
+    evaluated = [1] + live[live > 0].tolist()
     return buf["boxes"][:nb], buf["s1"][:nb], buf["s2"][:nb], evaluated
 
 
