@@ -111,18 +111,17 @@ def _dense_size(levels: int) -> int:
     return (4 ** _top(levels) - 1) // 3
 
 
-def _persistent_grid(kernel) -> int:
-    """Blocks of the persistent search: all must be resident at once for its grid barrier, so never more
-    per SM than the occupancy calculator allows for this build of the kernel."""
+def blocks_per_sm(model) -> int:
+    """Blocks per SM of the persistent search: all must be resident at once for its grid barrier, so
+    PERSISTENT_BLOCKS_PER_SM, capped by what the occupancy calculator allows for this build of the kernel."""
     import cupy
 
-    from hyperapp.backend import device_attributes
-
+    kernel = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
     function = getattr(kernel, "kernel", kernel)  # a RawKernel's driver function
     fits = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, WPB * 32, 0)
     if fits < 1:
         raise RuntimeError("the FFBP search kernel cannot be resident on this GPU")
-    return int(device_attributes()["MultiProcessorCount"]) * min(PERSISTENT_BLOCKS_PER_SM, fits)
+    return min(PERSISTENT_BLOCKS_PER_SM, fits)
 
 
 def _buffers(model, nbr: int, nbc: int, levels: int):
@@ -226,6 +225,8 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
     """Block statistics, then scans and every level in one persistent launch (no allocation). ``out``:
     (boxes, ann1, ann2, counts) device pointers to write the result to instead of the work buffers (the
     graph passes host-mapped memory)."""
+    from hyperapp.backend import device_attributes
+
     R, C, B = X.shape
     nbr, nbc = st.nb
     search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
@@ -234,7 +235,8 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
     wb = _buffers(model, nbr, nbc, levels)
     boxes, s1, s2, out_counts = out or (wb["boxes"], wb["s1"], wb["s2"], np.uint64(0))
     _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B), zero=wb["counts"])
-    search((_persistent_grid(search),), (WPB * 32,),
+    grid = int(device_attributes()["MultiProcessorCount"]) * blocks_per_sm(model)
+    search((grid,), (WPB * 32,),
            (st.S1, st.S2, st.T1, st.T2, np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
             np.int32(st.bs), st.ref, np.int32(levels), np.int32(_top(levels)), wb["bufs"][0], wb["bufs"][1],
             wb["counts"], np.int32(wb["cap"]), wb["dec"], wb["p_top"], net1, net2, fmin, fmax, t1,

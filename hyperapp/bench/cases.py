@@ -188,6 +188,8 @@ def ffbp_search(ctx):
     default = fg.PERSISTENT_BLOCKS_PER_SM
     for k in (1, 2, 3, 4):  # the persistent grid's size: barrier cost against warps per level
         fg.PERSISTENT_BLOCKS_PER_SM = k
+        if fg.blocks_per_sm(m) < k:
+            break  # no more blocks fit on an SM
         m.__dict__.get("_gpu_cache", {}).clear()
         per_sm[f"graph_{k}_blocks_per_sm"] = f"{gpu_time_ms(lambda: search_gpu_graph(m, Xd), ctx.repeats):.4f}"
     fg.PERSISTENT_BLOCKS_PER_SM = default
