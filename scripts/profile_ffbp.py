@@ -3,14 +3,14 @@
 Three views, on the GPU machine (``PYTHONPATH=. python3 scripts/profile_ffbp.py``):
 
 - the stages as separate launches (CUDA events, median of 20): block statistics, summed-area scans, levels;
-- the graph as the bench times it (host call included) and the graph's replay alone on its stream;
+- the graph as the bench times it (host call included), the graph's replay alone on its stream, and the
+  host call's parts; the replay time over the tunables (scan run length, persistent blocks per SM);
 - a profiling build (``FFBP_TIMING``) in which block 0 stamps the GPU's global timer at each phase of the
   graph: statistics, row scans, column scans, every level; medians over 30 replays, in microseconds from
   the start of the statistics kernel.
 """
 
 import statistics
-import time
 
 import numpy as np
 
@@ -69,16 +69,6 @@ def replay_ms(m, X, reps: int = 50) -> float:
     return statistics.median(times)
 
 
-def wall_ms(fn, reps: int = 200) -> float:
-    fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t)
-
-
 def sweep(m, X):
     """Graph replay time over the tunables: scan run length and persistent blocks per SM."""
     import hyperapp.models.ffbp_gpu as fg
@@ -96,7 +86,8 @@ def sweep(m, X):
 
 def host_overhead(m, X):
     """Where the host time of a search goes: launch + synchronise alone, and the whole call."""
-    from hyperapp.models.ffbp_gpu import search_gpu_graph
+    from hyperapp.bench import cpu_time_ms
+    from hyperapp.models.ffbp_gpu import _result, search_gpu_graph
 
     search_gpu_graph(m, X)
     graph, stream = m._gpu_cache[("graph", X.data.ptr, X.shape)][:2]
@@ -105,8 +96,8 @@ def host_overhead(m, X):
         graph.launch(stream)
         stream.synchronize()
 
-    print(f"wall: launch + sync {wall_ms(bare):.4f} ms, whole call {wall_ms(lambda: search_gpu_graph(m, X)):.4f} ms")
-    from hyperapp.models.ffbp_gpu import _result
+    whole = cpu_time_ms(lambda: search_gpu_graph(m, X), 200)
+    print(f"wall: launch + sync {cpu_time_ms(bare, 200):.4f} ms, whole call {whole:.4f} ms")
 
     entry = m._gpu_cache[("graph", X.data.ptr, X.shape)]
     out, levels = entry[6], entry[4]
@@ -122,7 +113,7 @@ def host_overhead(m, X):
         return W.copy(), s1.copy(), s2.copy(), e
 
     for name, fn in (("input check", check), ("cache key", key), ("result", result)):
-        print(f"  {name:12s} {wall_ms(fn, 2000) * 1e3:.2f} us")
+        print(f"  {name:12s} {cpu_time_ms(fn, 2000) * 1e3:.2f} us")
 
 
 def main():
