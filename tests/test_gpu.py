@@ -99,18 +99,34 @@ def test_detect_pipeline_on_gpu(land_hdr):
     assert g.report["evaluation"]["auc"] == pytest.approx(c.report["evaluation"]["auc"], abs=1e-3)
 
 
+def _same_ffbp_boxes(cp, m, X):
+    g = m.detect(cp.asarray(X))
+    lv = m.windows_per_level_
+    c = m.detect(X)
+    geom = ("row", "col", "height", "width", "level")
+    assert [tuple(b[k] for k in geom) for b in g] == [tuple(b[k] for k in geom) for b in c]
+    np.testing.assert_allclose([b["ann1"] for b in g], [b["ann1"] for b in c], atol=1e-4)
+    assert lv == m.windows_per_level_  # the same live windows per level
+    return lv
+
+
 def test_ffbp_gpu_gives_the_cpu_boxes(cp):
     from hyperapp.models.ffbp import FFBP
-    from hyperapp.samples import make_sea_scene
+    from hyperapp.samples import make_land_scene, make_sea_scene
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102)]
     m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
     for seed, size in ((998, 512), (5, 200), (11, 40)):  # 40 x 64: a tree shallower than the judged top
-        X = make_sea_scene(size, size + 24, seed=seed).cube.astype(np.float32)
-        g, c = m.detect(cp.asarray(X)), m.detect(X)
-        geom = ("row", "col", "height", "width", "level")
-        assert [tuple(b[k] for k in geom) for b in g] == [tuple(b[k] for k in geom) for b in c]
-        np.testing.assert_allclose([b["ann1"] for b in g], [b["ann1"] for b in c], atol=1e-4)
+        _same_ffbp_boxes(cp, m, make_sea_scene(size, size + 24, seed=seed).cube.astype(np.float32))
+    # a land model drops windows in the top levels, which the GPU judges before knowing they are live
+    train = [make_land_scene(256, 256, seed=s) for s in (101, 102)]
+    m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0) for s in train])
+    pruned = 0
+    for X in (make_land_scene(128, 128, seed=7).cube, make_land_scene(300, 260, seed=7).cube,
+              make_sea_scene(300, 260, seed=7).cube):
+        lv = _same_ffbp_boxes(cp, m, X.astype(np.float32))
+        pruned += sum(4 ** i - n for i, n in enumerate(lv[:5]))
+    assert pruned > 0  # the top-level pruning was exercised
 
 
 def test_ffbp_graph_and_eager_searches_agree(cp):
