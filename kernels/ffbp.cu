@@ -230,9 +230,7 @@ __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, 
 
 // What the search needs to judge a window, in one place (the same for every window of a search).
 struct Judge {
-    const double* T1;
-    const double* T2;
-    int R, C, bs, w1;  // image size, block size, table width (nbc + 1)
+    int R, C, bs;  // image size, block size
     const float* ref;
     const float* s_net;  // both networks, in shared memory
     const float* fmin;
@@ -242,19 +240,58 @@ struct Judge {
     float t2;
 };
 
+// Per-band sums of (x - ref) and its square over one window: from full summed-area tables (the eager
+// search) ...
+struct TableSums {
+    const double* T1;
+    const double* T2;
+    int w1;              // table width
+    int r0, c0, r1, c1;  // the window's corners in the table
+    __device__ __forceinline__ double2 operator()(int b) const
+    {
+        return make_double2(box_sum(T1, w1, NB, b, r0, c0, r1, c1), box_sum(T2, w1, NB, b, r0, c0, r1, c1));
+    }
+};
+
+// ... or, in the persistent search, straight from the block sums S for a window of at most 2 x 2 blocks
+// (every window below the coarse level).
+struct BlockSums {
+    const float* S1;
+    const float* S2;
+    int nbc;
+    int4 W;
+    __device__ __forceinline__ double2 operator()(int b) const
+    {
+        double s1 = 0.0, s2 = 0.0;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {  // four predicated loads in flight at once
+            const int r = W.x + (q >> 1), c = W.y + (q & 1);
+            if (r < W.z && c < W.w) {
+                const long long k = ((long long)r * nbc + c) * NB + b;
+                s1 += (double)__ldcg(S1 + k);
+                s2 += (double)__ldcg(S2 + k);
+            }
+        }
+        return make_double2(s1, s2);
+    }
+};
+
 // ANN-1 and ANN-2 outputs of window W (in blocks: r0, c0, r1, c1), by one warp: the lanes split the bands
 // to form the features (into the warp's shared slice `feat`), then the 2*NH hidden neurons of the two
 // networks (each lane reads every feature as a broadcast and its own weight column), and a butterfly
 // reduction leaves both outputs on every lane.
-__device__ __forceinline__ float2 score_window(const Judge& J, int4 W, int cls, int lane, float* __restrict__ feat)
+template <class Sums>
+__device__ __forceinline__ float2 score_window(const Judge& J, const Sums& sums, int4 W, int cls, int lane,
+                                               float* __restrict__ feat)
 {
     const double n = (double)(min(W.z * J.bs, J.R) - W.x * J.bs) * (double)(min(W.w * J.bs, J.C) - W.y * J.bs);
 #pragma unroll
     for (int q = 0; q < (NB + 31) / 32; ++q) {  // a fixed trip count: the loads of every pass in flight at once
         const int b = lane + 32 * q;
         if (b >= NB) break;
-        const double m = box_sum(J.T1, J.w1, NB, b, W.x, W.y, W.z, W.w) / n;
-        const double v = box_sum(J.T2, J.w1, NB, b, W.x, W.y, W.z, W.w) / n - m * m;
+        const double2 sb = sums(b);
+        const double m = sb.x / n;
+        const double v = sb.y / n - m * m;
         const float sd = (float)sqrt(v > 0.0 ? v : 0.0);
 #if MEANSTD
         const int fs = NB + b;
@@ -344,12 +381,14 @@ __device__ __forceinline__ void append(int4 W, int d, float2 p, int4* __restrict
 }
 
 // Judge window i of a level's list with one warp; lane 0 appends the outcome.
-__device__ __forceinline__ void judge_listed(const Judge& J, int4 W, int lane, float* feat, int4* win_out,
+template <class Sums>
+__device__ __forceinline__ void judge_listed(const Judge& J, const Sums& sums, int4 W, int lane, float* feat,
+                                             int4* win_out,
                                              int* n_out, int cap_out, int4* boxes, float* s1_out, float* s2_out,
                                              int* n_boxes, int cap_boxes)
 {
     const int cls = size_class(W);
-    const float2 p = score_window(J, W, cls, lane, feat);
+    const float2 p = score_window(J, sums, W, cls, lane, feat);
     if (lane == 0) append(W, decide(J, W, cls, p), p, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
                           cap_boxes);
 }
@@ -380,9 +419,11 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * WPB + warp;
     if (i >= live) return;  // after the only block-wide barrier
-    const Judge J{T1, T2, R, C, bs, w1, ref, s_net, fmin, fmax, t1, max_class, t2};
+    const Judge J{R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
     const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
-    judge_listed(J, W, lane, s_feat[warp], win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes, cap_boxes);
+    const TableSums sums{T1, T2, w1, W.x, W.y, W.z, W.w};
+    judge_listed(J, sums, W, lane, s_feat[warp], win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
+                 cap_boxes);
 }
 
 // A software grid barrier for a persistent launch (every block resident: the host sizes the grid from
@@ -434,16 +475,74 @@ __device__ __forceinline__ bool ancestors_descend(const int* dec, int l, int t)
     return all;
 }
 
-// hyperapp_ffbp_search: the summed-area scans and every level of the tree in ONE persistent launch.
-//   Phase 1 scans the rows of both tables, phase 2 the columns. Phase 3 judges every window of the top
-//   `top` levels (see above). Phase 4 settles the top (accepted boxes, live counts) and judges level `top`
-//   over its dense index space (a window is live when its ancestors descended), appending the children to
-//   a list; each later level is judged from its list by warps striding over it, as hyperapp_ffbp_level.
+// The persistent search does not build the full summed-area tables (17 MB of float64 at 1024 x 1024 x 64,
+// two passes over them took 19 us on an H100). Windows at or above the coarse level `lc` (three levels
+// above the leaves) have their edges on the boundaries of that level's partition of the block rows and
+// columns (the tree halves rows and columns independently, so every level's boundaries are among the
+// next level's), so a summed-area table over the coarse level's cells answers them: (2^lc + 1)^2 corners
+// instead of (nbr + 1)(nbc + 1), built from cell sums of at most 4 x 4 blocks. Windows below the coarse
+// level span at most 2 x 2 blocks and are summed from S directly (BlockSums).
+// Corner k of a window edge is inv_r[k] (inv_c[k]): the index of block row (column) k among the
+// coarse boundaries rb (cb), as the host computed them.
+struct CoarseSums {
+    const double* C1;
+    const double* C2;
+    int wc;              // coarse table width, 2^lc + 1
+    int r0, c0, r1, c1;  // corner indices in the coarse table
+    __device__ __forceinline__ double2 operator()(int b) const
+    {
+        return make_double2(box_sum(C1, wc, NB, b, r0, c0, r1, c1), box_sum(C2, wc, NB, b, r0, c0, r1, c1));
+    }
+};
+
+// What the persistent search reads to sum a window of a given level.
+struct SearchTables {
+    const float* S1;
+    const float* S2;
+    int nbc;
+    const double* C1;
+    const double* C2;
+    int wc, lc;
+    const int* inv_r;
+    const int* inv_c;
+};
+
+// ANN outputs of window W of level `level`, with the sums that fit it.
+__device__ __forceinline__ float2 score_in_search(const Judge& J, const SearchTables& Q, int level, int4 W, int cls,
+                                                  int lane, float* feat)
+{
+    if (level <= Q.lc) {
+        const CoarseSums sums{Q.C1, Q.C2, Q.wc, __ldg(Q.inv_r + W.x), __ldg(Q.inv_c + W.y), __ldg(Q.inv_r + W.z),
+                              __ldg(Q.inv_c + W.w)};
+        return score_window(J, sums, W, cls, lane, feat);
+    }
+    return score_window(J, BlockSums{Q.S1, Q.S2, Q.nbc, W}, W, cls, lane, feat);
+}
+
+// Judge window W of level `level` with one warp; lane 0 appends the outcome.
+__device__ __forceinline__ void judge_in_search(const Judge& J, const SearchTables& Q, int level, int4 W, int lane,
+                                                float* feat, int4* win_out, int* n_out, int cap_out, int4* boxes,
+                                                float* s1_out, float* s2_out, int* n_boxes, int cap_boxes)
+{
+    const int cls = size_class(W);
+    const float2 p = score_in_search(J, Q, level, W, cls, lane, feat);
+    if (lane == 0) append(W, decide(J, W, cls, p), p, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
+                          cap_boxes);
+}
+
+// hyperapp_ffbp_search: the coarse tables and every level of the tree in ONE persistent launch.
+//   Phase 1 sums the coarse cells (a thread per cell, band and table) into C[1:, 1:], phase 2 scans C's
+//   rows and phase 3 its columns (C's first row and column stay zero). Phase 4 judges every window of the
+//   top `top` levels (see above). Phase 5 settles the top (accepted boxes, live counts) and judges level
+//   `top` over its dense index space (a window is live when its ancestors descended), appending the
+//   children to a list; each later level is judged from its list by warps striding over it.
 //   A grid barrier separates the phases and levels; tables, decisions and lists written in the launch are
 //   read back through L2 (__ldcg). counts[levels + 3] is the barrier; dec and p hold the top's decisions
 //   and scores.
 extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
-    const float* __restrict__ S1, const float* __restrict__ S2, double* T1, double* T2,
+    const float* __restrict__ S1, const float* __restrict__ S2, double* C1, double* C2, int lc,
+    const int* __restrict__ rb, const int* __restrict__ cb, const int* __restrict__ inv_r,
+    const int* __restrict__ inv_c,
     int nbr, int nbc, int R, int C, int bs, const float* __restrict__ ref, int levels, int top,
     int4* win_a, int4* win_b, int* counts, int cap, int* dec, float2* p_top,
     const float* __restrict__ net1, const float* __restrict__ net2,
@@ -458,23 +557,49 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     unsigned int k = 0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int gwarp = blockIdx.x * WPB + warp, nwarps = gridDim.x * WPB;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x, nthreads = gridDim.x * blockDim.x;
+    const int nc = 1 << lc, wc = nc + 1;
     STAMP(2);
-    for (int it = gwarp; it < 2 * SCAN_ITEMS(nbr + 1, NB); it += nwarps) {
-        const int tab = it >= SCAN_ITEMS(nbr + 1, NB);
-        sat_row_item(tab ? S2 : S1, tab ? T2 : T1, it - tab * SCAN_ITEMS(nbr + 1, NB), lane, nbr, nbc, NB);
+    // phase 1: coarse cell sums (cells span at most 4 x 4 blocks: 16 predicated loads in flight)
+    for (int it = tid; it < 2 * nc * nc * NB; it += nthreads) {
+        const int tab = it >= nc * nc * NB, rem = it - tab * nc * nc * NB;
+        const int b = rem % NB, cell = rem / NB, a = cell / nc, j = cell % nc;
+        const int r0 = __ldg(rb + a), r1 = __ldg(rb + a + 1), c0 = __ldg(cb + j), c1 = __ldg(cb + j + 1);
+        const float* S = tab ? S2 : S1;
+        double acc = 0.0;
+#pragma unroll
+        for (int q = 0; q < 16; ++q) {
+            const int r = r0 + (q >> 2), c = c0 + (q & 3);
+            if (r < r1 && c < c1) acc += (double)__ldcg(S + ((long long)r * nbc + c) * NB + b);
+        }
+        (tab ? C2 : C1)[((long long)(a + 1) * wc + j + 1) * NB + b] = acc;
     }
     stage_nets(s_net, net1, net2);
     grid_barrier(bar, ++k * gridDim.x);
     STAMP(3);
-    for (int it = gwarp; it < 2 * SCAN_ITEMS(nbc + 1, NB); it += nwarps) {
-        const int tab = it >= SCAN_ITEMS(nbc + 1, NB);
-        sat_col_item(tab ? T2 : T1, it - tab * SCAN_ITEMS(nbc + 1, NB), lane, nbr, nbc, NB);
+    // phase 2: prefix along each row of C (rows 1..nc, columns 1..nc), in place
+    const int groups = (NB + 7) / 8;
+    for (int it = gwarp; it < 2 * nc * groups; it += nwarps) {
+        const int tab = it >= nc * groups, rem = it - tab * nc * groups;
+        const int b = (rem % groups) * 8 + (lane & 7);
+        double* row = (tab ? C2 : C1) + ((long long)(rem / groups + 1) * wc + 1) * NB + b;
+        warp_line_scan(row, row, NB, nc, b < NB, lane);
     }
     grid_barrier(bar, ++k * gridDim.x);
     STAMP(4);
-    const Judge J{T1, T2, R, C, bs, nbc + 1, ref, s_net, fmin, fmax, t1, max_class, t2};
+    // phase 3: prefix down each column of C, in place
+    for (int it = gwarp; it < 2 * nc * groups; it += nwarps) {
+        const int tab = it >= nc * groups, rem = it - tab * nc * groups;
+        const int b = (rem % groups) * 8 + (lane & 7);
+        double* col = (tab ? C2 : C1) + ((long long)wc + rem / groups + 1) * NB + b;
+        warp_line_scan(col, col, (long long)wc * NB, nc, b < NB, lane);
+    }
+    grid_barrier(bar, ++k * gridDim.x);
+    STAMP(5);
+    const Judge J{R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
+    const SearchTables Q{S1, S2, nbc, C1, C2, wc, lc, inv_r, inv_c};
     float* feat = s_feat[warp];
-    // phase 3: every window of levels 0 .. top-1, live or not
+    // phase 4: every window of levels 0 .. top-1, live or not
     const int n_top = dense_offset(top);
     for (int i = gwarp; i < n_top; i += nwarps) {
         int l = 0;
@@ -484,16 +609,15 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
         float2 p = make_float2(0.f, 0.f);
         if (!is_empty(W)) {
             const int cls = size_class(W);
-            p = score_window(J, W, cls, lane, feat);
+            p = score_in_search(J, Q, l, W, cls, lane, feat);
             d = decide(J, W, cls, p);
         }
         if (lane == 0) { dec[i] = d; p_top[i] = p; }
     }
     grid_barrier(bar, ++k * gridDim.x);
-    STAMP(5);
-    // phase 4a (a thread per top window): accepted boxes of live top windows, and the live count per level
-    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
-    for (int i0 = tid - lane; i0 < n_top; i0 += gridDim.x * blockDim.x) {  // whole warps: the reductions
+    STAMP(6);
+    // phase 5a (a thread per top window): accepted boxes of live top windows, and the live count per level
+    for (int i0 = tid - lane; i0 < n_top; i0 += nthreads) {  // whole warps: the reductions
         const int i = i0 + lane;
         int l = 0;
         while (dense_offset(l + 1) <= i) ++l;
@@ -512,19 +636,19 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
             if (lane == 0 && c) atomicAdd(counts + lv, c);
         }
     }
-    // phase 4b: level `top` over its dense index space (live when every ancestor descended)
+    // phase 5b: level `top` over its dense index space (live when every ancestor descended)
     if (top <= levels) {
         int4* win_out = ((top + 1) & 1) ? win_b : win_a;  // the list level top + 1 reads (see below)
         for (int t = gwarp; t < (1 << (2 * top)); t += nwarps) {
             if (!ancestors_descend(dec, top, t)) continue;
             const int4 W = dense_window(top, t, nbr, nbc);
             if (is_empty(W)) continue;
-            judge_listed(J, W, lane, feat, win_out, counts + top + 1, cap, boxes, s1_out, s2_out, n_boxes,
-                         cap_boxes);
+            judge_in_search(J, Q, top, W, lane, feat, win_out, counts + top + 1, cap, boxes, s1_out, s2_out,
+                            n_boxes, cap_boxes);
         }
     }
     grid_barrier(bar, ++k * gridDim.x);
-    STAMP(6);
+    STAMP(7);
     // the levels below: level lev reads its list from win_b when lev is odd, else win_a
     int lev = top + 1;
     for (; lev <= levels; ++lev) {
@@ -533,14 +657,14 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
         const int4* win_in = (lev & 1) ? win_b : win_a;
         int4* win_out = (lev & 1) ? win_a : win_b;
         for (int i = gwarp; i < live; i += nwarps)
-            judge_listed(J, __ldcg(win_in + i), lane, feat, win_out, counts + lev + 1, cap, boxes, s1_out, s2_out,
-                         n_boxes, cap_boxes);
+            judge_in_search(J, Q, lev, __ldcg(win_in + i), lane, feat, win_out, counts + lev + 1, cap, boxes,
+                            s1_out, s2_out, n_boxes, cap_boxes);
         grid_barrier(bar, ++k * gridDim.x);
-        STAMP(7 + lev - top - 1);
+        STAMP(8 + lev - top - 1);
     }
     // every count is final after the last barrier: block 0 copies them out (to host-mapped memory in the
     // graph, so the host reads them with no copy launch)
     if (out_counts != nullptr && blockIdx.x == 0)
         for (int q = threadIdx.x; q < levels + 3; q += blockDim.x) out_counts[q] = __ldcg(counts + q);
-    STAMP(8 + lev - top - 1);
+    STAMP(9 + lev - top - 1);
 }

@@ -124,6 +124,32 @@ def blocks_per_sm(model) -> int:
     return min(PERSISTENT_BLOCKS_PER_SM, fits)
 
 
+def coarse_level(levels: int) -> int:
+    """The persistent search's coarse level: three above the leaves, so the windows below it span at most
+    2 x 2 blocks (summed straight from the block sums) and its cells at most 4 x 4 blocks."""
+    return max(levels - 3, 0)
+
+
+def partition(n: int, level: int) -> np.ndarray:
+    """Boundaries (2^level + 1 of them, repeated where a part is empty) of the tree's partition of n block
+    rows (or columns) at ``level``: each part is halved as FFBP's ``split`` does, the first half taking
+    the odd block."""
+    bounds = [0, n]
+    for _ in range(level):
+        halves = [0]
+        for x, z in zip(bounds[:-1], bounds[1:]):
+            halves += [x + (z - x + 1) // 2, z]
+        bounds = halves
+    return np.asarray(bounds, np.int32)
+
+
+def _inverse(bounds: np.ndarray, n: int) -> np.ndarray:
+    """Index of each boundary among ``bounds`` (any of a repeated one: they share a table row), -1 else."""
+    inv = np.full(n + 1, -1, np.int32)
+    inv[bounds] = np.arange(len(bounds), dtype=np.int32)
+    return inv
+
+
 def _buffers(model, nbr: int, nbc: int, levels: int):
     """Work buffers of the search, allocated once per tree shape and reused."""
     import cupy
@@ -133,7 +159,15 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
     if key not in cache:
         cap = max(4, nbr * nbc)  # no level holds more windows than there are minimum windows
         box_cap = nbr * nbc + 4 * levels
+        lc = coarse_level(levels)
+        rb, cb = partition(nbr, lc), partition(nbc, lc)
+        nc1 = (1 << lc) + 1
         cache[key] = {
+            # the persistent search's coarse summed-area tables (first row and column stay zero) and the
+            # coarse partition with its inverse
+            "lc": lc, "C1": cupy.zeros((nc1, nc1, int(model.n_bands_))), "C2": cupy.zeros((nc1, nc1, int(model.n_bands_))),
+            "rb": cupy.asarray(rb), "cb": cupy.asarray(cb),
+            "inv_r": cupy.asarray(_inverse(rb, nbr)), "inv_c": cupy.asarray(_inverse(cb, nbc)),
             "cap": cap, "box_cap": box_cap,
             "bufs": [cupy.zeros((cap, 4), cupy.int32), cupy.zeros((cap, 4), cupy.int32)],
             # counts[1..levels+1]: live windows per level; counts[levels+2]: accepted boxes;
@@ -237,7 +271,8 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
     _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B), zero=wb["counts"])
     grid = int(device_attributes()["MultiProcessorCount"]) * blocks_per_sm(model)
     search((grid,), (WPB * 32,),
-           (st.S1, st.S2, st.T1, st.T2, np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
+           (st.S1, st.S2, wb["C1"], wb["C2"], np.int32(wb["lc"]), wb["rb"], wb["cb"], wb["inv_r"], wb["inv_c"],
+            np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
             np.int32(st.bs), st.ref, np.int32(levels), np.int32(_top(levels)), wb["bufs"][0], wb["bufs"][1],
             wb["counts"], np.int32(wb["cap"]), wb["dec"], wb["p_top"], net1, net2, fmin, fmax, t1,
             np.int32(model.max_class_), np.float32(model.t2_), boxes, s1, s2, np.int32(wb["box_cap"]),

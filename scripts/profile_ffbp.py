@@ -6,7 +6,7 @@ Three views, on the GPU machine (``PYTHONPATH=. python3 scripts/profile_ffbp.py`
 - the graph as the bench times it (host call included), the graph's replay alone on its stream, and the
   host call's parts; the replay time over the tunables (scan run length, persistent blocks per SM);
 - a profiling build (``FFBP_TIMING``) in which block 0 stamps the GPU's global timer at each phase of the
-  graph: statistics, row scans, column scans, every level; medians over 30 replays, in microseconds from
+  graph: statistics, coarse table, every level; medians over 30 replays, in microseconds from
   the start of the statistics kernel.
 """
 
@@ -40,8 +40,8 @@ def phase_stamps(m, X, reps: int = 30):
     T = np.array(rows)
     t0 = T[:, :1]
     top = fg._top(fg._levels(*(-(-n // m.min_window) for n in X.shape[:2])))
-    names = ["stats start", "stats end (last block)", "search start", "row scans done", "column scans done",
-             f"levels 0-{top - 1} judged", f"top settled, level {top}"]
+    names = ["stats start", "stats end (last block)", "search start", "coarse cells summed", "coarse rows scanned",
+             "coarse columns scanned", f"levels 0-{top - 1} judged", f"top settled, level {top}"]
     names += [f"level {top + 1 + k} / end" for k in range(T.shape[1] - len(names))]
     out = []
     for j, name in enumerate(names):

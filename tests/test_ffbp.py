@@ -116,3 +116,23 @@ def test_cli_ffbp_trains_on_another_scene(tmp_path, capsys, sea_hdr):
     assert len(gj["features"]) == rep["boxes"]
     code = main(["--headless", "detect", str(sea_hdr), "--method", "ffbp", "--out", str(tmp_path / "p")])
     assert code == 2 and "ffbp needs a model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("nbr,nbc", [(128, 128), (3, 100), (1, 1), (2, 3), (37, 129), (300, 7), (513, 64)])
+def test_gpu_search_tables_cover_every_tree_window(nbr, nbc):
+    """The persistent GPU search sums a window from the coarse table when it sits at or above the coarse
+    level (its edges must then be coarse boundaries) and from the block sums below (at most 2 x 2)."""
+    from hyperapp.models.ffbp import is_leaf
+    from hyperapp.models.ffbp_gpu import _inverse, _levels, coarse_level, partition
+
+    levels = _levels(nbr, nbc)
+    lc = coarse_level(levels)
+    inv_r, inv_c = _inverse(partition(nbr, lc), nbr), _inverse(partition(nbc, lc), nbc)
+    W, level = np.array([[0, 0, nbr, nbc]]), 0
+    while len(W):
+        if level <= lc:
+            assert (inv_r[W[:, [0, 2]]] >= 0).all() and (inv_c[W[:, [1, 3]]] >= 0).all()
+        else:
+            assert (W[:, 2] - W[:, 0]).max() <= 2 and (W[:, 3] - W[:, 1]).max() <= 2
+        W, level = split(W[~is_leaf(W)])[0], level + 1
+    assert level <= levels
