@@ -225,7 +225,9 @@ __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, 
 }
 
 // params layout per network: U[NF*NH] (row f), b[NH], w[NH], b0
-#define WPB 4                       // windows (warps) per block
+#ifndef WPB
+#define WPB 4  // windows (warps) per block
+#endif
 #define NET_SIZE (NF * NH + 2 * NH + 1)
 
 // What the search needs to judge a window, in one place (the same for every window of a search).
@@ -519,7 +521,9 @@ __device__ __forceinline__ float2 score_in_search(const Judge& J, const SearchTa
     return score_window(J, BlockSums{Q.S1, Q.S2, Q.nbc, W}, W, cls, lane, feat);
 }
 
-// Judge window W of level `level` with one warp; lane 0 appends the outcome.
+// Judge window W of level `level` with one warp; lane 0 appends the outcome. (Appending a whole block's
+// outcomes with one atomic per list instead of one per window measured no faster: the counter's
+// contention is not what limits a level.)
 __device__ __forceinline__ void judge_in_search(const Judge& J, const SearchTables& Q, int level, int4 W, int lane,
                                                 float* feat, int4* win_out, int* n_out, int cap_out, int4* boxes,
                                                 float* s1_out, float* s2_out, int* n_boxes, int cap_boxes)
@@ -560,19 +564,24 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     const int tid = blockIdx.x * blockDim.x + threadIdx.x, nthreads = gridDim.x * blockDim.x;
     const int nc = 1 << lc, wc = nc + 1;
     STAMP(2);
-    // phase 1: coarse cell sums (cells span at most 4 x 4 blocks: 16 predicated loads in flight)
-    for (int it = tid; it < 2 * nc * nc * NB; it += nthreads) {
-        const int tab = it >= nc * nc * NB, rem = it - tab * nc * nc * NB;
-        const int b = rem % NB, cell = rem / NB, a = cell / nc, j = cell % nc;
+    // phase 1: coarse cell sums, a thread per (cell, band) for both tables (cells span at most 4 x 4
+    // blocks: 32 predicated loads in flight)
+    for (int it = tid; it < nc * nc * NB; it += nthreads) {
+        const int b = it % NB, cell = it / NB, a = cell / nc, j = cell % nc;
         const int r0 = __ldg(rb + a), r1 = __ldg(rb + a + 1), c0 = __ldg(cb + j), c1 = __ldg(cb + j + 1);
-        const float* S = tab ? S2 : S1;
-        double acc = 0.0;
+        double acc1 = 0.0, acc2 = 0.0;
 #pragma unroll
         for (int q = 0; q < 16; ++q) {
             const int r = r0 + (q >> 2), c = c0 + (q & 3);
-            if (r < r1 && c < c1) acc += (double)__ldcg(S + ((long long)r * nbc + c) * NB + b);
+            if (r < r1 && c < c1) {
+                const long long o = ((long long)r * nbc + c) * NB + b;
+                acc1 += (double)__ldcg(S1 + o);
+                acc2 += (double)__ldcg(S2 + o);
+            }
         }
-        (tab ? C2 : C1)[((long long)(a + 1) * wc + j + 1) * NB + b] = acc;
+        const long long o = ((long long)(a + 1) * wc + j + 1) * NB + b;
+        C1[o] = acc1;
+        C2[o] = acc2;
     }
     stage_nets(s_net, net1, net2);
     grid_barrier(bar, ++k * gridDim.x);

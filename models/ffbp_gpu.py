@@ -28,8 +28,9 @@ import numpy as np
 
 from hyperapp.kernels import get_kernel
 
-WPB = 4  # windows (warps) per block of the level kernel
-PERSISTENT_BLOCKS_PER_SM = 4  # measured best on an H100 with 16-value scan runs (0.1535 ms against 0.1565 with 2)
+WPB = 8  # windows (warps) per block of the level and search kernels
+# measured best on an H100 (scripts/profile_ffbp.py): 8 warps x 2 blocks 0.140 ms, 4 x 4 0.142, 4 x 2 0.151
+PERSISTENT_BLOCKS_PER_SM = 2
 SCAN_CH = 16  # values per lane and round of the persistent search's summed-area scans (96 registers: 4 blocks fit)
 TOP_LEVELS = 5  # levels 0-4 (341 windows at most) judged at once by the persistent search
 
@@ -191,9 +192,9 @@ def _result(buf, levels, c):
     """(boxes, ann1, ann2, windows per level) from the host copy ``c`` of the counts and the result
     buffers ``buf`` (device work buffers or host-mapped memory); the box arrays are views into them,
     valid until the next search."""
-    nb = int(c[levels + 2])
-    live = c[1:levels + 2]
-    evaluated = [1] + live[live > 0].tolist()
+    c = c.tolist()  # Python ints: cheaper to pick from than NumPy scalars
+    nb = c[levels + 2]
+    evaluated = [1] + [v for v in c[1:levels + 2] if v > 0]
     return buf["boxes"][:nb], buf["s1"][:nb], buf["s2"][:nb], evaluated
 
 
@@ -252,7 +253,7 @@ def _defines(model) -> dict:
     B = int(model.n_bands_)
     nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
     return {"NB": B, "NF": nf, "NH": int(model.n_hidden), "MEANSTD": int(model.features == "meanstd"),
-            "SCALE": int(model.use_scale), "FFBP_TIMING": int(TIMING), "SCAN_CH": SCAN_CH}
+            "SCALE": int(model.use_scale), "FFBP_TIMING": int(TIMING), "SCAN_CH": SCAN_CH, "WPB": WPB}
 
 
 def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
@@ -322,18 +323,22 @@ class _MappedResult:
         self.pointers = tuple(np.uint64(self._mem.ptr + int(o)) for o in offs[:4])
 
 
+def _graph_key(X) -> tuple:
+    """Cache key of the graph for cube buffer X (the graph reads X's memory, so layout and type count)."""
+    return ("graph", X.data.ptr, X.shape, X.strides, X.dtype.char)
+
+
 def search_gpu_graph(model, X):
     """The whole GPU search (statistics included) as a CUDA graph, captured once per cube buffer.
 
     Returns host arrays (windows, ann1, ann2) and the windows evaluated per level."""
     import cupy
 
-    if X.dtype != np.float32 or not X.flags.c_contiguous:
-        X = cupy.ascontiguousarray(X, dtype=cupy.float32)
     cache = model.__dict__.setdefault("_gpu_cache", {})
-    key = ("graph", X.data.ptr, X.shape)
-    entry = cache.get(key)
+    entry = cache.get(_graph_key(X))
     if entry is None:
+        X = cupy.ascontiguousarray(X, dtype=cupy.float32)
+        key = _graph_key(X)
         for k in [k for k in cache if isinstance(k, tuple) and k[0] == "graph"]:
             del cache[k]  # one cube at a time: drop graphs of buffers that may be freed
         st = _Stats(X, model.min_window)
