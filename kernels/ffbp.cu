@@ -15,7 +15,10 @@
 //   issuing ~2,500 dependent loads; 0.73 ms for the whole 1024 x 1024 x 64 search on an H100.)
 //   The number of live windows stays on the device (n_in); the host launches enough threads for the
 //   largest possible level and surplus threads exit, so no level needs a host round trip.
-//   Compile-time constants: NB bands, NF features, NH hidden neurons, MEANSTD, SCALE.
+//   Compile-time constants: NB bands, NF features, NH hidden neurons, MEANSTD, SCALE; WPB warps per
+//   block and SCAN_CH (the scans' run length) are tunables.
+//
+// hyperapp_ffbp_search: the whole search after the statistics in one persistent launch (see there).
 
 // FFBP_TIMING (a profiling build only, scripts/profile_ffbp.py): block 0 stamps the GPU's global timer
 //   at the start of each phase into hyperapp_ffbp_times, and every block of the statistics kernel raises

@@ -6,18 +6,23 @@ tree level, each sized for the largest level possible (4^level windows, at most 
 windows) and reading the live count from device memory. The host reads back once at the end.
 
 :func:`search_gpu_graph` is the one the detector uses: the block statistics (which also zero the
-search's counters), then ``hyperapp_ffbp_search``, one persistent launch that does the scans, judges the
-top five levels at once (they hold at most 341 windows, and a grid barrier per level cost more than the
-windows), settles which of them were live, then takes each lower level from its compacted list, with
-grid barriers in between. The two launches are captured as a CUDA graph once per (cube buffer, shape);
-the kernel writes the boxes and counts straight into device-mapped host memory, so a search is one graph
-launch and one synchronisation. Measured on an H100 for the 1024 x 1024 x 64 sea scene (bench case
-``ffbp-search-1024x1024x64``, host call included): 1.23 ms with a thread per window and cupy scans,
-0.91 ms with kernel scans and one read-back, 0.73 ms as a graph, 0.31 ms with a warp per window, 0.27 ms
-as one persistent launch, 0.21 ms with unrolled band passes and 16-byte loads, 0.19 ms without the
-graph's fill, copy and read-back nodes, 0.17 ms with the top levels judged at once, warp scans and
-streaming loads. ``scripts/profile_ffbp.py`` splits the time: block statistics 98 us (a plain read of
-the cube takes 96 us, the copy-bandwidth floor is 90 us), scans 19 us, levels 34 us, launch 4 us.
+search's counters), then ``hyperapp_ffbp_search``, one persistent launch with grid barriers between its
+phases. It sums the blocks into the cells of the tree's partition three levels above the leaves and
+builds a small summed-area table over those cells (every window at or above that level has its edges on
+cell boundaries; the windows below span at most 2 x 2 blocks and are summed from the blocks directly),
+judges the top five levels at once (at most 341 windows, fewer than a grid barrier per level would
+cost), settles which of them were live, then takes each lower level from its compacted list. The two
+launches are captured as a CUDA graph once per cube buffer; the kernel writes the boxes and counts
+straight into device-mapped host memory, so a search is one graph launch and one synchronisation.
+
+Measured on an H100 for the 1024 x 1024 x 64 sea scene (bench case ``ffbp-search-1024x1024x64``, host
+call included): 1.23 ms with a thread per window and cupy scans, 0.91 ms with kernel scans and one
+read-back, 0.73 ms as a graph, 0.31 ms with a warp per window, 0.27 ms as one persistent launch, 0.21 ms
+with unrolled band passes and 16-byte loads, 0.19 ms without the graph's fill, copy and read-back nodes,
+0.17 ms with the top levels judged at once, warp scans and streaming loads, 0.15 ms with the coarse
+table instead of the full ones (whose 34 MB of write-back had also slowed the next statistics pass).
+``scripts/profile_ffbp.py`` splits it: block statistics 90 us (the copy-bandwidth floor), coarse table
+13 us, levels 33 us, graph launch 4 us, host call 6-12 us (depending on the host's CPU).
 """
 
 from __future__ import annotations
