@@ -245,8 +245,8 @@ struct Judge {
     float t2;
 };
 
-// Per-band sums of (x - ref) and its square over one window: from full summed-area tables (the eager
-// search) ...
+// Per-band sums of (x - ref) and its square over one window: from summed-area tables (the full ones in
+// the eager search, the coarse ones in the persistent search) ...
 struct TableSums {
     const double* T1;
     const double* T2;
@@ -487,19 +487,8 @@ __device__ __forceinline__ bool ancestors_descend(const int* dec, int l, int t)
 // next level's), so a summed-area table over the coarse level's cells answers them: (2^lc + 1)^2 corners
 // instead of (nbr + 1)(nbc + 1), built from cell sums of at most 4 x 4 blocks. Windows below the coarse
 // level span at most 2 x 2 blocks and are summed from S directly (BlockSums).
-// Corner k of a window edge is inv_r[k] (inv_c[k]): the index of block row (column) k among the
-// coarse boundaries rb (cb), as the host computed them.
-struct CoarseSums {
-    const double* C1;
-    const double* C2;
-    int wc;              // coarse table width, 2^lc + 1
-    int r0, c0, r1, c1;  // corner indices in the coarse table
-    __device__ __forceinline__ double2 operator()(int b) const
-    {
-        return make_double2(box_sum(C1, wc, NB, b, r0, c0, r1, c1), box_sum(C2, wc, NB, b, r0, c0, r1, c1));
-    }
-};
-
+// Corner k of a window edge is inv_r[k] (inv_c[k]) in the coarse table (TableSums): the index of block
+// row (column) k among the coarse boundaries rb (cb), as the host computed them.
 // What the persistent search reads to sum a window of a given level.
 struct SearchTables {
     const float* S1;
@@ -517,7 +506,7 @@ __device__ __forceinline__ float2 score_in_search(const Judge& J, const SearchTa
                                                   int lane, float* feat)
 {
     if (level <= Q.lc) {
-        const CoarseSums sums{Q.C1, Q.C2, Q.wc, __ldg(Q.inv_r + W.x), __ldg(Q.inv_c + W.y), __ldg(Q.inv_r + W.z),
+        const TableSums sums{Q.C1, Q.C2, Q.wc, __ldg(Q.inv_r + W.x), __ldg(Q.inv_c + W.y), __ldg(Q.inv_r + W.z),
                               __ldg(Q.inv_c + W.w)};
         return score_window(J, sums, W, cls, lane, feat);
     }
