@@ -36,7 +36,7 @@ from hyperapp.kernels import get_kernel
 WPB = 8  # windows (warps) per block of the level and search kernels
 # measured best on an H100 (scripts/profile_ffbp.py): 8 warps x 2 blocks 0.140 ms, 4 x 4 0.142, 4 x 2 0.151
 PERSISTENT_BLOCKS_PER_SM = 2
-SCAN_CH = 16  # values per lane and round of the persistent search's summed-area scans (96 registers: 4 blocks fit)
+SCAN_CH = 16  # values per lane and round of the warp scans (32 would cost the search kernel ~40 registers)
 TOP_LEVELS = 5  # levels 0-4 (341 windows at most) judged at once by the persistent search
 
 
@@ -171,7 +171,8 @@ def _buffers(model, nbr: int, nbc: int, levels: int):
         cache[key] = {
             # the persistent search's coarse summed-area tables (first row and column stay zero) and the
             # coarse partition with its inverse
-            "lc": lc, "C1": cupy.zeros((nc1, nc1, int(model.n_bands_))), "C2": cupy.zeros((nc1, nc1, int(model.n_bands_))),
+            "lc": lc, "C1": cupy.zeros((nc1, nc1, int(model.n_bands_))),
+            "C2": cupy.zeros((nc1, nc1, int(model.n_bands_))),
             "rb": cupy.asarray(rb), "cb": cupy.asarray(cb),
             "inv_r": cupy.asarray(_inverse(rb, nbr)), "inv_c": cupy.asarray(_inverse(cb, nbc)),
             "cap": cap, "box_cap": box_cap,
@@ -219,7 +220,8 @@ def search_gpu(model, X, persistent: bool = False):
 
 
 class _Stats:
-    """Preallocated summed-area tables for the graph (the WindowStats fields the level kernel reads)."""
+    """Preallocated statistics buffers of a search over one cube shape: block sums (both searches) and
+    the full summed-area tables (the eager one only)."""
 
     def __init__(self, X, bs: int):
         import cupy
@@ -233,12 +235,17 @@ class _Stats:
         self.ref = X
         self.S1 = cupy.empty((nbr, nbc, B), cupy.float32)
         self.S2 = cupy.empty_like(self.S1)
-        self.T1 = cupy.empty((nbr + 1, nbc + 1, B), cupy.float64)
-        self.T2 = cupy.empty_like(self.T1)
+        self.T1 = self.T2 = None  # the full tables: only the eager search needs them (_launch_stats)
 
 
 def _launch_stats(X, st: _Stats) -> None:
-    """Block statistics and summed-area tables into preallocated buffers (no allocation: capturable)."""
+    """Block statistics and summed-area tables into preallocated buffers."""
+    import cupy
+
+    if st.T1 is None:
+        nbr, nbc = st.nb
+        st.T1 = cupy.empty((nbr + 1, nbc + 1, X.shape[2]), cupy.float64)
+        st.T2 = cupy.empty_like(st.T1)
     _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(X.shape[2]))
     _scan_into(st.S1, st.T1)
     _scan_into(st.S2, st.T2)

@@ -127,6 +127,11 @@ def test_ffbp_gpu_gives_the_cpu_boxes(cp):
         lv = _same_ffbp_boxes(cp, m, X.astype(np.float32))
         pruned += sum(4 ** i - n for i, n in enumerate(lv[:5]))
     assert pruned > 0  # the top-level pruning was exercised
+    # 30 bands (not a multiple of 4 or 8: the scalar statistics kernel, masked scan lanes) and the
+    # mean + std features
+    train = [make_sea_scene(256, 256, seed=s) for s in (101, 102)]
+    m = FFBP(features="meanstd").fit_scenes([(s.cube[..., :30].astype(np.float32), s.truth > 0) for s in train])
+    _same_ffbp_boxes(cp, m, make_sea_scene(300, 260, seed=7).cube[..., :30].astype(np.float32))
 
 
 def test_ffbp_graph_and_eager_searches_agree(cp):
