@@ -156,6 +156,8 @@ def cmd_detect(args) -> int:
     if "evaluation" in rep:
         e = rep["evaluation"]
         line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}"
+    if rep.get("windows_per_level"):
+        line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
     print(f"wrote {paths['report'].parent}")
     return 0

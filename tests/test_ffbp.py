@@ -111,6 +111,8 @@ def test_cli_ffbp_trains_on_another_scene(tmp_path, capsys, sea_hdr):
     assert code == 0, capsys.readouterr().err
     rep = json.loads((tmp_path / "o/report.json").read_text())
     assert rep["boxes"] > 0 and rep["windows_per_level"][0] == 1
+    printed = "windows per level " + "/".join(map(str, rep["windows_per_level"]))
+    assert printed in capsys.readouterr().out
     assert (tmp_path / "o/boxes.csv").read_text().startswith("row,col,height,width,level,ann1,ann2")
     gj = json.loads((tmp_path / "o/boxes.geojson").read_text())
     assert len(gj["features"]) == rep["boxes"]
