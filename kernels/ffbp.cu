@@ -41,6 +41,20 @@ __device__ __forceinline__ unsigned long long global_timer()
 #define STAMP_LAST(k) do {} while (0)
 #endif
 
+// The block and band lane of statistics item idx: items run band lane fastest (`lanes` per block), then
+// block column, then block row; the block's pixel rows [r0, r1) and columns [c0, c1) are clipped to the
+// image.
+struct BlockItem {
+    int lane, r0, c0, r1, c1;
+};
+
+__device__ __forceinline__ BlockItem block_item(long long idx, int lanes, int nbc, int bs, int R, int C)
+{
+    const long long blk = idx / lanes;
+    const int r0 = (int)(blk / nbc) * bs, c0 = (int)(blk % nbc) * bs;
+    return BlockItem{(int)(idx % lanes), r0, c0, min(r0 + bs, R), min(c0 + bs, C)};
+}
+
 extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X, int R, int C, int B, int bs,
                                                      int nbc, long long total, const float* __restrict__ ref,
                                                      float* __restrict__ S1, float* __restrict__ S2,
@@ -50,11 +64,8 @@ extern "C" __global__ void hyperapp_ffbp_block_stats(const float* __restrict__ X
     STAMP(0);
     if (idx < nzero) zero[idx] = 0;  // the search's counters, reset here instead of by a separate launch
     if (idx >= total) return;
-    const int b = (int)(idx % B);
-    const long long blk = idx / B;
-    const int bi = (int)(blk / nbc), bj = (int)(blk % nbc);
-    const int r0 = bi * bs, c0 = bj * bs;
-    const int r1 = min(r0 + bs, R), c1 = min(c0 + bs, C);
+    const BlockItem it = block_item(idx, B, nbc, bs, R, C);
+    const int b = it.lane, r0 = it.r0, c0 = it.c0, r1 = it.r1, c1 = it.c1;
     const float rb = ref[b];
     float s1 = 0.0f, s2 = 0.0f;
     for (int r = r0; r < r1; ++r) {
@@ -99,11 +110,8 @@ extern "C" __global__ void hyperapp_ffbp_block_stats4(const float* __restrict__ 
     if (idx < nzero) zero[idx] = 0;
     if (idx >= total4) return;
     const int B4 = B / 4;
-    const int b4 = (int)(idx % B4);
-    const long long blk = idx / B4;
-    const int bi = (int)(blk / nbc), bj = (int)(blk % nbc);
-    const int r0 = bi * bs, c0 = bj * bs;
-    const int r1 = min(r0 + bs, R), c1 = min(c0 + bs, C);
+    const BlockItem it = block_item(idx, B4, nbc, bs, R, C);
+    const int b4 = it.lane, r0 = it.r0, c0 = it.c0, r1 = it.r1, c1 = it.c1;
     const float4 rb = reinterpret_cast<const float4*>(ref)[b4];
     float4 s1 = make_float4(0.f, 0.f, 0.f, 0.f), s2 = s1;
     if (bs == 8 && r1 - r0 == 8 && c1 - c0 == 8) {
