@@ -467,6 +467,14 @@ __device__ __forceinline__ void grid_barrier(unsigned int* bar, unsigned int tar
 // (4^l - 1) / 3 + t.
 __device__ __forceinline__ int dense_offset(int l) { return ((1 << (2 * l)) - 1) / 3; }
 
+// The level of dense index i.
+__device__ __forceinline__ int dense_level(int i)
+{
+    int l = 0;
+    while (dense_offset(l + 1) <= i) ++l;
+    return l;
+}
+
 // Window (l, t) of the tree over an nbr x nbc grid, or an empty window when that path does not exist (an
 // empty half, or a split below a leaf, which the tree never makes).
 __device__ __forceinline__ int4 dense_window(int l, int t, int nbr, int nbc)
@@ -611,8 +619,7 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     // phase 4: every window of levels 0 .. top-1, live or not
     const int n_top = dense_offset(top);
     for (int i = gwarp; i < n_top; i += nwarps) {
-        int l = 0;
-        while (dense_offset(l + 1) <= i) ++l;
+        const int l = dense_level(i);
         const int4 W = dense_window(l, i - dense_offset(l), nbr, nbc);
         int d = DROP;
         float2 p = make_float2(0.f, 0.f);
@@ -628,8 +635,7 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     // phase 5a (a thread per top window): accepted boxes of live top windows, and the live count per level
     for (int i0 = tid - lane; i0 < n_top; i0 += nthreads) {  // whole warps: the reductions
         const int i = i0 + lane;
-        int l = 0;
-        while (dense_offset(l + 1) <= i) ++l;
+        const int l = dense_level(i);
         const int t = i - dense_offset(l);
         const int4 W = i < n_top ? dense_window(l, t, nbr, nbc) : make_int4(0, 0, 0, 0);
         const bool live = !is_empty(W) && ancestors_descend(dec, l, t);
