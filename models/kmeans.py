@@ -7,6 +7,8 @@ iteration.
 
 from __future__ import annotations
 
+import numpy as np
+
 from hyperapp.backend import get_namespace
 
 
@@ -53,3 +55,408 @@ def kmeans(X, k: int, n_iter: int = 25, seed: int = 0):
             break
         C = newC
     return C, labels
+
+
+# --------------------------------------------------------------------------------------------------
+# Many k at once (seed 001, "Multik")
+# --------------------------------------------------------------------------------------------------
+
+#: packed centre-distance block (M centres x points) kept under this many bytes per chunk
+CHUNK_BYTES = 256 << 20
+
+
+def parse_k(k) -> tuple[int, ...]:
+    """``8`` -> (8,); ``"2..16"`` (or ``"2-16"``, ``"2:16"``) -> (2, ..., 16); a list stays a list.
+
+    Raises
+    ------
+    InputError
+        Anything else, or a k below 1.
+    """
+    from hyperapp.errors import InputError
+
+    if isinstance(k, (list, tuple)):
+        ks = [int(v) for v in k]
+    elif isinstance(k, (int, np.integer)):
+        ks = [int(k)]
+    else:
+        text = str(k).strip()
+        for sep in ("..", ":", "-"):
+            if sep in text:
+                a, _, b = text.partition(sep)
+                try:
+                    lo, hi = int(a), int(b)
+                except ValueError as exc:
+                    raise InputError(f"k must be an integer or a range like 2..16, got {k!r}") from exc
+                if hi < lo:
+                    raise InputError(f"k range {k!r} runs backwards")
+                ks = list(range(lo, hi + 1))
+                break
+        else:
+            try:
+                ks = [int(text)]
+            except ValueError as exc:
+                raise InputError(f"k must be an integer or a range like 2..16, got {k!r}") from exc
+    if not ks or min(ks) < 1:
+        raise InputError(f"k must be at least 1, got {k!r}")
+    return tuple(sorted(set(ks)))
+
+
+def _assign_segments(G, cc, seg_start, seg_host):
+    """(labels, min partial distance) of every point for every segment, from G = C X^T (M, n)."""
+    xp = get_namespace(G)
+    S, n = len(seg_host) - 1, G.shape[1]
+    if xp is np:
+        lab = np.empty((S, n), np.int32)
+        mind = np.empty((S, n), np.float32)
+        part = cc[:, None] - 2.0 * G
+        for s in range(S):  # a loop over runs (tens), never over points
+            a, b = seg_host[s], seg_host[s + 1]
+            i = part[a:b].argmin(axis=0)
+            lab[s] = a + i
+            mind[s] = np.take_along_axis(part[a:b], i[None, :], 0)[0]
+        return lab, mind
+    from hyperapp.kernels import get_kernel
+
+    lab = xp.empty((S, n), xp.int32)
+    mind = xp.empty((S, n), xp.float32)
+    k = get_kernel("kmeans", "hyperapp_kmeans_assign")
+    k(((n + 255) // 256, S), (256,), (G, cc, seg_start, np.int32(n), lab, mind))
+    return lab, mind
+
+
+def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
+    """Lloyd's iterations for many runs at once, each run a segment of the packed centres ``C``.
+
+    Every iteration is two GEMMs over all runs together (distances ``C X^T``, sums ``onehot^T X``)
+    and one segmented arg-min, in chunks of points so memory stays bounded.
+
+    Returns
+    -------
+    C : (M, d) final centres
+    labels : (S, n) int32, the packed centre index of every point in every run
+    inertia : (S,) float64
+    n_iter : int
+    """
+    xp = get_namespace(X)
+    n, d = X.shape
+    M = C.shape[0]
+    S = len(seg_host) - 1
+    seg_start = xp.asarray(np.asarray(seg_host, np.int32))
+    seg_of = xp.asarray(np.repeat(np.arange(S), np.diff(seg_host)).astype(np.int32))
+    chunk = max(1024, min(n, CHUNK_BYTES // (4 * max(M, 1))))
+    xx = (X * X).sum(axis=1)
+
+    def sweep(C, accumulate: bool):
+        cc = (C * C).sum(axis=1)
+        sums = xp.zeros((M, d), xp.float32) if accumulate else None
+        counts = xp.zeros(M, xp.float32) if accumulate else None
+        labels = xp.empty((S, n), xp.int32)
+        inertia = xp.zeros(S, xp.float64)
+        for a in range(0, n, chunk):
+            Xc = X[a:a + chunk]
+            G = C @ Xc.T  # (M, nc), one GEMM for every run
+            lab, mind = _assign_segments(G, cc, seg_start, seg_host)
+            labels[:, a:a + chunk] = lab
+            inertia += xp.maximum(mind + xx[None, a:a + chunk], 0).sum(axis=1, dtype=xp.float64)
+            if accumulate:
+                oh = xp.zeros((Xc.shape[0], M), xp.float32)
+                oh[xp.arange(Xc.shape[0])[None, :], lab] = 1.0  # each point is in one cluster per run
+                sums += oh.T @ Xc
+                counts += oh.sum(axis=0)
+        return labels, inertia, sums, counts
+
+    it = 0
+    for it in range(1, max_iter + 1):
+        if progress is not None:
+            progress(it / (max_iter + 1), f"k-means iteration {it}")
+        _, _, sums, counts = sweep(C, True)
+        newC = xp.where((counts > 0)[:, None], sums / xp.maximum(counts, 1)[:, None], C)
+        shift = xp.zeros(S, xp.float64)
+        shift += xp.bincount(seg_of, weights=((newC - C) ** 2).sum(axis=1).astype(xp.float64), minlength=S)
+        C = newC
+        if bool((shift <= tol).all()):
+            break
+    labels, inertia, _, _ = sweep(C, False)
+    return C, labels, inertia, it
+
+
+def kmeans_pp_nested(X, kmax: int, n_init: int, rng, xx=None):
+    """Greedy k-means++ seeding (as scikit-learn's) of ``kmax`` centres for ``n_init`` restarts at once.
+
+    The first k centres of a seeding are a k-means++ seeding for k, so one seeding serves every k of a
+    range. The random numbers come from the host generator ``rng``, so NumPy and CuPy pick the same
+    points; everything else stays on the device. Returns (n_init, kmax, d) centres and the smallest
+    potential met (0 means fewer distinct points than centres).
+    """
+    xp = get_namespace(X)
+    n = X.shape[0]
+    Rn = n_init
+    L = 2 + int(np.log(max(kmax, 2)))
+    if xx is None:
+        xx = (X * X).sum(axis=1)
+    first = rng.integers(n, size=Rn)
+    u = rng.random((max(kmax - 1, 0), Rn, L))
+    idx_d = xp.zeros((Rn, kmax), xp.int64)
+    idx_d[:, 0] = xp.asarray(first)
+    C0 = X[xp.asarray(first)]
+    d2 = xp.maximum(xx[None, :] - 2.0 * (C0 @ X.T) + (C0 * C0).sum(axis=1)[:, None], 0).astype(xp.float64)
+    min_pot = d2.sum(axis=1).min()
+    rows = xp.arange(Rn)
+    for j in range(1, kmax):
+        pot = d2.sum(axis=1)  # (Rn,)
+        min_pot = xp.minimum(min_pot, pot.min())
+        cs = xp.cumsum(d2, axis=1)
+        # one sorted array over all restarts: offset each restart's cumulative sums past the last one's
+        off = xp.concatenate([xp.zeros(1, xp.float64), xp.cumsum(cs[:, -1])[:-1]])
+        target = xp.asarray(u[j - 1]) * pot[:, None] + off[:, None]
+        cand = xp.searchsorted((cs + off[:, None]).reshape(-1), target.reshape(-1)).reshape(Rn, L)
+        cand = xp.clip(cand - rows[:, None] * n, 0, n - 1)
+        P = X[cand.reshape(-1)]  # (Rn*L, d)
+        dc = xp.maximum(xx[None, :] - 2.0 * (P @ X.T) + (P * P).sum(axis=1)[:, None], 0).astype(xp.float64)
+        dc = xp.minimum(d2[:, None, :], dc.reshape(Rn, L, n))
+        best = dc.sum(axis=2).argmin(axis=1)
+        idx_d[:, j] = cand[rows, best]
+        d2 = dc[rows, best]
+    return X[idx_d.reshape(-1)].reshape(Rn, kmax, X.shape[1]), float(min_pot)
+
+
+def silhouette(X, labels, k: int) -> float:
+    """Mean silhouette coefficient (as ``sklearn.metrics.silhouette_score``) of ``labels`` in 0..k-1.
+
+    One GEMM for the pairwise distances, one for each point's distance sums per cluster; meant for a
+    sample of a few thousand points.
+    """
+    xp = get_namespace(X)
+    Xd = X.astype(xp.float64)
+    D = xp.sqrt(xp.maximum(sq_distances(Xd, Xd), 0))
+    oh = (labels[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
+    sums = D @ oh  # (m, k)
+    counts = oh.sum(axis=0)
+    own = counts[labels]
+    a = sums[xp.arange(X.shape[0]), labels] / xp.maximum(own - 1, 1)
+    other = xp.where(oh > 0, xp.inf, sums / xp.maximum(counts, 1)[None, :])
+    other = xp.where((counts > 0)[None, :], other, xp.inf)
+    b = other.min(axis=1)
+    s = (b - a) / xp.maximum(xp.maximum(a, b), 1e-300)
+    s = xp.where(own > 1, s, 0.0)
+    return float(s.mean())
+
+
+def davies_bouldin(X, labels, centres) -> float:
+    """Davies-Bouldin index (as ``sklearn.metrics.davies_bouldin_score``); lower is better."""
+    xp = get_namespace(X)
+    k = centres.shape[0]
+    C = centres.astype(xp.float64)
+    dist = xp.zeros(X.shape[0], xp.float64)
+    step = max(1, (64 << 20) // (8 * X.shape[1]))
+    for a in range(0, X.shape[0], step):
+        diff = X[a:a + step].astype(xp.float64) - C[labels[a:a + step]]
+        dist[a:a + step] = xp.sqrt((diff * diff).sum(axis=1))
+    counts = xp.bincount(labels, minlength=k)
+    s = xp.bincount(labels, weights=dist, minlength=k) / xp.maximum(counts, 1)
+    M = xp.sqrt(xp.maximum(sq_distances(C, C), 0))
+    xp.fill_diagonal(M, xp.inf)
+    r = (s[:, None] + s[None, :]) / M
+    r = xp.where(xp.isfinite(r), r, 0.0)
+    return float(r.max(axis=1).mean())
+
+
+def elbow(ks, inertia) -> int:
+    """The k at the elbow of the inertia curve: the point farthest below the chord from first to last
+    (the "kneedle" rule on the normalised curve)."""
+    ks = np.asarray(ks, np.float64)
+    y = np.asarray(inertia, np.float64)
+    if len(ks) < 3:
+        return int(ks[-1])
+    x = (ks - ks[0]) / (ks[-1] - ks[0])
+    yn = (y - y.min()) / max(y.max() - y.min(), 1e-300)
+    chord = 1 - x  # a decreasing curve from 1 to 0
+    return int(ks[int(np.argmax(chord - yn))])
+
+
+class MultiKMeans:
+    """k-means for one k or a whole range of k at once, with several restarts, on NumPy or CuPy.
+
+    Every k of the range and every restart is a run; each Lloyd iteration assigns the points to the
+    centres of all runs with one GEMM and one segmented arg-min and accumulates all new centres with
+    one more GEMM, so the data are read once per iteration for every k together (seed 001). Seeding is
+    greedy k-means++ (as scikit-learn's), shared by all k of a restart. The data are centred first
+    (as scikit-learn does) so the float32 distance expansion keeps its precision.
+
+    Parameters
+    ----------
+    k : int or str
+        One k (``8``) or a range (``"2..16"``); with a range, ``criterion`` chooses the k that labels
+        the image.
+    n_init : int
+        Restarts per k; the run with the lowest inertia is kept.
+    max_iter : int
+        Lloyd iterations at most.
+    tol : float
+        Stop when every run's squared centre shift is at most ``tol`` times the mean band variance
+        (scikit-learn's rule).
+    criterion : {"silhouette", "davies_bouldin", "elbow"}
+        How a range chooses its k: the highest silhouette (on a sample), the lowest Davies-Bouldin
+        index, or the elbow of the inertia curve.
+    silhouette_sample : int
+        Points (a seeded random sample) the silhouette is computed on.
+    seed : int
+        Seed of the host random generator (seeding and the silhouette sample).
+
+    Attributes
+    ----------
+    k_values_ : (nk,) int array
+    inertia_ : (nk,) float array, best over restarts
+    centers_ : list of (k, bands) arrays, one per k
+    silhouette_, davies_bouldin_ : (nk,) float arrays (NaN for k = 1)
+    chosen_k_ : int
+    labels_ : (n,) int array, the chosen k's cluster of every fitted point
+    n_iter_ : int
+    """
+
+    accepts_progress = True
+
+    def __init__(self, k="2..16", n_init: int = 3, max_iter: int = 100, tol: float = 1e-4,
+                 criterion: str = "silhouette", silhouette_sample: int = 2000, seed: int = 0):
+        self.k = k
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.criterion = criterion
+        self.silhouette_sample = silhouette_sample
+        self.seed = seed
+
+    def get_params(self) -> dict:
+        return {k: getattr(self, k) for k in ("k", "n_init", "max_iter", "tol", "criterion",
+                                              "silhouette_sample", "seed")}
+
+    def fit(self, X, y=None, progress=None):
+        """Cluster the rows of ``X`` (n, bands) for every k."""
+        from hyperapp.errors import InputError, ModelError
+        from hyperapp.models.base import as_pixels, check_finite
+
+        X, _ = as_pixels(X)
+        xp = get_namespace(X)
+        ks = parse_k(self.k)
+        if self.criterion not in ("silhouette", "davies_bouldin", "elbow"):
+            raise InputError(f"criterion must be silhouette, davies_bouldin or elbow, got {self.criterion!r}")
+        if int(self.n_init) < 1 or int(self.max_iter) < 1:
+            raise InputError("n_init and max_iter must be at least 1")
+        n = X.shape[0]
+        if n == 0:
+            raise ModelError("no spectra selected: the selection is empty")
+        if max(ks) > n:
+            raise ModelError(f"k = {max(ks)} is larger than the number of spectra ({n})")
+        check_finite(X, "selected spectra")
+        X = X.astype(xp.float32)
+        mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
+        Xc = X - mean[None, :]
+        var = float(Xc.var(axis=0, dtype=xp.float64).mean())
+        if var <= 0:
+            raise ModelError("the selected spectra are all identical: there is nothing to cluster")
+        rng = np.random.default_rng(self.seed)
+        kmax = max(ks)
+        xx = (Xc * Xc).sum(axis=1)
+        seeds, min_pot = kmeans_pp_nested(Xc, kmax, int(self.n_init), rng, xx)
+        if kmax > 1 and min_pot <= 0:
+            raise ModelError(f"the selected spectra have fewer than k = {kmax} distinct values")
+        # pack the runs: for each restart, for each k, its first k seeds
+        runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
+        seg = np.concatenate([[0], np.cumsum([k for _, k in runs])]).astype(np.int64)
+        C = xp.concatenate([seeds[r, :k] for r, k in runs], axis=0)
+        C, labels, inertia, n_iter = lloyd_segments(Xc, C, seg, int(self.max_iter), float(self.tol) * var,
+                                                    progress.sub(0.0, 0.9) if progress is not None else None)
+        inertia_h = np.asarray(inertia.get() if hasattr(inertia, "get") else inertia)
+        self.k_values_ = np.asarray(ks)
+        self.inertia_ = np.empty(len(ks))
+        self.centers_ = []
+        self._labels_all = {}
+        for i, k in enumerate(ks):
+            cand = [j for j, (_, kk) in enumerate(runs) if kk == k]
+            best = min(cand, key=lambda j: (inertia_h[j], j))
+            self.inertia_[i] = inertia_h[best]
+            self.centers_.append(C[seg[best]:seg[best + 1]] + mean[None, :])
+            self._labels_all[k] = labels[best] - int(seg[best])
+        self.n_iter_ = int(n_iter)
+        # choosing k
+        if progress is not None:
+            progress(0.92, "choosing k")
+        m = min(int(self.silhouette_sample), n)
+        samp = xp.asarray(np.sort(rng.choice(n, m, replace=False)))
+        self.silhouette_ = np.full(len(ks), np.nan)
+        self.davies_bouldin_ = np.full(len(ks), np.nan)
+        for i, k in enumerate(ks):
+            if k < 2:
+                continue
+            lab = self._labels_all[k]
+            if m > k:
+                self.silhouette_[i] = silhouette(Xc[samp], lab[samp], k)
+            self.davies_bouldin_[i] = davies_bouldin(Xc, lab, self.centers_[i] - mean[None, :])
+        self.chosen_k_ = self._choose(ks)
+        self.labels_ = self._labels_all[self.chosen_k_]
+        del self._labels_all
+        return self
+
+    def _choose(self, ks) -> int:
+        if len(ks) == 1:
+            return ks[0]
+        if self.criterion == "elbow":
+            return elbow(ks, self.inertia_)
+        vals = self.silhouette_ if self.criterion == "silhouette" else -self.davies_bouldin_
+        if np.all(np.isnan(vals)):
+            return elbow(ks, self.inertia_)
+        return int(self.k_values_[int(np.nanargmax(vals))])
+
+    def _check_fitted(self):
+        from hyperapp.errors import ModelError
+
+        if not hasattr(self, "centers_"):
+            raise ModelError("MultiKMeans is not fitted yet: call fit first")
+
+    def centres_for(self, k: int | None = None):
+        """Centres of ``k`` (default: the chosen k)."""
+        self._check_fitted()
+        k = self.chosen_k_ if k is None else int(k)
+        where = np.flatnonzero(self.k_values_ == k)
+        if not where.size:
+            from hyperapp.errors import InputError
+
+            raise InputError(f"k = {k} was not fitted; fitted: {', '.join(map(str, self.k_values_))}")
+        return self.centers_[int(where[0])]
+
+    def predict(self, X, k: int | None = None):
+        """Nearest centre (0..k-1) of every row of ``X`` for ``k`` (default: the chosen k)."""
+        from hyperapp.models.base import as_pixels
+
+        P, lead = as_pixels(X)
+        xp = get_namespace(P)
+        C = xp.asarray(self.centres_for(k)).astype(xp.float32)
+        out = xp.empty(P.shape[0], xp.int32)
+        step = max(1024, CHUNK_BYTES // (4 * C.shape[0] + 4 * P.shape[1]))
+        for a in range(0, P.shape[0], step):
+            out[a:a + step] = sq_distances(P[a:a + step].astype(xp.float32), C).argmin(axis=1)
+        return out.reshape(lead)
+
+    def summary(self) -> dict:
+        """JSON-ready results: inertia, silhouette and Davies-Bouldin per k, and the chosen k."""
+        self._check_fitted()
+
+        def clean(a):
+            return [None if not np.isfinite(v) else float(v) for v in a]
+
+        return {"k": [int(k) for k in self.k_values_], "inertia": clean(self.inertia_),
+                "silhouette": clean(self.silhouette_), "davies_bouldin": clean(self.davies_bouldin_),
+                "chosen_k": int(self.chosen_k_), "criterion": self.criterion, "n_iter": self.n_iter_}
+
+    def tables(self) -> dict:
+        """CSV tables: the per-k curves and the chosen k's centres (one row per cluster)."""
+        from hyperapp.backend import to_host
+
+        s = self.summary()
+        curves = (["k", "inertia", "silhouette", "davies_bouldin"],
+                  [list(r) for r in zip(s["k"], s["inertia"], s["silhouette"], s["davies_bouldin"])])
+        C = to_host(self.centres_for())
+        centres = (["cluster"] + [f"band_{b}" for b in range(C.shape[1])],
+                   [[i, *map(float, row)] for i, row in enumerate(C)])
+        return {"kmeans_curves": curves, "centres": centres}
