@@ -8,6 +8,11 @@ Headless commands
 [--device auto|gpu|cpu] --out DIR``
     Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
     (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``.
+``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
+[--bands LIST] [--device auto|gpu|cpu] --out DIR``
+    Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
+    writes ``DIR/labels.hdr/.img`` (int16 cluster per pixel, -1 none; methods that label the image),
+    the method's tables (CSV) and ``DIR/report.json``.
 ``bench [--case NAME ...]``
     The benchmark harness (GPU vs NumPy vs peer vs the memory-bandwidth floor).
 ``samples [DIR]``
@@ -80,6 +85,24 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--train-from", help="FFBP: scene to train the window networks on")
     det.add_argument("--train-truth", help="FFBP: truth mask of --train-from")
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
+    det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10-20), as a band "
+                                     "reduction chose them")
+
+    ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
+    _add_cube_args(ana)
+    ana.add_argument("--method", required=True, help="kmeans, band-subsets or band-clusters")
+    ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="method option, repeatable (e.g. --param k=2..16)")
+    ana.add_argument("--roi", help="ROI pixels: an integer class map (0 = none) or a CSV of row,col (class 1)")
+    ana.add_argument("--select", default=None, choices=["sample", "image", "roi", "rois"],
+                     help="which spectra to fit on (default: a sample, or the ROI pixels when --roi is given)")
+    ana.add_argument("--roi-class", type=int, default=1, help="the class --select roi takes (default 1)")
+    ana.add_argument("--sample", type=int, default=None, help="pixels in the random sample (default 20000)")
+    ana.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    ana.add_argument("--bands", help="analyse these bands only (0-based, e.g. 3,17,40 or 10-20)")
+    ana.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
+    ana.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    ana.add_argument("--out", required=True, help="output folder")
 
     bench = sub.add_parser("bench", help="benchmark the GPU kernels")
     bench.add_argument("--case", action="append", default=[], help="run only these cases (repeatable)")
@@ -117,14 +140,12 @@ def cmd_info(args) -> int:
 
 def cmd_detect(args) -> int:
     from hyperapp.detect import run_detection, write_detection
-    from hyperapp.io import open_cube, read_labels
+    from hyperapp.io import read_labels
     from hyperapp.io.atomic import ensure_dir
     from hyperapp.jobs import text_progress
 
     ensure_dir(args.out)  # fail before the work, not after it
-    cube = open_cube(args.cube, args.dataset)
-    if not args.all_bands:
-        cube = cube.good_bands()
+    cube = _open(args)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     background = read_labels(args.background, shape) if args.background else None
@@ -134,11 +155,11 @@ def cmd_detect(args) -> int:
         params["n_hidden"] = args.hidden
     model = None
     if args.model:
-        from hyperapp.models.persist import load_model
+        from hyperapp.io.models import load_model
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
     if args.method == "ffbp":
-        from hyperapp.models.ffbp_job import prepare_ffbp
+        from hyperapp.ffbp_training import prepare_ffbp
 
         model, params = prepare_ffbp(args, cube, model, params)
     progress = text_progress()
@@ -146,7 +167,7 @@ def cmd_detect(args) -> int:
                            truth=truth, far=args.far, threshold=args.threshold, model=model,
                            progress=progress)
     if args.save_model:
-        from hyperapp.models.persist import save_model
+        from hyperapp.io.models import save_model
 
         save_model(result.model, args.save_model, method=args.method)
     paths = write_detection(result, args.out, cube)
@@ -158,6 +179,63 @@ def cmd_detect(args) -> int:
         line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}"
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
+    print(line)
+    print(f"wrote {paths['report'].parent}")
+    return 0
+
+
+def _open(args):
+    """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
+    from hyperapp.analyse import parse_bands
+    from hyperapp.io import open_cube
+
+    cube = open_cube(args.cube, args.dataset)
+    if not args.all_bands:
+        cube = cube.good_bands()
+    if getattr(args, "bands", None):
+        cube = cube.subset_bands(parse_bands(args.bands, cube.bands))
+    return cube
+
+
+def read_class_map(path: str, shape: tuple[int, int]):
+    """ROI classes for ``analyse --roi``: an integer mask image as it is, a CSV pixel list as class 1."""
+    from pathlib import Path
+
+    from hyperapp.io.masks import read_labels, read_mask
+
+    if Path(path).suffix.lower() in (".csv", ".txt"):
+        return read_labels(path, shape).astype("int32")
+    m = read_mask(path, shape)
+    if (m < 0).any():
+        m = m.copy()
+        m[m < 0] = 0
+    return m
+
+
+def cmd_analyse(args) -> int:
+    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+    from hyperapp.io.atomic import ensure_dir
+    from hyperapp.jobs import text_progress
+
+    ensure_dir(args.out)
+    cube = _open(args)
+    roi = read_class_map(args.roi, (cube.rows, cube.cols)) if args.roi else None
+    kind = args.select or ("rois" if roi is not None and args.sample is None else "sample")
+    sel = Selection(kind, args.sample or DEFAULT_SAMPLE, args.seed, args.roi_class)
+    params = dict(_parse_param(t) for t in args.param)
+    result = run_analysis(cube, args.method, params, sel, roi=roi, device=args.device, progress=text_progress())
+    paths = write_analysis(result, args.out, cube)
+    rep = result.report
+    res = rep["results"]
+    line = f"{rep['method']} on {rep['device']}: {rep['selection']['n_spectra']} spectra"
+    if "chosen_k" in res:
+        line += f", k = {res['chosen_k']} (by {res['criterion']} over k = {res['k'][0]}..{res['k'][-1]})"
+    if "best" in res:
+        b = res["best"][0]
+        line += f", best subset {b['bands']} ({res['score']} {b['score']:.4f})"
+    if "representatives" in res:
+        line += f", bands kept {res['representatives']}"
+    line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
     print(f"wrote {paths['report'].parent}")
     return 0
@@ -182,7 +260,8 @@ def cmd_samples(args) -> int:
     return 0
 
 
-COMMANDS = {"info": cmd_info, "detect": cmd_detect, "bench": cmd_bench, "samples": cmd_samples}
+COMMANDS = {"info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "analyze": cmd_analyse,
+            "bench": cmd_bench, "samples": cmd_samples}
 
 
 def headless(argv: list[str], debug: bool = False) -> int:
@@ -217,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.remove("--headless")
         return headless(argv, debug)
     gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
-                                 epilog="Batch use: hyperapp --headless {info,detect,bench,samples} ...")
+                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,bench,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")

@@ -209,6 +209,54 @@ def make_sea_scene(rows: int = 128, cols: int = 128, bands: int = 64, seed: int 
                  np.zeros(shape, bool), fill)
 
 
+CLASS_MATERIALS = ("veg", "soil", "asphalt", "concrete", "water", "debris", "seaweed", "paint")
+
+
+@dataclass
+class LabelledScene:
+    """A generated multi-class scene: int16 cube, integer class map (1..n), class names, wavelengths."""
+
+    name: str
+    cube: np.ndarray
+    labels: np.ndarray
+    classes: tuple[str, ...]
+    wavelengths: np.ndarray
+
+
+def make_classes_scene(rows: int = 128, cols: int = 128, bands: int = 64, n_classes: int = 6,
+                       seed: int = 5) -> LabelledScene:
+    """Fields of several materials with known class labels (for clustering and classification tests).
+
+    The image is cut into irregular fields (a Voronoi partition of random seeds, its borders warped by a
+    smooth random field); each field is one material of :data:`CLASS_MATERIALS`, whose spectrum varies
+    inside the field (brightness and a little of a neighbouring material) as real fields do. The
+    sensor model (transmission, noise, int16) is the same as the other scenes'.
+    """
+    if not 2 <= n_classes <= len(CLASS_MATERIALS):
+        raise ValueError(f"n_classes must be between 2 and {len(CLASS_MATERIALS)}")
+    rng = np.random.default_rng(seed)
+    wl = wavelengths(bands)
+    m = materials(wl)
+    names = CLASS_MATERIALS[:n_classes]
+    n_fields = max(3 * n_classes, rows * cols // 600)
+    pts = rng.uniform(0, 1, size=(n_fields, 2)) * (rows, cols)
+    rr, cc = np.mgrid[0:rows, 0:cols].astype(float)
+    rr = rr + 4 * _field(rng, (rows, cols), 6)
+    cc = cc + 4 * _field(rng, (rows, cols), 6)
+    d = (rr[..., None] - pts[:, 0]) ** 2 + (cc[..., None] - pts[:, 1]) ** 2
+    field_id = d.argmin(axis=2)
+    field_class = np.concatenate([np.arange(n_classes), rng.integers(0, n_classes, n_fields - n_classes)])
+    rng.shuffle(field_class)
+    labels = field_class[field_id] + 1
+    spectra = np.stack([m[k] for k in names])
+    mix_with = rng.integers(0, n_classes, n_fields)[field_id]
+    frac = 0.1 * (1 / (1 + np.exp(-_field(rng, (rows, cols), 4))))
+    refl = (1 - frac[..., None]) * spectra[labels - 1] + frac[..., None] * spectra[mix_with]
+    refl *= (1 + 0.1 * _field(rng, (rows, cols), 5))[..., None]
+    cube = _finish(rng, refl, wl)
+    return LabelledScene("classes", cube, labels.astype(np.int16), names, wl)
+
+
 def _clicks(rng, fill) -> np.ndarray:
     """Five example target pixels a user might click (full-fill pixels first)."""
     cand = np.argwhere(fill >= 0.99)

@@ -95,7 +95,7 @@ class Session:
     def save_project(self, path: str | os.PathLike) -> None:
         """Write the project (JSON) and each run's fitted model beside it (``<project>.models/``)."""
         from hyperapp.io.atomic import atomic_write_text
-        from hyperapp.models.persist import save_model
+        from hyperapp.io.models import save_model
 
         p = Path(path)
         mdir = p.with_suffix(".models")

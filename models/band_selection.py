@@ -185,7 +185,12 @@ class BandSubsetSearch:
         return {k: getattr(self, k) for k in ("n_subsets", "subset_size", "k", "max_iter", "top", "seed")}
 
     def fit(self, X, y=None, progress=None):
-        """Explore subsets of the columns of ``X`` (n, bands); ``y`` (n,) classes >= 0, -1 unlabelled."""
+        """Explore subsets of the columns of ``X`` (n, bands).
+
+        ``y`` (n,) holds classes (>= 0) and -1 for unlabelled spectra; with a single class marked, every
+        unlabelled spectrum is taken as a second class ("the rest"). Without two classes the subsets
+        are scored by the variance their code keeps.
+        """
         from hyperapp.models.base import as_pixels, check_finite
 
         X, _ = as_pixels(X)
@@ -213,6 +218,9 @@ class BandSubsetSearch:
             yh = np.asarray(to_host(y)).reshape(-1)
             if yh.shape[0] != n:
                 raise InputError(f"classes cover {yh.shape[0]} spectra, the selection has {n}")
+        if len(np.unique(yh[yh >= 0])) == 1 and (yh < 0).any():
+            # one class marked (targets only): separate it from everything else
+            yh = np.where(yh >= 0, yh, np.iinfo(np.int64).max)
         classes = np.unique(yh[yh >= 0])
         if len(classes) > MAX_CLASSES:
             raise InputError(f"at most {MAX_CLASSES} classes, got {len(classes)}")

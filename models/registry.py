@@ -1,4 +1,4 @@
-"""Detectors by the names the CLI (``--method``) and the GUI's method list use.
+"""Detectors and analysis methods by the names the CLI (``--method``) and the GUI's lists use.
 
 Each entry builds an estimator from keyword parameters; :data:`PARAMS` describes those parameters
 (type, default, range, help) so the GUI builds its form from them and the CLI its options, and a
@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Param:
+    """One option of a method: the CLI's ``--param NAME=VALUE`` and one row of the GUI's form.
+
+    ``label`` is what a person reads in the form; ``help`` is the tooltip that explains it.
+    """
+
     name: str
     type: type
     default: object
@@ -20,6 +25,11 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple = ()
+    label: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ").capitalize()
 
 
 @dataclass(frozen=True)
@@ -29,12 +39,17 @@ class Method:
     factory: Callable
     params: tuple[Param, ...] = field(default_factory=tuple)
     uses_targets: bool = True
-    kind: str = "pixel"  # "pixel" detectors score every pixel; "window" ones return boxes
+    kind: str = "pixel"  # "pixel" detectors score every pixel; "window" ones return boxes; "analysis"
+    #: analysis methods: whether the fitted model labels every pixel of the image (``predict``)
+    labels_image: bool = False
+    #: analysis methods: whether classes (ROIs or a label map) are required
+    needs_classes: bool = False
 
     def build(self, **kwargs):
         """A new estimator with ``kwargs`` set (any of its ``__init__`` parameters)."""
         est = self.factory()
         known = set(est.get_params())
+        kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
         unknown = set(kwargs) - known
         if unknown:
             from hyperapp.errors import InputError
@@ -69,8 +84,8 @@ register(Method("mf", "Matched filter", _classic("MatchedFilter")))
 register(Method("cem", "CEM (constrained energy min.)", _classic("CEM")))
 register(Method("rx", "RX anomaly (global)", _classic("RX"), uses_targets=False))
 register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), (
-    Param("inner", int, 3, "guard window width (odd)", 1, 99),
-    Param("outer", int, 15, "background window width (odd)", 3, 201),
+    Param("inner", int, 3, "Width in pixels of the guard window around the pixel under test, left out of the background statistics (odd).", 1, 99, label="Guard window (px)"),
+    Param("outer", int, 15, "Width in pixels of the local window whose pixels (outside the guard window) estimate the background (odd).", 3, 201, label="Background window (px)"),
 ), uses_targets=False))
 
 
@@ -81,15 +96,15 @@ def _rbfn(**kw):
 
 
 register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
-    Param("n_hidden", int, 4, "hidden neurons", 2, 1024),
-    Param("whiten", str, "pca", "whitening fitted on the background", choices=("pca", "cov", "std")),
-    Param("n_components", int, 16, "principal components kept (pca)", 1, 512),
-    Param("width_scale", float, 2.0, "multiplies every RBF width", 0.1, 20.0),
-    Param("normalize", bool, True, "divide spectra by their norm (brightness invariance)"),
-    Param("n_background", int, 4000, "background pixels sampled for training", 10, 200000),
-    Param("n_augment", int, 0, "synthetic sub-pixel targets mixed from the clicks", 0, 100000),
-    Param("ridge", float, 1e-3, "ridge penalty of the output layer", 0.0, 10.0),
-    Param("seed", int, 0, "seed of sampling and k-means", 0, 2**31 - 1),
+    Param("n_hidden", int, 4, "Radial-basis neurons: centres placed by k-means among the target clicks and the background.", 2, 1024, label="Neurons"),
+    Param("whiten", str, "pca", "How spectra are whitened before the distances: principal components of the background (pca), its full covariance (cov), or per-band scaling (std).", choices=("pca", "cov", "std"), label="Whitening"),
+    Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
+    Param("width_scale", float, 2.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
+    Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
+    Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
+    Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
+    Param("ridge", float, 1e-3, "Ridge penalty of the output layer's least-squares fit (regularisation).", 0.0, 10.0, label="Regularisation"),
+    Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
 )))
 
 
@@ -100,12 +115,83 @@ def _ffbp(**kw):
 
 
 register(Method("ffbp", "FFBP multi-resolution windows", _ffbp, (
-    Param("features", str, "std", "window features", choices=("std", "meanstd")),
-    Param("n_hidden", int, 16, "hidden neurons of each network", 2, 256),
-    Param("min_window", int, 8, "smallest window side (pixels)", 2, 256),
-    Param("pad", int, 3, "pixels added around each box", 0, 32),
-    Param("epochs", int, 300, "training epochs (early stopping)", 1, 10000),
+    Param("features", str, "std", "What describes a window: the standard deviation of each band (std) or its mean and standard deviation (meanstd).", choices=("std", "meanstd"), label="Window features"),
+    Param("n_hidden", int, 16, "Hidden neurons of each of the two window networks.", 2, 256, label="Neurons per network"),
+    Param("min_window", int, 8, "The search stops at windows of this side.", 2, 256, label="Smallest window (px)"),
+    Param("pad", int, 3, "Pixels added around each detected box.", 0, 32, label="Box margin (px)"),
+    Param("epochs", int, 300, "Training epochs at most (training stops early when the validation error stops falling).", 1, 10000, label="Training epochs"),
 ), kind="window"))
+
+
+# ------------------------------------------------------------------ analysis methods (side panels)
+ANALYSES: dict[str, Method] = {}
+
+
+def register_analysis(method: Method) -> Method:
+    ANALYSES[method.name] = method
+    return method
+
+
+def _kmeans(**kw):
+    from hyperapp.models.kmeans import MultiKMeans
+
+    return MultiKMeans(**kw)
+
+
+def _band_subsets(**kw):
+    from hyperapp.models.band_selection import BandSubsetSearch
+
+    return BandSubsetSearch(**kw)
+
+
+def _band_clusters(**kw):
+    from hyperapp.models.band_selection import BandClustering
+
+    return BandClustering(**kw)
+
+
+register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, (
+    Param("k", str, "2..16", "One number of clusters (8) or a range (2..16): every k of a range is fitted at "
+          "once and the criterion picks the one that labels the image.", label="Clusters (k or range)"),
+    Param("n_init", int, 3, "Restarts per k from different k-means++ seeds; the lowest inertia is kept.", 1, 100,
+          label="Restarts"),
+    Param("max_iter", int, 100, "Lloyd iterations at most.", 1, 10000, label="Iterations at most"),
+    Param("tol", float, 1e-4, "Stop when the centres move less than this (relative to the mean band variance).",
+          0.0, 1.0, label="Tolerance"),
+    Param("criterion", str, "silhouette", "How a range chooses k: highest silhouette (on a sample), lowest "
+          "Davies-Bouldin index, or the elbow of the inertia curve.",
+          choices=("silhouette", "davies_bouldin", "elbow"), label="Choose k by"),
+    Param("silhouette_sample", int, 2000, "Spectra (a random sample) the silhouette is computed on.", 0, 20000,
+          label="Silhouette sample"),
+    Param("seed", int, 0, "Seed of the k-means++ seeding and the silhouette sample.", 0, 2**31 - 1,
+          label="Random seed"),
+), uses_targets=False, kind="analysis", labels_image=True))
+
+register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _band_subsets, (
+    Param("n_subsets", int, 10000, "Random band subsets explored, each with its own small k-means.", 1, 1000000,
+          label="Subsets explored"),
+    Param("subset_size", int, 3, "Bands in each subset.", 1, 16, label="Bands per subset"),
+    Param("k", int, 8, "Clusters per subset: each pixel is coded in log2(k) bits.", 2, 64, label="Clusters per subset"),
+    Param("max_iter", int, 20, "k-means iterations per subset at most.", 1, 1000, label="Iterations at most"),
+    Param("top", int, 20, "Best subsets listed.", 1, 1000, label="Subsets listed"),
+    Param("seed", int, 0, "Seed of the subsets and the initial centres.", 0, 2**31 - 1, label="Random seed"),
+), uses_targets=False, kind="analysis", labels_image=True))
+
+register_analysis(Method("band-clusters", "Band clustering (one band per cluster)", _band_clusters, (
+    Param("n_clusters", int, 8, "Bands kept: the bands are clustered by how they vary together, and the band "
+          "nearest each cluster's centre is kept.", 1, 1024, label="Bands to keep"),
+    Param("max_pixels", int, 20000, "Spectra (a random sample) the band vectors are built from.", 100, 10**7,
+          label="Spectra used"),
+    Param("seed", int, 0, "Seed of the sample and of k-means.", 0, 2**31 - 1, label="Random seed"),
+), uses_targets=False, kind="analysis"))
+
+
+def get_analysis(name: str) -> Method:
+    if name not in ANALYSES:
+        from hyperapp.errors import InputError
+
+        raise InputError(f"unknown analysis method {name!r}; choose one of {', '.join(ANALYSES)}")
+    return ANALYSES[name]
 
 
 def get_method(name: str) -> Method:

@@ -1,0 +1,279 @@
+"""The one analysis path: cube + a spectra selection -> fitted model -> labels, tables -> report.
+
+Beside :mod:`hyperapp.detect` (the one detection path), the side panels, ``hyperapp --headless
+analyse`` and the batch runner all call :func:`run_analysis`; no panel computes anything itself.
+
+A :class:`Selection` says which spectra the model is fitted on: the whole image, a seeded random sample
+of N pixels, the pixels of one ROI class, of all ROIs, or of the detected objects. Pixels are read tile
+by tile from the cube (or taken from the pixels already on the device), so a sample of a large file
+never loads the whole file. Where the method can (``Method.labels_image``), the fitted model then
+labels every pixel of the image, tile by tile; pixels with NaN or Inf values get -1.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.backend import Timer, get_backend, to_host
+from hyperapp.cube import Cube
+from hyperapp.errors import InputError
+from hyperapp.jobs import NULL_PROGRESS, Progress
+from hyperapp.models.registry import get_analysis
+
+SELECTIONS = ("sample", "image", "roi", "rois", "objects")
+DEFAULT_SAMPLE = 20000
+
+
+@dataclass
+class Selection:
+    """Which spectra a model is fitted on.
+
+    Attributes
+    ----------
+    kind : {"sample", "image", "roi", "rois", "objects"}
+        ``sample``: ``n`` pixels drawn at random (seeded), plus every ROI pixel when ROIs are given so
+        that class-aware methods see the classes; ``image``: every pixel; ``roi``: the pixels of ROI
+        class ``roi_class``; ``rois``: the pixels of every ROI class; ``objects``: the pixels of the
+        detected objects (a mask).
+    n : int
+        Sample size (``sample``).
+    seed : int
+    roi_class : int
+        The class (``roi``).
+    """
+
+    kind: str = "sample"
+    n: int = DEFAULT_SAMPLE
+    seed: int = 0
+    roi_class: int = 1
+
+    def indices(self, shape: tuple[int, int], roi: np.ndarray | None = None,
+                objects: np.ndarray | None = None) -> np.ndarray:
+        """Flat (row-major) indices of the selected pixels, sorted."""
+        npx = shape[0] * shape[1]
+        if self.kind not in SELECTIONS:
+            raise InputError(f"unknown selection {self.kind!r}; choose one of {', '.join(SELECTIONS)}")
+        roi_flat = None if roi is None else np.asarray(roi).reshape(-1)
+        if roi_flat is not None and roi_flat.shape[0] != npx:
+            raise InputError(f"the ROI map is {np.asarray(roi).shape}, the image is {tuple(shape)}")
+        if self.kind == "image":
+            return np.arange(npx)
+        if self.kind == "sample":
+            if int(self.n) < 1:
+                raise InputError(f"the sample needs at least 1 pixel, got {self.n}")
+            rng = np.random.default_rng(self.seed)
+            idx = rng.choice(npx, min(int(self.n), npx), replace=False)
+            if roi_flat is not None:
+                idx = np.union1d(idx, np.flatnonzero(roi_flat > 0))
+            return np.sort(idx)
+        if self.kind == "objects":
+            if objects is None:
+                raise InputError("no detected objects to analyse: run a detector first")
+            o = np.asarray(objects).reshape(-1)
+            if o.shape[0] != npx:
+                raise InputError(f"the object mask is {np.asarray(objects).shape}, the image is {tuple(shape)}")
+            idx = np.flatnonzero(o > 0)
+            if not idx.size:
+                raise InputError("the detection mask is empty: no object pixels to analyse")
+            return idx
+        if roi_flat is None:
+            raise InputError("no ROIs given: mark pixels or pass --roi")
+        idx = np.flatnonzero(roi_flat == self.roi_class) if self.kind == "roi" else np.flatnonzero(roi_flat > 0)
+        if not idx.size:
+            what = f"ROI class {self.roi_class}" if self.kind == "roi" else "the ROIs"
+            raise InputError(f"{what} hold no pixels: the selection is empty")
+        return idx
+
+    def describe(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class AnalysisResult:
+    """What an analysis produced: the fitted model, its labels of the image, and the report."""
+
+    method: str
+    model: object
+    labels: np.ndarray | None  # (rows, cols) int16, -1 where none
+    indices: np.ndarray  # flat indices of the fitted spectra
+    report: dict
+
+
+def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Progress = NULL_PROGRESS):
+    """Spectra (len(idx), bands) of the pixels at flat indices ``idx``, on the backend.
+
+    From ``image`` (the pixels already on the device) when given, else read tile by tile from the cube,
+    keeping only the selected pixels of each tile.
+    """
+    xp = backend.xp
+    if image is not None:
+        return image.reshape(-1, image.shape[-1])[xp.asarray(idx)]
+    out = np.empty((idx.size, cube.bands), np.float32)
+    done = 0
+    for rows, tile in cube.iter_tiles():
+        progress(rows.start / max(cube.rows, 1), "reading spectra")
+        lo, hi = rows.start * cube.cols, rows.stop * cube.cols
+        a, b = np.searchsorted(idx, [lo, hi])
+        if b > a:
+            out[done:done + b - a] = tile.reshape(-1, cube.bands)[idx[a:b] - lo]
+            done += b - a
+    return backend.asarray(out)
+
+
+def label_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
+    """``model.predict`` over every pixel, tile by tile; -1 where a pixel holds NaN or Inf."""
+    xp = backend.xp
+    labels = np.full((cube.rows, cube.cols), -1, np.int16)
+
+    def one(P):
+        ok = xp.isfinite(P).all(axis=1)
+        lab = xp.full(P.shape[0], -1, xp.int32)
+        if bool(ok.all()):
+            lab = model.predict(P).astype(xp.int32)
+        elif bool(ok.any()):
+            lab[ok] = model.predict(P[ok]).astype(xp.int32)
+        return to_host(lab).astype(np.int16)
+
+    if image is not None:
+        labels[:] = one(image.reshape(-1, image.shape[-1])).reshape(cube.rows, cube.cols)
+        return labels
+    for rows, tile in cube.iter_tiles():
+        progress(rows.start / max(cube.rows, 1), "labelling the image")
+        labels[rows] = one(backend.asarray(tile.reshape(-1, cube.bands))).reshape(-1, cube.cols)
+    return labels
+
+
+def run_analysis(
+    cube: Cube,
+    method: str,
+    params: dict | None = None,
+    selection: Selection | None = None,
+    *,
+    roi: np.ndarray | None = None,
+    objects: np.ndarray | None = None,
+    device: str = "auto",
+    image=None,
+    progress: Progress = NULL_PROGRESS,
+) -> AnalysisResult:
+    """Fit analysis ``method`` on the selected spectra and, where it can, label the whole image.
+
+    Parameters
+    ----------
+    cube : Cube
+    method : str
+        A name from :data:`hyperapp.models.registry.ANALYSES`.
+    params : dict
+        Method options (``{"k": "2..16"}``).
+    selection : Selection
+        Which spectra (default: a random sample of 20,000 pixels, plus the ROI pixels).
+    roi : int (rows, cols) array, optional
+        Class map (0 = none, 1.. classes): the ROI selections, and the classes class-aware methods use.
+    objects : bool (rows, cols) array, optional
+        Detected objects' pixels (the ``objects`` selection).
+    image : backend array, optional
+        The cube's pixels already on the device (the GUI keeps them there).
+    """
+    m = get_analysis(method)
+    backend = get_backend(device)
+    timer = Timer(backend)
+    selection = selection or Selection()
+    shape = (cube.rows, cube.cols)
+    t0 = time.perf_counter()
+    est = m.build(**(params or {}))
+    with timer.stage("select"):
+        idx = selection.indices(shape, roi, objects)
+        if m.needs_classes and roi is None:
+            raise InputError(f"{method} needs classes: mark ROIs or pass --roi")
+        X = gather_pixels(cube, idx, backend, image, progress.sub(0.0, 0.2))
+        y = None
+        if roi is not None:
+            cls = np.asarray(roi).reshape(-1)[idx].astype(np.int64)
+            y = np.where(cls > 0, cls, -1)
+    if not bool(backend.xp.isfinite(X).all()):
+        bad = int((~backend.xp.isfinite(X).all(axis=1)).sum())
+        raise InputError(f"{bad} selected pixel(s) hold NaN or Inf values; set the cube's no-data value "
+                         "or select other pixels", cube.path)
+    progress(0.2, f"fitting {m.title}")
+    with timer.stage("fit"):
+        kw = {"progress": progress.sub(0.2, 0.85)} if getattr(est, "accepts_progress", False) else {}
+        est.fit(X, y, **kw)
+    labels = None
+    if m.labels_image:
+        with timer.stage("label"):
+            labels = label_image(est, cube, backend, image, progress.sub(0.85, 0.99))
+    report = {
+        "method": method,
+        "params": {**est.get_params()},
+        "selection": {**selection.describe(), "n_spectra": int(idx.size)},
+        "device": backend.name,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "results": est.summary(),
+    }
+    if labels is not None:
+        lab, cnt = np.unique(labels[labels >= 0], return_counts=True)
+        report["label_counts"] = {str(int(a)): int(b) for a, b in zip(lab, cnt)}
+    report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return AnalysisResult(method, est, labels, idx, report)
+
+
+def _csv(header: list, rows: list) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow(["" if v is None else (f"{v:.9g}" if isinstance(v, float) else v) for v in r])
+    return buf.getvalue()
+
+
+def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+    """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image), the method's tables
+    (CSV) and ``report.json`` into ``out_dir``, each atomically."""
+    from hyperapp.io.atomic import atomic_write_text, ensure_dir
+    from hyperapp.io.writers import write_envi
+
+    out = ensure_dir(out_dir)
+    paths: dict[str, Path] = {}
+    if result.labels is not None:
+        paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,
+                                     f"hyperapp {result.method} labels (-1 = none)")
+    for name, (header, rows) in result.model.tables().items():
+        atomic_write_text(out / f"{name}.csv", _csv(header, rows))
+        paths[name] = out / f"{name}.csv"
+    atomic_write_text(out / "report.json", json.dumps(result.report, indent=2) + "\n")
+    paths["report"] = out / "report.json"
+    return paths
+
+
+def parse_bands(text: str, n_bands: int) -> list[int]:
+    """``"3,17,40"`` or ``"10-20,40"`` -> band indices (0-based), checked against ``n_bands``."""
+    out: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part[1:]:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        except ValueError as exc:
+            raise InputError(f"--bands expects indices like 3,17,40 or 10-20, got {text!r}") from exc
+    if not out:
+        raise InputError("--bands lists no band")
+    bad = [b for b in out if not 0 <= b < n_bands]
+    if bad:
+        raise InputError(f"band {bad[0]} is outside the cube's {n_bands} bands (0-based)")
+    return sorted(set(out))
+
