@@ -181,18 +181,23 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
     return C, labels, inertia, it
 
 
-def kmeans_pp_nested(X, kmax: int, n_init: int, rng, xx=None):
-    """Greedy k-means++ seeding (as scikit-learn's) of ``kmax`` centres for ``n_init`` restarts at once.
+def kmeans_pp(X, ks, rng, xx=None):
+    """Greedy k-means++ seeding (as scikit-learn's) of many independent runs at once.
 
-    The first k centres of a seeding are a k-means++ seeding for k, so one seeding serves every k of a
-    range. The random numbers come from the host generator ``rng``, so NumPy and CuPy pick the same
-    points; everything else stays on the device. Returns (n_init, kmax, d) centres and the smallest
-    potential met (0 means fewer distinct points than centres).
+    Run ``j`` gets ``ks[j]`` centres, each the best of ``2 + log(k)`` candidates drawn with probability
+    proportional to the squared distance to the centres so far. All runs advance together (one GEMM per
+    step for every run's candidates); the random numbers come from the host generator ``rng``, so NumPy
+    and CuPy pick the same points. Returns (runs, max(ks), d) centres (rows past a run's k unused) and
+    the smallest potential met (0 means fewer distinct points than centres).
     """
     xp = get_namespace(X)
     n = X.shape[0]
-    Rn = n_init
-    L = 2 + int(np.log(max(kmax, 2)))
+    ks = np.asarray(ks, np.int64)
+    Rn, kmax = len(ks), int(ks.max())
+    trials = 2 + np.log(ks).astype(np.int64)
+    L = int(trials.max())
+    # candidates beyond a run's own number of trials never win
+    extra = xp.asarray(np.where(np.arange(L)[None, :] < trials[:, None], 0.0, np.inf))
     if xx is None:
         xx = (X * X).sum(axis=1)
     first = rng.integers(n, size=Rn)
@@ -203,11 +208,14 @@ def kmeans_pp_nested(X, kmax: int, n_init: int, rng, xx=None):
     d2 = xp.maximum(xx[None, :] - 2.0 * (C0 @ X.T) + (C0 * C0).sum(axis=1)[:, None], 0).astype(xp.float64)
     min_pot = d2.sum(axis=1).min()
     rows = xp.arange(Rn)
+    live_h = ks > 1
     for j in range(1, kmax):
+        live_h = ks > j
+        live = xp.asarray(live_h)
         pot = d2.sum(axis=1)  # (Rn,)
-        min_pot = xp.minimum(min_pot, pot.min())
+        min_pot = xp.minimum(min_pot, xp.where(live, pot, xp.inf).min())
         cs = xp.cumsum(d2, axis=1)
-        # one sorted array over all restarts: offset each restart's cumulative sums past the last one's
+        # one sorted array over all runs: offset each run's cumulative sums past the previous run's
         off = xp.concatenate([xp.zeros(1, xp.float64), xp.cumsum(cs[:, -1])[:-1]])
         target = xp.asarray(u[j - 1]) * pot[:, None] + off[:, None]
         cand = xp.searchsorted((cs + off[:, None]).reshape(-1), target.reshape(-1)).reshape(Rn, L)
@@ -215,9 +223,9 @@ def kmeans_pp_nested(X, kmax: int, n_init: int, rng, xx=None):
         P = X[cand.reshape(-1)]  # (Rn*L, d)
         dc = xp.maximum(xx[None, :] - 2.0 * (P @ X.T) + (P * P).sum(axis=1)[:, None], 0).astype(xp.float64)
         dc = xp.minimum(d2[:, None, :], dc.reshape(Rn, L, n))
-        best = dc.sum(axis=2).argmin(axis=1)
-        idx_d[:, j] = cand[rows, best]
-        d2 = dc[rows, best]
+        best = (dc.sum(axis=2) + extra).argmin(axis=1)
+        idx_d[:, j] = xp.where(live, cand[rows, best], idx_d[:, j - 1])
+        d2 = xp.where(live[:, None], dc[rows, best], d2)
     return X[idx_d.reshape(-1)].reshape(Rn, kmax, X.shape[1]), float(min_pot)
 
 
@@ -281,7 +289,7 @@ class MultiKMeans:
     Every k of the range and every restart is a run; each Lloyd iteration assigns the points to the
     centres of all runs with one GEMM and one segmented arg-min and accumulates all new centres with
     one more GEMM, so the data are read once per iteration for every k together (seed 001). Seeding is
-    greedy k-means++ (as scikit-learn's), shared by all k of a restart. The data are centred first
+    greedy k-means++ (as scikit-learn's), every run's own, all runs advancing together. The data are centred first
     (as scikit-learn does) so the float32 distance expansion keeps its precision.
 
     Parameters
@@ -317,7 +325,7 @@ class MultiKMeans:
 
     accepts_progress = True
 
-    def __init__(self, k="2..16", n_init: int = 3, max_iter: int = 100, tol: float = 1e-4,
+    def __init__(self, k="2..16", n_init: int = 4, max_iter: int = 100, tol: float = 1e-4,
                  criterion: str = "silhouette", silhouette_sample: int = 2000, seed: int = 0):
         self.k = k
         self.n_init = n_init
@@ -358,13 +366,13 @@ class MultiKMeans:
         rng = np.random.default_rng(self.seed)
         kmax = max(ks)
         xx = (Xc * Xc).sum(axis=1)
-        seeds, min_pot = kmeans_pp_nested(Xc, kmax, int(self.n_init), rng, xx)
+        # one run per restart and k, each seeded independently; all seeded and iterated together
+        runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
+        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rng, xx)
         if kmax > 1 and min_pot <= 0:
             raise ModelError(f"the selected spectra have fewer than k = {kmax} distinct values")
-        # pack the runs: for each restart, for each k, its first k seeds
-        runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
         seg = np.concatenate([[0], np.cumsum([k for _, k in runs])]).astype(np.int64)
-        C = xp.concatenate([seeds[r, :k] for r, k in runs], axis=0)
+        C = xp.concatenate([seeds[j, :k] for j, (_, k) in enumerate(runs)], axis=0)
         C, labels, inertia, n_iter = lloyd_segments(Xc, C, seg, int(self.max_iter), float(self.tol) * var,
                                                     progress.sub(0.0, 0.9) if progress is not None else None)
         inertia_h = np.asarray(inertia.get() if hasattr(inertia, "get") else inertia)

@@ -153,7 +153,7 @@ def _band_clusters(**kw):
 register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, (
     Param("k", str, "2..16", "One number of clusters (8) or a range (2..16): every k of a range is fitted at "
           "once and the criterion picks the one that labels the image.", label="Clusters (k or range)"),
-    Param("n_init", int, 3, "Restarts per k from different k-means++ seeds; the lowest inertia is kept.", 1, 100,
+    Param("n_init", int, 4, "Restarts per k from different k-means++ seeds; the lowest inertia is kept.", 1, 100,
           label="Restarts"),
     Param("max_iter", int, 100, "Lloyd iterations at most.", 1, 10000, label="Iterations at most"),
     Param("tol", float, 1e-4, "Stop when the centres move less than this (relative to the mean band variance).",
