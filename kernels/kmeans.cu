@@ -8,8 +8,9 @@
 //   the same for every centre and is added once by the caller for the inertia).
 //   Thread mapping: blockIdx.y is the segment, one thread per point along x. For a fixed centre m
 //   the threads of a warp read 32 consecutive floats of G's row m (coalesced); each thread reads k
-//   floats of G per segment and writes one label and one distance. Ties go to the first centre, as
-//   NumPy's argmin does.
+//   floats of G per segment and writes one label and one distance (and, while iterating, the k
+//   entries of its column of the transposed one-hot matrix). Ties go to the first centre, as NumPy's
+//   argmin does.
 //
 // hyperapp_kmeans_subsets
 //   The band-subset search: one small k-means per random subset of R bands, every subset in its own
@@ -38,12 +39,13 @@
 
 extern "C" __global__ void hyperapp_kmeans_assign(const float* __restrict__ G, const float* __restrict__ cc,
                                                   const int* __restrict__ seg_start, int n,
-                                                  int* __restrict__ label, float* __restrict__ mind) {
+                                                  int* __restrict__ label, float* __restrict__ mind,
+                                                  float* __restrict__ onehot) {
     const int s = blockIdx.y;
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
     const int a = seg_start[s], b = seg_start[s + 1];
-    float best = INFINITY;
+    float best = __int_as_float(0x7f800000);  // +inf
     int arg = a;
     for (int m = a; m < b; ++m) {
         const float v = cc[m] - 2.0f * G[(size_t)m * n + p];
@@ -54,6 +56,11 @@ extern "C" __global__ void hyperapp_kmeans_assign(const float* __restrict__ G, c
     }
     label[(size_t)s * n + p] = arg;
     mind[(size_t)s * n + p] = best;
+    if (onehot != nullptr) {
+        // the transposed one-hot membership (M, n) for the sums' GEMM: the segments partition the
+        // centres, so every entry is written here (no zero fill), coalesced along the points
+        for (int m = a; m < b; ++m) onehot[(size_t)m * n + p] = (m == arg) ? 1.0f : 0.0f;
+    }
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -63,7 +70,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 __device__ __forceinline__ int nearest(const float (&x)[R], const float* c) {
     int arg = 0;
-    float best = INFINITY;
+    float best = __int_as_float(0x7f800000);  // +inf
 #pragma unroll
     for (int k = 0; k < KS; ++k) {
         float d = 0.0f;

@@ -102,8 +102,9 @@ def parse_k(k) -> tuple[int, ...]:
     return tuple(sorted(set(ks)))
 
 
-def _assign_segments(G, cc, seg_start, seg_host):
-    """(labels, min partial distance) of every point for every segment, from G = C X^T (M, n)."""
+def _assign_segments(G, cc, seg_start, seg_host, onehot: bool = False):
+    """Labels (S, n), min partial distances (S, n) and, if asked, the transposed one-hot membership
+    (M, n) of every point in every segment, from G = C X^T (M, n)."""
     xp = get_namespace(G)
     S, n = len(seg_host) - 1, G.shape[1]
     if xp is np:
@@ -115,14 +116,19 @@ def _assign_segments(G, cc, seg_start, seg_host):
             i = part[a:b].argmin(axis=0)
             lab[s] = a + i
             mind[s] = np.take_along_axis(part[a:b], i[None, :], 0)[0]
-        return lab, mind
+        oh = None
+        if onehot:
+            oh = np.zeros(G.shape, np.float32)
+            oh[lab, np.arange(n)[None, :]] = 1.0
+        return lab, mind, oh
     from hyperapp.kernels import get_kernel
 
     lab = xp.empty((S, n), xp.int32)
     mind = xp.empty((S, n), xp.float32)
+    oh = xp.empty(G.shape, xp.float32) if onehot else None
     k = get_kernel("kmeans", "hyperapp_kmeans_assign")
-    k(((n + 255) // 256, S), (256,), (G, cc, seg_start, np.int32(n), lab, mind))
-    return lab, mind
+    k(((n + 255) // 256, S), (256,), (G, cc, seg_start, np.int32(n), lab, mind, oh if onehot else np.uint64(0)))  # a null pointer
+    return lab, mind, oh
 
 
 def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
@@ -151,19 +157,18 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
         cc = (C * C).sum(axis=1)
         sums = xp.zeros((M, d), xp.float32) if accumulate else None
         counts = xp.zeros(M, xp.float32) if accumulate else None
-        labels = xp.empty((S, n), xp.int32)
-        inertia = xp.zeros(S, xp.float64)
+        labels = None if accumulate else xp.empty((S, n), xp.int32)
+        inertia = None if accumulate else xp.zeros(S, xp.float64)
         for a in range(0, n, chunk):
             Xc = X[a:a + chunk]
             G = C @ Xc.T  # (M, nc), one GEMM for every run
-            lab, mind = _assign_segments(G, cc, seg_start, seg_host)
-            labels[:, a:a + chunk] = lab
-            inertia += xp.maximum(mind + xx[None, a:a + chunk], 0).sum(axis=1, dtype=xp.float64)
+            lab, mind, oh = _assign_segments(G, cc, seg_start, seg_host, onehot=accumulate)
             if accumulate:
-                oh = xp.zeros((Xc.shape[0], M), xp.float32)
-                oh[xp.arange(Xc.shape[0])[None, :], lab] = 1.0  # each point is in one cluster per run
-                sums += oh.T @ Xc
-                counts += oh.sum(axis=0)
+                sums += oh @ Xc  # (M, nc) one-hot membership: a second GEMM gives every run's sums
+                counts += oh.sum(axis=1)
+            else:
+                labels[:, a:a + chunk] = lab
+                inertia += xp.maximum(mind + xx[None, a:a + chunk], 0).sum(axis=1, dtype=xp.float64)
         return labels, inertia, sums, counts
 
     it = 0
@@ -205,39 +210,47 @@ def kmeans_pp(X, ks, rng, xx=None):
     idx_d = xp.zeros((Rn, kmax), xp.int64)
     idx_d[:, 0] = xp.asarray(first)
     C0 = X[xp.asarray(first)]
-    d2 = xp.maximum(xx[None, :] - 2.0 * (C0 @ X.T) + (C0 * C0).sum(axis=1)[:, None], 0).astype(xp.float64)
-    min_pot = d2.sum(axis=1).min()
+    # distances in the data's float32; potentials and the cumulative sums the sampling searches in float64
+    d2 = xp.maximum(xx[None, :] - 2.0 * (C0 @ X.T) + (C0 * C0).sum(axis=1)[:, None], 0)
+    min_pot = d2.sum(axis=1, dtype=xp.float64).min()
     rows = xp.arange(Rn)
     live_h = ks > 1
     for j in range(1, kmax):
         live_h = ks > j
         live = xp.asarray(live_h)
-        pot = d2.sum(axis=1)  # (Rn,)
+        cs = xp.cumsum(d2, axis=1, dtype=xp.float64)
+        pot = cs[:, -1]  # (Rn,)
         min_pot = xp.minimum(min_pot, xp.where(live, pot, xp.inf).min())
-        cs = xp.cumsum(d2, axis=1)
         # one sorted array over all runs: offset each run's cumulative sums past the previous run's
         off = xp.concatenate([xp.zeros(1, xp.float64), xp.cumsum(cs[:, -1])[:-1]])
         target = xp.asarray(u[j - 1]) * pot[:, None] + off[:, None]
         cand = xp.searchsorted((cs + off[:, None]).reshape(-1), target.reshape(-1)).reshape(Rn, L)
         cand = xp.clip(cand - rows[:, None] * n, 0, n - 1)
         P = X[cand.reshape(-1)]  # (Rn*L, d)
-        dc = xp.maximum(xx[None, :] - 2.0 * (P @ X.T) + (P * P).sum(axis=1)[:, None], 0).astype(xp.float64)
+        dc = xp.maximum(xx[None, :] - 2.0 * (P @ X.T) + (P * P).sum(axis=1)[:, None], 0)
         dc = xp.minimum(d2[:, None, :], dc.reshape(Rn, L, n))
-        best = (dc.sum(axis=2) + extra).argmin(axis=1)
+        best = (dc.sum(axis=2, dtype=xp.float64) + extra).argmin(axis=1)
         idx_d[:, j] = xp.where(live, cand[rows, best], idx_d[:, j - 1])
         d2 = xp.where(live[:, None], dc[rows, best], d2)
     return X[idx_d.reshape(-1)].reshape(Rn, kmax, X.shape[1]), float(min_pot)
 
 
-def silhouette(X, labels, k: int) -> float:
-    """Mean silhouette coefficient (as ``sklearn.metrics.silhouette_score``) of ``labels`` in 0..k-1.
-
-    One GEMM for the pairwise distances, one for each point's distance sums per cluster; meant for a
-    sample of a few thousand points.
-    """
+def pairwise_distances(X):
+    """(m, m) Euclidean distances (float64) between the rows of ``X``: one GEMM."""
     xp = get_namespace(X)
     Xd = X.astype(xp.float64)
-    D = xp.sqrt(xp.maximum(sq_distances(Xd, Xd), 0))
+    return xp.sqrt(xp.maximum(sq_distances(Xd, Xd), 0))
+
+
+def silhouette(X, labels, k: int, D=None) -> float:
+    """Mean silhouette coefficient (as ``sklearn.metrics.silhouette_score``) of ``labels`` in 0..k-1.
+
+    One GEMM for the pairwise distances (or ``D`` given, shared by every k), one for each point's
+    distance sums per cluster; meant for a sample of a few thousand points.
+    """
+    xp = get_namespace(X)
+    if D is None:
+        D = pairwise_distances(X)
     oh = (labels[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
     sums = D @ oh  # (m, k)
     counts = oh.sum(axis=0)
@@ -256,11 +269,12 @@ def davies_bouldin(X, labels, centres) -> float:
     xp = get_namespace(X)
     k = centres.shape[0]
     C = centres.astype(xp.float64)
+    Cx = centres.astype(X.dtype)
     dist = xp.zeros(X.shape[0], xp.float64)
-    step = max(1, (64 << 20) // (8 * X.shape[1]))
+    step = max(1, (128 << 20) // (4 * X.shape[1]))
     for a in range(0, X.shape[0], step):
-        diff = X[a:a + step].astype(xp.float64) - C[labels[a:a + step]]
-        dist[a:a + step] = xp.sqrt((diff * diff).sum(axis=1))
+        diff = X[a:a + step] - Cx[labels[a:a + step]]  # direct differences: no cancellation
+        dist[a:a + step] = xp.sqrt((diff * diff).sum(axis=1, dtype=xp.float64))
     counts = xp.bincount(labels, minlength=k)
     s = xp.bincount(labels, weights=dist, minlength=k) / xp.maximum(counts, 1)
     M = xp.sqrt(xp.maximum(sq_distances(C, C), 0))
@@ -394,12 +408,13 @@ class MultiKMeans:
         samp = xp.asarray(np.sort(rng.choice(n, m, replace=False)))
         self.silhouette_ = np.full(len(ks), np.nan)
         self.davies_bouldin_ = np.full(len(ks), np.nan)
+        D = pairwise_distances(Xc[samp]) if m > 2 and len(ks) > 1 else None
         for i, k in enumerate(ks):
             if k < 2:
                 continue
             lab = self._labels_all[k]
-            if m > k:
-                self.silhouette_[i] = silhouette(Xc[samp], lab[samp], k)
+            if m > k and D is not None:
+                self.silhouette_[i] = silhouette(Xc[samp], lab[samp], k, D)
             self.davies_bouldin_[i] = davies_bouldin(Xc, lab, self.centers_[i] - mean[None, :])
         self.chosen_k_ = self._choose(ks)
         self.labels_ = self._labels_all[self.chosen_k_]

@@ -10,7 +10,12 @@ from hyperapp.cli import main
 from hyperapp.cube import cube_from_array
 from hyperapp.errors import InputError, ModelError
 from hyperapp.io import open_cube
-from hyperapp.models.band_selection import BandClustering, BandSubsetSearch, balanced_separation, random_subsets
+from hyperapp.models.band_selection import (
+    BandClustering,
+    BandSubsetSearch,
+    balanced_separation,
+    random_subsets,
+)
 from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, parse_k, silhouette
 from hyperapp.samples import make_classes_scene
 
@@ -75,7 +80,7 @@ def test_choice_metrics_match_sklearn(land_hdr):
 
     P = _pixels(land_hdr, 1500)
     m = MultiKMeans(k="2..6", silhouette_sample=1500).fit(P)
-    for i, k in enumerate(m.k_values_):
+    for k in m.k_values_:
         lab = np.asarray(m.predict(P, k))
         C = np.asarray(m.centres_for(k))
         assert silhouette(P, lab, k) == pytest.approx(silhouette_score(P, lab), rel=1e-5)

@@ -5,9 +5,9 @@ import pytest
 
 from hyperapp.errors import InputError, ModelError
 from hyperapp.io import open_cube, read_mask
+from hyperapp.io.models import load_model, save_model
 from hyperapp.models import classic
 from hyperapp.models.evaluation import auc
-from hyperapp.io.models import load_model, save_model
 from hyperapp.models.postprocess import object_table
 from hyperapp.models.rbfn import RBFN
 

@@ -220,3 +220,76 @@ def ffbp_train(ctx):
     cpu = cpu_time_ms(lambda: FFBP().fit_scenes(host), repeats=1, warmup=0)
     return Measurement("ffbp-train-4x256x256x64", gpu, cpu,
                        notes={"epochs": f"{m.ann1_.epochs_run_}/{m.ann2_.epochs_run_}", "timer": "wall"})
+
+
+# ---------------------------------------------------------------------------------------------- analysis
+def _spectra(n, bands, classes=8, seed=3):
+    """n spectra of ``classes`` materials with within-class variation and noise (a 512 x 512 scene)."""
+    rng = np.random.default_rng(seed)
+    ends = rng.uniform(0.05, 0.6, size=(classes, bands)).astype(np.float32)
+    lab = rng.integers(0, classes, n)
+    X = ends[lab] * rng.uniform(0.85, 1.15, (n, 1)).astype(np.float32)
+    return X + rng.normal(0, 0.02, (n, bands)).astype(np.float32), lab
+
+
+@bench_case("kmeans-multik-262144x128-k2..16")
+def kmeans_multik(ctx) -> Measurement:
+    """Every k in 2..16 (4 restarts each) on 262,144 spectra x 128 bands, vs NumPy, scikit-learn and a
+    plain CuPy k-means per k."""
+    import cupy
+
+    from hyperapp.models.kmeans import MultiKMeans, kmeans
+
+    X, _ = _spectra(262144, 128)
+    Xd = cupy.asarray(X)
+    MultiKMeans(k="2..16").fit(Xd)  # compile
+    m = MultiKMeans(k="2..16").fit(Xd)
+    gpu = gpu_time_ms(lambda: MultiKMeans(k="2..16").fit(Xd), max(3, ctx.repeats // 5), warmup=1)
+
+    def plain():  # the plain CuPy formulation: one k-means per k and restart, GEMM distances
+        for k in range(2, 17):
+            for r in range(4):
+                kmeans(Xd, k, n_iter=m.n_iter_, seed=r)
+
+    peer = gpu_time_ms(plain, 1, warmup=1)
+    notes = {"iterations": m.n_iter_, "chosen_k": m.chosen_k_}
+    sub = X[:32768]  # NumPy and scikit-learn on an eighth of the spectra, scaled by 8 (both are linear in n)
+    cpu = cpu_time_ms(lambda: MultiKMeans(k="2..16").fit(sub), repeats=1, warmup=0) * 8
+    try:
+        from sklearn.cluster import KMeans
+
+        def sk():
+            for k in range(2, 17):
+                KMeans(k, n_init=4, random_state=0).fit(sub)
+
+        skl = cpu_time_ms(sk, repeats=1, warmup=0) * 8
+        ref = [KMeans(k, n_init=4, random_state=0).fit(X).inertia_ for k in (4, 8)]
+        notes["inertia_vs_sklearn_k4_k8"] = [round(float(m.inertia_[k - 2] / r), 5) for k, r in zip((4, 8), ref)]
+        notes["sklearn_ms_estimated"] = round(skl, 1)
+    except ImportError:
+        pass
+    notes["plain_cupy_ms"] = round(peer, 2)
+    per_iter_bytes = X.nbytes * 2  # each Lloyd iteration reads the spectra twice (distances, sums)
+    return Measurement("kmeans-multik-262144x128-k2..16", gpu, cpu, "cupy per-k k-means", peer,
+                       bytes_moved=per_iter_bytes * (m.n_iter_ + 1), notes=notes)
+
+
+@bench_case("band-subsets-10000x3-k8")
+def band_subsets(ctx) -> Measurement:
+    """10,000 random 3-band subsets, an 8-means each, on 262,144 spectra x 128 bands (one launch)."""
+    import cupy
+
+    from hyperapp.models.band_selection import BandSubsetSearch
+
+    X, lab = _spectra(262144, 128)
+    Xd = cupy.asarray(X)
+    y = np.where(np.arange(lab.size) % 10 == 0, lab, -1)  # a tenth of the spectra labelled
+    BandSubsetSearch(n_subsets=50).fit(Xd, y)  # compile
+    gpu = gpu_time_ms(lambda: BandSubsetSearch(n_subsets=10000).fit(Xd, y), 3, warmup=1)
+    m = BandSubsetSearch(n_subsets=10000).fit(Xd, y)
+    cpu = cpu_time_ms(lambda: BandSubsetSearch(n_subsets=40).fit(X[:65536], y[:65536]), repeats=1, warmup=0) \
+        * 250 * 4  # NumPy on 40 subsets of a quarter of the spectra, scaled
+    iters = float(np.mean(m.iters_))
+    return Measurement("band-subsets-10000x3-k8", gpu, cpu, None, None,
+                       bytes_moved=10000 * 3 * X.shape[0] * 4 * (iters + 1),
+                       notes={"mean_iterations": round(iters, 1), "best_score": round(float(m.best_scores_[0]), 4)})

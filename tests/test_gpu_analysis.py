@@ -1,0 +1,70 @@
+"""The analysis models' CuPy paths agree with their NumPy paths (GPU machine; skipped elsewhere)."""
+
+import numpy as np
+import pytest
+
+from hyperapp.models.band_selection import BandClustering, BandSubsetSearch
+from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, silhouette
+from hyperapp.samples import make_classes_scene
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def scene():
+    s = make_classes_scene(96, 96, 48)
+    return s.cube.reshape(-1, 48).astype(np.float32), s.labels.ravel().astype(np.int64)
+
+
+def test_multik_gpu_matches_numpy(cp, scene):
+    P, _ = scene
+    cpu = MultiKMeans(k="2..10", n_init=4).fit(P)
+    gpu = MultiKMeans(k="2..10", n_init=4).fit(cp.asarray(P))
+    np.testing.assert_allclose(gpu.inertia_, cpu.inertia_, rtol=2e-3)
+    assert gpu.chosen_k_ == cpu.chosen_k_
+    agree = (cp.asnumpy(gpu.labels_) == cpu.labels_).mean()
+    assert agree > 0.995
+    np.testing.assert_allclose(gpu.silhouette_, cpu.silhouette_, rtol=1e-3)
+    lab = gpu.predict(cp.asarray(P))
+    assert isinstance(lab, cp.ndarray) and (cp.asnumpy(lab) == cpu.predict(P)).mean() > 0.995
+
+
+def test_choice_metrics_gpu(cp, scene):
+    P, y = scene
+    lab = (y[:3000] - 1).astype(np.int64)
+    s_cpu = silhouette(P[:3000], lab, 6)
+    s_gpu = silhouette(cp.asarray(P[:3000]), cp.asarray(lab), 6)
+    assert s_gpu == pytest.approx(s_cpu, rel=1e-6)
+    C = np.stack([P[:3000][lab == j].mean(axis=0) for j in range(6)])
+    assert davies_bouldin(cp.asarray(P[:3000]), cp.asarray(lab), cp.asarray(C)) == pytest.approx(
+        davies_bouldin(P[:3000], lab, C), rel=1e-6)
+
+
+@pytest.mark.parametrize("k,r,classes", [(8, 3, True), (4, 2, False), (16, 5, True)])
+def test_band_subsets_kernel_matches_numpy(cp, scene, k, r, classes):
+    P, y = scene
+    yy = y if classes else None
+    cpu = BandSubsetSearch(n_subsets=150, subset_size=r, k=k, seed=3).fit(P, yy)
+    gpu = BandSubsetSearch(n_subsets=150, subset_size=r, k=k, seed=3).fit(cp.asarray(P), yy)
+    assert cpu.score_kind_ == gpu.score_kind_
+    close = np.isclose(gpu.scores_, cpu.scores_, rtol=1e-3, atol=1e-3)
+    assert close.mean() > 0.97  # an assignment tie broken otherwise can move a subset to another minimum
+    assert len(set(map(tuple, gpu.best_subsets_[:5])) & set(map(tuple, cpu.best_subsets_[:10]))) >= 4
+
+
+def test_band_clusters_gpu(cp, scene):
+    P, _ = scene
+    cpu = BandClustering(6).fit(P)
+    gpu = BandClustering(6).fit(cp.asarray(P))
+    np.testing.assert_array_equal(gpu.representatives_, cpu.representatives_)
+
+
+def test_analysis_path_gpu(cp, land_hdr):
+    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.io import open_cube
+
+    cube = open_cube(land_hdr).good_bands()
+    a = run_analysis(cube, "kmeans", {"k": "2..6"}, Selection("sample", 5000), device="cpu")
+    b = run_analysis(cube, "kmeans", {"k": "2..6"}, Selection("sample", 5000), device="gpu")
+    assert b.report["device"] == "gpu" and a.report["results"]["chosen_k"] == b.report["results"]["chosen_k"]
+    assert (a.labels == b.labels).mean() > 0.995
