@@ -43,10 +43,41 @@ class Session:
     truth_path: str | None = None
     runs: list[Run] = field(default_factory=list)
     _device_cache: dict = field(default_factory=dict)
+    #: the cube as opened (less its bad bands); ``cube`` is it, or the subset of ``bands`` of it
+    base_cube: Cube | None = None
+    bands: list[int] | None = None
 
     def __post_init__(self):
         if self.roi is None:
             self.roi = RoiSet((self.cube.rows, self.cube.cols))
+        if self.base_cube is None:
+            self.base_cube = self.cube
+
+    def use_bands(self, bands: list[int] | None) -> None:
+        """Run on these bands of the current cube from now on (a band reduction's choice); None: all.
+
+        Indices refer to the current cube, so a reduction of a reduced cube composes.
+        """
+        if bands is None:
+            self.cube, self.bands = self.base_cube, None
+        else:
+            current = self.bands if self.bands is not None else list(range(self.base_cube.bands))
+            bad = [b for b in bands if not 0 <= int(b) < len(current)]
+            if bad or not bands:
+                raise InputError(f"band {bad[0] if bad else '(none)'} is not among the cube's {len(current)} bands")
+            self.bands = sorted({current[int(b)] for b in bands})
+            self.cube = self.base_cube.subset_bands(self.bands)
+        self._device_cache.clear()
+
+    def mean_spectrum(self, max_pixels: int = 4096) -> np.ndarray:
+        """Mean spectrum of the cube (from the pixels already loaded, else an evenly strided set of rows)."""
+        for arr in self._device_cache.values():
+            from hyperapp.backend import to_host
+
+            return to_host(arr.reshape(-1, arr.shape[-1]).mean(axis=0))
+        step = max(1, self.cube.rows * self.cube.cols // max_pixels // max(self.cube.cols, 1))
+        block = self.cube.read(slice(0, self.cube.rows, step))
+        return block.reshape(-1, self.cube.bands).mean(axis=0)
 
     @classmethod
     def open(cls, path: str | os.PathLike, dataset: str | None = None) -> Session:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -12,35 +11,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from hyperapp.backend import gpu_available, gpu_status
-from hyperapp.models.registry import METHODS, Param
-
-
-def _editor(p: Param):
-    if p.choices:
-        w = QComboBox()
-        w.addItems([str(c) for c in p.choices])
-        w.setCurrentText(str(p.default))
-        return w, (lambda: w.currentText()), (lambda v: w.setCurrentText(str(v)))
-    if p.type is bool:
-        w = QCheckBox()
-        w.setChecked(bool(p.default))
-        return w, w.isChecked, (lambda v: w.setChecked(bool(v)))
-    if p.type is int:
-        w = QSpinBox()
-        w.setRange(int(p.minimum if p.minimum is not None else -10**9), int(p.maximum if p.maximum is not None else 10**9))
-        w.setValue(int(p.default))
-        return w, w.value, (lambda v: w.setValue(int(v)))
-    w = QDoubleSpinBox()
-    w.setDecimals(4)
-    w.setRange(float(p.minimum if p.minimum is not None else -1e9), float(p.maximum if p.maximum is not None else 1e9))
-    w.setValue(float(p.default))
-    return w, w.value, (lambda v: w.setValue(float(v)))
+from hyperapp.gui.param_form import ParamForm
+from hyperapp.models.registry import METHODS
 
 
 class DetectorDock(QWidget):
@@ -68,12 +45,12 @@ class DetectorDock(QWidget):
         self.far.setRange(1e-5, 0.5)
         self.far.setSingleStep(1e-3)
         self.far.setValue(1e-3)
+        self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.")
         form.addRow("False-alarm rate", self.far)
         lay.addLayout(form)
-        self.param_box = QWidget()
-        self.param_form = QFormLayout(self.param_box)
-        lay.addWidget(QLabel("Parameters"))
-        lay.addWidget(self.param_box)
+        self.param_form = ParamForm()
+        lay.addWidget(QLabel("<b>Parameters</b> (hover a name for what it does)"))
+        lay.addWidget(self.param_form)
         self.model_label = QLabel("")
         lay.addWidget(self.model_label)
         row = QHBoxLayout()
@@ -91,22 +68,13 @@ class DetectorDock(QWidget):
         lay.addWidget(self.progress)
         lay.addWidget(self.status)
         lay.addStretch(1)
-        self._getters: dict = {}
-        self._setters: dict = {}
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
         self._rebuild()
 
     def _rebuild(self) -> None:
-        while self.param_form.rowCount():
-            self.param_form.removeRow(0)
-        self._getters, self._setters = {}, {}
-        for p in METHODS[self.method_name()].params:
-            w, get, set_ = _editor(p)
-            w.setToolTip(p.help)
-            self.param_form.addRow(p.name, w)
-            self._getters[p.name], self._setters[p.name] = get, set_
+        self.param_form.set_params(METHODS[self.method_name()].params)
 
     # ------------------------------------------------------------------ public API
     def method_name(self) -> str:
@@ -116,12 +84,10 @@ class DetectorDock(QWidget):
         self.method.setCurrentIndex(self.method.findData(name))
 
     def params(self) -> dict:
-        return {k: g() for k, g in self._getters.items()}
+        return self.param_form.values()
 
     def set_params(self, values: dict) -> None:
-        for k, v in values.items():
-            if k in self._setters:
-                self._setters[k](v)
+        self.param_form.set_values(values)
 
     def device_name(self) -> str:
         return self.device.currentData()

@@ -123,3 +123,16 @@ class ImageView(pg.GraphicsLayoutWidget):
         px = self._pixel(ev.scenePos())
         if px is not None:
             self.pixel_clicked.emit(px[0], px[1], ev)
+
+
+def colourise_labels(labels: np.ndarray, opacity: float) -> np.ndarray:
+    """RGBA uint8 of a class or cluster map (one colour per label, -1 transparent)."""
+    from hyperapp.gui.panels.kmeans_panel import CLUSTER_COLOURS
+
+    lab = np.asarray(labels)
+    lut = np.asarray(CLUSTER_COLOURS, np.uint8)
+    rgba = np.zeros(lab.shape + (4,), np.uint8)
+    ok = lab >= 0
+    rgba[ok, :3] = lut[lab[ok] % len(lut)]
+    rgba[ok, 3] = int(round(opacity * 255))
+    return rgba

@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (
 
 from hyperapp.errors import HyperappError
 from hyperapp.gui.detector_dock import DetectorDock
-from hyperapp.gui.image_view import ImageView, colourise, stretch
+from hyperapp.gui.image_view import ImageView, colourise, colourise_labels, stretch
+from hyperapp.gui.panels import _panels as analysis_panels
 from hyperapp.gui.results_panel import ResultsPanel
 from hyperapp.gui.spectrum_plot import SpectrumPlot
 from hyperapp.gui.worker import Worker, start
@@ -108,6 +109,12 @@ class MainWindow(QMainWindow):
         self.compare_dock = self._dock("Compare", cw, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(spec_dock, self.compare_dock)
         spec_dock.raise_()
+        # analysis panels: one registration each, tabbed with the detector dock
+        self.panels: dict[str, object] = {}
+        self.detector_dock = self.findChild(QDockWidget, "Detector")
+        for panel in analysis_panels():
+            self._add_panel(panel)
+        self.detector_dock.raise_()
         self._build_menus()
         # signals
         self.view.pixel_hovered.connect(self._hover)
@@ -126,6 +133,13 @@ class MainWindow(QMainWindow):
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+
+    def _add_panel(self, cls) -> None:
+        """Add an analysis panel as a dock tabbed with the detector."""
+        panel = cls(self)
+        self.panels[panel.title] = panel
+        dock = self._dock(panel.title, panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.tabifyDockWidget(self.detector_dock, dock)
 
     def _dock(self, title, widget, area):
         d = QDockWidget(title, self)
@@ -183,6 +197,11 @@ class MainWindow(QMainWindow):
             a = self._action(t, f"Mark {name}", lambda _=False, n=name: self.set_roi_class(n), key, checkable=True)
             cg.addAction(a)
             a.setChecked(name == "target")
+        v = mb.addMenu("&View")
+        for dock in self.findChildren(QDockWidget):
+            v.addAction(dock.toggleViewAction())
+        v.addSeparator()
+        self._action(v, "&Fit image to window", lambda: self.view.vb.autoRange(padding=0.02), "Ctrl+0")
         r = mb.addMenu("&Run")
         self._action(r, "Train && &run", self.run_detector, "F5")
         self._action(r, "&Cancel", self.cancel_run, "Esc")
@@ -214,7 +233,9 @@ class MainWindow(QMainWindow):
         self.cancel_run()
         self.session = session
         cube = session.cube
-        self.setWindowTitle(f"hyperapp — {cube.name} ({cube.rows} x {cube.cols} x {cube.bands})")
+        self._set_title()
+        for panel in self.panels.values():
+            panel.reset()
         self.band.setRange(0, cube.bands - 1)
         self.band.setValue(cube.rgb_bands()[0])
         self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands)
@@ -232,7 +253,7 @@ class MainWindow(QMainWindow):
     def refresh_image(self) -> None:
         if self.session is None:
             return
-        cube = self.session.cube
+        cube = self.session.base_cube  # the view shows the cube as opened, whatever bands detect
         lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
         if self.mode.currentText() == "RGB":
             img = stretch(cube.subset_bands(list(cube.rgb_bands())).read(), lo, hi)
@@ -247,7 +268,7 @@ class MainWindow(QMainWindow):
     def _hover(self, r: int, c: int) -> None:
         if self.session is None:
             return
-        s = self.session.cube.spectrum(r, c)
+        s = self.session.base_cube.spectrum(r, c)
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
         self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {s.mean():.4g}{extra}")
@@ -257,7 +278,7 @@ class MainWindow(QMainWindow):
     def pin_spectrum(self) -> None:
         if self.session is not None and getattr(self, "_hovered", None):
             r, c = self._hovered
-            self.spectrum.pin(self.session.cube.spectrum(r, c), f"({r}, {c})")
+            self.spectrum.pin(self.session.base_cube.spectrum(r, c), f"({r}, {c})")
 
     # ------------------------------------------------------------------ ROIs
     def set_tool(self, name: str) -> None:
@@ -299,7 +320,7 @@ class MainWindow(QMainWindow):
                 # a few hundred pixels describe a class; read only those (never the whole cube on the UI thread)
                 if len(idx) > ROI_STATS_SAMPLE:
                     idx = idx[rng.choice(len(idx), ROI_STATS_SAMPLE, replace=False)]
-                px = np.stack([self.session.cube.spectrum(r, c) for r, c in idx])
+                px = np.stack([self.session.base_cube.spectrum(r, c) for r, c in idx])
                 stats[name] = (px.mean(axis=0), px.std(axis=0))
         self.spectrum.show_rois(stats)
         n = roi.counts()
@@ -373,6 +394,31 @@ class MainWindow(QMainWindow):
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
         self._show_run(len(s.runs) - 1)
         self.run_finished.emit(run)
+
+    def show_labels(self, labels: np.ndarray, title: str = "") -> None:
+        """Show an analysis's class or cluster map over the image (-1 transparent)."""
+        self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0))
+        self.view.set_mask(None)
+        self.statusBar().showMessage(f"{title}: {int(labels.max()) + 1} clusters shown on the image", 5000)
+
+    def use_bands(self, bands: list[int] | None) -> None:
+        """Detect and analyse on these bands of the current cube from now on (None: all bands)."""
+        if self.session is None:
+            return
+        try:
+            self.session.use_bands(bands)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return
+        self._set_title()
+        n = self.session.cube.bands
+        self.detector.status.setText(f"detecting on {n} band(s): {self.session.bands}" if bands is not None
+                                     else f"detecting on all {n} bands")
+
+    def _set_title(self) -> None:
+        cube = self.session.cube
+        extra = f", {cube.bands} of {self.session.base_cube.bands} bands" if self.session.bands is not None else ""
+        self.setWindowTitle(f"hyperapp — {cube.name} ({cube.rows} x {cube.cols} x {self.session.base_cube.bands}{extra})")
 
     def current_run(self) -> Run | None:
         if self.session is None or not self.session.runs:

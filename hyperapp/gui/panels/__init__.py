@@ -1,0 +1,230 @@
+"""Analysis panels: one module each, all built on :class:`AnalysisPanel`.
+
+A panel is a dock with a method list, the method's form (from the registry), the spectra selection,
+Run/Cancel with progress, and its own plots. It computes nothing itself: Run calls
+:func:`hyperapp.analyse.run_analysis` in a worker thread, the same path as ``hyperapp --headless
+analyse``. The main window registers each panel with one line (:data:`PANELS`).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from hyperapp.gui.param_form import ParamForm
+from hyperapp.gui.worker import Worker, start
+from hyperapp.models.registry import ANALYSES
+
+#: (label, Selection kind, ROI class) of the spectra a panel can analyse
+SOURCES = (
+    ("Random sample of pixels", "sample", 1),
+    ("Whole image", "image", 1),
+    ("Target ROI", "roi", 1),
+    ("Background ROI", "roi", 2),
+    ("All ROIs", "rois", 1),
+    ("Detected objects (current result)", "objects", 1),
+)
+
+
+class AnalysisPanel(QWidget):
+    """Base of the analysis panels. Subclasses set :attr:`methods` and :attr:`title`, and implement
+    :meth:`build_plots` and :meth:`show_result`."""
+
+    methods: tuple[str, ...] = ()
+    title = "Analysis"
+    finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
+
+    def __init__(self, host, parent=None):
+        super().__init__(parent)
+        self.host = host
+        self.worker: Worker | None = None
+        self.result = None
+        lay = QVBoxLayout(self)
+        top = QFormLayout()
+        self.method = QComboBox()
+        for name in self.methods:
+            self.method.addItem(ANALYSES[name].title, name)
+        top.addRow("Method", self.method)
+        self.source = QComboBox()
+        for label, _, _ in SOURCES:
+            self.source.addItem(label)
+        self.source.setToolTip("Which spectra the method is fitted on; where it can, it then labels the whole image.")
+        top.addRow("Spectra", self.source)
+        self.sample = QSpinBox()
+        self.sample.setRange(10, 10_000_000)
+        self.sample.setValue(20000)
+        self.sample.setSingleStep(1000)
+        self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
+        top.addRow("Sample size (pixels)", self.sample)
+        lay.addLayout(top)
+        self.form = ParamForm()
+        lay.addWidget(self.form)
+        row = QHBoxLayout()
+        self.run_button = QPushButton("Run")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        lay.addLayout(row)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.progress)
+        lay.addWidget(self.status)
+        self.tabs = QTabWidget()
+        self.tabs.setMinimumHeight(280)
+        self.build_plots(self.tabs)
+        lay.addWidget(self.tabs, 1)
+        self.method.currentIndexChanged.connect(self._rebuild)
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
+        self._rebuild()
+
+    # ------------------------------------------------------------------ for subclasses
+    def build_plots(self, tabs: QTabWidget) -> None:
+        raise NotImplementedError
+
+    def show_result(self, result) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ running
+    def method_name(self) -> str:
+        return self.method.currentData()
+
+    def set_method(self, name: str) -> None:
+        self.method.setCurrentIndex(self.method.findData(name))
+
+    def set_source(self, kind: str, roi_class: int = 1) -> None:
+        for i, (_, k, c) in enumerate(SOURCES):
+            if k == kind and c == roi_class:
+                self.source.setCurrentIndex(i)
+                return
+
+    def _rebuild(self) -> None:
+        self.form.set_params(ANALYSES[self.method_name()].params)
+
+    def selection(self):
+        from hyperapp.analyse import Selection
+
+        _, kind, cls = SOURCES[self.source.currentIndex()]
+        return Selection(kind, self.sample.value(), 0, cls)
+
+    def run(self):
+        """Fit the chosen method in a worker thread; returns the worker (None when nothing to run)."""
+        from hyperapp.analyse import run_analysis
+
+        s = self.host.session
+        if s is None:
+            self.host.show_error("open a cube first")
+            return None
+        if self.worker is not None:
+            return self.worker
+        method, params, sel = self.method_name(), self.form.values(), self.selection()
+        device = self.host.detector.device_name()
+        roi = s.roi.labels.astype("int32") if s.roi.labels.any() else None
+        objects = None
+        if sel.kind == "objects":
+            run = self.host.current_run()
+            objects = None if run is None else run.result.scores > run.threshold
+
+        def job(progress):
+            image = s.pixels_on(device, progress.sub(0.0, 0.3))
+            return run_analysis(s.cube, method, params, sel, roi=roi, objects=objects, device=device,
+                                image=image, progress=progress.sub(0.3, 1.0))
+
+        w = Worker(job)
+        w.signals.progress.connect(self._progress)
+        w.signals.result.connect(self._done)
+        w.signals.error.connect(self._failed)
+        w.signals.cancelled.connect(self._cancelled)
+        w.signals.finished.connect(self._finished)
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setValue(0)
+        self.worker = w
+        start(w)
+        return w
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            self.status.setText("cancelling…")
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.status.setText(message)
+
+    def _done(self, result) -> None:
+        self.result = result
+        rep = result.report
+        self.status.setText(f"{ANALYSES[result.method].title}: {rep['selection']['n_spectra']} spectra in "
+                            f"{rep['seconds']['total']:.2f} s on {rep['device']}")
+        self.show_result(result)
+        if result.labels is not None:
+            self.host.show_labels(result.labels, self.title)
+        self.finished.emit(result)
+
+    def _failed(self, message: str) -> None:
+        self.status.setText("failed")
+        self.host.show_error(message)
+        self.finished.emit(None)
+
+    def _cancelled(self) -> None:
+        self.status.setText("cancelled")
+        self.progress.setValue(0)
+        self.finished.emit(None)
+
+    def _finished(self) -> None:
+        self.worker = None
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+
+    def reset(self) -> None:
+        """Forget the last result (a new cube was opened)."""
+        self.cancel()
+        self.result = None
+        self.status.setText("")
+        self.progress.setValue(0)
+
+
+def wavelength_axis(cube) -> tuple:
+    """(x values, axis label) of a cube's bands: wavelengths with units, or band numbers."""
+    import numpy as np
+
+    if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
+        u = cube.wavelength_units
+        return np.asarray(cube.wavelengths, float), (f"wavelength ({u})" if u else "wavelength")
+    return np.arange(cube.bands, dtype=float), "band"
+
+
+def plot_widget(x_label: str, y_label: str, title: str = ""):
+    """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes."""
+    import pyqtgraph as pg
+
+    p = pg.PlotWidget(title=title)
+    p.setMinimumSize(320, 220)
+    p.showGrid(x=True, y=True, alpha=0.3)
+    p.setLabel("bottom", x_label)
+    p.setLabel("left", y_label)
+    p.getAxis("bottom").enableAutoSIPrefix(False)
+    p.getAxis("left").enableAutoSIPrefix(False)
+    return p
+
+
+def _panels():
+    from hyperapp.gui.panels.bands_panel import BandsPanel
+    from hyperapp.gui.panels.kmeans_panel import KMeansPanel
+
+    return (KMeansPanel, BandsPanel)

@@ -1,0 +1,96 @@
+"""The band-reduction panel: the best random band subsets (k-means code search) or one band per band
+cluster, marked on the mean spectrum; a chosen set of bands becomes the cube the detectors run on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+
+
+class BandsPanel(AnalysisPanel):
+    methods = ("band-subsets", "band-clusters")
+    title = "Band reduction"
+
+    def build_plots(self, tabs) -> None:
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        self.table = QTableWidget(0, 2)
+        self.table.setHorizontalHeaderLabels(["bands", "score"])
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setMinimumHeight(160)
+        lay.addWidget(self.table, 1)
+        row = QHBoxLayout()
+        self.use_button = QPushButton("Detect on these bands")
+        self.use_button.setToolTip("Run the detectors on the selected subset (or the kept bands) only")
+        self.all_button = QPushButton("All bands")
+        self.all_button.setToolTip("Run the detectors on every band again")
+        row.addWidget(self.use_button)
+        row.addWidget(self.all_button)
+        lay.addLayout(row)
+        self.spectrum_plot = plot_widget("wavelength", "mean value", "bands on the mean spectrum")
+        self.score_plot = plot_widget("score", "subsets")
+        self.score_curve = self.score_plot.plot(stepMode="center", fillLevel=0, brush=(100, 180, 255, 140))
+        tabs.addTab(box, "Best bands")
+        tabs.addTab(self.spectrum_plot, "On the spectrum")
+        tabs.addTab(self.score_plot, "Score distribution")
+        self.band_items: list = []
+        self._rows: list[list[int]] = []
+        self.table.itemSelectionChanged.connect(self._mark_selected)
+        self.use_button.clicked.connect(self.use_selected)
+        self.all_button.clicked.connect(lambda: self.host.use_bands(None))
+
+    def selected_bands(self) -> list[int] | None:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        i = rows[0].row() if rows else 0
+        return self._rows[i] if 0 <= i < len(self._rows) else None
+
+    def use_selected(self) -> None:
+        bands = self.selected_bands()
+        if bands is None:
+            self.host.show_error("run a band reduction first")
+            return
+        self.host.use_bands(bands)
+
+    def show_result(self, result) -> None:
+        m = result.model
+        if result.method == "band-subsets":
+            self._rows = [list(map(int, s)) for s in m.best_subsets_]
+            scores = list(m.best_scores_)
+            self.table.setHorizontalHeaderLabels(["bands", m.score_kind_])
+            counts, edges = np.histogram(m.scores_, bins=60)
+            self.score_curve.setData(edges, counts)
+            self.score_plot.setLabel("bottom", m.score_kind_)
+        else:
+            self._rows = [list(map(int, m.representatives_))]
+            scores = [None]
+            self.table.setHorizontalHeaderLabels(["bands kept", ""])
+            self.score_curve.setData([0, 1], [0])
+        self.table.setRowCount(len(self._rows))
+        for i, (bands, sc) in enumerate(zip(self._rows, scores)):
+            self.table.setItem(i, 0, QTableWidgetItem(", ".join(map(str, bands))))
+            self.table.setItem(i, 1, QTableWidgetItem("" if sc is None else f"{sc:.4f}"))
+        self.table.selectRow(0)
+        self._mark_selected()
+
+    def _mark_selected(self) -> None:
+        s = self.host.session
+        bands = self.selected_bands()
+        if s is None or bands is None:
+            return
+        for it in self.band_items:
+            self.spectrum_plot.removeItem(it)
+        cube = s.cube
+        x, label = wavelength_axis(cube)
+        self.spectrum_plot.setLabel("bottom", label)
+        mean = s.mean_spectrum()
+        self.band_items = [self.spectrum_plot.plot(x, mean, pen=pg.mkPen("w", width=2))]
+        for b in bands:
+            if b < len(x):
+                line = pg.InfiniteLine(x[b], angle=90, pen=pg.mkPen((255, 180, 0), width=2),
+                                       label=str(b), labelOpts={"position": 0.9, "color": (255, 180, 0)})
+                self.spectrum_plot.addItem(line)
+                self.band_items.append(line)

@@ -1,0 +1,69 @@
+"""The k-means panel: choose k from the inertia, silhouette and Davies-Bouldin curves, see the cluster
+map on the image and each cluster's mean spectrum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from hyperapp.backend import to_host
+from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+
+CLUSTER_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+                   (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
+                   (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
+                   (0, 0, 128), (128, 128, 128)]
+
+
+def cluster_colour(i: int) -> tuple[int, int, int]:
+    return CLUSTER_COLOURS[i % len(CLUSTER_COLOURS)]
+
+
+class KMeansPanel(AnalysisPanel):
+    methods = ("kmeans",)
+    title = "k-means"
+
+    def build_plots(self, tabs) -> None:
+        self.inertia_plot = plot_widget("number of clusters k", "inertia (sum of squared distances)")
+        self.inertia_plot.getAxis("left").enableAutoSIPrefix(True)
+        self.inertia_curve = self.inertia_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
+        self.quality_plot = plot_widget("number of clusters k", "score")
+        self.quality_plot.addLegend(offset=(-10, 10))
+        self.sil_curve = self.quality_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=6,
+                                                name="silhouette (higher is better)")
+        self.db_curve = self.quality_plot.plot(pen=pg.mkPen("m", width=2), symbol="t", symbolSize=6,
+                                               name="Davies-Bouldin (lower is better)")
+        self.chosen_lines = [pg.InfiniteLine(angle=90, pen=pg.mkPen("w", style=pg.QtCore.Qt.PenStyle.DashLine))
+                             for _ in range(2)]
+        self.inertia_plot.addItem(self.chosen_lines[0])
+        self.quality_plot.addItem(self.chosen_lines[1])
+        self.spectra_plot = plot_widget("wavelength", "mean value", "cluster mean spectra")
+        self.spectra_plot.addLegend(offset=(-10, 10))
+        tabs.addTab(self.inertia_plot, "Inertia (elbow)")
+        tabs.addTab(self.quality_plot, "Silhouette / Davies-Bouldin")
+        tabs.addTab(self.spectra_plot, "Cluster spectra")
+        self.spectrum_items: list = []
+
+    def show_result(self, result) -> None:
+        m = result.model
+        ks = np.asarray(m.k_values_, float)
+        self.inertia_curve.setData(ks, m.inertia_)
+        ok = np.isfinite(m.silhouette_)
+        self.sil_curve.setData(ks[ok], m.silhouette_[ok])
+        ok = np.isfinite(m.davies_bouldin_)
+        self.db_curve.setData(ks[ok], m.davies_bouldin_[ok])
+        for line in self.chosen_lines:
+            line.setValue(m.chosen_k_)
+        self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {m.criterion.replace('_', '-')})")
+        for it in self.spectrum_items:
+            self.spectra_plot.removeItem(it)
+        x, label = wavelength_axis(self.host.session.cube)
+        self.spectra_plot.setLabel("bottom", label)
+        C = to_host(m.centres_for())
+        counts = np.bincount(result.labels[result.labels >= 0], minlength=C.shape[0]) if result.labels is not None \
+            else np.zeros(C.shape[0], int)
+        self.spectrum_items = [
+            self.spectra_plot.plot(x, C[i], pen=pg.mkPen(cluster_colour(i), width=2),
+                                   name=f"cluster {i} ({counts[i]} px)")
+            for i in range(C.shape[0])]
+        self.tabs.setCurrentWidget(self.quality_plot if len(ks) > 1 else self.spectra_plot)

@@ -1,0 +1,91 @@
+"""A form built from a method's parameter schema (:class:`hyperapp.models.registry.Param`).
+
+Every detector and analysis method describes its options once, in the registry; this form shows each
+with its human label, its help as the tooltip, and an editor of the right kind (number box with the
+parameter's range, check box, choice list, or a text field for values such as a range of k). Adding a
+method adds no hand-built form.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QWidget,
+)
+
+from hyperapp.models.registry import Param
+
+
+def editor(p: Param):
+    """(widget, getter, setter) for one parameter."""
+    if p.choices:
+        w = QComboBox()
+        w.addItems([str(c) for c in p.choices])
+        w.setCurrentText(str(p.default))
+        return w, (lambda: w.currentText()), (lambda v: w.setCurrentText(str(v)))
+    if p.type is bool:
+        w = QCheckBox()
+        w.setChecked(bool(p.default))
+        return w, w.isChecked, (lambda v: w.setChecked(bool(v)))
+    if p.type is int:
+        w = QSpinBox()
+        w.setRange(int(p.minimum if p.minimum is not None else -10**9),
+                   int(min(p.maximum if p.maximum is not None else 10**9, 2**31 - 1)))
+        w.setValue(int(p.default))
+        return w, w.value, (lambda v: w.setValue(int(v)))
+    if p.type is str:
+        w = QLineEdit(str(p.default))
+        return w, (lambda: w.text().strip()), (lambda v: w.setText(str(v)))
+    w = QDoubleSpinBox()
+    w.setDecimals(5)
+    w.setRange(float(p.minimum if p.minimum is not None else -1e9), float(p.maximum if p.maximum is not None else 1e9))
+    w.setValue(float(p.default))
+    return w, w.value, (lambda v: w.setValue(float(v)))
+
+
+class ParamForm(QWidget):
+    """The editable options of one method; :meth:`values` returns ``{name: value}``."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.form = QFormLayout(self)
+        self.form.setContentsMargins(0, 0, 0, 0)
+        self._get: dict = {}
+        self._set: dict = {}
+        self.editors: dict = {}
+
+    def set_params(self, params: tuple[Param, ...]) -> None:
+        """Rebuild the form for another method's parameters."""
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        self._get, self._set, self.editors = {}, {}, {}
+        for p in params:
+            w, get, set_ = editor(p)
+            w.setToolTip(p.help)
+            label = QLabel(p.title)
+            label.setToolTip(f"{p.help}\n(option name: {p.name})")
+            self.form.addRow(label, w)
+            self._get[p.name], self._set[p.name], self.editors[p.name] = get, set_, w
+
+    def values(self) -> dict:
+        return {k: g() for k, g in self._get.items()}
+
+    def set_values(self, values: dict) -> None:
+        for k, v in values.items():
+            if k in self._set:
+                self._set[k](v)
+
+    def labels(self) -> list[str]:
+        """The row labels, as a person reads them (for tests and screenshots)."""
+        out = []
+        for i in range(self.form.rowCount()):
+            item = self.form.itemAt(i, QFormLayout.ItemRole.LabelRole)
+            if item is not None and item.widget() is not None:
+                out.append(item.widget().text())
+        return out
