@@ -86,6 +86,8 @@ class Cube:
         ENVI ``coordinate system string`` (WKT) when present.
     nodata : float or None
         ``data ignore value``.
+    scale_factor : float or None
+        ``reflectance scale factor``: stored values divided by it are reflectance.
     interleave : str
         "bsq", "bil", "bip" or "hdf5"/"mat" for other formats.
     """
@@ -101,6 +103,7 @@ class Cube:
     map_info: list[str] | None = None
     coordinate_system: str | None = None
     nodata: float | None = None
+    scale_factor: float | None = None
     interleave: str = "bip"
     byte_order: str = "little"
     rows_sel: slice = field(default_factory=lambda: slice(None))

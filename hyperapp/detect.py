@@ -171,11 +171,16 @@ def run_detection(
             scores_dev = est.decision_function(X)
     if m.kind == "window":
         boxes = list(est.boxes_)
-        if (params or {}).get("refine") and bool((y == TARGET).any()):
+        clicked = bool((y == TARGET).any())
+        # trained from this scene's clicks, the windows' networks saw a handful of pixels: the boxes say
+        # where to look, and an RBFN from the same clicks scores the pixels inside them, so the
+        # false-alarm rate sets the mask as for every pixel detector
+        refine = bool(getattr(est, "refine", False)) or (model is None and clicked)
+        if refine and clicked:
             with timer.stage("refine"):
                 scores_dev = refine_in_boxes(X, y, scores_dev > 0, xp)
-        elif threshold is None and far is None:
-            threshold = 0.0  # the box mask: any pixel inside a detected box
+        elif threshold is None:
+            threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         if threshold is None:

@@ -108,35 +108,67 @@ class Session:
         return f"{method} #{n}"
 
     # ------------------------------------------------------------------ project files
-    def to_project(self, folder: Path) -> dict:
+    def to_project(self, folder: Path, model_paths: list | None = None) -> dict:
         rr, cc = np.nonzero(self.roi.labels)
         runs = []
-        for r in self.runs:
-            runs.append({"name": r.name, "method": r.method, "params": r.params, "threshold": r.threshold,
-                         "model": os.path.relpath(r.model_path, folder) if r.model_path else None})
+        model_paths = model_paths or [r.model_path for r in self.runs]
+        for r, mp in zip(self.runs, model_paths):
+            runs.append({"name": r.name, "method": r.method, "params": r.params, "threshold": float(r.threshold),
+                         "model": os.path.relpath(mp, folder) if mp else None})
         return {
             "format": PROJECT_FORMAT, "format_version": PROJECT_VERSION,
             "cube": os.path.relpath(self.cube.path, folder) if self.cube.path else None,
             "dataset": self.dataset,
             "roi": {"rows": rr.tolist(), "cols": cc.tolist(), "labels": self.roi.labels[rr, cc].tolist()},
             "truth": os.path.relpath(self.truth_path, folder) if self.truth_path else None,
+            "bands": self.bands,
             "runs": runs,
         }
 
     def save_project(self, path: str | os.PathLike) -> None:
-        """Write the project (JSON) and each run's fitted model beside it (``<project>.models/``)."""
+        """Write the project (JSON) and each run's fitted model beside it (``<project>.models/``).
+
+        All or nothing: the models go to a temporary folder first and the project file is written
+        atomically; on any failure both are removed and an :class:`OutputError` says why.
+        """
+        import shutil
+        import tempfile
+
+        from hyperapp.errors import OutputError
         from hyperapp.io.atomic import atomic_write_text
         from hyperapp.io.models import save_model
 
         p = Path(path)
         mdir = p.with_suffix(".models")
-        for i, r in enumerate(self.runs):
-            model = getattr(r.result, "model", None)
-            if model is not None and hasattr(model, "get_params"):
-                if hasattr(model, "to_host"):
-                    model = model.to_host()
-                r.model_path = str(save_model(model, mdir / f"run{i}-{r.method}.npz", r.method))
-        atomic_write_text(p, json.dumps(self.to_project(p.parent), indent=2) + "\n")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{mdir.name}.", dir=p.parent)) if p.parent.is_dir() else None
+        if tmp is None:
+            raise OutputError("the project's folder does not exist", p.parent)
+        paths = []
+        try:
+            for i, r in enumerate(self.runs):
+                model = getattr(r.result, "model", None)
+                final = None
+                if model is not None and hasattr(model, "get_params"):
+                    if hasattr(model, "to_host"):
+                        model = model.to_host()
+                    saved = save_model(model, tmp / f"run{i}-{r.method}.npz", r.method)
+                    final = str(mdir / saved.name)
+                paths.append(final)
+            text = json.dumps(self.to_project(p.parent, paths), indent=2) + "\n"
+            if mdir.exists():
+                shutil.rmtree(mdir)
+            tmp.rename(mdir)
+            tmp = None
+            atomic_write_text(p, text)
+        except Exception as exc:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise OutputError(f"could not save the project ({exc.__class__.__name__}: {exc})", p) from exc
+        finally:
+            if tmp is not None and tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        for r, final in zip(self.runs, paths):
+            r.model_path = final
 
     @staticmethod
     def read_project(path: str | os.PathLike) -> dict:

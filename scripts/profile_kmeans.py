@@ -6,7 +6,6 @@ Run on the GPU machine: ``PYTHONPATH=. python3 scripts/profile_kmeans.py``.
 import time
 
 import cupy
-import numpy as np
 
 import hyperapp.models.kmeans as K
 from hyperapp.bench.cases import _spectra

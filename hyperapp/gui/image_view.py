@@ -51,7 +51,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.overlay = pg.ImageItem(axisOrder="row-major")
         self.mask_item = pg.ImageItem(axisOrder="row-major")
         self.roi_item = pg.ImageItem(axisOrder="row-major")
-        for z, item in enumerate((self.base, self.overlay, self.mask_item, self.roi_item)):
+        self.truth_item = pg.ImageItem(axisOrder="row-major")
+        for z, item in enumerate((self.base, self.overlay, self.mask_item, self.truth_item, self.roi_item)):
             item.setZValue(z)
             self.vb.addItem(item)
         self.box_items: list = []
@@ -60,12 +61,33 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.scene().sigMouseClicked.connect(self._clicked)
 
     # ------------------------------------------------------------------ content
-    def set_image(self, img_u8: np.ndarray) -> None:
+    def set_image(self, img_u8: np.ndarray, fit: bool | None = None) -> None:
+        """Show ``img_u8``; ``fit`` the view to it (default: when its shape changed)."""
         first = self.shape != img_u8.shape[:2]
         self.shape = img_u8.shape[:2]
         self.base.setImage(img_u8, autoLevels=False, levels=(0, 255))
-        if first:
+        if fit or (fit is None and first):
             self.vb.autoRange(padding=0.02)
+
+    def set_truth(self, truth: np.ndarray | None, colour=(0, 255, 255, 230)) -> None:
+        """Outline of a truth mask (its border pixels), so loading one shows where it is."""
+        if truth is None:
+            self.truth_item.clear()
+            return
+        from scipy import ndimage
+
+        t = np.asarray(truth) > 0
+        edge = t & ~ndimage.binary_erosion(t)
+        rgba = np.zeros(t.shape + (4,), np.uint8)
+        rgba[edge] = colour
+        self.truth_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def clear_layers(self) -> None:
+        """Remove every overlay (a new cube)."""
+        self.overlay.clear()
+        self.mask_item.clear()
+        self.truth_item.clear()
+        self.set_boxes([])
 
     def set_overlay(self, rgba: np.ndarray | None) -> None:
         if rgba is None:

@@ -40,6 +40,18 @@ log = logging.getLogger("hyperapp.gui")
 CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
 ROI_STATS_SAMPLE = 500
 MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png", "NumPy (*.npy)": "npy"}
+TOOLS = (("inspect", "0", "Inspect / pan (clicks mark nothing)"), ("pixel", "1", "Mark pixels"),
+         ("brush", "2", "Brush"), ("rectangle", "3", "Rectangle (two clicks)"),
+         ("polygon", "4", "Polygon (double-click closes)"))
+
+
+def as_list(value) -> list[str]:
+    """A QSettings list read back: a later process gets a one-element list as a plain string."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
 
 
 def settings() -> QSettings:
@@ -63,7 +75,7 @@ class MainWindow(QMainWindow):
         self.worker: Worker | None = None
         self.last_error: str | None = None
         self.error_box: QMessageBox | None = None
-        self.tool = "pixel"
+        self.tool = "inspect"
         self.roi_class = "target"
         self._poly: list[tuple[int, int]] = []
         self._rect_start: tuple[int, int] | None = None
@@ -96,6 +108,7 @@ class MainWindow(QMainWindow):
         self.detector = DetectorDock()
         self.results = ResultsPanel()
         self.compare_view = ImageView()
+        self.compare_view.setMinimumSize(320, 240)
         self.compare_pick = QComboBox()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
@@ -130,6 +143,7 @@ class MainWindow(QMainWindow):
         self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
         self.results.run_selected.connect(self._show_run)
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
+        self.detector.set_method("rbfn")  # the network the app is built around
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
@@ -187,10 +201,12 @@ class MainWindow(QMainWindow):
         self._action(e, "Clear pinned spectra", self.spectrum.clear_pins)
         t = mb.addMenu("&Tools")
         group = QActionGroup(self)
-        for name, key in (("pixel", "1"), ("brush", "2"), ("rectangle", "3"), ("polygon", "4")):
-            a = self._action(t, name.capitalize(), lambda _=False, n=name: self.set_tool(n), key, checkable=True)
+        self.tool_actions = {}
+        for name, key, text in TOOLS:
+            a = self._action(t, text, lambda _=False, n=name: self.set_tool(n), key, checkable=True)
             group.addAction(a)
-            a.setChecked(name == "pixel")
+            a.setChecked(name == self.tool)
+            self.tool_actions[name] = a
         t.addSeparator()
         cg = QActionGroup(self)
         for name, key in (("target", "T"), ("background", "B")):
@@ -238,15 +254,18 @@ class MainWindow(QMainWindow):
             panel.reset()
         self.band.setRange(0, cube.bands - 1)
         self.band.setValue(cube.rgb_bands()[0])
-        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands)
+        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands, cube.scale_factor)
         self.spectrum.clear_pins()
+        self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)
-        self.results.runs.clear()
+        self.results.clear()
+        self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
-        self.view.set_overlay(None)
-        self.view.set_mask(None)
-        self.view.set_boxes([])
+        self.compare_pick.blockSignals(False)
+        self.compare_view.clear_layers()
+        self.view.clear_layers()
         self.refresh_image()
+        self.view.vb.autoRange(padding=0.02)  # fit the new cube, whatever the last one's zoom
         self._rois_changed()
         self.cube_opened.emit(session)
 
@@ -284,12 +303,17 @@ class MainWindow(QMainWindow):
     def set_tool(self, name: str) -> None:
         self.tool = name
         self._poly, self._rect_start = [], None
+        if name in getattr(self, "tool_actions", {}):
+            self.tool_actions[name].setChecked(True)
 
     def set_roi_class(self, name: str) -> None:
         self.roi_class = name
+        if self.tool == "inspect":  # asking to mark means: mark, with the pixel tool
+            self.set_tool("pixel")
+        self.statusBar().showMessage(f"marking {name} pixels with the {self.tool} tool", 3000)
 
     def _click(self, r: int, c: int, ev) -> None:
-        if self.session is None or ev.button() != Qt.MouseButton.LeftButton:
+        if self.session is None or ev.button() != Qt.MouseButton.LeftButton or self.tool == "inspect":
             return
         roi = self.session.roi
         if self.tool == "pixel":
@@ -348,7 +372,7 @@ class MainWindow(QMainWindow):
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.4))
             return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
-                                 device=device, truth=truth, far=None if method == "ffbp" else far, model=model,
+                                 device=device, truth=truth, far=far, model=model,
                                  image=image, progress=progress.sub(0.4, 1.0))
 
         w = Worker(job)
@@ -455,7 +479,7 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
-        self.compare_view.set_image(self.view.base.image)
+        self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
         self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
         self.compare_view.set_mask(run.result.scores > run.threshold)
         self.compare_view.set_boxes(run.result.boxes)
@@ -473,13 +497,28 @@ class MainWindow(QMainWindow):
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
+        self.view.set_truth(self.session.truth)
+        self.statusBar().showMessage(f"truth mask {Path(path).name}: {int((self.session.truth > 0).sum())} target "
+                                     "pixels (outlined in cyan)", 8000)
         run = self.current_run()
         if run is not None:
             self._show_run(self.results.runs.currentIndex())
         return True
 
     def export(self, kind: str, path, fmt: str = "envi") -> Path | None:
-        """Export ``kind`` (mask, scores, objects, boxes, screenshot, rois) to ``path``."""
+        """Export ``kind`` (mask, scores, objects, boxes, screenshot, rois) to ``path``; says so in the
+        status bar."""
+        out = self._export(kind, path, fmt)
+        if out is not None:
+            self.statusBar().showMessage(f"exported {kind} to {out}", 8000)
+        return out
+
+    def mask_filters(self) -> dict[str, str]:
+        """Formats offered for a mask or score map: GeoTIFF only when the cube has map info."""
+        has_map = self.session is not None and bool(self.session.cube.map_info)
+        return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
+
+    def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
         from hyperapp.io.atomic import atomic_write_text
         from hyperapp.io.writers import write_image
         from hyperapp.models.boxes import boxes_csv, boxes_geojson
@@ -520,11 +559,15 @@ class MainWindow(QMainWindow):
             return None
 
     def save_project(self, path) -> bool:
+        if self.session is None:
+            self.show_error("open a cube first: there is nothing to save")
+            return False
         try:
             self.session.save_project(path)
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
+        self.statusBar().showMessage(f"project saved to {path}", 8000)
         return True
 
     def open_project(self, path) -> bool:
@@ -538,13 +581,20 @@ class MainWindow(QMainWindow):
             session.restore_rois(d)
             if d.get("truth"):
                 session.load_truth(d["truth"])
+            if d.get("bands"):
+                session.use_bands(d["bands"])
             self.set_session(session)
+            if d.get("truth"):
+                self.view.set_truth(session.truth)
             for r in d.get("runs", []):
                 model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
                 res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
                                     session.roi.background, params=r["params"], device="cpu", truth=session.truth,
                                     threshold=r["threshold"], model=model, image=session.pixels_on("cpu"))
                 self._run_done(r["method"], r["params"], res)
+            if d.get("runs"):
+                self.detector.set_method(d["runs"][-1]["method"])
+                self.detector.set_params(d["runs"][-1]["params"])
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
@@ -575,9 +625,10 @@ class MainWindow(QMainWindow):
 
     def _export_dialog(self, kind: str) -> None:
         if kind in ("mask", "scores"):
-            path, flt = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), ";;".join(MASK_FILTERS))
+            filters = self.mask_filters()
+            path, flt = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), ";;".join(filters))
             if path:
-                self.export(kind, path, MASK_FILTERS.get(flt, "envi"))
+                self.export(kind, path, filters.get(flt, "envi"))
             return
         filters = {"objects": "CSV (*.csv)", "boxes": "CSV (*.csv)", "screenshot": "PNG (*.png)",
                    "rois": "CSV (*.csv);;NumPy (*.npy);;PNG (*.png);;ENVI (*.hdr)"}
@@ -607,14 +658,14 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ settings
     def _remember(self, path: str) -> None:
         st = settings()
-        recent = [p for p in (st.value("recent", []) or []) if p != path]
+        recent = [p for p in as_list(st.value("recent", [])) if p != path]
         st.setValue("recent", [path, *recent][:10])
         st.setValue("last_dir", str(Path(path).parent))
         self._update_recent()
 
     def _update_recent(self) -> None:
         self.recent_menu.clear()
-        for p in settings().value("recent", []) or []:
+        for p in as_list(settings().value("recent", [])):
             a = QAction(p, self)
             a.triggered.connect(lambda _=False, q=p: self.open_cube(q))
             self.recent_menu.addAction(a)

@@ -44,15 +44,23 @@ class ResultsPanel(QWidget):
         lay.addWidget(self.counts)
         tabs = QTabWidget()
         self.hist = pg.PlotWidget()
-        self.hist.setLabel("bottom", "score")
-        self.hist.setLabel("left", "pixels (log10)")
+        self.hist.setMinimumHeight(220)
+        self.hist.showGrid(x=True, y=True, alpha=0.3)
+        self.hist.setLabel("bottom", "score (higher = more target-like)")
+        self.hist.setLabel("left", "pixels (log10 of count + 1)")
+        self.hist.getAxis("bottom").enableAutoSIPrefix(False)
         self.hist_curve = self.hist.plot(stepMode="center", fillLevel=0, brush=(100, 100, 255, 120))
         self.hist_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("y", width=2))
         self.hist.addItem(self.hist_line)
         self.roc = pg.PlotWidget()
-        self.roc.setLabel("bottom", "false-alarm rate")
-        self.roc.setLabel("left", "detection rate")
+        self.roc.setMinimumHeight(220)
+        self.roc.showGrid(x=True, y=True, alpha=0.3)
+        self.roc.setLabel("bottom", "false-alarm rate (share of background pixels, log scale)")
+        self.roc.setLabel("left", "detection rate (share of target pixels)")
         self.roc.setLogMode(x=True, y=False)
+        self.roc.setYRange(0.0, 1.02, padding=0)
+        self.roc.getViewBox().setLimits(yMin=-0.02, yMax=1.05)
+        self.roc.getViewBox().enableAutoRange(y=False)
         self.roc_curve = self.roc.plot(pen=pg.mkPen("c", width=2))
         self.table = QTableWidget(0, 6)
         self.table.setHorizontalHeaderLabels(["label", "pixels", "row", "col", "peak", "bbox"])
@@ -60,7 +68,10 @@ class ResultsPanel(QWidget):
         tabs.addTab(self.hist, "Histogram")
         tabs.addTab(self.roc, "ROC")
         tabs.addTab(self.table, "Objects")
+        tabs.setMinimumHeight(260)
         self.tabs = tabs
+        self._table_threshold: float | None = None
+        tabs.currentChanged.connect(lambda _: self._refresh_table())
         lay.addWidget(tabs, 1)
         self.scores: np.ndarray | None = None
         self._lo, self._hi = 0.0, 1.0
@@ -85,6 +96,7 @@ class ResultsPanel(QWidget):
             fpr, tpr = roc_curve(self.scores, truth, exclude)
             keep = fpr > 0
             self.roc_curve.setData(fpr[keep], tpr[keep])
+            self.roc.setYRange(0.0, 1.02, padding=0)
             self.roc.setTitle(f"AUC {auc(self.scores, truth, exclude):.4f}")
         else:
             self.roc_curve.setData([], [])
@@ -114,9 +126,40 @@ class ResultsPanel(QWidget):
         _, n_obj = label_objects(mask)
         self.counts.setText(f"threshold {t:.5g}: {int(mask.sum())} pixels, {n_obj} objects")
         self.hist_line.setValue(t)
+        self._refresh_table()
         self.threshold_changed.emit(t)
 
+    def _refresh_table(self) -> None:
+        """The object table for the current threshold, built only when it is shown (the count is live)."""
+        if self.scores is None or self.tabs.currentWidget() is not self.table:
+            return
+        if self._table_threshold == self._threshold:
+            return
+        from hyperapp.models.postprocess import object_table
+
+        self._fill_table(object_table(self.scores > self._threshold, self.scores))
+        self._table_threshold = self._threshold
+
+    def clear(self) -> None:
+        """Forget the shown result (another cube was opened)."""
+        self.scores = None
+        self._objects = []
+        self._table_threshold = None
+        self.runs.blockSignals(True)
+        self.runs.clear()
+        self.runs.blockSignals(False)
+        self.table.setRowCount(0)
+        self.hist_curve.setData([], [])
+        self.roc_curve.setData([], [])
+        self.roc.setTitle("")
+        self.counts.setText("no result yet")
+
     def show_objects(self, rows: list[dict]) -> None:
+        """Show a run's object table (at its own threshold)."""
+        self._fill_table(rows)
+        self._table_threshold = getattr(self, "_threshold", None)
+
+    def _fill_table(self, rows: list[dict]) -> None:
         self._objects = rows
         self.table.setRowCount(len(rows))
         for i, r in enumerate(rows):

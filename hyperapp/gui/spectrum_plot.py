@@ -17,8 +17,14 @@ class SpectrumPlot(pg.PlotWidget):
         self.pins: list = []
         self.roi_items: list = []
         self.x = None
+        self.scale = 1.0
+        self.setMinimumHeight(180)
 
-    def set_axis(self, wavelengths, units: str | None, bands: int) -> None:
+    def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None) -> None:
+        """The x axis (wavelengths with units, or band numbers) and the y axis: reflectance when the
+        header gives a reflectance scale factor (values are divided by it), else the stored values."""
+        self.scale = float(scale_factor) if scale_factor else 1.0
+        self.setLabel("left", "reflectance" if scale_factor else "value (as stored)")
         if wavelengths is not None and len(wavelengths) == bands:
             self.x = np.asarray(wavelengths, dtype=float)
             self.getAxis("bottom").enableAutoSIPrefix(False)
@@ -26,15 +32,19 @@ class SpectrumPlot(pg.PlotWidget):
         else:
             self.x = np.arange(bands, dtype=float)
             self.setLabel("bottom", "band")
-        self.setLabel("left", "value")
 
     def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
-        self.cursor_curve.setData(self.x, spectrum)
+        self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale)
         self.setTitle(label)
+
+    def clear_cursor(self) -> None:
+        self.cursor_curve.setData([], [])
+        self.setTitle("")
 
     def pin(self, spectrum: np.ndarray, label: str) -> None:
         colour = PIN_COLOURS[len(self.pins) % len(PIN_COLOURS)]
-        self.pins.append(self.plot(self.x, spectrum, pen=pg.mkPen(colour, width=1.5), name=label))
+        self.pins.append(self.plot(self.x, np.asarray(spectrum) / self.scale, pen=pg.mkPen(colour, width=1.5),
+                                   name=label))
 
     def clear_pins(self) -> None:
         for p in self.pins:
@@ -48,6 +58,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.roi_items = []
         colours = {"target": (255, 60, 60), "background": (60, 140, 255)}
         for name, (mean, std) in stats.items():
+            mean, std = np.asarray(mean) / self.scale, np.asarray(std) / self.scale
             c = colours.get(name, (200, 200, 200))
             lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)))
             hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)))

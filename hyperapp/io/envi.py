@@ -29,6 +29,9 @@ def find_pair(path: str | os.PathLike) -> tuple[Path, Path]:
         hdr = p
         if not hdr.is_file():
             raise CubeNotFoundError("header file not found", hdr)
+        with open(hdr, "rb") as fh:
+            if not fh.read(4).upper().startswith(b"ENVI"):
+                raise CubeFormatError("not an ENVI header (it does not begin with 'ENVI')", hdr)
         stem = hdr.with_suffix("")
         for ext in DATA_EXTENSIONS:
             for cand in {stem.with_name(stem.name + ext), stem.with_name(stem.name + ext.upper())}:
@@ -116,6 +119,10 @@ def open_envi(path: str | os.PathLike) -> Cube:
         except ValueError:
             default_bands = None
     nodata = h.get("data ignore value")
+    try:
+        scale = float(h.get("reflectance scale factor")) if h.get("reflectance scale factor") else None
+    except ValueError:
+        scale = None
     return Cube(
         StoredArray(mm, INTERLEAVE_AXES[interleave]),
         name=hdr.stem,
@@ -128,6 +135,7 @@ def open_envi(path: str | os.PathLike) -> Cube:
         map_info=list(h["map info"]) if isinstance(h.get("map info"), list) else None,
         coordinate_system=h.get("coordinate system string"),
         nodata=float(nodata) if nodata is not None else None,
+        scale_factor=scale if scale and scale > 0 else None,
         interleave=interleave,
         byte_order="big" if byte_order == 1 else "little",
     )

@@ -127,5 +127,7 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
         default_bands=tuple(int(b) for b in default[:3]) if default is not None else None,  # type: ignore[arg-type]
         map_info=[_text(m) for m in map_info] if map_info is not None else None,
         nodata=float(np.asarray(nodata).ravel()[0]) if nodata is not None else None,
+        scale_factor=float(np.asarray(ds.attrs["reflectance_scale_factor"]).ravel()[0])
+        if "reflectance_scale_factor" in ds.attrs else None,
         interleave="hdf5",
     )

@@ -19,8 +19,11 @@ from hyperapp import __version__
 from hyperapp.backend import to_host
 from hyperapp.errors import CubeNotFoundError, ModelError
 from hyperapp.models.mlp import TansigMLP
+from hyperapp.models.stats import BackgroundStats
 
 NESTED = (TansigMLP,)
+#: value objects saved as their defining arrays and rebuilt from them (``stats_`` of ACE, MF, RX, ...)
+VALUE_OBJECTS = {BackgroundStats: (("mean", "cov"), ("n",))}
 
 FORMAT = "hyperapp-model"
 FORMAT_VERSION = 1
@@ -36,6 +39,11 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
             continue
         if hasattr(v, "shape"):
             arrays[k] = to_host(v)
+        elif type(v) in VALUE_OBJECTS:  # background statistics: mean, covariance and count
+            arr_names, scalar_names = VALUE_OBJECTS[type(v)]
+            for a in arr_names:
+                arrays[f"{k}.{a}"] = to_host(getattr(v, a))
+            nested[k] = {"class": type(v).__name__, "value": {a: int(getattr(v, a)) for a in scalar_names}}
         elif isinstance(v, NESTED):  # a fitted sub-network (the FFBP's ANN-1 and ANN-2)
             sub_scalars = {}
             for sk, sv in vars(v).items():
@@ -79,7 +87,13 @@ def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str 
     if method is not None and meta["method"] != method:
         raise ModelError(f"the model is a {meta['method']} model, not {method}", p)
     model = get_method(meta["method"]).build(**meta["params"])
+    values = {c.__name__: c for c in VALUE_OBJECTS}
     for k, spec in meta.get("nested", {}).items():
+        if spec["class"] in values:
+            cls = values[spec["class"]]
+            fields = {a: arrays.pop(f"{k}.{a}") for a in VALUE_OBJECTS[cls][0]}
+            setattr(model, k, cls(**fields, **spec["value"]))
+            continue
         cls = {c.__name__: c for c in NESTED}.get(spec["class"])
         if cls is None:
             raise ModelError(f"unknown sub-model class {spec['class']!r}", p)

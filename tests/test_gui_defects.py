@@ -1,0 +1,216 @@
+"""The window as a new user finds it: each defect of issue 17, driven through the window (pytest-qt)."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+
+@pytest.fixture
+def win(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
+    from hyperapp.gui.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    yield w
+    w.cancel_run()
+    from PySide6.QtCore import QThreadPool
+
+    QThreadPool.globalInstance().waitForDone(20000)
+
+
+def _mark(win, land_hdr):
+    from hyperapp.io import read_labels
+
+    clicks = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+
+
+def _run(qtbot, win, method, **params):
+    win.detector.set_method(method)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    win.detector.set_params(params)
+    with qtbot.waitSignal(win.run_finished, timeout=120000) as blocker:
+        win.run_detector()
+    return blocker.args[0]
+
+
+# 1 ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["ace", "mf", "rx", "cem", "sam", "lrx"])
+def test_save_and_reopen_a_project_with_each_classic_model(qtbot, win, land_hdr, tmp_path, method):
+    from hyperapp.gui.main_window import MainWindow
+
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    run = _run(qtbot, win, method, **({"outer": 9} if method == "lrx" else {}))
+    assert run is not None, win.last_error
+    p = tmp_path / "p.hyperapp.json"
+    assert win.save_project(p), win.last_error
+    assert "saved" in win.statusBar().currentMessage()
+    w2 = MainWindow()
+    qtbot.addWidget(w2)
+    assert w2.open_project(p), w2.last_error
+    np.testing.assert_allclose(w2.session.runs[0].result.scores, run.result.scores, rtol=1e-4, atol=1e-5)
+    assert w2.detector.method_name() == method  # 7: the method box shows the reopened run's method
+
+
+def test_a_failing_save_shows_a_dialog_and_leaves_nothing(qtbot, win, land_hdr, tmp_path, monkeypatch):
+    import hyperapp.session as session_mod
+
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    _run(qtbot, win, "sam")
+    _run(qtbot, win, "ace")
+
+    def broken(*a, **k):
+        raise TypeError("Object of type Thing is not JSON serializable")
+
+    monkeypatch.setattr(session_mod.json, "dumps", broken)
+    p = tmp_path / "p.hyperapp.json"
+    assert not win.save_project(p)
+    assert win.error_box is not None and "could not save" in win.error_box.text()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["settings.ini"]  # no project, no models folder
+
+
+# 2 ------------------------------------------------------------------------------------------------
+def test_object_table_follows_the_threshold(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    run = _run(qtbot, win, "rbfn")
+    win.results.tabs.setCurrentWidget(win.results.table)
+    for q in (99.0, 99.8, 95.0):
+        t = float(np.percentile(run.result.scores, q))
+        win.results.set_threshold(t)
+        n_obj = int(win.results.counts.text().split(",")[1].split()[0])
+        assert win.results.table.rowCount() == n_obj
+
+
+# 3 ------------------------------------------------------------------------------------------------
+def test_open_recent_survives_a_second_launch(qtbot, tmp_path, monkeypatch, land_hdr):
+    # what the first launch left on disk: QSettings writes a one-element list as a plain value, and a
+    # later process reads it back as a string
+    ini = tmp_path / "second.ini"
+    ini.write_text(f"[General]\nrecent={land_hdr}\nlast_dir={land_hdr.parent}\n")
+    monkeypatch.setenv("HYPERAPP_SETTINGS", str(ini))
+    from hyperapp.gui.main_window import MainWindow
+
+    w2 = MainWindow()
+    qtbot.addWidget(w2)
+    assert [a.text() for a in w2.recent_menu.actions()] == [str(land_hdr)]
+    w2.recent_menu.actions()[0].trigger()
+    assert w2.session is not None and w2.last_error is None
+
+
+# 4 ------------------------------------------------------------------------------------------------
+def test_ffbp_from_clicks_honours_the_false_alarm_rate(sea_hdr, tmp_path, capsys):
+    from hyperapp.cli import main
+
+    out = tmp_path / "o"
+    assert main(["--headless", "detect", str(sea_hdr), "--method", "ffbp", "--targets",
+                 str(sea_hdr.with_name("sea_targets.csv")), "--truth", str(sea_hdr.with_name("sea_truth.hdr")),
+                 "--device", "cpu", "--out", str(out)]) == 0
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["threshold"] != 0 and rep["far"] == pytest.approx(1e-3)
+    assert rep["detections"] < 0.05 * 128 * 128
+    assert rep["evaluation"]["pd_at_far_1e-3"] > 0.3
+
+
+# 5 ------------------------------------------------------------------------------------------------
+def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, tmp_path):
+    import spectral.io.envi as envi
+
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    _run(qtbot, win, "sam")
+    win._hover(3, 3)
+    win.compare_pick.setCurrentIndex(0)
+    wide = tmp_path / "wide.hdr"
+    envi.save_image(str(wide), np.random.default_rng(0).random((40, 300, 8), dtype=np.float32), ext=".img")
+    assert win.open_cube(wide)
+    assert win.results.scores is None and win.results.table.rowCount() == 0
+    assert win.results.counts.text() == "no result yet"
+    assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
+    assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
+    assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
+    (x0, x1), (y0, y1) = win.view.vb.viewRange()
+    assert x0 <= 0 and x1 >= 300  # fitted to the new cube
+
+
+def test_a_run_keeps_the_users_zoom(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    win.view.zoom_to(20, 20, 40, 40, margin=0)
+    before = win.view.vb.viewRange()
+    _run(qtbot, win, "sam")
+    win.compare_pick.setCurrentIndex(0)
+    _run(qtbot, win, "ace")
+    after = win.view.vb.viewRange()
+    np.testing.assert_allclose(np.asarray(after), np.asarray(before), atol=1.0)
+
+
+# 6 ------------------------------------------------------------------------------------------------
+def test_results_plots_are_readable(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    _mark(win, land_hdr)
+    _run(qtbot, win, "rbfn")
+    qtbot.wait(50)
+    for plot in (win.results.hist, win.results.roc):
+        win.results.tabs.setCurrentWidget(plot)
+        qtbot.wait(20)
+        assert plot.height() >= 200, plot.height()
+    lo, hi = win.results.roc.getViewBox().viewRange()[1]
+    assert lo >= -0.05 and hi <= 1.1
+    assert win.compare_view.minimumHeight() >= 200
+
+
+# 7 ------------------------------------------------------------------------------------------------
+def test_smaller_items(qtbot, win, land_hdr, tmp_path):
+    from hyperapp.io import open_cube
+
+    # the detector list starts on the network the app is built around
+    assert win.detector.method_name() == "rbfn"
+    assert win.open_cube(land_hdr)
+    # an inspect tool: clicks pan and inspect, they mark nothing
+    win.set_tool("inspect")
+
+    class Ev:
+        def button(self):
+            from PySide6.QtCore import Qt
+
+            return Qt.MouseButton.LeftButton
+
+        def double(self):
+            return False
+
+    win._click(5, 5, Ev())
+    assert win.session.roi.counts()["target"] == 0
+    win.set_tool("pixel")
+    win._click(5, 5, Ev())
+    assert win.session.roi.counts()["target"] == 1
+    # loading a truth mask shows its outline and says so
+    assert win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    assert win.view.truth_item.image is not None and (win.view.truth_item.image[..., 3] > 0).any()
+    assert "truth" in win.statusBar().currentMessage()
+    # the header's reflectance scale factor is applied to the spectrum axis
+    win._hover(10, 10)
+    raw = open_cube(land_hdr).spectrum(10, 10)
+    np.testing.assert_allclose(win.spectrum.cursor_curve.getData()[1], raw / 10000.0, rtol=1e-6)
+    assert "reflectance" in win.spectrum.getAxis("left").labelText
+    # GeoTIFF only for cubes with map info
+    assert "GeoTIFF (*.tif)" not in win.mask_filters()
+    # a status message after an export
+    _mark(win, land_hdr)
+    _run(qtbot, win, "sam")
+    assert win.export("mask", tmp_path / "m", "envi") is not None
+    assert "exported" in win.statusBar().currentMessage()
+    # a text file renamed .hdr
+    fake = tmp_path / "notes.hdr"
+    fake.write_text("shopping list\nmilk\n")
+    assert not win.open_cube(fake)
+    assert "not an ENVI header" in win.last_error
