@@ -1,8 +1,12 @@
-"""Take the README's screenshot: the window on the land scene after an RBFN run.
+"""Take the README's screenshot: the window at 1600 x 1000 after an RBFN run on the shared AVIRIS airport
+scene (five target clicks drawn from its truth, seed 0), or on the bundled land scene when the shared
+scene is not there.
 
 Run under a virtual X server, as the README says:
 
     PYTHONPATH=. xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot.py resources/screenshot.png
+
+With a second argument, also writes the histogram and object-table views beside it.
 """
 
 from __future__ import annotations
@@ -22,26 +26,41 @@ def main(out: str) -> int:
 
     app = QApplication(sys.argv)
     win = MainWindow()
-    win.resize(1500, 950)
+    win.resize(1600, 1000)
     win.show()
-    land = sample_path("land")
-    win.open_cube(land)
-    clicks = read_labels(land.with_name("land_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
-    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
-    win.session.roi.rectangle(100, 100, 110, 115, "background")
-    win.load_truth(land.with_name("land_truth.hdr"))
+    abu = Path(__file__).resolve().parent.parent.parent / "shared" / "cubes" / "abu-airport-1.mat"
+    if abu.is_file():
+        win.open_cube(abu, "data")
+        win.load_truth(abu, "map")
+        truth = win.session.truth > 0
+        rng = np.random.default_rng(0)
+        pick = rng.choice(np.flatnonzero(truth.ravel()), 5, replace=False)
+        win.session.roi.mark_pixels(np.column_stack(np.unravel_index(pick, truth.shape)), "target")
+    else:
+        land = sample_path("land")
+        win.open_cube(land)
+        clicks = read_labels(land.with_name("land_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
+        win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+        win.load_truth(land.with_name("land_truth.hdr"))
     win.detector.set_method("rbfn")
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
     win.run_detector()
     QThreadPool.globalInstance().waitForDone()
     for _ in range(20):
         app.processEvents()
     win.results.tabs.setCurrentIndex(1)
-    win._hover(64, 40)
+    win._hover(40, 40)
     win.pin_spectrum()
     for _ in range(20):
         app.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     ok = win.grab().save(out, "PNG")
+    if len(sys.argv) > 2:
+        for i, tab in ((0, "histogram"), (2, "objects")):
+            win.results.tabs.setCurrentIndex(i)
+            for _ in range(10):
+                app.processEvents()
+            win.grab().save(str(Path(sys.argv[2]) / f"screenshot-{tab}.png"), "PNG")
     print(f"wrote {out}" if ok else f"could not write {out}")
     return 0 if ok else 1
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -52,6 +53,15 @@ def as_list(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value]
+
+
+def scrolled(widget: QWidget) -> QScrollArea:
+    """``widget`` in a scroll area, so a tall form never forces its dock (and the window) taller."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
 
 
 def settings() -> QSettings:
@@ -116,8 +126,8 @@ class MainWindow(QMainWindow):
         cwl.addWidget(self.compare_view, 1)
         self.compare_view.vb.setXLink(self.view.vb)
         self.compare_view.vb.setYLink(self.view.vb)
-        spec_dock = self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self._dock("Detector", self.detector, Qt.DockWidgetArea.RightDockWidgetArea)
+        spec_dock = self.spec_dock = self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self._dock("Detector", scrolled(self.detector), Qt.DockWidgetArea.RightDockWidgetArea)
         self._dock("Results", self.results, Qt.DockWidgetArea.RightDockWidgetArea)
         self.compare_dock = self._dock("Compare", cw, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(spec_dock, self.compare_dock)
@@ -129,6 +139,11 @@ class MainWindow(QMainWindow):
             self._add_panel(panel)
         self.detector_dock.raise_()
         self._build_menus()
+        # a default layout that leaves the image most of the window and every plot readable
+        self.results_dock = self.findChild(QDockWidget, "Results")
+        self.resizeDocks([self.detector_dock, self.results_dock], [430, 470], Qt.Orientation.Vertical)
+        self.resizeDocks([self.detector_dock], [560], Qt.Orientation.Horizontal)
+        self.resizeDocks([spec_dock], [220], Qt.Orientation.Vertical)
         # signals
         self.view.pixel_hovered.connect(self._hover)
         self.view.pixel_clicked.connect(self._click)
@@ -152,8 +167,11 @@ class MainWindow(QMainWindow):
         """Add an analysis panel as a dock tabbed with the detector."""
         panel = cls(self)
         self.panels[panel.title] = panel
-        dock = self._dock(panel.title, panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        dock = self._dock(panel.title, scrolled(panel), Qt.DockWidgetArea.RightDockWidgetArea)
         self.tabifyDockWidget(self.detector_dock, dock)
+        plots = self._dock(f"{panel.title} plots", panel.tabs, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.spec_dock, plots)
+        panel.plots_shown.connect(plots.raise_)
 
     def _dock(self, title, widget, area):
         d = QDockWidget(title, self)

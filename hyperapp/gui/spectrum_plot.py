@@ -19,6 +19,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.x = None
         self.scale = 1.0
         self.setMinimumHeight(180)
+        self.getAxis("left").enableAutoSIPrefix(False)
 
     def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None) -> None:
         """The x axis (wavelengths with units, or band numbers) and the y axis: reflectance when the

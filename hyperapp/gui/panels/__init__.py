@@ -1,7 +1,7 @@
 """Analysis panels: one module each, all built on :class:`AnalysisPanel`.
 
-A panel is a dock with a method list, the method's form (from the registry), the spectra selection,
-Run/Cancel with progress, and its own plots. It computes nothing itself: Run calls
+A panel is a dock with a method list, the method's form (from the registry), the spectra selection and
+Run/Cancel with progress, plus a second dock with its plots (:attr:`AnalysisPanel.tabs`). It computes nothing itself: Run calls
 :func:`hyperapp.analyse.run_analysis` in a worker thread, the same path as ``hyperapp --headless
 analyse``. The main window registers each panel with one line (:data:`PANELS`).
 """
@@ -44,6 +44,7 @@ class AnalysisPanel(QWidget):
     methods: tuple[str, ...] = ()
     title = "Analysis"
     finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
+    plots_shown = Signal()  # a result was drawn: the window raises the plots' dock
 
     def __init__(self, host, parent=None):
         super().__init__(parent)
@@ -83,10 +84,12 @@ class AnalysisPanel(QWidget):
         self.status.setWordWrap(True)
         lay.addWidget(self.progress)
         lay.addWidget(self.status)
+        lay.addStretch(1)
+        # the plots live in their own dock (the window puts it beside the spectrum, where plots get
+        # the width they need); the controls stay beside the detector
         self.tabs = QTabWidget()
-        self.tabs.setMinimumHeight(280)
+        self.tabs.setMinimumHeight(220)
         self.build_plots(self.tabs)
-        lay.addWidget(self.tabs, 1)
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
@@ -174,6 +177,7 @@ class AnalysisPanel(QWidget):
         self.show_result(result)
         if result.labels is not None:
             self.host.show_labels(result.labels, self.title)
+        self.plots_shown.emit()
         self.finished.emit(result)
 
     def _failed(self, message: str) -> None:
