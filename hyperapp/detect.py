@@ -16,13 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host
+from hyperapp.backend import Timer, get_backend, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, TARGET, UNLABELLED
 from hyperapp.models.evaluation import evaluate, threshold_for_far
-from hyperapp.models.postprocess import object_table, objects_csv
+from hyperapp.models.postprocess import count_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
@@ -41,16 +41,26 @@ def needs_tiling(cube: Cube, backend) -> bool:
 
 @dataclass
 class DetectionResult:
-    """What a detection run produced (host arrays), plus the fitted model and the report."""
+    """What a detection run produced (host arrays), plus the fitted model and the report.
+
+    The object table is built on first use (the CLI's ``objects.csv``, the GUI's Objects tab): the
+    live path keeps only the object count, computed on the device.
+    """
 
     method: str
     scores: np.ndarray
     mask: np.ndarray
     threshold: float
-    objects: list[dict]
     report: dict
     model: object = None
     boxes: list[dict] = field(default_factory=list)
+    _objects: list[dict] | None = None
+
+    @property
+    def objects(self) -> list[dict]:
+        if self._objects is None:
+            self._objects = object_table(self.mask, self.scores)
+        return self._objects
 
     def remask(self, threshold: float) -> np.ndarray:
         """Mask for another threshold (the GUI's slider) without recomputing scores."""
@@ -183,17 +193,19 @@ def run_detection(
             threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
+        y_dev = xp.asarray(y)
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
-            non_target = scores_dev.reshape(-1)[xp.asarray(y.reshape(-1) != TARGET)]
+            non_target = scores_dev.reshape(-1)[y_dev.reshape(-1) != TARGET]
             threshold = threshold_for_far(non_target, far_used)
         else:
             far_used = None
         mask_dev = scores_dev > threshold
-        scores = to_host(scores_dev).astype(np.float32)
-        mask = to_host(mask_dev).astype(np.uint8)
     with timer.stage("objects"):
-        objects = object_table(mask, scores)
+        n_objects = count_objects(mask_dev)  # on the device; the table is built when asked for
+    with timer.stage("copy"):
+        scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
+        mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
     report = {
         "method": method,
         "params": dict(params or {}),
@@ -206,20 +218,20 @@ def run_detection(
         "n_background_pixels": int((y == BACKGROUND).sum()),
         "threshold": float(threshold),
         "far": far_used,
-        "detections": int(mask.sum()),
-        "objects": len(objects),
+        "detections": int(mask_dev.sum()),
+        "objects": n_objects,
     }
     if truth is not None:
         with timer.stage("evaluate"):
             report["evaluation"] = evaluate(scores_dev, xp.asarray(np.asarray(truth) > 0),
-                                            exclude=xp.asarray(y == TARGET))
+                                            exclude=y_dev == TARGET)
     if boxes:
         report["boxes"] = len(boxes)
         report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
     report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
     report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
-    return DetectionResult(method, scores, mask, float(threshold), objects, report, est, boxes)
+    return DetectionResult(method, scores, mask, float(threshold), report, est, boxes)
 
 
 def refine_in_boxes(X, y, inside, xp):

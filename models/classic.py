@@ -29,7 +29,7 @@ from hyperapp.models.base import (
     float_dtype,
     labelled_target_mean,
 )
-from hyperapp.models.stats import BackgroundStats
+from hyperapp.models.stats import BackgroundStats, scatter
 
 CHUNK = 1 << 18  # pixels per chunk: bounds the temporaries on the CPU
 
@@ -47,14 +47,15 @@ class _WhitenedDetector(PixelDetector):
     def fit(self, X, y=None):
         if self.uses_targets:
             P, xp, y, self.target_ = labelled_target_mean(X, y)
-            bg = P[y != TARGET]
+            exclude = xp.flatnonzero(y == TARGET)
         else:
             P, _ = as_pixels(X)
             check_finite(P)
             xp = get_namespace(P)
-            bg = P if y is None else P[xp.asarray(y).reshape(-1) != TARGET]
+            exclude = None if y is None else xp.flatnonzero(xp.asarray(y).reshape(-1) == TARGET)
         dt = float_dtype(P)
-        self.stats_ = BackgroundStats.from_pixels(bg)
+        # the background is every pixel but the clicks: their rows are subtracted from the sums
+        self.stats_ = BackgroundStats.from_pixels(P, exclude)
         self.W_ = self.stats_.sqrt_inv_cov.astype(dt)
         self.mu_ = self.stats_.mean.astype(dt)
         if self.uses_targets:
@@ -119,10 +120,7 @@ class CEM(PixelDetector):
 
     def fit(self, X, y):
         P, xp, _, d = labelled_target_mean(X, y)
-        R = xp.zeros((P.shape[1], P.shape[1]), dtype=xp.float64)
-        for i in range(0, P.shape[0], CHUNK):
-            c = P[i:i + CHUNK].astype(xp.float64)
-            R += c.T @ c
+        _, R = scatter(P, xp.zeros(P.shape[1], xp.float64 if P.dtype == xp.float64 else xp.float32))
         R /= P.shape[0]
         stats = BackgroundStats(xp.zeros_like(d), R, P.shape[0])  # reuse its floored inverse
         Rd = stats.inv_cov @ d

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from hyperapp.backend import to_host
+from hyperapp.backend import get_namespace, to_host
 
 EIGHT = np.ones((3, 3), dtype=bool)
 
@@ -19,6 +19,18 @@ def label_objects(mask) -> tuple[np.ndarray, int]:
     """8-connected component labels of a boolean mask (host arrays)."""
     lab, n = ndimage.label(to_host(mask).astype(bool), structure=EIGHT)
     return lab.astype(np.int32), int(n)
+
+
+def count_objects(mask) -> int:
+    """Number of 8-connected objects, on the device the mask is on (``cupyx.scipy.ndimage.label`` on
+    the GPU), so a live count never copies the mask to the host."""
+    xp = get_namespace(mask)
+    if xp is np:
+        return label_objects(mask)[1]
+    from cupyx.scipy import ndimage as cnd
+
+    _, n = cnd.label(mask, structure=xp.asarray(EIGHT))
+    return int(n)
 
 
 def object_table(mask, scores) -> list[dict]:

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
+from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import BACKGROUND, TARGET, PixelDetector, as_pixels, check_finite, check_labels
 from hyperapp.models.kmeans import kmeans, sq_distances
@@ -66,6 +66,43 @@ from hyperapp.models.stats import BackgroundStats
 WHITENINGS = ("pca", "cov", "std")
 CHUNK = 1 << 17
 STATS_SAMPLE = 50_000
+
+
+class _Pool:
+    """The pixels ``0..n-1`` less a (small, sorted) excluded set, drawn from without listing them all.
+
+    Small images list the pool and draw with ``rng.choice`` (exactly as before); large ones draw
+    uniform candidates and reject the excluded ones, which costs O(draws), not O(pixels).
+    """
+
+    LIST_BELOW = 1 << 18
+
+    def __init__(self, n: int, excluded: np.ndarray):
+        self.n = n
+        self.excluded = excluded
+        self.size = n - excluded.size
+        self._listed = np.setdiff1d(np.arange(n), excluded) if n <= self.LIST_BELOW else None
+
+    def choice(self, k: int, rng) -> np.ndarray:
+        """``k`` distinct pixels (all of them when the pool is smaller), sorted."""
+        k = min(int(k), self.size)
+        if self._listed is not None:
+            return rng.choice(self._listed, k, replace=False)
+        if k > self.size // 2:
+            return rng.choice(np.setdiff1d(np.arange(self.n), self.excluded), k, replace=False)
+        out = np.empty(0, np.int64)
+        while out.size < k:
+            cand = rng.integers(0, self.n, size=int((k - out.size) * 1.1) + 16)
+            if self.excluded.size:
+                pos = np.minimum(np.searchsorted(self.excluded, cand), self.excluded.size - 1)
+                cand = cand[self.excluded[pos] != cand]
+            out = np.concatenate([out, cand])
+            _, first = np.unique(out, return_index=True)  # distinct, in the order drawn
+            out = out[np.sort(first)]
+        return out[:k]
+
+    def all(self) -> np.ndarray:
+        return self._listed if self._listed is not None else np.setdiff1d(np.arange(self.n), self.excluded)
 
 
 class RBFN(PixelDetector):
@@ -131,18 +168,33 @@ class RBFN(PixelDetector):
             raise InputError(f"backend_kernel must be auto, fused or gemm, got {self.backend_kernel!r}")
 
     def _background_pool(self, y_img, shape2d):
-        """Indices of pixels eligible as background: not target, not next to one."""
-        y_host = np.asarray(y_img.get() if hasattr(y_img, "get") else y_img).reshape(-1)
-        tgt = y_host == TARGET
-        if shape2d is not None and self.guard > 0:
-            from scipy import ndimage
+        """Pixels eligible as background: not target, not within ``guard`` pixels of one.
 
-            near = ndimage.binary_dilation(tgt.reshape(shape2d), iterations=int(self.guard)).reshape(-1)
+        Returns ``(explicit, pool)``: the pixels the user marked as background, and a :class:`_Pool`
+        that draws unmarked eligible pixels. Only the marked pixels and the targets' neighbourhoods are
+        ever listed (never the whole image), so this costs the same on a 4-megapixel cube as on a small
+        one.
+        """
+        xp = get_namespace(y_img)
+        y = y_img.reshape(-1)
+        n = int(y.shape[0])
+        tgt = to_host(xp.flatnonzero(y == TARGET))
+        marked_bg = to_host(xp.flatnonzero(y == BACKGROUND))
+        explicit = np.setdiff1d(marked_bg, tgt)
+        if shape2d is not None and self.guard > 0:
+            # binary dilation by a cross, ``guard`` times: the diamond |dr| + |dc| <= guard
+            rows, cols = shape2d
+            g = int(self.guard)
+            dr, dc = np.mgrid[-g:g + 1, -g:g + 1]
+            keep = np.abs(dr) + np.abs(dc) <= g
+            dr, dc = dr[keep], dc[keep]
+            r, c = np.divmod(tgt, cols)
+            rr, cc = r[:, None] + dr[None, :], c[:, None] + dc[None, :]
+            ok = (rr >= 0) & (rr < rows) & (cc >= 0) & (cc < cols)
+            near = np.unique((rr * cols + cc)[ok])
         else:
             near = tgt
-        explicit = np.flatnonzero((y_host == BACKGROUND) & ~tgt)
-        pool = np.flatnonzero(~near & (y_host != BACKGROUND))
-        return explicit, pool
+        return explicit, _Pool(n, np.union1d(near, marked_bg))
 
     def fit(self, X, y, progress=None):
         """Train from labelled pixels (1 target, 0 background, -1 unlabelled)."""
@@ -160,7 +212,7 @@ class RBFN(PixelDetector):
         tgt_idx = xp.flatnonzero(y == TARGET)
         T = P[tgt_idx].astype(xp.float32)
         # 1. whitening on (a sample of) the background
-        stat_idx = pool if pool.size <= STATS_SAMPLE else rng.choice(pool, STATS_SAMPLE, replace=False)
+        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng)
         stat_idx = np.union1d(stat_idx, explicit)
         stats = BackgroundStats.from_pixels(self._normalized(P[xp.asarray(stat_idx)]))
         self.mean_ = stats.mean.astype(xp.float32)
@@ -176,7 +228,7 @@ class RBFN(PixelDetector):
             progress(0.3, "RBFN: sampling")
         # 2. training set
         n_bg = min(int(self.n_background), pool.size)
-        bg_idx = np.concatenate([explicit, rng.choice(pool, n_bg, replace=False)])
+        bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
         Zb = self._project(P[xp.asarray(bg_idx)])
         Zt = self._project(T)
         if self.n_augment > 0:

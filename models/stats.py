@@ -16,6 +16,37 @@ from hyperapp.backend import get_namespace
 from hyperapp.errors import ModelError
 
 EIG_FLOOR = 1e-9
+#: rows per float32 GEMM block of :func:`scatter` (its rounding error grows as the square root of this)
+BLOCK_ROWS = 8192
+#: rows per batch of blocks (bounds the temporary copy to about 256 MB at 128 bands)
+BATCH_ROWS = 1 << 19
+
+
+def scatter(X, shift):
+    """(sum of d, sum of d d^T) in float64 over the rows d = x - shift of ``X`` (n, bands).
+
+    float32 data stay float32 on the device: each block of :data:`BLOCK_ROWS` rows is one float32 GEMM
+    of a batched matmul (one launch per batch, cuBLAS on the GPU), and the blocks' results are summed in
+    float64, so the error stays near float32's rounding of one block (about 1e-6 relative) while no
+    float64 copy of the cube is ever made. float64 data are summed in float64.
+    """
+    xp = get_namespace(X)
+    n, b = X.shape
+    s = xp.zeros(b, xp.float64)
+    G = xp.zeros((b, b), xp.float64)
+    f64 = X.dtype == xp.float64
+    for a in range(0, n, BATCH_ROWS):
+        D = X[a:a + BATCH_ROWS].astype(shift.dtype) - shift
+        full = 0 if f64 else D.shape[0] // BLOCK_ROWS * BLOCK_ROWS
+        if full:
+            Db = D[:full].reshape(-1, BLOCK_ROWS, b)
+            G += (Db.transpose(0, 2, 1) @ Db).sum(axis=0, dtype=xp.float64)
+            s += Db.sum(axis=1, dtype=xp.float64).sum(axis=0)
+        if full < D.shape[0]:
+            R = D[full:].astype(xp.float64)
+            G += R.T @ R
+            s += R.sum(axis=0)
+    return s, G
 
 
 class BackgroundStats:
@@ -35,21 +66,29 @@ class BackgroundStats:
         self.n = n
 
     @classmethod
-    def from_pixels(cls, X, chunk: int = 1 << 18) -> BackgroundStats:
-        """Statistics of the rows of ``X`` (n, bands), accumulated in chunks (float64 sums)."""
+    def from_pixels(cls, X, exclude=None) -> BackgroundStats:
+        """Statistics of the rows of ``X`` (n, bands), less the rows ``exclude`` (indices, few).
+
+        One pass of batched GEMMs over the rows, shifted by a rough mean first so nothing cancels (see
+        :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums instead of
+        copying every other row.
+        """
         xp = get_namespace(X)
         n, b = X.shape
-        if n < 2:
-            raise ModelError(f"background statistics need at least 2 pixels, got {n}")
-        s = xp.zeros(b, dtype=xp.float64)
-        for i in range(0, n, chunk):
-            s += X[i:i + chunk].sum(axis=0, dtype=xp.float64)
-        mean = s / n
-        c = xp.zeros((b, b), dtype=xp.float64)
-        for i in range(0, n, chunk):
-            d = X[i:i + chunk].astype(xp.float64) - mean
-            c += d.T @ d
-        return cls(mean, c / (n - 1), n)
+        n_ex = 0 if exclude is None else int(exclude.size)
+        if n - n_ex < 2:
+            raise ModelError(f"background statistics need at least 2 pixels, got {n - n_ex}")
+        work = xp.float64 if X.dtype == xp.float64 else xp.float32
+        shift = X[: min(n, 1024)].astype(xp.float64).mean(axis=0).astype(work)
+        s, G = scatter(X, shift)
+        if n_ex:
+            se, Ge = scatter(X[exclude], shift)
+            s, G = s - se, G - Ge
+        m = n - n_ex
+        d = s / m
+        mean = shift.astype(xp.float64) + d
+        cov = (G - m * xp.outer(d, d)) / (m - 1)
+        return cls(mean, (cov + cov.T) / 2, m)
 
     @cached_property
     def _eig(self):

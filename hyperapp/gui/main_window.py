@@ -474,7 +474,6 @@ class MainWindow(QMainWindow):
         run = self.session.runs[i]
         res = run.result
         self.view.set_boxes(res.boxes)
-        self.results.show_objects(res.objects)
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None)
         self._redraw_result()

@@ -84,6 +84,7 @@ class ResultsPanel(QWidget):
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None) -> None:
         self.scores = np.asarray(scores, dtype=np.float32)
+        self._table_threshold = None
         finite = self.scores[np.isfinite(self.scores)]
         self._lo, self._hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if self._hi <= self._lo:
