@@ -184,7 +184,7 @@ class Cube:
 
     # ------------------------------------------------------------------ reading
     def read(self, rows: slice = slice(None), cols: slice = slice(None), dtype=np.float32) -> np.ndarray:
-        """Read a window as an in-memory (r, c, b) array (float32 unless told)."""
+        """Read a window as an in-memory (r, c, b) array (float32 unless told; ``dtype=None``: as stored)."""
         base_r = range(*self.rows_sel.indices(self.store.shape[0]))[rows]
         base_c = range(*self.cols_sel.indices(self.store.shape[1]))[cols]
         rs = slice(base_r.start, base_r.stop, base_r.step)

@@ -83,7 +83,15 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
 
 
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32):
-    """The cube (good bands) as a (rows, cols, bands) array on the backend, read in tiles."""
+    """The cube (good bands) as a (rows, cols, bands) array on the backend, read in tiles.
+
+    On the GPU the tiles go through pinned staging buffers and the NaN/Inf check runs on the device
+    (:func:`hyperapp.transfer.cube_to_device`).
+    """
+    if backend.is_gpu and dtype == np.float32:
+        from hyperapp.transfer import cube_to_device
+
+        return cube_to_device(cube, progress)
     data = cube.to_float32(progress.sub(0.0, 0.8))
     if dtype != np.float32:
         data = data.astype(dtype)

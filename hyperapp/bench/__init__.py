@@ -125,20 +125,25 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
     print(f"device: {ctx.device}; measured copy bandwidth {bw:.0f} GB/s (read + write)")
     results = []
     for name in names or list(CASES):
-        m = CASES[name](ctx)
-        if m.bytes_moved and m.floor_ms is None:
-            m.floor_ms = m.bytes_moved / (bw * 1e9) * 1e3
-        results.append(m)
-        r = m.ratios()
-        print(
-            f"{m.name:<34} gpu {_fmt(m.gpu_ms, ' ms'):>11}  numpy {_fmt(m.numpy_ms, ' ms'):>11}  "
-            f"{(m.peer or 'peer')} {_fmt(m.peer_ms, ' ms')}  floor {_fmt(m.floor_ms, ' ms')}  | "
-            + "  ".join(f"{k} {v:.2f}x" for k, v in r.items())
-            + ("  " + " ".join(f"{k}={v}" for k, v in m.notes.items()) if m.notes else ""),
-            flush=True,
-        )
+        got = CASES[name](ctx)
+        for m in got if isinstance(got, list) else [got]:  # a case may measure several variants
+            _report(m, bw, results)
     if json_path:
         with open(json_path, "w") as fh:
             json.dump({"device": ctx.device, "bandwidth_gbs": bw,
                        "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
     return 0
+
+
+def _report(m: Measurement, bw: float, results: list) -> None:
+    if m.bytes_moved and m.floor_ms is None:
+        m.floor_ms = m.bytes_moved / (bw * 1e9) * 1e3
+    results.append(m)
+    r = m.ratios()
+    print(
+        f"{m.name:<34} gpu {_fmt(m.gpu_ms, ' ms'):>11}  numpy {_fmt(m.numpy_ms, ' ms'):>11}  "
+        f"{(m.peer or 'peer')} {_fmt(m.peer_ms, ' ms')}  floor {_fmt(m.floor_ms, ' ms')}  | "
+        + "  ".join(f"{k} {v:.2f}x" for k, v in r.items())
+        + ("  " + " ".join(f"{k}={v}" for k, v in m.notes.items()) if m.notes else ""),
+        flush=True,
+    )

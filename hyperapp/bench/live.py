@@ -1,0 +1,147 @@
+"""Bench cases of the live path: a click to the mask on screen, a threshold move, a cube to the GPU.
+
+click-to-result is :func:`hyperapp.detect.run_detection` with the cube resident on the GPU (as the
+window keeps it), new clicks and a truth mask: fit, score, threshold at the false-alarm rate, mask,
+object count, AUC and Pd, and the copy of scores and mask to the host, timed by the wall clock (the
+result is on the host when it returns). The score kernel alone and the NumPy path's click-to-result
+are printed beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from hyperapp.bench import Measurement, bench_case, cpu_time_ms, gpu_time_ms
+
+METHODS = ("rbfn", "ace", "mf", "cem", "sam", "rx")
+
+
+def scene(rows, cols, bands, n_targets=300, seed=0):
+    """A mixed-spectra cube with ``n_targets`` implanted 2x2 targets, their truth and 5 clicks."""
+    from hyperapp.bench.cases import _cube
+
+    rng = np.random.default_rng(seed)
+    X = _cube(rows, cols, bands, seed)
+    t = rng.uniform(0.05, 0.6, bands).astype(np.float32)
+    truth = np.zeros((rows, cols), bool)
+    r = rng.integers(0, rows - 2, n_targets)
+    c = rng.integers(0, cols - 2, n_targets)
+    for dr in (0, 1):
+        for dc in (0, 1):
+            truth[r + dr, c + dc] = True
+    X[truth] = 0.4 * X[truth] + 0.6 * t
+    clicks = np.zeros_like(truth)
+    pick = rng.choice(np.flatnonzero(truth), 5, replace=False)
+    clicks.reshape(-1)[pick] = True
+    return X, truth, clicks
+
+
+def _wall(fn, repeats):
+    import cupy
+
+    times = []
+    for _ in range(repeats):
+        cupy.cuda.get_current_stream().synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
+    import cupy
+
+    from hyperapp.cube import cube_from_array
+    from hyperapp.detect import run_detection
+
+    X, truth, clicks = scene(rows, cols, bands)
+    cube = cube_from_array(X, "bench")
+    Xd = cupy.asarray(X)
+    out = []
+    for method in METHODS:
+        def click(dev="gpu", image=Xd, method=method):
+            return run_detection(cube, method, clicks, device=dev, truth=truth, image=image)
+
+        res = click()  # compile and warm
+        reps = [click() for _ in range(5)]
+        gpu = _wall(click, 5)
+        stages = {k: round(statistics.median(r.report["seconds"][k] for r in reps) * 1e3, 2)
+                  for k in reps[0].report["seconds"] if k != "total"}
+        score = gpu_time_ms(lambda est=res.model: est.decision_function(Xd), max(3, ctx.repeats // 4))
+        cpu = None
+        if with_cpu:
+            cpu = cpu_time_ms(lambda: click("cpu", X), repeats=1, warmup=0)
+        notes = {"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
+                 "objects": res.report["objects"]}
+        out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
+                               bytes_moved=X.nbytes * 2, notes=notes))
+    return out
+
+
+@bench_case("click-to-result-1024x1024x64")
+def click_1024(ctx):
+    """New clicks -> fit -> score -> threshold -> mask + object count + AUC on the host, each method."""
+    return _click_cases(ctx, 1024, 1024, 64, with_cpu=True)
+
+
+@bench_case("click-to-result-2048x2048x128")
+def click_2048(ctx):
+    """The same at 2048 x 2048 x 128 (GPU only)."""
+    return _click_cases(ctx, 2048, 2048, 128, with_cpu=False)
+
+
+@bench_case("threshold-change-2048x2048")
+def threshold_change(ctx) -> Measurement:
+    """A threshold move on resident scores: remask, pixel count and object count (8-connected)."""
+    import cupy
+
+    from hyperapp.models.postprocess import count_objects
+
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(2048, 2048)).astype(np.float32)
+    sd = cupy.asarray(s)
+    t = float(np.quantile(s, 0.999))
+
+    def move():
+        m = sd > t
+        return int(m.sum()), count_objects(m)
+
+    gpu = _wall(move, ctx.repeats)
+
+    def move_cpu():
+        from hyperapp.models.postprocess import label_objects
+
+        m = s > t
+        return int(m.sum()), label_objects(m)[1]
+
+    cpu = cpu_time_ms(move_cpu, repeats=3)
+    return Measurement("threshold-change-2048x2048", gpu, cpu, None, None, bytes_moved=s.nbytes + s.size,
+                       notes={"objects": move()[1]})
+
+
+@bench_case("resident-load-2048x2048x128")
+def resident_load(ctx) -> Measurement:
+    """A float32 cube in host memory onto the GPU (pinned staging, NaN check on the device)."""
+    import cupy
+    import cupyx
+
+    from hyperapp.bench.cases import _cube
+    from hyperapp.cube import cube_from_array
+    from hyperapp.transfer import cube_to_device
+
+    X = _cube(2048, 2048, 128)
+    cube = cube_from_array(X, "bench")
+    cube_to_device(cube)
+    gpu = _wall(lambda: cube_to_device(cube), 3)
+    naive = _wall(lambda: cupy.asarray(X), 2)
+    # the floor: the bus's pinned host-to-device rate
+    h = cupyx.empty_pinned((256 << 20) // 4, np.float32)
+    d = cupy.empty(h.shape, cupy.float32)
+    bus_ms = gpu_time_ms(lambda: d.set(h), 5)
+    bus = h.nbytes / (bus_ms * 1e-3)
+    floor = X.nbytes / bus * 1e3
+    return Measurement("resident-load-2048x2048x128", gpu, None, "cupy.asarray (pageable)", naive,
+                       floor_ms=floor, notes={"pinned_h2d_GBps": round(bus / 1e9, 1)})
