@@ -68,6 +68,14 @@ CHUNK = 1 << 17
 STATS_SAMPLE = 50_000
 
 
+def _hidden(Z, centres, gamma):
+    """Hidden-layer outputs exp(-gamma ||z - c||^2); distances in float64, since the expansion
+    ||z||^2 - 2 z.c + ||c||^2 cancels badly in float32."""
+    xp = get_namespace(Z)
+    d = sq_distances(Z.astype(xp.float64), centres.astype(xp.float64))
+    return xp.exp(-d * gamma[None, :]).astype(xp.float32)
+
+
 class _Pool:
     """The pixels ``0..n-1`` less a (small, sorted) excluded set, drawn from without listing them all.
 
@@ -213,7 +221,8 @@ class RBFN(PixelDetector):
         T = P[tgt_idx].astype(xp.float32)
         # 1. whitening on (a sample of) the background
         stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng)
-        stat_idx = np.union1d(stat_idx, explicit)
+        if explicit.size:
+            stat_idx = np.union1d(stat_idx, explicit)
         stats = BackgroundStats.from_pixels(self._normalized(P[xp.asarray(stat_idx)]))
         self.mean_ = stats.mean.astype(xp.float32)
         if self.whiten == "pca":
@@ -241,6 +250,11 @@ class RBFN(PixelDetector):
             Ztrain_t = Zt
         if progress:
             progress(0.5, "RBFN: centres")
+        # 3-5 work on a few thousand whitened spectra. On the GPU they would be hundreds of microsecond
+        # kernels with host syncs between them (k-means seeding and convergence, per-centre widths, a
+        # tiny solve), which cost more than the whole image's scoring; so they run in NumPy after one
+        # copy (~250 KB), identically on both backends, and only their results go back to the device.
+        Zb, Zt, Ztrain_t = to_host(Zb), to_host(Zt), to_host(Ztrain_t)
         # 3. centres
         nh = int(self.n_hidden)
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
@@ -250,32 +264,30 @@ class RBFN(PixelDetector):
         n_tc, n_bc = Ct.shape[0], Cb.shape[0]
         # 4. widths
         k = Zb.shape[1]
-        sb = xp.stack([
-            ((Zb[lb == i] - Cb[i]) ** 2).sum(axis=1).mean() if bool((lb == i).any()) else xp.asarray(float(k))
-            for i in range(n_bc)
-        ]).astype(xp.float32)
+        sb = np.array([((Zb[lb == i] - Cb[i]) ** 2).sum(axis=1).mean() if (lb == i).any() else float(k)
+                       for i in range(n_bc)], np.float32)
         dtb = sq_distances(Ct, Cb).min(axis=1)
-        st_spread = xp.stack([
-            ((Zt[lt == i] - Ct[i]) ** 2).sum(axis=1).mean() for i in range(n_tc)
-        ]).astype(xp.float32)
-        st = xp.maximum(dtb / 4.0, st_spread)
-        sigma2 = xp.concatenate([st, sb]) * float(self.width_scale) ** 2
-        sigma2 = xp.maximum(sigma2, 1e-6 * float(k))
-        self.centres_ = xp.concatenate([Ct, Cb]).astype(xp.float32)
-        self.gamma_ = (1.0 / (2.0 * sigma2)).astype(xp.float32)
+        st_spread = np.array([((Zt[lt == i] - Ct[i]) ** 2).sum(axis=1).mean() for i in range(n_tc)], np.float32)
+        st = np.maximum(dtb / 4.0, st_spread)
+        sigma2 = np.concatenate([st, sb]) * float(self.width_scale) ** 2
+        sigma2 = np.maximum(sigma2, 1e-6 * float(k))
+        centres = np.concatenate([Ct, Cb]).astype(np.float32)
+        gamma = (1.0 / (2.0 * sigma2)).astype(np.float32)
         if progress:
             progress(0.7, "RBFN: output layer")
         # 5. output layer: class-balanced ridge regression
-        Htr = self._hidden(xp.concatenate([Ztrain_t, Zb]))
-        lab = xp.concatenate([xp.ones(Ztrain_t.shape[0]), xp.zeros(Zb.shape[0])]).astype(xp.float64)
-        wts = xp.where(lab > 0, 0.5 / Ztrain_t.shape[0], 0.5 / Zb.shape[0])
-        A = xp.concatenate([Htr.astype(xp.float64), xp.ones((Htr.shape[0], 1))], axis=1)
+        Htr = _hidden(np.concatenate([Ztrain_t, Zb]), centres, gamma)
+        lab = np.concatenate([np.ones(Ztrain_t.shape[0]), np.zeros(Zb.shape[0])])
+        wts = np.where(lab > 0, 0.5 / Ztrain_t.shape[0], 0.5 / Zb.shape[0])
+        A = np.concatenate([Htr.astype(np.float64), np.ones((Htr.shape[0], 1))], axis=1)
         G = (A * wts[:, None]).T @ A
-        pen = float(self.ridge) * float(xp.trace(G[:-1, :-1])) / max(nh, 1) + 1e-12
-        reg = xp.eye(A.shape[1]) * pen
+        pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(nh, 1) + 1e-12
+        reg = np.eye(A.shape[1]) * pen
         reg[-1, -1] = 0.0
-        beta = xp.linalg.solve(G + reg, (A * wts[:, None]).T @ lab)
-        self.weights_ = beta[:-1].astype(xp.float32)
+        beta = np.linalg.solve(G + reg, (A * wts[:, None]).T @ lab)
+        self.centres_ = xp.asarray(centres)
+        self.gamma_ = xp.asarray(gamma)
+        self.weights_ = xp.asarray(beta[:-1].astype(np.float32))
         self.bias_ = float(beta[-1])
         self.n_bands_ = nb
         self.n_target_centres_ = n_tc
@@ -296,10 +308,7 @@ class RBFN(PixelDetector):
         return (self._normalized(P) - self.mean_) @ self.proj_
 
     def _hidden(self, Z):
-        # distances in float64: the expansion ||z||² - 2 z·u + ||u||² cancels badly in float32
-        xp = get_namespace(Z)
-        d = sq_distances(Z.astype(xp.float64), self.centres_.astype(xp.float64))
-        return xp.exp(-d * self.gamma_[None, :]).astype(xp.float32)
+        return _hidden(Z, self.centres_, self.gamma_)
 
     def _score_reference(self, P):
         """The forward pass on whichever array module P lives (NumPy path, and the GPU GEMM path)."""

@@ -32,7 +32,7 @@ def scene(rows, cols, bands, n_targets=300, seed=0):
     for dr in (0, 1):
         for dc in (0, 1):
             truth[r + dr, c + dc] = True
-    X[truth] = 0.4 * X[truth] + 0.6 * t
+    X[truth] = 0.4 * X[truth] + 0.6 * t + rng.normal(0, 0.01, (int(truth.sum()), bands)).astype(np.float32)
     clicks = np.zeros_like(truth)
     pick = rng.choice(np.flatnonzero(truth), 5, replace=False)
     clicks.reshape(-1)[pick] = True
