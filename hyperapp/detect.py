@@ -173,11 +173,14 @@ def run_detection(
         raise InputError(f"pixels on the device have {X.shape[2]} bands, the cube has {cube.bands}")
     progress(0.45, "training")
     xp = np if tiled else backend.xp
+    y_dev = xp.asarray(y)  # the labels go to the device once; every later count and mask uses them
+    n_targets = int(np.count_nonzero(targets))
+    n_background = int(np.count_nonzero(background)) if background is not None else 0
     if model is None:
         with timer.stage("fit"):
             est = m.build(**(params or {}))
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
-            est.fit(X, xp.asarray(y), **fit_kwargs)
+            est.fit(X, y_dev, **fit_kwargs)
     else:
         est = model
     progress(0.7, "scoring")
@@ -189,19 +192,18 @@ def run_detection(
             scores_dev = est.decision_function(X)
     if m.kind == "window":
         boxes = list(est.boxes_)
-        clicked = bool((y == TARGET).any())
+        clicked = n_targets > 0
         # trained from this scene's clicks, the windows' networks saw a handful of pixels: the boxes say
         # where to look, and an RBFN from the same clicks scores the pixels inside them, so the
         # false-alarm rate sets the mask as for every pixel detector
         refine = bool(getattr(est, "refine", False)) or (model is None and clicked)
         if refine and clicked:
             with timer.stage("refine"):
-                scores_dev = refine_in_boxes(X, y, scores_dev > 0, xp)
+                scores_dev = refine_in_boxes(X, y_dev, scores_dev > 0, xp)
         elif threshold is None:
             threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
-        y_dev = xp.asarray(y)
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
             non_target = scores_dev.reshape(-1)[y_dev.reshape(-1) != TARGET]
@@ -222,8 +224,8 @@ def run_detection(
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
-        "n_target_pixels": int((y == TARGET).sum()),
-        "n_background_pixels": int((y == BACKGROUND).sum()),
+        "n_target_pixels": n_targets,
+        "n_background_pixels": int(np.count_nonzero(background & ~np.asarray(targets, bool))) if n_background else 0,
         "threshold": float(threshold),
         "far": far_used,
         "detections": int(mask_dev.sum()),
@@ -231,7 +233,8 @@ def run_detection(
     }
     if truth is not None:
         with timer.stage("evaluate"):
-            report["evaluation"] = evaluate(scores_dev, xp.asarray(np.asarray(truth) > 0),
+            t_dev = xp.asarray(truth)
+            report["evaluation"] = evaluate(scores_dev, t_dev if t_dev.dtype == bool else t_dev > 0,
                                             exclude=y_dev == TARGET)
     if boxes:
         report["boxes"] = len(boxes)
@@ -251,7 +254,7 @@ def refine_in_boxes(X, y, inside, xp):
 
     inside = inside.reshape(-1)
     P = X.reshape(-1, X.shape[2])
-    net = RBFN().fit(X, xp.asarray(y))
+    net = RBFN().fit(X, y)
     idx = xp.flatnonzero(inside)
     s = net.decision_function(P[idx])
     out = xp.full(P.shape[0], float(s.min()) - 1.0 if s.size else -1.0, dtype=xp.float32)

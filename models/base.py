@@ -26,7 +26,11 @@ def as_pixels(X):
 
 
 def check_finite(X, what: str = "image") -> None:
+    """Raise when ``X`` holds NaN or Inf. One sum first (a NaN or Inf anywhere makes it non-finite;
+    one read of the data); the element-wise test only when the sum is not finite."""
     xp = get_namespace(X)
+    if X.size and bool(xp.isfinite(X.sum(dtype=xp.float64))):
+        return
     if not bool(xp.isfinite(X).all()):
         raise InputError(
             f"the {what} holds NaN or Inf values; mask them out or set the cube's no-data value"
@@ -82,4 +86,5 @@ def labelled_target_mean(X, y):
     check_finite(P)
     xp = get_namespace(P)
     y = check_labels(xp.asarray(y), P.shape[0])
-    return P, xp, y, P[y == TARGET].astype(xp.float64).mean(axis=0)
+    # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower
+    return P, xp, y, P[xp.flatnonzero(y == TARGET)].astype(xp.float64).mean(axis=0)

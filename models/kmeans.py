@@ -44,16 +44,18 @@ def kmeans(X, k: int, n_iter: int = 25, seed: int = 0):
         d2 = xp.minimum(d2, sq_distances(X, X[nxt][None, :])[:, 0])
     C = X[xp.asarray(idx)].copy()
     labels = xp.zeros(n, dtype=xp.int64)
+    ar = xp.arange(k)[None, :]
     for _ in range(n_iter):
-        labels = sq_distances(X, C).argmin(axis=1)
-        onehot = (labels[:, None] == xp.arange(k)[None, :]).astype(X.dtype)
+        # ||x||^2 is the same for every centre: the arg-min needs only ||c||^2 - 2 x.c
+        labels = ((C * C).sum(axis=1)[None, :] - 2.0 * (X @ C.T)).argmin(axis=1)
+        onehot = (labels[:, None] == ar).astype(X.dtype)
         counts = onehot.sum(axis=0)
         newC = (onehot.T @ X) / xp.maximum(counts, 1)[:, None]
         newC = xp.where((counts > 0)[:, None], newC, C)  # keep an emptied centre where it was
-        if bool(xp.allclose(newC, C)):
-            C = newC
-            break
+        done = bool((xp.abs(newC - C) <= 1e-8 + 1e-5 * xp.abs(C)).all())  # numpy.allclose's test
         C = newC
+        if done:
+            break
     return C, labels
 
 

@@ -91,11 +91,22 @@ class _Pool:
         self.size = n - excluded.size
         self._listed = np.setdiff1d(np.arange(n), excluded) if n <= self.LIST_BELOW else None
 
-    def choice(self, k: int, rng) -> np.ndarray:
-        """``k`` distinct pixels (all of them when the pool is smaller), sorted."""
+    def choice(self, k: int, rng, distinct: bool = True) -> np.ndarray:
+        """``k`` pixels of the pool, distinct unless told (statistics from a large pool do not need
+        it: a few repeats among tens of thousands of draws change nothing, and skipping the
+        de-duplication saves a sort)."""
         k = min(int(k), self.size)
         if self._listed is not None:
             return rng.choice(self._listed, k, replace=False)
+        if not distinct:
+            out = np.empty(0, np.int64)
+            while out.size < k:
+                cand = rng.integers(0, self.n, size=int((k - out.size) * 1.05) + 16)
+                if self.excluded.size:
+                    pos = np.minimum(np.searchsorted(self.excluded, cand), self.excluded.size - 1)
+                    cand = cand[self.excluded[pos] != cand]
+                out = np.concatenate([out, cand])
+            return out[:k]
         if k > self.size // 2:
             return rng.choice(np.setdiff1d(np.arange(self.n), self.excluded), k, replace=False)
         out = np.empty(0, np.int64)
@@ -220,7 +231,7 @@ class RBFN(PixelDetector):
         tgt_idx = xp.flatnonzero(y == TARGET)
         T = P[tgt_idx].astype(xp.float32)
         # 1. whitening on (a sample of) the background
-        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng)
+        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
         if explicit.size:
             stat_idx = np.union1d(stat_idx, explicit)
         stats = BackgroundStats.from_pixels(self._normalized(P[xp.asarray(stat_idx)]))

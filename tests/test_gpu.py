@@ -194,3 +194,44 @@ def test_ffbp_trained_on_the_gpu_finds_every_sea_target(cp):
     P = np.array([[b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]] for b in boxes])
     recall, false = box_recall(P, test.truth > 0)
     assert recall == 1.0 and false < len(component_boxes(test.truth > 0))
+
+
+@pytest.mark.parametrize("method", ["rbfn", "ace", "mf", "cem", "sam", "rx"])
+def test_click_to_result_cpu_and_gpu_agree(cp, method):
+    """The live path on both backends: scores to 1e-4 relative, the same mask and object count."""
+    from hyperapp.bench.live import scene
+    from hyperapp.cube import cube_from_array
+    from hyperapp.detect import run_detection
+
+    X, truth, clicks = scene(256, 256, 48, n_targets=40, seed=2)
+    cube = cube_from_array(X, "agree")
+    a = run_detection(cube, method, clicks, device="cpu", truth=truth, image=X)
+    b = run_detection(cube, method, clicks, device="gpu", truth=truth, image=cp.asarray(X))
+    scale = float(np.abs(a.scores).max())
+    np.testing.assert_allclose(b.scores, a.scores, rtol=1e-4, atol=1e-4 * scale)
+    np.testing.assert_array_equal(b.mask, a.mask)
+    assert b.report["objects"] == a.report["objects"] == len(a.objects)
+    assert b.report["evaluation"]["auc"] == pytest.approx(a.report["evaluation"]["auc"], abs=1e-4)
+    assert set(b.report["seconds"]) >= {"fit", "score", "threshold", "objects", "copy", "evaluate"}
+
+
+def test_cube_to_device_checks_on_the_gpu(cp):
+    from hyperapp.cube import cube_from_array
+    from hyperapp.errors import InputError
+    from hyperapp.transfer import cube_to_device
+
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 4000, size=(700, 90, 33)).astype(np.int16)  # several staging tiles, int16
+    cube = cube_from_array(data, "int16")
+    import hyperapp.transfer as tr
+
+    old = tr.STAGE_BYTES
+    tr.STAGE_BYTES = 1 << 20
+    try:
+        np.testing.assert_array_equal(cube_to_device(cube).get(), data.astype(np.float32))
+        bad = data.astype(np.float32)
+        bad[650, 3, 7] = np.nan
+        with pytest.raises(InputError, match="row 650, col 3"):
+            cube_to_device(cube_from_array(bad, "nan"))
+    finally:
+        tr.STAGE_BYTES = old

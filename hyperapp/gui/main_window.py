@@ -431,6 +431,9 @@ class MainWindow(QMainWindow):
         if "evaluation" in rep:
             msg += f", AUC {rep['evaluation']['auc']:.4f}"
         self.detector.status.setText(msg)
+        sec = rep["seconds"]
+        stages = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sec.items() if k != "total" and v >= 5e-5)
+        self.statusBar().showMessage(f"{run.name}: click to result {sec['total'] * 1e3:.1f} ms ({stages} ms)", 15000)
         self.results.runs.addItem(run.name)
         self.compare_pick.addItem(run.name)
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
