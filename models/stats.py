@@ -39,13 +39,15 @@ def scatter(X, shift):
     s = xp.zeros(b, xp.float64)
     G = xp.zeros((b, b), xp.float64)
     f64 = X.dtype == xp.float64
+    ones = None if f64 else xp.ones((1, BLOCK_ROWS), shift.dtype)
     for a in range(0, n, BATCH_ROWS):
-        D = X[a:a + BATCH_ROWS].astype(shift.dtype) - shift
+        D = X[a:a + BATCH_ROWS].astype(shift.dtype, copy=False) - shift
         full = 0 if f64 else D.shape[0] // BLOCK_ROWS * BLOCK_ROWS
         if full:
             Db = D[:full].reshape(-1, BLOCK_ROWS, b)
             G += (Db.transpose(0, 2, 1) @ Db).sum(axis=0, dtype=xp.float64)
-            s += Db.sum(axis=1, dtype=xp.float64).sum(axis=0)
+            # column sums as a batched GEMV (a reduction across rows is strided, and slow in CuPy)
+            s += (ones @ Db).sum(axis=(0, 1), dtype=xp.float64)
         if full < D.shape[0]:
             R = D[full:].astype(xp.float64)
             G += R.T @ R
