@@ -58,7 +58,7 @@ def cube_to_device(cube, progress: Progress = NULL_PROGRESS):
     bad = ~cupy.isfinite(out).all(axis=2)
     if bool(bad.any()):
         n = int(bad.sum())
-        r, c = (int(v) for v in cupy.unravel_index(int(cupy.flatnonzero(bad)[0]), bad.shape))
+        r, c = (int(v) for v in np.unravel_index(int(cupy.flatnonzero(bad)[0]), bad.shape))
         raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", cube.path)
     return out
 
