@@ -128,10 +128,10 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
         got = CASES[name](ctx)
         for m in got if isinstance(got, list) else [got]:  # a case may measure several variants
             _report(m, bw, results)
-    if json_path:
-        with open(json_path, "w") as fh:
-            json.dump({"device": ctx.device, "bandwidth_gbs": bw,
-                       "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
+        if json_path:  # after every case, so a run cut short keeps what it measured
+            with open(json_path, "w") as fh:
+                json.dump({"device": ctx.device, "bandwidth_gbs": bw,
+                           "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
     return 0
 
 
