@@ -120,7 +120,9 @@ class CEM(PixelDetector):
 
     def fit(self, X, y):
         P, xp, _, d = labelled_target_mean(X, y)
-        _, R = scatter(P, xp.zeros(P.shape[1], xp.float64 if P.dtype == xp.float64 else xp.float32))
+        # the uncentred correlation is far worse conditioned than a covariance (its mean direction
+        # dominates), and CEM inverts it: accumulate it in float64 (fast on Hopper's FP64 tensor cores)
+        _, R = scatter(P, xp.zeros(P.shape[1], xp.float64))
         R /= P.shape[0]
         stats = BackgroundStats(xp.zeros_like(d), R, P.shape[0])  # reuse its floored inverse
         Rd = stats.inv_cov @ d
