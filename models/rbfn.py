@@ -98,16 +98,7 @@ class _Pool:
         k = min(int(k), self.size)
         if self._listed is not None:
             return rng.choice(self._listed, k, replace=False)
-        if not distinct:
-            out = np.empty(0, np.int64)
-            while out.size < k:
-                cand = rng.integers(0, self.n, size=int((k - out.size) * 1.05) + 16)
-                if self.excluded.size:
-                    pos = np.minimum(np.searchsorted(self.excluded, cand), self.excluded.size - 1)
-                    cand = cand[self.excluded[pos] != cand]
-                out = np.concatenate([out, cand])
-            return out[:k]
-        if k > self.size // 2:
+        if distinct and k > self.size // 2:
             return rng.choice(np.setdiff1d(np.arange(self.n), self.excluded), k, replace=False)
         out = np.empty(0, np.int64)
         while out.size < k:
@@ -116,8 +107,9 @@ class _Pool:
                 pos = np.minimum(np.searchsorted(self.excluded, cand), self.excluded.size - 1)
                 cand = cand[self.excluded[pos] != cand]
             out = np.concatenate([out, cand])
-            _, first = np.unique(out, return_index=True)  # distinct, in the order drawn
-            out = out[np.sort(first)]
+            if distinct:
+                _, first = np.unique(out, return_index=True)  # distinct, in the order drawn
+                out = out[np.sort(first)]
         return out[:k]
 
     def all(self) -> np.ndarray:

@@ -53,3 +53,22 @@ def random_clicks(truth: np.ndarray, n: int, seed: int) -> np.ndarray:
     m = np.zeros(truth.size, bool)
     m[pick] = True
     return m.reshape(truth.shape)
+
+
+@pytest.fixture
+def win(qtbot, tmp_path, monkeypatch):
+    """The main window at 1600 x 1000 with its settings in a temporary ini file; waits for its workers."""
+    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
+    from hyperapp.gui.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    yield w
+    for p in getattr(w, "panels", {}).values():
+        p.cancel()
+    w.cancel_run()
+    from PySide6.QtCore import QThreadPool
+
+    QThreadPool.globalInstance().waitForDone(20000)

@@ -8,21 +8,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 
-@pytest.fixture
-def win(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
-    from hyperapp.gui.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.cancel_run()
-    from PySide6.QtCore import QThreadPool
-
-    QThreadPool.globalInstance().waitForDone(10000)
-
-
 def _run(qtbot, win, method, timeout=60000, **params):
     win.detector.set_method(method)
     win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))

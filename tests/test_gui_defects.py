@@ -8,22 +8,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 
-@pytest.fixture
-def win(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
-    from hyperapp.gui.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    yield w
-    w.cancel_run()
-    from PySide6.QtCore import QThreadPool
-
-    QThreadPool.globalInstance().waitForDone(20000)
-
-
 def _mark(win, land_hdr):
     from hyperapp.io import read_labels
 

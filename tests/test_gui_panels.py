@@ -7,23 +7,10 @@ pytest.importorskip("pytestqt")
 
 
 @pytest.fixture
-def win(qtbot, tmp_path, monkeypatch, land_hdr):
-    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
-    from hyperapp.gui.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1600, 1000)
-    w.show()
-    assert w.open_cube(land_hdr)
-    w.detector.device.setCurrentIndex(w.detector.device.findData("cpu"))
-    yield w
-    for p in w.panels.values():
-        p.cancel()
-    w.cancel_run()
-    from PySide6.QtCore import QThreadPool
-
-    QThreadPool.globalInstance().waitForDone(20000)
+def win(win, land_hdr):
+    assert win.open_cube(land_hdr)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    return win
 
 
 def test_panels_are_tabbed_docks_with_human_labels(win):

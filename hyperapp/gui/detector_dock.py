@@ -7,16 +7,14 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
-    QHBoxLayout,
     QLabel,
-    QProgressBar,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from hyperapp.backend import gpu_available, gpu_status
 from hyperapp.gui.param_form import ParamForm
+from hyperapp.gui.run_controls import add_run_controls, set_busy, show_progress
 from hyperapp.models.registry import METHODS
 
 
@@ -53,21 +51,8 @@ class DetectorDock(QWidget):
         lay.addWidget(self.param_form)
         self.model_label = QLabel("")
         lay.addWidget(self.model_label)
-        row = QHBoxLayout()
-        self.run_button = QPushButton("Train && Run")
+        add_run_controls(self, lay, "Train && Run")
         self.run_button.setShortcut("Ctrl+R")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        row.addWidget(self.run_button)
-        row.addWidget(self.cancel_button)
-        lay.addLayout(row)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        lay.addWidget(self.progress)
-        lay.addWidget(self.status)
-        lay.addStretch(1)
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)
@@ -93,11 +78,7 @@ class DetectorDock(QWidget):
         return self.device.currentData()
 
     def set_busy(self, busy: bool) -> None:
-        self.run_button.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
-        if busy:
-            self.progress.setValue(0)
+        set_busy(self, busy)
 
     def show_progress(self, fraction: float, message: str) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        self.status.setText(message)
+        show_progress(self, fraction, message)

@@ -12,10 +12,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -23,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.gui.param_form import ParamForm
+from hyperapp.gui.run_controls import add_run_controls, set_busy, show_progress
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
 
@@ -71,20 +68,7 @@ class AnalysisPanel(QWidget):
         lay.addLayout(top)
         self.form = ParamForm()
         lay.addWidget(self.form)
-        row = QHBoxLayout()
-        self.run_button = QPushButton("Run")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        row.addWidget(self.run_button)
-        row.addWidget(self.cancel_button)
-        lay.addLayout(row)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        lay.addWidget(self.progress)
-        lay.addWidget(self.status)
-        lay.addStretch(1)
+        add_run_controls(self, lay)
         # the plots live in their own dock (the window puts it beside the spectrum, where plots get
         # the width they need); the controls stay beside the detector
         self.tabs = QTabWidget()
@@ -153,9 +137,7 @@ class AnalysisPanel(QWidget):
         w.signals.error.connect(self._failed)
         w.signals.cancelled.connect(self._cancelled)
         w.signals.finished.connect(self._finished)
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setValue(0)
+        set_busy(self, True)
         self.worker = w
         start(w)
         return w
@@ -166,8 +148,7 @@ class AnalysisPanel(QWidget):
             self.status.setText("cancelling…")
 
     def _progress(self, fraction: float, message: str) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        self.status.setText(message)
+        show_progress(self, fraction, message)
 
     def _done(self, result) -> None:
         self.result = result
@@ -192,8 +173,7 @@ class AnalysisPanel(QWidget):
 
     def _finished(self) -> None:
         self.worker = None
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
+        set_busy(self, False)
 
     def reset(self) -> None:
         """Forget the last result (a new cube was opened)."""
