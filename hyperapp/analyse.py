@@ -239,7 +239,7 @@ def _csv(header: list, rows: list) -> str:
 def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
     """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image), the method's tables
     (CSV) and ``report.json`` into ``out_dir``, each atomically."""
-    from hyperapp.io.atomic import atomic_write_text, ensure_dir
+    from hyperapp.io.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
     from hyperapp.io.writers import write_envi
 
     out = ensure_dir(out_dir)
@@ -250,6 +250,11 @@ def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> d
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"
+    for name, arr in (result.model.arrays() if hasattr(result.model, "arrays") else {}).items():
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(arr), allow_pickle=False)
+        atomic_write_bytes(out / f"{name}.npy", buf.getvalue())
+        paths[name] = out / f"{name}.npy"
     atomic_write_text(out / "report.json", json.dumps(result.report, indent=2) + "\n")
     paths["report"] = out / "report.json"
     return paths

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
-    ana.add_argument("--method", required=True, help="kmeans, band-subsets or band-clusters")
+    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som or gmm")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")
     ana.add_argument("--roi", help="ROI pixels: an integer class map (0 = none) or a CSV of row,col (class 1)")
@@ -228,13 +228,20 @@ def cmd_analyse(args) -> int:
     rep = result.report
     res = rep["results"]
     line = f"{rep['method']} on {rep['device']}: {rep['selection']['n_spectra']} spectra"
-    if "chosen_k" in res:
+    if "criterion" in res:
         line += f", k = {res['chosen_k']} (by {res['criterion']} over k = {res['k'][0]}..{res['k'][-1]})"
     if "best" in res:
         b = res["best"][0]
         line += f", best subset {b['bands']} ({res['score']} {b['score']:.4f})"
     if "representatives" in res:
         line += f", bands kept {res['representatives']}"
+    if "quantization_error" in res:
+        line += (f", {res['rows']} x {res['cols']} map, quantisation error {res['quantization_error'][-1]:.4g}, "
+                 f"topographic error {res['topographic_error'][-1]:.3f}")
+    if "bic" in res:
+        i = res["k"].index(res["chosen_k"])
+        line += (f", k = {res['chosen_k']} by BIC ({res['covariance']}), average log-likelihood "
+                 f"{res['log_likelihood_per_sample'][i]:.4f}")
     line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
     print(f"wrote {paths['report'].parent}")

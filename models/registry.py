@@ -186,6 +186,54 @@ register_analysis(Method("band-clusters", "Band clustering (one band per cluster
 ), uses_targets=False, kind="analysis"))
 
 
+def _som(**kw):
+    from hyperapp.models.som import SOM
+
+    return SOM(**kw)
+
+
+def _gmm(**kw):
+    from hyperapp.models.gmm import GaussianMixtureEM
+
+    return GaussianMixtureEM(**kw)
+
+
+register_analysis(Method("som", "Self-organising map (SOM)", _som, (
+    Param("rows", int, 16, "Neurons down the map.", 1, 512, label="Map rows"),
+    Param("cols", int, 16, "Neurons across the map.", 1, 512, label="Map columns"),
+    Param("epochs", int, 10, "Passes over the spectra; each is one batch update of every neuron.", 1, 10000,
+          label="Epochs"),
+    Param("sigma_start", float, 0.0, "Neighbourhood radius (in neurons) at the first epoch; 0: half the map's "
+          "larger side.", 0.0, 1000.0, label="Start radius"),
+    Param("sigma_end", float, 1.0, "Neighbourhood radius at the last epoch; the radius shrinks exponentially.",
+          0.01, 1000.0, label="End radius"),
+    Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "
+          "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate"),
+    Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0, label="End learning rate"),
+    Param("codebook_clusters", int, 0, "0: colour the image by best-matching neuron; k: by k-means clusters of "
+          "the neurons.", 0, 4096, label="Clusters of the codebook"),
+    Param("init", str, "pca", "Start from the plane of the two principal components, or from random spectra.",
+          choices=("pca", "random"), label="Start codebook"),
+    Param("seed", int, 0, "Seed of the random start and of the codebook's k-means.", 0, 2**31 - 1,
+          label="Random seed"),
+), uses_targets=False, kind="analysis", labels_image=True))
+
+register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, (
+    Param("k", str, "8", "Components, one number (8) or a range (2..10): the lowest BIC labels the image.",
+          label="Components (k or range)"),
+    Param("covariance", str, "full", "Each component's covariance: full matrices, or diagonal (bands "
+          "independent).", choices=("full", "diag"), label="Covariance"),
+    Param("n_init", int, 1, "EM runs from different k-means starts; the highest likelihood is kept.", 1, 100,
+          label="Starts"),
+    Param("max_iter", int, 100, "EM iterations at most.", 1, 10000, label="Iterations at most"),
+    Param("tol", float, 1e-3, "Stop when the average log-likelihood per spectrum changes by less than this.",
+          0.0, 10.0, label="Tolerance"),
+    Param("reg_covar", float, 1e-6, "Added to every covariance's diagonal, so constant or collinear bands stay "
+          "invertible.", 0.0, 1e6, label="Covariance floor"),
+    Param("seed", int, 0, "Seed of the k-means starts.", 0, 2**31 - 1, label="Random seed"),
+), uses_targets=False, kind="analysis", labels_image=True))
+
+
 def get_analysis(name: str) -> Method:
     if name not in ANALYSES:
         from hyperapp.errors import InputError

@@ -1,0 +1,243 @@
+"""Gaussian mixture segmentation by EM (seed 003), full or diagonal covariances, NumPy or CuPy.
+
+E-step: each component's log density through the Cholesky factor of its precision, as scikit-learn
+does (y = (x - mu) U with U U^T = Sigma^-1, log N = -(d log 2pi + |y|^2)/2 + log det U), one GEMM per
+component over all spectra, then a log-sum-exp over components for stable responsibilities. M-step:
+weights, means and covariances from GEMMs of the responsibilities with the spectra, a covariance floor
+(``reg_covar`` on the diagonal, so constant bands stay invertible), and the Cholesky factors from the
+covariances. EM stops when the average log-likelihood per spectrum changes by less than ``tol``;
+several initialisations keep the best. k-means (part 1) starts each run. With a range of k, BIC picks
+the k that labels the image.
+
+The data are centred and, on the GPU, the GEMMs run in float32 on the centred spectra while the
+log-likelihood sums and the (bands x bands) factorisations stay in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hyperapp.backend import get_namespace, to_host
+from hyperapp.errors import InputError, ModelError
+
+CHUNK_BYTES = 256 << 20
+
+
+class GaussianMixtureEM:
+    """EM for Gaussian mixtures over spectra.
+
+    Parameters
+    ----------
+    k : int or str
+        Components, one (``8``) or a range (``"2..10"``, the lowest BIC labels the image).
+    covariance : {"full", "diag"}
+    n_init : int
+        Initialisations (k-means with different seeds); the highest likelihood is kept.
+    max_iter : int
+    tol : float
+        Stop when the average log-likelihood per spectrum changes by less than this.
+    reg_covar : float
+        Added to every covariance's diagonal (scikit-learn's ``reg_covar``).
+    seed : int
+
+    Attributes
+    ----------
+    k_values_, bic_, log_likelihood_ (average per spectrum, per k) : host arrays
+    chosen_k_ : int
+    weights_, means_, covariances_ : the chosen k's parameters (host arrays)
+    ll_curve_ : per-iteration average log-likelihood of the chosen k's best run
+    n_iter_ : iterations of that run
+    """
+
+    accepts_progress = True
+
+    def __init__(self, k="8", covariance: str = "full", n_init: int = 1, max_iter: int = 100, tol: float = 1e-3,
+                 reg_covar: float = 1e-6, seed: int = 0):
+        self.k = k
+        self.covariance = covariance
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.seed = seed
+
+    def get_params(self) -> dict:
+        return {k: getattr(self, k) for k in ("k", "covariance", "n_init", "max_iter", "tol", "reg_covar", "seed")}
+
+    # ------------------------------------------------------------------ the two steps
+    def _log_gauss(self, X, means, chol):
+        """(n, k) log densities; ``chol`` (k, d, d) precision Cholesky factors, or (k, d) for diag."""
+        xp = get_namespace(X)
+        n, d = X.shape
+        k = means.shape[0]
+        out = xp.empty((n, k), xp.float64)
+        for j in range(k):  # a loop over components (a handful), never over spectra
+            D = X - means[j].astype(X.dtype)
+            if self.covariance == "full":
+                U = chol[j].astype(X.dtype)
+                y2 = ((D @ U) ** 2).sum(axis=1, dtype=xp.float64)
+                logdet = xp.log(xp.diagonal(chol[j])).sum()
+            else:
+                p = chol[j].astype(X.dtype)
+                y2 = ((D * p) ** 2).sum(axis=1, dtype=xp.float64)
+                logdet = xp.log(chol[j]).sum()
+            out[:, j] = -0.5 * (d * math.log(2 * math.pi) + y2) + logdet
+        return out
+
+    def _e_step(self, X, weights, means, chol):
+        """(average log-likelihood, responsibilities (n, k) float32)."""
+        xp = get_namespace(X)
+        lp = self._log_gauss(X, means, chol) + xp.log(weights)[None, :]
+        m = lp.max(axis=1, keepdims=True)
+        lse = m[:, 0] + xp.log(xp.exp(lp - m).sum(axis=1))
+        resp = xp.exp(lp - lse[:, None]).astype(X.dtype)
+        return float(lse.mean()), resp
+
+    def _m_step(self, X, resp):
+        xp = get_namespace(X)
+        n, d = X.shape
+        nk = resp.sum(axis=0, dtype=xp.float64) + 10 * np.finfo(np.float64).eps
+        means = (resp.T @ X).astype(xp.float64) / nk[:, None]
+        k = resp.shape[1]
+        reg = float(self.reg_covar)
+        if self.covariance == "full":
+            cov = xp.empty((k, d, d), xp.float64)
+            for j in range(k):
+                D = X - means[j].astype(X.dtype)
+                cov[j] = ((resp[:, j:j + 1] * D).T @ D).astype(xp.float64) / nk[j]
+                cov[j] += reg * xp.eye(d)
+            # the precision's Cholesky factor U (Sigma^-1 = U U^T) from Sigma's: U = (L^-1)^T
+            L = xp.linalg.cholesky(cov)
+            eye = xp.broadcast_to(xp.eye(d), (k, d, d))
+            chol = xp.linalg.solve(L, eye).transpose(0, 2, 1)
+        else:
+            sq = ((resp.T @ (X * X)).astype(xp.float64)) / nk[:, None]
+            cov = xp.maximum(sq - means ** 2, 0) + reg
+            chol = 1.0 / xp.sqrt(cov)
+        return nk / n, means, cov, chol
+
+    def _n_params(self, k: int, d: int) -> int:
+        cov = k * d * (d + 1) // 2 if self.covariance == "full" else k * d
+        return cov + k * d + k - 1
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, progress=None):
+        from hyperapp.models.base import as_pixels, check_finite
+        from hyperapp.models.kmeans import MultiKMeans, parse_k
+
+        X, _ = as_pixels(X)
+        xp = get_namespace(X)
+        ks = parse_k(self.k)
+        if self.covariance not in ("full", "diag"):
+            raise InputError(f"covariance must be full or diag, got {self.covariance!r}")
+        if int(self.n_init) < 1 or int(self.max_iter) < 1:
+            raise InputError("n_init and max_iter must be at least 1")
+        n, d = X.shape
+        if n == 0:
+            raise ModelError("no spectra selected: the selection is empty")
+        if max(ks) > n:
+            raise ModelError(f"{max(ks)} components is more than the number of spectra ({n})")
+        check_finite(X, "selected spectra")
+        X = X.astype(xp.float32)
+        self.center_ = X.mean(axis=0, dtype=xp.float64)
+        Xc = X - self.center_.astype(xp.float32)
+        if float(Xc.var(axis=0).max()) <= 0:
+            raise ModelError("the selected spectra are all identical: there is nothing to model")
+        self.k_values_ = np.asarray(ks)
+        self.bic_ = np.empty(len(ks))
+        self.log_likelihood_ = np.empty(len(ks))
+        best_models = []
+        total = len(ks) * int(self.n_init)
+        step = 0
+        for i, k in enumerate(ks):
+            best = None
+            for r in range(int(self.n_init)):
+                if progress is not None:
+                    progress(step / total, f"EM with {k} components, start {r + 1}")
+                step += 1
+                km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(Xc)
+                resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float32)
+                params = self._m_step(Xc, resp)
+                curve = []
+                for it in range(int(self.max_iter)):
+                    ll, resp = self._e_step(Xc, params[0], params[1], params[3])
+                    curve.append(ll)
+                    if it and abs(curve[-1] - curve[-2]) < float(self.tol):
+                        break
+                    params = self._m_step(Xc, resp)
+                    if progress is not None and it % 10 == 9:
+                        progress((step - 1 + it / self.max_iter) / total, f"EM with {k} components")
+                ll, _ = self._e_step(Xc, params[0], params[1], params[3])
+                if best is None or ll > best[0]:
+                    best = (ll, params, curve, len(curve))
+            ll, params, curve, n_it = best
+            self.log_likelihood_[i] = ll
+            self.bic_[i] = -2.0 * ll * n + self._n_params(k, d) * math.log(n)
+            best_models.append((params, curve, n_it))
+        i = int(np.argmin(self.bic_))
+        self.chosen_k_ = int(ks[i])
+        (w, means, cov, chol), curve, n_it = best_models[i]
+        self.weights_ = to_host(w)
+        self.means_ = to_host(means + self.center_)
+        self.covariances_ = to_host(cov)
+        self._chol = chol
+        self._means_c = means
+        self.ll_curve_ = np.asarray(curve)
+        self.n_iter_ = n_it
+        if progress is not None:
+            progress(1.0, "mixture fitted")
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "weights_"):
+            raise ModelError("GaussianMixtureEM is not fitted yet: call fit first")
+
+    def predict_proba(self, X):
+        """Posterior probability of every component (n, k) for the rows of ``X``."""
+        from hyperapp.models.base import as_pixels
+
+        self._check_fitted()
+        P, _ = as_pixels(X)
+        xp = get_namespace(P)
+        out = xp.empty((P.shape[0], self.chosen_k_), xp.float32)
+        step = max(1024, CHUNK_BYTES // (8 * P.shape[1]))
+        w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
+        for a in range(0, P.shape[0], step):
+            Pc = P[a:a + step].astype(xp.float32) - c0.astype(xp.float32)
+            out[a:a + step] = self._e_step(Pc, w, mu, ch)[1]
+        return out
+
+    def predict(self, X):
+        """Most probable component of every row of ``X``."""
+        from hyperapp.models.base import as_pixels
+
+        _, lead = as_pixels(X)
+        return self.predict_proba(X).argmax(axis=1).astype(np.int32).reshape(lead)
+
+    def score(self, X) -> float:
+        """Average log-likelihood per spectrum of ``X`` under the chosen mixture."""
+        from hyperapp.models.base import as_pixels
+
+        self._check_fitted()
+        P, _ = as_pixels(X)
+        xp = get_namespace(P)
+        w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
+        return self._e_step(P.astype(xp.float32) - c0.astype(xp.float32), w, mu, ch)[0]
+
+    def summary(self) -> dict:
+        self._check_fitted()
+        return {"k": [int(k) for k in self.k_values_], "bic": [float(v) for v in self.bic_],
+                "log_likelihood_per_sample": [float(v) for v in self.log_likelihood_],
+                "chosen_k": self.chosen_k_, "covariance": self.covariance,
+                "weights": [float(v) for v in self.weights_], "n_iter": int(self.n_iter_),
+                "log_likelihood_curve": [float(v) for v in self.ll_curve_]}
+
+    def tables(self) -> dict:
+        s = self.summary()
+        return {"gmm_bic": (["k", "bic", "log_likelihood_per_sample"],
+                            [list(r) for r in zip(s["k"], s["bic"], s["log_likelihood_per_sample"])]),
+                "components": (["component", "weight"] + [f"band_{b}" for b in range(self.means_.shape[1])],
+                               [[j, float(self.weights_[j]), *map(float, self.means_[j])]
+                                for j in range(self.chosen_k_)])}

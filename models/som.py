@@ -1,0 +1,261 @@
+"""Self-organising map (seed 000, the SOM half): batch training on NumPy or CuPy, any map size.
+
+Each epoch finds every spectrum's best-matching unit with one GEMM of distances to all neurons (in
+chunks of spectra, so memory stays bounded whatever the map), accumulates each neuron's sum and count
+(one-hot GEMM: a single reduction per epoch), and sets every neuron to the neighbourhood-weighted mean
+W = (H S) / (H c), H the Gaussian neighbourhood on the grid. The radius and the learning rate decay
+exponentially over the epochs; the learning rate blends the batch mean into the old codebook
+(1 = the pure batch rule). The seed capped maps at 1024 neurons to bound kernel launches; here a map of
+any size is a few GEMMs per epoch.
+
+Quantisation error (mean distance of a spectrum to its unit) and topographic error (share of spectra
+whose two best units are not grid neighbours) are recorded per epoch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperapp.backend import get_namespace, to_host
+from hyperapp.errors import InputError, ModelError
+
+CHUNK_BYTES = 256 << 20
+
+
+def grid_coords(rows: int, cols: int) -> np.ndarray:
+    """(rows*cols, 2) grid positions of the neurons, row-major."""
+    r, c = np.mgrid[0:rows, 0:cols]
+    return np.column_stack([r.ravel(), c.ravel()]).astype(np.float64)
+
+
+def _two_best(X, W, ww, xx):
+    """(best unit, second unit, squared distance to the best) of every row of X."""
+    xp = get_namespace(X)
+    d = ww[None, :] - 2.0 * (X @ W.T)
+    b1 = d.argmin(axis=1)
+    rows = xp.arange(X.shape[0])
+    d1 = d[rows, b1]
+    d[rows, b1] = xp.inf
+    b2 = d.argmin(axis=1)
+    return b1, b2, xp.maximum(d1 + xx, 0)
+
+
+class SOM:
+    """Batch self-organising map.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Map size (no cap: 64 x 64 works).
+    epochs : int
+    sigma_start, sigma_end : float
+        Neighbourhood radius (grid units) at the first and the last epoch; ``sigma_start`` 0 means half
+        the map's larger side.
+    learning_rate_start, learning_rate_end : float
+        Share of the batch mean blended into the codebook, first and last epoch.
+    codebook_clusters : int
+        0: the image is labelled by best-matching unit; k > 0: by k-means clusters of the codebook.
+    init : {"pca", "random"}
+        Codebook start: a plane on the two principal components (deterministic), or random spectra.
+    seed : int
+
+    Attributes
+    ----------
+    codebook_ : (rows*cols, bands)
+    quantization_error_, topographic_error_ : (epochs,) host arrays
+    hits_ : (rows*cols,) spectra per unit at the end
+    umatrix_ : (rows, cols) mean distance of each unit to its grid neighbours
+    cluster_of_unit_ : (rows*cols,) the codebook cluster of each unit (when codebook_clusters > 0)
+    """
+
+    accepts_progress = True
+
+    def __init__(self, rows: int = 10, cols: int = 10, epochs: int = 10, sigma_start: float = 0.0,
+                 sigma_end: float = 1.0, learning_rate_start: float = 1.0, learning_rate_end: float = 1.0,
+                 codebook_clusters: int = 0, init: str = "pca", seed: int = 0):
+        self.rows = rows
+        self.cols = cols
+        self.epochs = epochs
+        self.sigma_start = sigma_start
+        self.sigma_end = sigma_end
+        self.learning_rate_start = learning_rate_start
+        self.learning_rate_end = learning_rate_end
+        self.codebook_clusters = codebook_clusters
+        self.init = init
+        self.seed = seed
+
+    def get_params(self) -> dict:
+        return {k: getattr(self, k) for k in ("rows", "cols", "epochs", "sigma_start", "sigma_end",
+                                              "learning_rate_start", "learning_rate_end",
+                                              "codebook_clusters", "init", "seed")}
+
+    def schedule(self) -> tuple[np.ndarray, np.ndarray]:
+        """(radius, learning rate) of every epoch: exponential decay from start to end."""
+        e = int(self.epochs)
+        s0 = float(self.sigma_start) or max(int(self.rows), int(self.cols)) / 2.0
+        s1 = min(float(self.sigma_end), s0)
+        t = np.arange(e) / max(e - 1, 1)
+        sig = s0 * (s1 / s0) ** t
+        lr = float(self.learning_rate_start) * (float(self.learning_rate_end) / float(self.learning_rate_start)) ** t
+        return sig, lr
+
+    def initial_codebook(self, X):
+        """The starting codebook: the PCA plane (mean +- 2 std along the first two components), or
+        ``rows*cols`` random spectra."""
+        xp = get_namespace(X)
+        M = int(self.rows) * int(self.cols)
+        if self.init == "random":
+            rng = np.random.default_rng(self.seed)
+            return X[xp.asarray(rng.choice(X.shape[0], M, replace=M > X.shape[0]))].astype(xp.float32)
+        mean = X.mean(axis=0, dtype=xp.float64)
+        Xs = X[:: max(1, X.shape[0] // 20000)].astype(xp.float64) - mean
+        cov = Xs.T @ Xs / max(Xs.shape[0] - 1, 1)
+        w, v = np.linalg.eigh(to_host(cov))
+        order = np.argsort(w)[::-1][:2]
+        comp = v[:, order] * np.sqrt(np.maximum(w[order], 0))  # (bands, 2)
+        g = grid_coords(int(self.rows), int(self.cols))
+        span = np.column_stack([np.linspace(-2, 2, int(self.rows))[g[:, 0].astype(int)],
+                                np.linspace(-2, 2, int(self.cols))[g[:, 1].astype(int)]])
+        return (xp.asarray(to_host(mean)[None, :] + span @ comp.T)).astype(xp.float32)
+
+    def fit(self, X, y=None, progress=None):
+        from hyperapp.models.base import as_pixels, check_finite
+
+        X, _ = as_pixels(X)
+        xp = get_namespace(X)
+        R, C = int(self.rows), int(self.cols)
+        if R < 1 or C < 1 or int(self.epochs) < 1:
+            raise InputError("the map needs at least 1 x 1 neurons and 1 epoch")
+        if self.init not in ("pca", "random"):
+            raise InputError(f"init must be pca or random, got {self.init!r}")
+        n = X.shape[0]
+        if n == 0:
+            raise ModelError("no spectra selected: the selection is empty")
+        if n < 2:
+            raise ModelError("a self-organising map needs at least 2 spectra")
+        check_finite(X, "selected spectra")
+        X = X.astype(xp.float32)
+        M = R * C
+        g = grid_coords(R, C)
+        gd2 = xp.asarray(((g[:, None, :] - g[None, :, :]) ** 2).sum(axis=2))  # (M, M) grid distances^2
+        W = self.initial_codebook(X)
+        sig, lr = self.schedule()
+        xx = (X * X).sum(axis=1)
+        chunk = max(1024, min(n, CHUNK_BYTES // (4 * max(M, 1))))
+        qe, te = [], []
+        adjacent = xp.asarray(np.abs(g[:, None, :] - g[None, :, :]).max(axis=2) <= 1)
+        for e in range(int(self.epochs)):
+            if progress is not None:
+                progress(e / self.epochs, f"SOM epoch {e + 1} of {self.epochs}")
+            ww = (W * W).sum(axis=1)
+            S = xp.zeros((M, X.shape[1]), xp.float32)
+            cnt = xp.zeros(M, xp.float32)
+            qsum = 0.0
+            tbad = 0
+            for a in range(0, n, chunk):
+                Xc = X[a:a + chunk]
+                b1, b2, d1 = _two_best(Xc, W, ww, xx[a:a + chunk])
+                oh = xp.zeros((Xc.shape[0], M), xp.float32)
+                oh[xp.arange(Xc.shape[0]), b1] = 1.0
+                S += oh.T @ Xc
+                cnt += oh.sum(axis=0)
+                qsum += float(xp.sqrt(d1).sum(dtype=xp.float64))
+                tbad += int((~adjacent[b1, b2]).sum())
+            qe.append(qsum / n)
+            te.append(tbad / n)
+            H = xp.exp(-gd2 / (2.0 * sig[e] ** 2)).astype(xp.float32)
+            num = H @ S
+            den = H @ cnt
+            batch = xp.where(den[:, None] > 0, num / xp.maximum(den, 1e-30)[:, None], W)
+            W = (1.0 - lr[e]) * W + lr[e] * batch
+        self.codebook_ = W
+        self.quantization_error_ = np.asarray(qe)
+        self.topographic_error_ = np.asarray(te)
+        ww = (W * W).sum(axis=1)
+        hits = xp.zeros(M, xp.int64)
+        for a in range(0, n, chunk):
+            b1 = (ww[None, :] - 2.0 * (X[a:a + chunk] @ W.T)).argmin(axis=1)
+            hits += xp.bincount(b1, minlength=M)
+        self.hits_ = to_host(hits)
+        self.umatrix_ = self._umatrix(to_host(W), R, C)
+        self.n_bands_ = X.shape[1]
+        self.cluster_of_unit_ = None
+        k = int(self.codebook_clusters)
+        if k > 0:
+            from hyperapp.models.kmeans import MultiKMeans
+
+            if k > M:
+                raise InputError(f"{k} codebook clusters is more than the map's {M} neurons")
+            km = MultiKMeans(k=k, n_init=4, seed=self.seed, silhouette_sample=0).fit(W)
+            self.cluster_of_unit_ = to_host(km.labels_).astype(np.int32)
+        if progress is not None:
+            progress(1.0, "SOM trained")
+        return self
+
+    @staticmethod
+    def _umatrix(W: np.ndarray, R: int, C: int) -> np.ndarray:
+        """Mean distance of every unit to its (up to 8) grid neighbours."""
+        G = W.reshape(R, C, -1).astype(np.float64)
+        tot = np.zeros((R, C))
+        num = np.zeros((R, C))
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                if dr == dc == 0:
+                    continue
+                r0, r1 = max(0, -dr), R - max(0, dr)
+                c0, c1 = max(0, -dc), C - max(0, dc)
+                if r1 <= r0 or c1 <= c0:
+                    continue
+                d = np.sqrt(((G[r0:r1, c0:c1] - G[r0 + dr:r1 + dr, c0 + dc:c1 + dc]) ** 2).sum(axis=2))
+                tot[r0:r1, c0:c1] += d
+                num[r0:r1, c0:c1] += 1
+        return tot / np.maximum(num, 1)
+
+    def _check_fitted(self):
+        if not hasattr(self, "codebook_"):
+            raise ModelError("SOM is not fitted yet: call fit first")
+
+    def best_units(self, X):
+        """Best-matching unit of every row of ``X``."""
+        from hyperapp.models.base import as_pixels
+
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        xp = get_namespace(P)
+        W = xp.asarray(self.codebook_)
+        ww = (W * W).sum(axis=1)
+        out = xp.empty(P.shape[0], xp.int32)
+        step = max(1024, CHUNK_BYTES // (4 * W.shape[0]))
+        for a in range(0, P.shape[0], step):
+            out[a:a + step] = (ww[None, :] - 2.0 * (P[a:a + step].astype(xp.float32) @ W.T)).argmin(axis=1)
+        return out.reshape(lead)
+
+    def predict(self, X):
+        """The unit (or, with codebook clusters, the unit's cluster) of every row of ``X``."""
+        b = self.best_units(X)
+        if self.cluster_of_unit_ is None:
+            return b
+        xp = get_namespace(b)
+        return xp.asarray(self.cluster_of_unit_)[b]
+
+    def summary(self) -> dict:
+        self._check_fitted()
+        return {"rows": int(self.rows), "cols": int(self.cols), "epochs": int(self.epochs),
+                "quantization_error": [float(v) for v in self.quantization_error_],
+                "topographic_error": [float(v) for v in self.topographic_error_],
+                "units_hit": int((self.hits_ > 0).sum()),
+                "codebook_clusters": int(self.codebook_clusters)}
+
+    def tables(self) -> dict:
+        s = self.summary()
+        W = to_host(self.codebook_)
+        return {"som_errors": (["epoch", "quantization_error", "topographic_error"],
+                               [[i + 1, q, t] for i, (q, t) in enumerate(zip(s["quantization_error"],
+                                                                             s["topographic_error"]))]),
+                "codebook": (["unit", "row", "col", "hits"] + [f"band_{b}" for b in range(W.shape[1])],
+                             [[u, u // int(self.cols), u % int(self.cols), int(self.hits_[u]), *map(float, W[u])]
+                              for u in range(W.shape[0])])}
+
+    def arrays(self) -> dict:
+        """Arrays written beside the report (``codebook.npy``)."""
+        return {"codebook": to_host(self.codebook_)}
