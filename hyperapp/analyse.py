@@ -104,6 +104,7 @@ class AnalysisResult:
     labels: np.ndarray | None  # (rows, cols) int16, -1 where none
     indices: np.ndarray  # flat indices of the fitted spectra
     report: dict
+    extra: object = None  # what a panel computed beside (a GMM's posterior maps)
 
 
 def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Progress = NULL_PROGRESS):

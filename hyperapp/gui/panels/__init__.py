@@ -86,6 +86,10 @@ class AnalysisPanel(QWidget):
     def show_result(self, result) -> None:
         raise NotImplementedError
 
+    def after_fit(self, result, image):
+        """Extra maps a panel needs from the fitted model, computed in the worker thread (none here)."""
+        return None
+
     # ------------------------------------------------------------------ running
     def method_name(self) -> str:
         return self.method.currentData()
@@ -128,8 +132,10 @@ class AnalysisPanel(QWidget):
 
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.3))
-            return run_analysis(s.cube, method, params, sel, roi=roi, objects=objects, device=device,
-                                image=image, progress=progress.sub(0.3, 1.0))
+            result = run_analysis(s.cube, method, params, sel, roi=roi, objects=objects, device=device,
+                                  image=image, progress=progress.sub(0.3, 0.95))
+            result.extra = self.after_fit(result, image)  # still in the worker thread
+            return result
 
         w = Worker(job)
         w.signals.progress.connect(self._progress)
@@ -207,8 +213,25 @@ def plot_widget(x_label: str, y_label: str, title: str = ""):
     return p
 
 
+def image_plot(title: str):
+    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock."""
+    import pyqtgraph as pg
+
+    p = pg.PlotWidget(title=title)
+    p.setMinimumSize(320, 220)
+    p.setAspectLocked(True)
+    p.invertY(True)
+    img = pg.ImageItem(axisOrder="row-major")
+    p.addItem(img)
+    bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False)
+    bar.setImageItem(img, insert_in=p.getPlotItem())
+    return p, img, bar
+
+
 def _panels():
     from hyperapp.gui.panels.bands_panel import BandsPanel
+    from hyperapp.gui.panels.gmm_panel import GMMPanel
     from hyperapp.gui.panels.kmeans_panel import KMeansPanel
+    from hyperapp.gui.panels.som_panel import SOMPanel
 
-    return (KMeansPanel, BandsPanel)
+    return (KMeansPanel, BandsPanel, SOMPanel, GMMPanel)

@@ -1,0 +1,76 @@
+"""The Gaussian-mixture panel: BIC over k, the log-likelihood per EM iteration, each component's mean
+spectrum and weight, and the posterior of a chosen component as an image."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from hyperapp.backend import to_host
+from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_widget, wavelength_axis
+from hyperapp.gui.panels.kmeans_panel import cluster_colour
+
+
+class GMMPanel(AnalysisPanel):
+    methods = ("gmm",)
+    title = "Gaussian mixture"
+
+    def build_plots(self, tabs) -> None:
+        self.bic_plot = plot_widget("number of components k", "BIC (lower is better)")
+        self.bic_plot.getAxis("left").enableAutoSIPrefix(True)
+        self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
+        self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
+        self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
+        self.mean_plot = plot_widget("wavelength", "mean value", "component means")
+        self.mean_plot.addLegend(offset=(-10, 10))
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Component"))
+        self.component = QSpinBox()
+        self.component.setToolTip("The component whose posterior probability the image shows")
+        row.addWidget(self.component)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.post_plot, self.post_img, self.post_bar = image_plot("posterior probability")
+        self.post_bar.setLevels((0.0, 1.0))
+        lay.addWidget(self.post_plot, 1)
+        tabs.addTab(self.bic_plot, "BIC")
+        tabs.addTab(self.ll_plot, "Log-likelihood")
+        tabs.addTab(self.mean_plot, "Component spectra")
+        tabs.addTab(box, "Posterior")
+        self.mean_items: list = []
+        self.component.valueChanged.connect(self._posterior)
+
+    def after_fit(self, result, image):
+        """Every component's posterior over the whole image (float16 on the host, for the Posterior tab)."""
+        s = self.host.session
+        P = image.reshape(-1, image.shape[-1])
+        post = to_host(result.model.predict_proba(P)).astype(np.float16)
+        return post.reshape(s.cube.rows, s.cube.cols, -1)
+
+    def show_result(self, result) -> None:
+        m = result.model
+        self._post = result.extra
+        self.bic_curve.setData(np.asarray(m.k_values_, float), m.bic_)
+        self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} ({m.covariance} covariances)")
+        self.ll_curve.setData(np.arange(1, len(m.ll_curve_) + 1, dtype=float), m.ll_curve_)
+        for it in self.mean_items:
+            self.mean_plot.removeItem(it)
+        x, label = wavelength_axis(self.host.session.cube)
+        self.mean_plot.setLabel("bottom", label)
+        self.mean_items = [self.mean_plot.plot(x, m.means_[j], pen=pg.mkPen(cluster_colour(j), width=2),
+                                               name=f"component {j} (weight {m.weights_[j]:.3f})")
+                           for j in range(m.chosen_k_)]
+        self.component.setRange(0, m.chosen_k_ - 1)
+        self._posterior()
+        self.tabs.setCurrentWidget(self.bic_plot if len(m.k_values_) > 1 else self.mean_plot)
+
+    def _posterior(self) -> None:
+        post = getattr(self, "_post", None)
+        if post is None:
+            return
+        j = min(self.component.value(), post.shape[2] - 1)
+        self.post_img.setImage(post[:, :, j].astype(np.float32), autoLevels=False, levels=(0.0, 1.0))
+        self.post_plot.setTitle(f"posterior probability of component {j}")

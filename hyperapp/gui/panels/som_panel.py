@@ -1,0 +1,95 @@
+"""The SOM panel: U-matrix, hit map, a component plane per band, the error curves, and a neuron's
+spectrum on click; the image is coloured by best-matching neuron or by codebook cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from hyperapp.backend import to_host
+from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_widget, wavelength_axis
+
+
+class SOMPanel(AnalysisPanel):
+    methods = ("som",)
+    title = "SOM"
+
+    def build_plots(self, tabs) -> None:
+        self.umat_plot, self.umat_img, self.umat_bar = image_plot("U-matrix (mean distance to neighbours); click a neuron")
+        self.hits_plot, self.hits_img, self.hits_bar = image_plot("hit map (spectra per neuron)")
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Band"))
+        self.band = QSpinBox()
+        self.band.setToolTip("The band whose codebook values the plane shows")
+        row.addWidget(self.band)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.plane_plot, self.plane_img, self.plane_bar = image_plot("component plane")
+        lay.addWidget(self.plane_plot, 1)
+        self.err_plot = plot_widget("epoch", "error")
+        self.err_plot.addLegend(offset=(-10, 10))
+        self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
+                                           name="quantisation error (mean distance to the neuron)")
+        self.te_plot = pg.ViewBox()
+        self.te_curve = self.err_plot.plot(pen=pg.mkPen("y", width=2), symbol="t", symbolSize=5,
+                                           name="topographic error x max QE")
+        self.neuron_plot = plot_widget("wavelength", "codebook value", "neuron spectrum")
+        self.neuron_curve = self.neuron_plot.plot(pen=pg.mkPen("w", width=2))
+        tabs.addTab(self.umat_plot, "U-matrix")
+        tabs.addTab(self.hits_plot, "Hit map")
+        tabs.addTab(box, "Component planes")
+        tabs.addTab(self.err_plot, "Errors per epoch")
+        tabs.addTab(self.neuron_plot, "Neuron spectrum")
+        self.band.valueChanged.connect(self._plane)
+        self.umat_plot.scene().sigMouseClicked.connect(self._clicked)
+
+    def show_result(self, result) -> None:
+        m = result.model
+        R, C = int(m.rows), int(m.cols)
+        self._m = m
+        self.umat_img.setImage(m.umatrix_, autoLevels=True)
+        self.umat_bar.setLevels((float(m.umatrix_.min()), float(m.umatrix_.max()) + 1e-12))
+        hits = m.hits_.reshape(R, C).astype(float)
+        self.hits_img.setImage(hits, autoLevels=True)
+        self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
+        self.band.setRange(0, m.codebook_.shape[1] - 1)
+        self._plane()
+        ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
+        self.qe_curve.setData(ep, m.quantization_error_)
+        self.te_curve.setData(ep, m.topographic_error_ * float(np.max(m.quantization_error_)))
+        self.err_plot.setTitle(f"final: quantisation {m.quantization_error_[-1]:.4g}, "
+                               f"topographic {m.topographic_error_[-1]:.3f}")
+        self.show_neuron(0)
+        self.tabs.setCurrentWidget(self.umat_plot)
+
+    def _plane(self) -> None:
+        m = getattr(self, "_m", None)
+        if m is None:
+            return
+        W = to_host(m.codebook_)
+        plane = W[:, self.band.value()].reshape(int(m.rows), int(m.cols))
+        self.plane_img.setImage(plane, autoLevels=True)
+        self.plane_bar.setLevels((float(plane.min()), float(plane.max()) + 1e-12))
+
+    def show_neuron(self, unit: int) -> None:
+        m = getattr(self, "_m", None)
+        if m is None:
+            return
+        x, label = wavelength_axis(self.host.session.cube)
+        self.neuron_plot.setLabel("bottom", label)
+        self.neuron_curve.setData(x, to_host(m.codebook_)[unit])
+        self.neuron_plot.setTitle(f"neuron {unit} (row {unit // int(m.cols)}, col {unit % int(m.cols)}), "
+                                  f"{int(m.hits_[unit])} spectra")
+
+    def _clicked(self, ev) -> None:
+        m = getattr(self, "_m", None)
+        if m is None:
+            return
+        p = self.umat_plot.getPlotItem().vb.mapSceneToView(ev.scenePos())
+        r, c = int(np.floor(p.y())), int(np.floor(p.x()))
+        if 0 <= r < int(m.rows) and 0 <= c < int(m.cols):
+            self.show_neuron(r * int(m.cols) + c)
+            self.tabs.setCurrentWidget(self.neuron_plot)
