@@ -68,3 +68,27 @@ def test_analysis_path_gpu(cp, land_hdr):
     b = run_analysis(cube, "kmeans", {"k": "2..6"}, Selection("sample", 5000), device="gpu")
     assert b.report["device"] == "gpu" and a.report["results"]["chosen_k"] == b.report["results"]["chosen_k"]
     assert (a.labels == b.labels).mean() > 0.995
+
+
+def test_som_gpu_matches_numpy(cp, scene):
+    from hyperapp.models.som import SOM
+
+    P, _ = scene
+    cpu = SOM(12, 10, epochs=6).fit(P)
+    gpu = SOM(12, 10, epochs=6).fit(cp.asarray(P))
+    np.testing.assert_allclose(gpu.quantization_error_, cpu.quantization_error_, rtol=1e-3)
+    np.testing.assert_allclose(cp.asnumpy(gpu.codebook_), np.asarray(cpu.codebook_), rtol=1e-3, atol=1e-2)
+    big = SOM(64, 64, epochs=2).fit(cp.asarray(P))  # no cap on the map
+    assert big.codebook_.shape[0] == 4096
+
+
+@pytest.mark.parametrize("cov", ["full", "diag"])
+def test_gmm_gpu_matches_numpy(cp, scene, cov):
+    from hyperapp.models.gmm import GaussianMixtureEM
+
+    P, _ = scene
+    P = P / 10000.0
+    cpu = GaussianMixtureEM(k=5, covariance=cov, reg_covar=1e-4).fit(P)
+    gpu = GaussianMixtureEM(k=5, covariance=cov, reg_covar=1e-4).fit(cp.asarray(P))
+    assert gpu.log_likelihood_[0] == pytest.approx(cpu.log_likelihood_[0], rel=1e-3)
+    assert (cp.asnumpy(gpu.predict(cp.asarray(P))) == cpu.predict(P)).mean() > 0.99

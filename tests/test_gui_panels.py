@@ -16,10 +16,10 @@ def win(win, land_hdr):
 def test_panels_are_tabbed_docks_with_human_labels(win):
     from PySide6.QtWidgets import QDockWidget
 
-    assert set(win.panels) == {"k-means", "Band reduction"}
+    assert set(win.panels) == {"k-means", "Band reduction", "SOM", "Gaussian mixture"}
     det = win.findChild(QDockWidget, "Detector")
     tabbed = {d.windowTitle() for d in win.tabifiedDockWidgets(det)}
-    assert {"k-means", "Band reduction"} <= tabbed
+    assert {"k-means", "Band reduction", "SOM", "Gaussian mixture"} <= tabbed
     km = win.panels["k-means"]
     assert "Clusters (k or range)" in km.form.labels() and "k" not in km.form.labels()
     # detector forms read as words too
@@ -91,3 +91,40 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     with qtbot.waitSignal(bp.finished, timeout=60000) as blocker:
         bp.run()
     assert len(bp.selected_bands()) == 5
+
+
+def test_som_panel(qtbot, win):
+    som = win.panels["SOM"]
+    som.form.set_values({"rows": 8, "cols": 7, "epochs": 4})
+    som.sample.setValue(3000)
+    with qtbot.waitSignal(som.finished, timeout=120000) as blocker:
+        som.run()
+    res = blocker.args[0]
+    assert res is not None, win.last_error
+    assert som.umat_img.image.shape == (8, 7) and som.hits_img.image.sum() == 3000
+    assert len(som.qe_curve.getData()[0]) == 4
+    som.band.setValue(10)
+    np.testing.assert_allclose(som.plane_img.image, np.asarray(res.model.codebook_)[:, 10].reshape(8, 7))
+    som.show_neuron(9)
+    np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9])
+    assert res.labels.max() < 56
+
+
+def test_gmm_panel_with_cancel(qtbot, win):
+    gp = win.panels["Gaussian mixture"]
+    gp.form.set_values({"k": "2..4", "covariance": "diag"})
+    gp.sample.setValue(3000)
+    with qtbot.waitSignal(gp.finished, timeout=120000) as blocker:
+        gp.run()
+    res = blocker.args[0]
+    assert res is not None, win.last_error
+    assert len(gp.bic_curve.getData()[0]) == 3 and len(gp.mean_items) == res.model.chosen_k_
+    assert res.extra.shape == (128, 128, res.model.chosen_k_)
+    gp.component.setValue(1)
+    assert gp.post_img.image.shape == (128, 128) and 0 <= gp.post_img.image.min() <= gp.post_img.image.max() <= 1
+    gp.form.set_values({"k": "2..12", "covariance": "full", "max_iter": 10000, "tol": 0.0})
+    gp.set_source("image")
+    with qtbot.waitSignal(gp.finished, timeout=60000) as blocker:
+        gp.run()
+        gp.cancel()
+    assert blocker.args == [None] and gp.status.text() == "cancelled"

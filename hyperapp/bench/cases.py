@@ -294,3 +294,55 @@ def band_subsets(ctx) -> Measurement:
                        bytes_moved=10000 * 3 * X.shape[0] * 4 * (iters + 1),
                        notes={"mean_iterations": round(iters, 1), "best_score": round(float(m.best_scores_[0]), 4)})
 from hyperapp.bench import live  # noqa: E402,F401  (registers the live-path cases)
+
+
+@bench_case("som-262144x128-32x32-10epochs")
+def som_case(ctx) -> list[Measurement]:
+    """Batch SOM, 32 x 32 (and 64 x 64) neurons, 10 epochs, 262,144 spectra x 128 bands."""
+    import cupy
+
+    from hyperapp.models.som import SOM
+
+    X, _ = _spectra(262144, 128)
+    Xd = cupy.asarray(X)
+    out = []
+    for side in (32, 64):
+        SOM(side, side, epochs=1).fit(Xd[:4096])  # compile
+        gpu = gpu_time_ms(lambda side=side: SOM(side, side, epochs=10).fit(Xd), 3, warmup=1)
+        m = SOM(side, side, epochs=10).fit(Xd)
+        cpu = None
+        if side == 32:  # NumPy on an eighth of the spectra, scaled by 8 (linear in n)
+            cpu = cpu_time_ms(lambda: SOM(32, 32, epochs=10).fit(X[:32768]), repeats=1, warmup=0) * 8
+        out.append(Measurement(f"som-262144x128-{side}x{side}-10epochs", gpu, cpu, None, None,
+                               bytes_moved=X.nbytes * 2 * 10,
+                               notes={"final_qe": round(float(m.quantization_error_[-1]), 4),
+                                      "final_te": round(float(m.topographic_error_[-1]), 4)}))
+    return out
+
+
+@bench_case("gmm-262144x128-k8-full-100it")
+def gmm_case(ctx) -> Measurement:
+    """EM, 8 full-covariance components, 100 iterations, 262,144 spectra x 128 bands, vs NumPy and
+    scikit-learn (both on an eighth of the spectra, scaled)."""
+    import cupy
+
+    from hyperapp.models.gmm import GaussianMixtureEM
+
+    X, _ = _spectra(262144, 128)
+    Xd = cupy.asarray(X)
+    GaussianMixtureEM(k=8, max_iter=2, tol=0).fit(Xd[:8192])  # compile
+    gpu = gpu_time_ms(lambda: GaussianMixtureEM(k=8, max_iter=100, tol=0.0).fit(Xd), 2, warmup=1)
+    m = GaussianMixtureEM(k=8, max_iter=100, tol=0.0).fit(Xd)
+    sub = X[:32768]
+    cpu = cpu_time_ms(lambda: GaussianMixtureEM(k=8, max_iter=10, tol=0.0).fit(sub), repeats=1, warmup=0) * 8 * 10
+    notes = {"iterations": m.n_iter_, "avg_loglik": round(float(m.log_likelihood_[0]), 4)}
+    peer = None
+    try:
+        from sklearn.mixture import GaussianMixture
+
+        peer = cpu_time_ms(lambda: GaussianMixture(8, covariance_type="full", max_iter=10, tol=0,
+                                                   random_state=0).fit(sub), repeats=1, warmup=0) * 8 * 10
+    except ImportError:
+        pass
+    return Measurement("gmm-262144x128-k8-full-100it", gpu, cpu, "scikit-learn (est.)", peer,
+                       bytes_moved=X.nbytes * 4 * 100, notes=notes)

@@ -395,7 +395,8 @@ class MainWindow(QMainWindow):
 
         w = Worker(job)
         w.signals.progress.connect(self.detector.show_progress)
-        w.signals.result.connect(lambda res: self._run_done(method, params, res))
+        self._outcome = None
+        w.signals.result.connect(lambda res: setattr(self, "_outcome", self._run_done(method, params, res, emit=False)))
         w.signals.error.connect(self._run_failed)
         w.signals.cancelled.connect(self._run_cancelled)
         w.signals.finished.connect(self._worker_finished)
@@ -410,19 +411,19 @@ class MainWindow(QMainWindow):
             self.detector.status.setText("cancelling…")
 
     def _worker_finished(self) -> None:
+        # run_finished goes out only now, once the worker is gone, so a listener may start the next run
         self.worker = None
         self.detector.set_busy(False)
+        self.run_finished.emit(self._outcome)
 
     def _run_failed(self, message: str) -> None:
         self.show_error(message)
-        self.run_finished.emit(None)
 
     def _run_cancelled(self) -> None:
         self.detector.status.setText("cancelled")
         self.detector.progress.setValue(0)
-        self.run_finished.emit(None)
 
-    def _run_done(self, method: str, params: dict, result) -> None:
+    def _run_done(self, method: str, params: dict, result, emit: bool = True) -> Run:
         s = self.session
         run = Run(s.unique_run_name(method), method, params, result, result.threshold)
         s.runs.append(run)
@@ -438,7 +439,9 @@ class MainWindow(QMainWindow):
         self.compare_pick.addItem(run.name)
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
         self._show_run(len(s.runs) - 1)
-        self.run_finished.emit(run)
+        if emit:
+            self.run_finished.emit(run)
+        return run
 
     def show_labels(self, labels: np.ndarray, title: str = "") -> None:
         """Show an analysis's class or cluster map over the image (-1 transparent)."""

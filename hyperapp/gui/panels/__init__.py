@@ -144,6 +144,7 @@ class AnalysisPanel(QWidget):
         w.signals.cancelled.connect(self._cancelled)
         w.signals.finished.connect(self._finished)
         set_busy(self, True)
+        self._outcome = None
         self.worker = w
         start(w)
         return w
@@ -165,21 +166,21 @@ class AnalysisPanel(QWidget):
         if result.labels is not None:
             self.host.show_labels(result.labels, self.title)
         self.plots_shown.emit()
-        self.finished.emit(result)
+        self._outcome = result
 
     def _failed(self, message: str) -> None:
         self.status.setText("failed")
         self.host.show_error(message)
-        self.finished.emit(None)
 
     def _cancelled(self) -> None:
         self.status.setText("cancelled")
         self.progress.setValue(0)
-        self.finished.emit(None)
 
     def _finished(self) -> None:
+        # ``finished`` goes out only once the worker is gone, so a listener may start the next run
         self.worker = None
         set_busy(self, False)
+        self.finished.emit(self._outcome)
 
     def reset(self) -> None:
         """Forget the last result (a new cube was opened)."""
