@@ -214,6 +214,9 @@ register_analysis(Method("som", "Self-organising map (SOM)", _som, (
           "the neurons.", 0, 4096, label="Clusters of the codebook"),
     Param("init", str, "pca", "Start from the plane of the two principal components, or from random spectra.",
           choices=("pca", "random"), label="Start codebook"),
+    Param("training", str, "batch", "batch: one neighbourhood-weighted mean per epoch (fast); online: the "
+          "thesis's per-spectrum updates (sequential, slow on large selections; use learning rates like "
+          "0.5 -> 0.01).", choices=("batch", "online"), label="Training"),
     Param("seed", int, 0, "Seed of the random start and of the codebook's k-means.", 0, 2**31 - 1,
           label="Random seed"),
 ), uses_targets=False, kind="analysis", labels_image=True))

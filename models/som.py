@@ -57,6 +57,12 @@ class SOM:
         0: the image is labelled by best-matching unit; k > 0: by k-means clusters of the codebook.
     init : {"pca", "random"}
         Codebook start: a plane on the two principal components (deterministic), or random spectra.
+    training : {"batch", "online"}
+        ``batch``: one neighbourhood-weighted mean per epoch (above). ``online``: the seed's per-spectrum
+        rule, w += lr h (x - w) for each spectrum in a seeded random order, radius and learning rate
+        decaying over every step (the learning rates then are step sizes: 0.5 -> 0.01 is usual). On the
+        GPU one block runs each epoch in one launch (``hyperapp_som_online``); it is sequential by
+        nature, so far slower than batch training on large selections.
     seed : int
 
     Attributes
@@ -72,7 +78,7 @@ class SOM:
 
     def __init__(self, rows: int = 10, cols: int = 10, epochs: int = 10, sigma_start: float = 0.0,
                  sigma_end: float = 1.0, learning_rate_start: float = 1.0, learning_rate_end: float = 1.0,
-                 codebook_clusters: int = 0, init: str = "pca", seed: int = 0):
+                 codebook_clusters: int = 0, init: str = "pca", training: str = "batch", seed: int = 0):
         self.rows = rows
         self.cols = cols
         self.epochs = epochs
@@ -82,12 +88,13 @@ class SOM:
         self.learning_rate_end = learning_rate_end
         self.codebook_clusters = codebook_clusters
         self.init = init
+        self.training = training
         self.seed = seed
 
     def get_params(self) -> dict:
         return {k: getattr(self, k) for k in ("rows", "cols", "epochs", "sigma_start", "sigma_end",
                                               "learning_rate_start", "learning_rate_end",
-                                              "codebook_clusters", "init", "seed")}
+                                              "codebook_clusters", "init", "training", "seed")}
 
     def schedule(self) -> tuple[np.ndarray, np.ndarray]:
         """(radius, learning rate) of every epoch: exponential decay from start to end."""
@@ -128,6 +135,8 @@ class SOM:
             raise InputError("the map needs at least 1 x 1 neurons and 1 epoch")
         if self.init not in ("pca", "random"):
             raise InputError(f"init must be pca or random, got {self.init!r}")
+        if self.training not in ("batch", "online"):
+            raise InputError(f"training must be batch or online, got {self.training!r}")
         n = X.shape[0]
         if n == 0:
             raise ModelError("no spectra selected: the selection is empty")
@@ -144,9 +153,12 @@ class SOM:
         chunk = max(1024, min(n, CHUNK_BYTES // (4 * max(M, 1))))
         qe, te = [], []
         adjacent = xp.asarray(np.abs(g[:, None, :] - g[None, :, :]).max(axis=2) <= 1)
+        rng = np.random.default_rng(self.seed)
         for e in range(int(self.epochs)):
             if progress is not None:
                 progress(e / self.epochs, f"SOM epoch {e + 1} of {self.epochs}")
+            if self.training == "online":
+                W = self._online_epoch(X, W, rng.permutation(n), e, gd2)
             ww = (W * W).sum(axis=1)
             S = xp.zeros((M, X.shape[1]), xp.float32)
             cnt = xp.zeros(M, xp.float32)
@@ -163,6 +175,8 @@ class SOM:
                 tbad += int((~adjacent[b1, b2]).sum())
             qe.append(qsum / n)
             te.append(tbad / n)
+            if self.training == "online":
+                continue  # the errors above are after this epoch's steps
             H = xp.exp(-gd2 / (2.0 * sig[e] ** 2)).astype(xp.float32)
             num = H @ S
             den = H @ cnt
@@ -191,6 +205,38 @@ class SOM:
         if progress is not None:
             progress(1.0, "SOM trained")
         return self
+
+    def _online_epoch(self, X, W, order: np.ndarray, epoch: int, gd2):
+        """One epoch of the per-spectrum rule over ``order``; the GPU runs it as one kernel launch."""
+        xp = get_namespace(X)
+        n, d = X.shape
+        M = W.shape[0]
+        s0 = float(self.sigma_start) or max(int(self.rows), int(self.cols)) / 2.0
+        s1 = min(float(self.sigma_end), s0)
+        a0, a1 = float(self.learning_rate_start), float(self.learning_rate_end)
+        total = int(self.epochs) * n
+        step0 = epoch * n
+        if xp is not np:
+            from hyperapp.kernels import get_kernel
+
+            W = xp.ascontiguousarray(W, dtype=xp.float32)
+            k = get_kernel("kmeans", "hyperapp_som_online")
+            k((1,), (1024,), (W, xp.ascontiguousarray(X), xp.asarray(order.astype(np.int32)), np.int32(n),
+                              np.int32(d), np.int32(M), np.int32(int(self.cols)), np.float32(s0), np.float32(s1),
+                              np.float32(a0), np.float32(a1), np.int64(step0), np.int64(total)),
+              shared_mem=4 * d)
+            return W
+        W = np.array(W, dtype=np.float32)
+        gd2 = np.asarray(gd2, np.float32)
+        for s, p in enumerate(order):  # the CPU reference of the kernel: the rule is sequential
+            x = X[p]
+            bmu = int(((x - W) ** 2).sum(axis=1).argmin())
+            frac = (step0 + s) / max(total - 1, 1)
+            sig = np.float32(s0 * (s1 / s0) ** frac)
+            lr = np.float32(a0 * (a1 / a0) ** frac)
+            h = np.exp(-gd2[bmu] / (np.float32(2.0) * sig * sig))
+            W += (lr * h)[:, None] * (x - W)
+        return W
 
     @staticmethod
     def _umatrix(W: np.ndarray, R: int, C: int) -> np.ndarray:

@@ -92,3 +92,14 @@ def test_gmm_gpu_matches_numpy(cp, scene, cov):
     gpu = GaussianMixtureEM(k=5, covariance=cov, reg_covar=1e-4).fit(cp.asarray(P))
     assert gpu.log_likelihood_[0] == pytest.approx(cpu.log_likelihood_[0], rel=1e-3)
     assert (cp.asnumpy(gpu.predict(cp.asarray(P))) == cpu.predict(P)).mean() > 0.99
+
+
+def test_online_som_kernel_matches_numpy(cp, scene):
+    from hyperapp.models.som import SOM
+
+    P, _ = scene
+    P = P[::8] / 10000.0
+    kw = dict(epochs=3, training="online", learning_rate_start=0.5, learning_rate_end=0.01)
+    cpu = SOM(7, 9, **kw).fit(P)
+    gpu = SOM(7, 9, **kw).fit(cp.asarray(P))
+    np.testing.assert_allclose(gpu.quantization_error_, cpu.quantization_error_, rtol=2e-2)

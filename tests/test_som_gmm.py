@@ -136,3 +136,14 @@ def test_cli_analyse_som_and_gmm(land_hdr, tmp_path):
     rep = json.loads((out / "report.json").read_text())
     assert rep["results"]["k"] == [2, 3, 4] and len(rep["results"]["bic"]) == 3
     assert len(rep["results"]["log_likelihood_per_sample"]) == 3
+
+
+def test_online_som_learns(land_hdr):
+    X = _pixels(land_hdr, 2000, 10000.0)
+    m = SOM(6, 6, epochs=4, training="online", learning_rate_start=0.5, learning_rate_end=0.01).fit(X)
+    start = float(np.sqrt(((X[:, None, :] - np.asarray(m.initial_codebook(X))[None]) ** 2).sum(axis=2)
+                          .min(axis=1)).mean())
+    assert m.quantization_error_[-1] < 0.8 * start
+    assert m.quantization_error_[-1] <= m.quantization_error_[0]
+    with pytest.raises(InputError, match="training"):
+        SOM(3, 3, training="sometimes").fit(X)
