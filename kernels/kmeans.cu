@@ -200,61 +200,72 @@ hyperapp_kmeans_subsets(const float* __restrict__ Xt, int n, const int* __restri
 // hyperapp_som_online
 //   The online (per-sample) SOM of seed 000: each spectrum in turn moves every neuron towards it by
 //   lr * h(grid distance to the best unit). The steps are sequential by nature, so one block runs a
-//   whole epoch in one launch: the block's threads first search the best unit (thread t owns neurons
-//   t, t + blockDim, ..., a shared-memory arg-min picks the lowest index on ties, as NumPy's argmin),
-//   then update the codebook (thread t owns elements t, t + blockDim, ... of W), with a barrier between
-//   the phases. The radius and the learning rate decay exponentially over all steps of all epochs.
+//   whole epoch in one launch. Thread mapping: warp w owns neurons w, w + 32, ...; its lanes own the
+//   bands (so every codebook read and write is coalesced). Best-unit search: each warp sums a neuron's
+//   squared distance across its lanes with shuffles and keeps its best; warp 0 then picks the best of
+//   the 32 (lowest index on ties, as NumPy's argmin). Update: one exp per neuron, then the lanes move
+//   its bands. The radius and the learning rate decay exponentially over all steps of all epochs.
 #define SOM_THREADS 1024
+#define SOM_WARPS (SOM_THREADS / 32)
 extern "C" __global__ void __launch_bounds__(SOM_THREADS)
 hyperapp_som_online(float* __restrict__ W, const float* __restrict__ X, const int* __restrict__ order, int n_steps,
                     int d, int M, int cols, float s0, float s1, float a0, float a1, long long step0,
                     long long total) {
     extern __shared__ float xs[];  // the current spectrum (d floats)
-    __shared__ float bestd[SOM_THREADS];
-    __shared__ int besti[SOM_THREADS];
-    const int tid = threadIdx.x;
+    __shared__ float bestd[SOM_WARPS];
+    __shared__ int besti[SOM_WARPS];
+    __shared__ int bmu_s;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     for (int s = 0; s < n_steps; ++s) {
         const int p = order[s];
         for (int b = tid; b < d; b += SOM_THREADS) xs[b] = X[(size_t)p * d + b];
         __syncthreads();
         float bd = __int_as_float(0x7f800000);
         int bi = 0x7fffffff;
-        for (int j = tid; j < M; j += SOM_THREADS) {
+        for (int j = warp; j < M; j += SOM_WARPS) {
+            const float* w = W + (size_t)j * d;
             float acc = 0.0f;
-            for (int b = 0; b < d; ++b) {
-                const float t = xs[b] - W[(size_t)j * d + b];
+            for (int b = lane; b < d; b += 32) {
+                const float t = xs[b] - w[b];
                 acc = fmaf(t, t, acc);
             }
-            if (acc < bd) {
+            acc = warp_sum(acc);
+            acc = __shfl_sync(0xffffffffu, acc, 0);
+            if (acc < bd) {  // neurons come in increasing order: the first best is kept
                 bd = acc;
                 bi = j;
             }
         }
-        bestd[tid] = bd;
-        besti[tid] = bi;
+        if (lane == 0) {
+            bestd[warp] = bd;
+            besti[warp] = bi;
+        }
         __syncthreads();
-        for (int w = SOM_THREADS / 2; w > 0; w >>= 1) {
-            if (tid < w) {
-                const float o = bestd[tid + w];
-                const int oi = besti[tid + w];
-                if (o < bestd[tid] || (o == bestd[tid] && oi < besti[tid])) {
-                    bestd[tid] = o;
-                    besti[tid] = oi;
+        if (warp == 0) {
+            float v = bestd[lane];
+            int vi = besti[lane];
+            for (int o = 16; o > 0; o >>= 1) {
+                const float ov = __shfl_down_sync(0xffffffffu, v, o);
+                const int oi = __shfl_down_sync(0xffffffffu, vi, o);
+                if (ov < v || (ov == v && oi < vi)) {
+                    v = ov;
+                    vi = oi;
                 }
             }
-            __syncthreads();
+            if (lane == 0) bmu_s = vi;
         }
-        const int bmu = besti[0];
+        __syncthreads();
+        const int bmu = bmu_s;
         const double frac = total > 1 ? (double)(step0 + s) / (double)(total - 1) : 0.0;
         const float sig = (float)((double)s0 * pow((double)s1 / s0, frac));
         const float lr = (float)((double)a0 * pow((double)a1 / a0, frac));
         const float inv2s2 = 1.0f / (2.0f * sig * sig);
         const int br = bmu / cols, bc = bmu % cols;
-        for (long long e = tid; e < (long long)M * d; e += SOM_THREADS) {
-            const int j = (int)(e / d), b = (int)(e % d);
+        for (int j = warp; j < M; j += SOM_WARPS) {
             const float dr = (float)(j / cols - br), dc = (float)(j % cols - bc);
-            const float h = expf(-(dr * dr + dc * dc) * inv2s2);
-            W[e] += lr * h * (xs[b] - W[e]);
+            const float coef = lr * expf(-(dr * dr + dc * dc) * inv2s2);
+            float* w = W + (size_t)j * d;
+            for (int b = lane; b < d; b += 32) w[b] += coef * (xs[b] - w[b]);
         }
         __syncthreads();
     }
