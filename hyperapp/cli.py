@@ -176,7 +176,7 @@ def cmd_detect(args) -> int:
             f"above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")
     if "evaluation" in rep:
         e = rep["evaluation"]
-        line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}"
+        line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}, Pd@1e-2 {e['pd_at_far_1e-2']:.3f}"
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
