@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from hyperapp.errors import HyperappError
 from hyperapp.gui.detector_dock import DetectorDock
 from hyperapp.gui.image_view import ImageView, colourise, colourise_labels, stretch
-from hyperapp.gui.panels import _panels as analysis_panels
+from hyperapp.gui.panels import analysis_panels
 from hyperapp.gui.results_panel import ResultsPanel
 from hyperapp.gui.spectrum_plot import SpectrumPlot
 from hyperapp.gui.worker import Worker, start

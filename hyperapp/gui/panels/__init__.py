@@ -229,7 +229,8 @@ def image_plot(title: str):
     return p, img, bar
 
 
-def _panels():
+def analysis_panels() -> tuple:
+    """The panel classes the window registers, one per analysis module."""
     from hyperapp.gui.panels.bands_panel import BandsPanel
     from hyperapp.gui.panels.gmm_panel import GMMPanel
     from hyperapp.gui.panels.kmeans_panel import KMeansPanel
