@@ -21,6 +21,7 @@ import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
+from hyperapp.models.base import Estimator
 
 #: labelled classes the GPU kernel's per-cluster histogram holds at most
 MAX_CLASSES = 32
@@ -142,7 +143,7 @@ def subset_kmeans_gpu(Xt, subsets: np.ndarray, init: np.ndarray, iters: int, y, 
     return centres, inertia, counts, hist[:, :, :n_classes], it
 
 
-class BandSubsetSearch:
+class BandSubsetSearch(Estimator):
     """Score many random band subsets by a small k-means on each (seed 001's attribute search).
 
     Parameters
@@ -181,8 +182,6 @@ class BandSubsetSearch:
         self.top = top
         self.seed = seed
 
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("n_subsets", "subset_size", "k", "max_iter", "top", "seed")}
 
     def fit(self, X, y=None, progress=None):
         """Explore subsets of the columns of ``X`` (n, bands).
@@ -268,9 +267,6 @@ class BandSubsetSearch:
             progress(1.0, "band subsets scored")
         return self
 
-    def _check_fitted(self):
-        if not hasattr(self, "scores_"):
-            raise ModelError("BandSubsetSearch is not fitted yet: call fit first")
 
     def predict(self, X):
         """The best subset's cluster code (0..k-1) of every row of ``X`` (rows, cols, bands) or (n, bands)."""
@@ -303,7 +299,7 @@ class BandSubsetSearch:
         return {"best_subsets": (["rank"] + [f"band_{j + 1}" for j in range(r)] + ["score"], rows)}
 
 
-class BandClustering:
+class BandClustering(Estimator):
     """Cluster the bands (k-means on standardised band vectors) and keep one band per cluster.
 
     Parameters
@@ -327,8 +323,6 @@ class BandClustering:
         self.max_pixels = max_pixels
         self.seed = seed
 
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("n_clusters", "max_pixels", "seed")}
 
     def fit(self, X, y=None, progress=None):
         from hyperapp.models.base import as_pixels, check_finite
@@ -367,8 +361,7 @@ class BandClustering:
         return self
 
     def summary(self) -> dict:
-        if not hasattr(self, "representatives_"):
-            raise ModelError("BandClustering is not fitted yet: call fit first")
+        self._check_fitted()
         return {"n_clusters": int(self.n_clusters), "representatives": [int(b) for b in self.representatives_],
                 "band_clusters": [int(v) for v in self.band_labels_]}
 

@@ -50,19 +50,13 @@ def check_labels(y, n: int):
     return y
 
 
-class PixelDetector:
-    """Base class: fitted-ness check and the ``predict`` that thresholds scores."""
-
-    #: whether the method uses the target clicks (RX does not)
-    uses_targets = True
+class Estimator:
+    """What every model shares, scikit-learn style: parameters read from ``__init__``'s signature, a
+    fitted-ness check (fitted state lives in attributes ending in ``_``), and a readable repr."""
 
     def _check_fitted(self) -> None:
         if not any(k.endswith("_") and not k.startswith("_") for k in vars(self)):
             raise ModelError(f"{type(self).__name__} is not fitted yet: call fit first")
-
-    def predict(self, X, threshold: float):
-        """Boolean target mask: scores above ``threshold``."""
-        return self.decision_function(X) > threshold
 
     def get_params(self) -> dict:
         import inspect
@@ -73,6 +67,17 @@ class PixelDetector:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+class PixelDetector(Estimator):
+    """Base class of the detectors: the ``predict`` that thresholds scores."""
+
+    #: whether the method uses the target clicks (RX does not)
+    uses_targets = True
+
+    def predict(self, X, threshold: float):
+        """Boolean target mask: scores above ``threshold``."""
+        return self.decision_function(X) > threshold
 
 
 def float_dtype(X):

@@ -21,11 +21,12 @@ import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
+from hyperapp.models.base import Estimator
 
 CHUNK_BYTES = 256 << 20
 
 
-class GaussianMixtureEM:
+class GaussianMixtureEM(Estimator):
     """EM for Gaussian mixtures over spectra.
 
     Parameters
@@ -63,8 +64,6 @@ class GaussianMixtureEM:
         self.reg_covar = reg_covar
         self.seed = seed
 
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("k", "covariance", "n_init", "max_iter", "tol", "reg_covar", "seed")}
 
     # ------------------------------------------------------------------ the two steps
     def _log_gauss(self, X, means, chol):
@@ -190,9 +189,6 @@ class GaussianMixtureEM:
             progress(1.0, "mixture fitted")
         return self
 
-    def _check_fitted(self):
-        if not hasattr(self, "weights_"):
-            raise ModelError("GaussianMixtureEM is not fitted yet: call fit first")
 
     def predict_proba(self, X):
         """Posterior probability of every component (n, k) for the rows of ``X``."""

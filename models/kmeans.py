@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.backend import get_namespace
+from hyperapp.models.base import Estimator
 
 
 def sq_distances(X, C):
@@ -299,7 +300,7 @@ def elbow(ks, inertia) -> int:
     return int(ks[int(np.argmax(chord - yn))])
 
 
-class MultiKMeans:
+class MultiKMeans(Estimator):
     """k-means for one k or a whole range of k at once, with several restarts, on NumPy or CuPy.
 
     Every k of the range and every restart is a run; each Lloyd iteration assigns the points to the
@@ -351,9 +352,6 @@ class MultiKMeans:
         self.silhouette_sample = silhouette_sample
         self.seed = seed
 
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("k", "n_init", "max_iter", "tol", "criterion",
-                                              "silhouette_sample", "seed")}
 
     def fit(self, X, y=None, progress=None):
         """Cluster the rows of ``X`` (n, bands) for every k."""
@@ -433,11 +431,6 @@ class MultiKMeans:
             return elbow(ks, self.inertia_)
         return int(self.k_values_[int(np.nanargmax(vals))])
 
-    def _check_fitted(self):
-        from hyperapp.errors import ModelError
-
-        if not hasattr(self, "centers_"):
-            raise ModelError("MultiKMeans is not fitted yet: call fit first")
 
     def centres_for(self, k: int | None = None):
         """Centres of ``k`` (default: the chosen k)."""

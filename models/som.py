@@ -18,6 +18,7 @@ import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
+from hyperapp.models.base import Estimator
 
 CHUNK_BYTES = 256 << 20
 
@@ -40,7 +41,7 @@ def _two_best(X, W, ww, xx):
     return b1, b2, xp.maximum(d1 + xx, 0)
 
 
-class SOM:
+class SOM(Estimator):
     """Batch self-organising map.
 
     Parameters
@@ -91,10 +92,6 @@ class SOM:
         self.training = training
         self.seed = seed
 
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in ("rows", "cols", "epochs", "sigma_start", "sigma_end",
-                                              "learning_rate_start", "learning_rate_end",
-                                              "codebook_clusters", "init", "training", "seed")}
 
     def schedule(self) -> tuple[np.ndarray, np.ndarray]:
         """(radius, learning rate) of every epoch: exponential decay from start to end."""
@@ -257,9 +254,6 @@ class SOM:
                 num[r0:r1, c0:c1] += 1
         return tot / np.maximum(num, 1)
 
-    def _check_fitted(self):
-        if not hasattr(self, "codebook_"):
-            raise ModelError("SOM is not fitted yet: call fit first")
 
     def best_units(self, X):
         """Best-matching unit of every row of ``X``."""
