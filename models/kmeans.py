@@ -68,6 +68,20 @@ def kmeans(X, k: int, n_iter: int = 25, seed: int = 0):
 CHUNK_BYTES = 256 << 20
 
 
+def nearest_centre(P, C):
+    """Index (int32) of the nearest row of ``C`` for every row of ``P``, in chunks of rows so the
+    distance block stays under :data:`CHUNK_BYTES`. ||p||^2 is the same for every centre, so the
+    arg-min needs only ||c||^2 - 2 p.c (one GEMM per chunk)."""
+    xp = get_namespace(P)
+    C = xp.asarray(C).astype(xp.float32)
+    cc = (C * C).sum(axis=1)
+    out = xp.empty(P.shape[0], xp.int32)
+    step = max(1024, CHUNK_BYTES // (4 * C.shape[0] + 4 * P.shape[1]))
+    for a in range(0, P.shape[0], step):
+        out[a:a + step] = (cc[None, :] - 2.0 * (P[a:a + step].astype(xp.float32) @ C.T)).argmin(axis=1)
+    return out
+
+
 def parse_k(k) -> tuple[int, ...]:
     """``8`` -> (8,); ``"2..16"`` (or ``"2-16"``, ``"2:16"``) -> (2, ..., 16); a list stays a list.
 
@@ -448,13 +462,7 @@ class MultiKMeans(Estimator):
         from hyperapp.models.base import as_pixels
 
         P, lead = as_pixels(X)
-        xp = get_namespace(P)
-        C = xp.asarray(self.centres_for(k)).astype(xp.float32)
-        out = xp.empty(P.shape[0], xp.int32)
-        step = max(1024, CHUNK_BYTES // (4 * C.shape[0] + 4 * P.shape[1]))
-        for a in range(0, P.shape[0], step):
-            out[a:a + step] = sq_distances(P[a:a + step].astype(xp.float32), C).argmin(axis=1)
-        return out.reshape(lead)
+        return nearest_centre(P, self.centres_for(k)).reshape(lead)
 
     def summary(self) -> dict:
         """JSON-ready results: inertia, silhouette and Davies-Bouldin per k, and the chosen k."""

@@ -19,6 +19,7 @@ import numpy as np
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import Estimator
+from hyperapp.models.kmeans import nearest_centre
 
 CHUNK_BYTES = 256 << 20
 
@@ -182,12 +183,7 @@ class SOM(Estimator):
         self.codebook_ = W
         self.quantization_error_ = np.asarray(qe)
         self.topographic_error_ = np.asarray(te)
-        ww = (W * W).sum(axis=1)
-        hits = xp.zeros(M, xp.int64)
-        for a in range(0, n, chunk):
-            b1 = (ww[None, :] - 2.0 * (X[a:a + chunk] @ W.T)).argmin(axis=1)
-            hits += xp.bincount(b1, minlength=M)
-        self.hits_ = to_host(hits)
+        self.hits_ = to_host(xp.bincount(nearest_centre(X, W), minlength=M))
         self.umatrix_ = self._umatrix(to_host(W), R, C)
         self.n_bands_ = X.shape[1]
         self.cluster_of_unit_ = None
@@ -261,14 +257,7 @@ class SOM(Estimator):
 
         self._check_fitted()
         P, lead = as_pixels(X)
-        xp = get_namespace(P)
-        W = xp.asarray(self.codebook_)
-        ww = (W * W).sum(axis=1)
-        out = xp.empty(P.shape[0], xp.int32)
-        step = max(1024, CHUNK_BYTES // (4 * W.shape[0]))
-        for a in range(0, P.shape[0], step):
-            out[a:a + step] = (ww[None, :] - 2.0 * (P[a:a + step].astype(xp.float32) @ W.T)).argmin(axis=1)
-        return out.reshape(lead)
+        return nearest_centre(P, self.codebook_).reshape(lead)
 
     def predict(self, X):
         """The unit (or, with codebook clusters, the unit's cluster) of every row of ``X``."""
