@@ -175,7 +175,9 @@ def run_detection(
     xp = np if tiled else backend.xp
     y_dev = xp.asarray(y)  # the labels go to the device once; every later count and mask uses them
     n_targets = int(np.count_nonzero(targets))
-    n_background = int(np.count_nonzero(background)) if background is not None else 0
+    # a pixel marked both ways is a target (labels_from_masks)
+    n_background = int(np.count_nonzero(np.asarray(background, bool) & ~np.asarray(targets, bool))) \
+        if background is not None else 0
     if model is None:
         with timer.stage("fit"):
             est = m.build(**(params or {}))
@@ -225,7 +227,7 @@ def run_detection(
         "cube": cube.path,
         "shape": list(cube.shape),
         "n_target_pixels": n_targets,
-        "n_background_pixels": int(np.count_nonzero(background & ~np.asarray(targets, bool))) if n_background else 0,
+        "n_background_pixels": n_background,
         "threshold": float(threshold),
         "far": far_used,
         "detections": int(mask_dev.sum()),

@@ -46,6 +46,7 @@ class Session:
     #: the cube as opened (less its bad bands); ``cube`` is it, or the subset of ``bands`` of it
     base_cube: Cube | None = None
     bands: list[int] | None = None
+    _mean: np.ndarray | None = None
 
     def __post_init__(self):
         if self.roi is None:
@@ -68,16 +69,16 @@ class Session:
             self.bands = sorted({current[int(b)] for b in bands})
             self.cube = self.base_cube.subset_bands(self.bands)
         self._device_cache.clear()
+        self._mean = None
 
     def mean_spectrum(self, max_pixels: int = 4096) -> np.ndarray:
-        """Mean spectrum of the cube (from the pixels already loaded, else an evenly strided set of rows)."""
-        for arr in self._device_cache.values():
-            from hyperapp.backend import to_host
-
-            return to_host(arr.reshape(-1, arr.shape[-1]).mean(axis=0))
-        step = max(1, self.cube.rows * self.cube.cols // max_pixels // max(self.cube.cols, 1))
-        block = self.cube.read(slice(0, self.cube.rows, step))
-        return block.reshape(-1, self.cube.bands).mean(axis=0)
+        """Mean spectrum of the cube, from an evenly strided set of about ``max_pixels`` pixels' rows;
+        computed once per band selection (the band panel redraws it on every row it selects)."""
+        if self._mean is None:
+            step = max(1, self.cube.rows * self.cube.cols // max_pixels // max(self.cube.cols, 1))
+            block = self.cube.read(slice(0, self.cube.rows, step))
+            self._mean = block.reshape(-1, self.cube.bands).mean(axis=0)
+        return self._mean
 
     @classmethod
     def open(cls, path: str | os.PathLike, dataset: str | None = None) -> Session:

@@ -105,9 +105,9 @@ class BackgroundStats:
             w, v = np.linalg.eigh(self.cov.get())
         else:
             w, v = xp.linalg.eigh(self.cov)
+        w, v = xp.asarray(w), xp.asarray(v)
         floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
-        w = np.maximum(w, floor) if isinstance(w, np.ndarray) else xp.maximum(w, floor)
-        return xp.asarray(w), xp.asarray(v)
+        return xp.maximum(w, floor), v
 
     @property
     def singular(self) -> bool:
