@@ -88,18 +88,14 @@ def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32):
     On the GPU the tiles go through pinned staging buffers and the NaN/Inf check runs on the device
     (:func:`hyperapp.transfer.cube_to_device`).
     """
-    if backend.is_gpu and dtype == np.float32:
-        from hyperapp.transfer import cube_to_device
+    from hyperapp.transfer import check_pixels_finite, cube_to_device
 
+    if backend.is_gpu and dtype == np.float32:
         return cube_to_device(cube, progress)
     data = cube.to_float32(progress.sub(0.0, 0.8))
     if dtype != np.float32:
         data = data.astype(dtype)
-    bad = ~np.isfinite(data)
-    if bad.any():
-        r, c, _ = np.argwhere(bad)[0]
-        n = int(bad.any(axis=2).sum())
-        raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", cube.path)
+    check_pixels_finite(data, cube.path)
     progress(0.9, "moving to device")
     return backend.asarray(data)
 

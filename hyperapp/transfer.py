@@ -55,10 +55,19 @@ def cube_to_device(cube, progress: Progress = NULL_PROGRESS):
             out[r0:r1].set(bufs[k][: r1 - r0], stream=stream)
             done[k] = stream.record()
     stream.synchronize()
-    bad = ~cupy.isfinite(out).all(axis=2)
+    check_pixels_finite(out, cube.path)
+    return out
+
+
+def check_pixels_finite(data, path=None) -> None:
+    """Raise, naming the first bad pixel, when a (rows, cols, bands) array holds NaN or Inf; the test
+    runs on the device the array is on."""
+    from hyperapp.backend import get_namespace
+
+    xp = get_namespace(data)
+    bad = ~xp.isfinite(data).all(axis=2)
     if bool(bad.any()):
         n = int(bad.sum())
-        r, c = (int(v) for v in np.unravel_index(int(cupy.flatnonzero(bad)[0]), bad.shape))
-        raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", cube.path)
-    return out
+        r, c = (int(v) for v in np.unravel_index(int(xp.flatnonzero(bad)[0]), bad.shape))
+        raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", path)
 
