@@ -161,6 +161,8 @@ def run_analysis(
     objects: np.ndarray | None = None,
     device: str = "auto",
     image=None,
+    class_names: dict[int, str] | None = None,
+    class_colours: dict[int, tuple] | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> AnalysisResult:
     """Fit analysis ``method`` on the selected spectra and, where it can, label the whole image.
@@ -180,6 +182,8 @@ def run_analysis(
         Detected objects' pixels (the ``objects`` selection).
     image : backend array, optional
         The cube's pixels already on the device (the GUI keeps them there).
+    class_names, class_colours : dict, optional
+        Names and RGB colours of the ROI classes (by class value), for the report and the class map.
     """
     m = get_analysis(method)
     backend = get_backend(device)
@@ -222,6 +226,10 @@ def run_analysis(
     if labels is not None:
         lab, cnt = np.unique(labels[labels >= 0], return_counts=True)
         report["label_counts"] = {str(int(a)): int(b) for a, b in zip(lab, cnt)}
+    if class_names:
+        report["class_names"] = {str(int(k)): str(v) for k, v in class_names.items()}
+    if class_colours:
+        report["class_colours"] = {str(int(k)): [int(c) for c in v] for k, v in class_colours.items()}
     report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
     report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
@@ -237,8 +245,41 @@ def _csv(header: list, rows: list) -> str:
     return buf.getvalue()
 
 
+def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tuple[int, int, int]]]:
+    """(label values, names, colours) of an analysis's class map: a classifier's classes with their ROI
+    names and colours, or one "cluster k" per cluster."""
+    from hyperapp.io.writers import class_colour
+
+    classes = getattr(result.model, "classes_", None)
+    names = result.report.get("class_names", {})
+    colours = result.report.get("class_colours", {})
+    if classes is not None:
+        values = np.asarray(classes)
+        return (values, [names.get(str(int(v)), f"class {int(v)}") for v in values],
+                [tuple(colours.get(str(int(v)), class_colour(int(v) - 1))) for v in values])
+    values = np.unique(result.labels[result.labels >= 0]) if result.labels is not None else np.zeros(0, int)
+    if values.size:
+        values = np.arange(int(values.max()) + 1)
+    return values, [f"cluster {int(v)}" for v in values], [class_colour(int(v)) for v in values]
+
+
+def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: str = "envi") -> Path:
+    """The labels as a class map file (ENVI classification, palette TIFF/GeoTIFF or PNG) with the class
+    names and colours of :func:`class_table`."""
+    from hyperapp.io.writers import write_classification
+
+    if result.labels is None:
+        raise InputError(f"{result.method} does not label the image: there is no class map to export")
+    values, names, colours = class_table(result)
+    index = np.full(int(max(values.max(initial=0), result.labels.max(initial=0))) + 2, -1, np.int64)
+    index[values.astype(np.int64)] = np.arange(values.size)
+    lab = np.where(result.labels >= 0, index[np.maximum(result.labels, 0)], -1)
+    return write_classification(path, lab, names, colours, cube, fmt)
+
+
 def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
-    """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image), the method's tables
+    """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image) and the same map as
+    an ENVI classification file (``classes.hdr``, with class names and colours), the method's tables
     (CSV) and ``report.json`` into ``out_dir``, each atomically."""
     from hyperapp.io.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
     from hyperapp.io.writers import write_envi
@@ -248,6 +289,7 @@ def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> d
     if result.labels is not None:
         paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
+        paths["classes"] = write_class_map(result, out / "classes", cube)
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"

@@ -93,8 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som or gmm")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")
-    ana.add_argument("--roi", help="ROI pixels: an integer class map (0 = none) or a CSV of row,col (class 1)")
-    ana.add_argument("--select", default=None, choices=["sample", "image", "roi", "rois"],
+    ana.add_argument("--roi", "--labels", dest="roi",
+                     help="ROI pixels / training classes: an integer class map (0 = none; an ENVI classification "
+                          "file's class names are kept) or a CSV of row,col (class 1)")
+    ana.add_argument("--objects", help="a detection mask (the objects): with --select objects, analyse its pixels")
+    ana.add_argument("--select", default=None, choices=["sample", "image", "roi", "rois", "objects"],
                      help="which spectra to fit on (default: a sample, or the ROI pixels when --roi is given)")
     ana.add_argument("--roi-class", type=int, default=1, help="the class --select roi takes (default 1)")
     ana.add_argument("--sample", type=int, default=None, help="pixels in the random sample (default 20000)")
@@ -212,6 +215,22 @@ def read_class_map(path: str, shape: tuple[int, int]):
     return m
 
 
+def class_names_of(path: str) -> dict[int, str] | None:
+    """Class names of an ENVI classification file (value -> name, Unclassified left out), else None."""
+    from pathlib import Path
+
+    p = Path(path)
+    hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
+    if not hdr.is_file():
+        return None
+    from hyperapp.io.envi import read_header
+
+    names = read_header(hdr).get("class names")
+    if not names:
+        return None
+    return {k: str(n) for k, n in enumerate(names) if k > 0}
+
+
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.io.atomic import ensure_dir
@@ -219,11 +238,16 @@ def cmd_analyse(args) -> int:
 
     ensure_dir(args.out)
     cube = _open(args)
-    roi = read_class_map(args.roi, (cube.rows, cube.cols)) if args.roi else None
-    kind = args.select or ("rois" if roi is not None and args.sample is None else "sample")
+    shape = (cube.rows, cube.cols)
+    roi = read_class_map(args.roi, shape) if args.roi else None
+    objects = read_class_map(args.objects, shape) > 0 if args.objects else None
+    kind = args.select or ("objects" if objects is not None else
+                           "rois" if roi is not None and args.sample is None else "sample")
     sel = Selection(kind, args.sample or DEFAULT_SAMPLE, args.seed, args.roi_class)
     params = dict(_parse_param(t) for t in args.param)
-    result = run_analysis(cube, args.method, params, sel, roi=roi, device=args.device, progress=text_progress())
+    names = class_names_of(args.roi) if args.roi else None
+    result = run_analysis(cube, args.method, params, sel, roi=roi, objects=objects, device=args.device,
+                          class_names=names, progress=text_progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report
     res = rep["results"]
@@ -235,6 +259,14 @@ def cmd_analyse(args) -> int:
         line += f", best subset {b['bands']} ({res['score']} {b['score']:.4f})"
     if "representatives" in res:
         line += f", bands kept {res['representatives']}"
+    if "test_accuracy" in res:
+        line += f", {res['n_trees']} tree(s) of depth {res['depth']}"
+        if res["test_accuracy"] is not None:
+            line += f", held-out accuracy {res['test_accuracy']:.4f} ({res['n_test']} px)"
+        if res.get("oob_accuracy") is not None:
+            line += f", out-of-bag {res['oob_accuracy']:.4f}"
+    if "top_heights" in res:
+        line += f", {res['n_clusters']} clusters, top merge at height {res['top_heights'][0]:.4g}"
     if "quantization_error" in res:
         line += (f", {res['rows']} x {res['cols']} map, quantisation error {res['quantization_error'][-1]:.4g}, "
                  f"topographic error {res['topographic_error'][-1]:.3f}")

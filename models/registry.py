@@ -237,6 +237,63 @@ register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, (
 ), uses_targets=False, kind="analysis", labels_image=True))
 
 
+def _forest(**kw):
+    from hyperapp.models.forest import RandomForest
+
+    return RandomForest(**kw)
+
+
+def _cart(**kw):
+    from hyperapp.models.forest import cart
+
+    return cart(**kw)
+
+
+def _hac(**kw):
+    from hyperapp.models.hac import HierarchicalClustering
+
+    return HierarchicalClustering(**kw)
+
+
+_TREE_PARAMS = (
+    Param("max_depth", int, 0, "Levels below the root at most; 0 grows every tree until its leaves are pure "
+          "or too small to split.", 0, 64, label="Depth at most (0 = no limit)"),
+    Param("min_samples_leaf", int, 1, "No split may leave fewer training spectra than this on a side.", 1, 100000,
+          label="Spectra per leaf at least"),
+    Param("min_samples_split", int, 2, "A node with fewer training spectra stays a leaf.", 2, 100000,
+          label="Spectra to split at least"),
+    Param("n_bins", int, 256, "Candidate thresholds per band + 1: each band is cut into this many bins at "
+          "quantiles of the training spectra.", 2, 256, label="Thresholds per band"),
+    Param("test_fraction", float, 0.3, "Share of each class's marked pixels kept out of training, to measure "
+          "the accuracy and the confusion matrix on.", 0.0, 0.9, label="Held out for testing"),
+    Param("seed", int, 0, "Seed of the held-out split, the bootstrap samples and the bands drawn per split.",
+          0, 2**31 - 1, label="Random seed"),
+)
+
+register_analysis(Method("forest", "Random forest (classes from ROIs)", _forest, (
+    Param("n_trees", int, 100, "Trees grown together, each on its own bootstrap sample; the class is their "
+          "majority (mean probability).", 1, 10000, label="Trees"),
+    Param("max_features", str, "sqrt", "Bands drawn at random as candidates at each split: sqrt or log2 of "
+          "the band count, all, or a number.", label="Bands tried per split"),
+    Param("bootstrap", bool, True, "Train each tree on a sample drawn with replacement (gives the out-of-bag "
+          "accuracy).", label="Bootstrap samples"),
+) + _TREE_PARAMS, uses_targets=False, kind="analysis", labels_image=True, needs_classes=True))
+
+register_analysis(Method("cart", "Decision tree (CART)", _cart, _TREE_PARAMS,
+                         uses_targets=False, kind="analysis", labels_image=True, needs_classes=True))
+
+register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, (
+    Param("linkage", str, "ward", "How the distance between two clusters is measured: Ward (least growth of "
+          "the within-cluster variance), average, complete (farthest pair) or single (closest pair).",
+          choices=("ward", "average", "complete", "single"), label="Linkage"),
+    Param("metric", str, "euclidean", "Distance between spectra: Euclidean, or the spectral angle (SAM, "
+          "insensitive to brightness).", choices=("euclidean", "sam"), label="Distance"),
+    Param("n_clusters", int, 8, "Clusters the tree is cut into.", 1, 100000, label="Clusters"),
+    Param("height", float, 0.0, "Cut the tree at this merge height instead (0: cut into the number of clusters "
+          "above).", 0.0, 1e12, label="Cut height (0 = by count)"),
+), uses_targets=False, kind="analysis", labels_image=True))
+
+
 def get_analysis(name: str) -> Method:
     if name not in ANALYSES:
         from hyperapp.errors import InputError

@@ -26,8 +26,13 @@ def _stem(path: str | os.PathLike) -> Path:
     return p.with_suffix("") if p.suffix.lower() in (".hdr", ".img", ".tif", ".tiff", ".png", ".npy") else p
 
 
-def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "") -> Path:
-    """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path."""
+def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "",
+               classes: dict | None = None) -> Path:
+    """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path.
+
+    ``classes`` (``{"class names": [...], "class lookup": [...]}``) writes an ENVI classification file
+    instead (``file type = ENVI Classification``), as ENVI's own classifiers write theirs.
+    """
     import spectral.io.envi as envi
 
     img = np.asarray(image)
@@ -46,8 +51,14 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
         tmp_hdr = thdr.with_name(thdr.name.replace(".part.hdr", "") + ".hdr")
         tmp_img = tmp_hdr.with_suffix(".img")
         try:
-            envi.save_image(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True, metadata=meta,
-                            interleave="bsq", byteorder=0)
+            if classes:
+                meta.update(classes)
+                meta["classes"] = len(classes["class names"])
+                envi.save_classification(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True,
+                                         metadata=meta, interleave="bsq", byteorder=0)
+            else:
+                envi.save_image(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True, metadata=meta,
+                                interleave="bsq", byteorder=0)
             os.replace(tmp_hdr, thdr)
             os.replace(tmp_img, tdat)
         except OSError as exc:
@@ -136,6 +147,69 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
         except OSError as exc:
             raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
     return out
+
+
+#: colours of classes and clusters without a colour of their own (distinct, then repeating)
+CLASS_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+                 (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
+                 (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
+                 (0, 0, 128), (128, 128, 128)]
+
+CLASS_FORMATS = ("envi", "tiff", "png")
+
+
+def class_colour(i: int) -> tuple[int, int, int]:
+    return CLASS_COLOURS[i % len(CLASS_COLOURS)]
+
+
+def write_classification(path: str | os.PathLike, labels: np.ndarray, names: list[str],
+                         colours: list[tuple[int, int, int]] | None = None, cube: Cube | None = None,
+                         fmt: str = "envi") -> Path:
+    """Write a class map (``labels``: 0..k-1 per pixel, -1 unclassified) with its names and colours.
+
+    The file holds ``label + 1`` (0 = Unclassified, as ENVI's classification files do): ``envi`` an ENVI
+    classification file (``class names``, ``class lookup``), ``tiff`` a palette TIFF (a GeoTIFF when the
+    cube has map info), ``png`` a colour PNG.
+    """
+    lab = np.asarray(labels)
+    k = len(names)
+    if lab.size and int(lab.max(initial=-1)) >= k:
+        raise InputError(f"the class map holds class {int(lab.max())} but only {k} class names were given")
+    colours = list(colours) if colours else [class_colour(i) for i in range(k)]
+    code = (lab.astype(np.int64) + 1).clip(0)
+    dtype = np.uint8 if k < 255 else np.uint16
+    code = code.astype(dtype)
+    lut = np.zeros((k + 1, 3), np.uint8)
+    lut[1:] = np.asarray(colours[:k], np.uint8).reshape(-1, 3)
+    if fmt == "envi":
+        return write_envi(path, code, cube, "hyperapp class map", classes={
+            "class names": ["Unclassified", *[str(n) for n in names]],
+            "class lookup": [int(v) for v in lut.reshape(-1)]})
+    if fmt == "png":
+        from PIL import Image
+
+        out = _stem(path).with_suffix(".png")
+        with atomic_paths(out) as (tmp,):
+            try:
+                Image.fromarray(lut[code.astype(np.int64)]).save(tmp, format="PNG")
+            except OSError as exc:
+                raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+        return out
+    if fmt == "tiff":
+        import tifffile
+
+        out = _stem(path).with_suffix(".tif")
+        tags = geotiff_tags(cube.map_info) if cube is not None and cube.map_info else []
+        size = 256 if dtype == np.uint8 else 65536
+        cmap = np.zeros((3, size), np.uint16)
+        cmap[:, : k + 1] = lut.T.astype(np.uint16) * 257
+        with atomic_paths(out) as (tmp,):
+            try:
+                tifffile.imwrite(tmp, code, photometric="palette", colormap=cmap, extratags=tags)
+            except OSError as exc:
+                raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+        return out
+    raise InputError(f"unknown class map format {fmt!r}; choose one of {', '.join(CLASS_FORMATS)}")
 
 
 def write_npy(path: str | os.PathLike, image: np.ndarray) -> Path:

@@ -8,15 +8,7 @@ import pyqtgraph as pg
 
 from hyperapp.backend import to_host
 from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
-
-CLUSTER_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-                   (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
-                   (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
-                   (0, 0, 128), (128, 128, 128)]
-
-
-def cluster_colour(i: int) -> tuple[int, int, int]:
-    return CLUSTER_COLOURS[i % len(CLUSTER_COLOURS)]
+from hyperapp.io.writers import class_colour as cluster_colour
 
 
 class KMeansPanel(AnalysisPanel):

@@ -1,0 +1,258 @@
+"""Hierarchical agglomerative clustering of spectra (seed 004), NumPy or CuPy.
+
+The seed accelerates average linkage on the GPU from a stored distance matrix. Here: single, complete,
+average and Ward linkage, on Euclidean distances or spectral angles (SAM, in radians), with the
+output SciPy uses -- a linkage matrix of n - 1 rows (cluster a, cluster b, height, size), clusters
+numbered as :func:`scipy.cluster.hierarchy.linkage` numbers them -- so the dendrogram, ``fcluster``
+and any SciPy tool read it.
+
+Algorithm (the same on both backends): the full distance matrix (one GEMM, float64 as the seed found
+double precision needed to keep the dendrogram's upper merges), every cluster's nearest neighbour, then
+n - 1 merges, each of the globally closest pair, with the Lance-Williams update of the merged row and a
+rescan of only the rows that had one of the pair as nearest neighbour (exact for these reducible
+linkages). On the GPU all merges run in one kernel launch (``kernels/hac.cu``); on the CPU each merge
+is a few vectorised passes over a row.
+
+The tree is cut into ``n_clusters`` clusters (or at ``height``), each cluster's mean spectrum is kept,
+and :meth:`HierarchicalClustering.predict` gives any spectrum the cluster of the nearest mean (by the
+same metric), so the whole image can be labelled from clusters of a selection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperapp.backend import get_namespace, to_host
+from hyperapp.errors import InputError
+from hyperapp.models.base import Estimator
+
+LINKAGES = ("single", "complete", "average", "ward")
+METRICS = ("euclidean", "sam")
+#: share of free device (or host) memory the distance matrix may take
+MATRIX_SHARE = 0.6
+
+
+def distance_matrix(X, metric: str = "euclidean"):
+    """Full (n, n) float64 distances, +inf on the diagonal: Euclidean, or spectral angle in radians."""
+    xp = get_namespace(X)
+    A = X.astype(xp.float64)
+    if metric == "sam":
+        nrm = xp.sqrt((A * A).sum(axis=1))
+        if bool((nrm == 0).any()):
+            raise InputError("a spectrum of all zeros has no spectral angle: use the euclidean metric")
+        A = A / nrm[:, None]
+        D = xp.arccos(xp.clip(A @ A.T, -1.0, 1.0))
+    else:
+        A = A - A.mean(axis=0)  # centred: smaller norms, less cancellation in |a|^2 + |b|^2 - 2ab
+        sq = (A * A).sum(axis=1)
+        D = sq[:, None] + sq[None, :] - 2.0 * (A @ A.T)
+        xp.maximum(D, 0.0, out=D)
+        xp.sqrt(D, out=D)
+    xp.fill_diagonal(D, np.inf)
+    return D
+
+
+def _lance_williams(method: str, dxi, dyi, dxy: float, sx: float, sy: float, si):
+    if method == "single":
+        return np.minimum(dxi, dyi)
+    if method == "complete":
+        return np.maximum(dxi, dyi)
+    if method == "average":
+        return (sx * dxi + sy * dyi) / (sx + sy)
+    t = 1.0 / (sx + sy + si)
+    return np.sqrt((si + sx) * t * dxi * dxi + (si + sy) * t * dyi * dyi - si * t * dxy * dxy)
+
+
+def _merge_numpy(D: np.ndarray, method: str) -> np.ndarray:
+    """All merges on the host: the kernel's algorithm, a merge per step, vectorised over the clusters."""
+    n = D.shape[0]
+    nn = D.argmin(axis=1)
+    nnd = D[np.arange(n), nn]
+    size = np.ones(n, np.int64)
+    label = np.arange(n)
+    Z = np.empty((n - 1, 4))
+    for step in range(n - 1):
+        a = int(np.argmin(nnd))
+        h = float(nnd[a])
+        b = int(nn[a])
+        i, j = min(a, b), max(a, b)
+        si, sj = float(size[i]), float(size[j])
+        Z[step] = (min(label[i], label[j]), max(label[i], label[j]), h, si + sj)
+        size[j] = 0
+        nnd[j] = np.inf
+        act = np.flatnonzero(size > 0)
+        act = act[act != i]
+        d = _lance_williams(method, D[i, act], D[j, act], h, si, sj, size[act].astype(np.float64))
+        D[i, act] = d
+        D[act, i] = d
+        D[j, :] = np.inf
+        D[:, j] = np.inf
+        t = nn[act]
+        moved = (t == i) | (t == j)
+        keep = moved & (d <= nnd[act])
+        closer = ~moved & (d < nnd[act])
+        upd = act[keep | closer]
+        nn[upd] = i
+        nnd[upd] = d[keep | closer]
+        size[i] = si + sj
+        label[i] = n + step
+        if act.size:
+            k = int(np.argmin(D[i]))
+            nn[i], nnd[i] = k, D[i, k]
+        else:
+            nnd[i] = np.inf
+        redo = act[moved & ~keep]
+        if redo.size:  # the rows that lost their nearest neighbour
+            sub = D[redo]
+            kk = sub.argmin(axis=1)
+            nn[redo] = kk
+            nnd[redo] = sub[np.arange(redo.size), kk]
+    return Z
+
+
+def _merge_gpu(D, method: str) -> np.ndarray:
+    import cupy as cp
+
+    from hyperapp.kernels import get_kernel
+
+    n = D.shape[0]
+    nn = cp.empty(n, cp.int32)
+    nnd = cp.empty(n, cp.float64)
+    get_kernel("hac", "hac_row_nn")((n,), (256,), (D, np.int32(n), nn, nnd))
+    size = cp.ones(n, cp.int32)
+    label = cp.arange(n, dtype=cp.int32)
+    todo = cp.empty(n, cp.int32)
+    Z = cp.empty((n - 1, 4), cp.float64)
+    get_kernel("hac", "hac_merge")((1,), (1024,), (D, np.int32(n), np.int32(LINKAGES.index(method)), nn, nnd,
+                                                     size, label, todo, Z))
+    return to_host(Z)
+
+
+def check_linkage_size(n: int, xp) -> None:
+    """Refuse a selection whose distance matrix would not fit, with the numbers."""
+    need = n * n * 8
+    if xp is np:
+        import os
+
+        try:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            free = 8 << 30
+    else:
+        free = xp.cuda.runtime.memGetInfo()[0]
+    if need > MATRIX_SHARE * free:
+        cap = int((MATRIX_SHARE * free / 8) ** 0.5)
+        raise InputError(f"clustering {n} spectra needs a {need / 2**30:.1f} GiB distance matrix; "
+                         f"{free / 2**30:.1f} GiB is free: select at most about {cap} spectra (a sample or an ROI)")
+
+
+class HierarchicalClustering(Estimator):
+    """Agglomerative clustering with a SciPy-compatible linkage matrix.
+
+    Parameters
+    ----------
+    linkage : {"ward", "average", "complete", "single"}
+    metric : {"euclidean", "sam"}
+        Distance between spectra: Euclidean, or spectral angle (radians). Ward is defined for
+        Euclidean distances; with ``sam`` it applies the same update to angles.
+    n_clusters : int
+        Clusters the tree is cut into (when ``height`` is 0).
+    height : float
+        Cut the tree at this merge height instead (0: use ``n_clusters``).
+
+    Attributes
+    ----------
+    linkage_ : (n - 1, 4) host array, SciPy's layout
+    labels_ : (n,) cluster of each fitted spectrum, 0-based
+    means_ : (n_clusters_, bands) host array, each cluster's mean spectrum
+    n_clusters_ : int
+    """
+
+    def __init__(self, linkage: str = "ward", metric: str = "euclidean", n_clusters: int = 8, height: float = 0.0):
+        self.linkage = linkage
+        self.metric = metric
+        self.n_clusters = n_clusters
+        self.height = height
+
+    def fit(self, X, y=None):
+        xp = get_namespace(X)
+        if self.linkage not in LINKAGES:
+            raise InputError(f"linkage must be one of {', '.join(LINKAGES)}, got {self.linkage!r}")
+        if self.metric not in METRICS:
+            raise InputError(f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
+        if X.ndim != 2:
+            raise InputError(f"expected spectra (n, bands), got shape {X.shape}")
+        n = X.shape[0]
+        if n < 2:
+            raise InputError(f"clustering needs at least 2 spectra, the selection holds {n}")
+        if float(self.height) <= 0 and not 1 <= int(self.n_clusters) <= n:
+            raise InputError(f"{self.n_clusters} clusters asked of {n} spectra: ask for 1 to {n}")
+        check_linkage_size(n, xp)
+        D = distance_matrix(X, self.metric)
+        self.linkage_ = _merge_numpy(D, self.linkage) if xp is np else _merge_gpu(D, self.linkage)
+        del D
+        self._X = X
+        self.cut(self.n_clusters, self.height)
+        del self._X
+        return self
+
+    def cut(self, n_clusters: int | None = None, height: float | None = None, X=None) -> np.ndarray:
+        """Cut the tree into ``n_clusters`` clusters, or at ``height`` when it is > 0; updates
+        :attr:`labels_` (and :attr:`means_` from the fitted spectra ``X``). Returns the labels."""
+        from scipy.cluster.hierarchy import fcluster
+
+        Z = self.linkage_
+        n = Z.shape[0] + 1
+        if height is not None and float(height) > 0:
+            lab = fcluster(Z, float(height), criterion="distance")
+        else:
+            k = int(n_clusters if n_clusters is not None else self.n_clusters)
+            if not 1 <= k <= n:
+                raise InputError(f"{k} clusters asked of {n} spectra: ask for 1 to {n}")
+            lab = fcluster(Z, k, criterion="maxclust")
+        self.labels_ = (lab - 1).astype(np.int32)
+        self.n_clusters_ = int(self.labels_.max()) + 1
+        X = self._X if X is None else X
+        xp = get_namespace(X)
+        A = X.astype(xp.float64)
+        if self.metric == "sam":
+            A = A / xp.linalg.norm(A, axis=1, keepdims=True)
+        onehot = xp.zeros((self.n_clusters_, n))
+        onehot[xp.asarray(self.labels_), xp.arange(n)] = 1.0
+        cnt = onehot.sum(axis=1, keepdims=True)
+        self.means_ = to_host(onehot @ A / cnt).astype(np.float32)
+        self.counts_ = to_host(cnt[:, 0]).astype(np.int64)
+        self._centres = None
+        return self.labels_
+
+    def predict(self, X):
+        """Cluster of the nearest cluster mean (Euclidean, or smallest angle for ``sam``)."""
+        from hyperapp.models.kmeans import nearest_centre
+
+        xp = get_namespace(X)
+        if not hasattr(self, "means_"):
+            self._check_fitted()
+        P = X.astype(xp.float32)
+        C = xp.asarray(self.means_)
+        if self.metric == "sam":
+            P = P / xp.maximum(xp.linalg.norm(P, axis=1, keepdims=True), 1e-30)
+            C = C / xp.maximum(xp.linalg.norm(C, axis=1, keepdims=True), 1e-30)
+        return nearest_centre(P, C)
+
+    def summary(self) -> dict:
+        self._check_fitted()
+        h = self.linkage_[:, 2]
+        return {"n_spectra": int(self.linkage_.shape[0] + 1), "n_clusters": self.n_clusters_,
+                "cluster_sizes": [int(c) for c in self.counts_],
+                "top_heights": [float(v) for v in h[-min(10, h.size):][::-1]]}
+
+    def tables(self) -> dict:
+        self._check_fitted()
+        Z = self.linkage_
+        rows = [[int(a), int(b), float(hh), int(s)] for a, b, hh, s in Z]
+        return {"linkage": (["a", "b", "height", "size"], rows),
+                "clusters": (["cluster", "spectra"], [[k, int(c)] for k, c in enumerate(self.counts_)])}
+
+    def arrays(self) -> dict:
+        self._check_fitted()
+        return {"cluster_means": self.means_}
