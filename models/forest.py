@@ -120,12 +120,17 @@ def _split_numpy(Xb, y, w, node_of, feats, n_nodes, n_bins, C, min_leaf, max_ent
         order = np.argsort(key, kind="stable")
         key = key[order]
         ent = order // m  # entry -> its sample (row of s)
-        seg = key // n_bins  # node * m + slot
-        W = np.zeros((key.size, C), np.int64)
-        W[np.arange(key.size), y[i[ent]]] = wt[ent]
-        cum = np.cumsum(W, axis=0)
-        start = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-        seg_of = np.cumsum(np.r_[True, seg[1:] != seg[:-1]]) - 1
+        # runs of equal (node, band, bin): one row of class counts per occupied bin
+        new_run = np.r_[True, key[1:] != key[:-1]]
+        run_of = np.cumsum(new_run) - 1
+        key = key[new_run]
+        cnt = np.bincount(run_of * C + y[i[ent]], weights=wt[ent], minlength=key.size * C)
+        cnt = cnt.astype(np.int64).reshape(key.size, C)
+        seg = key // n_bins  # node * m + slot, per run
+        cum = np.cumsum(cnt, axis=0)
+        new_seg = np.r_[True, seg[1:] != seg[:-1]]
+        start = np.flatnonzero(new_seg)
+        seg_of = np.cumsum(new_seg) - 1
         before = np.vstack([np.zeros((1, C), np.int64), cum[start[1:] - 1]])
         left = cum - before[seg_of]
         end = np.r_[start[1:], key.size] - 1
@@ -133,8 +138,8 @@ def _split_numpy(Xb, y, w, node_of, feats, n_nodes, n_bins, C, min_leaf, max_ent
         seg_node = seg[start] // m
         first = np.r_[True, seg_node[1:] != seg_node[:-1]]
         totals[seg_node[first]] = seg_tot[first]
-        # a split after the last entry of a bin run, when the run's band continues
-        cand = np.flatnonzero((seg[:-1] == seg[1:]) & (key[:-1] != key[1:]))
+        # a split after each run whose band continues
+        cand = np.flatnonzero(seg[:-1] == seg[1:])
         if cand.size:
             L = left[cand].astype(np.float64)
             R = seg_tot[seg_of[cand]] - L

@@ -123,8 +123,13 @@ def _merge_gpu(D, method: str) -> np.ndarray:
     label = cp.arange(n, dtype=cp.int32)
     todo = cp.empty(n, cp.int32)
     Z = cp.empty((n - 1, 4), cp.float64)
-    get_kernel("hac", "hac_merge")((1,), (1024,), (D, np.int32(n), np.int32(LINKAGES.index(method)), nn, nnd,
-                                                     size, label, todo, Z))
+    # one block per SM, so every block of the persistent kernel is resident for its grid barrier
+    blocks = min(cp.cuda.Device().attributes["MultiProcessorCount"], max(1, n // 64))
+    part_d = cp.empty(2 * blocks, cp.float64)
+    part_i = cp.empty(2 * blocks, cp.int32)
+    bar = cp.zeros(4, cp.uint32)
+    get_kernel("hac", "hac_merge")((blocks,), (512,), (D, np.int32(n), np.int32(LINKAGES.index(method)), nn, nnd,
+                                                        size, label, todo, Z, part_d, part_i, bar))
     return to_host(Z)
 
 

@@ -346,3 +346,100 @@ def gmm_case(ctx) -> Measurement:
         pass
     return Measurement("gmm-262144x128-k8-full-100it", gpu, cpu, "scikit-learn (est.)", peer,
                        bytes_moved=X.nbytes * 4 * 100, notes=notes)
+
+
+# ------------------------------------------------------------------ forest and HAC (issue 14)
+def _overlapping(n, bands, classes=8, seed=3):
+    """Spectra of ``classes`` materials with enough noise that the classes overlap, so a tree grows to
+    its full depth (a clean problem is pure after a few levels and measures nothing)."""
+    rng = np.random.default_rng(seed)
+    ends = rng.uniform(0.05, 0.6, size=(classes, bands)).astype(np.float32)
+    lab = rng.integers(0, classes, n)
+    X = ends[lab] * rng.uniform(0.7, 1.3, (n, 1)).astype(np.float32)
+    return X + rng.normal(0, 0.5, (n, bands)).astype(np.float32), lab
+
+
+@bench_case("forest-262144x128-depth12")
+def forest_case(ctx) -> list[Measurement]:
+    """One CART tree and a 100-tree random forest of depth 12 on 262,144 spectra x 128 bands (8
+    overlapping classes), vs the NumPy path and scikit-learn (both on 1/16 of the spectra, scaled by 16:
+    tree building is about linear in the spectra at a fixed depth)."""
+    import cupy
+
+    from hyperapp.models.forest import RandomForest, cart
+
+    X, y = _overlapping(262144 + 20000, 128)
+    X, Xt, y, yt = X[:262144], X[262144:], y[:262144], y[262144:]  # test spectra of the same materials
+    Xd = cupy.asarray(X)
+    sub, ysub = X[:16384], y[:16384]
+    out = []
+    cart(max_depth=3, test_fraction=0).fit(Xd[:4096], y[:4096])  # compile
+    RandomForest(n_trees=2, max_depth=3, test_fraction=0).fit(Xd[:4096], y[:4096])
+    for name, make, sk in (
+        ("cart-262144x128-depth12", lambda: cart(max_depth=12, test_fraction=0),
+         "DecisionTreeClassifier"),
+        ("forest100-262144x128-depth12", lambda: RandomForest(n_trees=100, max_depth=12, test_fraction=0),
+         "RandomForestClassifier"),
+    ):
+        gpu = gpu_time_ms(lambda make=make: make().fit(Xd, y), 3, warmup=0)
+        m = make().fit(Xd, y)
+        acc = float((cupy.asnumpy(m.predict(cupy.asarray(Xt))) == yt).mean())
+        if name.startswith("cart"):
+            cpu = cpu_time_ms(lambda: cart(max_depth=12, test_fraction=0).fit(sub, ysub), repeats=1, warmup=0) * 16
+        else:  # NumPy: 10 trees on 1/16 of the spectra, scaled by 16 x 10
+            cpu = cpu_time_ms(lambda: RandomForest(n_trees=10, max_depth=12, test_fraction=0).fit(sub, ysub),
+                              repeats=1, warmup=0) * 160
+        notes = {"accuracy": round(acc, 4), "depth": m.depth_, "leaves": m.n_leaves_}
+        peer = None
+        try:
+            from sklearn.ensemble import RandomForestClassifier
+            from sklearn.tree import DecisionTreeClassifier
+
+            est = (DecisionTreeClassifier(max_depth=12, random_state=0) if name.startswith("cart")
+                   else RandomForestClassifier(100, max_depth=12, random_state=0, n_jobs=-1))
+            peer = cpu_time_ms(lambda est=est: est.fit(sub, ysub), repeats=1, warmup=0) * 16
+            # accuracy on the same test spectra, both trained on the subset
+            mine = (cart(max_depth=12, test_fraction=0) if name.startswith("cart")
+                    else RandomForest(n_trees=100, max_depth=12, test_fraction=0)).fit(cupy.asarray(sub), ysub)
+            notes["accuracy_1/16"] = round(float((cupy.asnumpy(mine.predict(cupy.asarray(Xt))) == yt).mean()), 4)
+            notes["sklearn_accuracy_1/16"] = round(float(est.score(Xt, yt)), 4)
+        except ImportError:
+            pass
+        levels = m.depth_ + 1
+        out.append(Measurement(name, gpu, cpu, f"scikit-learn {sk} (est., 1/16 x 16)", peer,
+                               bytes_moved=X.shape[0] * 128 * levels, notes=notes))
+    return out
+
+
+@bench_case("hac-ward-20000x128")
+def hac_case(ctx) -> Measurement:
+    """Ward clustering of 20,000 spectra x 128 bands (distance matrix + every merge), vs the NumPy path
+    and scikit-learn's AgglomerativeClustering (both on 5,000 spectra, scaled by 16: quadratic in n)."""
+    import cupy
+
+    from hyperapp.models.hac import HierarchicalClustering
+
+    X, _ = _spectra(20000, 128)
+    Xd = cupy.asarray(X)
+    HierarchicalClustering().fit(Xd[:500])  # compile
+    gpu = gpu_time_ms(lambda: HierarchicalClustering("ward").fit(Xd), 3, warmup=0)
+    sub = X[:5000]
+    ref = HierarchicalClustering("ward").fit(sub).linkage_
+    got = HierarchicalClustering("ward").fit(cupy.asarray(sub)).linkage_
+    notes = {"same_merges_as_numpy_5000": bool((ref[:, :2] == got[:, :2]).all()),
+             "max_rel_height_diff": float(np.max(np.abs(ref[:, 2] - got[:, 2]) / np.maximum(ref[:, 2], 1e-30)))}
+    cpu = cpu_time_ms(lambda: HierarchicalClustering("ward").fit(sub), repeats=1, warmup=0) * 16
+    peer = None
+    try:
+        from sklearn.cluster import AgglomerativeClustering
+
+        peer = cpu_time_ms(lambda: AgglomerativeClustering(8, linkage="ward").fit(sub), repeats=1, warmup=0) * 16
+        from scipy.cluster.hierarchy import linkage
+
+        notes["scipy_ward_5000_ms"] = round(cpu_time_ms(lambda: linkage(sub, "ward"), repeats=1, warmup=0), 1)
+    except ImportError:
+        pass
+    n = X.shape[0]
+    # every merge reads at least its merged rows; the matrix is written once and read once to start
+    return Measurement("hac-ward-20000x128", gpu, cpu, "scikit-learn AgglomerativeClustering (est., 5000 x 16)",
+                       peer, bytes_moved=2 * n * n * 8, notes=notes)
