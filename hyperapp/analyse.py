@@ -250,7 +250,7 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
     names and colours, or one "cluster k" per cluster."""
     from hyperapp.io.writers import class_colour
 
-    classes = getattr(result.model, "classes_", None)
+    classes = getattr(result.model, "classes_", None) if get_analysis(result.method).needs_classes else None
     names = result.report.get("class_names", {})
     colours = result.report.get("class_colours", {})
     if classes is not None:

@@ -1,9 +1,10 @@
 """Training-pixel ROIs: which pixels the user marked as target or background (Qt-free).
 
-A :class:`RoiSet` is a label map (0 none, 1 target, 2 background) with undo/redo, and the shapes a
-user draws with: single pixels, a brush (disk), a rectangle and a polygon. The GUI's tools call these
-methods and redraw on the ``changed`` callbacks; the detectors read :attr:`targets` and
-:attr:`background`.
+A :class:`RoiSet` is a label map (0 none, 1 target, 2 background, 3.. classes the user adds) with
+undo/redo, and the shapes a user draws with: single pixels, a brush (disk), a rectangle and a polygon.
+The GUI's tools call these methods and redraw on the ``changed`` callbacks; the detectors read
+:attr:`targets` and :attr:`background`; a classifier (the forest panel) takes every class, each with
+the name and colour the user gave it (:attr:`classes`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from hyperapp.errors import InputError
 
 NONE, TARGET, BACKGROUND = 0, 1, 2
 CLASSES = {"target": TARGET, "background": BACKGROUND}
+#: the fixed first two classes, (name, RGB)
+DEFAULT_CLASSES = [("target", (255, 40, 40)), ("background", (40, 120, 255))]
+#: the most classes a label map holds (uint8, 0 = none)
+MAX_CLASSES = 255
 
 
 class RoiSet:
@@ -28,6 +33,8 @@ class RoiSet:
         self._redo: list[np.ndarray] = []
         self.max_undo = max_undo
         self.listeners: list[Callable[[], None]] = []
+        #: (name, (r, g, b)) of class 1, 2, ...: target, background, then the user's classes
+        self.classes: list[tuple[str, tuple[int, int, int]]] = list(DEFAULT_CLASSES)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -41,6 +48,60 @@ class RoiSet:
 
     def counts(self) -> dict[str, int]:
         return {"target": int(self.targets.sum()), "background": int((self.labels == BACKGROUND).sum())}
+
+    def class_counts(self) -> np.ndarray:
+        """Pixels marked per class (index 0 = class 1)."""
+        return np.bincount(self.labels.reshape(-1), minlength=len(self.classes) + 1)[1:len(self.classes) + 1]
+
+    def class_names(self) -> dict[int, str]:
+        return {k: name for k, (name, _) in enumerate(self.classes, 1)}
+
+    def class_colours(self) -> dict[int, tuple[int, int, int]]:
+        return {k: colour for k, (_, colour) in enumerate(self.classes, 1)}
+
+    def colour_table(self, alpha: int = 180) -> np.ndarray:
+        """RGBA per label value (row 0 transparent), for drawing the ROIs."""
+        lut = np.zeros((len(self.classes) + 1, 4), np.uint8)
+        for k, (_, c) in enumerate(self.classes, 1):
+            lut[k] = (*c, alpha)
+        return lut
+
+    # ------------------------------------------------------------------ classes
+    def add_class(self, name: str, colour: tuple[int, int, int] | None = None) -> int:
+        """A new class (the next label value); returns it."""
+        from hyperapp.io.writers import class_colour
+
+        name = str(name).strip()
+        if not name:
+            raise InputError("a class needs a name")
+        if name in (n for n, _ in self.classes):
+            raise InputError(f"there is already a class named {name!r}")
+        if len(self.classes) >= MAX_CLASSES:
+            raise InputError(f"at most {MAX_CLASSES} classes")
+        self.classes.append((name, tuple(colour) if colour else class_colour(len(self.classes) + 2)))
+        self._changed()
+        return len(self.classes)
+
+    def rename_class(self, k: int, name: str) -> None:
+        name = str(name).strip()
+        if not name or name in (n for i, (n, _) in enumerate(self.classes, 1) if i != k):
+            raise InputError(f"class names must be unique and not empty: {name!r}")
+        self.classes[k - 1] = (name, self.classes[k - 1][1])
+        self._changed()
+
+    def set_class_colour(self, k: int, colour: tuple[int, int, int]) -> None:
+        self.classes[k - 1] = (self.classes[k - 1][0], tuple(int(c) for c in colour[:3]))
+        self._changed()
+
+    def remove_class(self, k: int) -> None:
+        """Remove a class the user added (3..): its pixels are unmarked, later classes move down by one."""
+        if k <= BACKGROUND or k > len(self.classes):
+            raise InputError("target and background stay: they are what the detectors train on")
+        lab = self.labels.copy()
+        lab[lab == k] = NONE
+        lab[lab > k] -= 1
+        del self.classes[k - 1]
+        self.set_labels(lab)
 
     # ------------------------------------------------------------------ edits
     def _apply(self, mask: np.ndarray, cls: int) -> None:
@@ -58,10 +119,16 @@ class RoiSet:
 
     def _cls(self, cls: str | int) -> int:
         if isinstance(cls, str):
-            if cls not in CLASSES and cls != "erase":
-                raise InputError(f"unknown ROI class {cls!r}")
-            return CLASSES.get(cls, NONE)
-        return int(cls)
+            if cls == "erase":
+                return NONE
+            for k, (name, _) in enumerate(self.classes, 1):
+                if name == cls:
+                    return k
+            raise InputError(f"unknown ROI class {cls!r}")
+        k = int(cls)
+        if not 0 <= k <= len(self.classes):
+            raise InputError(f"unknown ROI class {k}")
+        return k
 
     def mark_pixels(self, pixels, cls: str | int = "target") -> None:
         """Mark (row, col) pixels; pixels outside the image are an :class:`InputError`."""
@@ -104,6 +171,11 @@ class RoiSet:
         a = np.asarray(labels)
         if a.shape != self.shape:
             raise InputError(f"ROI mask is {a.shape[0]}x{a.shape[1]}, the image is {self.shape[0]}x{self.shape[1]}")
+        top = int(a.max(initial=0))
+        if top > MAX_CLASSES:
+            raise InputError(f"ROI mask holds class {top}; at most {MAX_CLASSES} classes")
+        while len(self.classes) < top:  # classes a loaded map holds beyond the named ones
+            self.classes.append((f"class {len(self.classes) + 1}", _colour(len(self.classes) + 2)))
         self._undo.append(self.labels.copy())
         self._redo.clear()
         self.labels = a.astype(np.uint8)
@@ -137,7 +209,7 @@ class RoiSet:
         p = Path(path)
         if p.suffix.lower() == ".csv":
             rr, cc = np.nonzero(self.labels)
-            names = {TARGET: "target", BACKGROUND: "background"}
+            names = self.class_names()
             atomic_write_text(p, "row,col,class\n" + "".join(
                 f"{r},{c},{names[int(self.labels[r, c])]}\n" for r, c in zip(rr, cc)))
         elif p.suffix.lower() == ".npy":
@@ -151,6 +223,13 @@ class RoiSet:
                 Image.fromarray(self.labels).save(tmp, format="PNG")
         else:
             write_envi(p, self.labels)
+
+    def _class_of(self, name: str) -> int:
+        """The label of a class name from a CSV (a new class when the name is new)."""
+        for k, (n, _) in enumerate(self.classes, 1):
+            if n == name:
+                return k
+        return self.add_class(name)
 
     def import_(self, path) -> None:
         """Read ROIs written by :meth:`export`, a ``row,col`` CSV (targets) or any label mask."""
@@ -172,10 +251,16 @@ class RoiSet:
                         raise InputError(f"line {i}: expected row,col,class", p) from exc
                     if not (0 <= r < self.shape[0] and 0 <= c < self.shape[1]):
                         raise InputError(f"line {i}: pixel ({r}, {c}) is outside the image", p)
-                    lab[r, c] = CLASSES.get(k, TARGET)
+                    lab[r, c] = self._class_of(k)
                 self.set_labels(lab)
             else:
                 self.set_labels(read_labels(p, self.shape).astype(np.uint8) * TARGET)
         else:
             m = read_mask(p, self.shape)
             self.set_labels(np.where(m >= BACKGROUND, BACKGROUND, np.where(m > 0, TARGET, NONE)))
+
+
+def _colour(i: int) -> tuple[int, int, int]:
+    from hyperapp.io.writers import class_colour
+
+    return class_colour(i)

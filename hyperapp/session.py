@@ -120,7 +120,8 @@ class Session:
             "format": PROJECT_FORMAT, "format_version": PROJECT_VERSION,
             "cube": os.path.relpath(self.cube.path, folder) if self.cube.path else None,
             "dataset": self.dataset,
-            "roi": {"rows": rr.tolist(), "cols": cc.tolist(), "labels": self.roi.labels[rr, cc].tolist()},
+            "roi": {"rows": rr.tolist(), "cols": cc.tolist(), "labels": self.roi.labels[rr, cc].tolist(),
+                    "classes": [{"name": n, "colour": list(c)} for n, c in self.roi.classes]},
             "truth": os.path.relpath(self.truth_path, folder) if self.truth_path else None,
             "bands": self.bands,
             "runs": runs,
@@ -193,6 +194,9 @@ class Session:
 
     def restore_rois(self, d: dict) -> None:
         roi = d.get("roi") or {}
+        classes = roi.get("classes")
+        if classes:
+            self.roi.classes = [(str(c["name"]), tuple(int(v) for v in c["colour"][:3])) for c in classes]
         lab = np.zeros(self.roi.shape, np.uint8)
         rows, cols, labels = roi.get("rows", []), roi.get("cols", []), roi.get("labels", [])
         if rows:

@@ -27,13 +27,20 @@ def main(out_dir: str) -> int:
     clicks = read_labels(land.with_name("land_targets.csv"), (128, 128))
     win.session.roi.mark_pixels(np.argwhere(clicks), "target")
     win.session.roi.rectangle(100, 100, 110, 115, "background")
+    k = win.session.roi.add_class("field")
+    win.session.roi.rectangle(20, 60, 35, 80, k)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs = {"k-means": ("kmeans", {"k": "2..12"}, 1), "Band reduction": ("band-subsets", {"n_subsets": 300}, 0)}
+    runs = {"k-means": ("kmeans", {"k": "2..12"}, 1), "Band reduction": ("band-subsets", {"n_subsets": 300}, 0),
+            "Forest classification": ("forest", {"n_trees": 50}, 0),
+            "Hierarchical clustering": ("hac", {"n_clusters": 5}, 0)}
     for title, (method, params, tab) in runs.items():
         panel = win.panels[title]
         win.findChild(QDockWidget, title).raise_()
         panel.set_method(method)
+        if method == "hac":
+            panel.set_source("sample")
+            panel.sample.setValue(3000)
         panel.form.set_values(params)
         panel.run()
         QThreadPool.globalInstance().waitForDone()

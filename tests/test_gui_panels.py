@@ -16,10 +16,12 @@ def win(win, land_hdr):
 def test_panels_are_tabbed_docks_with_human_labels(win):
     from PySide6.QtWidgets import QDockWidget
 
-    assert set(win.panels) == {"k-means", "Band reduction", "SOM", "Gaussian mixture"}
+    titles = {"k-means", "Band reduction", "SOM", "Gaussian mixture", "Forest classification",
+              "Hierarchical clustering"}
+    assert set(win.panels) == titles
     det = win.findChild(QDockWidget, "Detector")
     tabbed = {d.windowTitle() for d in win.tabifiedDockWidgets(det)}
-    assert {"k-means", "Band reduction", "SOM", "Gaussian mixture"} <= tabbed
+    assert titles <= tabbed
     km = win.panels["k-means"]
     assert "Clusters (k or range)" in km.form.labels() and "k" not in km.form.labels()
     # detector forms read as words too
@@ -128,3 +130,72 @@ def test_gmm_panel_with_cancel(qtbot, win):
         gp.run()
         gp.cancel()
     assert blocker.args == [None] and gp.status.text() == "cancelled"
+
+
+def _three_classes(win):
+    """Target, background and a user class 'road' marked as blocks of the land scene."""
+    panel = win.panels["Forest classification"]
+    k = panel.add_class("road")
+    assert k == 3 and win.roi_class == 3
+    lab = np.zeros((128, 128), np.uint8)
+    lab[5:15, 5:25] = 1
+    lab[40:60, 40:60] = 2
+    lab[100:110, 80:120] = 3
+    win.session.roi.set_labels(lab)
+    return panel
+
+
+def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
+    panel = _three_classes(win)
+    assert panel.class_table.rowCount() == 3 and panel.class_table.item(2, 1).text() == "road"
+    assert panel.class_table.item(2, 2).text() == "400"
+    panel.set_method("forest")
+    assert panel.source.currentText() == "All ROIs"
+    panel.form.set_values({"n_trees": 10, "max_depth": 8})
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        assert panel.run() is not None
+    res = blocker.args[0]
+    assert res is not None and res.labels.shape == (128, 128)
+    assert set(np.unique(res.labels)) <= {1, 2, 3}
+    assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "road"
+    assert "held-out accuracy" in panel.accuracy.text()
+    assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
+    # the overlay draws the classes in their colours
+    over = win.view.overlay.image
+    road = res.labels == 3
+    assert road.any() and tuple(over[road][0, :3]) == win.session.roi.classes[2][1]
+    for fmt, ext in (("envi", ".hdr"), ("png", ".png"), ("tiff", ".tif")):
+        out = panel.export_class_map(str(tmp_path / "classes"), fmt)
+        assert out.suffix == ext and out.is_file()
+    assert "road" in (tmp_path / "classes.hdr").read_text()
+
+
+def test_forest_panel_needs_two_classes(qtbot, win):
+    panel = win.panels["Forest classification"]
+    lab = np.zeros((128, 128), np.uint8)
+    lab[5:15, 5:25] = 1
+    win.session.roi.set_labels(lab)
+    with qtbot.waitSignal(panel.finished, timeout=30000) as blocker:
+        panel.run()
+    assert blocker.args == [None] and "two classes" in win.last_error
+
+
+def test_hac_panel_dendrogram_and_cut(qtbot, win):
+    _three_classes(win)
+    panel = win.panels["Hierarchical clustering"]
+    panel.set_source("rois")
+    panel.form.set_values({"n_clusters": 4, "linkage": "average"})
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        panel.run()
+    res = blocker.args[0]
+    assert res is not None and res.model.linkage_.shape == (999, 4)
+    assert panel.lines and panel.cut_line.isVisible() and panel.n_clusters.value() == 4
+    assert len(panel.mean_items) == 4
+    assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
+    qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
+    assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2
+    # too many clusters: a clear error, no crash
+    panel.form.set_values({"n_clusters": 5000})
+    with qtbot.waitSignal(panel.finished, timeout=60000) as blocker:
+        panel.run()
+    assert blocker.args == [None] and "clusters asked of 1000 spectra" in win.last_error

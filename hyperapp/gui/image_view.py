@@ -103,11 +103,14 @@ class ImageView(pg.GraphicsLayoutWidget):
         rgba[mask.astype(bool)] = colour
         self.mask_item.setImage(rgba, autoLevels=False, levels=(0, 255))
 
-    def set_rois(self, labels: np.ndarray) -> None:
-        rgba = np.zeros(labels.shape + (4,), np.uint8)
-        for k, c in ROI_COLOURS.items():
-            rgba[labels == k] = c
-        self.roi_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+    def set_rois(self, labels: np.ndarray, lut: np.ndarray | None = None) -> None:
+        """Draw the ROI label map; ``lut`` holds an RGBA row per label value (row 0 transparent)."""
+        if lut is None:
+            lut = np.zeros((3, 4), np.uint8)
+            for k, c in ROI_COLOURS.items():
+                lut[k] = c
+        lab = np.minimum(labels, len(lut) - 1)
+        self.roi_item.setImage(lut[lab], autoLevels=False, levels=(0, 255))
 
     def set_boxes(self, boxes: list[dict]) -> None:
         for it in self.box_items:
@@ -147,14 +150,20 @@ class ImageView(pg.GraphicsLayoutWidget):
             self.pixel_clicked.emit(px[0], px[1], ev)
 
 
-def colourise_labels(labels: np.ndarray, opacity: float) -> np.ndarray:
-    """RGBA uint8 of a class or cluster map (one colour per label, -1 transparent)."""
-    from hyperapp.gui.panels.kmeans_panel import CLUSTER_COLOURS
+def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=None) -> np.ndarray:
+    """RGBA uint8 of a class or cluster map (-1 transparent): label ``values[i]`` in ``colours[i]``, or
+    one colour of the class palette per label."""
+    from hyperapp.io.writers import CLASS_COLOURS
 
     lab = np.asarray(labels)
-    lut = np.asarray(CLUSTER_COLOURS, np.uint8)
+    top = int(lab.max(initial=0)) + 1
+    lut = np.asarray([CLASS_COLOURS[i % len(CLASS_COLOURS)] for i in range(max(top, 1))], np.uint8)
+    if values is not None and colours is not None:
+        for v, c in zip(values, colours):
+            if 0 <= int(v) < top:
+                lut[int(v)] = c[:3]
     rgba = np.zeros(lab.shape + (4,), np.uint8)
     ok = lab >= 0
-    rgba[ok, :3] = lut[lab[ok] % len(lut)]
+    rgba[ok, :3] = lut[lab[ok]]
     rgba[ok, 3] = int(round(opacity * 255))
     return rgba

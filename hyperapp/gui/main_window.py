@@ -324,8 +324,11 @@ class MainWindow(QMainWindow):
         if name in getattr(self, "tool_actions", {}):
             self.tool_actions[name].setChecked(True)
 
-    def set_roi_class(self, name: str) -> None:
+    def set_roi_class(self, name: str | int) -> None:
+        """Mark pixels of ROI class ``name`` (a name or a class value) from now on."""
         self.roi_class = name
+        if not isinstance(name, str) and self.session is not None:
+            name = self.session.roi.classes[int(name) - 1][0]
         if self.tool == "inspect":  # asking to mark means: mark, with the pixel tool
             self.set_tool("pixel")
         self.statusBar().showMessage(f"marking {name} pixels with the {self.tool} tool", 3000)
@@ -353,7 +356,7 @@ class MainWindow(QMainWindow):
 
     def _rois_changed(self) -> None:
         roi = self.session.roi
-        self.view.set_rois(roi.labels)
+        self.view.set_rois(roi.labels, roi.colour_table())
         stats = {}
         rng = np.random.default_rng(0)
         for name, k in (("target", 1), ("background", 2)):
@@ -443,11 +446,13 @@ class MainWindow(QMainWindow):
             self.run_finished.emit(run)
         return run
 
-    def show_labels(self, labels: np.ndarray, title: str = "") -> None:
-        """Show an analysis's class or cluster map over the image (-1 transparent)."""
-        self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0))
+    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None) -> None:
+        """Show an analysis's class or cluster map over the image (-1 transparent), label ``values[i]``
+        in ``colours[i]`` where given."""
+        self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0, values, colours))
         self.view.set_mask(None)
-        self.statusBar().showMessage(f"{title}: {int(labels.max()) + 1} clusters shown on the image", 5000)
+        n = len(values) if values is not None else int(labels.max()) + 1
+        self.statusBar().showMessage(f"{title}: {n} classes shown on the image", 5000)
 
     def use_bands(self, bands: list[int] | None) -> None:
         """Detect and analyse on these bands of the current cube from now on (None: all bands)."""

@@ -52,10 +52,11 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
         tmp_img = tmp_hdr.with_suffix(".img")
         try:
             if classes:
-                meta.update(classes)
-                meta["classes"] = len(classes["class names"])
+                lookup = list(classes["class lookup"])
                 envi.save_classification(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True,
-                                         metadata=meta, interleave="bsq", byteorder=0)
+                                         metadata=meta, interleave="bsq", byteorder=0,
+                                         class_names=list(classes["class names"]),
+                                         class_colors=[lookup[i:i + 3] for i in range(0, len(lookup), 3)])
             else:
                 envi.save_image(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True, metadata=meta,
                                 interleave="bsq", byteorder=0)

@@ -66,6 +66,7 @@ class AnalysisPanel(QWidget):
         self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
         top.addRow("Sample size (pixels)", self.sample)
         lay.addLayout(top)
+        self.build_controls(lay)
         self.form = ParamForm()
         lay.addWidget(self.form)
         add_run_controls(self, lay)
@@ -80,6 +81,9 @@ class AnalysisPanel(QWidget):
         self._rebuild()
 
     # ------------------------------------------------------------------ for subclasses
+    def build_controls(self, layout: QVBoxLayout) -> None:
+        """Extra controls above the method's form (none here)."""
+
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
 
@@ -104,7 +108,10 @@ class AnalysisPanel(QWidget):
                 return
 
     def _rebuild(self) -> None:
-        self.form.set_params(ANALYSES[self.method_name()].params)
+        m = ANALYSES[self.method_name()]
+        self.form.set_params(m.params)
+        if m.needs_classes:  # a classifier trains on the marked classes
+            self.set_source("rois")
 
     def selection(self):
         from hyperapp.analyse import Selection
@@ -125,6 +132,7 @@ class AnalysisPanel(QWidget):
         method, params, sel = self.method_name(), self.form.values(), self.selection()
         device = self.host.detector.device_name()
         roi = s.roi.labels.astype("int32") if s.roi.labels.any() else None
+        names, colours = s.roi.class_names(), s.roi.class_colours()
         objects = None
         if sel.kind == "objects":
             run = self.host.current_run()
@@ -133,7 +141,8 @@ class AnalysisPanel(QWidget):
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.3))
             result = run_analysis(s.cube, method, params, sel, roi=roi, objects=objects, device=device,
-                                  image=image, progress=progress.sub(0.3, 0.95))
+                                  image=image, class_names=names, class_colours=colours,
+                                  progress=progress.sub(0.3, 0.95))
             result.extra = self.after_fit(result, image)  # still in the worker thread
             return result
 
@@ -164,9 +173,16 @@ class AnalysisPanel(QWidget):
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
         self.show_result(result)
         if result.labels is not None:
-            self.host.show_labels(result.labels, self.title)
+            self.show_labels(result)
         self.plots_shown.emit()
         self._outcome = result
+
+    def show_labels(self, result) -> None:
+        """Draw the result's label map over the image, in the classes' colours."""
+        from hyperapp.analyse import class_table
+
+        values, _, colours = class_table(result)
+        self.host.show_labels(result.labels, self.title, values, colours)
 
     def _failed(self, message: str) -> None:
         self.status.setText("failed")
@@ -232,8 +248,10 @@ def image_plot(title: str):
 def analysis_panels() -> tuple:
     """The panel classes the window registers, one per analysis module."""
     from hyperapp.gui.panels.bands_panel import BandsPanel
+    from hyperapp.gui.panels.forest_panel import ForestPanel
     from hyperapp.gui.panels.gmm_panel import GMMPanel
+    from hyperapp.gui.panels.hac_panel import HACPanel
     from hyperapp.gui.panels.kmeans_panel import KMeansPanel
     from hyperapp.gui.panels.som_panel import SOMPanel
 
-    return (KMeansPanel, BandsPanel, SOMPanel, GMMPanel)
+    return (KMeansPanel, BandsPanel, SOMPanel, GMMPanel, ForestPanel, HACPanel)

@@ -1,0 +1,160 @@
+"""The hierarchical clustering panel: the dendrogram, cut by dragging its height line or by a cluster
+count, the cluster map on the image and each cluster's mean spectrum.
+
+The spectra come from an ROI, a random sample or the detected objects (the panel's "Spectra" list).
+A new cut is the model's :meth:`~hyperapp.models.hac.HierarchicalClustering.cut` and the image is
+relabelled by :func:`hyperapp.analyse.label_image` in a worker thread: the same functions the CLI runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from hyperapp.backend import to_host
+from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+from hyperapp.gui.worker import Worker, start
+from hyperapp.io.writers import class_colour
+
+#: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
+DENDROGRAM_LEAVES = 48
+
+
+class HACPanel(AnalysisPanel):
+    methods = ("hac",)
+    title = "Hierarchical clustering"
+
+    def build_plots(self, tabs) -> None:
+        box = QWidget()
+        lay = QVBoxLayout(box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Clusters"))
+        self.n_clusters = QSpinBox()
+        self.n_clusters.setRange(1, 1)
+        self.n_clusters.setToolTip("Cut the tree into this many clusters (or drag the dashed line)")
+        row.addWidget(self.n_clusters)
+        self.cut_label = QLabel("")
+        row.addWidget(self.cut_label, 1)
+        lay.addLayout(row)
+        self.dendro = plot_widget("clusters (leaf: spectra it holds)", "merge height")
+        self.cut_line = pg.InfiniteLine(angle=0, movable=True, pen=pg.mkPen((255, 200, 0), width=2, style=pg.QtCore.Qt.PenStyle.DashLine))
+        self.cut_line.setToolTip("Cut height: drag to cut the tree elsewhere")
+        self.dendro.addItem(self.cut_line)
+        self.cut_line.hide()
+        lay.addWidget(self.dendro, 1)
+        self.means_plot = plot_widget("wavelength", "mean value", "cluster mean spectra")
+        self.means_plot.addLegend(offset=(-10, 10))
+        tabs.addTab(box, "Dendrogram")
+        tabs.addTab(self.means_plot, "Cluster spectra")
+        self.lines: list = []
+        self.mean_items: list = []
+        self.relabel_worker: Worker | None = None
+        self.n_clusters.valueChanged.connect(self._count_changed)
+        self.cut_line.sigPositionChangeFinished.connect(self._line_moved)
+
+    def after_fit(self, result, image):
+        """The fitted spectra on the host (a new cut recomputes the cluster means from them)."""
+        from hyperapp.analyse import gather_pixels
+        from hyperapp.backend import get_backend
+
+        s = self.host.session
+        backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")
+        return to_host(gather_pixels(s.cube, result.indices, backend, image))
+
+    def show_result(self, result) -> None:
+        from scipy.cluster.hierarchy import dendrogram
+
+        m = result.model
+        Z = m.linkage_
+        n = Z.shape[0] + 1
+        for it in self.lines:
+            self.dendro.removeItem(it)
+        p = min(DENDROGRAM_LEAVES, n)
+        d = dendrogram(Z, no_plot=True, truncate_mode="lastp" if n > p else None, p=p, show_leaf_counts=True)
+        # one path of (x, y) per merge, drawn as a single item with breaks between paths
+        xs = np.asarray(d["icoord"], float).reshape(-1, 4)
+        ys = np.asarray(d["dcoord"], float).reshape(-1, 4)
+        x = np.concatenate([xs, np.full((xs.shape[0], 1), np.nan)], axis=1).reshape(-1)
+        y = np.concatenate([ys, np.full((ys.shape[0], 1), np.nan)], axis=1).reshape(-1)
+        item = pg.PlotDataItem(x, y, pen=pg.mkPen((200, 200, 200), width=1.5), connect="finite")
+        self.dendro.addItem(item)
+        self.lines = [item]
+        ticks = [(5 + 10 * i, lab) for i, lab in enumerate(d["ivl"])]
+        self.dendro.getAxis("bottom").setTicks([ticks if len(ticks) <= 24 else ticks[::max(1, len(ticks) // 24)]])
+        self.dendro.setTitle(f"{m.linkage} linkage, {m.metric} distance, {n} spectra"
+                             + (f" (last {p - 1} merges)" if n > p else ""))
+        self.cut_line.show()
+        self.n_clusters.blockSignals(True)
+        self.n_clusters.setRange(1, n)
+        self.n_clusters.setValue(m.n_clusters_)
+        self.n_clusters.blockSignals(False)
+        self._place_line(m)
+        self._show_means(m)
+        self.tabs.setCurrentIndex(0)
+
+    def _place_line(self, m) -> None:
+        h = m.linkage_[:, 2]
+        k = m.n_clusters_
+        n = h.size + 1
+        lo = h[n - k - 1] if n - k - 1 >= 0 else 0.0  # the last merge below the cut
+        hi = h[n - k] if n - k < h.size else lo * 1.05 + 1e-12
+        self.cut_line.blockSignals(True)
+        self.cut_line.setValue(0.5 * (lo + hi))
+        self.cut_line.blockSignals(False)
+        self.cut_label.setText(f"cut between heights {lo:.4g} and {hi:.4g}")
+
+    def _show_means(self, m) -> None:
+        for it in self.mean_items:
+            self.means_plot.removeItem(it)
+        x, label = wavelength_axis(self.host.session.cube)
+        self.means_plot.setLabel("bottom", label)
+        self.mean_items = [self.means_plot.plot(x, m.means_[j], pen=pg.mkPen(class_colour(j), width=2),
+                                                name=f"cluster {j} ({int(m.counts_[j])} spectra)")
+                           for j in range(min(m.n_clusters_, 20))]
+
+    # ------------------------------------------------------------------ cutting
+    def _count_changed(self, k: int) -> None:
+        self.recut(n_clusters=k)
+
+    def _line_moved(self) -> None:
+        self.recut(height=float(self.cut_line.value()))
+
+    def recut(self, n_clusters: int | None = None, height: float | None = None):
+        """Cut the fitted tree again and relabel the image in a worker; returns the worker."""
+        from hyperapp.analyse import label_image
+        from hyperapp.backend import get_backend
+
+        res = self.result
+        if res is None or res.extra is None or self.relabel_worker is not None:
+            return None
+        m = res.model
+        m.cut(n_clusters, height, X=res.extra)
+        self.n_clusters.blockSignals(True)
+        self.n_clusters.setValue(m.n_clusters_)
+        self.n_clusters.blockSignals(False)
+        self._place_line(m)
+        self._show_means(m)
+        s = self.host.session
+        device = self.host.detector.device_name()
+
+        def job(progress):
+            image = s.pixels_on(device, progress.sub(0.0, 0.3))
+            return label_image(m, s.cube, get_backend(device), image, progress.sub(0.3, 1.0))
+
+        w = Worker(job)
+        w.signals.result.connect(self._relabelled)
+        w.signals.error.connect(self.host.show_error)
+        w.signals.finished.connect(self._relabel_done)
+        self.relabel_worker = w
+        self.status.setText(f"cutting into {m.n_clusters_} clusters…")
+        start(w)
+        return w
+
+    def _relabelled(self, labels) -> None:
+        self.result.labels = labels
+        self.show_labels(self.result)
+        self.status.setText(f"{self.result.model.n_clusters_} clusters")
+
+    def _relabel_done(self) -> None:
+        self.relabel_worker = None
