@@ -55,6 +55,28 @@ def random_clicks(truth: np.ndarray, n: int, seed: int) -> np.ndarray:
     return m.reshape(truth.shape)
 
 
+def stratified_split(y: np.ndarray, frac: float, seed: int = 0) -> np.ndarray:
+    """A fixed training split: ``frac`` of every class's pixels (at least one), seeded."""
+    rng = np.random.default_rng(seed)
+    tr = np.zeros(y.size, bool)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        tr[rng.choice(idx, max(1, int(frac * idx.size)), replace=False)] = True
+    return tr
+
+
+def hac_reference(X: np.ndarray, method: str, metric: str) -> np.ndarray:
+    """SciPy's linkage of spectra ``X`` by Euclidean distance or spectral angle (radians)."""
+    from scipy.cluster.hierarchy import linkage
+    from scipy.spatial.distance import pdist
+
+    A = X.astype(np.float64)
+    if metric == "sam":
+        A = A / np.linalg.norm(A, axis=1, keepdims=True)
+        return linkage(np.arccos(np.clip(1 - pdist(A, "cosine"), -1, 1)), method)
+    return linkage(pdist(A), method)
+
+
 @pytest.fixture
 def win(qtbot, tmp_path, monkeypatch):
     """The main window at 1600 x 1000 with its settings in a temporary ini file; waits for its workers."""

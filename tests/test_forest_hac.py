@@ -14,6 +14,8 @@ from hyperapp.models.forest import RandomForest, cart
 from hyperapp.models.hac import HierarchicalClustering
 from hyperapp.samples import make_classes_scene
 
+from .conftest import hac_reference, stratified_split
+
 
 @pytest.fixture(scope="module")
 def classes_scene():
@@ -21,21 +23,13 @@ def classes_scene():
     return s.cube.reshape(-1, 48).astype(np.float32), s.labels.ravel().astype(np.int64), s
 
 
-def _split(y, frac, seed=0):
-    """A fixed stratified training split of ``frac`` of every class."""
-    rng = np.random.default_rng(seed)
-    tr = np.zeros(y.size, bool)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        tr[rng.choice(idx, max(1, int(frac * idx.size)), replace=False)] = True
-    return tr
 
 
 def test_forest_matches_sklearn_multiclass(classes_scene):
     from sklearn.ensemble import RandomForestClassifier
 
     X, y, _ = classes_scene
-    tr = _split(y, 0.10)
+    tr = stratified_split(y, 0.10)
     ours = RandomForest(n_trees=30, max_depth=10, test_fraction=0).fit(X[tr], y[tr])
     ref = RandomForestClassifier(30, max_depth=10, random_state=0, oob_score=True).fit(X[tr], y[tr])
     acc, acc_ref = ours.score(X[~tr], y[~tr]), ref.score(X[~tr], y[~tr])
@@ -48,7 +42,7 @@ def test_band_importance_matches_sklearn(classes_scene):
     from sklearn.ensemble import RandomForestClassifier
 
     X, y, _ = classes_scene
-    tr = _split(y, 0.10)
+    tr = stratified_split(y, 0.10)
     ours = RandomForest(n_trees=200, max_depth=6, test_fraction=0).fit(X[tr], y[tr]).feature_importances_
     ref = RandomForestClassifier(200, max_depth=6, random_state=0).fit(X[tr], y[tr]).feature_importances_
     assert ours.sum() == pytest.approx(1.0)
@@ -59,7 +53,7 @@ def test_cart_matches_sklearn_tree(classes_scene):
     from sklearn.tree import DecisionTreeClassifier
 
     X, y, _ = classes_scene
-    tr = _split(y, 0.10, seed=1)
+    tr = stratified_split(y, 0.10, seed=1)
     ours = cart(max_depth=8, test_fraction=0).fit(X[tr], y[tr])
     ref = DecisionTreeClassifier(max_depth=8, random_state=0).fit(X[tr], y[tr])
     assert ours.score(X[~tr], y[~tr]) >= ref.score(X[~tr], y[~tr]) - 0.01
@@ -75,7 +69,7 @@ def test_forest_matches_sklearn_airport(abu):
     cube = open_cube(abu, "data")
     X = cube.read().reshape(-1, cube.bands).astype(np.float32)
     y = (read_mask(abu, variable="map") > 0).ravel().astype(np.int64)
-    tr = _split(y, 0.10, seed=2)
+    tr = stratified_split(y, 0.10, seed=2)
     ours = RandomForest(n_trees=30, max_depth=12, test_fraction=0).fit(X[tr], y[tr])
     ref = RandomForestClassifier(30, max_depth=12, random_state=0).fit(X[tr], y[tr])
     assert ours.score(X[~tr], y[~tr]) >= ref.score(X[~tr], y[~tr]) - 0.01
@@ -105,19 +99,6 @@ def test_forest_bad_classes(classes_scene, bad, message):
         RandomForest(n_trees=2).fit(X[:500], bad(y[:500]))
 
 
-def _hac_reference(X, method, metric):
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import pdist
-
-    A = X.astype(np.float64)
-    if metric == "sam":
-        A = A / np.linalg.norm(A, axis=1, keepdims=True)
-        d = np.arccos(np.clip(1 - pdist(A, "cosine"), -1, 1))
-    else:
-        d = pdist(A)
-    return linkage(d, method)
-
-
 @pytest.fixture(scope="module")
 def spectra_2000(classes_scene):
     """2,000 spectra of the scene; a little float noise on its whole-number values, so no two distances
@@ -137,14 +118,14 @@ def test_hac_with_tied_distances_gives_scipys_tree(classes_scene, method):
     X, _, _ = classes_scene
     S = X[np.random.default_rng(4).choice(X.shape[0], 600, replace=False)]
     Z = HierarchicalClustering(method).fit(S).linkage_
-    np.testing.assert_allclose(cophenet(Z), cophenet(_hac_reference(S, method, "euclidean")), rtol=1e-9)
+    np.testing.assert_allclose(cophenet(Z), cophenet(hac_reference(S, method, "euclidean")), rtol=1e-9)
 
 
 @pytest.mark.parametrize("metric", ["euclidean", "sam"])
 @pytest.mark.parametrize("method", ["single", "complete", "average", "ward"])
 def test_hac_matches_scipy(spectra_2000, method, metric):
     Z = HierarchicalClustering(method, metric, n_clusters=5).fit(spectra_2000).linkage_
-    ref = _hac_reference(spectra_2000, method, metric)
+    ref = hac_reference(spectra_2000, method, metric)
     np.testing.assert_array_equal(Z[:, :2], ref[:, :2])
     np.testing.assert_array_equal(Z[:, 3], ref[:, 3])
     np.testing.assert_allclose(Z[:, 2], ref[:, 2], rtol=1e-5)
@@ -186,7 +167,7 @@ def _cube(scene):
 
 def test_forest_through_the_analysis_path(classes_scene):
     _, _, s = classes_scene
-    roi = np.where(_split(s.labels.ravel(), 0.1).reshape(s.labels.shape), s.labels, 0)
+    roi = np.where(stratified_split(s.labels.ravel(), 0.1).reshape(s.labels.shape), s.labels, 0)
     res = run_analysis(_cube(s), "forest", {"n_trees": "20", "max_depth": "10"}, Selection("rois"), roi=roi,
                        class_names={int(k): n for k, n in enumerate(s.classes, 1)})
     acc = (res.labels == s.labels).mean()
@@ -200,7 +181,7 @@ def test_cli_forest_and_hac(tmp_path, classes_scene, capsys):
 
     _, _, s = classes_scene
     cube_hdr = write_envi(tmp_path / "scene", s.cube, None)
-    lab = np.where(_split(s.labels.ravel(), 0.1).reshape(s.labels.shape), s.labels, 0).astype(np.int16)
+    lab = np.where(stratified_split(s.labels.ravel(), 0.1).reshape(s.labels.shape), s.labels, 0).astype(np.int16)
     lab_hdr = write_envi(tmp_path / "classes", lab, None)
     out = tmp_path / "forest"
     code = main(["--headless", "analyse", str(cube_hdr), "--method", "forest", "--labels", str(lab_hdr),

@@ -7,6 +7,8 @@ from hyperapp.models.band_selection import BandClustering, BandSubsetSearch
 from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, silhouette
 from hyperapp.samples import make_classes_scene
 
+from .conftest import hac_reference, stratified_split
+
 pytestmark = pytest.mark.gpu
 
 
@@ -106,20 +108,13 @@ def test_online_som_kernel_matches_numpy(cp, scene):
 
 
 # ------------------------------------------------------------------ forest and HAC (issue 14)
-def _split(y, frac, seed=0):
-    rng = np.random.default_rng(seed)
-    tr = np.zeros(y.size, bool)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        tr[rng.choice(idx, max(1, int(frac * idx.size)), replace=False)] = True
-    return tr
 
 
 def test_cart_gpu_matches_numpy(cp, scene):
     from hyperapp.models.forest import cart
 
     P, y = scene
-    tr = _split(y, 0.2)
+    tr = stratified_split(y, 0.2)
     cpu = cart(max_depth=10, test_fraction=0).fit(P[tr], y[tr])
     gpu = cart(max_depth=10, test_fraction=0).fit(cp.asarray(P[tr]), y[tr])
     # the same histograms and the same tie rule: the same tree, level by level
@@ -141,7 +136,7 @@ def test_forest_gpu_matches_sklearn(cp, scene, abu):
     A = cube.read().reshape(-1, cube.bands).astype(np.float32)
     ya = (read_mask(abu, variable="map") > 0).ravel().astype(np.int64)
     for X, lab in ((P, y), (A, ya)):
-        tr = _split(lab, 0.10, seed=2)
+        tr = stratified_split(lab, 0.10, seed=2)
         ours = RandomForest(n_trees=100, max_depth=12, test_fraction=0).fit(cp.asarray(X[tr]), lab[tr])
         ref = RandomForestClassifier(100, max_depth=12, random_state=0, n_jobs=-1).fit(X[tr], lab[tr])
         acc = float((cp.asnumpy(ours.predict(cp.asarray(X[~tr]))) == lab[~tr]).mean())
@@ -151,24 +146,15 @@ def test_forest_gpu_matches_sklearn(cp, scene, abu):
 
 @pytest.mark.parametrize("metric", ["euclidean", "sam"])
 def test_hac_gpu_matches_scipy(cp, scene, metric):
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import pdist
-
     from hyperapp.models.hac import HierarchicalClustering
 
     P, _ = scene
     rng = np.random.default_rng(3)
     S = P[rng.choice(P.shape[0], 2000, replace=False)].astype(np.float64)
     S = (S + rng.uniform(-0.5, 0.5, S.shape)).astype(np.float32)  # no tied distances
-    A = S.astype(np.float64)
-    if metric == "sam":
-        A = A / np.linalg.norm(A, axis=1, keepdims=True)
-        d = np.arccos(np.clip(1 - pdist(A, "cosine"), -1, 1))
-    else:
-        d = pdist(A)
     for method in ("single", "complete", "average", "ward"):
         h = HierarchicalClustering(method, metric, n_clusters=6).fit(cp.asarray(S))
-        ref = linkage(d, method)
+        ref = hac_reference(S, method, metric)
         np.testing.assert_array_equal(h.linkage_[:, :2], ref[:, :2])
         np.testing.assert_array_equal(h.linkage_[:, 3], ref[:, 3])
         np.testing.assert_allclose(h.linkage_[:, 2], ref[:, 2], rtol=1e-5)

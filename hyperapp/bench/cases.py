@@ -223,13 +223,14 @@ def ffbp_train(ctx):
 
 
 # ---------------------------------------------------------------------------------------------- analysis
-def _spectra(n, bands, classes=8, seed=3):
-    """n spectra of ``classes`` materials with within-class variation and noise (a 512 x 512 scene)."""
+def _spectra(n, bands, classes=8, seed=3, brightness=0.15, noise=0.02):
+    """n spectra of ``classes`` materials with within-class variation (brightness +-``brightness``) and
+    noise (a 512 x 512 scene)."""
     rng = np.random.default_rng(seed)
     ends = rng.uniform(0.05, 0.6, size=(classes, bands)).astype(np.float32)
     lab = rng.integers(0, classes, n)
-    X = ends[lab] * rng.uniform(0.85, 1.15, (n, 1)).astype(np.float32)
-    return X + rng.normal(0, 0.02, (n, bands)).astype(np.float32), lab
+    X = ends[lab] * rng.uniform(1 - brightness, 1 + brightness, (n, 1)).astype(np.float32)
+    return X + rng.normal(0, noise, (n, bands)).astype(np.float32), lab
 
 
 @bench_case("kmeans-multik-262144x128-k2..16")
@@ -349,16 +350,6 @@ def gmm_case(ctx) -> Measurement:
 
 
 # ------------------------------------------------------------------ forest and HAC (issue 14)
-def _overlapping(n, bands, classes=8, seed=3):
-    """Spectra of ``classes`` materials with enough noise that the classes overlap, so a tree grows to
-    its full depth (a clean problem is pure after a few levels and measures nothing)."""
-    rng = np.random.default_rng(seed)
-    ends = rng.uniform(0.05, 0.6, size=(classes, bands)).astype(np.float32)
-    lab = rng.integers(0, classes, n)
-    X = ends[lab] * rng.uniform(0.7, 1.3, (n, 1)).astype(np.float32)
-    return X + rng.normal(0, 0.5, (n, bands)).astype(np.float32), lab
-
-
 @bench_case("forest-262144x128-depth12")
 def forest_case(ctx) -> list[Measurement]:
     """One CART tree and a 100-tree random forest of depth 12 on 262,144 spectra x 128 bands (8
@@ -368,7 +359,9 @@ def forest_case(ctx) -> list[Measurement]:
 
     from hyperapp.models.forest import RandomForest, cart
 
-    X, y = _overlapping(262144 + 20000, 128)
+    # enough noise that the classes overlap, so a tree grows to its full depth (a clean problem is pure
+    # after a few levels and measures nothing)
+    X, y = _spectra(262144 + 20000, 128, brightness=0.3, noise=0.5)
     X, Xt, y, yt = X[:262144], X[262144:], y[:262144], y[262144:]  # test spectra of the same materials
     Xd = cupy.asarray(X)
     sub, ysub = X[:16384], y[:16384]

@@ -216,6 +216,21 @@ def wavelength_axis(cube) -> tuple:
     return np.arange(cube.bands, dtype=float), "band"
 
 
+def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
+    """Replace the curves ``old`` on ``plot`` with one per row of ``spectra`` (in the class palette),
+    against the cube's wavelengths; returns the new curves."""
+    import pyqtgraph as pg
+
+    from hyperapp.io.writers import class_colour
+
+    for it in old:
+        plot.removeItem(it)
+    x, label = wavelength_axis(cube)
+    plot.setLabel("bottom", label)
+    return [plot.plot(x, spectra[j], pen=pg.mkPen(class_colour(j), width=2), name=name)
+            for j, name in enumerate(names)]
+
+
 def plot_widget(x_label: str, y_label: str, title: str = ""):
     """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes."""
     import pyqtgraph as pg

@@ -8,8 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_widget, wavelength_axis
-from hyperapp.gui.panels.kmeans_panel import cluster_colour
+from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_spectra, plot_widget
 
 
 class GMMPanel(AnalysisPanel):
@@ -56,13 +55,9 @@ class GMMPanel(AnalysisPanel):
         self.bic_curve.setData(np.asarray(m.k_values_, float), m.bic_)
         self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} ({m.covariance} covariances)")
         self.ll_curve.setData(np.arange(1, len(m.ll_curve_) + 1, dtype=float), m.ll_curve_)
-        for it in self.mean_items:
-            self.mean_plot.removeItem(it)
-        x, label = wavelength_axis(self.host.session.cube)
-        self.mean_plot.setLabel("bottom", label)
-        self.mean_items = [self.mean_plot.plot(x, m.means_[j], pen=pg.mkPen(cluster_colour(j), width=2),
-                                               name=f"component {j} (weight {m.weights_[j]:.3f})")
-                           for j in range(m.chosen_k_)]
+        self.mean_items = plot_spectra(self.mean_plot, self.host.session.cube, m.means_,
+                                       [f"component {j} (weight {m.weights_[j]:.3f})" for j in range(m.chosen_k_)],
+                                       self.mean_items)
         self.component.setRange(0, m.chosen_k_ - 1)
         self._posterior()
         self.tabs.setCurrentWidget(self.bic_plot if len(m.k_values_) > 1 else self.mean_plot)

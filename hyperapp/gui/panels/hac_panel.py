@@ -13,9 +13,8 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget
 from hyperapp.gui.worker import Worker, start
-from hyperapp.io.writers import class_colour
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
 DENDROGRAM_LEAVES = 48
@@ -105,13 +104,10 @@ class HACPanel(AnalysisPanel):
         self.cut_label.setText(f"cut between heights {lo:.4g} and {hi:.4g}")
 
     def _show_means(self, m) -> None:
-        for it in self.mean_items:
-            self.means_plot.removeItem(it)
-        x, label = wavelength_axis(self.host.session.cube)
-        self.means_plot.setLabel("bottom", label)
-        self.mean_items = [self.means_plot.plot(x, m.means_[j], pen=pg.mkPen(class_colour(j), width=2),
-                                                name=f"cluster {j} ({int(m.counts_[j])} spectra)")
-                           for j in range(min(m.n_clusters_, 20))]
+        k = min(m.n_clusters_, 20)
+        self.mean_items = plot_spectra(self.means_plot, self.host.session.cube, m.means_[:k],
+                                       [f"cluster {j} ({int(m.counts_[j])} spectra)" for j in range(k)],
+                                       self.mean_items)
 
     # ------------------------------------------------------------------ cutting
     def _count_changed(self, k: int) -> None:
