@@ -281,10 +281,17 @@ def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> d
     """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image) and the same map as
     an ENVI classification file (``classes.hdr``, with class names and colours), the method's tables
     (CSV) and ``report.json`` into ``out_dir``, each atomically."""
-    from hyperapp.io.atomic import atomic_write_bytes, atomic_write_text, ensure_dir
+    from hyperapp.io.atomic import staged_folder
+
+    with staged_folder(out_dir) as stage:
+        paths = _write_analysis(result, stage, cube)
+    return {k: Path(out_dir) / p.name for k, p in paths.items()}
+
+
+def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, Path]:
+    from hyperapp.io.atomic import atomic_write_bytes, atomic_write_text
     from hyperapp.io.writers import write_envi
 
-    out = ensure_dir(out_dir)
     paths: dict[str, Path] = {}
     if result.labels is not None:
         paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--far", type=float, help="false-alarm rate that sets the threshold (default 1e-3)")
     g.add_argument("--threshold", type=float, help="score threshold")
     det.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    det.add_argument("--memory", type=float, default=None, metavar="GB",
+                     help="host memory the run may hold; a cube larger than this is streamed from its file in "
+                          "two passes (default: half the memory available)")
     det.add_argument("--out", required=True, help="output folder")
     det.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param n_hidden=8)")
@@ -168,7 +171,7 @@ def cmd_detect(args) -> int:
     progress = text_progress()
     result = run_detection(cube, args.method, targets, background, params=params, device=args.device,
                            truth=truth, far=args.far, threshold=args.threshold, model=model,
-                           progress=progress)
+                           memory=args.memory, progress=progress)
     if args.save_model:
         from hyperapp.io.models import save_model
 
@@ -303,7 +306,20 @@ COMMANDS = {"info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "ana
             "bench": cmd_bench, "samples": cmd_samples}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so every output being written is deleted on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def headless(argv: list[str], debug: bool = False) -> int:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
@@ -313,6 +329,9 @@ def headless(argv: list[str], debug: bool = False) -> int:
     except Cancelled:
         print("hyperapp: cancelled; nothing written", file=sys.stderr)
         return 130
+    except Terminated:
+        print("hyperapp: terminated; no partial output left", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("\nhyperapp: interrupted; nothing written", file=sys.stderr)
         return 130

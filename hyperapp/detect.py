@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host_pinned
+from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
-from hyperapp.models.base import BACKGROUND, TARGET, UNLABELLED
+from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED
 from hyperapp.models.evaluation import evaluate, threshold_for_far
 from hyperapp.models.postprocess import count_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
@@ -28,7 +28,6 @@ from hyperapp.models.registry import get_method
 DEFAULT_FAR = 1e-3
 #: a cube whose float32 pixels exceed this fraction of the GPU's free memory is scored in tiles
 GPU_FRACTION = 0.5
-TILED_METHODS = ("rbfn",)
 
 
 def needs_tiling(cube: Cube, backend) -> bool:
@@ -83,21 +82,41 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
 
 
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32):
-    """The cube (good bands) as a (rows, cols, bands) array on the backend, read in tiles.
+    """The cube (good bands) as a (rows, cols, bands) array on the backend, no-data pixels NaN.
 
-    On the GPU the tiles go through pinned staging buffers and the NaN/Inf check runs on the device
-    (:func:`hyperapp.transfer.cube_to_device`).
+    Raw tiles are read ahead on a thread and converted where the pixels go (on the GPU after an
+    asynchronous copy through page-locked memory): :func:`hyperapp.stream.read_float32`.
     """
-    from hyperapp.transfer import check_pixels_finite, cube_to_device
+    from hyperapp.stream import read_float32
 
-    if backend.is_gpu and dtype == np.float32:
-        return cube_to_device(cube, progress)
-    data = cube.to_float32(progress.sub(0.0, 0.8))
-    if dtype != np.float32:
-        data = data.astype(dtype)
-    check_pixels_finite(data, cube.path)
-    progress(0.9, "moving to device")
-    return backend.asarray(data)
+    data = read_float32(cube, backend.xp, progress)
+    return data if dtype == np.float32 else data.astype(dtype)
+
+
+def memory_budget(limit: float | None = None) -> int:
+    """Bytes of host memory a run may hold: ``limit`` (GB) when given, else half of the memory
+    available now (``MemAvailable``; 4 GB where it cannot be read)."""
+    if limit is not None:
+        if limit <= 0:
+            raise InputError(f"--memory must be a positive number of GB, got {limit}")
+        return int(limit * 2**30)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except OSError:
+        pass
+    return 4 << 30
+
+
+def needs_streaming(cube: Cube, backend, memory: float | None = None) -> bool:
+    """Whether the cube's float32 pixels exceed the host budget (or half the GPU's free memory): then
+    :func:`run_detection` streams it in two passes instead of holding it."""
+    nbytes = cube.rows * cube.cols * cube.bands * 4
+    if nbytes > memory_budget(memory):
+        return True
+    return needs_tiling(cube, backend)
 
 
 def run_detection(
@@ -113,9 +132,16 @@ def run_detection(
     threshold: float | None = None,
     model=None,
     image=None,
+    memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
 ) -> DetectionResult:
     """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
+
+    A cube whose pixels do not fit the memory budget (``memory`` GB of host memory, default half of
+    what is available; or half the GPU's free memory) is streamed from its file in two passes
+    (:func:`hyperapp.detect_stream.run_streamed`); otherwise it is read once and held (on the GPU for
+    the GPU backend). No-data pixels (NaN, or the cube's no-data value) are left out of every fit and
+    statistic and get a NaN score, never a detection.
 
     Parameters
     ----------
@@ -150,44 +176,52 @@ def run_detection(
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
     t0 = time.perf_counter()
-    tiled = image is None and method in TILED_METHODS and needs_tiling(cube, backend)
-    if tiled:
-        # larger than GPU memory: train on the host, then stream the cube through the GPU in tiles
-        from hyperapp.models.rbfn_gpu import score_tiled
+    if image is None and m.kind == "pixel" and needs_streaming(cube, backend, memory):
+        from hyperapp.detect_stream import run_streamed
 
-        host = get_backend("cpu")
-        with timer.stage("load"):
-            X = load_pixels(cube, host, progress.sub(0.0, 0.4))
-        with timer.stage("fit"):
-            est = model if model is not None else m.build(**(params or {})).fit(X, y)
-        with timer.stage("score"):
-            scores_host = score_tiled(est.to_device(backend.xp), cube, progress.sub(0.45, 0.85))
-        model, image = est, X
+        return run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
+                            threshold=threshold, model=model, progress=progress)
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
         raise InputError(f"pixels on the device have {X.shape[2]} bands, the cube has {cube.bands}")
     progress(0.45, "training")
-    xp = np if tiled else backend.xp
+    xp = backend.xp
+    with timer.stage("no-data"):
+        valid = xp.isfinite(X).all(axis=2)  # one pass: pixels with data
+        n_nodata = int(valid.size - int(valid.sum()))
+        if n_nodata:
+            valid_h = to_host(valid)
+            if (targets & ~valid_h).any():
+                raise InputError("a marked target pixel has no data (NaN or the no-data value)", cube.path)
+            if n_nodata == valid.size:
+                raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
+            y[~valid_h] = NODATA
     y_dev = xp.asarray(y)  # the labels go to the device once; every later count and mask uses them
     n_targets = int(np.count_nonzero(targets))
     # a pixel marked both ways is a target (labels_from_masks)
     n_background = int(np.count_nonzero(np.asarray(background, bool) & ~np.asarray(targets, bool))) \
         if background is not None else 0
+    est = model if model is not None else m.build(**(params or {}))
+    kind = getattr(est, "stream_stats", None)
+    if n_nodata and (m.kind != "pixel" or kind is None):
+        # window and local-window methods need the image's geometry: no-data pixels take the mean of
+        # the pixels with data, and their scores are dropped below
+        with timer.stage("no-data"):
+            fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
+            X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
     if model is None:
         with timer.stage("fit"):
-            est = m.build(**(params or {}))
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
-            est.fit(X, y_dev, **fit_kwargs)
-    else:
-        est = model
+            if n_nodata and m.kind == "pixel" and kind in ("background", "correlation", "none"):
+                keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
+                est.fit(X.reshape(-1, X.shape[2])[keep], y_dev.reshape(-1)[keep], **fit_kwargs)
+            else:
+                est.fit(X, y_dev, **fit_kwargs)
     progress(0.7, "scoring")
     boxes: list[dict] = []
-    if tiled:
-        scores_dev = scores_host
-    else:
-        with timer.stage("score"):
-            scores_dev = est.decision_function(X)
+    with timer.stage("score"):
+        scores_dev = est.decision_function(X)
     if m.kind == "window":
         boxes = list(est.boxes_)
         clicked = n_targets > 0
@@ -200,11 +234,46 @@ def run_detection(
                 scores_dev = refine_in_boxes(X, y_dev, scores_dev > 0, xp)
         elif threshold is None:
             threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
+    if n_nodata:
+        scores_dev = xp.where(valid, scores_dev, xp.float32(np.nan)).astype(scores_dev.dtype)
+    report = {
+        "method": method,
+        "params": dict(params or {}),
+        "device": backend.name,
+        "streamed": False,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "n_target_pixels": n_targets,
+        "n_background_pixels": n_background,
+        "nodata_pixels": n_nodata,
+    }
+    result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
+                              threshold=threshold, progress=progress)
+    result.model, result.boxes = est, boxes
+    if boxes:
+        result.report["boxes"] = len(boxes)
+        result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
+    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return result
+
+
+def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
+                     threshold=None, progress: Progress = NULL_PROGRESS) -> DetectionResult:
+    """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
+    object count, evaluation and the host copies: the end every detection run shares, in memory or
+    streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN)."""
+    from hyperapp.backend import get_namespace
+
+    xp = get_namespace(scores_dev)
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
-            non_target = scores_dev.reshape(-1)[y_dev.reshape(-1) != TARGET]
+            yf = y_dev.reshape(-1)
+            non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
             threshold = threshold_for_far(non_target, far_used)
         else:
             far_used = None
@@ -214,33 +283,18 @@ def run_detection(
     with timer.stage("copy"):
         scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
         mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
-    report = {
-        "method": method,
-        "params": dict(params or {}),
-        "device": backend.name,
-        "tiled": bool(tiled),
-        "device_name": backend.device_name,
-        "cube": cube.path,
-        "shape": list(cube.shape),
-        "n_target_pixels": n_targets,
-        "n_background_pixels": n_background,
+    report.update({
         "threshold": float(threshold),
         "far": far_used,
         "detections": int(mask_dev.sum()),
         "objects": n_objects,
-    }
+    })
     if truth is not None:
         with timer.stage("evaluate"):
             t_dev = xp.asarray(truth)
             report["evaluation"] = evaluate(scores_dev, t_dev if t_dev.dtype == bool else t_dev > 0,
-                                            exclude=y_dev == TARGET)
-    if boxes:
-        report["boxes"] = len(boxes)
-        report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
-    report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
-    report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
-    progress(1.0, "done")
-    return DetectionResult(method, scores, mask, float(threshold), report, est, boxes)
+                                            exclude=(y_dev == TARGET) | (y_dev == NODATA))
+    return DetectionResult(method, scores, mask, float(threshold), report)
 
 
 def refine_in_boxes(X, y, inside, xp):
@@ -261,11 +315,19 @@ def refine_in_boxes(X, y, inside, xp):
 
 
 def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
-    """Write scores, mask (ENVI), objects (CSV) and report (JSON) into ``out_dir``, atomically."""
-    from hyperapp.io.atomic import atomic_write_text, ensure_dir
+    """Write scores, mask (ENVI), objects (CSV) and report (JSON) into ``out_dir``, all or nothing
+    (:func:`hyperapp.io.atomic.staged_folder`)."""
+    from hyperapp.io.atomic import staged_folder
+
+    with staged_folder(out_dir) as stage:
+        paths = _write_detection(result, stage, cube)
+    return {k: Path(out_dir) / p.name for k, p in paths.items()}
+
+
+def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
+    from hyperapp.io.atomic import atomic_write_text
     from hyperapp.io.writers import write_envi
 
-    out = ensure_dir(out_dir)
     paths = {
         "scores": write_envi(out / "scores", result.scores.astype(np.float32), cube,
                              f"hyperapp {result.method} scores (higher = more target-like)"),

@@ -1,7 +1,8 @@
 """What every pixel detector shares: input checks, the label convention, and the array module.
 
 Labels: ``y`` is an integer map over the pixels with 1 = target (the user's clicks), 0 = background
-the user marked, -1 = unlabelled. Images are (rows, cols, bands) or already flat (n, bands);
+the user marked, -1 = unlabelled, -2 = no data (fill outside a swath, a bad detector pixel: NaN in the
+pixels, left out of every statistic and sample). Images are (rows, cols, bands) or already flat (n, bands);
 :meth:`PixelDetector.decision_function` returns scores of the same leading shape, higher = more
 target-like.
 """
@@ -13,7 +14,7 @@ import numpy as np
 from hyperapp.backend import get_namespace
 from hyperapp.errors import InputError, ModelError
 
-TARGET, BACKGROUND, UNLABELLED = 1, 0, -1
+TARGET, BACKGROUND, UNLABELLED, NODATA = 1, 0, -1, -2
 
 
 def as_pixels(X):
@@ -25,13 +26,17 @@ def as_pixels(X):
     raise InputError(f"expected an image (rows, cols, bands) or pixels (n, bands), got shape {X.shape}")
 
 
-def check_finite(X, what: str = "image") -> None:
-    """Raise when ``X`` holds NaN or Inf. One sum first (a NaN or Inf anywhere makes it non-finite;
-    one read of the data); the element-wise test only when the sum is not finite."""
+def check_finite(X, what: str = "image", y=None) -> None:
+    """Raise when ``X`` holds NaN or Inf outside the pixels ``y`` marks as no data. One sum first (a
+    NaN or Inf anywhere makes it non-finite; one read of the data); the element-wise test only when the
+    sum is not finite."""
     xp = get_namespace(X)
     if X.size and bool(xp.isfinite(X.sum(dtype=xp.float64))):
         return
-    if not bool(xp.isfinite(X).all()):
+    bad = ~xp.isfinite(X).all(axis=-1) if X.ndim > 1 else ~xp.isfinite(X)
+    if y is not None:
+        bad &= xp.asarray(y).reshape(bad.shape) != NODATA
+    if bool(bad.any()):
         raise InputError(
             f"the {what} holds NaN or Inf values; mask them out or set the cube's no-data value"
         )
@@ -74,6 +79,10 @@ class PixelDetector(Estimator):
 
     #: whether the method uses the target clicks (RX does not)
     uses_targets = True
+    #: what the streamed (two-pass) path gathers in its first pass to fit the detector: "background"
+    #: or "correlation" statistics, "none" (the target pixels alone), "sample" (the pixels the model
+    #: names, :meth:`sample_indices`), or None: the detector needs the whole image in memory
+    stream_stats: str | None = None
 
     def predict(self, X, threshold: float):
         """Boolean target mask: scores above ``threshold``."""

@@ -19,6 +19,8 @@ The target signature is the mean spectrum of the marked target pixels.
 
 from __future__ import annotations
 
+import numpy as np
+
 from hyperapp.backend import get_namespace
 from hyperapp.errors import InputError
 from hyperapp.models.base import (
@@ -53,13 +55,25 @@ class _WhitenedDetector(PixelDetector):
             check_finite(P)
             xp = get_namespace(P)
             exclude = None if y is None else xp.flatnonzero(xp.asarray(y).reshape(-1) == TARGET)
-        dt = float_dtype(P)
         # the background is every pixel but the clicks: their rows are subtracted from the sums
-        self.stats_ = BackgroundStats.from_pixels(P, exclude)
-        self.W_ = self.stats_.sqrt_inv_cov.astype(dt)
-        self.mu_ = self.stats_.mean.astype(dt)
+        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
+                                   self.target_ if self.uses_targets else None, float_dtype(P))
+
+    #: what the streamed (two-pass) path accumulates for :meth:`fit_from_stats`
+    stream_stats = "background"
+
+    def fit_from_stats(self, stats: BackgroundStats, target_mean=None, dtype=np.float32):
+        """Fit from background statistics and the mean target spectrum (float64), however they were
+        gathered: from the pixels in memory (:meth:`fit`) or tile by tile from a file."""
         if self.uses_targets:
-            self.s_ = ((self.target_ - self.stats_.mean) @ self.stats_.sqrt_inv_cov).astype(dt)
+            if target_mean is None:
+                raise InputError("no target pixels marked: click at least one target pixel")
+            self.target_ = target_mean
+        self.stats_ = stats
+        self.W_ = stats.sqrt_inv_cov.astype(dtype)
+        self.mu_ = stats.mean.astype(dtype)
+        if self.uses_targets:
+            self.s_ = ((self.target_ - stats.mean) @ stats.sqrt_inv_cov).astype(dtype)
         return self
 
     def _whiten(self, P):
@@ -123,10 +137,20 @@ class CEM(PixelDetector):
         # the uncentred correlation is far worse conditioned than a covariance (its mean direction
         # dominates), and CEM inverts it: accumulate it in float64 (fast on Hopper's FP64 tensor cores)
         _, R = scatter(P, xp.zeros(P.shape[1], xp.float64))
-        R /= P.shape[0]
-        stats = BackgroundStats(xp.zeros_like(d), R, P.shape[0])  # reuse its floored inverse
+        return self.fit_from_stats(R, P.shape[0], d, float_dtype(P))
+
+    #: the streamed path accumulates the uncentred correlation (sums of x x^T about zero)
+    stream_stats = "correlation"
+
+    def fit_from_stats(self, R_sum, n: int, target_mean, dtype=np.float32):
+        """Fit from the sum of x x^T over ``n`` pixels and the mean target spectrum (float64)."""
+        xp = get_namespace(R_sum)
+        if target_mean is None:
+            raise InputError("no target pixels marked: click at least one target pixel")
+        d = target_mean
+        stats = BackgroundStats(xp.zeros_like(d), R_sum / n, n)  # reuse its floored inverse
         Rd = stats.inv_cov @ d
-        self.w_ = (Rd / (d @ Rd)).astype(float_dtype(P))
+        self.w_ = (Rd / (d @ Rd)).astype(dtype)
         self.target_ = d
         return self
 
@@ -143,11 +167,21 @@ class SAM(PixelDetector):
         pass
 
     def fit(self, X, y):
-        P, xp, _, t = labelled_target_mean(X, y)
-        norm = float(xp.linalg.norm(t))
+        P, _, _, t = labelled_target_mean(X, y)
+        return self.fit_from_stats(t, float_dtype(P))
+
+    #: the streamed path needs only the target pixels
+    stream_stats = "none"
+
+    def fit_from_stats(self, target_mean, dtype=np.float32):
+        """Fit from the mean target spectrum (float64)."""
+        xp = get_namespace(target_mean)
+        if target_mean is None:
+            raise InputError("no target pixels marked: click at least one target pixel")
+        norm = float(xp.linalg.norm(target_mean))
         if norm == 0:
             raise InputError("the mean target spectrum is all zeros: SAM needs a non-zero target")
-        self.t_ = (t / norm).astype(float_dtype(P))
+        self.t_ = (target_mean / norm).astype(dtype)
         return self
 
     def decision_function(self, X):

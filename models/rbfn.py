@@ -59,7 +59,15 @@ import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
-from hyperapp.models.base import BACKGROUND, TARGET, PixelDetector, as_pixels, check_finite, check_labels
+from hyperapp.models.base import (
+    BACKGROUND,
+    NODATA,
+    TARGET,
+    PixelDetector,
+    as_pixels,
+    check_finite,
+    check_labels,
+)
 from hyperapp.models.kmeans import kmeans, sq_distances
 from hyperapp.models.stats import BackgroundStats
 
@@ -191,6 +199,7 @@ class RBFN(PixelDetector):
         n = int(y.shape[0])
         tgt = to_host(xp.flatnonzero(y == TARGET))
         marked_bg = to_host(xp.flatnonzero(y == BACKGROUND))
+        nodata = to_host(xp.flatnonzero(y == NODATA))
         explicit = np.setdiff1d(marked_bg, tgt)
         if shape2d is not None and self.guard > 0:
             # binary dilation by a cross, ``guard`` times: the diamond |dr| + |dc| <= guard
@@ -205,28 +214,51 @@ class RBFN(PixelDetector):
             near = np.unique((rr * cols + cc)[ok])
         else:
             near = tgt
-        return explicit, _Pool(n, np.union1d(near, marked_bg))
+        # no-data pixels are never drawn; the pool draws by position in the sorted list of the rest,
+        # so a cube with a fill border samples the same pixels as its swath cut out
+        return explicit, _Pool(n, np.union1d(np.union1d(near, marked_bg), nodata))
 
-    def fit(self, X, y, progress=None):
-        """Train from labelled pixels (1 target, 0 background, -1 unlabelled)."""
+    #: the streamed path gathers the pixels :meth:`sample_indices` names, then calls :meth:`fit_from_pixels`
+    stream_stats = "sample"
+
+    def sample_indices(self, y, shape2d=None):
+        """Which pixels training reads: flat indices of the targets, of the background sample the
+        whitening is estimated on, and of the background training sample, plus the random generator
+        in the state training continues from. They follow from the labels alone (1 target, 0
+        background, -1 unlabelled, -2 no data), so a file can be read once for just these pixels."""
         self._validate_params()
-        xp = get_namespace(X)
-        P, lead = as_pixels(X)
-        check_finite(P)
-        y = check_labels(xp.asarray(y), P.shape[0])
+        xp = get_namespace(y)
+        y = check_labels(xp.asarray(y), int(np.prod(y.shape)))
         rng = np.random.default_rng(self.seed)
-        n, nb = P.shape
-        shape2d = lead if len(lead) == 2 else None
         explicit, pool = self._background_pool(y, shape2d)
         if pool.size + explicit.size < 2:
             raise ModelError("too few background pixels left after excluding the targets and their neighbours")
-        tgt_idx = xp.flatnonzero(y == TARGET)
-        T = P[tgt_idx].astype(xp.float32)
-        # 1. whitening on (a sample of) the background
+        tgt_idx = to_host(xp.flatnonzero(y == TARGET))
         stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
         if explicit.size:
             stat_idx = np.union1d(stat_idx, explicit)
-        stats = BackgroundStats.from_pixels(self._normalized(P[xp.asarray(stat_idx)]))
+        n_bg = min(int(self.n_background), pool.size)
+        bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
+        return tgt_idx, stat_idx, bg_idx, rng
+
+    def fit(self, X, y, progress=None):
+        """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data)."""
+        xp = get_namespace(X)
+        P, lead = as_pixels(X)
+        check_finite(P, y=y)
+        tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(xp.asarray(y).reshape(-1),
+                                                             lead if len(lead) == 2 else None)
+        return self.fit_from_pixels(P[xp.asarray(tgt_idx)], P[xp.asarray(stat_idx)], P[xp.asarray(bg_idx)], rng,
+                                    progress)
+
+    def fit_from_pixels(self, T, S, B, rng, progress=None):
+        """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
+        ``S`` and the background sample ``B`` (rows, in that order)."""
+        xp = get_namespace(T)
+        nb = T.shape[1]
+        T = T.astype(xp.float32)
+        # 1. whitening on (a sample of) the background
+        stats = BackgroundStats.from_pixels(self._normalized(S))
         self.mean_ = stats.mean.astype(xp.float32)
         if self.whiten == "pca":
             self.proj_ = stats.pca_whitening(min(int(self.n_components), nb)).astype(xp.float32)
@@ -239,9 +271,7 @@ class RBFN(PixelDetector):
         if progress:
             progress(0.3, "RBFN: sampling")
         # 2. training set
-        n_bg = min(int(self.n_background), pool.size)
-        bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
-        Zb = self._project(P[xp.asarray(bg_idx)])
+        Zb = self._project(B)
         Zt = self._project(T)
         if self.n_augment > 0:
             ti = xp.asarray(rng.integers(0, Zt.shape[0], self.n_augment))

@@ -79,18 +79,31 @@ class BackgroundStats:
         :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums instead of
         copying every other row.
         """
-        xp = get_namespace(X)
         n, b = X.shape
         n_ex = 0 if exclude is None else int(exclude.size)
         if n - n_ex < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {n - n_ex}")
-        work = xp.float64 if X.dtype == xp.float64 else xp.float32
-        shift = X[: min(n, 1024)].astype(xp.float64).mean(axis=0).astype(work)
+        shift = cls.shift_of(X)
         s, G = scatter(X, shift)
         if n_ex:
             se, Ge = scatter(X[exclude], shift)
             s, G = s - se, G - Ge
-        m = n - n_ex
+        return cls.from_sums(s, G, n - n_ex, shift)
+
+    @staticmethod
+    def shift_of(X):
+        """A rough mean (of the first 1,024 rows) the sums are taken about, so nothing cancels."""
+        xp = get_namespace(X)
+        work = xp.float64 if X.dtype == xp.float64 else xp.float32
+        return X[: min(X.shape[0], 1024)].astype(xp.float64).mean(axis=0).astype(work)
+
+    @classmethod
+    def from_sums(cls, s, G, m: int, shift) -> BackgroundStats:
+        """Statistics from :func:`scatter`'s sums about ``shift`` over ``m`` rows (the streamed path
+        adds the sums of every tile)."""
+        xp = get_namespace(G)
+        if m < 2:
+            raise ModelError(f"background statistics need at least 2 pixels, got {m}")
         d = s / m
         mean = shift.astype(xp.float64) + d
         cov = (G - m * xp.outer(d, d)) / (m - 1)

@@ -130,15 +130,29 @@ def test_error_hdf5_and_mat(tmp_path, capsys):
     assert "no 3-D cube variable 'data'" in _bad(capsys, tmp_path, "info", tmp_path / "m.mat", "--dataset", "data")
 
 
-def test_error_nan_pixels(tmp_path, capsys):
+def test_nan_pixels_are_no_data(tmp_path, capsys):
+    """A NaN pixel no longer refuses the cube: it is no data (NaN score, never in the mask); a target
+    clicked on it is a clear error."""
     import spectral.io.envi as envi
+
+    from hyperapp.io import read_mask
 
     d = np.random.default_rng(0).random((10, 10, 4)).astype(np.float32)
     d[3, 4, 2] = np.nan
     envi.save_image(str(tmp_path / "n.hdr"), d, force=True, ext=".img")
     (tmp_path / "t.csv").write_text("row,col\n1,1\n")
-    line = _bad(capsys, tmp_path, "detect", tmp_path / "n.hdr", "--method", "sam", "--targets", tmp_path / "t.csv")
-    assert "NaN or Inf" in line and "row 3, col 4" in line
+    code, _, _ = run(capsys, "detect", tmp_path / "n.hdr", "--method", "ace", "--targets", tmp_path / "t.csv",
+                     "--far", "0.05", "--out", tmp_path / "out")
+    assert code == 0
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert rep["nodata_pixels"] == 1
+    scores = open_cube(tmp_path / "out" / "scores.hdr").read()[:, :, 0]
+    assert np.isnan(scores[3, 4]) and np.isfinite(np.delete(scores.ravel(), 34)).all()
+    assert read_mask(tmp_path / "out" / "mask.hdr")[3, 4] == 0
+    (tmp_path / "t2.csv").write_text("row,col\n3,4\n")
+    line = _bad(capsys, tmp_path / "second", "detect", tmp_path / "n.hdr", "--method", "sam", "--targets",
+                tmp_path / "t2.csv")
+    assert "target pixel has no data" in line
 
 
 def test_error_mask_shape_and_pixels_outside(tmp_path, capsys, land_hdr):

@@ -55,6 +55,28 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
         raise
 
 
+@contextlib.contextmanager
+def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
+    """Write a set of outputs all or nothing: yield a hidden staging folder inside ``out``; when the
+    block succeeds, move every file in it into ``out`` (report last, so a complete report means
+    complete outputs); when it fails or is killed (SIGTERM arrives as an exception in the CLI), delete
+    it. Staging folders a killed process left behind are removed first."""
+    import shutil
+
+    out = ensure_dir(out)
+    for old in out.glob(".staging-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    try:
+        yield stage
+        names = sorted(p.name for p in stage.iterdir())
+        names.sort(key=lambda n: n == "report.json")  # the report moves last
+        for name in names:
+            os.replace(stage / name, out / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def atomic_write_bytes(final: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``final`` atomically."""
     with atomic_paths(final) as (tmp,):

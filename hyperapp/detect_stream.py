@@ -1,0 +1,168 @@
+"""Detection on a cube larger than memory: two passes over the file, tile by tile.
+
+Pass 1 gathers what the detector's fit needs (:attr:`~hyperapp.models.base.PixelDetector.stream_stats`):
+the sums of the background statistics (ACE, MF, RX) or of the correlation (CEM) over every pixel with
+data, the target pixels (every method), or exactly the pixels the RBFN's sampling names (read in a
+pass of their own, after a pass that finds the no-data pixels when the file can hold any). The fit is
+then the same function the in-memory path calls, so the scores agree with it. Pass 2 streams the
+tiles through the scoring; only the (rows, cols) score map is kept, so memory is bounded by one ring
+of tiles plus the 2-D maps, whatever the number of bands. Thresholding, objects (connected
+components over the whole mask, so objects across tile borders are whole) and evaluation are
+:func:`hyperapp.detect.finish_detection`, as in memory.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hyperapp.backend import Timer, to_host
+from hyperapp.cube import Cube
+from hyperapp.errors import InputError
+from hyperapp.jobs import NULL_PROGRESS, Progress
+from hyperapp.models.base import NODATA, TARGET
+from hyperapp.models.registry import get_method
+from hyperapp.models.stats import BackgroundStats, scatter
+from hyperapp.stream import TILE_BYTES, iter_float_tiles
+
+
+def _flat_valid(tile, xp):
+    """Pixels (n, bands) of a tile and which of them hold data."""
+    P = tile.reshape(-1, tile.shape[2])
+    valid = xp.isfinite(P).all(axis=1)
+    return P, valid
+
+
+def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
+                 threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int = TILE_BYTES):
+    """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
+    (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`."""
+    from hyperapp.detect import finish_detection
+
+    m = get_method(method)
+    xp = backend.xp
+    timer = Timer(backend)
+    t0 = time.perf_counter()
+    est = model if model is not None else m.build(**(params or {}))
+    kind = getattr(est, "stream_stats", None)
+    if m.kind != "pixel" or kind is None:
+        raise InputError(f"{method} needs the whole image in memory (it looks at windows of pixels), and "
+                         f"this cube's {cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed "
+                         "the memory budget: raise --memory, or crop the cube", cube.path)
+    y = np.array(y, dtype=np.int8)
+    cols, nb = cube.cols, cube.bands
+    tgt_flat = np.flatnonzero(y.reshape(-1) == TARGET)
+    n_nodata = 0
+    valid_map = np.ones((cube.rows, cube.cols), bool)
+    fitted = model is not None
+    # ---------------------------------------------------------------- pass 1: what the fit needs
+    if not fitted and kind in ("background", "correlation", "none"):
+        with timer.stage("pass 1: statistics"):
+            s = G = shift = None
+            n_rows = 0
+            T_rows = []
+            for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+                progress(0.45 * r1 / cube.rows, "pass 1: statistics")
+                P, valid = _flat_valid(tile, xp)
+                vh = to_host(valid)
+                valid_map[r0:r1] = vh.reshape(r1 - r0, cols)
+                lo, hi = r0 * cols, r1 * cols
+                a, b = np.searchsorted(tgt_flat, [lo, hi])
+                if b > a:
+                    T_rows.append(P[xp.asarray(tgt_flat[a:b] - lo)].astype(xp.float64))
+                if kind == "none":
+                    continue
+                keep = xp.flatnonzero(valid)
+                Pv = P[keep] if int(keep.size) != P.shape[0] else P
+                if Pv.shape[0] == 0:
+                    continue
+                if shift is None:
+                    # the correlation is summed about zero in float64, as CEM's in-memory fit does
+                    shift = (BackgroundStats.shift_of(Pv) if kind == "background"
+                             else xp.zeros(nb, xp.float64))
+                ts, tG = scatter(Pv, shift)
+                s, G = (ts, tG) if s is None else (s + ts, G + tG)
+                n_rows += int(Pv.shape[0])
+            n_nodata = int(valid_map.size - valid_map.sum())
+            _check_targets(y, valid_map, cube)
+            T = xp.concatenate(T_rows) if T_rows else None
+            t_mean = None if T is None or not T.shape[0] else T.mean(axis=0)
+        with timer.stage("fit"):
+            if kind == "background":
+                if T is not None:
+                    # the background is every pixel with data but the clicks (as in memory)
+                    ts, tG = scatter(T.astype(shift.dtype), shift)
+                    s, G, n_rows = s - ts, G - tG, n_rows - int(T.shape[0])
+                if s is None:
+                    raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
+                est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
+            elif kind == "correlation":
+                est.fit_from_stats(G, n_rows, t_mean)
+            else:
+                est.fit_from_stats(t_mean)
+    elif not fitted:  # "sample": the pixels the model's own sampling names
+        if cube.nodata is not None or cube.store.dtype.kind == "f":
+            with timer.stage("pass 0: no data"):
+                for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+                    progress(0.2 * r1 / cube.rows, "pass 0: finding pixels without data")
+                    valid_map[r0:r1] = to_host(xp.isfinite(tile).all(axis=2))
+            n_nodata = int(valid_map.size - valid_map.sum())
+            _check_targets(y, valid_map, cube)
+        y_fit = y.copy()
+        y_fit[~valid_map] = NODATA
+        with timer.stage("pass 1: training pixels"):
+            t_idx, s_idx, b_idx, rng = est.sample_indices(y_fit, (cube.rows, cube.cols))
+            need = np.unique(np.concatenate([t_idx, s_idx, b_idx]))
+            rows_of = np.empty((need.size, nb), np.float32)
+            for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+                progress(0.2 + 0.25 * r1 / cube.rows, "pass 1: reading the training pixels")
+                a, b = np.searchsorted(need, [r0 * cols, r1 * cols])
+                if b > a:
+                    rows_of[a:b] = to_host(tile.reshape(-1, nb)[xp.asarray(need[a:b] - r0 * cols)])
+            rows_d = xp.asarray(rows_of)
+
+            def pick(idx):
+                return rows_d[xp.asarray(np.searchsorted(need, idx))]
+        with timer.stage("fit"):
+            est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng)
+    # ---------------------------------------------------------------- pass 2: scores
+    scores = np.empty((cube.rows, cube.cols), np.float32)
+    with timer.stage("pass 2: score"):
+        for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+            progress(0.45 + 0.4 * r1 / cube.rows, "pass 2: scoring")
+            sc = est.decision_function(tile)
+            valid = xp.isfinite(tile).all(axis=2)
+            scores[r0:r1] = to_host(xp.where(valid, sc, xp.float32(np.nan)))
+            if fitted:
+                valid_map[r0:r1] = to_host(valid)
+    if fitted:
+        n_nodata = int(valid_map.size - valid_map.sum())
+    y[~valid_map] = NODATA
+    report = {
+        "method": method,
+        "params": dict(params or {}),
+        "device": backend.name,
+        "streamed": True,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "n_target_pixels": int(tgt_flat.size),
+        "n_background_pixels": int((y == 0).sum()),
+        "nodata_pixels": n_nodata,
+    }
+    # the 2-D maps are small: threshold, objects and evaluation run on the host
+    result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
+                              progress=progress)
+    result.model = est
+    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return result
+
+
+def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:
+    if ((y == TARGET) & ~valid_map).any():
+        raise InputError("a marked target pixel has no data (NaN or the no-data value)", cube.path)
+    if not valid_map.any():
+        raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)

@@ -1,0 +1,292 @@
+"""Reading a cube at the disk's speed, tile by tile, with bounded memory.
+
+:class:`TileReader` reads bands of rows *as stored* (the file's data type, byte order and interleave)
+on a background thread, into a small ring of reusable buffers (page-locked ones when they go to the
+GPU), while the caller converts the previous tile. Conversion -- byte swap, de-interleave to
+(rows, cols, bands), the good bands, the cast to float32 and the no-data test -- is
+:func:`convert_tile`, one function for both array modules: on the GPU it runs on the device, after the
+raw bytes crossed the bus (fewer bytes than float32 for integer cubes).
+
+No-data pixels become NaN in every band: pixels equal to the cube's no-data value (ENVI ``data ignore
+value``, HDF5 fill value) in any band, or NaN/Inf in any band. Every consumer then tests ``isfinite``.
+
+Memory stays bounded on files larger than RAM: after each tile the reader drops the pages it mapped
+(``madvise(MADV_DONTNEED)``), so the process's resident memory does not grow with the file (the data
+stay in the page cache for the next reader).
+"""
+
+from __future__ import annotations
+
+import mmap
+import queue
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from hyperapp.cube import Cube
+
+#: bytes of stored data per tile
+TILE_BYTES = 64 << 20
+#: host threads copying one tile out of the memory map (NumPy's copy releases the GIL)
+COPY_THREADS = 4
+#: buffers in the ring: one being filled, one being converted, one in flight to the device
+RING = 3
+
+
+def _mmap_of(a) -> mmap.mmap | None:
+    """The ``mmap`` object under a NumPy memory map (or a view of one), if any."""
+    while a is not None:
+        m = getattr(a, "_mmap", None)
+        if m is not None:
+            return m
+        a = getattr(a, "base", None)
+    return None
+
+
+def copy_parallel(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor | None) -> None:
+    """``dst[:] = src`` (with conversion), split over the pool's threads along the first axis."""
+    if pool is None or src.shape[0] < COPY_THREADS:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    parts = np.array_split(np.arange(src.shape[0]), COPY_THREADS)
+    futs = [pool.submit(np.copyto, dst[p[0]:p[-1] + 1], src[p[0]:p[-1] + 1], "unsafe") for p in parts if p.size]
+    for f in futs:
+        f.result()
+
+
+@dataclass
+class Tile:
+    """Rows ``r0:r1`` of the cube as stored (``raw``: stored axis order and data type, a view of a ring
+    buffer that stays valid until :meth:`TileReader.release`)."""
+
+    index: int
+    r0: int
+    r1: int
+    raw: np.ndarray
+    slot: int
+
+
+class TileReader:
+    """Iterate over a cube's tiles of rows, read ahead on a background thread.
+
+    Parameters
+    ----------
+    cube : Cube
+    tile_bytes : int
+        Stored bytes per tile (the last one is shorter).
+    pinned : bool
+        Page-locked buffers (for asynchronous copies to the GPU).
+    rows : (int, int), optional
+        Only these rows of the cube.
+    """
+
+    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False,
+                 rows: tuple[int, int] | None = None):
+        self.cube = cube
+        st = cube.store
+        self.stored_shape = list(st.source.shape)
+        c = len(range(*cube.cols_sel.indices(st.shape[1])))
+        row_bytes = max(1, c * st.shape[2] * st.dtype.itemsize)
+        self.r_lo, self.r_hi = rows if rows is not None else (0, cube.rows)
+        self.rows_per = int(max(1, min(self.r_hi - self.r_lo, tile_bytes // row_bytes)))
+        shape = list(self.stored_shape)
+        shape[st.axes[0]] = self.rows_per
+        shape[st.axes[1]] = c
+        self.buf_shape = tuple(shape)
+        if pinned:
+            import cupyx
+
+            self.bufs = [cupyx.empty_pinned(self.buf_shape, st.dtype) for _ in range(RING)]
+        else:
+            self.bufs = [np.empty(self.buf_shape, st.dtype) for _ in range(RING)]
+        self._free: queue.Queue = queue.Queue()
+        for k in range(RING):
+            self._free.put(k)
+        self._ready: queue.Queue = queue.Queue(maxsize=RING)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._mm = _mmap_of(st.source)
+
+    @property
+    def n_tiles(self) -> int:
+        return -(-(self.r_hi - self.r_lo) // self.rows_per)
+
+    def _block(self, r0: int, r1: int):
+        """The stored hyperslab of cube rows r0:r1 (a view of the memory map, or an HDF5 read)."""
+        cube, st = self.cube, self.cube.store
+        base_r = range(*cube.rows_sel.indices(st.shape[0]))[r0:r1]
+        idx: list = [slice(None)] * 3
+        idx[st.axes[0]] = slice(base_r.start, base_r.stop, base_r.step)
+        idx[st.axes[1]] = cube.cols_sel
+        return st.source[tuple(idx)]
+
+    def _produce(self) -> None:
+        with ThreadPoolExecutor(COPY_THREADS) as pool:
+            try:
+                for i, r0 in enumerate(range(self.r_lo, self.r_hi, self.rows_per)):
+                    r1 = min(r0 + self.rows_per, self.r_hi)
+                    k = self._free.get()
+                    if self._stop.is_set() or k is None:
+                        return
+                    src = self._block(r0, r1)
+                    view = self.view(k, r1 - r0)
+                    copy_parallel(np.moveaxis(view, self.cube.store.axes[0], 0),
+                                  np.moveaxis(np.asarray(src), self.cube.store.axes[0], 0), pool)
+                    del src
+                    if self._mm is not None:  # drop the mapped pages: resident memory stays one ring
+                        try:
+                            self._mm.madvise(mmap.MADV_DONTNEED)
+                        except (OSError, ValueError, AttributeError):
+                            pass
+                    self._ready.put(Tile(i, r0, r1, view, k))
+            except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
+                self._ready.put(exc)
+                return
+        self._ready.put(None)
+
+    def view(self, k: int, n_rows: int) -> np.ndarray:
+        """Ring buffer ``k`` as a contiguous array of ``n_rows`` rows (along the stored rows axis)."""
+        shape = list(self.buf_shape)
+        shape[self.cube.store.axes[0]] = n_rows
+        return self.bufs[k].reshape(-1)[: int(np.prod(shape))].reshape(shape)
+
+    def release(self, tile: Tile) -> None:
+        """Give the tile's buffer back for the reader to fill again."""
+        self._free.put(tile.slot)
+
+    def __iter__(self) -> Iterator[Tile]:
+        self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
+        self._thread.start()
+        try:
+            while True:
+                item = self._ready.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._free.put(None)
+        if self._thread is not None:
+            while self._thread.is_alive():
+                try:  # unblock a producer waiting to hand over a tile
+                    self._ready.get_nowait()
+                except queue.Empty:
+                    pass
+                self._thread.join(timeout=0.05)
+
+
+def convert_tile(raw, cube: Cube, xp=np, out=None):
+    """Raw stored tile -> float32 (rows, cols, bands) on ``xp``'s device, no-data pixels NaN.
+
+    ``raw`` is in the stored axis order and data type; on the GPU it is the raw bytes after the
+    copy, and every step here (byte swap, de-interleave, band selection, cast, no-data test) runs on
+    the device. Returns ``out`` (allocated when not given).
+    """
+    st = cube.store
+    dt = st.dtype
+    a = raw
+    if xp is not np and not dt.isnative:
+        # CuPy holds native byte order only: the raw bytes arrive as unsigned integers (see
+        # :func:`device_dtype`) and are swapped on the device
+        b = raw.view(xp.uint8).reshape(raw.shape + (dt.itemsize,))[..., ::-1]
+        a = xp.ascontiguousarray(b).view(dt.newbyteorder("=")).reshape(raw.shape)
+    a = xp.transpose(a, st.axes)  # output axis i is stored axis axes[i]
+    if cube.bands_sel is not None:
+        a = a[:, :, xp.asarray(cube.bands_sel)]
+    if out is None:
+        out = xp.empty(a.shape, xp.float32)
+    if xp is np and a.size >= 1 << 20:
+        with ThreadPoolExecutor(COPY_THREADS) as pool:
+            copy_parallel(out, a, pool)
+    else:
+        out[...] = a
+    mark_nodata(out, cube.nodata)
+    return out
+
+
+def device_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype raw bytes of ``dtype`` travel to the GPU as: itself, or an unsigned integer of its
+    size when it is not in native byte order."""
+    return dtype if dtype.isnative else np.dtype(f"u{dtype.itemsize}")
+
+
+def mark_nodata(tile, nodata: float | None) -> None:
+    """Set every band of a pixel to NaN where a band holds ``nodata`` or NaN/Inf (in place)."""
+    from hyperapp.backend import get_namespace
+
+    xp = get_namespace(tile)
+    if nodata is None and tile.dtype.kind == "f":
+        # one reduction tells whether any value is non-finite (the common case: none)
+        if bool(xp.isfinite(tile.sum(dtype=xp.float64))):
+            return
+    bad = ~xp.isfinite(tile).all(axis=2)
+    if nodata is not None:
+        bad |= (tile == np.float32(nodata)).any(axis=2)
+    if bool(bad.any()):
+        tile[bad] = np.nan
+
+
+def valid_pixels(image):
+    """(rows, cols) bool: pixels with data (every band finite)."""
+    from hyperapp.backend import get_namespace
+
+    xp = get_namespace(image)
+    return xp.isfinite(image).all(axis=2)
+
+
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int = TILE_BYTES, rows: tuple[int, int] | None = None):
+    """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
+
+    Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
+    an asynchronous copy and are converted on the device while the next tile is read. A tile is valid
+    until the next one is asked for.
+    """
+    gpu = xp is not np
+    reader = TileReader(cube, tile_bytes, pinned=gpu, rows=rows)
+    if not gpu:
+        for t in reader:
+            tile = convert_tile(t.raw, cube, np)
+            reader.release(t)
+            yield t.r0, t.r1, tile
+        return
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    ddt = device_dtype(cube.store.dtype)
+    pending: list = []  # (tile, event) whose host buffer is still being copied
+    try:
+        for t in reader:
+            with stream:
+                d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
+                d.set(t.raw.view(ddt), stream=stream)
+                pending.append((t, stream.record()))
+                tile = convert_tile(d, cube, cupy)  # queued on the same stream, after the copy
+            while len(pending) > 1:  # the ring refills once the copy out of a buffer is done
+                pt, ev = pending.pop(0)
+                ev.synchronize()
+                reader.release(pt)
+            stream.synchronize()
+            yield t.r0, t.r1, tile
+    finally:
+        for pt, ev in pending:
+            ev.synchronize()
+            reader.release(pt)
+
+
+def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int = TILE_BYTES):
+    """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
+    NaN, read with :func:`iter_float_tiles`."""
+    out = xp.empty(cube.shape, xp.float32)
+    for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+        out[r0:r1] = tile
+        if progress is not None:
+            progress(r1 / max(cube.rows, 1), "reading the cube" if xp is np else "moving the cube to the GPU")
+    return out
