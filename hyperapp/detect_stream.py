@@ -24,7 +24,7 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.registry import get_method
 from hyperapp.models.stats import BackgroundStats, scatter
-from hyperapp.stream import TILE_BYTES, iter_float_tiles
+from hyperapp.stream import iter_float_tiles
 
 
 def _flat_valid(tile, xp):
@@ -35,7 +35,7 @@ def _flat_valid(tile, xp):
 
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
-                 threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int = TILE_BYTES):
+                 threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
     (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`."""
     from hyperapp.detect import finish_detection

@@ -57,12 +57,21 @@ NULL_PROGRESS = Progress()
 
 
 def text_progress(stream=None) -> Progress:
-    """A Progress that draws a one-line bar on a terminal (nothing when not a TTY)."""
+    """A Progress that draws a one-line bar on a terminal; elsewhere nothing, or one line per stage when
+    ``HYPERAPP_PROGRESS=lines`` (for logs, and for whoever watches a batch run)."""
+    import os
+
     stream = sys.stderr if stream is None else stream
     tty = hasattr(stream, "isatty") and stream.isatty()
+    lines = os.environ.get("HYPERAPP_PROGRESS") == "lines"
+    last = [""]
 
     def draw(fraction: float, message: str) -> None:
         if not tty:
+            if lines and message != last[0]:
+                last[0] = message
+                stream.write(f"hyperapp: {fraction * 100:5.1f}% {message}\n")
+                stream.flush()
             return
         n = int(fraction * 30)
         stream.write(f"\r[{'#' * n}{'.' * (30 - n)}] {fraction * 100:5.1f}% {message[:40]:<40}")

@@ -242,7 +242,7 @@ def valid_pixels(image):
     return xp.isfinite(image).all(axis=2)
 
 
-def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int = TILE_BYTES, rows: tuple[int, int] | None = None):
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, rows: tuple[int, int] | None = None):
     """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
 
     Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
@@ -250,7 +250,7 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int = TILE_BYTES, rows: tupl
     until the next one is asked for.
     """
     gpu = xp is not np
-    reader = TileReader(cube, tile_bytes, pinned=gpu, rows=rows)
+    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, rows=rows)
     if not gpu:
         for t in reader:
             tile = convert_tile(t.raw, cube, np)
@@ -281,7 +281,7 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int = TILE_BYTES, rows: tupl
             reader.release(pt)
 
 
-def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int = TILE_BYTES):
+def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None):
     """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
     NaN, read with :func:`iter_float_tiles`."""
     out = xp.empty(cube.shape, xp.float32)

@@ -1,0 +1,180 @@
+"""Cubes of any size (issue 16): the streaming reader, two-pass detection equal to the in-memory path,
+no-data pixels, bounded memory, and a run killed mid-way."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import hyperapp.stream as stream
+from hyperapp.cube import cube_from_array
+from hyperapp.detect import run_detection
+from hyperapp.io import open_cube, read_labels
+from hyperapp.stream import read_float32
+
+from .conftest import ROOT
+
+METHODS = ["sam", "ace", "mf", "cem", "rx", "rbfn"]
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """Tiles of a few rows, so a 128-row cube streams through many of them."""
+    monkeypatch.setattr(stream, "TILE_BYTES", 9 * 128 * 64 * 2)
+
+
+@pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
+@pytest.mark.parametrize("dtype, order", [(np.float32, 0), (np.uint16, 1), (np.int16, 0)])
+def test_reader_matches_the_plain_read(tmp_path, interleave, dtype, order, small_tiles):
+    import spectral.io.envi as envi
+
+    rng = np.random.default_rng(0)
+    data = (rng.random((37, 23, 9)) * 1000 + 100).astype(dtype)
+    data[5, 6, 3] = 7  # the no-data value in one band: the whole pixel is no data
+    hdr = tmp_path / "c.hdr"
+    envi.save_image(str(hdr), data, dtype=dtype, interleave=interleave, byteorder=order, force=True,
+                    metadata={"data ignore value": 7, "bbl": [1] * 8 + [0]})
+    cube = open_cube(hdr).good_bands()
+    got = read_float32(cube, tile_bytes=5 * 23 * 9 * np.dtype(dtype).itemsize)  # 8 tiles, the last short
+    ref = data[:, :, :8].astype(np.float32)
+    ref[5, 6] = np.nan
+    np.testing.assert_array_equal(got, ref)
+
+
+def _land(land_hdr):
+    cube = open_cube(land_hdr).good_bands()
+    targets = read_labels(land_hdr.with_name("land_targets.csv"), (cube.rows, cube.cols)) > 0
+    return cube, targets
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
+    cube, targets = _land(land_hdr)
+    truth = read_labels(land_hdr.with_name("land_truth.hdr"), (cube.rows, cube.cols)) > 0
+    mem = run_detection(cube, method, targets, device="cpu", truth=truth)
+    st = run_detection(cube, method, targets, device="cpu", truth=truth, memory=1e-4)  # 100 KB: streamed
+    assert st.report["streamed"] and not mem.report["streamed"]
+    scale = float(np.nanmax(np.abs(mem.scores)))
+    np.testing.assert_allclose(st.scores, mem.scores, rtol=1e-5, atol=1e-5 * scale)
+    assert st.report["objects"] == mem.report["objects"]
+    assert abs(st.report["detections"] - mem.report["detections"]) <= 1
+
+
+def _swath(land_hdr, fill):
+    """The land scene with everything outside a rotated swath set to ``fill``, and the swath's
+    bounding box cut out of it (corners still fill): the same pixels with data, a smaller cube."""
+    cube, targets = _land(land_hdr)
+    X = cube.read()
+    rr, cc = np.mgrid[0:128, 0:128]
+    u = (rr - 64) * np.cos(0.5) + (cc - 64) * np.sin(0.5)
+    inside = np.abs(u) < 40
+    Xf = X.copy()
+    Xf[~inside] = fill
+    r0, r1 = np.flatnonzero(inside.any(axis=1))[[0, -1]]
+    c0, c1 = np.flatnonzero(inside.any(axis=0))[[0, -1]]
+    t = targets & inside
+    meta = {"nodata": -9999.0} if fill == -9999 else {}
+    full = cube_from_array(Xf, "full", **meta)
+    crop = cube_from_array(np.ascontiguousarray(Xf[r0:r1 + 1, c0:c1 + 1]), "crop", **meta)
+    return full, crop, t, t[r0:r1 + 1, c0:c1 + 1], inside, (r0, r1 + 1, c0, c1 + 1)
+
+
+@pytest.mark.parametrize("fill", [-9999, np.nan])
+@pytest.mark.parametrize("method", ["ace", "rx", "rbfn"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_fill_border_gives_the_swaths_scores(land_hdr, fill, method, streamed, small_tiles):
+    full, crop, t_full, t_crop, inside, (r0, r1, c0, c1) = _swath(land_hdr, fill)
+    mem = {"memory": 1e-4} if streamed else {}
+    a = run_detection(full, method, t_full, device="cpu", **mem)
+    b = run_detection(crop, method, t_crop, device="cpu", **mem)
+    sa = a.scores[r0:r1, c0:c1]
+    ok = inside[r0:r1, c0:c1]
+    assert np.isnan(a.scores[~inside]).all() and not a.mask[~inside].any()
+    assert a.report["nodata_pixels"] == int((~inside).sum())
+    scale = float(np.nanmax(np.abs(b.scores)))
+    np.testing.assert_allclose(sa[ok], b.scores[ok], rtol=1e-4, atol=1e-4 * scale)
+
+
+def _write_cube(path, rows, cols, bands, dtype=np.uint16, seed=0):
+    """A large ENVI BIL cube written a block of rows at a time (never whole in memory)."""
+    import spectral.io.envi as envi
+
+    rng = np.random.default_rng(seed)
+    ends = rng.uniform(500, 4000, (5, bands))
+    hdr = path.with_suffix(".hdr")
+    img = envi.create_image(str(hdr), shape=(rows, cols, bands), dtype=dtype, interleave="bil", force=True,
+                            ext=".img")
+    mm = img.open_memmap(interleave="source", writable=True)  # (rows, bands, cols) for BIL
+    for r in range(0, rows, 256):
+        n = min(256, rows - r)
+        ab = rng.dirichlet(np.ones(5), (n, cols))
+        block = ab @ ends + rng.normal(0, 20, (n, cols, bands))
+        mm[r:r + n] = np.transpose(block, (0, 2, 1)).astype(dtype)
+    mm.flush()
+    del mm
+    return hdr
+
+
+def _cli(args, timeout=600):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": "", "HYPERAPP_PROGRESS": "lines"}
+    return subprocess.Popen([sys.executable, "-m", "hyperapp", "--headless", *map(str, args)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_bounded_memory_on_a_large_cube(tmp_path):
+    """A 1 GiB uint16 cube (4 GB as float32 were it loaded) with a 0.25 GB budget: SAM, ACE and RBFN
+    stream it, and the process's peak resident memory stays far below the cube."""
+    hdr = _write_cube(tmp_path / "big", 4096, 1024, 128)
+    (tmp_path / "t.csv").write_text("row,col\n100,100\n2000,500\n")
+    # VmHWM, the peak resident set of this process image (ru_maxrss would carry over the parent's
+    # peak through fork and exec: pytest's, while it wrote the cube)
+    script = (
+        "import sys\n"
+        "from hyperapp.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('PEAK', open('/proc/self/status').read().split('VmHWM:')[1].split()[0])\n"
+        "sys.exit(code)\n"
+    )
+    for method in ("sam", "ace", "rbfn"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+        r = subprocess.run([sys.executable, "-c", script, "--headless", "detect", str(hdr), "--method", method,
+                            "--targets", str(tmp_path / "t.csv"), "--device", "cpu", "--memory", "0.25",
+                            "--out", str(tmp_path / method)], env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr
+        peak_gb = int(r.stdout.split("PEAK")[-1]) / 2**20  # kB
+        rep = json.loads((tmp_path / method / "report.json").read_text())
+        assert rep["streamed"]
+        assert peak_gb <= 1.5, (method, peak_gb)  # the issue asks <= 2.5 GB for a 7 GB cube
+
+
+def test_sigterm_leaves_no_partial_output(tmp_path):
+    hdr = _write_cube(tmp_path / "c", 2048, 512, 64)
+    (tmp_path / "t.csv").write_text("row,col\n10,10\n")
+    out = tmp_path / "out"
+    args = ["detect", hdr, "--method", "rbfn", "--targets", tmp_path / "t.csv", "--device", "cpu",
+            "--memory", "0.01", "--out", out]
+    p = _cli(args)
+    t0 = time.time()
+    seen = ""
+    while "pass" not in seen and time.time() - t0 < 120:  # wait for the streamed passes to start
+        line = p.stderr.readline()
+        if not line and p.poll() is not None:
+            break
+        seen += line
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, seen + err
+    finals = ["scores.hdr", "scores.img", "mask.hdr", "mask.img", "objects.csv", "report.json"]
+    assert not any((out / f).exists() for f in finals)
+    assert not list(out.glob(".staging-*"))
+    p = _cli(args)
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert all((out / f).exists() for f in finals)
+    assert json.loads((out / "report.json").read_text())["streamed"]
