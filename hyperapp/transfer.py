@@ -6,9 +6,6 @@ asynchronously and converted (byte order, interleave, bands, float32, no data) o
 
 from __future__ import annotations
 
-import numpy as np
-
-from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 
 
@@ -20,17 +17,3 @@ def cube_to_device(cube, progress: Progress = NULL_PROGRESS):
     from hyperapp.stream import read_float32
 
     return read_float32(cube, cupy, progress)
-
-
-def check_pixels_finite(data, path=None) -> None:
-    """Raise, naming the first bad pixel, when a (rows, cols, bands) array holds NaN or Inf; the test
-    runs on the device the array is on."""
-    from hyperapp.backend import get_namespace
-
-    xp = get_namespace(data)
-    bad = ~xp.isfinite(data).all(axis=2)
-    if bool(bad.any()):
-        n = int(bad.sum())
-        r, c = (int(v) for v in np.unravel_index(int(xp.flatnonzero(bad)[0]), bad.shape))
-        raise InputError(f"{n} pixel(s) hold NaN or Inf values (first at row {r}, col {c})", path)
-

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from hyperapp.io import read_labels
 from hyperapp.models import classic
 from hyperapp.models.evaluation import auc, pd_at_far
 from hyperapp.models.rbfn import RBFN
@@ -226,23 +227,45 @@ def test_click_to_result_cpu_and_gpu_agree(cp, method):
     assert set(b.report["seconds"]) >= {"fit", "score", "threshold", "objects", "copy", "evaluate"}
 
 
-def test_cube_to_device_checks_on_the_gpu(cp):
-    from hyperapp.cube import cube_from_array
-    from hyperapp.errors import InputError
+def test_cube_to_device_converts_on_the_gpu(cp, tmp_path):
+    """Raw tiles of every interleave, type and byte order, converted on the device: the same float32
+    pixels as the CPU reader, no-data pixels NaN."""
+    import spectral.io.envi as envi
+
+    from hyperapp.io import open_cube
+    from hyperapp.stream import read_float32
     from hyperapp.transfer import cube_to_device
 
     rng = np.random.default_rng(0)
-    data = rng.integers(0, 4000, size=(700, 90, 33)).astype(np.int16)  # several staging tiles, int16
-    cube = cube_from_array(data, "int16")
-    import hyperapp.transfer as tr
+    for il in ("bil", "bsq", "bip"):
+        for dt, order in ((np.int16, 1), (np.uint16, 0), (np.float32, 1), (np.float64, 0)):
+            data = (rng.random((70, 41, 13)) * 3000 + 10).astype(dt)
+            data[50, 3, 7] = 5
+            hdr = tmp_path / f"c{il}{np.dtype(dt).name}{order}.hdr"
+            envi.save_image(str(hdr), data, dtype=dt, interleave=il, byteorder=order, force=True,
+                            metadata={"data ignore value": 5, "bbl": [1] * 12 + [0]})
+            cube = open_cube(hdr).good_bands()
+            ref = read_float32(cube, tile_bytes=9 * 41 * 13 * 8)
+            got = read_float32(cube, cp, tile_bytes=9 * 41 * 13 * 8).get()
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+            np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(ref))
+            assert np.isnan(got[50, 3]).all()
+            assert cube_to_device(cube).shape == (70, 41, 12)
 
-    old = tr.STAGE_BYTES
-    tr.STAGE_BYTES = 1 << 20
-    try:
-        np.testing.assert_array_equal(cube_to_device(cube).get(), data.astype(np.float32))
-        bad = data.astype(np.float32)
-        bad[650, 3, 7] = np.nan
-        with pytest.raises(InputError, match="row 650, col 3"):
-            cube_to_device(cube_from_array(bad, "nan"))
-    finally:
-        tr.STAGE_BYTES = old
+
+@pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn"])
+def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
+    import hyperapp.stream as stream
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+
+    monkeypatch.setattr(stream, "TILE_BYTES", 9 * 128 * 64 * 2)
+    cube = open_cube(land_hdr).good_bands()
+    t = read_labels(land_hdr.with_name("land_targets.csv"), (cube.rows, cube.cols)) > 0
+    mem = run_detection(cube, method, t, device="gpu")
+    st = run_detection(cube, method, t, device="gpu", memory=1e-4)
+    cpu = run_detection(cube, method, t, device="cpu", memory=1e-4)
+    assert st.report["streamed"] and st.report["device"] == "gpu"
+    scale = float(np.nanmax(np.abs(cpu.scores)))
+    np.testing.assert_allclose(st.scores, mem.scores, atol=1e-3 * scale)
+    np.testing.assert_allclose(st.scores, cpu.scores, atol=1e-3 * scale)

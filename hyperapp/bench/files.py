@@ -1,0 +1,121 @@
+"""Whole-path bench cases: from a file on disk to results on disk, in a fresh process each time.
+
+A person feels the time from a file to its results, not a kernel's: these cases write ENVI cubes of
+realistic size (2048 x 2048 x 128 float32 in BIL, BSQ and BIP, and uint16 BIL), measure the machine's
+page-cache read rate on each (the floor for loading it), and time ``hyperapp --headless detect`` in a
+new Python process per run (imports, CUDA start, kernel loading from CuPy's on-disk cache, reading,
+fit, score, outputs), on the GPU and on the CPU. The first run of all uses an empty kernel cache, so
+the cost of compiling the kernels once per installation shows beside the cached runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.bench import Measurement, bench_case
+
+INTERLEAVE_ORDER = {"bip": (0, 1, 2), "bil": (0, 2, 1), "bsq": (2, 0, 1)}
+ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12}
+
+
+def write_envi_raw(stem: Path, data: np.ndarray, interleave: str) -> Path:
+    """``data`` (rows, cols, bands) as an ENVI file in ``interleave``, written straight (no copy of the
+    whole cube beyond one transposition)."""
+    rows, cols, bands = data.shape
+    np.ascontiguousarray(np.transpose(data, INTERLEAVE_ORDER[interleave])).tofile(stem.with_suffix(".img"))
+    hdr = stem.with_suffix(".hdr")
+    hdr.write_text(
+        "ENVI\n"
+        f"samples = {cols}\nlines = {rows}\nbands = {bands}\nheader offset = 0\n"
+        f"file type = ENVI Standard\ndata type = {ENVI_TYPE[data.dtype]}\ninterleave = {interleave}\n"
+        "byte order = 0\n"
+    )
+    return hdr
+
+
+def page_cache_read(path: Path, repeats: int = 2) -> float:
+    """Seconds to read a file (already in the page cache after the first pass) into user memory."""
+    buf = bytearray(64 << 20)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        with open(path, "rb", buffering=0) as fh:
+            while fh.readinto(buf):
+                pass
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def fresh_run(args: list[str], env: dict | None = None) -> tuple[float, dict]:
+    """Wall seconds of ``hyperapp --headless ARGS`` in a new process, and its report."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", *args], capture_output=True, text=True,
+                       env={**os.environ, **(env or {})})
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"hyperapp {' '.join(args)} failed: {r.stderr.strip()[-400:]}")
+    out = Path(args[args.index("--out") + 1])
+    return wall, json.loads((out / "report.json").read_text())
+
+
+@bench_case("file-to-result-2048x2048x128")
+def file_to_result(ctx) -> list[Measurement]:
+    """File -> scores, mask, objects and report on disk, in a fresh process: RBFN and ACE on a 2 GB
+    float32 cube in BIL, BSQ and BIP and a 1 GB uint16 one, GPU against CPU, load against the
+    page-cache read rate."""
+    rng = np.random.default_rng(0)
+    rows, cols, bands = 2048, 2048, 128
+    ends = rng.uniform(0.05, 0.6, (6, bands)).astype(np.float32)
+    ab = rng.dirichlet(np.ones(6), rows * cols).astype(np.float32)
+    X = (ab @ ends + rng.normal(0, 0.01, (rows * cols, bands)).astype(np.float32)).reshape(rows, cols, bands)
+    del ab
+    out: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="hyperapp-bench-") as tmp:
+        d = Path(tmp)
+        clicks = d / "t.csv"
+        pick = rng.choice(rows * cols, 5, replace=False)
+        clicks.write_text("row,col\n" + "".join(f"{p // cols},{p % cols}\n" for p in pick))
+        cubes = {f"float32-{il}": write_envi_raw(d / f"f32{il}", X, il) for il in ("bil", "bsq", "bip")}
+        cubes["uint16-bil"] = write_envi_raw(d / "u16bil", (X * 10000).astype(np.uint16), "bil")
+        del X
+        # a Python process that imports CuPy and starts CUDA: what every fresh run pays first
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import cupy; cupy.zeros(1).sum().get()"], check=True)
+        start_s = time.perf_counter() - t0
+        cold_cache = {"CUPY_CACHE_DIR": str(d / "kernel-cache")}
+        first = True
+        for name, hdr in cubes.items():
+            read_s = page_cache_read(hdr.with_suffix(".img"))
+            size_gb = hdr.with_suffix(".img").stat().st_size / 1e9
+            for method in ("rbfn", "ace"):
+                args = ["detect", str(hdr), "--method", method, "--targets", str(clicks), "--far", "1e-3"]
+                notes = {"file_GB": round(size_gb, 3), "page_cache_read_s": round(read_s, 3),
+                         "page_cache_GBps": round(size_gb / read_s, 2), "python+cupy+cuda_start_s": round(start_s, 3)}
+                if first:  # empty kernel cache: every kernel compiles in this run
+                    wall, _ = fresh_run(args + ["--device", "gpu", "--out", str(d / "cold")], cold_cache)
+                    notes["first_run_empty_kernel_cache_s"] = round(wall, 3)
+                    first = False
+                fresh_run(args + ["--device", "gpu", "--out", str(d / "warm")], cold_cache)  # page cache warm
+                walls = []
+                for _ in range(2):
+                    w, rep = fresh_run(args + ["--device", "gpu", "--out", str(d / "gpu")], cold_cache)
+                    walls.append(w)
+                gpu_s = min(walls)
+                notes["gpu_stages_s"] = {k: round(v, 3) for k, v in rep["seconds"].items()}
+                notes["load_vs_page_cache"] = round(rep["seconds"].get("load", float("nan")) / read_s, 2)
+                cpu_s = None
+                if name == "float32-bil" or name == "uint16-bil":
+                    cpu_s, crep = fresh_run(args + ["--device", "cpu", "--out", str(d / "cpu")])
+                    notes["cpu_stages_s"] = {k: round(v, 3) for k, v in crep["seconds"].items()}
+                out.append(Measurement(f"file-to-result-{method}-{name}", gpu_s * 1e3,
+                                       None if cpu_s is None else cpu_s * 1e3, "page-cache read of the file",
+                                       read_s * 1e3, notes=notes))
+    return out
