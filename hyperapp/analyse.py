@@ -116,11 +116,13 @@ def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Pr
     xp = backend.xp
     if image is not None:
         return image.reshape(-1, image.shape[-1])[xp.asarray(idx)]
+    from hyperapp.stream import iter_float_tiles
+
     out = np.empty((idx.size, cube.bands), np.float32)
     done = 0
-    for rows, tile in cube.iter_tiles():
-        progress(rows.start / max(cube.rows, 1), "reading spectra")
-        lo, hi = rows.start * cube.cols, rows.stop * cube.cols
+    for r0, r1, tile in iter_float_tiles(cube):  # no-data pixels NaN
+        progress(r0 / max(cube.rows, 1), "reading spectra")
+        lo, hi = r0 * cube.cols, r1 * cube.cols
         a, b = np.searchsorted(idx, [lo, hi])
         if b > a:
             out[done:done + b - a] = tile.reshape(-1, cube.bands)[idx[a:b] - lo]
@@ -129,7 +131,8 @@ def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Pr
 
 
 def label_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
-    """``model.predict`` over every pixel, tile by tile; -1 where a pixel holds NaN or Inf."""
+    """``model.predict`` over every pixel, tile by tile; -1 where a pixel has no data (NaN, Inf or the
+    cube's no-data value)."""
     xp = backend.xp
     labels = np.full((cube.rows, cube.cols), -1, np.int16)
 
@@ -145,9 +148,11 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
     if image is not None:
         labels[:] = one(image.reshape(-1, image.shape[-1])).reshape(cube.rows, cube.cols)
         return labels
-    for rows, tile in cube.iter_tiles():
-        progress(rows.start / max(cube.rows, 1), "labelling the image")
-        labels[rows] = one(backend.asarray(tile.reshape(-1, cube.bands))).reshape(-1, cube.cols)
+    from hyperapp.stream import iter_float_tiles
+
+    for r0, r1, tile in iter_float_tiles(cube, backend.xp):
+        progress(r0 / max(cube.rows, 1), "labelling the image")
+        labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
     return labels
 
 
@@ -201,10 +206,15 @@ def run_analysis(
         if roi is not None:
             cls = np.asarray(roi).reshape(-1)[idx].astype(np.int64)
             y = np.where(cls > 0, cls, -1)
+    n_nodata = 0
     if not bool(backend.xp.isfinite(X).all()):
-        bad = int((~backend.xp.isfinite(X).all(axis=1)).sum())
-        raise InputError(f"{bad} selected pixel(s) hold NaN or Inf values; set the cube's no-data value "
-                         "or select other pixels", cube.path)
+        # no-data pixels (NaN, or the cube's no-data value) are left out of the selection
+        ok = to_host(backend.xp.isfinite(X).all(axis=1))
+        n_nodata = int((~ok).sum())
+        if not ok.any():
+            raise InputError("every selected pixel is no data (NaN or the cube's no-data value)", cube.path)
+        X, idx = X[backend.xp.asarray(np.flatnonzero(ok))], idx[ok]
+        y = None if y is None else y[ok]
     progress(0.2, f"fitting {m.title}")
     with timer.stage("fit"):
         kw = {"progress": progress.sub(0.2, 0.85)} if getattr(est, "accepts_progress", False) else {}
@@ -216,7 +226,7 @@ def run_analysis(
     report = {
         "method": method,
         "params": {**est.get_params()},
-        "selection": {**selection.describe(), "n_spectra": int(idx.size)},
+        "selection": {**selection.describe(), "n_spectra": int(idx.size), "nodata_left_out": n_nodata},
         "device": backend.name,
         "device_name": backend.device_name,
         "cube": cube.path,

@@ -8,7 +8,6 @@ same object, as targets are not aligned with the pixel grid).
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
 
 from hyperapp.backend import get_namespace, to_host
 
@@ -17,6 +16,8 @@ EIGHT = np.ones((3, 3), dtype=bool)
 
 def label_objects(mask) -> tuple[np.ndarray, int]:
     """8-connected component labels of a boolean mask (host arrays)."""
+    from scipy import ndimage  # imported when first needed: it costs a fresh process ~0.3-0.5 s
+
     lab, n = ndimage.label(to_host(mask).astype(bool), structure=EIGHT)
     return lab.astype(np.int32), int(n)
 
@@ -39,6 +40,8 @@ def object_table(mask, scores) -> list[dict]:
     Bounding boxes are ``row0, col0, row1, col1`` with exclusive ends (Python slices); rows are sorted
     by peak score, highest first.
     """
+    from scipy import ndimage
+
     m = to_host(mask).astype(bool)
     s = to_host(scores)
     lab, n = label_objects(m)

@@ -172,15 +172,20 @@ def test_run_analysis_labels_image_and_nan(land_hdr):
     assert res.labels.shape == (128, 128) and res.labels.dtype == np.int16
     assert set(np.unique(res.labels)) == set(range(res.model.chosen_k_))
     assert res.report["selection"]["n_spectra"] == 3000
-    # a NaN pixel: fitted around when not selected, labelled -1; selected, a clear error
+    # a NaN pixel is no data: left out of the fit (selected or not) and labelled -1
     data = cube.to_float32()
     data[4, 9] = np.nan
     nan_cube = cube_from_array(data, "nan-cube")
     res = run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("roi"), roi=_roi_at(data.shape, (10, 10), (50, 50), (90, 20)),
                        device="cpu")
     assert res.labels[4, 9] == -1 and (res.labels >= 0).sum() == 128 * 128 - 1
-    with pytest.raises(InputError, match="NaN"):
-        run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("image"), device="cpu")
+    res = run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("image"), device="cpu")
+    assert res.report["selection"]["nodata_left_out"] == 1 and res.report["selection"]["n_spectra"] == 128 * 128 - 1
+    assert res.labels[4, 9] == -1
+    only = np.zeros((128, 128), int)
+    only[4, 9] = 1
+    with pytest.raises(InputError, match="no data"):
+        run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("roi"), roi=only, device="cpu")
     with pytest.raises(InputError, match="no pixels"):
         run_analysis(cube, "kmeans", {"k": 3}, Selection("roi", roi_class=2), roi=np.zeros((128, 128), int),
                      device="cpu")

@@ -293,11 +293,11 @@ class MainWindow(QMainWindow):
         cube = self.session.base_cube  # the view shows the cube as opened, whatever bands detect
         lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
         if self.mode.currentText() == "RGB":
-            img = stretch(cube.subset_bands(list(cube.rgb_bands())).read(), lo, hi)
+            img = stretch(_no_data_nan(cube.subset_bands(list(cube.rgb_bands())).read(), cube.nodata), lo, hi)
             self.band_label.setText("")
         else:
             b = self.band.value()
-            img = stretch(cube.band(b), lo, hi)
+            img = stretch(_no_data_nan(cube.band(b), cube.nodata), lo, hi)
             wl = f" ({cube.wavelengths[b]:.1f} {cube.wavelength_units or ''})" if cube.wavelengths is not None else ""
             self.band_label.setText(f"{b}{wl}")
         self.view.set_image(img)
@@ -724,3 +724,10 @@ class MainWindow(QMainWindow):
         urls = ev.mimeData().urls()
         if urls:
             QTimer.singleShot(0, lambda: self.open_cube(urls[0].toLocalFile()))
+
+
+def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
+    """No-data values as NaN, so the display's stretch ignores a fill border (drawn black)."""
+    if nodata is not None:
+        img = np.where(img == np.float32(nodata), np.float32(np.nan), img)
+    return img
