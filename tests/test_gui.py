@@ -152,3 +152,27 @@ def test_no_python_bool_leak_while_hovering(win, land_hdr):
     for i in range(50):
         win._hover(i % 128, (3 * i) % 128)
     assert sys.getrefcount(True) >= before - 5
+
+
+def test_fill_border_in_the_window(qtbot, win, land_hdr, tmp_path):
+    """A flight line with a -9999 fill border: the window opens it, the display ignores the fill, and a
+    detector run leaves the border out (NaN scores, nothing in the mask)."""
+    import spectral.io.envi as envi
+
+    from hyperapp.io import open_cube, read_labels
+
+    cube = open_cube(land_hdr)
+    X = cube.read()
+    X[:, :20] = -9999
+    hdr = tmp_path / "swath.hdr"
+    envi.save_image(str(hdr), X, dtype=np.float32, force=True, ext=".img", metadata={"data ignore value": -9999})
+    assert win.open_cube(hdr)
+    assert (win.view.base.image[:, :20] == 0).all() and win.view.base.image[:, 30:].any()
+    clicks = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
+    clicks[:, :20] = 0
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+    run = _run(qtbot, win, "ace")
+    assert run is not None
+    res = run.result
+    assert np.isnan(res.scores[:, :20]).all() and np.isfinite(res.scores[:, 20:]).all()
+    assert not res.mask[:, :20].any() and res.report["nodata_pixels"] == 128 * 20
