@@ -110,6 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     ana.add_argument("--out", required=True, help="output folder")
 
+    run = sub.add_parser("run", help="run a batch job file (TOML) over many cubes; resumable")
+    run.add_argument("job", help="the job file (see the README's Batch section)")
+    run.add_argument("--workers", type=int, default=0,
+                     help="start a local Dask cluster of N worker processes (one per GPU where there are several); "
+                          "default: this process, two cubes at a time")
+    run.add_argument("--scheduler", help="send the cubes to an existing Dask cluster at this address")
+    run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    run.add_argument("--memory", type=float, default=None, metavar="GB",
+                     help="host memory one cube may hold before it is streamed (default: half the memory available)")
+
     bench = sub.add_parser("bench", help="benchmark the GPU kernels")
     bench.add_argument("--case", action="append", default=[], help="run only these cases (repeatable)")
     bench.add_argument("--repeats", type=int, default=20)
@@ -302,7 +312,17 @@ def cmd_samples(args) -> int:
     return 0
 
 
-COMMANDS = {"info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "analyze": cmd_analyse,
+def cmd_run(args) -> int:
+    from hyperapp.batch import run_job
+    from hyperapp.jobfile import load_job
+
+    job = load_job(args.job)
+    if args.workers < 0:
+        raise InputError(f"--workers must be 0 or more, got {args.workers}")
+    return run_job(job, workers=args.workers, scheduler=args.scheduler, device=args.device, memory=args.memory)
+
+
+COMMANDS = {"run": cmd_run, "info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "analyze": cmd_analyse,
             "bench": cmd_bench, "samples": cmd_samples}
 
 
@@ -354,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.remove("--headless")
         return headless(argv, debug)
     gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
-                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,bench,samples} ...")
+                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")

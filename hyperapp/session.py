@@ -192,6 +192,49 @@ class Session:
                 r["model"] = str((base / r["model"]).resolve())
         return d
 
+    def save_batch_job(self, path) -> Path:
+        """Write this session as a batch job (``hyperapp --headless run``): every cube of the current
+        cube's folder with its extension, one detect step per run in the window (the marked pixels saved
+        beside the job as the steps' clicks), its output folder beside the job. Returns the job's path."""
+        from hyperapp.io.atomic import atomic_write_text
+        from hyperapp.jobfile import job_text
+
+        p = Path(path)
+        if p.suffix.lower() != ".toml":
+            p = p.with_suffix(".toml")
+        if not self.cube.path:
+            raise InputError("the cube was not opened from a file: a batch job needs files")
+        if not self.runs:
+            raise InputError("run a detector first: the job repeats the window's runs")
+        src = Path(self.cube.path)
+        clicks = p.with_name(p.stem + "-clicks.csv")
+        bg = p.with_name(p.stem + "-background.csv")
+        rows = [(r, c) for r, c in zip(*np.nonzero(self.roi.targets))]
+        atomic_write_text(clicks, "row,col\n" + "".join(f"{r},{c}\n" for r, c in rows))
+        has_bg = self.roi.background is not None
+        if has_bg:
+            rr, cc = np.nonzero(self.roi.background)
+            atomic_write_text(bg, "row,col\n" + "".join(f"{r},{c}\n" for r, c in zip(rr, cc)))
+        steps, seen = [], set()
+        for run in self.runs:
+            if run.method in seen:  # the latest settings of each method
+                steps = [st for st in steps if st["detect"] != run.method]
+            seen.add(run.method)
+            st = {"detect": run.method, "params": {k: v for k, v in (run.params or {}).items()}}
+            from hyperapp.models.registry import get_method
+
+            if get_method(run.method).uses_targets:
+                st["targets"] = clicks.name
+                if has_bg:
+                    st["background"] = bg.name
+            if self.bands is not None:
+                st["bands"] = ",".join(map(str, self.bands))
+            st["far"] = 1e-3
+            steps.append(st)
+        inputs = [os.path.relpath(src.parent, p.parent) + f"/*{src.suffix}"]
+        atomic_write_text(p, job_text(inputs, steps, p.stem + "-out", self.dataset))
+        return p
+
     def restore_rois(self, d: dict) -> None:
         roi = d.get("roi") or {}
         classes = roi.get("classes")

@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
+        self._action(f, "Save as &batch job…", self._save_job_dialog)
         f.addSeparator()
         ex = f.addMenu("&Export")
         self._action(ex, "Detection &mask…", lambda: self._export_dialog("mask"), "Ctrl+E")
@@ -672,6 +673,25 @@ class MainWindow(QMainWindow):
                 self.session.roi.import_(path)
             except HyperappError as exc:
                 self.show_error(str(exc))
+
+    def save_batch_job(self, path) -> bool:
+        """File > Save as batch job: this session as a job file for ``hyperapp --headless run``."""
+        if self.session is None:
+            self.show_error("open a cube first: there is nothing to save")
+            return False
+        try:
+            job = self.session.save_batch_job(path)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        self.statusBar().showMessage(f"batch job saved to {job}: run it with hyperapp --headless run {job.name}",
+                                     10000)
+        return True
+
+    def _save_job_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save as batch job", self._last_dir(), "Batch jobs (*.toml)")
+        if path:
+            self.save_batch_job(path)
 
     def _open_project_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open project", self._last_dir(), "Projects (*.hyperapp.json *.json)")

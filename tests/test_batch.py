@@ -1,0 +1,188 @@
+"""Batch mode (issue 15): job files, a local Dask cluster over 20 cubes with a broken one, resuming a
+killed run, and the README's example job."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperapp.cli import main
+from hyperapp.errors import InputError
+from hyperapp.jobfile import job_text, load_job
+
+from .conftest import ROOT
+
+pytest.importorskip("distributed")
+
+
+def _scenes(folder: Path, n: int, size: int = 48, bands: int = 16, seed: int = 0) -> list[Path]:
+    """``n`` small ENVI scenes of one material mix with a bright target block each."""
+    import spectral.io.envi as envi
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    ends = rng.uniform(0.1, 0.5, (4, bands))
+    target = rng.uniform(0.3, 0.9, bands)
+    out = []
+    for i in range(n):
+        ab = rng.dirichlet(np.ones(4), (size, size))
+        X = (ab @ ends + rng.normal(0, 0.005, (size, size, bands))).astype(np.float32)
+        X[10:14, 10:14] = target + rng.normal(0, 0.005, (4, 4, bands))
+        hdr = folder / f"scene-{i:02d}.hdr"
+        envi.save_image(str(hdr), X, dtype=np.float32, force=True, ext=".img")
+        out.append(hdr)
+    return out
+
+
+def _job(tmp: Path, body: str) -> Path:
+    p = tmp / "job.toml"
+    p.write_text(body)
+    return p
+
+
+BASIC = """
+[inputs]
+paths = ["scenes/*.hdr"]
+[[steps]]
+detect = "sam"
+targets = "clicks.csv"
+far = 0.01
+[output]
+folder = "out"
+"""
+
+
+def test_job_file_errors_name_file_and_key(tmp_path):
+    _scenes(tmp_path / "scenes", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    cases = [
+        ("[inputs]\npaths = 3\n", "inputs.paths"),
+        (BASIC.replace('"scenes/*.hdr"', '"nothing/*.hdr"'), "matches no file"),
+        (BASIC.replace('detect = "sam"', 'detect = "samm"'), "unknown method 'samm'"),
+        (BASIC.replace("far = 0.01", "far = 2.0"), "steps[0].far"),
+        (BASIC.replace('targets = "clicks.csv"', ""), "needs targets"),
+        (BASIC.replace("far = 0.01", "params = { hidden = 3 }"), "steps[0].params"),
+        (BASIC + "[extra]\n", "unknown section"),
+        ("[inputs\n", "not valid TOML"),
+    ]
+    for body, message in cases:
+        with pytest.raises(InputError, match=re.escape(message)) as e:
+            load_job(_job(tmp_path, body))
+        assert "job.toml" in str(e.value)
+    # the CLI: one line, exit 2
+    assert main(["--headless", "run", str(_job(tmp_path, cases[2][0]))]) == 2
+
+
+def test_twenty_cubes_on_a_dask_cluster_with_a_broken_one(tmp_path, capsys):
+    cubes = _scenes(tmp_path / "scenes", 20)
+    cubes[7].with_suffix(".img").write_bytes(b"\0" * 100)  # truncated: a broken cube
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = _job(tmp_path, BASIC)
+    code = main(["--headless", "run", str(job), "--workers", "2", "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 1
+    out = tmp_path / "out"
+    done = [c for c in cubes if (out / c.stem / "detect-sam" / "report.json").is_file()]
+    assert len(done) == 19 and cubes[7] not in done
+    assert "scene-07" in err and "truncated" in err  # the summary names it and says why
+    log = (out / "hyperapp-batch.log").read_text()
+    assert "FAILED" in log and "scene-07" in log and "truncated" in log
+    man = json.loads((out / "manifest.json").read_text())
+    assert sum(e["status"] == "done" for e in man["cubes"].values()) == 19
+    # every finished cube found its target block
+    rep = json.loads((out / "scene-03" / "detect-sam" / "report.json").read_text())
+    assert rep["detections"] >= 16
+
+
+def test_killed_run_resumes_without_redoing_cubes(tmp_path):
+    cubes = _scenes(tmp_path / "scenes", 20, size=160, bands=48)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = _job(tmp_path, BASIC.replace('detect = "sam"', 'detect = "rbfn"'))
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [sys.executable, "-m", "hyperapp", "--headless", "run", str(job), "--device", "cpu"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    n_done = 0
+    while time.time() - t0 < 120 and p.poll() is None:
+        try:
+            n_done = sum(e["status"] == "done" for e in
+                         json.loads((out / "manifest.json").read_text())["cubes"].values())
+        except (OSError, ValueError):
+            n_done = 0
+        if n_done >= 4:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    man = json.loads((out / "manifest.json").read_text())["cubes"]
+    first = {c: e for c, e in man.items() if e["status"] == "done"}
+    assert 0 < len(first) < 20
+    stamps = {c: (Path(e["outputs"][0]) / "report.json").stat().st_mtime_ns for c, e in first.items()}
+    # no partial output under final names: a step's folder holds all its files or none
+    finals = {"scores.hdr", "scores.img", "mask.hdr", "mask.img", "objects.csv", "report.json"}
+    for c in cubes:
+        d = out / c.stem / "detect-rbfn"
+        if d.exists():
+            names = {f.name for f in d.iterdir() if not f.name.startswith(".")}
+            assert names in (set(), finals), names
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    man = json.loads((out / "manifest.json").read_text())["cubes"]
+    assert sum(e["status"] == "done" for e in man.values()) == 20
+    for c, ns in stamps.items():  # the finished cubes were not recomputed
+        assert (Path(man[c]["outputs"][0]) / "report.json").stat().st_mtime_ns == ns
+    assert "skipped" in r.stderr
+
+
+def test_readme_example_job_runs(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
+    _scenes(tmp_path / "scenes", 3)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = _job(tmp_path, block)
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 0
+    j = load_job(job)
+    for c in j.inputs:
+        for s in j.steps:
+            assert (Path(j.output) / Path(c).stem / s.name / "report.json").is_file()
+
+
+def test_job_text_round_trips(tmp_path):
+    _scenes(tmp_path / "scenes", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    text = job_text([str(tmp_path / "scenes" / "*.hdr")], [
+        {"detect": "rbfn", "targets": str(tmp_path / "clicks.csv"), "params": {"n_hidden": 6, "whiten": "pca"},
+         "far": 0.001}], str(tmp_path / "o"))
+    j = load_job(_job(tmp_path, text))
+    assert j.steps[0].params == {"n_hidden": 6, "whiten": "pca"} and j.steps[0].far == 0.001
+
+
+def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
+    pytest.importorskip("pytestqt")
+    from hyperapp.io import read_labels
+
+    assert win.open_cube(land_hdr)
+    win.session.roi.mark_pixels(np.argwhere(read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))),
+                                "target")
+    win.detector.set_method("sam")
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    with qtbot.waitSignal(win.run_finished, timeout=60000):
+        win.run_detector()
+    assert win.save_batch_job(tmp_path / "campaign")
+    job = load_job(tmp_path / "campaign.toml")
+    assert job.steps[0].method == "sam" and Path(job.steps[0].targets).name == "campaign-clicks.csv"
+    assert str(land_hdr.resolve()) in job.inputs
+    job.inputs = [str(land_hdr.resolve())]
+    from hyperapp.batch import run_job
+
+    assert run_job(job, device="cpu") == 0
+    rep = json.loads((Path(job.output) / "land" / "detect-sam" / "report.json").read_text())
+    assert rep["n_target_pixels"] == 5
