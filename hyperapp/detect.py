@@ -236,18 +236,7 @@ def run_detection(
             threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     if n_nodata:
         scores_dev = xp.where(valid, scores_dev, xp.float32(np.nan)).astype(scores_dev.dtype)
-    report = {
-        "method": method,
-        "params": dict(params or {}),
-        "device": backend.name,
-        "streamed": False,
-        "device_name": backend.device_name,
-        "cube": cube.path,
-        "shape": list(cube.shape),
-        "n_target_pixels": n_targets,
-        "n_background_pixels": n_background,
-        "nodata_pixels": n_nodata,
-    }
+    report = run_report(method, params, backend, cube, False, n_targets, n_background, n_nodata)
     result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress)
     result.model, result.boxes = est, boxes
@@ -258,6 +247,23 @@ def run_detection(
     result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
     return result
+
+
+def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: bool, n_targets: int,
+               n_background: int, n_nodata: int) -> dict:
+    """The report's head: what ran, where, on what (the rest comes from :func:`finish_detection`)."""
+    return {
+        "method": method,
+        "params": dict(params or {}),
+        "device": backend.name,
+        "streamed": streamed,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "n_target_pixels": n_targets,
+        "n_background_pixels": n_background,
+        "nodata_pixels": n_nodata,
+    }
 
 
 def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,

@@ -38,7 +38,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                  threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
     (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`."""
-    from hyperapp.detect import finish_detection
+    from hyperapp.detect import finish_detection, run_report
 
     m = get_method(method)
     xp = backend.xp
@@ -139,18 +139,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     if fitted:
         n_nodata = int(valid_map.size - valid_map.sum())
     y[~valid_map] = NODATA
-    report = {
-        "method": method,
-        "params": dict(params or {}),
-        "device": backend.name,
-        "streamed": True,
-        "device_name": backend.device_name,
-        "cube": cube.path,
-        "shape": list(cube.shape),
-        "n_target_pixels": int(tgt_flat.size),
-        "n_background_pixels": int((y == 0).sum()),
-        "nodata_pixels": n_nodata,
-    }
+    report = run_report(method, params, backend, cube, True, int(tgt_flat.size), int((y == 0).sum()), n_nodata)
     # the 2-D maps are small: threshold, objects and evaluation run on the host
     result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
                               progress=progress)

@@ -46,11 +46,25 @@ def _mmap_of(a) -> mmap.mmap | None:
     return None
 
 
-def copy_parallel(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor | None) -> None:
-    """``dst[:] = src`` (with conversion), split over the pool's threads along the first axis."""
-    if pool is None or src.shape[0] < COPY_THREADS:
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def copy_pool() -> ThreadPoolExecutor:
+    """The process's one pool of copy threads (created on first use, shared by every reader)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="hyperapp-copy")
+        return _POOL
+
+
+def copy_parallel(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor | None = None) -> None:
+    """``dst[:] = src`` (with conversion), split over the shared copy threads along the first axis."""
+    if src.shape[0] < COPY_THREADS or src.size < 1 << 20:
         np.copyto(dst, src, casting="unsafe")
         return
+    pool = pool or copy_pool()
     parts = np.array_split(np.arange(src.shape[0]), COPY_THREADS)
     futs = [pool.submit(np.copyto, dst[p[0]:p[-1] + 1], src[p[0]:p[-1] + 1], "unsafe") for p in parts if p.size]
     for f in futs:
@@ -124,27 +138,27 @@ class TileReader:
         return st.source[tuple(idx)]
 
     def _produce(self) -> None:
-        with ThreadPoolExecutor(COPY_THREADS) as pool:
-            try:
-                for i, r0 in enumerate(range(self.r_lo, self.r_hi, self.rows_per)):
-                    r1 = min(r0 + self.rows_per, self.r_hi)
-                    k = self._free.get()
-                    if self._stop.is_set() or k is None:
-                        return
-                    src = self._block(r0, r1)
-                    view = self.view(k, r1 - r0)
-                    copy_parallel(np.moveaxis(view, self.cube.store.axes[0], 0),
-                                  np.moveaxis(np.asarray(src), self.cube.store.axes[0], 0), pool)
-                    del src
-                    if self._mm is not None:  # drop the mapped pages: resident memory stays one ring
-                        try:
-                            self._mm.madvise(mmap.MADV_DONTNEED)
-                        except (OSError, ValueError, AttributeError):
-                            pass
-                    self._ready.put(Tile(i, r0, r1, view, k))
-            except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
-                self._ready.put(exc)
-                return
+        pool = copy_pool()
+        try:
+            for i, r0 in enumerate(range(self.r_lo, self.r_hi, self.rows_per)):
+                r1 = min(r0 + self.rows_per, self.r_hi)
+                k = self._free.get()
+                if self._stop.is_set() or k is None:
+                    return
+                src = self._block(r0, r1)
+                view = self.view(k, r1 - r0)
+                ax = self.cube.store.axes[0]
+                copy_parallel(np.moveaxis(view, ax, 0), np.moveaxis(np.asarray(src), ax, 0), pool)
+                del src
+                if self._mm is not None:  # drop the mapped pages: resident memory stays one ring
+                    try:
+                        self._mm.madvise(mmap.MADV_DONTNEED)
+                    except (OSError, ValueError, AttributeError):
+                        pass
+                self._ready.put(Tile(i, r0, r1, view, k))
+        except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
+            self._ready.put(exc)
+            return
         self._ready.put(None)
 
     def view(self, k: int, n_rows: int) -> np.ndarray:
@@ -203,9 +217,8 @@ def convert_tile(raw, cube: Cube, xp=np, out=None):
         a = a[:, :, xp.asarray(cube.bands_sel)]
     if out is None:
         out = xp.empty(a.shape, xp.float32)
-    if xp is np and a.size >= 1 << 20:
-        with ThreadPoolExecutor(COPY_THREADS) as pool:
-            copy_parallel(out, a, pool)
+    if xp is np:
+        copy_parallel(out, a)
     else:
         out[...] = a
     mark_nodata(out, cube.nodata)

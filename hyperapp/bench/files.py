@@ -119,3 +119,65 @@ def file_to_result(ctx) -> list[Measurement]:
                                        None if cpu_s is None else cpu_s * 1e3, "page-cache read of the file",
                                        read_s * 1e3, notes=notes))
     return out
+
+
+@bench_case("batch-50x512x512x128")
+def batch_throughput(ctx) -> list[Measurement]:
+    """A job of 50 cubes of 512 x 512 x 128 (float32, BIL), RBFN from clicks: cubes per second of the
+    whole run against one cube alone (warm, in process), and the share of the run the detection stages
+    kept the GPU busy; with two GPUs, two workers against one."""
+    from dataclasses import asdict
+
+    from hyperapp.batch import process_cube, run_job
+    from hyperapp.jobfile import Step, load_job
+
+    rng = np.random.default_rng(1)
+    rows = cols = 512
+    bands = 128
+    ends = rng.uniform(0.05, 0.6, (6, bands)).astype(np.float32)
+    out: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="hyperapp-batch-") as tmp:
+        d = Path(tmp)
+        (d / "scenes").mkdir()
+        for i in range(50):
+            ab = rng.dirichlet(np.ones(6), rows * cols).astype(np.float32)
+            X = (ab @ ends).reshape(rows, cols, bands) + rng.normal(0, 0.01, (rows, cols, bands)).astype(np.float32)
+            write_envi_raw(d / "scenes" / f"s{i:02d}", X, "bil")
+        (d / "t.csv").write_text("row,col\n10,10\n200,300\n")
+        job_path = d / "job.toml"
+        job_path.write_text('[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "rbfn"\n'
+                            'targets = "t.csv"\n[output]\nfolder = "out"\n')
+        job = load_job(job_path)
+        steps = [asdict(Step("detect", "rbfn", "one", targets=str(d / "t.csv")))]
+        process_cube(job.inputs[0], steps, str(d / "single"), None, "gpu", None)  # warm: kernels, pools
+        t0 = time.perf_counter()
+        for c in job.inputs[:5]:
+            process_cube(c, steps, str(d / "single"), None, "gpu", None)
+        single = (time.perf_counter() - t0) / 5
+        t0 = time.perf_counter()
+        run_job(job, device="gpu")
+        wall = time.perf_counter() - t0
+        busy = 0.0
+        for c in job.inputs:
+            rep = json.loads((Path(job.output) / Path(c).stem / "detect-rbfn" / "report.json").read_text())
+            busy += sum(v for k, v in rep["seconds"].items() if k in ("fit", "score", "threshold", "objects"))
+        notes = {"cubes_per_s": round(50 / wall, 2), "single_cube_per_s": round(1 / single, 2),
+                 "throughput_vs_single": round((50 / wall) * single, 3), "gpu_busy_share": round(busy / wall, 3)}
+        out.append(Measurement("batch-50x512x512x128-rbfn", wall * 1e3, None, "one cube alone x 50",
+                               single * 50 * 1e3, notes=notes))
+        try:
+            import cupy
+
+            n_gpu = cupy.cuda.runtime.getDeviceCount()
+        except Exception:  # noqa: BLE001
+            n_gpu = 0
+        if n_gpu >= 2:
+            walls = {}
+            for w in (1, 2):
+                job.output = str(d / f"out-w{w}")
+                t0 = time.perf_counter()
+                run_job(job, workers=w, device="gpu")
+                walls[w] = time.perf_counter() - t0
+            out.append(Measurement("batch-50x512x512x128-two-workers", walls[2] * 1e3, None, "one worker",
+                                   walls[1] * 1e3, notes={"speedup": round(walls[1] / walls[2], 2)}))
+    return out
