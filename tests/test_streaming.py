@@ -178,3 +178,19 @@ def test_sigterm_leaves_no_partial_output(tmp_path):
     assert p.returncode == 0, err
     assert all((out / f).exists() for f in finals)
     assert json.loads((out / "report.json").read_text())["streamed"]
+
+
+def test_hdf5_fill_value_is_no_data(tmp_path):
+    """An HDF5 dataset's fill value, when its creator set one, marks no data; HDF5's default fill (0)
+    does not."""
+    import h5py
+
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        ds = f.create_dataset("cube", shape=(20, 30, 8), dtype="f4", fillvalue=-9999)
+        ds[:10] = np.random.default_rng(0).random((10, 30, 8))
+    with h5py.File(tmp_path / "b.h5", "w") as f:
+        f.create_dataset("cube", data=np.zeros((20, 30, 8), "f4"))
+    a = open_cube(tmp_path / "a.h5")
+    assert a.nodata == -9999 and open_cube(tmp_path / "b.h5").nodata is None
+    x = read_float32(a)
+    assert np.isnan(x[10:]).all() and np.isfinite(x[:10]).all()

@@ -113,6 +113,8 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
         wl = None
     fwhm = np.asarray(ds.attrs["fwhm"], dtype=float).ravel() if "fwhm" in ds.attrs else None
     nodata = ds.attrs.get("nodata", ds.attrs.get("_FillValue"))
+    if nodata is None:
+        nodata = _user_fill_value(ds)
     default = ds.attrs.get("default_bands")
     bad = ds.attrs.get("bad_bands")
     map_info = ds.attrs.get("map_info")
@@ -131,3 +133,16 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
         if "reflectance_scale_factor" in ds.attrs else None,
         interleave="hdf5",
     )
+
+
+def _user_fill_value(ds):
+    """The dataset's fill value when its creator set one (not HDF5's default 0, which is data)."""
+    import h5py
+
+    try:
+        if ds.id.get_create_plist().fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED:
+            v = ds.fillvalue
+            return None if v is None else v
+    except (AttributeError, ValueError, TypeError):
+        pass
+    return None
