@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         for panel in analysis_panels():
             self._add_panel(panel)
         self.detector_dock.raise_()
+        self._readable_tabs()
         self._build_menus()
         # a default layout that leaves the image most of the window and every plot readable
         self.results_dock = self.findChild(QDockWidget, "Results")
@@ -162,6 +163,20 @@ class MainWindow(QMainWindow):
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+
+    def _readable_tabs(self) -> None:
+        """Dock tab titles in full (scroll buttons when they do not fit) instead of "De…", "k…"."""
+        from PySide6.QtWidgets import QTabBar
+
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is self:  # the main window's own dock tab bars, not a panel's tabs
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
+                bar.setExpanding(False)
+
+    def showEvent(self, event) -> None:  # noqa: N802  (Qt's name)
+        super().showEvent(event)
+        self._readable_tabs()  # the window makes its dock tab bars as it lays them out
 
     def _add_panel(self, cls) -> None:
         """Add an analysis panel as a dock tabbed with the detector."""
