@@ -86,8 +86,14 @@ def materials(wl: np.ndarray) -> dict[str, np.ndarray]:
     debris = 0.15 + 0.15 * (1 - np.exp(-(wl - 400) / 500)) - _g(wl, 2100, 60, 0.05)
     raft = 0.04 + 0.50 / (1 + np.exp(-(wl - 580) / 15)) - _g(wl, 1700, 40, 0.05) - _g(wl, 2300, 50, 0.06)
     jacket = 0.05 + 0.55 / (1 + np.exp(-(wl - 560) / 12)) - _g(wl, 1200, 60, 0.06) - 0.1 * (wl > 1400)
+    sand = 0.20 + 0.25 * (1 - np.exp(-(wl - 400) / 500)) - _g(wl, 2200, 50, 0.03) - _g(wl, 1900, 70, 0.04)
+    wet_sand = 0.55 * sand - 0.05 * (wl > 1300)
+    roof = 0.22 + 0.04 * np.sin((wl - 400) / 300) - _g(wl, 1720, 40, 0.03) - _g(wl, 2300, 60, 0.04)
+    drygrass = 0.10 + 0.25 * (1 - np.exp(-(wl - 450) / 450)) + 0.06 * edge - _g(wl, 2100, 60, 0.05)
+    drygrass -= _g(wl, 1450, 70, 0.06) + _g(wl, 1930, 80, 0.07)
     out = dict(veg=veg, soil=soil, asphalt=asphalt, concrete=concrete, paint=paint, confuser=confuser,
-               water=water, foam=foam, seaweed=seaweed, debris=debris, raft=raft, jacket=jacket)
+               water=water, foam=foam, seaweed=seaweed, debris=debris, raft=raft, jacket=jacket, sand=sand,
+               wet_sand=wet_sand, roof=roof, drygrass=drygrass)
     return {k: np.clip(v, 0.003, 1.0) for k, v in out.items()}
 
 
@@ -206,6 +212,68 @@ def make_sea_scene(rows: int = 128, cols: int = 128, bands: int = 64, seed: int 
     cube = _finish(rng, refl, wl)
     truth = (fill >= 0.2).astype(np.uint8)
     return Scene("sea", cube, truth, wl, np.full(bands, wl[1] - wl[0]), _clicks(rng, fill),
+                 np.zeros(shape, bool), fill)
+
+
+BACKGROUNDS = ("beach", "urban", "vegetation")
+
+
+def make_background_scene(kind: str, rows: int = 128, cols: int = 128, bands: int = 64, seed: int = 0,
+                          contrast: float = 0.3) -> Scene:
+    """A scene of one background type, with full-pixel and sub-pixel paint targets (the detectors'
+    quality check on backgrounds unlike the bundled ones).
+
+    ``beach``: sea, a band of wet sand, dry sand, seaweed and debris along the shore; ``urban``: a grid
+    of roofs (three materials) and roads with trees between; ``vegetation``: a mix of green vegetation,
+    dry grass and soil varying at two scales. Targets sit on any background; the confuser paint is not
+    used (the land scene has it). The target spectrum is ``contrast`` of the paint and the rest the
+    scene's mean spectrum, so the targets are as hard to tell from the background as real ones (1: the
+    paint itself, as in the land scene).
+    """
+    if kind not in BACKGROUNDS:
+        raise ValueError(f"kind must be one of {', '.join(BACKGROUNDS)}")
+    rng = np.random.default_rng(seed + {"beach": 101, "urban": 202, "vegetation": 303}[kind])
+    wl = wavelengths(bands)
+    m = materials(wl)
+    shape = (rows, cols)
+    rr, cc = np.mgrid[0:rows, 0:cols].astype(float)
+    taken = np.zeros(shape, bool)
+    if kind == "beach":
+        shore = cols * 0.35 + 6 * _field(rng, (rows, 1), 8)[:, 0:1] + 2 * np.sin(rr / 9)
+        d = cc - shore  # < 0 sea, 0..10 wet sand, > 10 dry sand
+        wet = np.clip(1 - d / 10, 0, 1)
+        sand = (wet[..., None] * m["wet_sand"] + (1 - wet[..., None]) * m["sand"])
+        refl = np.where((d < 0)[..., None], m["water"] * (1 + 0.1 * _field(rng, shape, 6))[..., None], sand)
+        refl = refl * (1 + 0.05 * _field(rng, shape, 3))[..., None]
+        wrack = (np.abs(d - 12) < 2) & (_field(rng, shape, 2) > 0.8)
+        refl[wrack] = 0.5 * refl[wrack] + 0.5 * m["seaweed"]
+        taken |= wrack
+        refl += (d < 0)[..., None] * np.clip(_field(rng, shape, 2), 0, None)[..., None] ** 2 * 0.01 * m["foam"]
+    elif kind == "urban":
+        block = 16
+        br, bc = (rr // block).astype(int), (cc // block).astype(int)
+        road = (rr % block < 3) | (cc % block < 3)
+        roof_kind = rng.integers(0, 3, (rows // block + 1, cols // block + 1))[br, bc]
+        roofs = np.stack([m["roof"], m["concrete"], 0.6 * m["asphalt"] + 0.4 * m["roof"]])
+        refl = roofs[roof_kind] * (1 + 0.06 * _field(rng, shape, 4))[..., None]
+        trees = (~road) & (_field(rng, shape, 3) > 1.0)
+        refl[trees] = m["veg"] * (1 + 0.1 * rng.standard_normal((int(trees.sum()), 1)))
+        refl[road] = m["asphalt"] * (1 + 0.05 * rng.standard_normal((int(road.sum()), 1)))
+        taken |= trees
+    else:
+        g = 1 / (1 + np.exp(-2 * _field(rng, shape, 12) - _field(rng, shape, 2)))
+        dry = 1 / (1 + np.exp(-2 * _field(rng, shape, 7)))
+        refl = (g[..., None] * m["veg"] + (1 - g[..., None]) * (dry[..., None] * m["drygrass"]
+                                                                  + (1 - dry[..., None]) * m["soil"]))
+        refl *= (1 + 0.1 * _field(rng, shape, 2))[..., None]
+    n_full, n_sub = max(4, rows * cols // 2000), max(4, rows * cols // 2500)
+    fill = _place_targets(rng, shape, n_full, n_sub, taken)
+    target = contrast * m["paint"] + (1 - contrast) * refl.reshape(-1, bands).mean(axis=0)
+    refl = refl * (1 - fill[..., None]) + fill[..., None] * target
+    refl *= (1 + 0.1 * np.tanh(_field(rng, shape, 25)))[..., None]
+    cube = _finish(rng, refl, wl)
+    truth = (fill >= 0.2).astype(np.uint8)
+    return Scene(kind, cube, truth, wl, np.full(bands, wl[1] - wl[0]), _clicks(rng, fill),
                  np.zeros(shape, bool), fill)
 
 

@@ -81,3 +81,17 @@ def test_sample_scenes_are_small_and_have_truth():
         truth = open_cube(SAMPLES / f"{name}_truth.hdr").read()[:, :, 0]
         assert cube.shape == (128, 128, 64) and truth.shape == (128, 128)
         assert 20 < truth.sum() < 0.05 * truth.size
+
+
+def test_background_scenes():
+    """The generated background types: reproducible, int16, with full-pixel and sub-pixel targets."""
+    from hyperapp.samples import BACKGROUNDS, make_background_scene
+
+    for kind in BACKGROUNDS:
+        a = make_background_scene(kind, 96, 96, 32)
+        b = make_background_scene(kind, 96, 96, 32)
+        assert a.cube.dtype == np.int16 and a.cube.shape == (96, 96, 32)
+        np.testing.assert_array_equal(a.cube, b.cube)
+        assert (a.fill == 1.0).any() and ((a.fill > 0.2) & (a.fill < 1.0)).any()
+        assert 0.002 < a.truth.mean() < 0.05
+        assert not np.array_equal(a.cube, make_background_scene(kind, 96, 96, 32, seed=1).cube)
