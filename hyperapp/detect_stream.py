@@ -23,7 +23,7 @@ from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.registry import get_method
-from hyperapp.models.stats import BackgroundStats, scatter
+from hyperapp.models.stats import BackgroundStats, ScatterSums, scatter
 from hyperapp.stream import iter_float_tiles
 
 
@@ -59,7 +59,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     # ---------------------------------------------------------------- pass 1: what the fit needs
     if not fitted and kind in ("background", "correlation", "none"):
         with timer.stage("pass 1: statistics"):
-            s = G = shift = None
+            acc = shift = None
             n_rows = 0
             T_rows = []
             for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
@@ -81,11 +81,12 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                     # the correlation is summed about zero in float64, as CEM's in-memory fit does
                     shift = (BackgroundStats.shift_of(Pv) if kind == "background"
                              else xp.zeros(nb, xp.float64))
-                ts, tG = scatter(Pv, shift)
-                s, G = (ts, tG) if s is None else (s + ts, G + tG)
+                    acc = ScatterSums(shift, nb, xp)  # the same blocks as one scatter over all rows
+                acc.add(Pv)
                 n_rows += int(Pv.shape[0])
             n_nodata = int(valid_map.size - valid_map.sum())
             _check_targets(y, valid_map, cube)
+            s, G = acc.result() if acc is not None else (None, None)
             T = xp.concatenate(T_rows) if T_rows else None
             t_mean = None if T is None or not T.shape[0] else T.mean(axis=0)
         with timer.stage("fit"):

@@ -29,34 +29,78 @@ BATCH_ROWS = 1 << 19
 def scatter(X, shift):
     """(sum of d, sum of d d^T) in float64 over the rows d = x - shift of ``X`` (n, bands).
 
-    float32 data stay float32 on the device: each block of :data:`BLOCK_ROWS` rows is one float32 GEMM
-    of a batched matmul (one launch per batch, cuBLAS on the GPU), and the blocks' results are summed in
-    float64, so the error stays near float32's rounding of one block (about 1e-6 relative) while no
-    float64 copy of the cube is ever made. float64 data are summed in float64.
+    float32 data stay float32: each block of :data:`BLOCK_ROWS` rows is one float32 GEMM of a batched
+    matmul (one launch per batch, cuBLAS on the GPU), and the blocks' results are summed in float64, so
+    the error stays near float32's rounding of one block (about 1e-6 relative) while no float64 copy of
+    the cube is ever made; the last partial block is summed in float64. float64 data (or a float64
+    shift) are summed in float64. The streamed path feeds the same rows tile by tile through a
+    :class:`ScatterSums`, which cuts the same blocks, so both paths agree.
     """
-    xp = get_namespace(X)
-    n, b = X.shape
-    s = xp.zeros(b, xp.float64)
-    G = xp.zeros((b, b), xp.float64)
-    # on the CPU float64 costs about twice float32 and makes the sums exact whatever the tiling (the
-    # streamed path adds them tile by tile): float32 blocks are a GPU economy
-    f64 = X.dtype == xp.float64 or xp is np
-    if f64:
-        shift = shift.astype(xp.float64)
-    ones = None if f64 else xp.ones((1, BLOCK_ROWS), shift.dtype)
-    for a in range(0, n, BATCH_ROWS):
-        D = X[a:a + BATCH_ROWS].astype(shift.dtype, copy=False) - shift
-        full = 0 if f64 else D.shape[0] // BLOCK_ROWS * BLOCK_ROWS
-        if full:
-            Db = D[:full].reshape(-1, BLOCK_ROWS, b)
-            G += (Db.transpose(0, 2, 1) @ Db).sum(axis=0, dtype=xp.float64)
-            # column sums as a batched GEMV (a reduction across rows is strided, and slow in CuPy)
-            s += (ones @ Db).sum(axis=(0, 1), dtype=xp.float64)
-        if full < D.shape[0]:
-            R = D[full:].astype(xp.float64)
-            G += R.T @ R
-            s += R.sum(axis=0)
-    return s, G
+    return ScatterSums(shift, X.shape[1], get_namespace(X)).add(X).result()
+
+
+class ScatterSums:
+    """:func:`scatter`'s sums, fed rows in pieces (tiles of a file): rows are grouped into the same
+    blocks of :data:`BLOCK_ROWS` as one call over all of them would make, whatever the pieces."""
+
+    def __init__(self, shift, bands: int, xp):
+        self.xp = xp
+        self.shift = shift
+        self.s = xp.zeros(bands, xp.float64)
+        self.G = xp.zeros((bands, bands), xp.float64)
+        self.n = 0
+        self._rest = None  # rows waiting for a full block
+        self._ones = None
+
+    def _blocks(self, D) -> None:
+        """Add the full blocks of D (its length a multiple of BLOCK_ROWS), float32 GEMMs."""
+        xp = self.xp
+        b = D.shape[1]
+        if self._ones is None:
+            self._ones = xp.ones((1, BLOCK_ROWS), D.dtype)
+        Db = D.reshape(-1, BLOCK_ROWS, b)
+        self.G += (Db.transpose(0, 2, 1) @ Db).sum(axis=0, dtype=xp.float64)
+        # column sums as a batched GEMV (a reduction across rows is strided, and slow in CuPy)
+        self.s += (self._ones @ Db).sum(axis=(0, 1), dtype=xp.float64)
+
+    def add(self, X) -> ScatterSums:
+        xp = self.xp
+        n = X.shape[0]
+        self.n += n
+        if X.dtype == xp.float64 or self.shift.dtype == xp.float64:
+            for a in range(0, n, BATCH_ROWS):
+                R = X[a:a + BATCH_ROWS].astype(xp.float64) - self.shift.astype(xp.float64)
+                self.G += R.T @ R
+                self.s += R.sum(axis=0)
+            return self
+        start = 0
+        if self._rest is not None:  # complete the waiting block first
+            need = BLOCK_ROWS - self._rest.shape[0]
+            self._rest = xp.concatenate([self._rest, X[:need].astype(self.shift.dtype) - self.shift])
+            start = min(need, n)
+            if self._rest.shape[0] == BLOCK_ROWS:
+                self._blocks(self._rest)
+                self._rest = None
+            else:
+                return self
+        for a in range(start, n, BATCH_ROWS):
+            D = X[a:a + BATCH_ROWS].astype(self.shift.dtype, copy=False) - self.shift
+            full = D.shape[0] // BLOCK_ROWS * BLOCK_ROWS
+            if full:
+                self._blocks(D[:full])
+            if full < D.shape[0]:
+                self._rest = xp.ascontiguousarray(D[full:])
+        return self
+
+    def result(self):
+        """(s, G); the waiting partial block is summed in float64."""
+        xp = self.xp
+        if self._rest is not None and self._rest.shape[0]:
+            R = self._rest.astype(xp.float64)
+            self.G += R.T @ R
+            self.s += R.sum(axis=0)
+            self._rest = None
+        return self.s, self.G
 
 
 class BackgroundStats:
