@@ -56,7 +56,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
     from hyperapp.cli import read_class_map
     from hyperapp.detect import run_detection, write_detection
     from hyperapp.io import open_cube, read_labels
-    from hyperapp.jobs import NULL_PROGRESS, Progress
+    from hyperapp.jobs import NULL_PROGRESS
 
     t0 = time.perf_counter()
     row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "error": None}
@@ -69,7 +69,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
             cube = base.subset_bands(parse_bands(s.bands, base.bands)) if s.bands else base
             shape = (cube.rows, cube.cols)
             folder = cube_folder(out, path) / s.name
-            sub = prog.sub(i / n, (i + 1) / n) if isinstance(prog, Progress) else prog
+            sub = prog.sub(i / n, (i + 1) / n)
             if s.kind == "detect":
                 model = None
                 if s.model:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hyperapp.errors import InputError
+from hyperapp.io.writers import class_colour
 
 NONE, TARGET, BACKGROUND = 0, 1, 2
 CLASSES = {"target": TARGET, "background": BACKGROUND}
@@ -69,8 +70,6 @@ class RoiSet:
     # ------------------------------------------------------------------ classes
     def add_class(self, name: str, colour: tuple[int, int, int] | None = None) -> int:
         """A new class (the next label value); returns it."""
-        from hyperapp.io.writers import class_colour
-
         name = str(name).strip()
         if not name:
             raise InputError("a class needs a name")
@@ -175,7 +174,7 @@ class RoiSet:
         if top > MAX_CLASSES:
             raise InputError(f"ROI mask holds class {top}; at most {MAX_CLASSES} classes")
         while len(self.classes) < top:  # classes a loaded map holds beyond the named ones
-            self.classes.append((f"class {len(self.classes) + 1}", _colour(len(self.classes) + 2)))
+            self.classes.append((f"class {len(self.classes) + 1}", class_colour(len(self.classes) + 2)))
         self._undo.append(self.labels.copy())
         self._redo.clear()
         self.labels = a.astype(np.uint8)
@@ -258,9 +257,3 @@ class RoiSet:
         else:
             m = read_mask(p, self.shape)
             self.set_labels(np.where(m >= BACKGROUND, BACKGROUND, np.where(m > 0, TARGET, NONE)))
-
-
-def _colour(i: int) -> tuple[int, int, int]:
-    from hyperapp.io.writers import class_colour
-
-    return class_colour(i)

@@ -76,7 +76,6 @@ class Tile:
     """Rows ``r0:r1`` of the cube as stored (``raw``: stored axis order and data type, a view of a ring
     buffer that stays valid until :meth:`TileReader.release`)."""
 
-    index: int
     r0: int
     r1: int
     raw: np.ndarray
@@ -93,19 +92,15 @@ class TileReader:
         Stored bytes per tile (the last one is shorter).
     pinned : bool
         Page-locked buffers (for asynchronous copies to the GPU).
-    rows : (int, int), optional
-        Only these rows of the cube.
     """
 
-    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False,
-                 rows: tuple[int, int] | None = None):
+    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False):
         self.cube = cube
         st = cube.store
         self.stored_shape = list(st.source.shape)
         c = len(range(*cube.cols_sel.indices(st.shape[1])))
         row_bytes = max(1, c * st.shape[2] * st.dtype.itemsize)
-        self.r_lo, self.r_hi = rows if rows is not None else (0, cube.rows)
-        self.rows_per = int(max(1, min(self.r_hi - self.r_lo, tile_bytes // row_bytes)))
+        self.rows_per = int(max(1, min(cube.rows, tile_bytes // row_bytes)))
         shape = list(self.stored_shape)
         shape[st.axes[0]] = self.rows_per
         shape[st.axes[1]] = c
@@ -124,10 +119,6 @@ class TileReader:
         self._thread: threading.Thread | None = None
         self._mm = _mmap_of(st.source)
 
-    @property
-    def n_tiles(self) -> int:
-        return -(-(self.r_hi - self.r_lo) // self.rows_per)
-
     def _block(self, r0: int, r1: int):
         """The stored hyperslab of cube rows r0:r1 (a view of the memory map, or an HDF5 read)."""
         cube, st = self.cube, self.cube.store
@@ -140,8 +131,8 @@ class TileReader:
     def _produce(self) -> None:
         pool = copy_pool()
         try:
-            for i, r0 in enumerate(range(self.r_lo, self.r_hi, self.rows_per)):
-                r1 = min(r0 + self.rows_per, self.r_hi)
+            for r0 in range(0, self.cube.rows, self.rows_per):
+                r1 = min(r0 + self.rows_per, self.cube.rows)
                 k = self._free.get()
                 if self._stop.is_set() or k is None:
                     return
@@ -155,7 +146,7 @@ class TileReader:
                         self._mm.madvise(mmap.MADV_DONTNEED)
                     except (OSError, ValueError, AttributeError):
                         pass
-                self._ready.put(Tile(i, r0, r1, view, k))
+                self._ready.put(Tile(r0, r1, view, k))
         except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
             self._ready.put(exc)
             return
@@ -247,26 +238,19 @@ def mark_nodata(tile, nodata: float | None) -> None:
         tile[bad] = np.nan
 
 
-def valid_pixels(image):
-    """(rows, cols) bool: pixels with data (every band finite)."""
-    from hyperapp.backend import get_namespace
-
-    xp = get_namespace(image)
-    return xp.isfinite(image).all(axis=2)
-
-
-def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, rows: tuple[int, int] | None = None):
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None):
     """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
 
     Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
     an asynchronous copy and are converted on the device while the next tile is read. A tile is valid
-    until the next one is asked for.
+    until the next one is asked for, unless ``out`` (the whole cube's array) is given: then each tile is
+    converted straight into ``out[r0:r1]``, with no second copy.
     """
     gpu = xp is not np
-    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, rows=rows)
+    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu)
     if not gpu:
         for t in reader:
-            tile = convert_tile(t.raw, cube, np)
+            tile = convert_tile(t.raw, cube, np, None if out is None else out[t.r0:t.r1])
             reader.release(t)
             yield t.r0, t.r1, tile
         return
@@ -281,7 +265,8 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, rows: tup
                 d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
                 d.set(t.raw.view(ddt), stream=stream)
                 pending.append((t, stream.record()))
-                tile = convert_tile(d, cube, cupy)  # queued on the same stream, after the copy
+                # queued on the same stream, after the copy
+                tile = convert_tile(d, cube, cupy, None if out is None else out[t.r0:t.r1])
             while len(pending) > 1:  # the ring refills once the copy out of a buffer is done
                 pt, ev = pending.pop(0)
                 ev.synchronize()
@@ -298,8 +283,7 @@ def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None
     """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
     NaN, read with :func:`iter_float_tiles`."""
     out = xp.empty(cube.shape, xp.float32)
-    for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
-        out[r0:r1] = tile
+    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out):
         if progress is not None:
             progress(r1 / max(cube.rows, 1), "reading the cube" if xp is np else "moving the cube to the GPU")
     return out

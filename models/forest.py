@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.errors import InputError
 from hyperapp.models.base import Estimator
 
 #: classes the GPU kernels hold per node at most
@@ -532,17 +532,4 @@ def cart(**kw) -> RandomForest:
     return RandomForest(**{"n_trees": 1, "max_features": "all", "bootstrap": False, **kw})
 
 
-def check_class_map(labels, shape) -> np.ndarray:
-    """An integer class map (0 = none) of the image's shape, or a clear error."""
-    a = np.asarray(labels)
-    if a.shape != tuple(shape):
-        raise InputError(f"the class map is {a.shape[0]}x{a.shape[1] if a.ndim > 1 else ''}, "
-                         f"the image is {shape[0]}x{shape[1]}")
-    if not np.issubdtype(a.dtype, np.integer):
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise InputError("the class map must hold whole numbers (0 = none, 1.. classes)")
-        a = a.astype(np.int64)
-    return a
-
-
-__all__ = ["RandomForest", "bin_edges", "quantise", "cart", "check_class_map", "ModelError"]
+__all__ = ["RandomForest", "bin_edges", "quantise", "cart"]

@@ -49,21 +49,6 @@ def test_rbfn_gpu_training_matches_cpu_training(cp):
     assert np.abs(a - b).max() <= 1e-3 * np.abs(a).max()
 
 
-def test_rbfn_tiled_scoring_of_a_cube_larger_than_a_tile(cp, tmp_path):
-    import spectral.io.envi as envi
-
-    from hyperapp.io import open_cube
-    from hyperapp.models.rbfn_gpu import score_tiled
-
-    X, y = _data(300, 70, 64)
-    envi.save_image(str(tmp_path / "c.hdr"), X, force=True, ext=".img")
-    cube = open_cube(tmp_path / "c.hdr")
-    m = RBFN().fit(cp.asarray(X), cp.asarray(y))
-    out = score_tiled(m, cube, tile_bytes=70 * 64 * 4 * 37)  # 9 tiles, the last one short
-    ref = m.to_host().decision_function(X)
-    assert np.abs(out - ref).max() <= 1e-4 * np.abs(ref).max()
-
-
 @pytest.mark.parametrize("cls", [classic.ACE, classic.MatchedFilter, classic.CEM, classic.SAM, classic.RX])
 def test_classic_detectors_agree(cp, cls):
     X, y = _data(60, 70, 32)
@@ -165,7 +150,7 @@ def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     whole = det.run_detection(cube, "rbfn", t, device="gpu")
     monkeypatch.setattr(det, "GPU_FRACTION", 1e-9)  # pretend the GPU is almost full
     tiled = det.run_detection(cube, "rbfn", t, device="gpu")
-    assert tiled.report["tiled"] and not whole.report["tiled"]
+    assert tiled.report["streamed"] and not whole.report["streamed"]
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
 
 
@@ -227,14 +212,13 @@ def test_click_to_result_cpu_and_gpu_agree(cp, method):
     assert set(b.report["seconds"]) >= {"fit", "score", "threshold", "objects", "copy", "evaluate"}
 
 
-def test_cube_to_device_converts_on_the_gpu(cp, tmp_path):
+def test_reader_converts_on_the_gpu(cp, tmp_path):
     """Raw tiles of every interleave, type and byte order, converted on the device: the same float32
     pixels as the CPU reader, no-data pixels NaN."""
     import spectral.io.envi as envi
 
     from hyperapp.io import open_cube
     from hyperapp.stream import read_float32
-    from hyperapp.transfer import cube_to_device
 
     rng = np.random.default_rng(0)
     for il in ("bil", "bsq", "bip"):
@@ -250,7 +234,7 @@ def test_cube_to_device_converts_on_the_gpu(cp, tmp_path):
             np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
             np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(ref))
             assert np.isnan(got[50, 3]).all()
-            assert cube_to_device(cube).shape == (70, 41, 12)
+            assert read_float32(cube, cp).shape == (70, 41, 12)
 
 
 @pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn"])

@@ -124,18 +124,19 @@ def threshold_change(ctx) -> Measurement:
 
 @bench_case("resident-load-2048x2048x128")
 def resident_load(ctx) -> Measurement:
-    """A float32 cube in host memory onto the GPU (pinned staging, NaN check on the device)."""
+    """A float32 cube in host memory onto the GPU (pinned staging, conversion and no-data test on the
+    device)."""
     import cupy
     import cupyx
 
     from hyperapp.bench.cases import _cube
     from hyperapp.cube import cube_from_array
-    from hyperapp.transfer import cube_to_device
+    from hyperapp.stream import read_float32
 
     X = _cube(2048, 2048, 128)
     cube = cube_from_array(X, "bench")
-    cube_to_device(cube)
-    gpu = _wall(lambda: cube_to_device(cube), 3)
+    read_float32(cube, cupy)
+    gpu = _wall(lambda: read_float32(cube, cupy), 3)
     naive = _wall(lambda: cupy.asarray(X), 2)
     # the floor: the bus's pinned host-to-device rate
     h = cupyx.empty_pinned((256 << 20) // 4, np.float32)
