@@ -342,6 +342,11 @@ def headless(argv: list[str], debug: bool = False) -> int:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = build_parser().parse_args(argv)
+        local = not (getattr(args, "workers", 0) or getattr(args, "scheduler", None))  # Dask workers use their own GPUs
+        if args.command in ("detect", "analyse", "analyze", "run") and local:
+            from hyperapp.backend import prewarm
+
+            prewarm(getattr(args, "device", "auto"))  # CUDA starts while the cube is opened
         return COMMANDS[args.command](args)
     except HyperappError as exc:
         print(f"hyperapp: error: {exc}", file=sys.stderr)

@@ -22,7 +22,7 @@ from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED
 from hyperapp.models.evaluation import evaluate, threshold_for_far
-from hyperapp.models.postprocess import count_objects, object_table, objects_csv
+from hyperapp.models.postprocess import label_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
@@ -54,11 +54,18 @@ class DetectionResult:
     model: object = None
     boxes: list[dict] = field(default_factory=list)
     _objects: list[dict] | None = None
+    #: (labels, scores, object count) on the run's device, kept until the table is built from them
+    _device: tuple | None = None
 
     @property
     def objects(self) -> list[dict]:
         if self._objects is None:
-            self._objects = object_table(self.mask, self.scores)
+            if self._device is not None:
+                labels, scores, n = self._device
+                self._objects = object_table(None, scores, labels=labels, n=n)
+                self._device = None
+            else:
+                self._objects = object_table(self.mask, self.scores)
         return self._objects
 
     def remask(self, threshold: float) -> np.ndarray:
@@ -188,7 +195,9 @@ def run_detection(
     progress(0.45, "training")
     xp = backend.xp
     with timer.stage("no-data"):
-        valid = xp.isfinite(X).all(axis=2)  # one pass: pixels with data
+        from hyperapp.stream import finite_pixels
+
+        valid = finite_pixels(X)  # one pass: pixels with data
         n_nodata = int(valid.size - int(valid.sum()))
         if n_nodata:
             valid_h = to_host(valid)
@@ -285,7 +294,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             far_used = None
         mask_dev = scores_dev > threshold
     with timer.stage("objects"):
-        n_objects = count_objects(mask_dev)  # on the device; the table is built when asked for
+        # on the device; the table is built from these labels when it is asked for
+        labels_dev, n_objects = label_objects(mask_dev)
     with timer.stage("copy"):
         scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
         mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
@@ -300,7 +310,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             t_dev = xp.asarray(truth)
             report["evaluation"] = evaluate(scores_dev, t_dev if t_dev.dtype == bool else t_dev > 0,
                                             exclude=(y_dev == TARGET) | (y_dev == NODATA))
-    return DetectionResult(method, scores, mask, float(threshold), report)
+    return DetectionResult(method, scores, mask, float(threshold), report,
+                           _device=(labels_dev, scores_dev, n_objects))
 
 
 def refine_in_boxes(X, y, inside, xp):

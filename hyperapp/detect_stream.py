@@ -24,7 +24,7 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.registry import get_method
 from hyperapp.models.stats import BackgroundStats, ScatterSums, scatter
-from hyperapp.stream import iter_float_tiles
+from hyperapp.stream import finite_pixels, iter_float_tiles
 
 
 def _flat_valid(tile, xp):
@@ -107,7 +107,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
             with timer.stage("pass 0: no data"):
                 for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
                     progress(0.2 * r1 / cube.rows, "pass 0: finding pixels without data")
-                    valid_map[r0:r1] = to_host(xp.isfinite(tile).all(axis=2))
+                    valid_map[r0:r1] = to_host(finite_pixels(tile))
             n_nodata = int(valid_map.size - valid_map.sum())
             _check_targets(y, valid_map, cube)
         y_fit = y.copy()
@@ -133,7 +133,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
         for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
             progress(0.45 + 0.4 * r1 / cube.rows, "pass 2: scoring")
             sc = est.decision_function(tile)
-            valid = xp.isfinite(tile).all(axis=2)
+            valid = finite_pixels(tile)
             scores[r0:r1] = to_host(xp.where(valid, sc, xp.float32(np.nan)))
             if fitted:
                 valid_map[r0:r1] = to_host(valid)

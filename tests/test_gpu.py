@@ -85,6 +85,22 @@ def test_detect_pipeline_on_gpu(land_hdr):
     assert g.report["evaluation"]["auc"] == pytest.approx(c.report["evaluation"]["auc"], abs=1e-3)
 
 
+def test_object_table_on_the_gpu_equals_the_host(cp):
+    from hyperapp.models.postprocess import label_objects, object_table
+
+    rng = np.random.default_rng(4)
+    scores = rng.random((1000, 900)).astype(np.float32)
+    mask = scores > 0.995
+    mask[10:30, 10:50] = True
+    lab, n = label_objects(cp.asarray(mask))
+    assert n == label_objects(mask)[1]
+    def drop_label(rows):
+        return [{k: v for k, v in r.items() if k != "label"} for r in rows]
+
+    assert drop_label(object_table(None, cp.asarray(scores), labels=lab, n=n)) == \
+        drop_label(object_table(mask, scores))
+
+
 def _same_ffbp_boxes(cp, m, X):
     g = m.detect(cp.asarray(X))
     lv = m.windows_per_level_
