@@ -1,5 +1,3 @@
-import sys
+from hyperapp.cli import entry
 
-from hyperapp.cli import main
-
-sys.exit(main())
+entry()

@@ -157,11 +157,11 @@ _PREWARM: threading.Thread | None = None
 
 def prewarm(device: str = "auto") -> None:
     """Start the GPU's one-time costs on a background thread, so that they overlap the main thread's
-    imports and file opening: importing CuPy, creating the CUDA context, the page-locked ring the
-    tile reader copies through (pinning memory is slow), and the cuBLAS and cuSOLVER handles with
-    their first kernels. A fresh ``hyperapp --headless`` process pays about a second for these, more
-    than reading a 2 GB cube from the page cache. :func:`get_backend` waits for it; nothing else
-    changes. Does nothing for ``device="cpu"`` or when already started.
+    imports and file opening: importing CuPy, creating the CUDA context, the page-locked ring the tile
+    reader copies through (pinning memory is slow), the cuBLAS handle with its first kernels, and the
+    connected-components module. A fresh ``hyperapp --headless`` process pays about a second for
+    these, more than reading a 2 GB cube from the page cache. :func:`get_backend` waits for it;
+    nothing else changes. Does nothing for ``device="cpu"`` or when already started.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
@@ -180,7 +180,8 @@ def prewarm(device: str = "auto") -> None:
             bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
             del bufs
             x = cupy.ones((256, 16), cupy.float32)
-            cupy.linalg.eigh(x.T @ x)[0].sum().item()  # cuBLAS and cuSOLVER handles, first kernels
+            (x.T @ x).sum().item()  # the cuBLAS handle and its first kernels
+            import cupyx.scipy.ndimage  # noqa: F401  (connected components; pulls in SciPy's sparse module)
         except Exception:  # noqa: BLE001  (the main thread meets any failure again and reports it)
             pass
 
