@@ -54,7 +54,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
     """Every step on one cube; returns its summary row (an ``error`` line instead of raising)."""
     from hyperapp.analyse import Selection, parse_bands, run_analysis, write_analysis
     from hyperapp.cli import read_class_map
-    from hyperapp.detect import run_detection, write_detection
+    from hyperapp.detect import detect_to_folder
     from hyperapp.io import open_cube, read_labels
     from hyperapp.jobs import NULL_PROGRESS
 
@@ -78,9 +78,9 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
                     model = load_model(s.model, n_bands=cube.bands, method=s.method)
                 targets = read_labels(s.targets, shape) if s.targets and model is None else None
                 background = read_labels(s.background, shape) if s.background and model is None else None
-                res = run_detection(cube, s.method, targets, background, params=s.params, device=device,
-                                    far=s.far, threshold=s.threshold, model=model, memory=memory, progress=sub)
-                write_detection(res, folder, cube)
+                res, _ = detect_to_folder(cube, s.method, targets, background, folder, params=s.params,
+                                          device=device, far=s.far, threshold=s.threshold, model=model,
+                                          memory=memory, progress=sub)
                 row["detections"] = (row["detections"] or 0) + int(res.report["detections"])
             else:
                 roi = read_class_map(s.roi, shape) if s.roi else None

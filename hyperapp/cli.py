@@ -155,7 +155,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_detect(args) -> int:
-    from hyperapp.detect import run_detection, write_detection
+    from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
     from hyperapp.io.atomic import ensure_dir
     from hyperapp.jobs import text_progress
@@ -179,14 +179,13 @@ def cmd_detect(args) -> int:
 
         model, params = prepare_ffbp(args, cube, model, params)
     progress = text_progress()
-    result = run_detection(cube, args.method, targets, background, params=params, device=args.device,
-                           truth=truth, far=args.far, threshold=args.threshold, model=model,
-                           memory=args.memory, progress=progress)
+    result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
+                                     device=args.device, truth=truth, far=args.far, threshold=args.threshold,
+                                     model=model, memory=args.memory, progress=progress)
     if args.save_model:
         from hyperapp.io.models import save_model
 
         save_model(result.model, args.save_model, method=args.method)
-    paths = write_detection(result, args.out, cube)
     rep = result.report
     line = (f"{rep['method']} on {rep['device']}: {rep['detections']} pixels in {rep['objects']} objects "
             f"above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")

@@ -141,6 +141,7 @@ def run_detection(
     image=None,
     memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
+    scores_file=None,
 ) -> DetectionResult:
     """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
 
@@ -168,6 +169,9 @@ def run_detection(
         Skip training and score with this model.
     image : backend array, optional
         The cube's pixels already on the device (the GUI keeps them there between runs).
+    scores_file : path, optional
+        Where a streamed run writes its scores tile by tile (:func:`detect_to_folder` names the
+        output's own data file); unused in memory.
     """
     m = get_method(method)
     backend = get_backend(device)
@@ -187,7 +191,7 @@ def run_detection(
         from hyperapp.detect_stream import run_streamed
 
         return run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
-                            threshold=threshold, model=model, progress=progress)
+                            threshold=threshold, model=model, progress=progress, scores_file=scores_file)
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
@@ -331,6 +335,18 @@ def refine_in_boxes(X, y, inside, xp):
     return out.reshape(X.shape[:2])
 
 
+def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, **kwargs):
+    """:func:`run_detection` and its outputs in ``out_dir``, all or nothing: the run happens inside the
+    staging folder, so a streamed run writes its scores straight into the final data file, tile by
+    tile. Returns the result and the output paths."""
+    from hyperapp.io.atomic import staged_folder
+
+    with staged_folder(out_dir) as stage:
+        result = run_detection(cube, method, targets, background, scores_file=stage / "scores.img", **kwargs)
+        paths = _write_detection(result, stage, cube)
+    return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
+
+
 def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
     """Write scores, mask (ENVI), objects (CSV) and report (JSON) into ``out_dir``, all or nothing
     (:func:`hyperapp.io.atomic.staged_folder`)."""
@@ -346,7 +362,7 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
     from hyperapp.io.writers import write_envi
 
     paths = {
-        "scores": write_envi(out / "scores", result.scores.astype(np.float32), cube,
+        "scores": write_envi(out / "scores", result.scores.astype(np.float32, copy=False), cube,
                              f"hyperapp {result.method} scores (higher = more target-like)"),
         "mask": write_envi(out / "mask", result.mask.astype(np.uint8), cube,
                            f"hyperapp {result.method} detection mask, threshold {result.threshold:.6g}"),

@@ -6,7 +6,8 @@ data, the target pixels (every method), or exactly the pixels the RBFN's samplin
 pass of their own, after a pass that finds the no-data pixels when the file can hold any). The fit is
 then the same function the in-memory path calls, so the scores agree with it. Pass 2 streams the
 tiles through the scoring; only the (rows, cols) score map is kept, so memory is bounded by one ring
-of tiles plus the 2-D maps, whatever the number of bands. Thresholding, objects (connected
+of tiles plus the 2-D maps, whatever the number of bands; given a file, pass 2 writes each tile's
+scores straight into it. Thresholding, objects (connected
 components over the whole mask, so objects across tile borders are whole) and evaluation are
 :func:`hyperapp.detect.finish_detection`, as in memory.
 """
@@ -35,9 +36,14 @@ def _flat_valid(tile, xp):
 
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
-                 threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
+                 threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None,
+                 scores_file=None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
-    (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`."""
+    (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`.
+
+    ``scores_file``: pass 2 writes each tile's scores straight into this file (float32, row-major: an
+    ENVI BSQ data file), which the result's ``scores`` then maps, instead of holding them in memory.
+    """
     from hyperapp.detect import finish_detection, run_report
 
     m = get_method(method)
@@ -128,7 +134,10 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
         with timer.stage("fit"):
             est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng)
     # ---------------------------------------------------------------- pass 2: scores
-    scores = np.empty((cube.rows, cube.cols), np.float32)
+    if scores_file is not None:
+        scores = np.memmap(scores_file, np.float32, "w+", shape=(cube.rows, cube.cols))
+    else:
+        scores = np.empty((cube.rows, cube.cols), np.float32)
     with timer.stage("pass 2: score"):
         for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
             progress(0.45 + 0.4 * r1 / cube.rows, "pass 2: scoring")
@@ -142,9 +151,12 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     y[~valid_map] = NODATA
     report = run_report(method, params, backend, cube, True, int(tgt_flat.size), int((y == 0).sum()), n_nodata)
     # the 2-D maps are small: threshold, objects and evaluation run on the host
+    if isinstance(scores, np.memmap):
+        scores.flush()
     result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
                               progress=progress)
     result.model = est
+    result.scores = scores  # the file's map itself, so writing the outputs only adds its header
     result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
     result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")

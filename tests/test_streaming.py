@@ -65,6 +65,22 @@ def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
     assert abs(st.report["detections"] - mem.report["detections"]) <= 1
 
 
+def test_streamed_scores_go_straight_into_the_output_file(land_hdr, tmp_path, small_tiles):
+    """A streamed run writes its score tiles into the output's own data file (no second copy of the map
+    in memory or on disk), and the ENVI output reads back as the in-memory run's scores."""
+    from hyperapp.detect import detect_to_folder
+
+    cube, targets = _land(land_hdr)
+    mem = run_detection(cube, "ace", targets, device="cpu")
+    res, paths = detect_to_folder(cube, "ace", targets, None, tmp_path / "out", device="cpu", memory=1e-4)
+    assert res.report["streamed"] and isinstance(res.scores, np.memmap)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "mask.hdr", "mask.img", "objects.csv", "report.json", "scores.hdr", "scores.img"]
+    back = open_cube(paths["scores"])
+    np.testing.assert_allclose(back.band(0), mem.scores, rtol=1e-5, atol=1e-6)
+    assert (open_cube(tmp_path / "out" / "mask.hdr").band(0) > 0).sum() == res.report["detections"]
+
+
 def _swath(land_hdr, fill):
     """The land scene with everything outside a rotated swath set to ``fill``, and the swath's
     bounding box cut out of it (corners still fill): the same pixels with data, a smaller cube."""

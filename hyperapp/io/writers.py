@@ -26,6 +26,21 @@ def _stem(path: str | os.PathLike) -> Path:
     return p.with_suffix("") if p.suffix.lower() in (".hdr", ".img", ".tif", ".tiff", ".png", ".npy") else p
 
 
+def _write_header(hdr: Path, image: np.ndarray, meta: dict) -> Path:
+    """The ENVI header of a single-band BSQ data file already in place beside it."""
+    import spectral.io.envi as envi
+
+    head = {"samples": image.shape[1], "lines": image.shape[0], "bands": 1, "header offset": 0,
+            "file type": "ENVI Standard", "data type": envi.dtype_to_envi[image.dtype.char], "interleave": "bsq",
+            "byte order": 0, **meta}
+    with atomic_paths(hdr) as (tmp,):
+        try:
+            envi.write_envi_header(str(tmp), head)
+        except OSError as exc:
+            raise OutputError(f"cannot write ({exc.strerror or exc})", hdr) from exc
+    return hdr
+
+
 def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "",
                classes: dict | None = None) -> Path:
     """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path.
@@ -35,9 +50,6 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
     """
     import spectral.io.envi as envi
 
-    img = np.asarray(image)
-    if img.ndim == 2:
-        img = img[:, :, None]
     stem = _stem(path)
     hdr, dat = stem.with_suffix(".hdr"), stem.with_suffix(".img")
     meta: dict = {"description": description or f"hyperapp output {stem.name}"}
@@ -46,6 +58,14 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
             meta["map info"] = cube.map_info
         if cube.coordinate_system:
             meta["coordinate system string"] = cube.coordinate_system
+    if (isinstance(image, np.memmap) and image.ndim == 2 and not classes and image.dtype.isnative
+            and image.flags.c_contiguous and Path(image.filename).resolve() == dat.resolve()):
+        # the data were written in place (a streamed run's scores): only the header is missing
+        image.flush()
+        return _write_header(hdr, image, meta)
+    img = np.asarray(image)
+    if img.ndim == 2:
+        img = img[:, :, None]
     with atomic_paths(hdr, dat) as (thdr, tdat):
         # spectral names the data file after the header; write beside the temp header, then move
         tmp_hdr = thdr.with_name(thdr.name.replace(".part.hdr", "") + ".hdr")
