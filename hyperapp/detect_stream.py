@@ -28,11 +28,9 @@ from hyperapp.models.stats import BackgroundStats, ScatterSums, scatter
 from hyperapp.stream import finite_pixels, iter_float_tiles
 
 
-def _flat_valid(tile, xp):
+def _flat_valid(tile):
     """Pixels (n, bands) of a tile and which of them hold data."""
-    P = tile.reshape(-1, tile.shape[2])
-    valid = xp.isfinite(P).all(axis=1)
-    return P, valid
+    return tile.reshape(-1, tile.shape[2]), finite_pixels(tile).reshape(-1)
 
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
@@ -70,7 +68,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
             T_rows = []
             for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
                 progress(0.45 * r1 / cube.rows, "pass 1: statistics")
-                P, valid = _flat_valid(tile, xp)
+                P, valid = _flat_valid(tile)
                 vh = to_host(valid)
                 valid_map[r0:r1] = vh.reshape(r1 - r0, cols)
                 lo, hi = r0 * cols, r1 * cols
@@ -151,8 +149,6 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     y[~valid_map] = NODATA
     report = run_report(method, params, backend, cube, True, int(tgt_flat.size), int((y == 0).sum()), n_nodata)
     # the 2-D maps are small: threshold, objects and evaluation run on the host
-    if isinstance(scores, np.memmap):
-        scores.flush()
     result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
                               progress=progress)
     result.model = est

@@ -60,9 +60,13 @@ def threshold_for_far(background_scores, far: float) -> float:
         raise InputError("no finite background scores to set a threshold from")
     if not 0.0 < far < 1.0:
         raise InputError(f"false-alarm rate must be in (0, 1), got {far}")
-    srt = xp.sort(s)[::-1]
-    k = int(np.floor(far * s.size))
-    return float(srt[min(k, s.size - 1)])
+    return float(_at_far(xp.sort(s), far))
+
+
+def _at_far(ascending, far: float):
+    """The score in sorted (ascending) background scores above which lies a fraction ``far`` of them."""
+    n = ascending.size
+    return ascending[n - 1 - min(int(np.floor(far * n)), n - 1)]
 
 
 def pd_at_far(scores, truth, far: float, exclude=None) -> float:
@@ -100,7 +104,7 @@ def evaluate(scores, truth, exclude=None) -> dict:
     srt = xp.sort(neg)  # ascending
     out = {"auc": _auc(pos, neg, srt)}
     for far, key in ((1e-2, "pd_at_far_1e-2"), (1e-3, "pd_at_far_1e-3")):
-        t = srt[neg.size - 1 - min(int(np.floor(far * neg.size)), neg.size - 1)]  # as threshold_for_far
+        t = _at_far(srt, far)
         out[key] = float((pos > t).sum()) / int(pos.size)
     out["n_target_pixels"] = int(to_host(xp.asarray(truth).astype(bool).sum()))
     return out
