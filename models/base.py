@@ -42,6 +42,19 @@ def check_finite(X, what: str = "image", y=None) -> None:
         )
 
 
+def selected_spectra(X, at_least: int, too_few: str):
+    """The selected spectra (n, bands) as float32, after the checks an analysis model starts with: the
+    selection is not empty, holds at least ``at_least`` spectra (else ``too_few`` is the error), and
+    every value is finite."""
+    n = X.shape[0]
+    if n == 0:
+        raise ModelError("no spectra selected: the selection is empty")
+    if n < at_least:
+        raise ModelError(too_few)
+    check_finite(X, "selected spectra")
+    return X.astype(get_namespace(X).float32)
+
+
 def check_labels(y, n: int):
     """Flatten labels and check there is at least one target and one non-target pixel."""
     y = y.reshape(-1)

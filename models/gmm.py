@@ -123,7 +123,7 @@ class GaussianMixtureEM(Estimator):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, progress=None):
-        from hyperapp.models.base import as_pixels, check_finite
+        from hyperapp.models.base import as_pixels, selected_spectra
         from hyperapp.models.kmeans import MultiKMeans, parse_k
 
         X, _ = as_pixels(X)
@@ -134,12 +134,7 @@ class GaussianMixtureEM(Estimator):
         if int(self.n_init) < 1 or int(self.max_iter) < 1:
             raise InputError("n_init and max_iter must be at least 1")
         n, d = X.shape
-        if n == 0:
-            raise ModelError("no spectra selected: the selection is empty")
-        if max(ks) > n:
-            raise ModelError(f"{max(ks)} components is more than the number of spectra ({n})")
-        check_finite(X, "selected spectra")
-        X = X.astype(xp.float32)
+        X = selected_spectra(X, max(ks), f"{max(ks)} components is more than the number of spectra ({n})")
         self.center_ = X.mean(axis=0, dtype=xp.float64)
         Xc = X - self.center_.astype(xp.float32)
         if float(Xc.var(axis=0).max()) <= 0:

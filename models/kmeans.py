@@ -382,7 +382,7 @@ class MultiKMeans(Estimator):
     def fit(self, X, y=None, progress=None):
         """Cluster the rows of ``X`` (n, bands) for every k."""
         from hyperapp.errors import InputError, ModelError
-        from hyperapp.models.base import as_pixels, check_finite
+        from hyperapp.models.base import as_pixels, selected_spectra
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
@@ -392,12 +392,7 @@ class MultiKMeans(Estimator):
         if int(self.n_init) < 1 or int(self.max_iter) < 1:
             raise InputError("n_init and max_iter must be at least 1")
         n = X.shape[0]
-        if n == 0:
-            raise ModelError("no spectra selected: the selection is empty")
-        if max(ks) > n:
-            raise ModelError(f"k = {max(ks)} is larger than the number of spectra ({n})")
-        check_finite(X, "selected spectra")
-        X = X.astype(xp.float32)
+        X = selected_spectra(X, max(ks), f"k = {max(ks)} is larger than the number of spectra ({n})")
         mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
         Xc = X - mean[None, :]
         var = float(Xc.var(axis=0, dtype=xp.float64).mean())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.errors import InputError
 from hyperapp.models.base import Estimator
 from hyperapp.models.kmeans import nearest_centre
 
@@ -124,7 +124,7 @@ class SOM(Estimator):
         return (xp.asarray(to_host(mean)[None, :] + span @ comp.T)).astype(xp.float32)
 
     def fit(self, X, y=None, progress=None):
-        from hyperapp.models.base import as_pixels, check_finite
+        from hyperapp.models.base import as_pixels, selected_spectra
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
@@ -136,12 +136,7 @@ class SOM(Estimator):
         if self.training not in ("batch", "online"):
             raise InputError(f"training must be batch or online, got {self.training!r}")
         n = X.shape[0]
-        if n == 0:
-            raise ModelError("no spectra selected: the selection is empty")
-        if n < 2:
-            raise ModelError("a self-organising map needs at least 2 spectra")
-        check_finite(X, "selected spectra")
-        X = X.astype(xp.float32)
+        X = selected_spectra(X, 2, "a self-organising map needs at least 2 spectra")
         M = R * C
         g = grid_coords(R, C)
         gd2 = xp.asarray(((g[:, None, :] - g[None, :, :]) ** 2).sum(axis=2))  # (M, M) grid distances^2
