@@ -35,14 +35,22 @@ def kmeans(X, k: int, n_iter: int = 25, seed: int = 0):
     k = min(int(k), n)
     rng = np.random.default_rng(seed)
     # k-means++ seeding (host RNG so NumPy and CuPy pick the same points)
+    # ||x||^2 once, not once per seeding round; each round is one GEMV and a draw from the cumulative
+    # distances (rng.choice(n, p=...) validates and normalises p on every call, which cost more than
+    # the distances for a few thousand points)
+    xx = (X * X).sum(axis=1)
+
+    def to(j):
+        return xp.maximum(xx - 2.0 * (X @ X[j]) + xx[j], 0)
+
     idx = [int(rng.integers(n))]
-    d2 = sq_distances(X, X[idx[0]][None, :])[:, 0]
+    d2 = to(idx[0])
     for _ in range(1, k):
-        p = np.asarray(d2.get() if hasattr(d2, "get") else d2, dtype=np.float64)
-        s = p.sum()
-        nxt = int(rng.choice(n, p=p / s)) if s > 0 else int(rng.integers(n))
+        cum = np.cumsum(np.asarray(d2.get() if hasattr(d2, "get") else d2, dtype=np.float64))
+        nxt = min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), n - 1) \
+            if cum[-1] > 0 else int(rng.integers(n))
         idx.append(nxt)
-        d2 = xp.minimum(d2, sq_distances(X, X[nxt][None, :])[:, 0])
+        d2 = xp.minimum(d2, to(nxt))
     C = X[xp.asarray(idx)].copy()
     labels = xp.zeros(n, dtype=xp.int64)
     ar = xp.arange(k)[:, None]

@@ -96,10 +96,11 @@ def _rbfn(**kw):
 
 
 register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
-    Param("n_hidden", int, 4, "Radial-basis neurons: centres placed by k-means among the target clicks and the background.", 2, 1024, label="Neurons"),
+    Param("n_hidden", int, 32, "Radial-basis neurons: centres placed by k-means among the target clicks and the background.", 2, 1024, label="Neurons"),
     Param("whiten", str, "pca", "How spectra are whitened before the distances: principal components of the background (pca), its full covariance (cov), or per-band scaling (std).", choices=("pca", "cov", "std"), label="Whitening"),
     Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
-    Param("width_scale", float, 2.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
+    Param("width_scale", float, 3.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
+    Param("coherence", float, 1.0, "Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", 0.0, 100.0, label="Coherence input"),
     Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),

@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     table = evaluate(names, methods, a.seeds, a.clicks, params)
     print(f"{'scene':12s} {'method':6s} {'AUC':>7s} {'Pd@1e-3':>8s} {'Pd@1e-2':>8s} {'mask Pd':>8s} {'mask FAR':>9s}")
     for (name, method), v in table.items():
-        print(f"{name:12s} {method:6s} {v[0]:7.4f} {v[1]:8.3f} {v[2]:8.3f} {v[3]:8.3f} {v[4]:9.2e}")
+        print(f"{name:12s} {method:6s} {v[0]:8.5f} {v[1]:8.3f} {v[2]:8.3f} {v[3]:8.3f} {v[4]:9.2e}")
     print(f"({time.perf_counter() - t0:.0f} s; RBFN params {params or 'default'})", file=sys.stderr)
     if a.json:
         Path(a.json).write_text(json.dumps({f"{k[0]}/{k[1]}": list(map(float, v)) for k, v in table.items()}, indent=1))
