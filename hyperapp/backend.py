@@ -153,21 +153,15 @@ def _cpu_name() -> str:
 
 
 _PREWARM: threading.Thread | None = None
-_READY = threading.Event()  # set once CuPy, the context and the pinned ring are there
 
 
-def prewarm(device: str = "auto", method: str | None = None) -> None:
+def prewarm(device: str = "auto") -> None:
     """Start the GPU's one-time costs on a background thread, so that they overlap the main thread's
     imports and file opening: importing CuPy, creating the CUDA context, the page-locked ring the tile
     reader copies through (pinning memory is slow), the cuBLAS handle with its first kernels, and the
     connected-components module. A fresh ``hyperapp --headless`` process pays about a second for
-    these, more than reading a 2 GB cube from the page cache. :func:`get_backend` waits for the first
-    three; nothing else changes. Does nothing for ``device="cpu"`` or when already started.
-
-    With ``method`` (a registry name), the thread then fits that method once on a tiny synthetic cube:
-    a fresh process otherwise loads each CuPy kernel its fit uses from the on-disk cache the first time
-    (0.1-0.2 s in all), and this way that happens while the main thread reads the file.
-    :func:`wait_warm` waits for it, before the real fit.
+    these, more than reading a 2 GB cube from the page cache. :func:`get_backend` waits for it;
+    nothing else changes. Does nothing for ``device="cpu"`` or when already started.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
@@ -185,58 +179,17 @@ def prewarm(device: str = "auto", method: str | None = None) -> None:
             # into CuPy's pinned pool, where the tile reader's ring takes them from
             bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
             del bufs
-            _READY.set()
             x = cupy.ones((256, 16), cupy.float32)
             (x.T @ x).sum().item()  # the cuBLAS handle and its first kernels
             import cupyx.scipy.ndimage  # noqa: F401  (connected components; pulls in SciPy's sparse module)
-
-            if method is not None:
-                _warm_method(method)
         except Exception:  # noqa: BLE001  (the main thread meets any failure again and reports it)
             pass
-        finally:
-            _READY.set()
 
     _PREWARM = threading.Thread(target=warm, name="hyperapp-gpu-prewarm", daemon=True)
     _PREWARM.start()
 
 
-def _warm_method(method: str) -> None:
-    """Fit ``method`` (default parameters) once on a small random cube on the GPU, and run the rest of
-    a detection's device work (threshold, labels) on its scores, loading every kernel they use."""
-    import cupy
-
-    from hyperapp.models.evaluation import threshold_for_far
-    from hyperapp.models.postprocess import label_objects
-    from hyperapp.models.registry import get_method
-
-    m = get_method(method)
-    if m.kind != "pixel":
-        return
-    rng = np.random.default_rng(0)
-    X = cupy.asarray(rng.random((48, 48, 16), np.float32) + 0.1)
-    y = np.full((48, 48), -1, np.int8)
-    y[5, 5] = y[20, 30] = y[40, 10] = 1
-    est = m.build().fit(X, cupy.asarray(y))
-    if method == "rbfn":  # its fused kernel is specialised to the band count: not this cube's
-        scores = est._score_reference(X.reshape(-1, 16))
-        if getattr(est, "coherence_weight_", 0.0):
-            scores = est._add_coherence(X.reshape(-1, 16), scores)
-    else:
-        scores = est.decision_function(X).reshape(-1)
-    t = threshold_for_far(scores, 1e-2)
-    label_objects((scores > t).reshape(48, 48))
-    cupy.cuda.get_current_stream().synchronize()
-
-
 def _wait_prewarm() -> None:
-    t = _PREWARM
-    if t is not None and t is not threading.current_thread():
-        _READY.wait()
-
-
-def wait_warm() -> None:
-    """Wait until :func:`prewarm`'s thread has finished (its kernel warm-up included)."""
     t = _PREWARM
     if t is not None and t is not threading.current_thread():
         t.join()

@@ -345,9 +345,7 @@ def headless(argv: list[str], debug: bool = False) -> int:
         if args.command in ("detect", "analyse", "analyze", "run") and local:
             from hyperapp.backend import prewarm
 
-            # CUDA starts while the cube is opened; a detection's kernels load while it is read
-            prewarm(getattr(args, "device", "auto"),
-                    getattr(args, "method", None) if args.command == "detect" else None)
+            prewarm(getattr(args, "device", "auto"))  # CUDA starts while the cube is opened
         rc = COMMANDS[args.command](args)
         global _EXIT_FAST
         _EXIT_FAST = args.command in ("detect", "analyse", "analyze") and "cupy" in sys.modules

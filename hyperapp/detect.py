@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned, wait_warm
+from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
@@ -230,7 +230,6 @@ def run_detection(
             X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
     if model is None:
         with timer.stage("fit"):
-            wait_warm()  # a fresh CLI process warms this method's kernels while the file is read
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
             if n_nodata and m.kind == "pixel" and kind in ("background", "correlation", "none"):
                 keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only

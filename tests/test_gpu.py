@@ -270,12 +270,3 @@ def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
     scale = float(np.nanmax(np.abs(cpu.scores)))
     np.testing.assert_allclose(st.scores, mem.scores, atol=1e-3 * scale)
     np.testing.assert_allclose(st.scores, cpu.scores, atol=1e-3 * scale)
-
-
-@pytest.mark.parametrize("method", ["rbfn", "ace", "mf", "cem", "sam", "rx"])
-def test_prewarm_fits_each_method_on_the_gpu(cp, method):
-    """The CLI's warm-up fit (run on the prewarm thread while the file is read) works for every pixel
-    method: a failure there is swallowed, and would only show as a slower first run."""
-    from hyperapp.backend import _warm_method
-
-    _warm_method(method)
