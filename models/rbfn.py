@@ -154,36 +154,32 @@ class _Coherence:
         self.dots = {"T": d[:m], "B": d[m:]}
         self.sq = {"T": sq[:m], "B": sq[m:]}
 
-    def target(self, keep):
-        """The whitened target: the mean of the kept clicks."""
-        return self.zt[keep].mean(axis=0)
+    def target(self):
+        """The whitened target: the mean whitened click."""
+        return self.zt.mean(axis=0)
 
-    def _ace(self, d, sq, ss):
-        num = d ** 2
+    @staticmethod
+    def _ace(d, sq, ss):
         den = ss * sq
-        return np.clip(np.where(den > 0, num / np.where(den > 0, den, 1), 0), 0, 1)
+        return np.clip(np.where(den > 0, d ** 2 / np.where(den > 0, den, 1), 0), 0, 1)
 
-    def scores(self, keep) -> dict:
-        """ACE of every row against the mean of the kept clicks, as ``spectral.ace`` (in [0, 1]).
+    def scores(self) -> tuple[np.ndarray, np.ndarray]:
+        """(clicks, background rows): ACE against the mean whitened click, as ``spectral.ace``.
 
-        A kept click's own value is against the mean of the *other* kept clicks: against a mean it
-        is part of, every click looks coherent, and the output layer would trust the input more than
-        it deserves on targets it has not seen.
+        A click's own value is against the mean of the *other* clicks: against a mean it is part of,
+        every click looks coherent, and the output layer would trust the input more than it deserves on
+        targets it has not seen. (With one click, that click against itself.)
         """
-        keep = np.asarray(keep)
-        Gk = self.dots["T"][np.ix_(keep, keep)]
-        m = len(keep)
-        out = {name: self._ace(d[:, keep].mean(axis=1), self.sq[name], float(Gk.mean()))
-               for name, d in self.dots.items()}
-        if m > 1:
-            # the mean of the others: (sum - own) / (m - 1); its squared norm likewise from Gk
-            tot = Gk.sum(axis=1)
-            d_own = (tot - np.diag(Gk)) / (m - 1)
-            ss_own = (Gk.sum() - 2 * tot + np.diag(Gk)) / (m - 1) ** 2
-            T = out["T"].copy()
-            T[keep] = [self._ace(d_own[j], self.sq["T"][keep[j]], ss_own[j]) for j in range(m)]
-            out["T"] = T
-        return out
+        G = self.dots["T"]  # click-click products
+        m = G.shape[0]
+        tot = G.sum(axis=1)
+        background = self._ace(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
+        if m == 1:
+            return self._ace(tot, self.sq["T"], float(G.mean())), background
+        # the mean of the others: (sum - own) / (m - 1); its squared norm likewise from G
+        d_own = (tot - np.diag(G)) / (m - 1)
+        ss_own = (G.sum() - 2 * tot + np.diag(G)) / (m - 1) ** 2
+        return self._ace(d_own, self.sq["T"], ss_own), background
 
 
 class _Pool:
@@ -403,7 +399,7 @@ class RBFN(PixelDetector):
         # tiny solve), which cost more than the whole image's scoring; so they run in NumPy after one
         # copy (~250 KB), identically on both backends, and only their results go back to the device.
         Zb, Zt, Ztrain_t = to_host(Zb), to_host(Zt), to_host(Ztrain_t)
-        # 3. centres: the background's once; the target's from the clicks (again for each held-out click)
+        # 3. centres: k-means inside each class
         nh = int(self.n_hidden)
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
@@ -421,9 +417,8 @@ class RBFN(PixelDetector):
         coh = _Coherence(stats, self._normalized(T), self._normalized(B)) if self.coherence_weight_ else None
         if progress:
             progress(0.7, "RBFN: output layer")
-        keep = np.arange(Zt.shape[0])
-        centres, gamma, beta = self._output_layer(Ztrain_t, Zt, Zb, Cb, gb, n_tc, keep, coh,
-                                                  self.coherence_weight_)
+        centres, gamma, beta = self._output_layer(Ztrain_t, Zt, Zb, Cb, gb, n_tc,
+                                                  coh.scores() if coh is not None else None)
         self.centres_ = xp.asarray(centres)
         self.gamma_ = xp.asarray(gamma)
         self.weights_ = xp.asarray(beta[:nh].astype(np.float32))
@@ -432,31 +427,31 @@ class RBFN(PixelDetector):
         self.n_target_centres_ = n_tc
         if self.coherence_weight_:
             self.coherence_w_ = stats.sqrt_inv_cov.astype(xp.float32)
-            self.coherence_s_ = coh.target(keep).astype(np.float32)
+            self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_v_ = float(beta[nh]) * self.coherence_weight_
         if progress:
             progress(1.0, "RBFN: trained")
         return self
 
-    def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, keep, coh, weight):
-        """Target centres and widths from the clicks ``keep``, then the output weights and threshold
-        by class-balanced ridge regression: (centres, gamma, beta = [w_hidden, w_coherence?, bias])."""
-        Ztk = Zt[keep]
-        Ct, lt = (Ztk.mean(axis=0, keepdims=True), np.zeros(len(keep), int)) if n_tc == 1 else \
-            kmeans(Ztk, min(n_tc, len(keep)), seed=self.seed)
+    def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, coherence):
+        """Target centres and widths from the clicks ``Zt``, then the output weights and threshold by
+        class-balanced ridge regression on the hidden activations of the training targets
+        ``Ztrain_t`` and background ``Zb``, and the ``coherence`` input (clicks', background's) when
+        given: (centres, gamma, beta = [w_hidden, w_coherence?, bias])."""
+        Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
+            kmeans(Zt, n_tc, seed=self.seed)
         dtb = sq_distances(Ct, Cb).min(axis=1)
-        st_spread = np.array([((Ztk[lt == i] - Ct[i]) ** 2).sum(axis=1).mean() for i in range(Ct.shape[0])])
+        st_spread = np.array([((Zt[lt == i] - Ct[i]) ** 2).sum(axis=1).mean() for i in range(Ct.shape[0])])
         st = np.maximum(dtb / 4.0, st_spread) * float(self.width_scale) ** 2
         gt = 1.0 / (2.0 * np.maximum(st, 1e-6 * float(Zt.shape[1])))
         centres = np.concatenate([Ct, Cb]).astype(np.float32)
         gamma = np.concatenate([gt, gb]).astype(np.float32)
-        Ttrain = Ztrain_t if len(keep) == Zt.shape[0] else Ztk
-        H = _hidden(np.concatenate([Ttrain, Zb]), centres, gamma).astype(np.float64)
-        if weight:  # (no synthetic targets then: _validate_params)
-            c = coh.scores(keep)
-            H = np.concatenate([H, weight * np.concatenate([c["T"][keep], c["B"]])[:, None]], axis=1)
-        lab = np.concatenate([np.ones(Ttrain.shape[0]), np.zeros(Zb.shape[0])])
-        wts = np.where(lab > 0, 0.5 / Ttrain.shape[0], 0.5 / Zb.shape[0])
+        H = _hidden(np.concatenate([Ztrain_t, Zb]), centres, gamma).astype(np.float64)
+        if coherence is not None:  # (no synthetic targets then: _validate_params)
+            c = self.coherence_weight_ * np.concatenate(coherence)
+            H = np.concatenate([H, c[:, None]], axis=1)
+        lab = np.concatenate([np.ones(Ztrain_t.shape[0]), np.zeros(Zb.shape[0])])
+        wts = np.where(lab > 0, 0.5 / Ztrain_t.shape[0], 0.5 / Zb.shape[0])
         A = np.concatenate([H, np.ones((H.shape[0], 1))], axis=1)
         G = (A * wts[:, None]).T @ A
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(A.shape[1] - 1, 1) + 1e-12

@@ -79,15 +79,15 @@ def test_click_coherence_is_left_out():
     c = _Coherence(stats, T, B)
     W = stats.sqrt_inv_cov
     zt = (T - stats.mean) @ W
-    keep = np.array([0, 1, 3])
-    got = c.scores(keep)["T"]
-    for j in keep:
-        s = zt[[i for i in keep if i != j]].mean(axis=0)
+    got, background = c.scores()
+    for j in range(4):
+        s = zt[[i for i in range(4) if i != j]].mean(axis=0)
         want = (zt[j] @ s) ** 2 / ((s @ s) * (zt[j] @ zt[j]))
         np.testing.assert_allclose(got[j], min(want, 1.0), rtol=1e-6)
-    s = zt[keep].mean(axis=0)
+    s = zt.mean(axis=0)
+    np.testing.assert_allclose(c.target(), s, rtol=1e-5)
     zb = (B[:3] - stats.mean) @ W
-    np.testing.assert_allclose(c.scores(keep)["B"][:3], (zb @ s) ** 2 / ((s @ s) * (zb * zb).sum(axis=1)), rtol=1e-6)
+    np.testing.assert_allclose(background[:3], (zb @ s) ** 2 / ((s @ s) * (zb * zb).sum(axis=1)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("whiten,floor", [("pca", 0.95), ("cov", 0.9), ("std", 0.75)])
