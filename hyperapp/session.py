@@ -104,6 +104,19 @@ class Session:
             self._device_cache[backend.name] = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
         return self._device_cache[backend.name]
 
+    def pixels_for(self, method: str, device: str, progress=None):
+        """The pixels a run of ``method`` takes: held on the device (:meth:`pixels_on`), or None when a
+        pixel detector must stream this cube from its file (its float32 pixels exceed the memory
+        budget, :func:`hyperapp.detect.needs_streaming`): :func:`hyperapp.detect.run_detection` then
+        reads it in two passes and nothing is kept, as the CLI does."""
+        from hyperapp.backend import get_backend
+        from hyperapp.detect import needs_streaming
+        from hyperapp.models.registry import get_method
+
+        if get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device)):
+            return None
+        return self.pixels_on(device, progress)
+
     def unique_run_name(self, method: str) -> str:
         n = sum(r.method == method for r in self.runs) + 1
         return f"{method} #{n}"

@@ -176,3 +176,22 @@ def test_fill_border_in_the_window(qtbot, win, land_hdr, tmp_path):
     res = run.result
     assert np.isnan(res.scores[:, :20]).all() and np.isfinite(res.scores[:, 20:]).all()
     assert not res.mask[:, :20].any() and res.report["nodata_pixels"] == 128 * 20
+
+
+def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeypatch):
+    """A pixel detector on a cube whose pixels exceed the memory budget streams it from the file, as
+    the CLI does: the window never holds the cube, and the scores equal the in-memory run's."""
+    import hyperapp.detect as detect
+    from hyperapp.io import read_labels
+
+    assert win.open_cube(land_hdr)
+    clicks = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+    held = _run(qtbot, win, "ace").result
+    assert not held.report.get("streamed")
+    win.session._device_cache.clear()
+    monkeypatch.setattr(detect, "memory_budget", lambda limit=None: 1 << 16)  # 64 KB: every cube streams
+    streamed = _run(qtbot, win, "ace").result
+    assert streamed.report["streamed"]
+    assert not win.session._device_cache  # nothing was read into the window's memory
+    np.testing.assert_allclose(streamed.scores, held.scores, rtol=1e-5, atol=1e-6)

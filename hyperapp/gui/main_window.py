@@ -407,7 +407,7 @@ class MainWindow(QMainWindow):
         self._save_params(method, params)
 
         def job(progress):
-            image = s.pixels_on(device, progress.sub(0.0, 0.4))
+            image = s.pixels_for(method, device, progress.sub(0.0, 0.4))  # None: streamed from the file
             return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
                                  device=device, truth=truth, far=far, model=model,
                                  image=image, progress=progress.sub(0.4, 1.0))
@@ -634,7 +634,8 @@ class MainWindow(QMainWindow):
                 model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
                 res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
                                     session.roi.background, params=r["params"], device="cpu", truth=session.truth,
-                                    threshold=r["threshold"], model=model, image=session.pixels_on("cpu"))
+                                    threshold=r["threshold"], model=model,
+                                    image=session.pixels_for(r["method"], "cpu"))
                 self._run_done(r["method"], r["params"], res)
             if d.get("runs"):
                 self.detector.set_method(d["runs"][-1]["method"])
