@@ -13,10 +13,15 @@ from hyperapp.models.rbfn import RBFN
 
 from .conftest import ABU, SAMPLES, random_clicks
 
-CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, "sam": classic.SAM}
+CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, "sam": classic.SAM, "rx": classic.RX}
 
 
 def _scene(name):
+    from hyperapp.samples import BACKGROUNDS, make_background_scene
+
+    if name in BACKGROUNDS:
+        sc = make_background_scene(name)
+        return sc.cube.astype(np.float32), sc.truth > 0
     if name == "abu":
         if not ABU.is_file():
             pytest.skip("shared AVIRIS scene not present")
@@ -24,9 +29,11 @@ def _scene(name):
     return open_cube(SAMPLES / f"{name}.hdr").read(), read_mask(SAMPLES / f"{name}_truth.hdr") > 0
 
 
-@pytest.mark.parametrize("name", ["abu", "land", "sea"])
+@pytest.mark.parametrize("name", ["abu", "land", "sea", "beach", "urban", pytest.param(
+    "vegetation", marks=pytest.mark.xfail(reason="the RBFN trails MF and CEM by 8e-5 there (issue 12)", strict=True))])
 def test_rbfn_beats_classic_detectors(name):
-    """5 random clicks from the truth, AUC over all other pixels, averaged over 10 seeds."""
+    """5 random clicks from the truth, AUC over all other pixels, averaged over 10 seeds (issue 12's
+    protocol), on the airport scene, the bundled scenes and the generated background types."""
     X, truth = _scene(name)
     aucs = {k: [] for k in [*CLASSIC, "rbfn"]}
     for seed in range(10):
