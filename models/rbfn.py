@@ -44,7 +44,7 @@ pca16, 8 neurons, σ x1, 1000 synthetic targets           0.793   0.999   0.972
 same, no synthetic targets                               0.915   0.985   0.899
 same, σ x2                                               0.925   1.000   0.975
 same, spectra normalised to unit norm                    0.937   1.000   1.000
-**default**: normalised, σ x2, 4 neurons (the thesis's)  0.941   1.000   1.000
+normalised, σ x2, 4 neurons (the default until 11-23)   0.941   1.000   1.000
 normalised, 64 neurons, 1 target centre                  0.956   0.99998 1.000
 normalised, 64 neurons, 16 target centres                0.905   0.906   0.957
 cov (full whitening) instead of pca16                    0.559   0.967   0.882
