@@ -135,12 +135,12 @@ def _centred_normalised(P, mean, normalize: bool):
 
 
 class _Coherence:
-    """ACE of the normalised spectra in the background's full whitened space, for any subset of the
-    clicks as the target, on the training rows: the clicks ``T`` and the background sample ``B``.
+    """The coherence input on the training rows (the clicks ``T`` and the background sample ``B``,
+    normalised spectra): ACE in the background's full whitened space against the mean whitened click.
 
     The target is the mean whitened click, so each row's dot product with it is the mean of its dot
-    products with the clicks: one product with every click (on the device the pixels are on) serves
-    every held-out subset.
+    products with the clicks: one product with every click (on the device the pixels are on) also
+    gives each click's value against the mean of the others (:meth:`scores`).
     """
 
     def __init__(self, stats, T, B):
