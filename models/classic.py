@@ -68,9 +68,16 @@ def whitened_rows(z, s, mode: int):
     if mode == RX_MODE:
         return sq
     s = xp.asarray(s)
-    num = (z @ s) ** 2
-    den = (s @ s) * sq
-    return xp.clip(xp.where(den > 0, num / xp.where(den > 0, den, 1), 0), 0, 1)
+    return ace_from_products(z @ s, sq, s @ s)
+
+
+def ace_from_products(dot, sq, ss):
+    """ACE from a whitened pixel's product with the whitened target (``dot`` = z.s), its own z.z
+    (``sq``) and the target's s.s (``ss``), as ``spectral.ace``: dot^2 / (ss sq), clipped to [0, 1],
+    and 0 where the denominator is 0 (``kernels/whitened.cu`` computes the same on the GPU)."""
+    xp = get_namespace(dot)
+    den = ss * sq
+    return xp.clip(xp.where(den > 0, dot ** 2 / xp.where(den > 0, den, 1), 0), 0, 1)
 
 
 def centred_dot(P, mu, w):

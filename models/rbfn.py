@@ -95,6 +95,7 @@ from hyperapp.models.base import (
     check_finite,
     check_labels,
 )
+from hyperapp.models.classic import ACE_MODE, GPU_CHUNK, ace_from_products, whitened_rows
 from hyperapp.models.kmeans import kmeans, sq_distances
 from hyperapp.models.stats import BackgroundStats
 
@@ -145,10 +146,10 @@ class _Coherence:
 
     def __init__(self, stats, T, B):
         xp = get_namespace(T)
-        W = stats.sqrt_inv_cov.astype(xp.float32)
+        self.W = stats.sqrt_inv_cov.astype(xp.float32)  # the scoring uses the same whitening
         mu = stats.mean.astype(xp.float32)
         m = T.shape[0]
-        z = (xp.concatenate([T, B]) - mu) @ W
+        z = (xp.concatenate([T, B]) - mu) @ self.W
         zt = z[:m]
         # the host needs the clicks' whitened spectra, and every row's products with them and its z.z
         self.zt = to_host(zt).astype(np.float64)
@@ -161,11 +162,6 @@ class _Coherence:
         """The whitened target: the mean whitened click."""
         return self.zt.mean(axis=0)
 
-    @staticmethod
-    def _ace(d, sq, ss):
-        den = ss * sq
-        return np.clip(np.where(den > 0, d ** 2 / np.where(den > 0, den, 1), 0), 0, 1)
-
     def scores(self) -> tuple[np.ndarray, np.ndarray]:
         """(clicks, background rows): ACE against the mean whitened click, as ``spectral.ace``.
 
@@ -176,13 +172,13 @@ class _Coherence:
         G = self.dots["T"]  # click-click products
         m = G.shape[0]
         tot = G.sum(axis=1)
-        background = self._ace(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
+        background = ace_from_products(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
         if m == 1:
-            return self._ace(tot, self.sq["T"], float(G.mean())), background
+            return ace_from_products(tot, self.sq["T"], float(G.mean())), background
         # the mean of the others: (sum - own) / (m - 1); its squared norm likewise from G
         d_own = (tot - np.diag(G)) / (m - 1)
         ss_own = (G.sum() - 2 * tot + np.diag(G)) / (m - 1) ** 2
-        return self._ace(d_own, self.sq["T"], ss_own), background
+        return ace_from_products(d_own, self.sq["T"], ss_own), background
 
 
 class _Pool:
@@ -384,9 +380,10 @@ class RBFN(PixelDetector):
         self.diagonal_ = self.whiten == "std"
         if progress:
             progress(0.3, "RBFN: sampling")
-        # 2. training set
-        Zb = self._project(B)
-        Zt = self._project(T)
+        # 2. training set (normalised once: the coherence input below takes the same spectra)
+        Tn, Bn = self._normalized(T), self._normalized(B)
+        Zb = self._project_normalised(Bn)
+        Zt = self._project_normalised(Tn)
         if self.n_augment > 0:
             ti = xp.asarray(rng.integers(0, Zt.shape[0], self.n_augment))
             bi = xp.asarray(rng.integers(0, Zb.shape[0], self.n_augment))
@@ -417,7 +414,7 @@ class RBFN(PixelDetector):
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
         self.coherence_weight_ = float(self.coherence)
-        coh = _Coherence(stats, self._normalized(T), self._normalized(B)) if self.coherence_weight_ else None
+        coh = _Coherence(stats, Tn, Bn) if self.coherence_weight_ else None
         if progress:
             progress(0.7, "RBFN: output layer")
         centres, gamma, beta = self._output_layer(Ztrain_t, Zt, Zb, Cb, gb, n_tc,
@@ -429,7 +426,7 @@ class RBFN(PixelDetector):
         self.n_bands_ = nb
         self.n_target_centres_ = n_tc
         if self.coherence_weight_:
-            self.coherence_w_ = stats.sqrt_inv_cov.astype(xp.float32)
+            self.coherence_w_ = coh.W
             self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_v_ = float(beta[nh]) * self.coherence_weight_
         if progress:
@@ -473,7 +470,11 @@ class RBFN(PixelDetector):
         return P / xp.where(n > 0, n, 1)
 
     def _project(self, P):
-        return (self._normalized(P) - self.mean_) @ self.proj_
+        return self._project_normalised(self._normalized(P))
+
+    def _project_normalised(self, Pn):
+        """Whitened coordinates of spectra :meth:`_normalized` already made."""
+        return (Pn - self.mean_) @ self.proj_
 
     def _hidden(self, Z):
         return _hidden(Z, self.centres_, self.gamma_)
@@ -489,10 +490,8 @@ class RBFN(PixelDetector):
 
     def _add_coherence(self, P, out):
         """Add the coherence input's term (ACE in the whitened space, :class:`_Coherence`) in place."""
-        from hyperapp.models.classic import ACE_MODE, whitened_rows
-
         xp = get_namespace(P)
-        step = CHUNK if xp is np else 1 << 20
+        step = CHUNK if xp is np else GPU_CHUNK
         for i in range(0, P.shape[0], step):
             if xp is np:
                 D = self._normalized(P[i:i + step]) - self.mean_
