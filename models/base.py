@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
+from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
 
 TARGET, BACKGROUND, UNLABELLED, NODATA = 1, 0, -1, -2
@@ -66,6 +66,25 @@ def check_labels(y, n: int):
     if n_t == n:
         raise ModelError("every pixel is marked as target: nothing is left to describe the background")
     return y
+
+
+def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Sorted host index lists of the target, marked background and no-data pixels among the labels
+    ``y`` (any shape, either backend), and the pixel count, with :func:`check_labels`' checks.
+
+    One copy of the labels to the host and one pass over them: only the few marked pixels are
+    sorted into lists.
+    """
+    y = to_host(y).reshape(-1)
+    n = int(y.shape[0])
+    marked = np.flatnonzero(y != UNLABELLED)
+    v = y[marked]
+    tgt = marked[v == TARGET]
+    if tgt.size == 0:
+        raise ModelError("no target pixels marked: click at least one target pixel")
+    if tgt.size == n:
+        raise ModelError("every pixel is marked as target: nothing is left to describe the background")
+    return tgt, marked[v == BACKGROUND], marked[v == NODATA], n
 
 
 class Estimator:

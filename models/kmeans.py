@@ -1,15 +1,18 @@
 """Lloyd's k-means with k-means++ seeding, on NumPy or CuPy arrays.
 
-Used to place RBF centres (inside each class) on the device the pixels are on; scikit-learn's KMeans
-is the CPU reference in the tests. Distances use the expansion ||x||² - 2x·c + ||c||², one GEMM per
-iteration.
+:func:`kmeans_small` places RBF centres (inside each class) on the device the pixels are on, one
+CUDA block on the GPU; :class:`MultiKMeans` runs many k at once (seed 001) with distances from the
+expansion ||x||² - 2x·c + ||c||², one GEMM per iteration. scikit-learn's KMeans is the CPU reference
+in the tests.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from hyperapp.backend import get_namespace
+from hyperapp.backend import get_namespace, to_host
 from hyperapp.models.base import Estimator
 
 
@@ -20,64 +23,114 @@ def sq_distances(X, C):
     return xp.maximum(d, 0)
 
 
+class SmallKMeans(NamedTuple):
+    """What :func:`kmeans_small` found: ``centres`` (k, d); ``labels`` (n,) of the last assignment;
+    ``counts`` (k,) members per centre; ``ssq`` (k,) float64 summed squared distance of each centre's
+    members to it (after the last update)."""
+
+    centres: object
+    labels: object
+    counts: object
+    ssq: object
+
+
+#: the one-block CUDA k-means (``kernels/kmeans_small.cu``) holds centres and float64 sums in shared
+#: memory, (2 k d + k) * 8 + 4 k bytes, within the default 48 KB
+SMALL_SHARED_BYTES = 48 * 1024
+
+
+def _small_shared(k: int, dim: int) -> int:
+    return (2 * k * dim + k) * 8 + 4 * k
+
+
+def kmeans_small(X, k: int, n_iter: int = 25, seed: int = 0) -> SmallKMeans:
+    """Lloyd's k-means with k-means++ seeding of a few thousand points (the RBFN's centres).
+
+    Distances are float64 (the expansion ||x||² - 2x·c + ||c||² cancels in float32, which let
+    near-equidistant points fall differently on two backends), and so are the centre sums; centres are
+    kept in the data's float32. Seeding draws each centre with probability proportional to the squared
+    distance to the nearest centre so far, from uniforms the host generator draws in advance; Lloyd
+    stops early once no coordinate moves more than ``1e-8 + 1e-5 |c|``. On CuPy the whole run is one
+    launch of ``kernels/kmeans_small.cu`` (one thread block) when its centres fit in shared memory,
+    the same arithmetic; otherwise the array code below runs on either backend.
+    """
+    xp = get_namespace(X)
+    X = X.astype(xp.float32, copy=False)
+    n, dim = X.shape
+    k = min(int(k), n)
+    rng = np.random.default_rng(seed)
+    first = int(rng.integers(n))
+    u = rng.random(k - 1)
+    if xp is not np and _small_shared(k, dim) <= SMALL_SHARED_BYTES:
+        return _kmeans_small_gpu(X, k, n_iter, first, u)
+    # float64, laid out (d, n) with the points along the fast axis: NumPy's reductions and broadcasts
+    # over a d- or k-wide last axis cost 10-20x the arithmetic
+    X64 = X.astype(xp.float64)
+    XT = xp.ascontiguousarray(X64.T)
+    xx = (XT * XT).sum(axis=0)
+
+    def to(j):
+        c = X64[j]
+        return xp.maximum(xx - 2.0 * (X64 @ c) + c @ c, 0)
+
+    d2 = to(first)
+    idx = [first]
+    for j in range(1, k):
+        cum = np.cumsum(to_host(d2))
+        nxt = min(int(np.searchsorted(cum, u[j - 1] * cum[-1], side="right")), n - 1) if cum[-1] > 0 \
+            else min(int(u[j - 1] * n), n - 1)
+        idx.append(nxt)
+        d2 = xp.minimum(d2, to(nxt))
+    C = X[xp.asarray(idx)].copy()
+    labels = xp.zeros(n, dtype=xp.int64)
+    G = xp.empty((k, n), xp.float64)  # one buffer for every iteration (fresh pages cost more than the GEMM)
+    for _ in range(n_iter):
+        # the arg-min needs only ||c||^2 - 2 c.x, (k, n)
+        C64 = C.astype(xp.float64)
+        xp.matmul(-2.0 * C64, XT, out=G)
+        G += (C64 * C64).sum(axis=1)[:, None]
+        labels = G.argmin(axis=0)
+        counts = xp.bincount(labels, minlength=k)
+        sums = xp.stack([xp.bincount(labels, weights=XT[i], minlength=k) for i in range(dim)], axis=1)
+        newC = xp.where((counts > 0)[:, None], (sums / xp.maximum(counts, 1)[:, None]).astype(xp.float32), C)
+        done = bool((xp.abs(newC - C) <= 1e-8 + 1e-5 * xp.abs(C)).all())  # numpy.allclose's test
+        C = newC
+        if done:
+            break
+    counts = xp.bincount(labels, minlength=k)
+    d = XT - C.astype(xp.float64).T[:, labels]
+    return SmallKMeans(C, labels, counts, xp.bincount(labels, weights=(d * d).sum(axis=0), minlength=k))
+
+
+def _kmeans_small_gpu(X, k: int, n_iter: int, first: int, u) -> SmallKMeans:
+    import cupy
+
+    from hyperapp.kernels import get_kernel
+
+    n, dim = X.shape
+    X = cupy.ascontiguousarray(X)
+    C = cupy.empty((k, dim), cupy.float32)
+    labels = cupy.empty(n, cupy.int32)
+    counts = cupy.empty(k, cupy.int32)
+    ssq = cupy.empty(k, cupy.float64)
+    scratch = cupy.empty((2, n), cupy.float64)
+    u_d = cupy.asarray(np.ascontiguousarray(u, np.float64) if len(u) else np.zeros(1))
+    get_kernel("kmeans_small", "hyperapp_kmeans_small", {"D": dim})(
+        (1,), (1024,), (X, np.int32(n), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
+                        scratch[1], C, labels, counts, ssq), shared_mem=_small_shared(k, dim))
+    return SmallKMeans(C, labels.astype(cupy.int64), counts, ssq)
+
+
 def kmeans(X, k: int, n_iter: int = 25, seed: int = 0):
-    """Cluster the rows of ``X`` into ``k`` groups.
+    """Cluster the rows of ``X`` into ``k`` groups (:func:`kmeans_small`).
 
     Returns
     -------
     centres : (k, d) array
     labels : (n,) int array
     """
-    import numpy as np
-
-    xp = get_namespace(X)
-    n = X.shape[0]
-    k = min(int(k), n)
-    rng = np.random.default_rng(seed)
-    # k-means++ seeding (host RNG so NumPy and CuPy pick the same points)
-    # ||x||^2 once, not once per seeding round; each round is one GEMV and a draw from the cumulative
-    # distances (rng.choice(n, p=...) validates and normalises p on every call, which cost more than
-    # the distances for a few thousand points)
-    xx = (X * X).sum(axis=1)
-
-    def to(j):
-        return xp.maximum(xx - 2.0 * (X @ X[j]) + xx[j], 0)
-
-    idx = [int(rng.integers(n))]
-    d2 = to(idx[0])
-    for _ in range(1, k):
-        cum = np.cumsum(np.asarray(d2.get() if hasattr(d2, "get") else d2, dtype=np.float64))
-        nxt = min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), n - 1) \
-            if cum[-1] > 0 else int(rng.integers(n))
-        idx.append(nxt)
-        d2 = xp.minimum(d2, to(nxt))
-    C = X[xp.asarray(idx)].copy()
-    labels = xp.zeros(n, dtype=xp.int64)
-    ar = xp.arange(k)[:, None]
-    XT = xp.ascontiguousarray(X.T)
-    for _ in range(n_iter):
-        # ||x||^2 is the same for every centre: the arg-min needs only ||c||^2 - 2 c.x. Everything is
-        # laid out (k, n), points along the fast axis: NumPy's loops over a k-wide last axis cost 10x
-        # more than the arithmetic (a (n, 3) subtraction takes longer than the GEMM before it)
-        D = (-2.0 * C) @ XT
-        D += (C * C).sum(axis=1)[:, None]
-        if k <= 8:  # a few row comparisons beat a strided arg-min (first minimum wins, as argmin)
-            best, labels = D[0], xp.zeros(n, dtype=xp.int64)
-            for j in range(1, k):
-                closer = D[j] < best
-                best = xp.where(closer, D[j], best)
-                labels = xp.where(closer, j, labels)
-        else:
-            labels = D.argmin(axis=0)
-        onehot = (labels[None, :] == ar).astype(X.dtype)  # (k, n)
-        counts = onehot.sum(axis=1)
-        newC = (onehot @ X) / xp.maximum(counts, 1)[:, None]
-        newC = xp.where((counts > 0)[:, None], newC, C)  # keep an emptied centre where it was
-        done = bool((xp.abs(newC - C) <= 1e-8 + 1e-5 * xp.abs(C)).all())  # numpy.allclose's test
-        C = newC
-        if done:
-            break
-    return C, labels
+    r = kmeans_small(X, k, n_iter, seed)
+    return r.centres, r.labels
 
 
 # --------------------------------------------------------------------------------------------------

@@ -87,16 +87,13 @@ import numpy as np
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import (
-    BACKGROUND,
-    NODATA,
-    TARGET,
     PixelDetector,
     as_pixels,
     check_finite,
-    check_labels,
+    label_lists,
 )
 from hyperapp.models.classic import ACE_MODE, GPU_CHUNK, ace_from_products, whitened_rows
-from hyperapp.models.kmeans import kmeans, sq_distances
+from hyperapp.models.kmeans import kmeans, kmeans_small, sq_distances
 from hyperapp.models.stats import BackgroundStats
 
 WHITENINGS = ("pca", "cov", "std")
@@ -107,12 +104,21 @@ STATS_SAMPLE = 50_000
 CENTRE_ITERATIONS = 5
 
 
-def _hidden(Z, centres, gamma):
-    """Hidden-layer outputs exp(-gamma ||z - c||^2); distances in float64, since the expansion
-    ||z||^2 - 2 z.c + ||c||^2 cancels badly in float32."""
+def _hidden_t(Z, centres, gamma):
+    """Hidden-layer outputs exp(-gamma ||z - c||^2), transposed: (centres, rows) float32.
+
+    Distances are float64, since the expansion ||z||^2 - 2 z.c + ||c||^2 cancels badly in float32;
+    they are laid out (centres, rows), the rows along the fast axis, where NumPy's broadcasts and
+    reductions over a centre-wide last axis cost several times the GEMM (CPU scoring 1.6x faster)."""
     xp = get_namespace(Z)
-    d = sq_distances(Z.astype(xp.float64), centres.astype(xp.float64))
-    return xp.exp(-d * gamma[None, :]).astype(xp.float32)
+    ZT = Z.T.astype(xp.float64)
+    C = centres.astype(xp.float64)
+    d = (-2.0 * C) @ ZT
+    d += (C * C).sum(axis=1)[:, None]
+    d += (ZT * ZT).sum(axis=0)[None, :]
+    xp.maximum(d, 0, out=d)
+    d *= -gamma.astype(xp.float64)[:, None]
+    return xp.exp(d, out=d).astype(xp.float32)
 
 
 _GPU_KERNELS: dict = {}
@@ -195,6 +201,12 @@ class _Pool:
         self.excluded = excluded
         self.size = n - excluded.size
         self._listed = np.setdiff1d(np.arange(n), excluded) if n <= self.LIST_BELOW else None
+        self._is_excluded = None
+        if self._listed is None and excluded.size:
+            # a byte per pixel answers "excluded?" for a candidate in one gather (a binary search per
+            # candidate cost more than the draws); zeros come from calloc, so only touched pages cost
+            self._is_excluded = np.zeros(n, bool)
+            self._is_excluded[excluded] = True
 
     def choice(self, k: int, rng, distinct: bool = True) -> np.ndarray:
         """``k`` pixels of the pool, distinct unless told (statistics from a large pool do not need
@@ -208,9 +220,8 @@ class _Pool:
         out = np.empty(0, np.int64)
         while out.size < k:
             cand = rng.integers(0, self.n, size=int((k - out.size) * 1.1) + 16)
-            if self.excluded.size:
-                pos = np.minimum(np.searchsorted(self.excluded, cand), self.excluded.size - 1)
-                cand = cand[self.excluded[pos] != cand]
+            if self._is_excluded is not None:
+                cand = cand[~self._is_excluded[cand]]
             out = np.concatenate([out, cand])
             if distinct:
                 _, first = np.unique(out, return_index=True)  # distinct, in the order drawn
@@ -296,20 +307,15 @@ class RBFN(PixelDetector):
         if self.backend_kernel not in ("auto", "fused", "gemm"):
             raise InputError(f"backend_kernel must be auto, fused or gemm, got {self.backend_kernel!r}")
 
-    def _background_pool(self, y_img, shape2d):
+    def _background_pool(self, tgt, marked_bg, nodata, n, shape2d):
         """Pixels eligible as background: not target, not within ``guard`` pixels of one.
 
-        Returns ``(explicit, pool)``: the pixels the user marked as background, and a :class:`_Pool`
-        that draws unmarked eligible pixels. Only the marked pixels and the targets' neighbourhoods are
-        ever listed (never the whole image), so this costs the same on a 4-megapixel cube as on a small
-        one.
+        Takes the (sorted, host) index lists of the targets, the marked background and the no-data
+        pixels among ``n``. Returns ``(explicit, pool)``: the pixels the user marked as background, and
+        a :class:`_Pool` that draws unmarked eligible pixels. Only the marked pixels and the targets'
+        neighbourhoods are ever listed (never the whole image), so this costs the same on a
+        4-megapixel cube as on a small one.
         """
-        xp = get_namespace(y_img)
-        y = y_img.reshape(-1)
-        n = int(y.shape[0])
-        tgt = to_host(xp.flatnonzero(y == TARGET))
-        marked_bg = to_host(xp.flatnonzero(y == BACKGROUND))
-        nodata = to_host(xp.flatnonzero(y == NODATA))
         explicit = np.setdiff1d(marked_bg, tgt)
         if shape2d is not None and self.guard > 0:
             # binary dilation by a cross, ``guard`` times: the diamond |dr| + |dc| <= guard
@@ -335,31 +341,34 @@ class RBFN(PixelDetector):
         """Which pixels training reads: flat indices of the targets, of the background sample the
         whitening is estimated on, and of the background training sample, plus the random generator
         in the state training continues from. They follow from the labels alone (1 target, 0
-        background, -1 unlabelled, -2 no data), so a file can be read once for just these pixels."""
+        background, -1 unlabelled, -2 no data), so a file can be read once for just these pixels.
+
+        The labels come to the host once (a byte per pixel) and are listed in one pass: on the device,
+        each list would be a synchronising round trip, and the host work is all on a few pixels.
+        """
         self._validate_params()
-        xp = get_namespace(y)
-        y = check_labels(xp.asarray(y), int(np.prod(y.shape)))
+        tgt, marked_bg, nodata, n = label_lists(y)
         rng = np.random.default_rng(self.seed)
-        explicit, pool = self._background_pool(y, shape2d)
+        explicit, pool = self._background_pool(tgt, marked_bg, nodata, n, shape2d)
         if pool.size + explicit.size < 2:
             raise ModelError("too few background pixels left after excluding the targets and their neighbours")
-        tgt_idx = to_host(xp.flatnonzero(y == TARGET))
         stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
         if explicit.size:
             stat_idx = np.union1d(stat_idx, explicit)
         n_bg = min(int(self.n_background), pool.size)
         bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
-        return tgt_idx, stat_idx, bg_idx, rng
+        return tgt, stat_idx, bg_idx, rng
 
     def fit(self, X, y, progress=None):
         """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data)."""
         xp = get_namespace(X)
         P, lead = as_pixels(X)
         check_finite(P, y=y)
-        tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(xp.asarray(y).reshape(-1),
-                                                             lead if len(lead) == 2 else None)
-        return self.fit_from_pixels(P[xp.asarray(tgt_idx)], P[xp.asarray(stat_idx)], P[xp.asarray(bg_idx)], rng,
-                                    progress)
+        tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(y, lead if len(lead) == 2 else None)
+        # one gather (one index upload) for the three sets
+        R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]
+        a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
+        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress)
 
     def fit_from_pixels(self, T, S, B, rng, progress=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
@@ -394,21 +403,18 @@ class RBFN(PixelDetector):
             Ztrain_t = Zt
         if progress:
             progress(0.5, "RBFN: centres")
-        # 3-5 work on a few thousand whitened spectra. On the GPU they would be hundreds of microsecond
-        # kernels with host syncs between them (k-means seeding and convergence, per-centre widths, a
-        # tiny solve), which cost more than the whole image's scoring; so they run in NumPy after one
-        # copy (~250 KB), identically on both backends, and only their results go back to the device.
-        Zb, Zt, Ztrain_t = to_host(Zb), to_host(Zt), to_host(Ztrain_t)
-        # 3. centres: k-means inside each class
+        # 3. centres: k-means inside each class. The background's runs where the pixels are (on the
+        # GPU one thread block, kernels/kmeans_small.cu: its seeding rounds and iterations would
+        # otherwise be host round trips); the rest of 3-5 works on a few thousand whitened spectra and
+        # a handful of centres, in NumPy after one copy (~250 KB), identically on both backends.
         nh = int(self.n_hidden)
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
-        Cb, lb = kmeans(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
+        km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
+        Zb, Zt, Ztrain_t = to_host(Zb), to_host(Zt), to_host(Ztrain_t)
+        Cb, cnt, ssq = to_host(km.centres), to_host(km.counts), to_host(km.ssq)
         k = Zb.shape[1]
         # each centre's mean squared member distance (k where a centre has no members)
-        nbc = Cb.shape[0]
-        cnt = np.bincount(lb, minlength=nbc)
-        ssq = np.bincount(lb, weights=((Zb - Cb[lb]) ** 2).sum(axis=1), minlength=nbc)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
         gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
@@ -446,18 +452,22 @@ class RBFN(PixelDetector):
         gt = 1.0 / (2.0 * np.maximum(st, 1e-6 * float(Zt.shape[1])))
         centres = np.concatenate([Ct, Cb]).astype(np.float32)
         gamma = np.concatenate([gt, gb]).astype(np.float32)
-        H = _hidden(np.concatenate([Ztrain_t, Zb]), centres, gamma).astype(np.float64)
+        # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones
+        rows = [_hidden_t(np.concatenate([Ztrain_t, Zb]), centres, gamma).astype(np.float64)]
         if coherence is not None:  # (no synthetic targets then: _validate_params)
-            c = self.coherence_weight_ * np.concatenate(coherence)
-            H = np.concatenate([H, c[:, None]], axis=1)
-        lab = np.concatenate([np.ones(Ztrain_t.shape[0]), np.zeros(Zb.shape[0])])
-        wts = np.where(lab > 0, 0.5 / Ztrain_t.shape[0], 0.5 / Zb.shape[0])
-        A = np.concatenate([H, np.ones((H.shape[0], 1))], axis=1)
-        G = (A * wts[:, None]).T @ A
-        pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(A.shape[1] - 1, 1) + 1e-12
-        reg = np.eye(A.shape[1]) * pen
+            rows.append(self.coherence_weight_ * np.concatenate(coherence)[None, :])
+        n_t, n_r = Ztrain_t.shape[0], Ztrain_t.shape[0] + Zb.shape[0]
+        rows.append(np.ones((1, n_r)))
+        AT = np.concatenate(rows)
+        lab = np.zeros(n_r)
+        lab[:n_t] = 1.0
+        wts = np.where(lab > 0, 0.5 / n_t, 0.5 / Zb.shape[0])
+        ATw = AT * wts[None, :]
+        G = ATw @ AT.T
+        pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
+        reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
-        beta = np.linalg.solve(G + reg, (A * wts[:, None]).T @ lab)
+        beta = np.linalg.solve(G + reg, ATw @ lab)
         return centres, gamma, beta
 
     # ------------------------------------------------------------------ forward pass
@@ -476,8 +486,6 @@ class RBFN(PixelDetector):
         """Whitened coordinates of spectra :meth:`_normalized` already made."""
         return (Pn - self.mean_) @ self.proj_
 
-    def _hidden(self, Z):
-        return _hidden(Z, self.centres_, self.gamma_)
 
     def _score_reference(self, P):
         """The forward pass on whichever array module P lives (NumPy path, and the GPU GEMM path)."""
@@ -485,7 +493,7 @@ class RBFN(PixelDetector):
         out = xp.empty(P.shape[0], dtype=xp.float32)
         for i in range(0, P.shape[0], CHUNK):
             Z = self._project(P[i:i + CHUNK])
-            out[i:i + CHUNK] = self._hidden(Z) @ self.weights_ + self.bias_
+            out[i:i + CHUNK] = self.weights_ @ _hidden_t(Z, self.centres_, self.gamma_) + self.bias_
         return out
 
     def _add_coherence(self, P, out):

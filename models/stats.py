@@ -14,11 +14,11 @@ from functools import cached_property
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
+from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import ModelError
 
 EIG_FLOOR = 1e-9
-#: covariances up to this many bands are decomposed on the host (see ``BackgroundStats._eig``)
+#: covariances up to this many bands are decomposed on the host (see ``BackgroundStats._eig_host``)
 HOST_EIGH_MAX = 512
 #: rows per float32 GEMM block of :func:`scatter` (its rounding error grows as the square root of this)
 BLOCK_ROWS = 8192
@@ -160,16 +160,27 @@ class BackgroundStats:
         cov = (G - m * xp.outer(d, d)) / (m - 1)
         return cls(mean, (cov + cov.T) / 2, m)
 
+    @property
+    def _small(self) -> bool:
+        """A covariance small enough to decompose on the host (see :meth:`_eig_host`)."""
+        return self.cov.shape[0] <= HOST_EIGH_MAX
+
+    @cached_property
+    def _eig_host(self):
+        """(w, v) on the host, eigenvalues floored. A band covariance is small: LAPACK answers in well
+        under a millisecond, cuSOLVER's syevd takes about two (launch-bound), and both backends then
+        agree exactly; the whitening matrices are built here too and go to the device once."""
+        w, v = np.linalg.eigh(np.asarray(to_host(self.cov), np.float64))
+        floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
+        return np.maximum(w, floor), v
+
     @cached_property
     def _eig(self):
         xp = get_namespace(self.cov)
-        if xp is not np and self.cov.shape[0] <= HOST_EIGH_MAX:
-            # a band covariance is small: LAPACK on the host answers in well under a millisecond,
-            # cuSOLVER's syevd takes about two (launch-bound), and both backends then agree exactly
-            w, v = np.linalg.eigh(self.cov.get())
-        else:
-            w, v = xp.linalg.eigh(self.cov)
-        w, v = xp.asarray(w), xp.asarray(v)
+        if self._small:
+            w, v = self._eig_host
+            return xp.asarray(w), xp.asarray(v)
+        w, v = xp.linalg.eigh(self.cov)
         floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
         return xp.maximum(w, floor), v
 
@@ -179,23 +190,29 @@ class BackgroundStats:
         w = xp.linalg.eigvalsh(self.cov)
         return bool(w.min() <= w.max() * EIG_FLOOR)
 
+    def _from_eig(self, fn):
+        """``fn(w, v, np_or_xp)`` on the host for a small covariance (then one copy to the device),
+        else on the device."""
+        xp = get_namespace(self.cov)
+        if self._small:
+            return xp.asarray(fn(*self._eig_host, np))
+        return fn(*self._eig, xp)
+
     @cached_property
     def inv_cov(self):
-        w, v = self._eig
-        return (v / w) @ v.T
+        return self._from_eig(lambda w, v, m: (v / w) @ v.T)
 
     @cached_property
     def sqrt_inv_cov(self):
         """Symmetric whitening matrix Σ^{-1/2}: (x - μ) Σ^{-1/2} has identity covariance."""
-        xp = get_namespace(self.cov)
-        w, v = self._eig
-        return (v / xp.sqrt(w)) @ v.T
+        return self._from_eig(lambda w, v, m: (v / m.sqrt(w)) @ v.T)
 
     def pca_whitening(self, n_components: int | None):
         """(bands, k) matrix projecting onto the leading k principal components, whitened."""
-        xp = get_namespace(self.cov)
-        w, v = self._eig
-        order = xp.argsort(w)[::-1]
-        k = w.shape[0] if n_components is None else min(int(n_components), w.shape[0])
-        idx = order[:k]
-        return v[:, idx] / xp.sqrt(w[idx])
+        def fn(w, v, m):
+            order = m.argsort(w)[::-1]
+            k = w.shape[0] if n_components is None else min(int(n_components), w.shape[0])
+            idx = order[:k]
+            return v[:, idx] / m.sqrt(w[idx])
+
+        return self._from_eig(fn)

@@ -50,6 +50,23 @@ def test_rbfn_gpu_training_matches_cpu_training(cp):
     assert np.abs(a - b).max() <= 1e-3 * np.abs(a).max()
 
 
+@pytest.mark.parametrize("n,k,dim,n_iter", [(4000, 31, 16, 5), (3000, 7, 5, 25), (500, 60, 16, 25), (50, 1, 16, 3),
+                                           (1000, 40, 64, 0)])
+def test_small_kmeans_kernel_matches_numpy(cp, n, k, dim, n_iter):
+    """The one-block CUDA k-means (kernels/kmeans_small.cu) draws the same seeds and ends where NumPy
+    does: the same labels and counts, centres and member spreads to float32 rounding."""
+    from hyperapp.models.kmeans import kmeans_small
+
+    rng = np.random.default_rng(n + k)
+    X = (rng.normal(size=(n, dim)) + 3 * rng.normal(size=(8, dim))[rng.integers(0, 8, n)]).astype(np.float32)
+    a = kmeans_small(X, k, n_iter, seed=3)
+    b = kmeans_small(cp.asarray(X), k, n_iter, seed=3)
+    assert np.array_equal(a.labels, b.labels.get())
+    assert np.array_equal(a.counts, b.counts.get())
+    assert np.allclose(a.centres, b.centres.get(), rtol=1e-6, atol=1e-6)
+    assert np.allclose(a.ssq, b.ssq.get(), rtol=1e-9)
+
+
 @pytest.mark.parametrize("cls", [classic.ACE, classic.MatchedFilter, classic.CEM, classic.SAM, classic.RX])
 def test_classic_detectors_agree(cp, cls):
     X, y = _data(60, 70, 32)
