@@ -35,12 +35,12 @@ class SmallKMeans(NamedTuple):
 
 
 #: the one-block CUDA k-means (``kernels/kmeans_small.cu``) holds centres and float64 sums in shared
-#: memory, (2 k d + k) * 8 + 4 k bytes, within the default 48 KB
+#: memory, (2 k d + k) * 8 + 12 k bytes, within the default 48 KB
 SMALL_SHARED_BYTES = 48 * 1024
 
 
 def _small_shared(k: int, dim: int) -> int:
-    return (2 * k * dim + k) * 8 + 4 * k
+    return (2 * k * dim + k) * 8 + 12 * k
 
 
 def kmeans_small(X, k: int, n_iter: int = 25, seed: int = 0) -> SmallKMeans:
@@ -108,16 +108,17 @@ def _kmeans_small_gpu(X, k: int, n_iter: int, first: int, u) -> SmallKMeans:
     from hyperapp.kernels import get_kernel
 
     n, dim = X.shape
-    X = cupy.ascontiguousarray(X)
+    XT = cupy.ascontiguousarray(X.T)  # (d, n): a warp reads 32 consecutive points of one coordinate
     C = cupy.empty((k, dim), cupy.float32)
     labels = cupy.empty(n, cupy.int32)
     counts = cupy.empty(k, cupy.int32)
     ssq = cupy.empty(k, cupy.float64)
     scratch = cupy.empty((2, n), cupy.float64)
+    perm = cupy.empty(n, cupy.int32)
     u_d = cupy.asarray(np.ascontiguousarray(u, np.float64) if len(u) else np.zeros(1))
     get_kernel("kmeans_small", "hyperapp_kmeans_small", {"D": dim})(
-        (1,), (1024,), (X, np.int32(n), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
-                        scratch[1], C, labels, counts, ssq), shared_mem=_small_shared(k, dim))
+        (1,), (1024,), (XT, np.int32(n), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
+                        scratch[1], perm, C, labels, counts, ssq), shared_mem=_small_shared(k, dim))
     return SmallKMeans(C, labels.astype(cupy.int64), counts, ssq)
 
 

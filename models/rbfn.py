@@ -403,15 +403,16 @@ class RBFN(PixelDetector):
             Ztrain_t = Zt
         if progress:
             progress(0.5, "RBFN: centres")
-        # 3. centres: k-means inside each class. The background's runs where the pixels are (on the
-        # GPU one thread block, kernels/kmeans_small.cu: its seeding rounds and iterations would
-        # otherwise be host round trips); the rest of 3-5 works on a few thousand whitened spectra and
-        # a handful of centres, in NumPy after one copy (~250 KB), identically on both backends.
+        # 3. centres: k-means inside each class. What touches every training row stays where the
+        # pixels are (on the GPU the background's k-means is one thread block, kernels/kmeans_small.cu,
+        # whose seeding rounds and iterations would otherwise be host round trips, and the output
+        # layer's Gram matrix is one GEMM); what works on a handful of centres and clicks runs in
+        # NumPy, identically on both backends.
         nh = int(self.n_hidden)
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
         km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
-        Zb, Zt, Ztrain_t = to_host(Zb), to_host(Zt), to_host(Ztrain_t)
+        Zt_h = to_host(Zt)
         Cb, cnt, ssq = to_host(km.centres), to_host(km.counts), to_host(km.ssq)
         k = Zb.shape[1]
         # each centre's mean squared member distance (k where a centre has no members)
@@ -423,7 +424,7 @@ class RBFN(PixelDetector):
         coh = _Coherence(stats, Tn, Bn) if self.coherence_weight_ else None
         if progress:
             progress(0.7, "RBFN: output layer")
-        centres, gamma, beta = self._output_layer(Ztrain_t, Zt, Zb, Cb, gb, n_tc,
+        centres, gamma, beta = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc,
                                                   coh.scores() if coh is not None else None)
         self.centres_ = xp.asarray(centres)
         self.gamma_ = xp.asarray(gamma)
@@ -440,10 +441,11 @@ class RBFN(PixelDetector):
         return self
 
     def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, coherence):
-        """Target centres and widths from the clicks ``Zt``, then the output weights and threshold by
-        class-balanced ridge regression on the hidden activations of the training targets
-        ``Ztrain_t`` and background ``Zb``, and the ``coherence`` input (clicks', background's) when
-        given: (centres, gamma, beta = [w_hidden, w_coherence?, bias])."""
+        """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
+        threshold by class-balanced ridge regression on the hidden activations of the training targets
+        ``Ztrain_t`` and background ``Zb`` (on their device), and the ``coherence`` input (clicks',
+        background's; host) when given: (centres, gamma, beta = [w_hidden, w_coherence?, bias])."""
+        xp = get_namespace(Zb)
         Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
             kmeans(Zt, n_tc, seed=self.seed)
         dtb = sq_distances(Ct, Cb).min(axis=1)
@@ -452,22 +454,21 @@ class RBFN(PixelDetector):
         gt = 1.0 / (2.0 * np.maximum(st, 1e-6 * float(Zt.shape[1])))
         centres = np.concatenate([Ct, Cb]).astype(np.float32)
         gamma = np.concatenate([gt, gb]).astype(np.float32)
-        # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones
-        rows = [_hidden_t(np.concatenate([Ztrain_t, Zb]), centres, gamma).astype(np.float64)]
+        # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones;
+        # targets are its first n_t columns, and each class carries half the weight
+        n_t, n_b = Ztrain_t.shape[0], Zb.shape[0]
+        rows = [_hidden_t(xp.concatenate([Ztrain_t, Zb]), xp.asarray(centres), xp.asarray(gamma)).astype(xp.float64)]
         if coherence is not None:  # (no synthetic targets then: _validate_params)
-            rows.append(self.coherence_weight_ * np.concatenate(coherence)[None, :])
-        n_t, n_r = Ztrain_t.shape[0], Ztrain_t.shape[0] + Zb.shape[0]
-        rows.append(np.ones((1, n_r)))
-        AT = np.concatenate(rows)
-        lab = np.zeros(n_r)
-        lab[:n_t] = 1.0
-        wts = np.where(lab > 0, 0.5 / n_t, 0.5 / Zb.shape[0])
-        ATw = AT * wts[None, :]
-        G = ATw @ AT.T
+            rows.append(xp.asarray(self.coherence_weight_ * np.concatenate(coherence))[None, :])
+        rows.append(xp.ones((1, n_t + n_b)))
+        AT = xp.concatenate(rows)
+        At, Ab = AT[:, :n_t], AT[:, n_t:]
+        G = to_host((At @ At.T) * (0.5 / n_t) + (Ab @ Ab.T) * (0.5 / n_b))
+        rhs = to_host(At.sum(axis=1) * (0.5 / n_t))
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
-        beta = np.linalg.solve(G + reg, ATw @ lab)
+        beta = np.linalg.solve(G + reg, rhs)
         return centres, gamma, beta
 
     # ------------------------------------------------------------------ forward pass
