@@ -235,7 +235,9 @@ def run_detection(
                 keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
                 est.fit(X.reshape(-1, X.shape[2])[keep], y_dev.reshape(-1)[keep], **fit_kwargs)
             else:
-                est.fit(X, y_dev, **fit_kwargs)
+                # a model that sorts the labels on the host (it names the pixels it samples) takes the
+                # host copy: the device copy would only travel back
+                est.fit(X, y if getattr(est, "labels_on_host", False) else y_dev, **fit_kwargs)
     progress(0.7, "scoring")
     boxes: list[dict] = []
     with timer.stage("score"):

@@ -115,6 +115,8 @@ class PixelDetector(Estimator):
     #: or "correlation" statistics, "none" (the target pixels alone), "sample" (the pixels the model
     #: names, :meth:`sample_indices`), or None: the detector needs the whole image in memory
     stream_stats: str | None = None
+    #: whether ``fit`` works on the labels on the host (so callers holding both copies pass the host's)
+    labels_on_host = False
 
     def predict(self, X, threshold: float):
         """Boolean target mask: scores above ``threshold``."""

@@ -82,6 +82,8 @@ mapping) that reads the cube once; the NumPy path computes the same numbers in c
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
@@ -187,6 +189,9 @@ class _Coherence:
         return ace_from_products(d_own, self.sq["T"], ss_own), background
 
 
+_LOOKUP = threading.local()
+
+
 class _Pool:
     """The pixels ``0..n-1`` less a (small, sorted) excluded set, drawn from without listing them all.
 
@@ -204,9 +209,19 @@ class _Pool:
         self._is_excluded = None
         if self._listed is None and excluded.size:
             # a byte per pixel answers "excluded?" for a candidate in one gather (a binary search per
-            # candidate cost more than the draws); zeros come from calloc, so only touched pages cost
-            self._is_excluded = np.zeros(n, bool)
+            # candidate cost more than the draws). The table is kept per thread and cleared after use
+            # (:meth:`close`): a fresh one faults its pages in on every click (~0.3 ms at 4 Mpx)
+            buf = getattr(_LOOKUP, "buf", None)
+            if buf is None or buf.size < n:
+                buf = _LOOKUP.buf = np.zeros(n, bool)
+            self._is_excluded = buf[:n]
             self._is_excluded[excluded] = True
+
+    def close(self) -> None:
+        """Clear the lookup table for the next pool on this thread."""
+        if self._is_excluded is not None:
+            self._is_excluded[self.excluded] = False
+            self._is_excluded = None
 
     def choice(self, k: int, rng, distinct: bool = True) -> np.ndarray:
         """``k`` pixels of the pool, distinct unless told (statistics from a large pool do not need
@@ -336,6 +351,7 @@ class RBFN(PixelDetector):
 
     #: the streamed path gathers the pixels :meth:`sample_indices` names, then calls :meth:`fit_from_pixels`
     stream_stats = "sample"
+    labels_on_host = True  # sample_indices lists the marked pixels on the host
 
     def sample_indices(self, y, shape2d=None):
         """Which pixels training reads: flat indices of the targets, of the background sample the
@@ -350,13 +366,16 @@ class RBFN(PixelDetector):
         tgt, marked_bg, nodata, n = label_lists(y)
         rng = np.random.default_rng(self.seed)
         explicit, pool = self._background_pool(tgt, marked_bg, nodata, n, shape2d)
-        if pool.size + explicit.size < 2:
-            raise ModelError("too few background pixels left after excluding the targets and their neighbours")
-        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
-        if explicit.size:
-            stat_idx = np.union1d(stat_idx, explicit)
-        n_bg = min(int(self.n_background), pool.size)
-        bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
+        try:
+            if pool.size + explicit.size < 2:
+                raise ModelError("too few background pixels left after excluding the targets and their neighbours")
+            stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
+            if explicit.size:
+                stat_idx = np.union1d(stat_idx, explicit)
+            n_bg = min(int(self.n_background), pool.size)
+            bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
+        finally:
+            pool.close()
         return tgt, stat_idx, bg_idx, rng
 
     def fit(self, X, y, progress=None):
@@ -412,9 +431,14 @@ class RBFN(PixelDetector):
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
         km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
-        Zt_h = to_host(Zt)
-        Cb, cnt, ssq = to_host(km.centres), to_host(km.counts), to_host(km.ssq)
         k = Zb.shape[1]
+        nbc, m = km.centres.shape[0], Zt.shape[0]
+        # one copy to the host: the clicks, the centres, their counts and spreads (float64 holds each)
+        packed = to_host(xp.concatenate([Zt.astype(xp.float64).ravel(), km.centres.astype(xp.float64).ravel(),
+                                         km.counts.astype(xp.float64), km.ssq.astype(xp.float64)]))
+        Zt_h = packed[:m * k].reshape(m, k).astype(np.float32)
+        Cb = packed[m * k:(m + nbc) * k].reshape(nbc, k).astype(np.float32)
+        cnt, ssq = packed[(m + nbc) * k:(m + nbc) * k + nbc], packed[(m + nbc) * k + nbc:]
         # each centre's mean squared member distance (k where a centre has no members)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
         gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
@@ -424,10 +448,8 @@ class RBFN(PixelDetector):
         coh = _Coherence(stats, Tn, Bn) if self.coherence_weight_ else None
         if progress:
             progress(0.7, "RBFN: output layer")
-        centres, gamma, beta = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc,
-                                                  coh.scores() if coh is not None else None)
-        self.centres_ = xp.asarray(centres)
-        self.gamma_ = xp.asarray(gamma)
+        self.centres_, self.gamma_, beta = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc,
+                                                              coh.scores() if coh is not None else None)
         self.weights_ = xp.asarray(beta[:nh].astype(np.float32))
         self.bias_ = float(beta[-1])
         self.n_bands_ = nb
@@ -444,7 +466,8 @@ class RBFN(PixelDetector):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
         threshold by class-balanced ridge regression on the hidden activations of the training targets
         ``Ztrain_t`` and background ``Zb`` (on their device), and the ``coherence`` input (clicks',
-        background's; host) when given: (centres, gamma, beta = [w_hidden, w_coherence?, bias])."""
+        background's; host) when given: (centres and gamma on the pixels' device, beta = [w_hidden,
+        w_coherence?, bias] on the host)."""
         xp = get_namespace(Zb)
         Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
             kmeans(Zt, n_tc, seed=self.seed)
@@ -457,14 +480,18 @@ class RBFN(PixelDetector):
         # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones;
         # targets are its first n_t columns, and each class carries half the weight
         n_t, n_b = Ztrain_t.shape[0], Zb.shape[0]
-        rows = [_hidden_t(xp.concatenate([Ztrain_t, Zb]), xp.asarray(centres), xp.asarray(gamma)).astype(xp.float64)]
+        # centres and widths go to the pixels' device once (one copy), and stay as the fitted state
+        cg = xp.asarray(np.concatenate([centres.ravel(), gamma]))
+        centres, gamma = cg[:centres.size].reshape(centres.shape), cg[centres.size:]
+        rows = [_hidden_t(xp.concatenate([Ztrain_t, Zb]), centres, gamma).astype(xp.float64)]
         if coherence is not None:  # (no synthetic targets then: _validate_params)
             rows.append(xp.asarray(self.coherence_weight_ * np.concatenate(coherence))[None, :])
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
         At, Ab = AT[:, :n_t], AT[:, n_t:]
-        G = to_host((At @ At.T) * (0.5 / n_t) + (Ab @ Ab.T) * (0.5 / n_b))
-        rhs = to_host(At.sum(axis=1) * (0.5 / n_t))
+        Grhs = to_host(xp.concatenate([(At @ At.T) * (0.5 / n_t) + (Ab @ Ab.T) * (0.5 / n_b),
+                                       (At.sum(axis=1) * (0.5 / n_t))[:, None]], axis=1))
+        G, rhs = Grhs[:, :-1], Grhs[:, -1]
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0

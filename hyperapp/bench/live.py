@@ -67,7 +67,9 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
 
         res = click()  # compile and warm
         reps = [click() for _ in range(5)]
-        gpu = _wall(click, 5)
+        # the median of ctx.repeats (20) clicks: five moved by a few milliseconds between runs of the
+        # same build on the same kind of machine
+        gpu = _wall(click, ctx.repeats)
         stages = {k: round(statistics.median(r.report["seconds"][k] for r in reps) * 1e3, 2)
                   for k in reps[0].report["seconds"] if k != "total"}
         score = gpu_time_ms(lambda est=res.model: est.decision_function(Xd), max(3, ctx.repeats // 4))
