@@ -294,13 +294,15 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     from hyperapp.backend import get_namespace
 
     xp = get_namespace(scores_dev)
+    m = get_method(method)
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
             yf = y_dev.reshape(-1)
             non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
-            threshold = threshold_for_far(non_target, far_used)
+            # a clicked detector's unclicked pixels hold the targets nobody clicked (threshold_for_far)
+            threshold = threshold_for_far(non_target, far_used, separate_targets=m.uses_targets)
         else:
             far_used = None
         mask_dev = scores_dev > threshold
