@@ -89,28 +89,29 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
     spacings i (x_(i) - x_(i+1)) of the k highest scores are independent exponentials of one mean,
     estimated from their median (robust to the mode's own spacings). The largest normalised spacing
     is a split when it exceeds that mean by log(k) + ``z``, and the test repeats below the split,
-    always within the top ``fraction`` of the scores and never above the top ``far`` of them. Scores
-    on the host: the top ``2 fraction`` of them are copied once.
+    always within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs
+    where the scores are; each test sends three numbers to the host.
     """
+    xp = get_namespace(ascending)
     n = int(ascending.size)
     m = min(n, 2 * max(int(n * fraction), 10) + 1)
-    top = np.asarray(to_host(ascending[n - m:]), np.float64)[::-1]
+    top = ascending[n - m:][::-1].astype(xp.float64)  # descending, on the scores' device
     start = 0
     while True:
         rest = n - start
         k = max(int(rest * fraction), 10)
-        if start + k + 1 > m:
+        first = max(int(far * rest), 1)
+        if start + k + 1 > m or first >= k:
             break
         w = top[start:start + k + 1]
-        D = np.arange(1, k + 1) * (w[:-1] - w[1:])
-        scale = float(np.median(D)) / np.log(2)
-        first = max(int(far * rest), 1)
-        if scale <= 0 or first >= k:
+        D = xp.arange(1, k + 1, dtype=xp.float64) * (w[:-1] - w[1:])
+        # one copy to the host per test: the typical spacing, the largest eligible one and where it is
+        med, dmax, i = (float(v) for v in to_host(xp.stack([xp.median(D), D[first:].max(),
+                                                             xp.argmax(D[first:]).astype(xp.float64)])))
+        scale = med / np.log(2)
+        if scale <= 0 or dmax / scale < np.log(k) + z:
             break
-        i = first + int(np.argmax(D[first:]))
-        if D[i] / scale < np.log(k) + z:
-            break
-        start += i + 1
+        start += first + int(i) + 1
     return start
 
 
