@@ -91,6 +91,25 @@ def test_choice_metrics_match_sklearn(land_hdr):
     assert m.chosen_k_ == int(m.k_values_[np.nanargmax(m.silhouette_)])
 
 
+def test_small_kmeans_matches_sklearn():
+    """The RBFN's k-means (kmeans_small): on separated blobs it ends where scikit-learn's Lloyd does from
+    the same seeds, and its counts and member spreads describe its own labels."""
+    from sklearn.cluster import KMeans
+
+    from hyperapp.models.kmeans import kmeans_small
+
+    rng = np.random.default_rng(4)
+    centres = rng.normal(0, 8, (6, 5))
+    X = (centres[rng.integers(0, 6, 3000)] + rng.normal(0, 1, (3000, 5))).astype(np.float32)
+    r = kmeans_small(X, 6, n_iter=50, seed=2)
+    ref = KMeans(6, init=np.asarray(kmeans_small(X, 6, n_iter=0, seed=2).centres, np.float64), n_init=1,
+                 max_iter=50, tol=0, algorithm="lloyd").fit(X.astype(np.float64))
+    assert np.allclose(np.sort(r.centres, axis=0), np.sort(ref.cluster_centers_, axis=0), atol=1e-4)
+    assert np.array_equal(r.counts, np.bincount(r.labels, minlength=6))
+    d = ((X.astype(np.float64) - r.centres.astype(np.float64)[r.labels]) ** 2).sum(axis=1)
+    assert np.allclose(r.ssq, np.bincount(r.labels, weights=d, minlength=6))
+
+
 def test_multik_bad_input():
     rng = np.random.default_rng(0)
     with pytest.raises(ModelError, match="larger than the number of spectra"):
