@@ -23,8 +23,8 @@ marked, in a few milliseconds:
    that excludes the targets and their ``guard``-pixel neighbourhood.
 3. **Centres** by k-means inside each class: ``n_target_centres`` (default 1, at most the number
    of clicks) on the clicks, the rest on the background sample (:func:`~hyperapp.models.kmeans.kmeans_small`:
-   on the GPU one thread block, ``kernels/kmeans_small.cu``, 0.5 ms on an H100 where NumPy on the
-   host took 7-9 ms of a click's 8 ms fit budget).
+   on the GPU one thread block, ``kernels/kmeans_small.cu``: 0.5 ms on an H100, where NumPy on the
+   host took 7-9 ms).
 4. **Widths** from centre spacing: a background centre's σ² is the mean squared distance of its
    members; a target centre's σ² is a quarter of the squared distance to the nearest background
    centre (so the response ramps along the mixing line), at least the member spread.
