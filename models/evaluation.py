@@ -51,11 +51,13 @@ def _auc(pos, neg, neg_sorted=None) -> float:
     return u2 / 2.0 / (n_p * n_n)
 
 
-#: the default threshold's test for a separate mode of targets atop the scores (:func:`cfar_threshold`):
+#: the default threshold's test for a separate mode of targets atop the scores (:func:`target_mode_size`):
 #: a spacing must exceed the typical one by log(k) + this (a chance of about e^-20 per test under an
-#: exponential tail), within the top :data:`MODE_FRACTION` of the scores
+#: exponential tail), within the top :data:`MODE_FRACTION` of the scores, and the gap itself must be at
+#: least :data:`MODE_GAP` of those scores' spread
 MODE_Z = 20.0
 MODE_FRACTION = 0.05
+MODE_GAP = 0.01
 
 
 def threshold_for_far(background_scores, far: float, separate_targets: bool = False) -> float:
@@ -87,10 +89,13 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
 
     Rényi's representation of the upper order statistics: under an exponential tail the normalised
     spacings i (x_(i) - x_(i+1)) of the k highest scores are independent exponentials of one mean,
-    estimated from their median (robust to the mode's own spacings). The largest normalised spacing
-    is a split when it exceeds that mean by log(k) + ``z``, and the test repeats below the split,
-    always within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs
-    where the scores are; each test sends three numbers to the host.
+    estimated from the median of those that are not ties (robust to the mode's own spacings; float32
+    cosines near 1, SAM's, tie in almost half the places, which would pull a plain median towards 0
+    and make every step look like a gap). The largest normalised spacing is a split when it exceeds
+    that mean by log(k) + ``z`` and the gap is at least ``MODE_GAP`` of the window's spread (a step of
+    one float32 quantum deep in the window is neither), and the test repeats below the split, always
+    within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs where
+    the scores are; each test sends five numbers to the host.
     """
     xp = get_namespace(ascending)
     n = int(ascending.size)
@@ -104,12 +109,18 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
         if start + k + 1 > m or first >= k:
             break
         w = top[start:start + k + 1]
-        D = xp.arange(1, k + 1, dtype=xp.float64) * (w[:-1] - w[1:])
-        # one copy to the host per test: the typical spacing, the largest eligible one and where it is
-        med, dmax, i = (float(v) for v in to_host(xp.stack([xp.median(D), D[first:].max(),
-                                                             xp.argmax(D[first:]).astype(xp.float64)])))
+        gaps = w[:-1] - w[1:]
+        D = xp.arange(1, k + 1, dtype=xp.float64) * gaps
+        i = xp.argmax(D[first:])
+        # the median of the spacings that are not ties (ascending: the ties' zeros come first)
+        nz = (D > 0).sum()
+        med = xp.sort(D)[xp.minimum(k - nz + nz // 2, k - 1)]
+        # one copy to the host per test: the typical spacing, the largest eligible one, its gap, where
+        # it is, and the window's spread
+        med, dmax, gap, i, spread = (float(v) for v in to_host(xp.stack([
+            med, D[first:][i], gaps[first:][i], i.astype(xp.float64), w[first] - w[-1]])))
         scale = med / np.log(2)
-        if scale <= 0 or dmax / scale < np.log(k) + z:
+        if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * spread:
             break
         start += first + int(i) + 1
     return start
