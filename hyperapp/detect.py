@@ -302,7 +302,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             yf = y_dev.reshape(-1)
             non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (threshold_for_far)
-            threshold = threshold_for_far(non_target, far_used, separate_targets=m.uses_targets)
+            threshold = threshold_for_far(non_target, far_used,
+                                          separate_targets=m.uses_targets and m.kind == "pixel")
         else:
             far_used = None
         mask_dev = scores_dev > threshold

@@ -95,7 +95,8 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
     that mean by log(k) + ``z`` and the gap is at least ``MODE_GAP`` of the window's spread (a step of
     one float32 quantum deep in the window is neither), and the test repeats below the split, always
     within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs where
-    the scores are; each test sends five numbers to the host.
+    the scores are; each test sends seven numbers to the host. A split onto tied scores (a detector's
+    floor, such as the window detector's score outside its boxes) is not made.
     """
     xp = get_namespace(ascending)
     n = int(ascending.size)
@@ -115,12 +116,16 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
         # the median of the spacings that are not ties (ascending: the ties' zeros come first)
         nz = (D > 0).sum()
         med = xp.sort(D)[xp.minimum(k - nz + nz // 2, k - 1)]
+        # the scores just below the candidate split and ``first`` places further down
+        below = top[xp.minimum(start + first + i + 1 + xp.arange(2) * first, m - 1)]
         # one copy to the host per test: the typical spacing, the largest eligible one, its gap, where
-        # it is, and the window's spread
-        med, dmax, gap, i, spread = (float(v) for v in to_host(xp.stack([
-            med, D[first:][i], gaps[first:][i], i.astype(xp.float64), w[first] - w[-1]])))
+        # it is, the window's spread, and the two scores below
+        med, dmax, gap, i, spread, b0, b1 = (float(v) for v in to_host(xp.concatenate([xp.stack([
+            med, D[first:][i], gaps[first:][i], i.astype(xp.float64), w[first] - w[-1]]), below])))
         scale = med / np.log(2)
         if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * spread:
+            break
+        if b0 == b1:  # the scores below tie (a floor, not a background): no quantile to take there
             break
         start += first + int(i) + 1
     return start
