@@ -239,5 +239,5 @@ def test_target_mode_is_split_off_only_when_separate():
     assert target_mode_size(near_one, 1e-3) == 0
     # a block of scores above a floor every other pixel shares (the window detector's, outside its
     # boxes): no background quantile to take below it, so no split
-    floored = np.sort(np.concatenate([rng.normal(5.0, 1.0, 800), np.full(15_000, -1.0)]))
+    floored = np.sort(np.concatenate([rng.normal(5.0, 1.0, 300), np.full(15_000, -1.0)]))
     assert target_mode_size(floored, 1e-3) == 0
