@@ -21,7 +21,7 @@ from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED
-from hyperapp.models.evaluation import evaluate, threshold_for_far
+from hyperapp.models.evaluation import evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
 
@@ -302,8 +302,9 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             yf = y_dev.reshape(-1)
             non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (threshold_for_far)
-            threshold = threshold_for_far(non_target, far_used,
-                                          separate_targets=m.uses_targets and m.kind == "pixel")
+            threshold, mode = far_threshold(non_target, far_used,
+                                            separate_targets=m.uses_targets and m.kind == "pixel")
+            report["target_mode_pixels"] = mode
         else:
             far_used = None
         mask_dev = scores_dev > threshold

@@ -72,6 +72,12 @@ def threshold_for_far(background_scores, far: float, separate_targets: bool = Fa
     the quantile of all the scores stays: its false-alarm rate is then below the requested one (the
     targets above it take some of its places).
     """
+    return far_threshold(background_scores, far, separate_targets)[0]
+
+
+def far_threshold(background_scores, far: float, separate_targets: bool = False) -> tuple[float, int]:
+    """:func:`threshold_for_far`'s threshold, and how many of the highest scores it left out as a
+    separate mode of targets (0 without ``separate_targets``); the report carries both."""
     xp = get_namespace(background_scores)
     s = background_scores.reshape(-1)
     s = s[xp.isfinite(s)]
@@ -80,8 +86,8 @@ def threshold_for_far(background_scores, far: float, separate_targets: bool = Fa
     if not 0.0 < far < 1.0:
         raise InputError(f"false-alarm rate must be in (0, 1), got {far}")
     ascending = xp.sort(s)
-    n = ascending.size - (separate_targets and target_mode_size(ascending, far))
-    return float(_at_far(ascending[:n], far))
+    mode = target_mode_size(ascending, far) if separate_targets else 0
+    return float(_at_far(ascending[:ascending.size - mode], far)), mode
 
 
 def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float = MODE_FRACTION) -> int:

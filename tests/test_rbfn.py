@@ -215,6 +215,7 @@ def test_default_mask_finds_what_the_roc_says(name, method):
         far = r.mask[keep & ~truth].mean()
         assert abs(mask_pd - roc_pd) <= 0.1, (seed, mask_pd, roc_pd)
         assert DEFAULT_FAR / 3 <= far <= 3 * DEFAULT_FAR, (seed, far)
+        assert r.report["target_mode_pixels"] >= 0.9 * truth[keep].sum()  # the report says what was left out
 
 
 def test_target_mode_is_split_off_only_when_separate():
