@@ -301,7 +301,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             far_used = DEFAULT_FAR if far is None else far
             yf = y_dev.reshape(-1)
             non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
-            # a clicked detector's unclicked pixels hold the targets nobody clicked (threshold_for_far)
+            # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
             threshold, mode = far_threshold(non_target, far_used,
                                             separate_targets=m.uses_targets and m.kind == "pixel")
             report["target_mode_pixels"] = mode
@@ -356,16 +356,6 @@ def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str 
         result = run_detection(cube, method, targets, background, scores_file=stage / "scores.img", **kwargs)
         paths = _write_detection(result, stage, cube)
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
-
-
-def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
-    """Write scores, mask (ENVI), objects (CSV) and report (JSON) into ``out_dir``, all or nothing
-    (:func:`hyperapp.io.atomic.staged_folder`)."""
-    from hyperapp.io.atomic import staged_folder
-
-    with staged_folder(out_dir) as stage:
-        paths = _write_detection(result, stage, cube)
-    return {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:

@@ -60,12 +60,16 @@ def check_labels(y, n: int):
     y = y.reshape(-1)
     if y.shape[0] != n:
         raise InputError(f"labels cover {y.shape[0]} pixels, the image has {n}")
-    n_t = int((y == TARGET).sum())
+    _check_target_count(int((y == TARGET).sum()), n)
+    return y
+
+
+def _check_target_count(n_t: int, n: int) -> None:
+    """At least one target pixel and one that is not, of ``n``."""
     if n_t == 0:
         raise ModelError("no target pixels marked: click at least one target pixel")
     if n_t == n:
         raise ModelError("every pixel is marked as target: nothing is left to describe the background")
-    return y
 
 
 def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -80,10 +84,7 @@ def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     marked = np.flatnonzero(y != UNLABELLED)
     v = y[marked]
     tgt = marked[v == TARGET]
-    if tgt.size == 0:
-        raise ModelError("no target pixels marked: click at least one target pixel")
-    if tgt.size == n:
-        raise ModelError("every pixel is marked as target: nothing is left to describe the background")
+    _check_target_count(tgt.size, n)
     return tgt, marked[v == BACKGROUND], marked[v == NODATA], n
 
 

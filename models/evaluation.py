@@ -60,8 +60,14 @@ MODE_FRACTION = 0.05
 MODE_GAP = 0.01
 
 
-def threshold_for_far(background_scores, far: float, separate_targets: bool = False) -> float:
-    """Score threshold at which a fraction ``far`` of the given background scores lies above it.
+def threshold_for_far(background_scores, far: float) -> float:
+    """Score threshold at which a fraction ``far`` of the given background scores lies above it."""
+    return far_threshold(background_scores, far)[0]
+
+
+def far_threshold(background_scores, far: float, separate_targets: bool = False) -> tuple[float, int]:
+    """:func:`threshold_for_far`'s threshold, and how many of the highest scores it left out as a
+    separate mode of targets (0 without ``separate_targets``); the report carries both.
 
     ``separate_targets``: the scores are every unclicked pixel's, so they hold the targets nobody
     clicked, often more of them than the requested false alarms (the bundled land scene: 213 target
@@ -72,12 +78,6 @@ def threshold_for_far(background_scores, far: float, separate_targets: bool = Fa
     the quantile of all the scores stays: its false-alarm rate is then below the requested one (the
     targets above it take some of its places).
     """
-    return far_threshold(background_scores, far, separate_targets)[0]
-
-
-def far_threshold(background_scores, far: float, separate_targets: bool = False) -> tuple[float, int]:
-    """:func:`threshold_for_far`'s threshold, and how many of the highest scores it left out as a
-    separate mode of targets (0 without ``separate_targets``); the report carries both."""
     xp = get_namespace(background_scores)
     s = background_scores.reshape(-1)
     s = s[xp.isfinite(s)]

@@ -106,6 +106,12 @@ class ScatterSums:
         return self.s, self.G
 
 
+def _floored(w, v, xp):
+    """Eigenvalues raised to :data:`EIG_FLOOR` of the largest (1e-12 when none is positive)."""
+    floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
+    return xp.maximum(w, floor), v
+
+
 class BackgroundStats:
     """Mean and covariance of background pixels with cached inverse and whitening.
 
@@ -170,19 +176,14 @@ class BackgroundStats:
         """(w, v) on the host, eigenvalues floored. A band covariance is small: LAPACK answers in well
         under a millisecond, cuSOLVER's syevd takes about two (launch-bound), and both backends then
         agree exactly; the whitening matrices are built here too and go to the device once."""
-        w, v = np.linalg.eigh(np.asarray(to_host(self.cov), np.float64))
-        floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
-        return np.maximum(w, floor), v
+        return _floored(*np.linalg.eigh(np.asarray(to_host(self.cov), np.float64)), np)
 
     @cached_property
-    def _eig(self):
+    def _eig_device(self):
+        """(w, v) where the covariance is, eigenvalues floored: for covariances over
+        :data:`HOST_EIGH_MAX` bands."""
         xp = get_namespace(self.cov)
-        if self._small:
-            w, v = self._eig_host
-            return xp.asarray(w), xp.asarray(v)
-        w, v = xp.linalg.eigh(self.cov)
-        floor = float(w.max()) * EIG_FLOOR if float(w.max()) > 0 else 1e-12
-        return xp.maximum(w, floor), v
+        return _floored(*xp.linalg.eigh(self.cov), xp)
 
     @property
     def singular(self) -> bool:
@@ -196,7 +197,7 @@ class BackgroundStats:
         xp = get_namespace(self.cov)
         if self._small:
             return xp.asarray(fn(*self._eig_host, np))
-        return fn(*self._eig, xp)
+        return fn(*self._eig_device, xp)
 
     @cached_property
     def inv_cov(self):

@@ -221,7 +221,7 @@ def test_default_mask_finds_what_the_roc_says(name, method):
 def test_target_mode_is_split_off_only_when_separate():
     """The default threshold's mode test: a block of high scores far above an exponential background is
     split off whole; a plain exponential tail, or targets inside it, are not split."""
-    from hyperapp.models.evaluation import target_mode_size, threshold_for_far
+    from hyperapp.models.evaluation import far_threshold, target_mode_size, threshold_for_far
 
     rng = np.random.default_rng(0)
     bg = rng.exponential(1.0, 20000)
@@ -230,7 +230,7 @@ def test_target_mode_is_split_off_only_when_separate():
     high = rng.normal(40.0, 1.0, 300)
     s = np.sort(np.concatenate([bg, high]))
     assert target_mode_size(s, 1e-3) == 300
-    t = threshold_for_far(s, 1e-3, separate_targets=True)
+    t = far_threshold(s, 1e-3, separate_targets=True)[0]
     assert (bg > t).mean() == pytest.approx(1e-3, abs=1e-4) and (high > t).all()
     assert threshold_for_far(s, 1e-3) > bg.max()  # the plain quantile lands among the targets
     # float32 scores near 1 (SAM's cosines) tie in many places; their steps are no gaps (the median of
