@@ -231,6 +231,8 @@ def run_detection(
     if model is None:
         with timer.stage("fit"):
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
+            if getattr(est, "accepts_check_input", False):
+                fit_kwargs["check_input"] = False  # the no-data stage above has just tested every value
             if n_nodata and m.kind == "pixel" and kind in ("background", "correlation", "none"):
                 keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
                 est.fit(X.reshape(-1, X.shape[2])[keep], y_dev.reshape(-1)[keep], **fit_kwargs)

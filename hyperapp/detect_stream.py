@@ -24,7 +24,7 @@ from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.registry import get_method
-from hyperapp.models.stats import BackgroundStats, ScatterSums, scatter
+from hyperapp.models.stats import BackgroundStats, ScatterSums, correlation_from_sums, scatter
 from hyperapp.stream import finite_pixels, iter_float_tiles
 
 
@@ -82,9 +82,9 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                 if Pv.shape[0] == 0:
                     continue
                 if shift is None:
-                    # the correlation is summed about zero in float64, as CEM's in-memory fit does
-                    shift = (BackgroundStats.shift_of(Pv) if kind == "background"
-                             else xp.zeros(nb, xp.float64))
+                    # both kinds sum about a rough mean, as the in-memory fits do (CEM's correlation is
+                    # moved back to zero at the end: correlation_from_sums)
+                    shift = BackgroundStats.shift_of(Pv)
                     acc = ScatterSums(shift, nb, xp)  # the same blocks as one scatter over all rows
                 acc.add(Pv)
                 n_rows += int(Pv.shape[0])
@@ -103,7 +103,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                     raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
                 est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
             elif kind == "correlation":
-                est.fit_from_stats(G, n_rows, t_mean)
+                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean)
             else:
                 est.fit_from_stats(t_mean)
     elif not fitted:  # "sample": the pixels the model's own sampling names

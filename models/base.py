@@ -118,6 +118,10 @@ class PixelDetector(Estimator):
     stream_stats: str | None = None
     #: whether ``fit`` works on the labels on the host (so callers holding both copies pass the host's)
     labels_on_host = False
+    #: whether ``fit`` takes ``check_input=False``, as scikit-learn's trees do: a caller that has just
+    #: tested the pixels for NaN and Inf (:func:`hyperapp.detect.run_detection`, on every click) skips
+    #: the second read of the cube
+    accepts_check_input = False
 
     def predict(self, X, threshold: float):
         """Boolean target mask: scores above ``threshold``."""
@@ -129,10 +133,12 @@ def float_dtype(X):
     return np.float64 if X.dtype == np.float64 else np.float32
 
 
-def labelled_target_mean(X, y):
-    """Checked pixels (n, bands), their array module, the labels and the mean target spectrum (float64)."""
+def labelled_target_mean(X, y, check_input: bool = True):
+    """Checked pixels (n, bands), their array module, the labels and the mean target spectrum (float64);
+    ``check_input=False`` skips the finiteness test (the caller made it)."""
     P, _ = as_pixels(X)
-    check_finite(P)
+    if check_input:
+        check_finite(P)
     xp = get_namespace(P)
     y = check_labels(xp.asarray(y), P.shape[0])
     # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower

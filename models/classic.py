@@ -31,7 +31,7 @@ from hyperapp.models.base import (
     float_dtype,
     labelled_target_mean,
 )
-from hyperapp.models.stats import BackgroundStats, scatter
+from hyperapp.models.stats import BackgroundStats, correlation_from_sums, scatter
 
 CHUNK = 1 << 18  # pixels per chunk: bounds the temporaries on the CPU
 #: pixels per chunk on the GPU: fewer, larger GEMMs (the temporaries are 0.5 GB at 128 bands)
@@ -101,13 +101,16 @@ def _map_chunks(X, fn, xp, dtype):
 class _WhitenedDetector(PixelDetector):
     """Shared fit for detectors that need background statistics and a target signature."""
 
-    def fit(self, X, y=None):
+    accepts_check_input = True
+
+    def fit(self, X, y=None, check_input: bool = True):
         if self.uses_targets:
-            P, xp, y, self.target_ = labelled_target_mean(X, y)
+            P, xp, y, self.target_ = labelled_target_mean(X, y, check_input)
             exclude = xp.flatnonzero(y == TARGET)
         else:
             P, _ = as_pixels(X)
-            check_finite(P)
+            if check_input:
+                check_finite(P)
             xp = get_namespace(P)
             exclude = None if y is None else xp.flatnonzero(xp.asarray(y).reshape(-1) == TARGET)
         # the background is every pixel but the clicks: their rows are subtracted from the sums
@@ -186,12 +189,15 @@ class CEM(PixelDetector):
     def __init__(self):
         pass
 
-    def fit(self, X, y):
-        P, xp, _, d = labelled_target_mean(X, y)
-        # the uncentred correlation is far worse conditioned than a covariance (its mean direction
-        # dominates), and CEM inverts it: accumulate it in float64 (fast on Hopper's FP64 tensor cores)
-        _, R = scatter(P, xp.zeros(P.shape[1], xp.float64))
-        return self.fit_from_stats(R, P.shape[0], d, float_dtype(P))
+    accepts_check_input = True
+
+    def fit(self, X, y, check_input: bool = True):
+        P, xp, _, d = labelled_target_mean(X, y, check_input)
+        # the uncentred correlation, summed about a rough mean and moved back (correlation_from_sums)
+        shift = BackgroundStats.shift_of(P)
+        s, G = scatter(P, shift)
+        return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0], d,
+                                   float_dtype(P))
 
     #: the streamed path accumulates the uncentred correlation (sums of x x^T about zero)
     stream_stats = "correlation"
@@ -220,8 +226,10 @@ class SAM(PixelDetector):
     def __init__(self):
         pass
 
-    def fit(self, X, y):
-        P, _, _, t = labelled_target_mean(X, y)
+    accepts_check_input = True
+
+    def fit(self, X, y, check_input: bool = True):
+        P, _, _, t = labelled_target_mean(X, y, check_input)
         return self.fit_from_stats(t, float_dtype(P))
 
     #: the streamed path needs only the target pixels

@@ -380,11 +380,15 @@ class RBFN(PixelDetector):
             pool.close()
         return tgt, stat_idx, bg_idx, rng
 
-    def fit(self, X, y, progress=None):
-        """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data)."""
+    accepts_check_input = True
+
+    def fit(self, X, y, progress=None, check_input: bool = True):
+        """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data);
+        ``check_input=False`` skips the test for NaN and Inf outside the no-data pixels."""
         xp = get_namespace(X)
         P, lead = as_pixels(X)
-        check_finite(P, y=y)
+        if check_input:
+            check_finite(P, y=y)
         tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(y, lead if len(lead) == 2 else None)
         # one gather (one index upload) for the three sets
         R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]

@@ -66,12 +66,14 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
             return run_detection(cube, method, clicks, device=dev, truth=truth, image=image)
 
         res = click()  # compile and warm
-        reps = [click() for _ in range(5)]
         # the median of ctx.repeats (20) clicks: five moved by a few milliseconds between runs of the
-        # same build on the same kind of machine
-        gpu = _wall(click, ctx.repeats)
-        stages = {k: round(statistics.median(r.report["seconds"][k] for r in reps) * 1e3, 2)
-                  for k in reps[0].report["seconds"] if k != "total"}
+        # same build on the same kind of machine. The stage table comes from the same clicks, each
+        # result dropped at once as the GUI drops the last one (results kept alive would make every
+        # click allocate fresh pinned and device memory, which the steady state does not)
+        seconds = []
+        gpu = _wall(lambda seconds=seconds, click=click: seconds.append(click().report["seconds"]), ctx.repeats)
+        stages = {k: round(statistics.median(s[k] for s in seconds) * 1e3, 2)
+                  for k in seconds[0] if k != "total"}
         score = gpu_time_ms(lambda est=res.model: est.decision_function(Xd), max(3, ctx.repeats // 4))
         cpu = None
         if with_cpu:
