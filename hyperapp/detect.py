@@ -20,7 +20,7 @@ from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
-from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED
+from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
 from hyperapp.models.evaluation import evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
@@ -79,12 +79,14 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
     if t.shape != tuple(shape):
         raise InputError(f"target mask is {t.shape}, the image is {tuple(shape)}")
     y = np.full(shape, UNLABELLED, dtype=np.int8)
+    flat = y.reshape(-1)
+    # the marks are few: listed in one pass over words, then set by index (sparse_flatnonzero)
     if background is not None:
         b = np.asarray(background, dtype=bool)
         if b.shape != tuple(shape):
             raise InputError(f"background mask is {b.shape}, the image is {tuple(shape)}")
-        y[b] = BACKGROUND
-    y[t] = TARGET
+        flat[sparse_flatnonzero(b)] = BACKGROUND
+    flat[sparse_flatnonzero(t)] = TARGET
     return y
 
 
@@ -216,10 +218,10 @@ def run_detection(
                 raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
             y[~valid_h] = NODATA
     y_dev = xp.asarray(y)  # the labels go to the device once; every later count and mask uses them
-    n_targets = int(np.count_nonzero(targets))
-    # a pixel marked both ways is a target (labels_from_masks)
-    n_background = int(np.count_nonzero(np.asarray(background, bool) & ~np.asarray(targets, bool))) \
-        if background is not None else 0
+    # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
+    marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
+    n_targets = int(np.count_nonzero(marks == TARGET))
+    n_background = int(np.count_nonzero(marks == BACKGROUND))
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if n_nodata and (m.kind != "pixel" or kind is None):

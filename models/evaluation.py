@@ -45,10 +45,15 @@ def _auc(pos, neg, neg_sorted=None) -> float:
     if n_p == 0 or n_n == 0:
         raise InputError("AUC needs both target and non-target pixels in the truth mask")
     srt = xp.sort(neg) if neg_sorted is None else neg_sorted
-    below = xp.searchsorted(srt, pos, side="left")
-    not_above = xp.searchsorted(srt, pos, side="right")
-    u2 = int((below.astype(xp.int64) + not_above.astype(xp.int64)).sum())  # 2U, exact in integers
-    return u2 / 2.0 / (n_p * n_n)
+    return int(_twice_u(pos, srt)) / 2.0 / (n_p * n_n)
+
+
+def _twice_u(pos, srt):
+    """2U on the scores' device, exact in integers: for each target score, the sorted non-target scores
+    below it plus those not above it."""
+    xp = get_namespace(pos)
+    return (xp.searchsorted(srt, pos, side="left").astype(xp.int64)
+            + xp.searchsorted(srt, pos, side="right").astype(xp.int64)).sum()
 
 
 #: the default threshold's test for a separate mode of targets atop the scores (:func:`target_mode_size`):
@@ -101,13 +106,14 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
     that mean by log(k) + ``z`` and the gap is at least ``MODE_GAP`` of the window's spread (a step of
     one float32 quantum deep in the window is neither), and the test repeats below the split, always
     within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs where
-    the scores are; each test sends seven numbers to the host. A split onto tied scores (a detector's
-    floor, such as the window detector's score outside its boxes) is not made.
+    the scores are; each test sends nine numbers to the host, in two copies. A split onto tied scores
+    (a detector's floor, such as the window detector's score outside its boxes) is not made.
     """
     xp = get_namespace(ascending)
     n = int(ascending.size)
     m = min(n, 2 * max(int(n * fraction), 10) + 1)
     top = ascending[n - m:][::-1].astype(xp.float64)  # descending, on the scores' device
+    ranks = xp.arange(1, m + 1, dtype=xp.float64)
     start = 0
     while True:
         rest = n - start
@@ -116,24 +122,26 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
         if start + k + 1 > m or first >= k:
             break
         w = top[start:start + k + 1]
-        gaps = w[:-1] - w[1:]
-        D = xp.arange(1, k + 1, dtype=xp.float64) * gaps
-        i = xp.argmax(D[first:])
-        # the median of the spacings that are not ties (ascending: the ties' zeros come first)
-        nz = (D > 0).sum()
-        med = xp.sort(D)[xp.minimum(k - nz + nz // 2, k - 1)]
-        # the scores just below the candidate split and ``first`` places further down
-        below = top[xp.minimum(start + first + i + 1 + xp.arange(2) * first, m - 1)]
-        # one copy to the host per test: the typical spacing, the largest eligible one, its gap, where
-        # it is, the window's spread, and the two scores below
-        med, dmax, gap, i, spread, b0, b1 = (float(v) for v in to_host(xp.concatenate([xp.stack([
-            med, D[first:][i], gaps[first:][i], i.astype(xp.float64), w[first] - w[-1]]), below])))
+        gaps = w[:-1] - w[1:]  # >= 0: the window is sorted
+        D = gaps * ranks[:k]
+        # two copies to the host per test, each of a few numbers (a launch per value fetched would
+        # cost more than the test): where the largest eligible spacing is and how many are not ties
+        i, nz = (int(v) for v in to_host(xp.stack([xp.argmax(D[first:]), xp.count_nonzero(D)])))
+        j = first + i
+        # the median of the spacings that are not ties (ascending: the ties' zeros come first), the
+        # largest eligible spacing and its gap, the window's ends, and the scores just below the
+        # candidate split and ``first`` places further down
+        mi = min(k - nz + nz // 2, k - 1)
+        b0, b1 = min(start + j + 1, m - 1), min(start + j + 1 + first, m - 1)
+        med, dmax, gap, hi, lo, b0, b1 = (float(v) for v in to_host(xp.concatenate([
+            xp.sort(D)[mi:mi + 1], D[j:j + 1], gaps[j:j + 1], w[first:first + 1], w[-1:],
+            top[b0:b0 + 1], top[b1:b1 + 1]])))
         scale = med / np.log(2)
-        if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * spread:
+        if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * (hi - lo):
             break
         if b0 == b1:  # the scores below tie (a floor, not a background): no quantile to take there
             break
-        start += first + int(i) + 1
+        start += j + 1
     return start
 
 
@@ -175,10 +183,14 @@ def evaluate(scores, truth, exclude=None) -> dict:
     pixels and one sort of the non-target scores serve all three)."""
     xp = get_namespace(scores)
     pos, neg = _split(scores, truth, exclude)
+    n_p, n_n = int(pos.size), int(neg.size)
+    if n_p == 0 or n_n == 0:
+        raise InputError("AUC needs both target and non-target pixels in the truth mask")
     srt = xp.sort(neg)  # ascending
-    out = {"auc": _auc(pos, neg, srt)}
-    for far, key in ((1e-2, "pd_at_far_1e-2"), (1e-3, "pd_at_far_1e-3")):
-        t = _at_far(srt, far)
-        out[key] = float((pos > t).sum()) / int(pos.size)
-    out["n_target_pixels"] = int(to_host(xp.asarray(truth).astype(bool).sum()))
-    return out
+    # every count on the device, then one copy: 2U (as _auc), the targets above each Pd threshold, and
+    # the truth's target count
+    counts = [_twice_u(pos, srt)] + [(pos > _at_far(srt, far)).sum(dtype=xp.int64) for far in (1e-2, 1e-3)]
+    counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
+    u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))
+    return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
+            "n_target_pixels": n_truth}
