@@ -197,6 +197,7 @@ class _Coherence:
 _LOOKUP = threading.local()
 _DRAWS: dict = {}
 _DRAWS_KEPT = 8
+_DRAWS_LOCK = threading.Lock()  # the GUI's worker threads may fit at once
 
 
 def _integers(rng, high: int, size: int) -> np.ndarray:
@@ -205,15 +206,17 @@ def _integers(rng, high: int, size: int) -> np.ndarray:
     lookup a few microseconds). The generator is left in the state the draw itself would leave."""
     st = rng.bit_generator.state
     key = (st["bit_generator"], repr(st["state"]), st.get("has_uint32"), st.get("uinteger"), high, size)
-    hit = _DRAWS.get(key)
+    with _DRAWS_LOCK:
+        hit = _DRAWS.get(key)
     if hit is not None:
         rng.bit_generator.state = hit[1]
         return hit[0]
     out = rng.integers(0, high, size=size)
     out.flags.writeable = False
-    if len(_DRAWS) >= _DRAWS_KEPT:
-        _DRAWS.pop(next(iter(_DRAWS)))
-    _DRAWS[key] = (out, rng.bit_generator.state)
+    with _DRAWS_LOCK:
+        while len(_DRAWS) >= _DRAWS_KEPT:
+            _DRAWS.pop(next(iter(_DRAWS)))
+        _DRAWS[key] = (out, rng.bit_generator.state)
     return out
 
 

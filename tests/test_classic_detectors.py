@@ -48,6 +48,22 @@ def test_cem_and_sam_closed_forms(scene):
     assert rel(classic.SAM.angle(s), ref) < 1e-6
 
 
+def test_cem_on_float32_radiance_matches_float64():
+    """CEM's correlation from float32 sums about a rough mean (correlation_from_sums) scores a
+    radiance-like float32 cube (values near 1000, a correlation conditioned 5e6) as the float64
+    closed form does."""
+    rng = np.random.default_rng(4)
+    X = (rng.standard_normal((200, 150, 24)) @ rng.standard_normal((24, 24)) * 10 + 1000
+         + rng.uniform(0, 50, 24)).astype(np.float32)
+    y = -np.ones((200, 150), np.int8)
+    y[5, 6] = y[20, 30] = y[7, 7] = 1
+    P = X.reshape(-1, 24).astype(np.float64)
+    d = P[y.reshape(-1) == 1].mean(axis=0)
+    R = P.T @ P / P.shape[0]
+    w = np.linalg.solve(R, d) / (d @ np.linalg.solve(R, d))
+    assert rel(classic.CEM().fit(X, y).decision_function(X).reshape(-1), P @ w) < 1e-5
+
+
 def test_float32_input_computes_in_float32(scene):
     X, y = scene
     s = classic.ACE().fit(X.astype(np.float32), y).decision_function(X.astype(np.float32))

@@ -242,3 +242,36 @@ def test_target_mode_is_split_off_only_when_separate():
     # boxes): no background quantile to take below it, so no split
     floored = np.sort(np.concatenate([rng.normal(5.0, 1.0, 300), np.full(15_000, -1.0)]))
     assert target_mode_size(floored, 1e-3) == 0
+
+
+def test_marks_listed_by_words_match_flatnonzero():
+    """sparse_flatnonzero (the click path's label scan) lists what np.flatnonzero does, for masks and
+    label maps of any length, sparse or dense."""
+    from hyperapp.models.base import sparse_flatnonzero
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 7, 8, 9, 1001, 65543):
+        for density in (0.0, 0.001, 0.5, 1.0):
+            m = rng.random(n) < density
+            assert np.array_equal(sparse_flatnonzero(m), np.flatnonzero(m))
+            y = np.where(m, rng.integers(-2, 2, n), -1).astype(np.int8)
+            assert np.array_equal(sparse_flatnonzero(y, -1), np.flatnonzero(y != -1))
+    m = rng.random((33, 31)) < 0.1  # 2-D, not a multiple of 8
+    assert np.array_equal(sparse_flatnonzero(m), np.flatnonzero(m))
+
+
+def test_remembered_draws_change_nothing():
+    """A re-fit's first draws come from memory (same seed, same draws): the pixels sampled and the
+    generator's state afterwards are those of a first fit."""
+    import hyperapp.models.rbfn as rbfn_module
+
+    y = np.full((600, 600), -1, np.int8)
+    y[10, 20] = y[300, 301] = y[599, 0] = 1
+    y[50:60, 50:60] = 0
+    rbfn_module._DRAWS.clear()
+    first = RBFN().sample_indices(y, y.shape)
+    assert rbfn_module._DRAWS  # a large image draws by rejection, through the memory
+    again = RBFN().sample_indices(y, y.shape)
+    for a, b in zip(first[:3], again[:3]):
+        assert np.array_equal(a, b)
+    assert first[3].bit_generator.state == again[3].bit_generator.state
