@@ -200,24 +200,55 @@ _DRAWS_KEPT = 8
 _DRAWS_LOCK = threading.Lock()  # the GUI's worker threads may fit at once
 
 
-def _integers(rng, high: int, size: int) -> np.ndarray:
-    """``rng.integers(0, high, size)``, remembered by the generator's state: every click re-trains from
-    the same seed, so its first draws repeat exactly (55,000 of them cost 0.37 ms on the host, the
-    lookup a few microseconds). The generator is left in the state the draw itself would leave."""
+class _Draw:
+    """One draw of candidate pixels, ``rng.integers(0, high, size)``, with what rejecting the excluded
+    ones from it needs: the draw sorted (so an excluded pixel's copies are found by two binary searches
+    instead of a gather per candidate) and the positions of each value's first copy, in draw order."""
+
+    def __init__(self, values: np.ndarray, state: dict):
+        values.flags.writeable = False
+        self.values, self.state = values, state
+        self._order = self._sorted = self._first = None
+
+    def kept(self, excluded: np.ndarray, distinct: bool) -> np.ndarray:
+        """The draw less every copy of the (sorted) ``excluded`` pixels, in draw order, each value
+        once when ``distinct``: what rejecting them one by one and then keeping first copies gives."""
+        if self._order is None:
+            self._order = np.argsort(self.values, kind="stable")
+            self._sorted = self.values[self._order]
+            _, first = np.unique(self.values, return_index=True)
+            self._first = np.sort(first)
+        lo = np.searchsorted(self._sorted, excluded, "left")
+        hi = np.searchsorted(self._sorted, excluded, "right")
+        hit = lo < hi
+        drop = np.zeros(self.values.size, bool)
+        for a, b in zip(lo[hit], hi[hit]):  # the few excluded pixels that were drawn
+            drop[self._order[a:b]] = True
+        if distinct:
+            pos = self._first[~drop[self._first]]
+            return self.values[pos]
+        return self.values[~drop]
+
+
+def _draw(rng, high: int, size: int) -> _Draw:
+    """``rng.integers(0, high, size)`` as a :class:`_Draw`, remembered by the generator's state: every
+    click re-trains from the same seed, so its first draws repeat exactly (55,000 of them cost 0.37 ms
+    on the host and their rejection 0.5 ms more; from memory, a few microseconds). The generator is
+    left in the state the draw itself would leave."""
     st = rng.bit_generator.state
     key = (st["bit_generator"], repr(st["state"]), st.get("has_uint32"), st.get("uinteger"), high, size)
     with _DRAWS_LOCK:
         hit = _DRAWS.get(key)
     if hit is not None:
-        rng.bit_generator.state = hit[1]
-        return hit[0]
-    out = rng.integers(0, high, size=size)
-    out.flags.writeable = False
+        rng.bit_generator.state = hit.state
+        return hit
+    d = _Draw(rng.integers(0, high, size=size), None)
+    d.state = rng.bit_generator.state
     with _DRAWS_LOCK:
         while len(_DRAWS) >= _DRAWS_KEPT:
             _DRAWS.pop(next(iter(_DRAWS)))
-        _DRAWS[key] = (out, rng.bit_generator.state)
-    return out
+        _DRAWS[key] = d
+    return d
 
 
 class _Pool:
@@ -260,9 +291,11 @@ class _Pool:
             return rng.choice(self._listed, k, replace=False)
         if distinct and k > self.size // 2:
             return rng.choice(np.setdiff1d(np.arange(self.n), self.excluded), k, replace=False)
-        out = np.empty(0, np.int64)
+        # the first round (nearly always the only one) from a remembered draw (_draw); the rest reject
+        # through the lookup table
+        out = _draw(rng, self.n, int(k * 1.1) + 16).kept(self.excluded, distinct)
         while out.size < k:
-            cand = _integers(rng, self.n, int((k - out.size) * 1.1) + 16)
+            cand = _draw(rng, self.n, int((k - out.size) * 1.1) + 16).values
             if self._is_excluded is not None:
                 cand = cand[~self._is_excluded[cand]]
             out = np.concatenate([out, cand])

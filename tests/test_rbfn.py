@@ -260,6 +260,37 @@ def test_marks_listed_by_words_match_flatnonzero():
     assert np.array_equal(sparse_flatnonzero(m), np.flatnonzero(m))
 
 
+def test_pool_draws_are_plain_rejection_sampling():
+    """_Pool.choice (remembered draws, excluded pixels found by binary search) returns exactly what
+    drawing uniform candidates, rejecting the excluded ones and keeping first copies returns, and
+    leaves the generator where that would."""
+    from hyperapp.models.rbfn import _Pool
+
+    def reference(n, excluded, k, rng, distinct):
+        is_ex = np.zeros(n, bool)
+        is_ex[excluded] = True
+        out = np.empty(0, np.int64)
+        while out.size < k:
+            cand = rng.integers(0, n, size=int((k - out.size) * 1.1) + 16)
+            out = np.concatenate([out, cand[~is_ex[cand]]])
+            if distinct:
+                _, first = np.unique(out, return_index=True)
+                out = out[np.sort(first)]
+        return out[:k]
+
+    rng0 = np.random.default_rng(5)
+    for n, n_ex, k in ((300_000, 0, 5000), (300_000, 70, 50_000), (400_000, 150_000, 100_000), (300_000, 30, 140_000)):
+        excluded = np.unique(rng0.choice(n, n_ex, replace=False)) if n_ex else np.empty(0, np.int64)
+        for distinct in (True, False):
+            for _ in range(2):  # a first draw, then the same from memory
+                pool = _Pool(n, excluded)
+                a, b = np.random.default_rng(9), np.random.default_rng(9)
+                got = pool.choice(k, a, distinct)
+                pool.close()
+                assert np.array_equal(got, reference(n, excluded, k, b, distinct))
+                assert a.bit_generator.state == b.bit_generator.state
+
+
 def test_remembered_draws_change_nothing():
     """A re-fit's first draws come from memory (same seed, same draws): the pixels sampled and the
     generator's state afterwards are those of a first fit."""
