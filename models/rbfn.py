@@ -194,7 +194,6 @@ class _Coherence:
         return ace_from_products(d_own, self.sq["T"], ss_own), background
 
 
-_LOOKUP = threading.local()
 _DRAWS: dict = {}
 _DRAWS_KEPT = 8
 _DRAWS_LOCK = threading.Lock()  # the GUI's worker threads may fit at once
@@ -265,22 +264,6 @@ class _Pool:
         self.excluded = excluded
         self.size = n - excluded.size
         self._listed = np.setdiff1d(np.arange(n), excluded) if n <= self.LIST_BELOW else None
-        self._is_excluded = None
-        if self._listed is None and excluded.size:
-            # a byte per pixel answers "excluded?" for a candidate in one gather (a binary search per
-            # candidate cost more than the draws). The table is kept per thread and cleared after use
-            # (:meth:`close`): a fresh one faults its pages in on every click (~0.3 ms at 4 Mpx)
-            buf = getattr(_LOOKUP, "buf", None)
-            if buf is None or buf.size < n:
-                buf = _LOOKUP.buf = np.zeros(n, bool)
-            self._is_excluded = buf[:n]
-            self._is_excluded[excluded] = True
-
-    def close(self) -> None:
-        """Clear the lookup table for the next pool on this thread."""
-        if self._is_excluded is not None:
-            self._is_excluded[self.excluded] = False
-            self._is_excluded = None
 
     def choice(self, k: int, rng, distinct: bool = True) -> np.ndarray:
         """``k`` pixels of the pool, distinct unless told (statistics from a large pool do not need
@@ -291,14 +274,10 @@ class _Pool:
             return rng.choice(self._listed, k, replace=False)
         if distinct and k > self.size // 2:
             return rng.choice(np.setdiff1d(np.arange(self.n), self.excluded), k, replace=False)
-        # the first round (nearly always the only one) from a remembered draw (_draw); the rest reject
-        # through the lookup table
+        # every round from a remembered draw (_draw); the first is nearly always the only one
         out = _draw(rng, self.n, int(k * 1.1) + 16).kept(self.excluded, distinct)
         while out.size < k:
-            cand = _draw(rng, self.n, int((k - out.size) * 1.1) + 16).values
-            if self._is_excluded is not None:
-                cand = cand[~self._is_excluded[cand]]
-            out = np.concatenate([out, cand])
+            out = np.concatenate([out, _draw(rng, self.n, int((k - out.size) * 1.1) + 16).kept(self.excluded, False)])
             if distinct:
                 _, first = np.unique(out, return_index=True)  # distinct, in the order drawn
                 out = out[np.sort(first)]
@@ -427,16 +406,13 @@ class RBFN(PixelDetector):
         tgt, marked_bg, nodata, n = label_lists(y)
         rng = np.random.default_rng(self.seed)
         explicit, pool = self._background_pool(tgt, marked_bg, nodata, n, shape2d)
-        try:
-            if pool.size + explicit.size < 2:
-                raise ModelError("too few background pixels left after excluding the targets and their neighbours")
-            stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
-            if explicit.size:
-                stat_idx = np.union1d(stat_idx, explicit)
-            n_bg = min(int(self.n_background), pool.size)
-            bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
-        finally:
-            pool.close()
+        if pool.size + explicit.size < 2:
+            raise ModelError("too few background pixels left after excluding the targets and their neighbours")
+        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
+        if explicit.size:
+            stat_idx = np.union1d(stat_idx, explicit)
+        n_bg = min(int(self.n_background), pool.size)
+        bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
         return tgt, stat_idx, bg_idx, rng
 
     accepts_check_input = True

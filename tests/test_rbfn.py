@@ -283,10 +283,8 @@ def test_pool_draws_are_plain_rejection_sampling():
         excluded = np.unique(rng0.choice(n, n_ex, replace=False)) if n_ex else np.empty(0, np.int64)
         for distinct in (True, False):
             for _ in range(2):  # a first draw, then the same from memory
-                pool = _Pool(n, excluded)
                 a, b = np.random.default_rng(9), np.random.default_rng(9)
-                got = pool.choice(k, a, distinct)
-                pool.close()
+                got = _Pool(n, excluded).choice(k, a, distinct)
                 assert np.array_equal(got, reference(n, excluded, k, b, distinct))
                 assert a.bit_generator.state == b.bit_generator.state
 
