@@ -199,7 +199,8 @@ class CEM(PixelDetector):
         return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0], d,
                                    float_dtype(P))
 
-    #: the streamed path accumulates the uncentred correlation (sums of x x^T about zero)
+    #: the streamed path accumulates the uncentred correlation (sums about a rough mean, moved back to
+    #: zero by correlation_from_sums)
     stream_stats = "correlation"
 
     def fit_from_stats(self, R_sum, n: int, target_mean, dtype=np.float32):

@@ -28,24 +28,24 @@ def _split(scores, truth, exclude=None):
 def auc(scores, truth, exclude=None) -> float:
     """Area under the ROC curve of ``scores`` against a boolean ``truth`` mask.
 
+    Mann-Whitney U / (n_pos n_neg): for each target score, the non-targets below it plus half the ones
+    equal to it, counted by two binary searches in the sorted non-target scores (one sort of the
+    non-targets instead of ranking every pixel).
+
     Parameters
     ----------
     exclude : bool mask, optional
         Pixels left out (the training clicks).
     """
-    return _auc(*_split(scores, truth, exclude))
-
-
-def _auc(pos, neg, neg_sorted=None) -> float:
-    """Mann-Whitney U / (n_pos n_neg): for each target score, the non-targets below it plus half the
-    ones equal to it, counted by two binary searches in the sorted non-target scores (one sort of the
-    non-targets, which the Pd figures need anyway, instead of ranking every pixel)."""
-    xp = get_namespace(pos)
+    pos, neg = _split(scores, truth, exclude)
     n_p, n_n = int(pos.size), int(neg.size)
+    _check_both(n_p, n_n)
+    return int(_twice_u(pos, get_namespace(neg).sort(neg))) / 2.0 / (n_p * n_n)
+
+
+def _check_both(n_p: int, n_n: int) -> None:
     if n_p == 0 or n_n == 0:
         raise InputError("AUC needs both target and non-target pixels in the truth mask")
-    srt = xp.sort(neg) if neg_sorted is None else neg_sorted
-    return int(_twice_u(pos, srt)) / 2.0 / (n_p * n_n)
 
 
 def _twice_u(pos, srt):
@@ -184,8 +184,7 @@ def evaluate(scores, truth, exclude=None) -> dict:
     xp = get_namespace(scores)
     pos, neg = _split(scores, truth, exclude)
     n_p, n_n = int(pos.size), int(neg.size)
-    if n_p == 0 or n_n == 0:
-        raise InputError("AUC needs both target and non-target pixels in the truth mask")
+    _check_both(n_p, n_n)
     srt = xp.sort(neg)  # ascending
     # every count on the device, then one copy: 2U (as _auc), the targets above each Pd threshold, and
     # the truth's target count
