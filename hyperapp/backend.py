@@ -153,46 +153,97 @@ def _cpu_name() -> str:
 
 
 _PREWARM: threading.Thread | None = None
+#: set once the prewarm thread has the CUDA context and the page-locked ring (or found no GPU): all
+#: that reading a cube onto the GPU needs
+_CUDA_READY = threading.Event()
+
+
+def _start_driver() -> None:
+    """``cuInit`` and device 0's primary context, straight through the driver library.
+
+    Called through ctypes, which lets go of the GIL for the call: the driver's ~0.3 s of start-up then
+    runs while another thread imports CuPy (0.2 s of Python holding the GIL), instead of after it.
+    CuPy's runtime later finds the context made and uses it. Any failure is left for CuPy's own probe
+    to meet and report.
+    """
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        if lib.cuInit(0) != 0:
+            return
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        if lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+            lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)  # held until the process ends
+    except (OSError, AttributeError):  # no driver library (or not Linux): CuPy's probe says why
+        pass
+
+
+#: modules CuPy imports on first use, which :func:`prewarm` imports on threads of their own while the
+#: driver starts. CuPy 14 imports ``cupyx.scipy.special`` (and through it SciPy's sparse module and
+#: ``numpy.f2py``: 0.2 s) on the first comparison of an array with a Python scalar, which every
+#: detection makes in its fit.
+BACKGROUND_IMPORTS = ("cupyx.scipy.special",)
+
+
+def _import_quietly(name: str) -> None:
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001  (an optional speed-up: CuPy imports it again where it needs it)
+        pass
 
 
 def prewarm(device: str = "auto") -> None:
-    """Start the GPU's one-time costs on a background thread, so that they overlap the main thread's
-    imports and file opening: importing CuPy, creating the CUDA context, the page-locked ring the tile
-    reader copies through (pinning memory is slow), the cuBLAS handle with its first kernels, and the
-    connected-components module. A fresh ``hyperapp --headless`` process pays about a second for
-    these, more than reading a 2 GB cube from the page cache. :func:`get_backend` waits for it;
-    nothing else changes. Does nothing for ``device="cpu"`` or when already started.
+    """Start the GPU's one-time costs on background threads, so that they overlap the main thread's
+    imports and file opening: the CUDA driver and context (:func:`_start_driver`) and the modules
+    CuPy imports on first use (:data:`BACKGROUND_IMPORTS`) while CuPy is imported, then the
+    page-locked ring the tile reader copies through (pinning memory is slow). That is all a cube's
+    reading needs, and :func:`get_backend` waits for no more; the cuBLAS library and its first
+    kernels then load while the cube is read. A fresh ``hyperapp --headless`` process pays about a
+    second for these, more than reading a 2 GB cube from the page cache. Does nothing for
+    ``device="cpu"`` or when already started.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
         return
 
     def warm() -> None:
+        ok = False
         try:
-            ok, _ = _probe_gpu()
-            if not ok:
-                return
             import cupy
 
-            from hyperapp.stream import RING, TILE_BYTES
+            for name in BACKGROUND_IMPORTS:
+                threading.Thread(target=_import_quietly, args=(name,), name=f"hyperapp-import-{name}",
+                                 daemon=True).start()
+            ok, _ = _probe_gpu()
+            if ok:
+                from hyperapp.stream import RING, TILE_BYTES
 
-            # into CuPy's pinned pool, where the tile reader's ring takes them from
-            bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
-            del bufs
+                # into CuPy's pinned pool, where the tile reader's ring takes them from
+                bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
+                del bufs
+        except Exception:  # noqa: BLE001  (the main thread meets any failure again and reports it)
+            ok = False
+        finally:
+            _CUDA_READY.set()
+        if not ok:
+            return
+        try:
             x = cupy.ones((256, 16), cupy.float32)
             (x.T @ x).sum().item()  # the cuBLAS handle and its first kernels
-            import cupyx.scipy.ndimage  # noqa: F401  (connected components; pulls in SciPy's sparse module)
-        except Exception:  # noqa: BLE001  (the main thread meets any failure again and reports it)
+        except Exception:  # noqa: BLE001
             pass
 
+    threading.Thread(target=_start_driver, name="hyperapp-cuda-driver", daemon=True).start()
     _PREWARM = threading.Thread(target=warm, name="hyperapp-gpu-prewarm", daemon=True)
     _PREWARM.start()
 
 
 def _wait_prewarm() -> None:
-    t = _PREWARM
-    if t is not None and t is not threading.current_thread():
-        t.join()
+    if _PREWARM is not None and _PREWARM is not threading.current_thread():
+        _CUDA_READY.wait()
 
 
 def get_backend(device: str = "auto") -> Backend:

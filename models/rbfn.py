@@ -133,12 +133,11 @@ def _centred_normalised(P, mean, normalize: bool):
     centring: one reduction for the norms and one elementwise pass, instead of a pass per operator."""
     import cupy
 
-    if not _GPU_KERNELS:
-        _GPU_KERNELS["sq"] = cupy.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = a", "0",
-                                                  "hyperapp_row_sq")
-        _GPU_KERNELS["centre"] = cupy.ElementwiseKernel(
-            "float32 x, float32 n, float32 mu", "float32 d", "d = (n > 0 ? x / n : x) - mu",
-            "hyperapp_centred_normalised")
+    if not _GPU_KERNELS:  # both at once: the GUI's worker threads may both be here
+        _GPU_KERNELS.update(
+            sq=cupy.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = a", "0", "hyperapp_row_sq"),
+            centre=cupy.ElementwiseKernel("float32 x, float32 n, float32 mu", "float32 d",
+                                          "d = (n > 0 ? x / n : x) - mu", "hyperapp_centred_normalised"))
     if not normalize:
         return P - mean
     n = cupy.sqrt(_GPU_KERNELS["sq"](P, axis=1))

@@ -287,3 +287,50 @@ def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
     scale = float(np.nanmax(np.abs(cpu.scores)))
     np.testing.assert_allclose(st.scores, mem.scores, atol=1e-3 * scale)
     np.testing.assert_allclose(st.scores, cpu.scores, atol=1e-3 * scale)
+
+
+def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path):
+    """``hyperapp --headless detect`` in a fresh process (the CUDA driver started beside CuPy's
+    import, the cube read while cuBLAS loads) writes the scores an in-process GPU run gives."""
+    import subprocess
+    import sys
+
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube, read_labels
+
+    cube = open_cube(land_hdr)
+    targets = land_hdr.with_name("land_targets.csv")
+    want = run_detection(cube, "rbfn", read_labels(targets, (128, 128)), device="gpu")
+    r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "detect", str(land_hdr), "--method",
+                        "rbfn", "--targets", str(targets), "--device", "gpu", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    got = np.fromfile(tmp_path / "o" / "scores.img", np.float32).reshape(128, 128)
+    np.testing.assert_allclose(got, want.scores, rtol=1e-5, atol=1e-6)
+
+
+def _serpentine(rows, cols):
+    """One object winding through the whole image (every other row, joined at alternate ends): the
+    longest chains of unions a mask of this size can ask for."""
+    m = np.zeros((rows, cols), bool)
+    m[::2] = True
+    for r in range(1, rows, 2):
+        m[r, cols - 1 if (r // 2) % 2 == 0 else 0] = True
+    return m
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 97), (97, 1), (257, 129), (1024, 1024)])
+@pytest.mark.parametrize("density", [0.0, 0.05, 0.45, 0.6, 1.0, "serpentine"])
+def test_gpu_labels_equal_scipy(cp, shape, density):
+    """kernels/label.cu gives scipy.ndimage.label's 8-connected labels, numbering included, from
+    scattered specks through percolating clusters to one winding object."""
+    from scipy import ndimage
+
+    from hyperapp.models.postprocess import EIGHT, label_objects
+
+    rng = np.random.default_rng(shape[0] * 7 + shape[1])
+    m = _serpentine(*shape) if density == "serpentine" else rng.random(shape) < density
+    want, n_want = ndimage.label(m, structure=EIGHT)
+    got, n_got = label_objects(cp.asarray(m))
+    assert n_got == n_want
+    np.testing.assert_array_equal(cp.asnumpy(got), want)
