@@ -179,31 +179,21 @@ def _start_driver() -> None:
         pass
 
 
-#: modules CuPy imports on first use, which :func:`prewarm` imports on threads of their own while the
-#: driver starts. CuPy 14 imports ``cupyx.scipy.special`` (and through it SciPy's sparse module and
-#: ``numpy.f2py``: 0.2 s) on the first comparison of an array with a Python scalar, which every
-#: detection makes in its fit.
-BACKGROUND_IMPORTS = ("cupyx.scipy.special",)
-
-
-def _import_quietly(name: str) -> None:
-    import importlib
-
-    try:
-        importlib.import_module(name)
-    except Exception:  # noqa: BLE001  (an optional speed-up: CuPy imports it again where it needs it)
-        pass
-
-
 def prewarm(device: str = "auto") -> None:
     """Start the GPU's one-time costs on background threads, so that they overlap the main thread's
-    imports and file opening: the CUDA driver and context (:func:`_start_driver`) and the modules
-    CuPy imports on first use (:data:`BACKGROUND_IMPORTS`) while CuPy is imported, then the
-    page-locked ring the tile reader copies through (pinning memory is slow). That is all a cube's
-    reading needs, and :func:`get_backend` waits for no more; the cuBLAS library and its first
-    kernels then load while the cube is read. A fresh ``hyperapp --headless`` process pays about a
-    second for these, more than reading a 2 GB cube from the page cache. Does nothing for
+    imports and file opening: the CUDA driver and context (:func:`_start_driver`) while CuPy is
+    imported, then the page-locked ring the tile reader copies through (pinning memory is slow). That
+    is all a cube's reading needs, and :func:`get_backend` waits for no more; the cuBLAS library and
+    its first kernels then load while the cube is read. A fresh ``hyperapp --headless`` process pays
+    about a second for these, more than reading a 2 GB cube from the page cache. Does nothing for
     ``device="cpu"`` or when already started.
+
+    Measured on the H100 (fresh processes, A/B on one machine): starting the driver beside CuPy's
+    import and reading before cuBLAS is up took a 2 GB RBFN run from 1.96 to 1.68 s (median of 5).
+    Two more overlaps measured no gain and were left out: a warm-up run of the method on a small
+    synthetic scene while the cube is read, and importing ``cupyx.scipy.special`` (which CuPy 14
+    imports on the first comparison of an array with a Python scalar, 0.2 s) beside the driver's
+    start. Both are Python work holding the GIL, so the cube's reading slowed by what the fit gained.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
@@ -212,13 +202,10 @@ def prewarm(device: str = "auto") -> None:
     def warm() -> None:
         ok = False
         try:
-            import cupy
-
-            for name in BACKGROUND_IMPORTS:
-                threading.Thread(target=_import_quietly, args=(name,), name=f"hyperapp-import-{name}",
-                                 daemon=True).start()
             ok, _ = _probe_gpu()
             if ok:
+                import cupy
+
                 from hyperapp.stream import RING, TILE_BYTES
 
                 # into CuPy's pinned pool, where the tile reader's ring takes them from
