@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperapp.cuda_start import wait_for_cuda
 from hyperapp.errors import BackendError
 
 DEVICES = ("auto", "gpu", "cpu")
@@ -152,87 +153,6 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
-_PREWARM: threading.Thread | None = None
-#: set once the prewarm thread has the CUDA context and the page-locked ring (or found no GPU): all
-#: that reading a cube onto the GPU needs
-_CUDA_READY = threading.Event()
-
-
-def _start_driver() -> None:
-    """``cuInit`` and device 0's primary context, straight through the driver library.
-
-    Called through ctypes, which lets go of the GIL for the call: the driver's ~0.3 s of start-up then
-    runs while another thread imports CuPy (0.2 s of Python holding the GIL), instead of after it.
-    CuPy's runtime later finds the context made and uses it. Any failure is left for CuPy's own probe
-    to meet and report.
-    """
-    import ctypes
-
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        if lib.cuInit(0) != 0:
-            return
-        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-        if lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
-            lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)  # held until the process ends
-    except (OSError, AttributeError):  # no driver library (or not Linux): CuPy's probe says why
-        pass
-
-
-def prewarm(device: str = "auto") -> None:
-    """Start the GPU's one-time costs on background threads, so that they overlap the main thread's
-    imports and file opening: the CUDA driver and context (:func:`_start_driver`) while CuPy is
-    imported, then the page-locked ring the tile reader copies through (pinning memory is slow). That
-    is all a cube's reading needs, and :func:`get_backend` waits for no more; the cuBLAS library and
-    its first kernels then load while the cube is read. A fresh ``hyperapp --headless`` process pays
-    about a second for these, more than reading a 2 GB cube from the page cache. Does nothing for
-    ``device="cpu"`` or when already started.
-
-    Measured on the H100 (fresh processes, A/B on one machine): starting the driver beside CuPy's
-    import and reading before cuBLAS is up took a 2 GB RBFN run from 1.96 to 1.68 s (median of 5).
-    Two more overlaps measured no gain and were left out: a warm-up run of the method on a small
-    synthetic scene while the cube is read, and importing ``cupyx.scipy.special`` (which CuPy 14
-    imports on the first comparison of an array with a Python scalar, 0.2 s) beside the driver's
-    start. Both are Python work holding the GIL, so the cube's reading slowed by what the fit gained.
-    """
-    global _PREWARM
-    if device == "cpu" or _PREWARM is not None:
-        return
-
-    def warm() -> None:
-        ok = False
-        try:
-            ok, _ = _probe_gpu()
-            if ok:
-                import cupy
-
-                from hyperapp.stream import RING, TILE_BYTES
-
-                # into CuPy's pinned pool, where the tile reader's ring takes them from
-                bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
-                del bufs
-        except Exception:  # noqa: BLE001  (the main thread meets any failure again and reports it)
-            ok = False
-        finally:
-            _CUDA_READY.set()
-        if not ok:
-            return
-        try:
-            x = cupy.ones((256, 16), cupy.float32)
-            (x.T @ x).sum().item()  # the cuBLAS handle and its first kernels
-        except Exception:  # noqa: BLE001
-            pass
-
-    threading.Thread(target=_start_driver, name="hyperapp-cuda-driver", daemon=True).start()
-    _PREWARM = threading.Thread(target=warm, name="hyperapp-gpu-prewarm", daemon=True)
-    _PREWARM.start()
-
-
-def _wait_prewarm() -> None:
-    if _PREWARM is not None and _PREWARM is not threading.current_thread():
-        _CUDA_READY.wait()
-
-
 def get_backend(device: str = "auto") -> Backend:
     """Pick the compute backend.
 
@@ -249,7 +169,7 @@ def get_backend(device: str = "auto") -> Backend:
     if device not in DEVICES:
         raise BackendError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
     if device != "cpu":
-        _wait_prewarm()
+        wait_for_cuda()
     return _backend(device)
 
 

@@ -344,9 +344,9 @@ def headless(argv: list[str], debug: bool = False) -> int:
         args = build_parser().parse_args(argv)
         local = not (getattr(args, "workers", 0) or getattr(args, "scheduler", None))  # Dask workers use their own GPUs
         if args.command in ("detect", "analyse", "analyze", "run") and local:
-            from hyperapp.backend import prewarm
+            from hyperapp.cuda_start import prewarm
 
-            prewarm(getattr(args, "device", "auto"))  # CUDA starts while the cube is opened
+            prewarm(getattr(args, "device", "auto"))  # CUDA starts before NumPy is imported
         rc = COMMANDS[args.command](args)
         global _EXIT_FAST
         _EXIT_FAST = args.command in ("detect", "analyse", "analyze") and "cupy" in sys.modules

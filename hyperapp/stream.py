@@ -109,7 +109,7 @@ class TileReader:
         shape[st.axes[1]] = c
         self.buf_shape = tuple(shape)
         # flat buffers of at least tile_bytes: page-locked ones of exactly TILE_BYTES come back from
-        # CuPy's pinned pool (which reuses equal sizes), where backend.prewarm put them
+        # CuPy's pinned pool (which reuses equal sizes), where cuda_start.prewarm put them
         n = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
         if pinned:
             from hyperapp.backend import empty_pinned
