@@ -90,14 +90,21 @@ def _pad_cols(a, k4):
     return out
 
 
+def _same(a, b) -> bool:
+    """Whether two parameter tokens name the same fitted arrays (identity) and the same bias."""
+    return a is not None and all(x is y for x, y in zip(a[:-1], b[:-1])) and a[-1] == b[-1]
+
+
 def _upload(model, module):
     """Copy the small vectors into the module's constant symbols (skipped when already there) and
     return the device buffer [A | U] the kernel stages into shared memory."""
     import cupy
 
-    token = (id(model), model.weights_.data.ptr, model.centres_.data.ptr, model.bias_)
+    # the fitted arrays themselves, compared by identity (a fit makes new ones), and the bias by value:
+    # the token holds them alive, so no later model's arrays can take their ids or device pointers
+    token = (model.weights_, model.centres_, model.gamma_, model.mean_, model.proj_, float(model.bias_))
     cached = model.__dict__.get("_gpu_params")
-    if cached is not None and cached[0] == token and _loaded.get(id(module)) == token:
+    if cached is not None and _same(cached[0], token) and _same(_loaded.get(id(module)), token):
         return cached[1]
     diag = model.diagonal_
     k4 = _k4(model.centres_.shape[1])

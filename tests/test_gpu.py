@@ -43,6 +43,35 @@ def test_rbfn_fused_kernel_matches_numpy(cp, bands, hidden, whiten, normalize):
     assert np.abs(gemm.decision_function(cp.asarray(X)).get() - cpu).max() <= 1e-4 * np.abs(cpu).max()
 
 
+def test_rbfn_constant_memory_follows_the_model_scored(cp):
+    """The fused kernel's constants (one set per compiled module) are re-uploaded whenever another
+    model, or a refit of the same one, is scored: models of one shape fitted one after another (the
+    memory pool hands a freed model's blocks to the next, so ids and device pointers repeat), scored in
+    alternation, each give their own host reference's scores."""
+    from hyperapp.models.rbfn_gpu import score_fused
+
+    X, _ = _data(48, 40, 64)
+    P = cp.asarray(X).reshape(-1, 64)
+    rng = np.random.default_rng(5)
+    models = []
+    for i in range(4):
+        y = -np.ones((48, 40), np.int8)
+        y.reshape(-1)[rng.choice(48 * 40, 5, replace=False)] = 1
+        m = RBFN(n_hidden=8, whiten="pca").fit(cp.asarray(X), cp.asarray(y))
+        models.append((m, m.to_host()._score_reference(X.reshape(-1, 64))))
+        if i == 1:
+            del m, models[0]  # the next fit can take this one's blocks
+    same = models[-1][0]
+    y = -np.ones((48, 40), np.int8)
+    y.reshape(-1)[rng.choice(48 * 40, 5, replace=False)] = 1
+    same.fit(cp.asarray(X), cp.asarray(y))  # a refit: the same object, new arrays
+    models[-1] = (same, same.to_host()._score_reference(X.reshape(-1, 64)))
+    for _ in range(2):
+        for m, ref in models:
+            got = score_fused(m, P, "staged").get()
+            assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
 def test_rbfn_gpu_training_matches_cpu_training(cp):
     X, y = _data(80, 80, 64)
     a = RBFN().fit(X, y).decision_function(X)
