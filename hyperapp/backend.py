@@ -4,6 +4,14 @@ Every model is written once against an array module ``xp``; :func:`get_backend` 
 ``device="auto"`` takes the GPU when CuPy imports *and* a CUDA device answers, else NumPy;
 ``device="gpu"`` without a usable GPU is a :class:`~hyperapp.errors.BackendError`, never a silent
 fall-back. CuPy is imported lazily, so the CPU path (and CI) never needs it.
+
+Scalar operators. CuPy 14 sends an operator between an array and a Python or NumPy scalar
+(``a > 0``, ``a * 2.0``) through ``ndarray.__array_ufunc__``, whose first call imports
+``cupyx.scipy.special`` and with it SciPy's sparse module and array-API layer: 0.3-0.4 s of a fresh
+process on the H100 machine. The ufunc called directly (``xp.greater(a, 0)``) computes the same thing
+under the same promotion rules without it, so the code a fresh ``hyperapp --headless detect`` runs
+(RBFN and ACE: reading, fit, score, threshold, objects) calls ufuncs wherever an operand is a scalar;
+a GPU test holds it to that.
 """
 
 from __future__ import annotations

@@ -304,14 +304,14 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
             yf = y_dev.reshape(-1)
-            non_target = scores_dev.reshape(-1)[(yf != TARGET) & (yf != NODATA)]
+            non_target = scores_dev.reshape(-1)[xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
             threshold, mode = far_threshold(non_target, far_used,
                                             separate_targets=m.uses_targets and m.kind == "pixel")
             report["target_mode_pixels"] = mode
         else:
             far_used = None
-        mask_dev = scores_dev > threshold
+        mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.backend, scalar operators
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         labels_dev, n_objects = label_objects(mask_dev)

@@ -60,7 +60,8 @@ def check_labels(y, n: int):
     y = y.reshape(-1)
     if y.shape[0] != n:
         raise InputError(f"labels cover {y.shape[0]} pixels, the image has {n}")
-    _check_target_count(int((y == TARGET).sum()), n)
+    # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+    _check_target_count(int(get_namespace(y).equal(y, TARGET).sum()), n)
     return y
 
 
@@ -158,4 +159,4 @@ def labelled_target_mean(X, y, check_input: bool = True):
     xp = get_namespace(P)
     y = check_labels(xp.asarray(y), P.shape[0])
     # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower
-    return P, xp, y, P[xp.flatnonzero(y == TARGET)].astype(xp.float64).mean(axis=0)
+    return P, xp, y, P[xp.flatnonzero(xp.equal(y, TARGET))].astype(xp.float64).mean(axis=0)

@@ -106,7 +106,7 @@ class _WhitenedDetector(PixelDetector):
     def fit(self, X, y=None, check_input: bool = True):
         if self.uses_targets:
             P, xp, y, self.target_ = labelled_target_mean(X, y, check_input)
-            exclude = xp.flatnonzero(y == TARGET)
+            exclude = xp.flatnonzero(xp.equal(y, TARGET))  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
         else:
             P, _ = as_pixels(X)
             if check_input:

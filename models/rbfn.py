@@ -529,9 +529,11 @@ class RBFN(PixelDetector):
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
         At, Ab = AT[:, :n_t], AT[:, n_t:]
-        Grhs = to_host(xp.concatenate([(At @ At.T) * (0.5 / n_t) + (Ab @ Ab.T) * (0.5 / n_b),
-                                       (At.sum(axis=1) * (0.5 / n_t))[:, None]], axis=1))
-        G, rhs = Grhs[:, :-1], Grhs[:, -1]
+        # one copy of the small products; the class weights are applied on the host
+        h = AT.shape[0]
+        parts = to_host(xp.concatenate([At @ At.T, Ab @ Ab.T, At.sum(axis=1)[:, None]], axis=1))
+        G = parts[:, :h] * (0.5 / n_t) + parts[:, h:2 * h] * (0.5 / n_b)
+        rhs = parts[:, -1] * (0.5 / n_t)
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
@@ -545,7 +547,7 @@ class RBFN(PixelDetector):
         if not self.normalize:
             return P
         n = xp.sqrt((P * P).sum(axis=1, keepdims=True))
-        return P / xp.where(n > 0, n, 1)
+        return P / xp.where(xp.greater(n, 0), n, 1)  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
 
     def _project(self, P):
         return self._project_normalised(self._normalized(P))

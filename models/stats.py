@@ -191,10 +191,10 @@ class BackgroundStats:
         xp = get_namespace(G)
         if m < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {m}")
-        d = s / m
+        d = xp.divide(s, m)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
         mean = shift.astype(xp.float64) + d
-        cov = (G - m * xp.outer(d, d)) / (m - 1)
-        return cls(mean, (cov + cov.T) / 2, m)
+        cov = xp.divide(G - xp.multiply(m, xp.outer(d, d)), m - 1)
+        return cls(mean, xp.multiply(cov + cov.T, 0.5), m)
 
     @property
     def _small(self) -> bool:

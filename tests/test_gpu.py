@@ -318,9 +318,12 @@ def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
     np.testing.assert_allclose(st.scores, cpu.scores, atol=1e-3 * scale)
 
 
-def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path):
+@pytest.mark.parametrize("method", ["rbfn", "ace"])
+def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path, method):
     """``hyperapp --headless detect`` in a fresh process (the CUDA driver started beside CuPy's
-    import, the cube read while cuBLAS loads) writes the scores an in-process GPU run gives."""
+    import, the cube read while cuBLAS loads) writes the scores an in-process GPU run gives, and
+    never imports ``cupyx.scipy.special`` (an array-scalar operator would, through CuPy 14's
+    ``__array_ufunc__``, and cost a fresh process 0.3-0.4 s: hyperapp.backend, scalar operators)."""
     import subprocess
     import sys
 
@@ -329,11 +332,19 @@ def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path):
 
     cube = open_cube(land_hdr)
     targets = land_hdr.with_name("land_targets.csv")
-    want = run_detection(cube, "rbfn", read_labels(targets, (128, 128)), device="gpu")
-    r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "detect", str(land_hdr), "--method",
-                        "rbfn", "--targets", str(targets), "--device", "gpu", "--out", str(tmp_path / "o")],
+    want = run_detection(cube, method, read_labels(targets, (128, 128)), device="gpu")
+    script = (
+        "import sys\n"
+        "from hyperapp.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('SPECIAL', 'cupyx.scipy.special' in sys.modules)\n"
+        "sys.exit(code)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script, "--headless", "detect", str(land_hdr), "--method",
+                        method, "--targets", str(targets), "--device", "gpu", "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
+    assert "SPECIAL False" in r.stdout, r.stdout[-2000:]
     got = np.fromfile(tmp_path / "o" / "scores.img", np.float32).reshape(128, 128)
     np.testing.assert_allclose(got, want.scores, rtol=1e-5, atol=1e-6)
 
