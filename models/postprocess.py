@@ -99,7 +99,9 @@ def object_table(mask, scores, labels=None, n: int | None = None) -> list[dict]:
     start = xp.searchsorted(lab, ids, side="left")
     end = xp.searchsorted(lab, ids, side="right")
     count = end - start
-    r, c = xp.divmod(flat, cols)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+    # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+    last = xp.subtract(end, 1)
+    r, c = xp.divmod(flat, cols)
 
     def seg_sum(v):
         cs = xp.concatenate([xp.zeros(1, xp.int64), xp.cumsum(v)])
@@ -108,7 +110,7 @@ def object_table(mask, scores, labels=None, n: int | None = None) -> list[dict]:
     def seg_range(v, k):  # min and max of integer v (0 <= v < k) per label
         base = xp.multiply(ids, k)
         key = xp.sort(xp.multiply(lab, k) + v)
-        return key[start] - base, key[end - 1] - base
+        return key[start] - base, key[last] - base
 
     col0, col1 = seg_range(c, cols)
     s = xp.asarray(scores).reshape(-1)[flat].astype(xp.float64)
@@ -119,7 +121,7 @@ def object_table(mask, scores, labels=None, n: int | None = None) -> list[dict]:
     table = {
         "label": ids, "pixels": count,
         "centroid_row": seg_sum(r) / count, "centroid_col": seg_sum(c) / count,
-        "row0": r[start], "col0": col0, "row1": xp.add(r[end - 1], 1), "col1": xp.add(col1, 1),
+        "row0": r[start], "col0": col0, "row1": xp.add(r[last], 1), "col1": xp.add(col1, 1),
         "peak_score": s[by_score[top]],
     }
     host = {k: to_host(v).tolist() for k, v in table.items()}
