@@ -59,9 +59,7 @@ def prewarm(device: str = "auto") -> None:
     the cube's reading slowed by what the fit gained. A warm-up run of the method on a small synthetic
     scene during the reading. Importing ``cupyx.scipy.special`` on a thread of its own, beside the
     driver's start (RBFN 1.49 against 1.37 s without it) or once CuPy is in (1.47 and 1.45 against 1.37
-    and 1.38 s): CuPy 14 sends every operator between an array and a Python scalar (``a > 0``) through
-    ``ndarray.__array_ufunc__``, whose first call imports it, and with it SciPy's sparse module and its
-    array-API layer, which imports every NumPy submodule (0.3-0.4 s inside the first fit).
+    and 1.38 s). The fresh path now never imports it: see :mod:`hyperapp.backend`, scalar operators.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
