@@ -306,9 +306,10 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             yf = y_dev.reshape(-1)
             non_target = scores_dev.reshape(-1)[xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
-            threshold, mode = far_threshold(non_target, far_used,
-                                            separate_targets=m.uses_targets and m.kind == "pixel")
+            threshold, mode, rule = far_threshold(non_target, far_used,
+                                                  separate_targets=m.uses_targets and m.kind == "pixel")
             report["target_mode_pixels"] = mode
+            report["threshold_rule"] = rule
         else:
             far_used = None
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.backend, scalar operators

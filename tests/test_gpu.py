@@ -245,6 +245,22 @@ def test_ffbp_trained_on_the_gpu_finds_every_sea_target(cp):
     assert recall == 1.0 and false < len(component_boxes(test.truth > 0))
 
 
+def test_default_threshold_rules_agree_on_both_backends(cp):
+    """far_threshold on CuPy scores: the same rule and threshold as on NumPy, for a separate target
+    mode, for targets inside an exponential tail (the tail fit) and without clicks (the quantile)."""
+    from hyperapp.models.evaluation import far_threshold
+
+    rng = np.random.default_rng(0)
+    bg = rng.exponential(1.0, 50_000).astype(np.float32)
+    cases = ((rng.normal(40.0, 1.0, 300), True, "target mode split"),
+             (rng.normal(6.0, 2.0, 250), True, "exponential tail"), (None, False, "quantile"))
+    for tg, sep, rule in cases:
+        s = bg if tg is None else np.concatenate([bg, tg.astype(np.float32)])
+        a = far_threshold(s, 1e-3, separate_targets=sep)
+        b = far_threshold(cp.asarray(s), 1e-3, separate_targets=sep)
+        assert a[2] == rule and b[1:] == a[1:] and b[0] == pytest.approx(a[0], rel=1e-6)
+
+
 @pytest.mark.parametrize("method", ["rbfn", "ace", "mf", "cem", "sam", "rx"])
 def test_click_to_result_cpu_and_gpu_agree(cp, method):
     """The live path on both backends: the same scores to float32's reach, the same mask but for

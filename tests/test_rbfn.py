@@ -244,6 +244,37 @@ def test_target_mode_is_split_off_only_when_separate():
     assert target_mode_size(floored, 1e-3) == 0
 
 
+def test_overlapping_targets_get_the_background_tail_from_the_bulk():
+    """Where no target mode shows, the default threshold extrapolates an exponential tail from the bulk
+    of the scores: targets inside the tail take the plain quantile's places (fewer false alarms than
+    asked), the tail fit gives most of them back; it never sets the threshold above the plain quantile,
+    and never lets through much more than the requested rate."""
+    from hyperapp.models.evaluation import far_threshold, threshold_for_far
+
+    rng = np.random.default_rng(0)
+    far = 1e-3
+    bg = rng.exponential(1.0, 50_000)
+    tg = rng.normal(6.0, 2.0, 250)  # 0.5 % of the pixels, spread across the background's tail
+    s = np.concatenate([bg, tg])
+    t, mode, rule = far_threshold(s, far, separate_targets=True)
+    assert (mode, rule) == (0, "exponential tail")
+    assert 0.6 * far <= (bg > t).mean() <= 1.5 * far
+    assert (bg > threshold_for_far(s, far)).mean() < 0.5 * far  # the plain quantile's false alarms
+    # never above the plain quantile, never far past the requested rate, wherever the targets sit
+    for mu, sd, n in ((3.0, 1.0, 500), (5.0, 1.5, 1000), (7.0, 2.0, 500), (6.0, 2.0, 1000)):
+        s = np.concatenate([bg, rng.normal(mu, sd, n)])
+        t = far_threshold(s, far, separate_targets=True)[0]
+        assert t <= threshold_for_far(s, far) and (bg > t).mean() <= 1.5 * far
+    assert far_threshold(s, far)[2] == "quantile"  # without clicks (RX): the plain quantile
+    # a Gaussian background, lighter-tailed than the exponential: the extrapolation errs high, so
+    # fewer false alarms than asked, but never fewer than the plain quantile lets through
+    g = rng.normal(0.0, 1.0, 50_000)
+    for s in (g, np.concatenate([g, rng.normal(3.0, 1.0, 600)])):
+        t = far_threshold(s, far, separate_targets=True)[0]
+        assert t <= threshold_for_far(s, far) and (g > t).mean() <= far
+    assert far_threshold(np.zeros(1000), far, separate_targets=True)[2] == "quantile"  # tied: no tail
+
+
 def test_marks_listed_by_words_match_flatnonzero():
     """sparse_flatnonzero (the click path's label scan) lists what np.flatnonzero does, for masks and
     label maps of any length, sparse or dense."""
