@@ -334,6 +334,23 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                            _device=(labels_dev, scores_dev, n_objects))
 
 
+def threshold_origin(report: dict) -> str:
+    """One line for people on where a run's threshold came from (the report's ``far``,
+    ``threshold_rule`` and ``target_mode_pixels``): empty for a threshold that was given."""
+    far = report.get("far")
+    if far is None:
+        return ""
+    head = f"Threshold for a false-alarm rate of {far:g} over the background"
+    rule = report.get("threshold_rule", "quantile")
+    if rule == "target mode split":
+        return (f"{head}: the {report.get('target_mode_pixels', 0)} highest-scoring pixels stand apart as "
+                "targets nobody clicked, and the rate is counted over the rest")
+    if rule == "exponential tail":
+        return (f"{head}: no separate group of targets shows, so the background's tail is extrapolated "
+                "from the bulk of the scores")
+    return f"{head}: that share of the unclicked pixels scores above it"
+
+
 def refine_in_boxes(X, y, inside, xp):
     """The cascade's last step: an RBFN trained from the clicks scores only the pixels inside boxes.
 

@@ -16,6 +16,9 @@ from pathlib import Path
 
 
 def main(out: str) -> int:
+    import os
+    import tempfile
+
     import numpy as np
     from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
@@ -24,6 +27,8 @@ def main(out: str) -> int:
     from hyperapp.io import read_labels
     from hyperapp.samples import sample_path
 
+    # the defaults, not the parameters this machine's last session left in its settings
+    os.environ["HYPERAPP_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini")
     app = QApplication(sys.argv)
     win = MainWindow()
     win.resize(1600, 1000)

@@ -22,6 +22,10 @@ def test_panels_are_tabbed_docks_with_human_labels(win):
     det = win.findChild(QDockWidget, "Detector")
     tabbed = {d.windowTitle() for d in win.tabifiedDockWidgets(det)}
     assert titles <= tabbed
+    # in front at the start: the detector on the right, the spectrum at the bottom
+    assert not win.spec_dock.visibleRegion().isEmpty() and not det.visibleRegion().isEmpty()
+    hac_plots = win.findChild(QDockWidget, "Hierarchical clustering plots")
+    assert hac_plots.visibleRegion().isEmpty()
     km = win.panels["k-means"]
     assert "Clusters (k or range)" in km.form.labels() and "k" not in km.form.labels()
     # detector forms read as words too

@@ -275,6 +275,18 @@ def test_overlapping_targets_get_the_background_tail_from_the_bulk():
     assert far_threshold(np.zeros(1000), far, separate_targets=True)[2] == "quantile"  # tied: no tail
 
 
+def test_threshold_origin_names_the_rule():
+    """The window's one-line account of the default threshold follows the report's rule."""
+    from hyperapp.detect import threshold_origin
+
+    base = {"far": 1e-3, "target_mode_pixels": 0}
+    texts = {rule: threshold_origin({**base, "threshold_rule": rule, "target_mode_pixels": 7})
+             for rule in ("target mode split", "exponential tail", "quantile")}
+    assert "7 highest-scoring" in texts["target mode split"] and "extrapolated" in texts["exponential tail"]
+    assert len(set(texts.values())) == 3 and all("0.001" in t for t in texts.values())
+    assert threshold_origin({"far": None, "threshold_rule": "quantile"}) == ""  # a threshold that was given
+
+
 def test_marks_listed_by_words_match_flatnonzero():
     """sparse_flatnonzero (the click path's label scan) lists what np.flatnonzero does, for masks and
     label maps of any length, sparse or dense."""

@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         for panel in analysis_panels():
             self._add_panel(panel)
         self.detector_dock.raise_()
+        spec_dock.raise_()  # the spectrum, not the last panel's plots, in front at the bottom
         self._readable_tabs()
         self._build_menus()
         # a default layout that leaves the image most of the window and every plot readable
@@ -499,10 +500,14 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
+        from hyperapp.detect import threshold_origin
+
         res = run.result
         self.view.set_boxes(res.boxes)
+        # the default threshold's account while the run still sits at it
+        origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
-                                 self.session.roi.targets if self.session.truth is not None else None)
+                                 self.session.roi.targets if self.session.truth is not None else None, origin)
         self._redraw_result()
 
     def _threshold_moved(self, t: float) -> None:

@@ -42,6 +42,11 @@ class ResultsPanel(QWidget):
         lay.addWidget(self.slider)
         self.counts = QLabel("no result yet")
         lay.addWidget(self.counts)
+        self.origin = QLabel("")
+        self.origin.setWordWrap(True)
+        self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.threshold_origin); "
+                               "moving the slider replaces it")
+        lay.addWidget(self.origin)
         tabs = QTabWidget()
         self.hist = pg.PlotWidget()
         self.hist.setMinimumHeight(220)
@@ -82,8 +87,11 @@ class ResultsPanel(QWidget):
 
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
-                    exclude: np.ndarray | None = None) -> None:
+                    exclude: np.ndarray | None = None, origin: str = "") -> None:
+        """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen."""
         self.scores = np.asarray(scores, dtype=np.float32)
+        self.origin.setText(origin)
+        self.origin.setVisible(bool(origin))
         self._table_threshold = None
         finite = self.scores[np.isfinite(self.scores)]
         self._lo, self._hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
@@ -117,6 +125,7 @@ class ResultsPanel(QWidget):
         return self._threshold
 
     def _slider_moved(self, pos: int) -> None:
+        self.origin.setVisible(False)  # the person's threshold now, not the default's
         self._threshold = self._lo + (self._hi - self._lo) * pos / STEPS
         self._apply(self._threshold)
 
