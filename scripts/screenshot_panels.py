@@ -10,6 +10,9 @@ from pathlib import Path
 
 
 def main(out_dir: str) -> int:
+    import os
+    import tempfile
+
     import numpy as np
     from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication, QDockWidget
@@ -18,6 +21,7 @@ def main(out_dir: str) -> int:
     from hyperapp.io import read_labels
     from hyperapp.samples import sample_path
 
+    os.environ["HYPERAPP_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini")  # the defaults
     app = QApplication(sys.argv)
     win = MainWindow()
     win.resize(1600, 1000)
