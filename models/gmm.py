@@ -9,8 +9,13 @@ covariances. EM stops when the average log-likelihood per spectrum changes by le
 several initialisations keep the best. k-means (part 1) starts each run. With a range of k, BIC picks
 the k that labels the image.
 
-The data are centred and, on the GPU, the GEMMs run in float32 on the centred spectra while the
-log-likelihood sums and the (bands x bands) factorisations stay in float64.
+The spectra are centred and every product runs in float64, on both backends: real scenes (radiance in
+the thousands, hundreds of nearly collinear bands) have covariances whose smallest eigenvalues sit
+below float32's rounding of their largest, and a float32 sum of uncentred products leaves them
+indefinite. Where a covariance is still not positive definite (a component on a handful of nearly
+identical spectra), the diagonal gets the smallest extra floor, in steps from 1e-10 of the component's
+mean variance, that makes it so; ``regularised_`` reports which components got how much. A run whose
+likelihood is not finite is dropped, and a fit where every run fails ends in a :class:`ModelError`.
 """
 
 from __future__ import annotations
@@ -73,49 +78,92 @@ class GaussianMixtureEM(Estimator):
         k = means.shape[0]
         out = xp.empty((n, k), xp.float64)
         for j in range(k):  # a loop over components (a handful), never over spectra
-            D = X - means[j].astype(X.dtype)
+            D = X - means[j]
             if self.covariance == "full":
-                U = chol[j].astype(X.dtype)
-                y2 = ((D @ U) ** 2).sum(axis=1, dtype=xp.float64)
+                y2 = ((D @ chol[j]) ** 2).sum(axis=1)
                 logdet = xp.log(xp.diagonal(chol[j])).sum()
             else:
-                p = chol[j].astype(X.dtype)
-                y2 = ((D * p) ** 2).sum(axis=1, dtype=xp.float64)
+                y2 = ((D * chol[j]) ** 2).sum(axis=1)
                 logdet = xp.log(chol[j]).sum()
             out[:, j] = -0.5 * (d * math.log(2 * math.pi) + y2) + logdet
         return out
 
     def _e_step(self, X, weights, means, chol):
-        """(average log-likelihood, responsibilities (n, k) float32)."""
+        """(average log-likelihood, responsibilities (n, k)), ``X`` centred float64."""
         xp = get_namespace(X)
         lp = self._log_gauss(X, means, chol) + xp.log(weights)[None, :]
         m = lp.max(axis=1, keepdims=True)
         lse = m[:, 0] + xp.log(xp.exp(lp - m).sum(axis=1))
-        resp = xp.exp(lp - lse[:, None]).astype(X.dtype)
+        resp = xp.exp(lp - lse[:, None])
         return float(lse.mean()), resp
 
     def _m_step(self, X, resp):
+        """Weights, means, covariances, precision factors and the extra diagonal floor per component,
+        from centred float64 spectra and their responsibilities."""
         xp = get_namespace(X)
         n, d = X.shape
-        nk = resp.sum(axis=0, dtype=xp.float64) + 10 * np.finfo(np.float64).eps
-        means = (resp.T @ X).astype(xp.float64) / nk[:, None]
+        nk = resp.sum(axis=0) + 10 * np.finfo(np.float64).eps
+        means = (resp.T @ X) / nk[:, None]
         k = resp.shape[1]
         reg = float(self.reg_covar)
         if self.covariance == "full":
             cov = xp.empty((k, d, d), xp.float64)
+            diag = xp.arange(d)
             for j in range(k):
-                D = X - means[j].astype(X.dtype)
-                cov[j] = ((resp[:, j:j + 1] * D).T @ D).astype(xp.float64) / nk[j]
-                cov[j] += reg * xp.eye(d)
-            # the precision's Cholesky factor U (Sigma^-1 = U U^T) from Sigma's: U = (L^-1)^T
-            L = xp.linalg.cholesky(cov)
-            eye = xp.broadcast_to(xp.eye(d), (k, d, d))
-            chol = xp.linalg.solve(L, eye).transpose(0, 2, 1)
+                D = X - means[j]
+                cov[j] = ((resp[:, j:j + 1] * D).T @ D) / nk[j]
+                cov[j, diag, diag] += reg
+            chol, extra = self._precision_factors(cov)
         else:
-            sq = ((resp.T @ (X * X)).astype(xp.float64)) / nk[:, None]
+            sq = (resp.T @ (X * X)) / nk[:, None]
             cov = xp.maximum(sq - means ** 2, 0) + reg
+            # a band with no variance in a component (and reg_covar 0) gets a floor relative to the rest
+            floor = 1e-10 * xp.maximum(cov.mean(axis=1, keepdims=True), np.finfo(np.float64).tiny)
+            extra = to_host(xp.maximum(floor - cov, 0).max(axis=1))
+            cov = xp.maximum(cov, floor)
             chol = 1.0 / xp.sqrt(cov)
-        return nk / n, means, cov, chol
+        return nk / n, means, cov, chol, extra
+
+    @staticmethod
+    def _precision_factors(cov):
+        """Cholesky factors U of the precisions (Sigma^-1 = U U^T, U = (L^-1)^T for Sigma = L L^T).
+
+        Returns the factors and, per component, what had to be added to the diagonal (in place in
+        ``cov``) for its Cholesky factorisation to exist: 0 for every component that needed nothing.
+        NumPy raises on a matrix that is not positive definite, CuPy returns NaN: both are caught.
+        """
+        xp = get_namespace(cov)
+        k, d, _ = cov.shape
+        extra = np.zeros(k)
+
+        def factor(a):
+            try:
+                L = xp.linalg.cholesky(a)
+            except np.linalg.LinAlgError:
+                return None
+            return L if bool(xp.isfinite(L).all()) else None
+
+        L = factor(cov)
+        if L is None:  # find the components that fail, and floor only those
+            L = xp.empty_like(cov)
+            diag = xp.arange(d)
+            for j in range(k):
+                Lj = factor(cov[j])
+                if Lj is None:
+                    scale = max(float(xp.trace(cov[j])) / d, np.finfo(np.float64).tiny)
+                    step = 1e-10 * scale
+                    while Lj is None and step <= scale:
+                        Lj = factor(cov[j] + step * xp.eye(d))
+                        if Lj is None:
+                            step *= 10
+                    if Lj is None:
+                        raise ModelError(f"mixture component {j + 1}'s covariance stays singular even with a "
+                                         "floor of its mean variance: try diagonal covariances or fewer components")
+                    cov[j, diag, diag] += step
+                    extra[j] = step
+                L[j] = Lj
+        eye = xp.broadcast_to(xp.eye(d), (k, d, d))
+        return xp.linalg.solve(L, eye).transpose(0, 2, 1), extra
 
     def _n_params(self, k: int, d: int) -> int:
         cov = k * d * (d + 1) // 2 if self.covariance == "full" else k * d
@@ -133,10 +181,10 @@ class GaussianMixtureEM(Estimator):
             raise InputError(f"covariance must be full or diag, got {self.covariance!r}")
         if int(self.n_init) < 1 or int(self.max_iter) < 1:
             raise InputError("n_init and max_iter must be at least 1")
+        X = selected_spectra(X, max(ks), f"{max(ks)} components is more than the number of spectra ({X.shape[0]})")
         n, d = X.shape
-        X = selected_spectra(X, max(ks), f"{max(ks)} components is more than the number of spectra ({n})")
         self.center_ = X.mean(axis=0, dtype=xp.float64)
-        Xc = X - self.center_.astype(xp.float32)
+        Xc = X.astype(xp.float64) - self.center_
         if float(Xc.var(axis=0).max()) <= 0:
             raise ModelError("the selected spectra are all identical: there is nothing to model")
         self.k_values_ = np.asarray(ks)
@@ -151,31 +199,37 @@ class GaussianMixtureEM(Estimator):
                 if progress is not None:
                     progress(step / total, f"EM with {k} components, start {r + 1}")
                 step += 1
-                km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(Xc)
-                resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float32)
+                km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(
+                    Xc.astype(xp.float32))
+                resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
                 params = self._m_step(Xc, resp)
                 curve = []
                 for it in range(int(self.max_iter)):
                     ll, resp = self._e_step(Xc, params[0], params[1], params[3])
                     curve.append(ll)
-                    if it and abs(curve[-1] - curve[-2]) < float(self.tol):
+                    if not math.isfinite(ll) or (it and abs(curve[-1] - curve[-2]) < float(self.tol)):
                         break
                     params = self._m_step(Xc, resp)
                     if progress is not None and it % 10 == 9:
                         progress((step - 1 + it / self.max_iter) / total, f"EM with {k} components")
                 ll, _ = self._e_step(Xc, params[0], params[1], params[3])
-                if best is None or ll > best[0]:
+                if math.isfinite(ll) and (best is None or ll > best[0]):
                     best = (ll, params, curve, len(curve))
+            if best is None:  # every start diverged: say so, never label from NaN responsibilities
+                raise ModelError(f"the Gaussian mixture with {k} components has no finite likelihood on these "
+                                 "spectra: try diagonal covariances, fewer components or a larger covariance floor")
             ll, params, curve, n_it = best
             self.log_likelihood_[i] = ll
             self.bic_[i] = -2.0 * ll * n + self._n_params(k, d) * math.log(n)
             best_models.append((params, curve, n_it))
         i = int(np.argmin(self.bic_))
         self.chosen_k_ = int(ks[i])
-        (w, means, cov, chol), curve, n_it = best_models[i]
+        (w, means, cov, chol, extra), curve, n_it = best_models[i]
         self.weights_ = to_host(w)
         self.means_ = to_host(means + self.center_)
         self.covariances_ = to_host(cov)
+        #: components whose covariance needed more than ``reg_covar`` on its diagonal: {component: amount}
+        self.regularised_ = {int(j): float(extra[j]) for j in np.flatnonzero(extra > 0)}
         self._chol = chol
         self._means_c = means
         self.ll_curve_ = np.asarray(curve)
@@ -196,7 +250,7 @@ class GaussianMixtureEM(Estimator):
         step = max(1024, CHUNK_BYTES // (8 * P.shape[1]))
         w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
         for a in range(0, P.shape[0], step):
-            Pc = P[a:a + step].astype(xp.float32) - c0.astype(xp.float32)
+            Pc = P[a:a + step].astype(xp.float64) - c0
             out[a:a + step] = self._e_step(Pc, w, mu, ch)[1]
         return out
 
@@ -215,7 +269,7 @@ class GaussianMixtureEM(Estimator):
         P, _ = as_pixels(X)
         xp = get_namespace(P)
         w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
-        return self._e_step(P.astype(xp.float32) - c0.astype(xp.float32), w, mu, ch)[0]
+        return self._e_step(P.astype(xp.float64) - c0, w, mu, ch)[0]
 
     def summary(self) -> dict:
         self._check_fitted()
@@ -223,6 +277,12 @@ class GaussianMixtureEM(Estimator):
                 "log_likelihood_per_sample": [float(v) for v in self.log_likelihood_],
                 "chosen_k": self.chosen_k_, "covariance": self.covariance,
                 "weights": [float(v) for v in self.weights_], "n_iter": int(self.n_iter_),
+                "regularised_components": [
+                    {"component": j, "added_to_diagonal": v,
+                     "relative_to_mean_variance": v / max(float(np.trace(self.covariances_[j])) / self.means_.shape[1]
+                                                          if self.covariance == "full"
+                                                          else float(self.covariances_[j].mean()), 1e-300)}
+                    for j, v in sorted(self.regularised_.items())],
                 "log_likelihood_curve": [float(v) for v in self.ll_curve_]}
 
     def tables(self) -> dict:

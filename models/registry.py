@@ -200,8 +200,8 @@ def _gmm(**kw):
 
 
 register_analysis(Method("som", "Self-organising map (SOM)", _som, (
-    Param("rows", int, 16, "Neurons down the map.", 1, 512, label="Map rows"),
-    Param("cols", int, 16, "Neurons across the map.", 1, 512, label="Map columns"),
+    Param("rows", int, 10, "Neurons down the map.", 1, 512, label="Map rows"),
+    Param("cols", int, 10, "Neurons across the map.", 1, 512, label="Map columns"),
     Param("epochs", int, 10, "Passes over the spectra; each is one batch update of every neuron.", 1, 10000,
           label="Epochs"),
     Param("sigma_start", float, 0.0, "Neighbourhood radius (in neurons) at the first epoch; 0: half the map's "

@@ -1,15 +1,45 @@
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The suite tests the installed hyperapp (``pip install ".[test]"`` in CI, ``pip install -e ".[test]"``
+# while developing), as a user gets it: the checkout itself is taken off the import path before anything
+# imports hyperapp, so a subpackage missing from the build fails here rather than hiding behind the
+# source folder. Subprocesses run from a temporary folder for the same reason (see ``cli_env``).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+try:
+    import hyperapp  # noqa: E402,F401
+    import hyperapp.models  # noqa: E402,F401
+except ImportError as exc:  # pragma: no cover - a set-up mistake, said plainly
+    raise pytest.UsageError(f"hyperapp is not installed ({exc}): run pip install -e \".[test]\" first") from exc
 SAMPLES = ROOT / "sample_cubes"
 SHARED_CUBES = ROOT.parent / "shared" / "cubes"
 ABU = SHARED_CUBES / "abu-airport-1.mat"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def pytest_report_header(config):
+    import hyperapp
+
+    return f"hyperapp under test: {Path(hyperapp.__file__).parent}"
+
+
+#: a working folder outside the checkout for subprocesses
+OUTSIDE = Path(__import__("tempfile").gettempdir())
+
+
+def cli_env(**extra: str) -> dict:
+    """Environment for a ``python -m hyperapp`` subprocess: the installed package, never the checkout
+    (run it with ``cwd`` outside the repository, since ``-m`` and ``-c`` put the working folder first)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(extra)
+    return env
 
 
 def pytest_collection_modifyitems(config, items):

@@ -17,7 +17,7 @@ from hyperapp.cli import main
 from hyperapp.errors import InputError
 from hyperapp.jobfile import job_text, load_job
 
-from .conftest import ROOT
+from .conftest import ROOT, cli_env
 
 pytest.importorskip("distributed")
 
@@ -106,9 +106,9 @@ def test_killed_run_resumes_without_redoing_cubes(tmp_path):
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
     job = _job(tmp_path, BASIC.replace('detect = "sam"', 'detect = "rbfn"'))
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    env = cli_env(CUDA_VISIBLE_DEVICES="")
     cmd = [sys.executable, "-m", "hyperapp", "--headless", "run", str(job), "--device", "cpu"]
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.time()
     n_done = 0
     while time.time() - t0 < 120 and p.poll() is None:
@@ -133,7 +133,7 @@ def test_killed_run_resumes_without_redoing_cubes(tmp_path):
         if d.exists():
             names = {f.name for f in d.iterdir() if not f.name.startswith(".")}
             assert names in (set(), finals), names
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     man = json.loads((out / "manifest.json").read_text())["cubes"]
     assert sum(e["status"] == "done" for e in man.values()) == 20

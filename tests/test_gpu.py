@@ -358,7 +358,7 @@ def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path, m
     )
     r = subprocess.run([sys.executable, "-c", script, "--headless", "detect", str(land_hdr), "--method",
                         method, "--targets", str(targets), "--device", "gpu", "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=600)
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "SPECIAL False" in r.stdout, r.stdout[-2000:]
     got = np.fromfile(tmp_path / "o" / "scores.img", np.float32).reshape(128, 128)

@@ -18,7 +18,7 @@ sys.exit(main(['--headless', 'info', sys.argv[1]]))
 """
 
 
-def test_headless_path_imports_no_qt(land_hdr):
-    r = subprocess.run([sys.executable, "-c", CODE, str(land_hdr)], capture_output=True, text=True)
+def test_headless_path_imports_no_qt(land_hdr, tmp_path):
+    r = subprocess.run([sys.executable, "-c", CODE, str(land_hdr)], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "128 rows" in r.stdout

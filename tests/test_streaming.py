@@ -17,7 +17,7 @@ from hyperapp.detect import run_detection
 from hyperapp.io import open_cube, read_labels
 from hyperapp.stream import read_float32
 
-from .conftest import ROOT
+from .conftest import OUTSIDE, ROOT, cli_env
 
 METHODS = ["sam", "ace", "mf", "cem", "rx", "rbfn"]
 
@@ -137,8 +137,8 @@ def _write_cube(path, rows, cols, bands, dtype=np.uint16, seed=0):
 
 
 def _cli(args, timeout=600):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": "", "HYPERAPP_PROGRESS": "lines"}
-    return subprocess.Popen([sys.executable, "-m", "hyperapp", "--headless", *map(str, args)], env=env,
+    env = cli_env(CUDA_VISIBLE_DEVICES="", HYPERAPP_PROGRESS="lines")
+    return subprocess.Popen([sys.executable, "-m", "hyperapp", "--headless", *map(str, args)], env=env, cwd=OUTSIDE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -158,10 +158,10 @@ def test_bounded_memory_on_a_large_cube(tmp_path):
         "sys.exit(code)\n"
     )
     for method in ("sam", "ace", "rbfn"):
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+        env = cli_env(CUDA_VISIBLE_DEVICES="")
         r = subprocess.run([sys.executable, "-c", script, "--headless", "detect", str(hdr), "--method", method,
                             "--targets", str(tmp_path / "t.csv"), "--device", "cpu", "--memory", "0.25",
-                            "--out", str(tmp_path / method)], env=env, capture_output=True, text=True, timeout=900)
+                            "--out", str(tmp_path / method)], env=env, cwd=OUTSIDE, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr
         peak_gb = int(r.stdout.split("PEAK")[-1]) / 2**20  # kB
         rep = json.loads((tmp_path / method / "report.json").read_text())

@@ -71,6 +71,7 @@ def fresh_run(args: list[str], env: dict | None = None) -> tuple[float, dict]:
         env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "hyperapp-bench-pycache"))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", *args], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir(),
                        env=env)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
