@@ -2,7 +2,6 @@
 killed run, and the README's example job."""
 
 import json
-import os
 import re
 import signal
 import subprocess

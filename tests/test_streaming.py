@@ -2,7 +2,6 @@
 no-data pixels, bounded memory, and a run killed mid-way."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from hyperapp.detect import run_detection
 from hyperapp.io import open_cube, read_labels
 from hyperapp.stream import read_float32
 
-from .conftest import OUTSIDE, ROOT, cli_env
+from .conftest import OUTSIDE, cli_env
 
 METHODS = ["sam", "ace", "mf", "cem", "rx", "rbfn"]
 
