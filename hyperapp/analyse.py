@@ -23,7 +23,7 @@ import numpy as np
 
 from hyperapp.backend import Timer, get_backend, to_host
 from hyperapp.cube import Cube
-from hyperapp.errors import InputError
+from hyperapp.errors import InputError, ModelError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
 
@@ -219,6 +219,8 @@ def run_analysis(
     with timer.stage("fit"):
         kw = {"progress": progress.sub(0.2, 0.85)} if getattr(est, "accepts_progress", False) else {}
         est.fit(X, y, **kw)
+    summary = est.summary()
+    _require_finite(summary, m.title)
     labels = None
     if m.labels_image:
         with timer.stage("label"):
@@ -231,7 +233,7 @@ def run_analysis(
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
-        "results": est.summary(),
+        "results": summary,
     }
     if labels is not None:
         lab, cnt = np.unique(labels[labels >= 0], return_counts=True)
@@ -244,6 +246,27 @@ def run_analysis(
     report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
     return AnalysisResult(method, est, labels, idx, report)
+
+
+def _non_finite(value, path: str = ""):
+    """(path, value) of every NaN or infinite number in a nested summary."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _non_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _non_finite(v, f"{path}[{i}]")
+    elif isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        yield path, float(value)
+
+
+def _require_finite(summary: dict, title: str) -> None:
+    """A fit whose objective (likelihood, inertia, error, heights) is not finite is an error, not a
+    result: no report or label map is written from it."""
+    bad = next(_non_finite(summary), None)
+    if bad is not None:
+        raise ModelError(f"{title} did not converge: its {bad[0].replace('_', ' ')} is {bad[1]} on these "
+                         "spectra (try fewer clusters or components, or other bands)")
 
 
 def _csv(header: list, rows: list) -> str:

@@ -216,7 +216,6 @@ def _open(args):
 
 def read_class_map(path: str, shape: tuple[int, int]):
     """ROI classes for ``analyse --roi``: an integer mask image as it is, a CSV pixel list as class 1."""
-    from pathlib import Path
 
     from hyperapp.io.masks import read_labels, read_mask
 
@@ -231,7 +230,6 @@ def read_class_map(path: str, shape: tuple[int, int]):
 
 def class_names_of(path: str) -> dict[int, str] | None:
     """Class names of an ENVI classification file (value -> name, Unclassified left out), else None."""
-    from pathlib import Path
 
     p = Path(path)
     hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
@@ -305,9 +303,9 @@ def cmd_bench(args) -> int:
 
 
 def cmd_samples(args) -> int:
-    from hyperapp.samples import build_samples
+    from hyperapp.samples import build_samples, sample_folder
 
-    folder = args.folder or Path(__file__).resolve().parent.parent / "sample_cubes"
+    folder = args.folder or sample_folder()
     build_samples(folder)
     print(f"wrote sample scenes to {folder}")
     return 0

@@ -387,17 +387,24 @@ def build_samples(folder: str | Path) -> None:
         write_scene(make(), folder, INTERLEAVES[name])
 
 
+def sample_folder() -> Path:
+    """The folder of the bundled sample scenes: the ``hyperapp.sample_cubes`` package, installed or
+    (with ``pip install -e .``) the checkout's ``sample_cubes/``."""
+    import hyperapp.sample_cubes
+
+    return Path(hyperapp.sample_cubes.__file__).resolve().parent
+
+
 def sample_path(name: str = "land") -> Path:
-    """Path of a bundled sample scene's header (repository checkout or installed data)."""
-    here = Path(__file__).resolve().parent
-    for base in (here.parent / "sample_cubes", here / "sample_cubes"):  # checkout, installed wheel
-        p = base / f"{name}.hdr"
-        if p.is_file():
-            return p
-    raise FileNotFoundError(f"sample scene {name!r} not found; rebuild with python -m hyperapp.samples")
+    """Path of a bundled sample scene's header."""
+    p = sample_folder() / f"{name}.hdr"
+    if not p.is_file():
+        raise FileNotFoundError(f"sample scene {name!r} not found in {p.parent}; rebuild it with "
+                                "hyperapp --headless samples")
+    return p
 
 
 if __name__ == "__main__":
     import sys
 
-    build_samples(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "sample_cubes")
+    build_samples(sys.argv[1] if len(sys.argv) > 1 else sample_folder())

@@ -537,10 +537,11 @@ class MultiKMeans(Estimator):
         """JSON-ready results: inertia, silhouette and Davies-Bouldin per k, and the chosen k."""
         self._check_fitted()
 
-        def clean(a):
+        def clean(a):  # a criterion undefined at some k (one cluster, an empty one) is written null
             return [None if not np.isfinite(v) else float(v) for v in a]
 
-        return {"k": [int(k) for k in self.k_values_], "inertia": clean(self.inertia_),
+        # the inertia is the objective: a non-finite one stays visible (hyperapp.analyse refuses it)
+        return {"k": [int(k) for k in self.k_values_], "inertia": [float(v) for v in self.inertia_],
                 "silhouette": clean(self.silhouette_), "davies_bouldin": clean(self.davies_bouldin_),
                 "chosen_k": int(self.chosen_k_), "criterion": self.criterion, "n_iter": self.n_iter_}
 

@@ -3,7 +3,7 @@
 ``hyperapp --headless detect`` with default settings on the CPU for each method named (default: SAM, ACE,
 RBFN), printing wall time and the process's peak resident memory (``/usr/bin/time -v``).
 
-    PYTHONPATH=. python3 scripts/bounded_memory.py [sam ace rbfn]
+    python3 scripts/bounded_memory.py [sam ace rbfn]
 """
 import subprocess
 import sys

@@ -1,5 +1,5 @@
 """Compare host- and GPU-trained FFBP networks on the 1024 x 1024 sea scene (thresholds, boxes, recall).
-Run on the GPU machine: PYTHONPATH=. python3 scripts/diag_ffbp_training.py"""
+Run on the GPU machine: python3 scripts/diag_ffbp_training.py"""
 
 import time
 

@@ -1,6 +1,6 @@
 """Where a click's time goes on the GPU: cProfile of run_detection with the cube resident, per method.
 
-    PYTHONPATH=. python3 scripts/profile_click.py [rows cols bands]
+    python3 scripts/profile_click.py [rows cols bands]
 """
 
 import cProfile

@@ -1,6 +1,6 @@
 """Time the GPU FFBP search on the 1024 x 1024 x 64 sea scene, phase by phase.
 
-Three views, on the GPU machine (``PYTHONPATH=. python3 scripts/profile_ffbp.py``):
+Three views, on the GPU machine (``python3 scripts/profile_ffbp.py``):
 
 - the stages as separate launches (CUDA events, median of 20): block statistics, summed-area scans, levels;
 - the graph as the bench times it (host call included), the graph's replay alone on its stream, and the

@@ -1,6 +1,6 @@
 """Where the multi-k k-means fit spends its time on the GPU (seeding, Lloyd, choosing k), by stage.
 
-Run on the GPU machine: ``PYTHONPATH=. python3 scripts/profile_kmeans.py``.
+Run on the GPU machine: ``python3 scripts/profile_kmeans.py``.
 """
 
 import time

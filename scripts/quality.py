@@ -6,7 +6,7 @@ scene in ``../shared/cubes`` (when present), the bundled land and sea scenes, an
 vegetation scenes (``hyperapp.samples.make_background_scene``). ``--param NAME=VALUE`` sets RBFN options,
 so a change to the default can be measured against it before it is made.
 
-    PYTHONPATH=. python3 scripts/quality.py [--seeds 10] [--methods rbfn,ace,...] [--param n_hidden=8]
+    python3 scripts/quality.py [--seeds 10] [--methods rbfn,ace,...] [--param n_hidden=8]
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ scene is not there.
 
 Run under a virtual X server, as the README says:
 
-    PYTHONPATH=. xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot.py resources/screenshot.png
+    xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot.py resources/screenshot.png
 
 With a second argument, also writes the histogram and object-table views beside it.
 """

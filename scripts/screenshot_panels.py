@@ -1,6 +1,6 @@
 """Screenshots of the analysis panels after a run on the land scene (one PNG per panel).
 
-    PYTHONPATH=. xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot_panels.py OUTDIR
+    xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot_panels.py OUTDIR
 """
 
 from __future__ import annotations

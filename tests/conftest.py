@@ -18,7 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - a set-up mistake, said plainly
     raise pytest.UsageError(f"hyperapp is not installed ({exc}): run pip install -e \".[test]\" first") from exc
 SAMPLES = ROOT / "sample_cubes"
-SHARED_CUBES = ROOT.parent / "shared" / "cubes"
+SHARED_CUBES = Path(os.environ.get("HYPERAPP_CUBES", ROOT.parent / "shared" / "cubes"))  # real scenes, never copied in
 ABU = SHARED_CUBES / "abu-airport-1.mat"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
