@@ -40,7 +40,10 @@ class GaussianMixtureEM(Estimator):
         Components, one (``8``) or a range (``"2..10"``, the lowest BIC labels the image).
     covariance : {"full", "diag"}
     n_init : int
-        Initialisations (k-means with different seeds); the highest likelihood is kept.
+        Initialisations (k-means with different seeds); the highest likelihood is kept. 3 by default:
+        one start (scikit-learn's default) lands in a visibly worse optimum on some real scenes and k,
+        and three cost little on the GPU (k = 8, full covariances, 10,000 spectra of 205 bands: 0.6 s
+        a start on an H100). Compare with scikit-learn at the same ``n_init``.
     max_iter : int
     tol : float
         Stop when the average log-likelihood per spectrum changes by less than this.
@@ -59,7 +62,7 @@ class GaussianMixtureEM(Estimator):
 
     accepts_progress = True
 
-    def __init__(self, k="8", covariance: str = "full", n_init: int = 1, max_iter: int = 100, tol: float = 1e-3,
+    def __init__(self, k="8", covariance: str = "full", n_init: int = 3, max_iter: int = 100, tol: float = 1e-3,
                  reg_covar: float = 1e-6, seed: int = 0):
         self.k = k
         self.covariance = covariance

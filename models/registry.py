@@ -227,9 +227,9 @@ register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, (
           label="Components (k or range)"),
     Param("covariance", str, "full", "Each component's covariance: full matrices, or diagonal (bands "
           "independent).", choices=("full", "diag"), label="Covariance"),
-    Param("n_init", int, 1, "EM runs from different k-means starts; the highest likelihood is kept. 1, as in "
-          "scikit-learn's GaussianMixture, so the two agree on the same settings; more starts find a better "
-          "optimum more often and cost little on the GPU.", 1, 100, label="Starts"),
+    Param("n_init", int, 3, "EM runs from different k-means starts; the highest likelihood is kept. One start "
+          "can settle in a worse optimum; several cost little on the GPU. To compare with scikit-learn's "
+          "GaussianMixture, give it the same number (its n_init).", 1, 100, label="Starts"),
     Param("max_iter", int, 100, "EM iterations at most.", 1, 10000, label="Iterations at most"),
     Param("tol", float, 1e-3, "Stop when the average log-likelihood per spectrum changes by less than this.",
           0.0, 10.0, label="Tolerance"),

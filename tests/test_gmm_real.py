@@ -80,9 +80,11 @@ def _airport_pixels(abu) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cov,ks", [("diag", range(2, 11)), ("full", (2, 3, 4, 6, 8, 10))])
+@pytest.mark.parametrize("cov,ks", [("diag", range(2, 11)), ("full", (2, 10))])
 def test_airport_every_k_fits_within_half_a_percent_of_sklearn(abu, cov, ks):
-    X = _airport_pixels(abu)[::2]  # every other pixel: the real scene, at half the test's cost
+    """Every pixel of the scene, one start each (full k = 3..9 cost minutes on two cores: the GPU test
+    below runs every k, and every k was compared with scikit-learn on the GPU machine's CPU)."""
+    X = _airport_pixels(abu)
     for k in ks:
         g = GaussianMixtureEM(k=k, covariance=cov, n_init=1).fit(X)
         ll, ref = float(g.log_likelihood_[0]), _sklearn_ll(X, k, cov, 1)
