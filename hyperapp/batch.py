@@ -1,36 +1,44 @@
 """``hyperapp --headless run JOB``: a job's steps over many cubes, resumable, on one machine or a cluster.
 
-Each cube is one task (:func:`process_cube`): open it, run every step through the one detection or
-analysis path, write each step's outputs all or nothing. A broken cube fails alone; its error is one
-line in the summary and the log. Tasks run
+Each cube is read, computed (every step through the one detection or analysis path) and written (each
+step's outputs all or nothing) by a :class:`hyperapp.pipeline.CubePipeline`, whose three stages run on
+threads of their own: cube n+1 is read while cube n is computed and cube n-1 written. A broken cube
+fails alone; its error is one line in the summary and the log. Cubes run
 
-- in this process on two threads (the default), so reading the next cube overlaps the work on the
-  current one;
+- in this process, through one pipeline (the default);
 - on a local Dask cluster of ``--workers N`` processes (one per GPU where there are several, pinned
-  with ``CUDA_VISIBLE_DEVICES``; two threads each, for the same overlap), or
-- on an existing Dask cluster (``--scheduler ADDRESS``).
+  with ``CUDA_VISIBLE_DEVICES``), or on an existing Dask cluster (``--scheduler ADDRESS``): each cube is a
+  task, and each worker process feeds its tasks' cubes through a pipeline of its own.
 
 Each cube streams through the bounded-memory path when it does not fit (:func:`hyperapp.detect.run_detection`),
 so a worker's memory stays bounded. ``manifest.json`` in the output folder records, per cube, its size and
-modification time, the steps' fingerprint, the hyperapp version and the outputs; a second run skips the
-cubes whose entry matches and whose outputs exist, so a killed run resumes where it stopped.
+modification time, the steps' fingerprint, the hyperapp version, the outputs and the seconds of each
+stage; a second run skips the cubes whose entry matches and whose outputs exist, so a killed run resumes
+where it stopped. The summary ends with the run's cubes per second, GB/s and each stage's median time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.errors import HyperappError, InputError
-from hyperapp.jobfile import Job, Step
+from hyperapp.jobfile import Job
+from hyperapp.pipeline import CubePipeline, cube_folder  # noqa: F401  (cube_folder: part of this module's API)
 
 MANIFEST = "manifest.json"
 LOG = "hyperapp-batch.log"
+#: the manifest is rewritten at most this often while cubes finish (and at the end)
+FLUSH_SECONDS = 0.5
+#: the summary lists every cube up to this many; beyond, the failed ones and the totals
+TABLE_ROWS = 100
+#: threads of a Dask worker: each task waits on the worker's pipeline while its cube is in a stage
+WORKER_THREADS = 4
 
 
 def cube_key(path: str) -> dict:
@@ -44,66 +52,29 @@ def cube_key(path: str) -> dict:
             "mtime": max(f.stat().st_mtime for f in files if f.is_file())}
 
 
-def cube_folder(out: str, path: str) -> Path:
-    """The output subfolder of a cube, named after it."""
-    return Path(out) / Path(path).stem
-
-
 def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
                  progress=None) -> dict:
-    """Every step on one cube; returns its summary row (an ``error`` line instead of raising)."""
-    from hyperapp.analyse import Selection, parse_bands, run_analysis, write_analysis
-    from hyperapp.cli import read_class_map
-    from hyperapp.detect import detect_to_folder
-    from hyperapp.io import open_cube, read_labels
-    from hyperapp.jobs import NULL_PROGRESS
-
-    t0 = time.perf_counter()
-    row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "error": None}
-    prog = progress or NULL_PROGRESS
-    try:
-        base = open_cube(path, dataset).good_bands()
-        n = len(steps)
-        for i, d in enumerate(steps):
-            s = Step(**d)
-            cube = base.subset_bands(parse_bands(s.bands, base.bands)) if s.bands else base
-            shape = (cube.rows, cube.cols)
-            folder = cube_folder(out, path) / s.name
-            sub = prog.sub(i / n, (i + 1) / n)
-            if s.kind == "detect":
-                model = None
-                if s.model:
-                    from hyperapp.io.models import load_model
-
-                    model = load_model(s.model, n_bands=cube.bands, method=s.method)
-                targets = read_labels(s.targets, shape) if s.targets and model is None else None
-                background = read_labels(s.background, shape) if s.background and model is None else None
-                res, _ = detect_to_folder(cube, s.method, targets, background, folder, params=s.params,
-                                          device=device, far=s.far, threshold=s.threshold, model=model,
-                                          memory=memory, progress=sub)
-                row["detections"] = (row["detections"] or 0) + int(res.report["detections"])
-            else:
-                roi = read_class_map(s.roi, shape) if s.roi else None
-                kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
-                sel = Selection(kind, s.sample or 20000, s.seed)
-                res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=device, progress=sub)
-                write_analysis(res, folder, cube)
-            row["outputs"].append(str(folder))
-    except HyperappError as exc:
-        row["error"] = str(exc)
-    except Exception as exc:  # noqa: BLE001  (one broken cube fails alone, with one line)
-        row["error"] = f"internal error: {exc.__class__.__name__}: {exc}"
-    row["seconds"] = round(time.perf_counter() - t0, 3)
-    return row
+    """Every step on one cube, read, computed and written in this thread (a cube alone: no overlap);
+    returns its summary row (an ``error`` line instead of raising). ``progress`` is accepted for
+    callers of earlier versions and unused: a cube's stages are timed in the row instead."""
+    return CubePipeline(steps, out, dataset, device, memory).run_one(path)
 
 
 class Manifest:
-    """``manifest.json``: per cube, what was done with which settings (written atomically)."""
+    """``manifest.json``: per cube, what was done with which settings and how long each stage took.
+
+    Written atomically, at most every :data:`FLUSH_SECONDS` while cubes finish and once at the end
+    (also when the run is stopped): rewriting the whole file after every cube costs a run of many
+    cubes time that grows with their number. A run killed outright (``kill -9``) redoes the cubes of
+    its last :data:`FLUSH_SECONDS`; their outputs, written all or nothing, are simply written again.
+    """
 
     def __init__(self, out: Path, fingerprint: str):
         self.path = out / MANIFEST
         self.fingerprint = fingerprint
         self.lock = threading.Lock()
+        self._dirty = False
+        self._flushed = time.monotonic()
         try:
             self.data = json.loads(self.path.read_text())
         except (OSError, ValueError):
@@ -123,8 +94,7 @@ class Manifest:
                 and all((Path(o) / "report.json").is_file() for o in e.get("outputs", [])))
 
     def record(self, row: dict) -> None:
-        from hyperapp.io.atomic import atomic_write_text
-
+        """Enter a finished cube; the file is rewritten when the last write is old enough."""
         path = row["cube"]
         try:
             key = cube_key(path)
@@ -133,9 +103,25 @@ class Manifest:
         with self.lock:
             self.data["cubes"][path] = {**key, "fingerprint": self.fingerprint, "version": __version__,
                                         "status": "failed" if row["error"] else "done",
-                                        "seconds": row["seconds"], "detections": row["detections"],
-                                        "outputs": row["outputs"], "error": row["error"]}
-            atomic_write_text(self.path, json.dumps(self.data, indent=1) + "\n")
+                                        "seconds": row["seconds"], "stages": row.get("stages", {}),
+                                        "detections": row["detections"], "outputs": row["outputs"],
+                                        "error": row["error"]}
+            self._dirty = True
+            if time.monotonic() - self._flushed >= FLUSH_SECONDS:
+                self._write()
+
+    def flush(self) -> None:
+        """Write the file now if a cube was entered since the last write."""
+        with self.lock:
+            if self._dirty:
+                self._write()
+
+    def _write(self) -> None:
+        from hyperapp.io.atomic import atomic_write_text
+
+        atomic_write_text(self.path, json.dumps(self.data, indent=1) + "\n")
+        self._dirty = False
+        self._flushed = time.monotonic()
 
 
 def _train_models(job: Job, out: Path, device: str) -> list[dict]:
@@ -160,8 +146,9 @@ def _train_models(job: Job, out: Path, device: str) -> list[dict]:
 
 
 def _local_cluster(workers: int):
-    """A local Dask cluster of ``workers`` processes, two threads each; with several GPUs each worker
-    sees one (``CUDA_VISIBLE_DEVICES``); dask-cuda's cluster where it is installed."""
+    """A local Dask cluster of ``workers`` processes of :data:`WORKER_THREADS` threads each (one cube in
+    each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
+    (``CUDA_VISIBLE_DEVICES``); dask-cuda's cluster where it is installed."""
     from hyperapp.backend import gpu_available
 
     n_gpu = 0
@@ -173,7 +160,7 @@ def _local_cluster(workers: int):
         try:
             from dask_cuda import LocalCUDACluster
 
-            return LocalCUDACluster(n_workers=min(workers, n_gpu), threads_per_worker=2)
+            return LocalCUDACluster(n_workers=min(workers, n_gpu), threads_per_worker=WORKER_THREADS)
         except ImportError:
             pass
     from distributed import Nanny, Scheduler, SpecCluster
@@ -181,20 +168,23 @@ def _local_cluster(workers: int):
     specs = {}
     for i in range(workers):
         env = {"CUDA_VISIBLE_DEVICES": str(i % n_gpu)} if n_gpu > 1 else {}
-        specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": 2, "env": env, "memory_limit": 0}}
+        specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
     return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                        silence_logs=40)
 
 
 def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: str = "auto",
             memory: float | None = None, console=None) -> int:
-    """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed)."""
+    """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed).
+
+    In this process the cubes go through one :class:`hyperapp.pipeline.CubePipeline` (read, compute
+    and write overlapped); with ``workers`` or ``scheduler`` each cube is a Dask task that feeds its
+    worker's own pipeline (:func:`hyperapp.pipeline.run_on_worker`).
+    """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hyperapp.io.atomic import ensure_dir
-    from hyperapp.jobs import Progress as HProgress
 
     console = console or Console(stderr=True)
     out = ensure_dir(job.output)
@@ -203,22 +193,34 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
 
     def say(msg: str) -> None:
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}\n")
-        log.flush()
 
     say(f"job {job.path}: {len(job.inputs)} cube(s), {len(job.steps)} step(s), hyperapp {__version__}")
     todo = [c for c in job.inputs if not manifest.done(c)]
     skipped = [c for c in job.inputs if c not in todo]
     for c in skipped:
         say(f"skip {c}: done by an earlier run with the same steps")
+    log.flush()
     rows: dict[str, dict] = {}
     try:
         steps = _train_models(job, out, device) if todo else []
     except HyperappError as exc:
         log.close()
         raise InputError(f"training a step's model failed: {exc}", job.path) from exc
-    client = executor = None
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                    TimeElapsedColumn(), console=console, transient=False, disable=not todo)
+    client = pipe = None
+    futs: list = []
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=False, disable=not todo)
+
+    def finished(row: dict) -> None:
+        c = row["cube"]
+        rows[c] = row
+        manifest.record(row)
+        st = row.get("stages", {})
+        say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.3f} s (read {st.get('read', 0):.3f}, "
+            f"compute {st.get('compute', 0):.3f}, write {st.get('write', 0):.3f})"
+            + (f": {row['error']}" if row["error"] else f", {row['detections']} detections"))
+
+    t_start = time.perf_counter()
     try:
         with bars:
             overall = bars.add_task(f"{len(todo)} cube(s)", total=max(len(todo), 1))
@@ -226,55 +228,84 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 from distributed import Client
                 from distributed import as_completed as dask_completed
 
+                from hyperapp.pipeline import run_on_worker
+
                 client = Client(scheduler) if scheduler else Client(_local_cluster(workers))
-                futs = {}
-                for c in todo:
-                    f = client.submit(process_cube, c, steps, str(out), job.dataset, device, memory, pure=False,
-                                      key=f"cube-{Path(c).stem}-{time.time_ns()}")
-                    futs[f] = (c, bars.add_task(Path(c).stem, total=1))
-                    say(f"submit {c}")
-                done_iter = ((f.result(), futs[f]) for f in dask_completed(futs))
+                futs = [client.submit(run_on_worker, c, steps, str(out), job.dataset, device, memory, pure=False,
+                                      key=f"cube-{Path(c).stem}-{time.time_ns()}") for c in todo]
+                say(f"submitted {len(todo)} cube(s) to {scheduler or f'{workers} local worker(s)'}")
+                done_iter = (f.result() for f in dask_completed(futs))
             else:
-                executor = ThreadPoolExecutor(2, thread_name_prefix="hyperapp-cube")
-                futs = {}
-                for c in todo:
-                    task = bars.add_task(Path(c).stem, total=1)
-                    prog = HProgress(lambda fr, msg, task=task: bars.update(task, completed=fr))
-                    futs[executor.submit(process_cube, c, steps, str(out), job.dataset, device, memory, prog)] = \
-                        (c, task)
-                    say(f"start {c}")
-                done_iter = ((f.result(), futs[f]) for f in as_completed(futs))
-            for row, (c, task) in done_iter:
-                rows[c] = row
-                manifest.record(row)
-                bars.update(task, completed=1, description=f"{Path(c).stem} " + ("failed" if row["error"] else "done"))
-                bars.advance(overall)
-                say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.2f} s"
-                    + (f": {row['error']}" if row["error"] else f", {row['detections']} detections"))
+                pipe = CubePipeline(steps, str(out), job.dataset, device, memory)
+                futs = [pipe.submit(c) for c in todo]
+                done_iter = (f.result() for f in futs)  # they finish in this order
+            for row in done_iter:
+                finished(row)
+                bars.update(overall, advance=1, description=f"{Path(row['cube']).stem} "
+                            + ("failed" if row["error"] else "done"))
     finally:
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+        if pipe is not None:
+            pipe.close()
+            for f in futs:  # cubes written while the run was being stopped: in the manifest too
+                if f.done() and not f.cancelled() and f.result()["cube"] not in rows:
+                    finished(f.result())
         if client is not None:
             cluster = client.cluster
             client.close()
             if cluster is not None:
                 cluster.close()
-    table = Table(title=f"hyperapp run {Path(job.path).name}")
-    for col in ("cube", "seconds", "detections", "error"):
-        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left")
-    failed = 0
-    for c in job.inputs:
-        r = rows.get(c)
-        if r is None:
-            e = manifest.data["cubes"].get(c, {})
-            table.add_row(Path(c).name, "skipped", str(e.get("detections", "")), "")
-            continue
-        failed += bool(r["error"])
-        table.add_row(Path(c).name, f"{r['seconds']:.2f}", "" if r["detections"] is None else str(r["detections"]),
-                      r["error"] or "")
-    console.print(table)
+        manifest.flush()
+        log.flush()
+    wall = time.perf_counter() - t_start
+    failed = _summary(console, job, rows, manifest, skipped)
+    stats = stage_summary(list(rows.values()), wall)
+    if stats:
+        console.print(stats)
+        say(stats)
     say(f"finished: {len(rows) - failed} done, {failed} failed, {len(skipped)} skipped")
     log.close()
     return 1 if failed else 0
 
 
+def stage_summary(rows: list[dict], wall: float) -> str:
+    """One line: cubes per second and GB/s of the run, and each stage's median seconds per cube."""
+    import statistics
+
+    ok = [r for r in rows if not r["error"]]
+    if not ok or wall <= 0:
+        return ""
+    gb = 0.0
+    for r in ok:
+        with contextlib.suppress(OSError):
+            gb += cube_key(r["cube"])["size"] / 1e9
+    med = {s: statistics.median(r.get("stages", {}).get(s, 0.0) for r in ok) for s in ("read", "compute", "write")}
+    return (f"{len(ok)} cube(s) in {wall:.2f} s: {len(ok) / wall:.2f} cubes/s, {gb / wall:.2f} GB/s; per cube "
+            f"(median): read {med['read'] * 1e3:.1f} ms, compute {med['compute'] * 1e3:.1f} ms, "
+            f"write {med['write'] * 1e3:.1f} ms")
+
+
+def _summary(console, job: Job, rows: dict, manifest: Manifest, skipped: list) -> int:
+    """The summary table (every cube up to :data:`TABLE_ROWS`, else the failed ones); returns the
+    number of failed cubes."""
+    from rich.table import Table
+
+    table = Table(title=f"hyperapp run {Path(job.path).name}")
+    for col in ("cube", "seconds", "detections", "error"):
+        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left")
+    failed = sum(bool(r["error"]) for r in rows.values())
+    every = len(job.inputs) <= TABLE_ROWS
+    for c in job.inputs:
+        r = rows.get(c)
+        if r is None:
+            if every:
+                e = manifest.data["cubes"].get(c, {})
+                table.add_row(Path(c).name, "skipped" if c in skipped else "not run", str(e.get("detections", "")), "")
+            continue
+        if every or r["error"]:
+            table.add_row(Path(c).name, f"{r['seconds']:.2f}",
+                          "" if r["detections"] is None else str(r["detections"]), r["error"] or "")
+    console.print(table)
+    if not every:
+        console.print(f"{len(rows) - failed} done, {failed} failed, {len(skipped)} skipped "
+                      f"(earlier runs); per cube: {manifest.path}")
+    return failed

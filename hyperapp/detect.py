@@ -380,6 +380,16 @@ def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str 
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
+def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+    """The outputs of a finished :func:`run_detection` in ``out_dir``, all or nothing (the batch
+    pipeline's write stage); returns the output paths."""
+    from hyperapp.io.atomic import staged_folder
+
+    with staged_folder(out_dir) as stage:
+        paths = _write_detection(result, stage, cube)
+    return {k: Path(out_dir) / p.name for k, p in paths.items()}
+
+
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
     from hyperapp.io.atomic import atomic_write_text
     from hyperapp.io.writers import write_envi
