@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="also write the results to this JSON file")
     bench.add_argument("--list", action="store_true", help="list the cases")
 
+    prep = sub.add_parser("prepare-gpu", help="compile every GPU kernel now, into CuPy's on-disk cache, so that no "
+                                              "method's first run waits for its compilation")
+    prep.add_argument("cubes", nargs="*", metavar="CUBE",
+                      help="your own cubes: every method also runs on a window of each (kernels specialised "
+                           "for their band counts)")
+
     smp = sub.add_parser("samples", help="rebuild the sample scenes")
     smp.add_argument("folder", nargs="?", default=None)
     return p
@@ -302,6 +308,27 @@ def cmd_bench(args) -> int:
     return run_bench(args.case or None, repeats=args.repeats, json_path=args.json)
 
 
+def cmd_prepare_gpu(args) -> int:
+    from hyperapp.backend import gpu_available, gpu_status
+    from hyperapp.gpu_prepare import cache_dir, prepare_gpu
+    from hyperapp.jobs import text_progress
+
+    if not gpu_available():
+        print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")
+        return 0
+    lines: list[str] = []
+    summary = prepare_gpu(args.cubes, progress=text_progress(), report=lines.append)
+    for line in lines:
+        print(f"  {line}")
+    n_failed = len(summary["failed"])
+    print(f"prepared {summary['tasks'] - n_failed} of {summary['tasks']} warm-ups on {summary['device']} in "
+          f"{summary['seconds']:.1f} s; kernels cached in {cache_dir()}")
+    if n_failed:
+        print(f"hyperapp: {n_failed} warm-up(s) failed: {', '.join(summary['failed'])}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_samples(args) -> int:
     from hyperapp.samples import build_samples, sample_folder
 
@@ -322,7 +349,7 @@ def cmd_run(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "analyze": cmd_analyse,
-            "bench": cmd_bench, "samples": cmd_samples}
+            "bench": cmd_bench, "samples": cmd_samples, "prepare-gpu": cmd_prepare_gpu}
 
 
 class Terminated(KeyboardInterrupt):
@@ -381,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.remove("--headless")
         return headless(argv, debug)
     gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
-                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,samples} ...")
+                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,prepare-gpu,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")

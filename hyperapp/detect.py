@@ -327,9 +327,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     })
     if truth is not None:
         with timer.stage("evaluate"):
+            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
+            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.backend, scalar operators)
             t_dev = xp.asarray(truth)
-            report["evaluation"] = evaluate(scores_dev, t_dev if t_dev.dtype == bool else t_dev > 0,
-                                            exclude=(y_dev == TARGET) | (y_dev == NODATA))
+            t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
+            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects))
 

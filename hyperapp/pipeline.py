@@ -295,8 +295,10 @@ class CubePipeline:
                 else:
                     item.results.append((s, folder, res))
             del image
-        del X
+        # the device is done with the pixels before they are let go: their memory goes back to the
+        # reader's stream, which may fill it with the next cube at once
         backend.synchronize()
+        del X
 
     def _write(self, item: _Item) -> None:
         from hyperapp.analyse import write_analysis

@@ -158,6 +158,13 @@ class TileReader:
             return
         self._ready.put(None)
 
+    def _one_tile(self) -> Iterator[Tile]:
+        k = self._free.get()
+        view = self.view(k, self.cube.rows)
+        ax = self.cube.store.axes[0]
+        copy_parallel(np.moveaxis(view, ax, 0), np.moveaxis(np.asarray(self._block(0, self.cube.rows)), ax, 0))
+        yield Tile(0, self.cube.rows, view, k)
+
     def view(self, k: int, n_rows: int) -> np.ndarray:
         """Ring buffer ``k`` as a contiguous array of ``n_rows`` rows (along the stored rows axis)."""
         shape = list(self.buf_shape)
@@ -169,6 +176,11 @@ class TileReader:
         self._free.put(tile.slot)
 
     def __iter__(self) -> Iterator[Tile]:
+        if self.rows_per >= self.cube.rows:
+            # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
+            # overlap there is; a batch of small cubes pays them per cube)
+            yield from self._one_tile()
+            return
         self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
         self._thread.start()
         try:

@@ -28,7 +28,7 @@ INTERLEAVE_ORDER = {"bip": (0, 1, 2), "bil": (0, 2, 1), "bsq": (2, 0, 1)}
 FILE_SHAPE = (2048, 2048, 128)
 BATCH_CUBES, BATCH_SHAPE = 50, (512, 512, 128)
 DEVICE = "gpu"
-ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12}
+ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12, np.dtype(np.int16): 2}
 
 
 def write_envi_raw(stem: Path, data: np.ndarray, interleave: str) -> Path:

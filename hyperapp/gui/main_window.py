@@ -164,6 +164,9 @@ class MainWindow(QMainWindow):
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+        from hyperapp.gui.gpu_warmup import start_gpu_warmup
+
+        self.gpu_warmup = start_gpu_warmup(self)  # every kernel compiled in the background, once per installation
 
     def _readable_tabs(self) -> None:
         """Dock tab titles in full (scroll buttons when they do not fit) instead of "De…", "k…"."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from hyperapp.errors import OutputError
 
+#: the name of a staging folder starts with this (:func:`staged_folder`)
+STAGING_PREFIX = ".staging-"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -34,9 +36,20 @@ def ensure_dir(folder: str | os.PathLike) -> Path:
 def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
     """Yield temporary paths for ``finals``; on success move each into place, on error delete them.
 
-    Several files (an ENVI header and its data file) are moved only after all were written.
+    Several files (an ENVI header and its data file) are moved only after all were written. Inside a
+    staging folder (:func:`staged_folder`) the files are written under their final names at once: the
+    folder itself is hidden until its files move into place, and deleted when the writing fails.
     """
     finals_p = [Path(f) for f in finals]
+    if all(f.parent.name.startswith(STAGING_PREFIX) for f in finals_p):
+        try:
+            yield finals_p
+        except BaseException:
+            for f in finals_p:
+                with contextlib.suppress(OSError):
+                    f.unlink()
+            raise
+        return
     temps: list[Path] = []
     try:
         for f in finals_p:
@@ -64,9 +77,9 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     import shutil
 
     out = ensure_dir(out)
-    for old in out.glob(".staging-*"):
+    for old in out.glob(STAGING_PREFIX + "*"):
         shutil.rmtree(old, ignore_errors=True)
-    stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     try:
         yield stage
         names = sorted(p.name for p in stage.iterdir())
