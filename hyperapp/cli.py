@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=20)
     bench.add_argument("--json", help="also write the results to this JSON file")
     bench.add_argument("--list", action="store_true", help="list the cases")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes (a smoke test); without a GPU, the whole-run cases on the CPU")
 
     prep = sub.add_parser("prepare-gpu", help="compile every GPU kernel now, into CuPy's on-disk cache, so that no "
                                               "method's first run waits for its compilation")
@@ -305,7 +307,7 @@ def cmd_bench(args) -> int:
         for name, doc in list_cases():
             print(f"{name}: {doc}")
         return 0
-    return run_bench(args.case or None, repeats=args.repeats, json_path=args.json)
+    return run_bench(args.case or None, repeats=args.repeats, json_path=args.json, quick=args.quick)
 
 
 def cmd_prepare_gpu(args) -> int:
