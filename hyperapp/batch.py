@@ -48,8 +48,10 @@ def cube_key(path: str) -> dict:
     if p.suffix.lower() == ".hdr":
         files += [f for f in (p.with_suffix(".img"), p.with_suffix(".raw"), p.with_suffix(".dat"), p.with_suffix(""))
                   if f.is_file() and f != p]
-    return {"size": sum(f.stat().st_size for f in files if f.is_file()),
-            "mtime": max(f.stat().st_mtime for f in files if f.is_file())}
+    stats = [f.stat() for f in files if f.is_file()]
+    if not stats:
+        raise FileNotFoundError(f"no such cube: {path}")
+    return {"size": sum(s.st_size for s in stats), "mtime": max(s.st_mtime for s in stats)}
 
 
 def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
