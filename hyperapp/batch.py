@@ -37,6 +37,8 @@ LOG = "hyperapp-batch.log"
 FLUSH_SECONDS = 0.5
 #: the summary lists every cube up to this many; beyond, the failed ones and the totals
 TABLE_ROWS = 100
+#: seconds to wait for a Dask scheduler given with ``--scheduler``
+SCHEDULER_TIMEOUT = 20
 #: threads of a Dask worker: each task waits on the worker's pipeline while its cube is in a stage
 WORKER_THREADS = 4
 
@@ -232,7 +234,14 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
 
                 from hyperapp.pipeline import run_on_worker
 
-                client = Client(scheduler) if scheduler else Client(_local_cluster(workers))
+                if scheduler:
+                    try:
+                        client = Client(scheduler, timeout=SCHEDULER_TIMEOUT)
+                    except (OSError, TimeoutError) as exc:
+                        raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start it with "
+                                         "dask scheduler, and one dask worker per GPU", job.path) from exc
+                else:
+                    client = Client(_local_cluster(workers))
                 futs = [client.submit(run_on_worker, c, steps, str(out), job.dataset, device, memory, pure=False,
                                       key=f"cube-{Path(c).stem}-{time.time_ns()}") for c in todo]
                 say(f"submitted {len(todo)} cube(s) to {scheduler or f'{workers} local worker(s)'}")

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("job", help="the job file (see the README's Batch section)")
     run.add_argument("--workers", type=int, default=0,
                      help="start a local Dask cluster of N worker processes (one per GPU where there are several); "
-                          "default: this process, two cubes at a time")
+                          "default: this process, reading, computing and writing three cubes at once")
     run.add_argument("--scheduler", help="send the cubes to an existing Dask cluster at this address")
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     run.add_argument("--memory", type=float, default=None, metavar="GB",

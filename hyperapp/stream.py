@@ -294,7 +294,7 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None)
         return
     import cupy
 
-    stream = cupy.cuda.Stream(non_blocking=True)
+    stream = copy_stream()
     ddt = device_dtype(cube.store.dtype)
     pending: list = []  # (tile, event) whose host buffer may still be being copied
     try:
@@ -318,6 +318,22 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None)
         for pt, ev in pending:
             ev.synchronize()
             reader.release(pt)
+
+
+_LOCAL = threading.local()
+
+
+def copy_stream():
+    """This thread's stream for copying tiles to the current GPU, made once and kept: CuPy's memory pool
+    reuses a freed block only on the stream it was allocated on, so a new stream per cube (a batch
+    reads thousands) would allocate every tile buffer afresh."""
+    import cupy
+
+    streams = _LOCAL.__dict__.setdefault("streams", {})
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in streams:
+        streams[dev] = cupy.cuda.Stream(non_blocking=True)
+    return streams[dev]
 
 
 def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None):
