@@ -158,7 +158,8 @@ def stage_medians(out: Path) -> dict:
 @bench_case("campaign-16x2048x2048x128")
 def campaign(ctx) -> list[Measurement]:
     """16 cubes of 2048 x 2048 x 128 float32 (34 GB) through a job on one GPU (RBFN from clicks, then
-    ACE): GB/s against the parallel page-cache read rate of the same files, and the GPU busy share."""
+    ACE): GB/s against the parallel page-cache read rate of the same files, and the GPU busy share; with
+    two GPUs, two Dask workers against one."""
     from hyperapp.batch import run_job
     from hyperapp.jobfile import load_job
 
@@ -189,7 +190,28 @@ def campaign(ctx) -> list[Measurement]:
                      "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE}
             out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-{method}", wall * 1e3, None,
                                    "parallel page-cache read of the files", read_s * 1e3, notes=notes))
+        if _gpu_count() >= 2:  # one Dask worker per GPU: two against one
+            walls = {}
+            for w in (1, 2):
+                job = load_job(_job(d, f"out-w{w}", "rbfn", "cubes/*.hdr"))
+                t0 = time.perf_counter()
+                if run_job(job, workers=w, device=F.DEVICE) != 0:
+                    raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")
+                walls[w] = time.perf_counter() - t0
+            out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-rbfn-two-workers",
+                                   walls[2] * 1e3, None, "one worker", walls[1] * 1e3,
+                                   notes={"speedup": round(walls[1] / walls[2], 2), "GBps_two": round(gb / walls[2], 2),
+                                          "GBps_one": round(gb / walls[1], 2)}))
     return out
+
+
+def _gpu_count() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001  (no CuPy or no driver: none)
+        return 0
 
 
 def _class_map(d: Path, truth: np.ndarray) -> Path:
