@@ -215,6 +215,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=False, disable=not todo)
 
+    flushed = [time.monotonic()]
+
     def finished(row: dict) -> None:
         c = row["cube"]
         rows[c] = row
@@ -223,6 +225,9 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.3f} s (read {st.get('read', 0):.3f}, "
             f"compute {st.get('compute', 0):.3f}, write {st.get('write', 0):.3f})"
             + (f": {row['error']}" if row["error"] else f", {row['detections']} detections"))
+        if time.monotonic() - flushed[0] >= FLUSH_SECONDS:  # the log as often as the manifest, not per cube
+            log.flush()
+            flushed[0] = time.monotonic()
 
     t_start = time.perf_counter()
     try:

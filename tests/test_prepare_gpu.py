@@ -145,3 +145,24 @@ def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
         s1 = open_cube(f"{r['outputs'][0]}/scores.hdr").to_float32()
         s2 = open_cube(f"{a['outputs'][0]}/scores.hdr").to_float32()
         np.testing.assert_allclose(s1, s2, rtol=1e-5, atol=1e-6)
+
+
+@no_gpu
+def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
+    import hyperapp.bench.campaign as C
+    import hyperapp.bench.files as F
+    from hyperapp.bench import run_bench
+
+    for mod, names in ((C, ("CAMPAIGN_CUBES", "CAMPAIGN_SHAPE")),
+                       (F, ("FILE_SHAPE", "BATCH_CUBES", "BATCH_SHAPE", "DEVICE"))):
+        for n in names:  # --quick sets them for the process; put them back after
+            monkeypatch.setattr(mod, n, getattr(mod, n))
+    with pytest.raises(BackendError, match="--quick"):
+        run_bench(["campaign-16x2048x2048x128"])
+    assert run_bench(["campaign-16x2048x2048x128"], json_path=str(tmp_path / "b.json"), quick=True) == 0
+    got = json.loads((tmp_path / "b.json").read_text())
+    names = [c["name"] for c in got["cases"]]
+    assert names == ["campaign-4x96x80x16-rbfn", "campaign-4x96x80x16-ace"] and got["quick"]
+    notes = got["cases"][0]["notes"]
+    assert notes["GBps"] > 0 and notes["page_cache_GBps"] > 0 and notes["device"] == "cpu"
+    assert set(notes["stage_median_s"]) == {"read", "compute", "write", "wait"}
