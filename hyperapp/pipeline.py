@@ -49,6 +49,8 @@ from hyperapp.jobs import Progress
 
 #: cubes waiting between two stages (bounds memory: at most this many read cubes wait for the GPU)
 DEPTH = 2
+#: seconds a stage waits on a queue before it looks whether the pipeline was closed
+POLL = 0.1
 STAGES = ("read", "compute", "write")
 
 
@@ -121,15 +123,18 @@ class CubePipeline:
 
     def close(self, wait: bool = True) -> None:
         """Stop: the cube in the compute stage stops at its next check (nothing of it is written), the
-        cube being written is finished (outputs are atomic anyway), queued cubes are dropped."""
+        cube being written is finished (outputs are atomic anyway), queued cubes are dropped (their
+        futures cancelled). Each stage notices within :data:`POLL` seconds; no stage ever blocks on a
+        full queue once the pipeline is closed."""
         if self._closed:
             return
         self._closed = True
         self._progress.cancel()
-        self._inbox.put(None)
         if wait:
             for t in self._threads:
                 t.join()
+        for q in (self._inbox, self._to_compute, self._to_write):
+            self._drain(q)
 
     def __enter__(self) -> CubePipeline:
         return self
@@ -161,27 +166,34 @@ class CubePipeline:
                 self._threads.append(t)
 
     def _loop(self, fn, src: queue.Queue, dst: queue.Queue | None) -> None:
-        """One stage: take a cube, do ``fn`` on it (on this thread's own stream on the GPU), pass it on;
-        ``None`` ends the stage and the next one."""
+        """One stage: take a cube, do ``fn`` on it (on this thread's own stream on the GPU), pass it on,
+        until the pipeline is closed. Waits on the queues time out every :data:`POLL` seconds to look
+        at the flag, so a stage whose neighbour has stopped never waits for it for ever."""
         with self._own_stream():
-            while True:
-                item = src.get()
-                if item is None or self._closed:
-                    if item is not None:
-                        _cancel(item)
-                    self._drain(src)
-                    if dst is not None:
-                        dst.put(None)
+            while not self._closed:
+                try:
+                    item = src.get(timeout=POLL)
+                except queue.Empty:
+                    continue
+                if self._closed:
+                    _cancel(item)
                     return
                 if fn is self._compute:
                     item.row["stages"]["wait"] = round(max(time.perf_counter() - item.t_ready, 0.0), 6)
                 self._timed(fn, item)
                 if fn is self._read:
                     item.t_ready = time.perf_counter()
-                if dst is not None:
-                    dst.put(item)
-                else:
+                if dst is None:
                     self._finish(item)
+                    continue
+                while True:
+                    try:
+                        dst.put(item, timeout=POLL)
+                        break
+                    except queue.Full:
+                        if self._closed:
+                            _cancel(item)
+                            return
 
     def _drain(self, q: queue.Queue) -> None:
         while True:
@@ -189,8 +201,7 @@ class CubePipeline:
                 item = q.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
-                _cancel(item)
+            _cancel(item)
 
     def _own_stream(self):
         """A non-blocking CUDA stream for this thread on the GPU (so the reader's copies and the compute
@@ -355,23 +366,24 @@ def _cancel(item: _Item) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- Dask
-_WORKER_PIPELINE: tuple | None = None
+#: this worker process's pipelines by job (a cluster may run a few jobs at once); the oldest is closed
+#: when a new one would make more than :data:`WORKER_PIPELINES`
+_WORKER_PIPES: dict[str, CubePipeline] = {}
+WORKER_PIPELINES = 4
 _WORKER_LOCK = threading.Lock()
 
 
 def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, device: str,
                   memory: float | None) -> dict:
-    """A Dask task: cube ``path`` through this worker process's one pipeline (made on the first task of a
-    job, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its threads)
-    fill the pipeline's stages."""
+    """A Dask task: cube ``path`` through this worker process's pipeline for its job (made on the job's
+    first task, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its
+    threads) fill the pipeline's stages."""
     import json
 
-    global _WORKER_PIPELINE
     key = json.dumps([steps, out, dataset, device, memory], sort_keys=True, default=str)
     with _WORKER_LOCK:
-        if _WORKER_PIPELINE is None or _WORKER_PIPELINE[0] != key:
-            if _WORKER_PIPELINE is not None:
-                _WORKER_PIPELINE[1].close(wait=False)
-            _WORKER_PIPELINE = (key, CubePipeline(steps, out, dataset, device, memory))
-        pipe = _WORKER_PIPELINE[1]
+        pipe = _WORKER_PIPES.pop(key, None) or CubePipeline(steps, out, dataset, device, memory)
+        _WORKER_PIPES[key] = pipe  # the most recent last
+        while len(_WORKER_PIPES) > WORKER_PIPELINES:
+            _WORKER_PIPES.pop(next(iter(_WORKER_PIPES))).close(wait=False)
     return pipe.submit(path).result()

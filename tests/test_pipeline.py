@@ -225,3 +225,20 @@ def test_rbfn_background_pool_is_listed_without_a_set_difference():
     y[100, 100] = y[300, 301] = 1
     t, s, b, _ = RBFN().sample_indices(y, (512, 512))
     assert t.tolist() == [100 * 512 + 100, 300 * 512 + 301] and s.size > 0 and b.size > 0
+
+
+def test_closing_never_hangs_whatever_the_stages_hold(tmp_path):
+    """A stage whose neighbour has stopped must not wait on a full queue for ever (depth 1, closed at
+    different moments; an earlier version hung here about one time in five)."""
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 8, size=16)]
+    steps = _steps(tmp_path)
+    for k in range(6):
+        pipe = CubePipeline(steps, str(tmp_path / f"out{k}"), device="cpu", depth=1)
+        _slow(pipe, 0.01 * (k % 3), [])
+        futs = [pipe.submit(c) for c in cubes]
+        futs[k % 4].result(timeout=60)
+        closer = threading.Thread(target=pipe.close)
+        closer.start()
+        closer.join(timeout=20)
+        assert not closer.is_alive(), f"close() hung (round {k})"
+        assert all(f.done() for f in futs)  # every cube finished or was cancelled: no task waits for ever
