@@ -119,6 +119,8 @@ class CubePipeline:
                "stages": {s: 0.0 for s in STAGES}}
         row["stages"]["wait"] = 0.0
         self._inbox.put(_Item(path, fut, row))
+        if self._closed:  # closed meanwhile, by another thread: nothing will take it
+            self._drain(self._inbox)
         return fut
 
     def close(self, wait: bool = True) -> None:
