@@ -26,9 +26,7 @@ from hyperapp.cube import Cube
 from hyperapp.errors import InputError, ModelError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
-
-SELECTIONS = ("sample", "image", "roi", "rois", "objects")
-DEFAULT_SAMPLE = 20000
+from hyperapp.options import DEFAULT_SAMPLE, SELECTIONS
 
 
 @dataclass
@@ -53,6 +51,14 @@ class Selection:
     n: int = DEFAULT_SAMPLE
     seed: int = 0
     roi_class: int = 1
+
+    def __post_init__(self):
+        from hyperapp import options
+
+        self.kind = options.select(self.kind)
+        self.n = options.sample(self.n)
+        self.seed = options.seed(self.seed)
+        self.roi_class = options.roi_class(self.roi_class)
 
     def indices(self, shape: tuple[int, int], roi: np.ndarray | None = None,
                 objects: np.ndarray | None = None) -> np.ndarray:
@@ -343,25 +349,13 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
     return paths
 
 
-def parse_bands(text: str, n_bands: int) -> list[int]:
-    """``"3,17,40"`` or ``"10-20,40"`` -> band indices (0-based), checked against ``n_bands``."""
-    out: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part[1:]:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        except ValueError as exc:
-            raise InputError(f"--bands expects indices like 3,17,40 or 10-20, got {text!r}") from exc
-    if not out:
-        raise InputError("--bands lists no band")
+def parse_bands(text, n_bands: int, name: str = "--bands") -> list[int]:
+    """``"3,17,40"`` or ``"10-20,40"`` (or a list) -> band indices (0-based, sorted, each once), checked
+    against ``n_bands``."""
+    from hyperapp.options import band_indices, band_spec
+
+    out = band_indices(band_spec(text, name), name)
     bad = [b for b in out if not 0 <= b < n_bands]
     if bad:
         raise InputError(f"band {bad[0]} is outside the cube's {n_bands} bands (0-based)")
-    return sorted(set(out))
-
+    return out
