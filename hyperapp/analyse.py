@@ -107,7 +107,7 @@ class AnalysisResult:
 
     method: str
     model: object
-    labels: np.ndarray | None  # (rows, cols) int16, -1 where none
+    labels: np.ndarray | None  # (rows, cols) int16 (int32 where a label exceeds 32767), -1 where none
     indices: np.ndarray  # flat indices of the fitted spectra
     report: dict
     extra: object = None  # what a panel computed beside (a GMM's posterior maps)
@@ -140,7 +140,10 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
     """``model.predict`` over every pixel, tile by tile; -1 where a pixel has no data (NaN, Inf or the
     cube's no-data value)."""
     xp = backend.xp
-    labels = np.full((cube.rows, cube.cols), -1, np.int16)
+    # labelled in int32, kept as int16 unless a label exceeds it (a class map's ids above 32767, a map
+    # of more neurons)
+    dtype = np.int32
+    labels = np.full((cube.rows, cube.cols), -1, dtype)
 
     def one(P):
         ok = xp.isfinite(P).all(axis=1)
@@ -149,17 +152,17 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
             lab = model.predict(P).astype(xp.int32)
         elif bool(ok.any()):
             lab[ok] = model.predict(P[ok]).astype(xp.int32)
-        return to_host(lab).astype(np.int16)
+        return to_host(lab).astype(dtype)
 
     if image is not None:
         labels[:] = one(image.reshape(-1, image.shape[-1])).reshape(cube.rows, cube.cols)
-        return labels
-    from hyperapp.stream import iter_float_tiles
+    else:
+        from hyperapp.stream import iter_float_tiles
 
-    for r0, r1, tile in iter_float_tiles(cube, backend.xp):
-        progress(r0 / max(cube.rows, 1), "labelling the image")
-        labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
-    return labels
+        for r0, r1, tile in iter_float_tiles(cube, backend.xp):
+            progress(r0 / max(cube.rows, 1), "labelling the image")
+            labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
+    return labels.astype(np.int16) if labels.max(initial=-1) <= np.iinfo(np.int16).max else labels
 
 
 def run_analysis(
@@ -333,7 +336,8 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
 
     paths: dict[str, Path] = {}
     if result.labels is not None:
-        paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,
+        lab = result.labels if result.labels.dtype in (np.int16, np.int32) else result.labels.astype(np.int32)
+        paths["labels"] = write_envi(out / "labels", lab, cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
         paths["classes"] = write_class_map(result, out / "classes", cube)
     for name, (header, rows) in result.model.tables().items():

@@ -399,11 +399,12 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
+    gp.add_argument("--all-bands", action="store_true", help="keep the header's bad bands (File > Keep bad bands)")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")
     args = gp.parse_args(argv)
     from hyperapp.gui.app import run_gui  # Qt only on this path
 
-    return run_gui(args.cube, args.dataset)
+    return run_gui(args.cube, args.dataset, args.all_bands)
 
 
 #: set when a headless command that used CUDA has finished and written everything

@@ -124,7 +124,7 @@ class SOM(Estimator):
         return (xp.asarray(to_host(mean)[None, :] + span @ comp.T)).astype(xp.float32)
 
     def fit(self, X, y=None, progress=None):
-        from hyperapp.models.base import as_pixels, selected_spectra
+        from hyperapp.models.base import as_pixels, check_not_identical, selected_spectra
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
@@ -137,6 +137,7 @@ class SOM(Estimator):
             raise InputError(f"training must be batch or online, got {self.training!r}")
         n = X.shape[0]
         X = selected_spectra(X, 2, "a self-organising map needs at least 2 spectra")
+        check_not_identical(X, "map")
         M = R * C
         g = grid_coords(R, C)
         gd2 = xp.asarray(((g[:, None, :] - g[None, :, :]) ** 2).sum(axis=2))  # (M, M) grid distances^2
