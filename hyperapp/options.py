@@ -156,7 +156,7 @@ def memory(value, name: str = "memory") -> float:
 
 def roi_class(value, name: str = "roi_class") -> int:
     """The ROI class a ``roi`` selection takes: 1 or more (0 is "no class" in a class map)."""
-    return whole(value, name, 1, 2**31 - 1, "a class of the ROI map (0 is no class)")
+    return whole(value, name, 1, None, "a class of the ROI map (0 is no class)")
 
 
 def select(value, name: str = "select", choices: tuple = SELECTIONS) -> str:

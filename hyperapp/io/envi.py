@@ -65,7 +65,7 @@ def _whole(h: dict, key: str, hdr: Path, default=None, lo: int | None = None, hi
     if not ok:
         raise CubeFormatError(f"header field {key!r} must be a whole number, got {raw!r}", hdr)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        rng = f"from {lo} to {hi}" if hi is not None else f"{lo} or more"
+        rng = (f"{lo} or {hi}" if hi == lo + 1 else f"from {lo} to {hi}") if hi is not None else f"{lo} or more"
         raise CubeFormatError(f"header field {key!r} must be {rng}, got {raw!r}", hdr)
     return v
 
@@ -122,7 +122,7 @@ def open_envi(path: str | os.PathLike) -> Cube:
     rows, cols, bands = (_whole(h, k, hdr, lo=1) for k in ("lines", "samples", "bands"))
     dtype_code = _whole(h, "data type", hdr)
     offset = _whole(h, "header offset", hdr, default=0, lo=0)
-    byte_order = _whole(h, "byte order", hdr, default=0, lo=0, hi=1)
+    byte_order = _whole(h, "byte order", hdr, default=0, lo=0, hi=1)  # 0 little-endian, 1 big-endian
     interleave = str(h.get("interleave", "bsq")).strip().lower()
     if dtype_code not in SUPPORTED_DTYPES:
         raise CubeFormatError(f"unsupported ENVI data type {dtype_code}", hdr)
