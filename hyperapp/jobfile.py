@@ -197,8 +197,9 @@ def load_job(path: str | Path) -> Job:
             hits = [full] if Path(full).is_file() else []
         if not hits:
             raise _err(p, key, f"{pat!r} matches no file")
-        files.extend(h for h in hits if not h.lower().endswith(_DATA_SUFFIXES) or
-                     not Path(h).with_suffix(".hdr").exists())
+        # an ENVI data file whose header is beside it is the cube of that header
+        files.extend(str(Path(h).with_suffix(".hdr")) if h.lower().endswith(_DATA_SUFFIXES) and
+                     Path(h).with_suffix(".hdr").is_file() else h for h in hits)
     files = list(dict.fromkeys(files))  # each cube once, in order
     dataset = inp.get("dataset")
     if dataset is not None:
