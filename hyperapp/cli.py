@@ -11,7 +11,7 @@ Headless commands
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
-    writes ``DIR/labels.hdr/.img`` (int16 cluster per pixel, -1 none; methods that label the image),
+    writes ``DIR/labels.hdr/.img`` (int16 cluster per pixel, int32 past 32767, -1 none; methods that label the image),
     the method's tables (CSV) and ``DIR/report.json``.
 ``bench [--case NAME ...]``
     The benchmark harness (GPU vs NumPy vs peer vs the memory-bandwidth floor).

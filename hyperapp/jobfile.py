@@ -17,12 +17,14 @@ model or training clicks, analysis methods of the analysis path) and its output 
     [[steps]]
     analyse = "kmeans"
     params = { k = "2..8" }
-    # select = "sample", sample = 20000, roi = "classes.hdr"
+    # select = "sample", sample = 20000, roi = "classes.hdr", roi_class = 1
+    # every step: bands = "3,17,40", all_bands = true (keep the header's bad bands), name = "folder-name"
 
     [output]
     folder = "out"
 
-Every problem is a :class:`~hyperapp.errors.InputError` naming the file, the key and what is wrong.
+Every problem is a :class:`~hyperapp.errors.InputError` naming the file, the key and what is wrong, found
+by the checks the CLI's options go through (:func:`hyperapp.options.run_settings`).
 """
 
 from __future__ import annotations
