@@ -290,12 +290,12 @@ def test_cancel_stops_kmeans_within_a_chunk():
     from hyperapp.jobs import Progress
     from hyperapp.models.kmeans import MultiKMeans
 
-    X = np.random.default_rng(0).normal(size=(60000, 32)).astype(np.float32)
+    X = np.random.default_rng(0).normal(size=(200000, 32)).astype(np.float32)
     prog = Progress()
     threading.Timer(0.3, prog.cancel).start()
     t0 = time.perf_counter()
     with pytest.raises(Cancelled):
-        MultiKMeans(k="2..12", n_init=4, max_iter=300, tol=0).fit(X, progress=prog)
+        MultiKMeans(k="2..16", n_init=4, max_iter=300, tol=0).fit(X, progress=prog)
     assert time.perf_counter() - t0 < 5
 
 
