@@ -36,7 +36,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hyperapp.errors import InputError
+from hyperapp.errors import HyperappError, InputError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -151,7 +151,7 @@ def load_job(path: str | Path) -> Job:
     options, and every file it names; relative paths are taken from the job file's folder."""
     from hyperapp import options
     from hyperapp.io.atomic import check_out_dir
-    from hyperapp.io.masks import need_file
+    from hyperapp.io.masks import check_labels_file, need_file
 
     p = Path(path)
     if p.is_dir():
@@ -242,6 +242,17 @@ def load_job(path: str | Path) -> Job:
         if kind == "analyse":
             s.select, s.sample, s.seed = got["select"], got.get("sample"), got["seed"]
             s.roi, s.roi_class = got.get("roi"), got["roi_class"]
+        try:  # the files a step reads on every cube are read once now
+            for k in ("targets", "background", "roi"):
+                if getattr(s, k):
+                    check_labels_file(getattr(s, k))
+            if s.model:
+                from hyperapp.io.models import load_model
+
+                k = "model"
+                load_model(s.model, method=s.method)
+        except HyperappError as exc:
+            raise _err(p, f"{key}.{k}", str(exc)) from None
         if s.train:
             if not s.targets:
                 raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")

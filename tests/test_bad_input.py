@@ -149,7 +149,12 @@ def test_job_is_valid_or_not_before_its_first_cube(tmp_path, capsys):
     _cube(tmp_path / "scenes" / "s1.hdr")
     (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
     (tmp_path / "afolder").mkdir()
+    (tmp_path / "words.csv").write_text("row,col\nx,y\n")
+    np.save(tmp_path / "halves.npy", np.full((24, 24), 0.5))
     cases = [
+        ('detect = "sam"\ntargets = "words.csv"', "steps[0].targets"),
+        ('analyse = "forest"\nroi = "halves.npy"', "steps[0].roi"),
+        ('detect = "sam"\nmodel = "clicks.csv"', "steps[0].model"),
         ('analyse = "kmeans"\nparams = { k = 0 }', "steps[0].params"),
         ('analyse = "gmm"\nparams = { covariance = "banana" }', "covariance"),
         ('analyse = "hac"\nparams = { linkage = "foo" }', "linkage"),

@@ -87,6 +87,15 @@ def need_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
+def check_labels_file(path: str | os.PathLike) -> None:
+    """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
+    (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check)."""
+    if Path(path).suffix.lower() in (".csv", ".txt"):
+        read_pixels(path, (2**62, 2**62))
+    else:
+        read_mask(path, None)
+
+
 def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """ROI classes (``analyse --roi``, a job's ``roi``): an integer class map as it is (values below 0
     count as no class, 0), a CSV pixel list as class 1."""
