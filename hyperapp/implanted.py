@@ -12,8 +12,10 @@ of several kinds:
 ``aircraft-sub``
     Rare sub-pixel targets: 16 single pixels, each an aircraft spectrum at fill 0.15-0.5.
 ``rare-material``
-    A rare real material of the background (the pixels farthest from the background's mean, in the
-    Mahalanobis sense, outside the truth): 10 objects of 1x1 to 2x2 pixels and 8 sub-pixel ones.
+    Rare real materials of the background (its 0.2 % of pixels farthest from the background's mean in
+    the Mahalanobis sense, outside the truth; several materials): 10 objects of 1x1 to 2x2 pixels, each
+    one of those spectra, and 8 sub-pixel ones at fill 0.2-0.6. Five clicks see a few of the materials;
+    an anomaly detector sees them all.
 ``common-material``
     Targets that are no anomaly: spectra that are mostly (60 %) a common background material (a pixel of
     a k-means cluster of the background covering 5-20 % of it) and 40 % an aircraft's, implanted into
@@ -77,10 +79,11 @@ def _free_places(rng, taken: np.ndarray, size: int, avoid: np.ndarray | None = N
 
 
 def _objects(rng, fill: np.ndarray, source: np.ndarray, taken: np.ndarray, n: int, sizes, fills,
-             avoid=None) -> None:
+             avoid=None, per_object: bool = False) -> None:
     """Place ``n`` square objects (side from ``sizes``) into ``fill``/``source`` (the index of the
     target spectrum each pixel takes): full fill inside, 50 % on the border of objects of side 3, a
-    fill drawn from ``fills`` (lo, hi) for objects of side 1 when given."""
+    fill drawn from ``fills`` (lo, hi) for objects of side 1 when given; one spectrum per object when
+    ``per_object``, else one per pixel."""
     for _ in range(n):
         s = int(rng.choice(sizes))
         at = _free_places(rng, taken, s, avoid)
@@ -95,7 +98,7 @@ def _objects(rng, fill: np.ndarray, source: np.ndarray, taken: np.ndarray, n: in
         if s == 1 and fills is not None:
             f[:] = rng.uniform(*fills)
         fill[r:r + s, c:c + s] = f
-        source[r:r + s, c:c + s] = rng.integers(0, 1 << 30, (s, s))
+        source[r:r + s, c:c + s] = rng.integers(0, 1 << 30, 1 if per_object else (s, s))
 
 
 def implanted_scene(cube: np.ndarray, truth: np.ndarray, kind: str, seed: int = 0) -> Scene:
@@ -137,7 +140,7 @@ def implanted_scene(cube: np.ndarray, truth: np.ndarray, kind: str, seed: int = 
         if kind == "rare-material":
             rx = (Z * Z).sum(axis=1)
             spectra = P[np.argsort(rx)[-max(10, P.shape[0] // 500):]]
-            _objects(rng, fill, source, taken, 10, (1, 2), None)
+            _objects(rng, fill, source, taken, 10, (1, 2), None, per_object=True)
             _objects(rng, fill, source, taken, 8, (1,), (0.2, 0.6))
         else:
             from hyperapp.models.kmeans import kmeans
