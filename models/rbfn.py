@@ -638,11 +638,12 @@ class RBFN(PixelDetector):
             an_t, an_b = an[:zt.shape[0]], an[zt.shape[0]:]
         if progress:
             progress(0.7, "RBFN: output layer")
-        inputs = []
+        inputs, held_out = [], []
         if self.coherence_weight_:
-            inputs.append(tuple(self.coherence_weight_ * v for v in coh.scores(groups)))
+            inputs.append(tuple(self.coherence_weight_ * v for v in coh.scores()))
+            held_out.append(self.coherence_weight_ * coh.scores(groups)[0])
         self.centres_, self.gamma_, beta, net_t, net_b = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc, inputs,
-                                                                            groups)
+                                                                            groups, held_out)
         self.n_bands_ = nb
         self.n_target_centres_ = n_tc
         if coh is not None:
@@ -665,7 +666,7 @@ class RBFN(PixelDetector):
             progress(1.0, "RBFN: trained")
         return self
 
-    def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, inputs, groups):
+    def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, inputs, groups, held_out):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
         threshold by class-balanced ridge regression on the hidden activations of the training targets
         ``Ztrain_t`` and background ``Zb`` (on their device), and the extra ``inputs`` (each a pair of
@@ -692,14 +693,6 @@ class RBFN(PixelDetector):
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
         m = Zt.shape[0]
-        if n_tc == 1 and len(set(groups.tolist())) > 1:
-            # each click's activation of the target neuron against the mean of the clicks on *other*
-            # objects (as the coherence input's)
-            h = np.empty(m)
-            for j in range(m):
-                o = groups != groups[j]
-                h[j] = np.exp(-float(gt[0]) * ((Zt[j] - Zt[o].mean(axis=0, dtype=np.float64)) ** 2).sum())
-            AT[0, :m] = xp.asarray(h)
         At, Ab = AT[:, :n_t], AT[:, n_t:]
         # one copy of the small products; the class weights are applied on the host
         h = AT.shape[0]
@@ -712,16 +705,23 @@ class RBFN(PixelDetector):
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
         beta = np.linalg.solve(G + reg, rhs)
-        # the clicks' outputs as if their object had been left out of the regression (the clicks'
-        # columns of the design already hold their held-out activations); one object: in-sample
-        fitted = beta @ At_h
-        net_t = fitted[:m].copy()
+        # the clicks' outputs as if their object had been left out: the regression without its rows,
+        # evaluated on its inputs held out as well (the target neuron centred on, and the coherence
+        # input against, the other objects' clicks); one object: in-sample
+        net_t = beta @ At_h[:, :m]
         if len(set(groups.tolist())) > 1:
+            E = At_h[:, :m].copy()
+            for j, v in enumerate(held_out):
+                E[Cb.shape[0] + n_tc + j] = v
             w = 0.5 / n_t
             for g in set(groups.tolist()):
-                A = At_h[:, :m][:, groups == g]
+                sel = groups == g
+                if n_tc == 1:
+                    c = Zt[~sel].mean(axis=0, dtype=np.float64)
+                    E[0, sel] = np.exp(-float(gt[0]) * ((Zt[sel] - c) ** 2).sum(axis=1))
+                A = At_h[:, :m][:, sel]
                 b = np.linalg.solve(G + reg - w * A @ A.T, rhs - w * A.sum(axis=1))
-                net_t[groups == g] = b @ A
+                net_t[sel] = b @ E[:, sel]
         net_b = to_host(xp.asarray(beta) @ Ab)
         return centres, gamma, beta, net_t, net_b
 
