@@ -363,8 +363,10 @@ def threshold_origin(report: dict) -> str:
 
 
 #: in the cascade, pixels inside the window detector's boxes are lifted by this many interquartile
-#: ranges of the RBFN's scores (:func:`refine_in_boxes`)
-BOX_LIFT = 1.0
+#: ranges of the RBFN's scores (:func:`refine_in_boxes`). Measured (3 seeds, pixel AUC of the cascade
+#: against the RBFN's alone): 1.0 cost the implanted sub-pixel aircraft 0.067 (0.770 against 0.837),
+#: 0.25 costs 0.010 and nothing on the airport (0.958 against 0.958)
+BOX_LIFT = 0.25
 
 
 def refine_in_boxes(X, y, inside, xp):
