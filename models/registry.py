@@ -188,6 +188,7 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
     Param("width_scale", float, 3.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
     Param("coherence", float, 1.0, "Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", 0.0, 100.0, label="Coherence input"),
+    Param("anomaly", float, 1.0, "Weight of the anomaly input (RX, the distance from the background): counted only where every click is a strong anomaly and the network fails to recognise a clicked object it did not train on; 0 uses the network alone.", 0.0, 100.0, label="Anomaly input"),
     Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
