@@ -41,7 +41,6 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hyperapp.errors import Cancelled, HyperappError
 from hyperapp.jobfile import Step
@@ -54,11 +53,6 @@ POLL = 0.1
 STAGES = ("read", "compute", "write")
 
 
-def cube_folder(out: str, path: str) -> Path:
-    """The output subfolder of a cube, named after it."""
-    return Path(out) / Path(path).stem
-
-
 @dataclass
 class _Item:
     """One cube on its way through the stages."""
@@ -66,6 +60,7 @@ class _Item:
     path: str
     future: Future
     row: dict
+    folder: str | None = None  # the cube's output folder's name (the job's, unique among its inputs)
     cube: object = None
     image: object = None  # the cube's pixels where they are computed; None: each step reads itself
     results: list = field(default_factory=list)  # (step, folder, result or None when already written)
@@ -108,17 +103,17 @@ class CubePipeline:
         self._closed = False
 
     # ------------------------------------------------------------------ public
-    def submit(self, path: str) -> Future:
+    def submit(self, path: str, folder: str | None = None) -> Future:
         """Queue cube ``path``; the future's result is its summary row (an ``error`` line instead of
         raising); a cube dropped by :meth:`close` has its future cancelled (``CancelledError``)."""
         if self._closed:
             raise RuntimeError("the pipeline is closed")
         self._start()
         fut: Future = Future()
-        row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "error": None,
+        row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None,
                "stages": {s: 0.0 for s in STAGES}}
         row["stages"]["wait"] = 0.0
-        self._inbox.put(_Item(path, fut, row))
+        self._inbox.put(_Item(path, fut, row, folder))
         if self._closed:  # closed meanwhile, by another thread: nothing will take it
             self._drain(self._inbox)
         return fut
@@ -144,11 +139,11 @@ class CubePipeline:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def run_one(self, path: str) -> dict:
+    def run_one(self, path: str, folder: str | None = None) -> dict:
         """Every stage of one cube in the calling thread (no overlap): a cube alone."""
         fut: Future = Future()
-        item = _Item(path, fut, {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "error": None,
-                                 "stages": {**{s: 0.0 for s in STAGES}, "wait": 0.0}})
+        item = _Item(path, fut, {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {},
+                                 "error": None, "stages": {**{s: 0.0 for s in STAGES}, "wait": 0.0}}, folder)
         for stage in (self._read, self._compute, self._write):
             self._timed(stage, item)
         self._finish(item)
@@ -251,10 +246,15 @@ class CubePipeline:
         from hyperapp.detect import load_pixels
         from hyperapp.io import open_cube
 
-        item.cube = open_cube(item.path, self.dataset).good_bands()
+        item.cube = open_cube(item.path, self.dataset)
         backend = get_backend(self.device)
-        if self._read_ahead(item.cube, backend):
-            item.image = load_pixels(item.cube, backend, self._progress)
+        sel = {(s.all_bands, s.bands) for s in self.steps}
+        if len(sel) != 1:
+            return  # steps on different bands: each reads its own (compute stage)
+        all_bands, bands = sel.pop()
+        cube = item.cube.run_bands(all_bands, bands, "bands")
+        if self._read_ahead(cube, backend):
+            item.image = load_pixels(cube, backend, self._progress)
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:
@@ -269,19 +269,20 @@ class CubePipeline:
         return need <= memory_budget(self.memory)
 
     def _compute(self, item: _Item) -> None:
-        from hyperapp.analyse import Selection, parse_bands, run_analysis, write_analysis
+        from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
         from hyperapp.backend import get_backend
+        from hyperapp.batch import cube_folder, step_folder
         from hyperapp.detect import detect_to_folder, run_detection
 
         backend = get_backend(self.device)
-        base, X = item.cube, item.image
+        raw, X = item.cube, item.image
         item.image = None  # the stage's own reference goes when the cube is done
+        cube_out = cube_folder(self.out, item.path, item.folder)
         for s in self.steps:
-            idx = parse_bands(s.bands, base.bands) if s.bands else None
-            cube = base.subset_bands(idx) if idx is not None else base
-            image = None if X is None else (X if idx is None else X[:, :, backend.xp.asarray(idx)])
+            cube = raw.run_bands(s.all_bands, s.bands, "bands")
+            image = X  # read ahead only when every step runs on the same bands (the read stage)
             shape = (cube.rows, cube.cols)
-            folder = cube_folder(self.out, item.path) / s.name
+            folder = step_folder(cube_out, s.name)
             if s.kind == "detect":
                 model = self._model(s, cube.bands)
                 targets = self._mask(s.targets, shape) if s.targets and model is None else None
@@ -290,23 +291,23 @@ class CubePipeline:
                           memory=self.memory, progress=self._progress)
                 if image is None:  # not read ahead: the whole-file path, streamed when it must be
                     res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
-                    item.results.append((s, folder, None))
+                    item.results.append((s, folder, None, cube))
                 else:
                     res = run_detection(cube, s.method, targets, background, image=image, **kw)
                     res.objects  # noqa: B018  (the object table, built on the device before the writer)
-                    item.results.append((s, folder, res))
+                    item.results.append((s, folder, res, cube))
                 item.row["detections"] = (item.row["detections"] or 0) + int(res.report["detections"])
             else:
                 roi = self._classes(s.roi, shape) if s.roi else None
                 kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
-                sel = Selection(kind, s.sample or 20000, s.seed)
+                sel = Selection(kind, s.sample or DEFAULT_SAMPLE, s.seed, s.roi_class)
                 res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=self.device, image=image,
                                    progress=self._progress)
                 if image is None:
                     write_analysis(res, folder, cube)
-                    item.results.append((s, folder, None))
+                    item.results.append((s, folder, None, cube))
                 else:
-                    item.results.append((s, folder, res))
+                    item.results.append((s, folder, res, cube))
             del image
         # the device is done with the pixels before they are let go: their memory goes back to the
         # reader's stream, which may fill it with the next cube at once
@@ -317,13 +318,14 @@ class CubePipeline:
         from hyperapp.analyse import write_analysis
         from hyperapp.detect import write_detection
 
-        for s, folder, res in item.results:
+        for s, folder, res, cube in item.results:
             if res is not None:
                 if s.kind == "detect":
-                    write_detection(res, folder, item.cube)
+                    write_detection(res, folder, cube)
                 else:
-                    write_analysis(res, folder, item.cube)
+                    write_analysis(res, folder, cube)
             item.row["outputs"].append(str(folder))
+            item.row["steps"][s.name] = str(folder)
         item.results = []
 
     # ------------------------------------------------------------------ prepared once
@@ -340,7 +342,7 @@ class CubePipeline:
             return self._labels[key]
 
     def _classes(self, path: str, shape: tuple[int, int]):
-        from hyperapp.cli import read_class_map
+        from hyperapp.io.masks import read_class_map
 
         key = ("roi", path, shape)
         with self._cache_lock:
@@ -376,7 +378,7 @@ _WORKER_LOCK = threading.Lock()
 
 
 def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, device: str,
-                  memory: float | None) -> dict:
+                  memory: float | None, folder: str | None = None) -> dict:
     """A Dask task: cube ``path`` through this worker process's pipeline for its job (made on the job's
     first task, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its
     threads) fill the pipeline's stages."""
@@ -388,4 +390,4 @@ def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, d
         _WORKER_PIPES[key] = pipe  # the most recent last
         while len(_WORKER_PIPES) > WORKER_PIPELINES:
             _WORKER_PIPES.pop(next(iter(_WORKER_PIPES))).close(wait=False)
-    return pipe.submit(path).result()
+    return pipe.submit(path, folder).result()

@@ -228,7 +228,7 @@ def batch_throughput(ctx) -> list[Measurement]:
     RBFN trained once (``train``): cubes per second of the whole run against one cube alone (warm, in
     process, no overlap), each stage's median time per cube, and the share of the run the GPU was busy;
     with two GPUs, two workers against one."""
-    from hyperapp.batch import _train_models, process_cube, run_job
+    from hyperapp.batch import _save_models, _train_models, process_cube, run_job
     from hyperapp.bench.campaign import GpuBusy, stage_medians
     from hyperapp.io.atomic import ensure_dir
     from hyperapp.jobfile import load_job
@@ -254,7 +254,7 @@ def batch_throughput(ctx) -> list[Measurement]:
                                 f'targets = "t.csv"\n{extra}[output]\nfolder = "out-{variant}"\n')
             job = load_job(job_path)
             # the steps as the run gets them (a train step's model fitted and saved once)
-            steps = _train_models(job, ensure_dir(d / f"single-{variant}"), DEVICE)
+            steps = _save_models(job, _train_models(job, DEVICE), ensure_dir(d / f"single-{variant}"))
 
             def one(c, steps=steps):
                 row = process_cube(c, steps, str(d / "single"), None, DEVICE, None)
