@@ -228,10 +228,11 @@ def batch_throughput(ctx) -> list[Measurement]:
     RBFN trained once (``train``): cubes per second of the whole run against one cube alone (warm, in
     process, no overlap), each stage's median time per cube, and the share of the run the GPU was busy;
     with two GPUs, two workers against one."""
-    from hyperapp.batch import _save_models, _train_models, process_cube, run_job
+    from hyperapp.batch import _save_models, _train_models, run_job
     from hyperapp.bench.campaign import GpuBusy, stage_medians
     from hyperapp.io.atomic import ensure_dir
     from hyperapp.jobfile import load_job
+    from hyperapp.pipeline import CubePipeline
 
     rng = np.random.default_rng(1)
     rows, cols, bands = BATCH_SHAPE
@@ -257,7 +258,8 @@ def batch_throughput(ctx) -> list[Measurement]:
             steps = _save_models(job, _train_models(job, DEVICE), ensure_dir(d / f"single-{variant}"))
 
             def one(c, steps=steps):
-                row = process_cube(c, steps, str(d / "single"), None, DEVICE, None)
+                # a cube alone: the pipeline's stages one after the other in this thread, no overlap
+                row = CubePipeline(steps, str(d / "single"), None, DEVICE, None).run_one(c)
                 if row["error"]:
                     raise RuntimeError(f"{c}: {row['error']}")
                 return row
