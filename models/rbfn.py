@@ -284,7 +284,7 @@ def anomaly_input(sq, k: int):
     dimensions (RX is near k on a Gaussian background; the logarithm tames its heavy tail, so a few
     extreme pixels do not set the input's scale)."""
     xp = get_namespace(sq)
-    return xp.log1p(sq / k)
+    return xp.log1p(xp.divide(sq, k))  # a ufunc, not ``/``: see hyperapp.backend on scalar operators
 
 
 def _rx_whitening(stats) -> np.ndarray:
@@ -779,7 +779,8 @@ class RBFN(PixelDetector):
                                                                      ACE_MODE)
             if getattr(self, "anomaly_v_", 0.0):  # (models saved before it have none)
                 Zr = (P[i:i + step].astype(xp.float32, copy=False) - self.anomaly_mu_) @ self.anomaly_w_
-                out[i:i + step] += self.anomaly_v_ * anomaly_input(whitened_rows(Zr, None, RX_MODE), Zr.shape[1])
+                out[i:i + step] += xp.multiply(anomaly_input(whitened_rows(Zr, None, RX_MODE), Zr.shape[1]),
+                                               self.anomaly_v_)
         return out
 
     def decision_function(self, X):
