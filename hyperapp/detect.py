@@ -23,6 +23,7 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
 from hyperapp.models.evaluation import evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
+from hyperapp.models.base import fitted_on
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
@@ -222,7 +223,7 @@ def run_detection(
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     n_targets = int(np.count_nonzero(marks == TARGET))
     n_background = int(np.count_nonzero(marks == BACKGROUND))
-    est = model if model is not None else m.build(**(params or {}))
+    est = fitted_on(model, xp) if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if n_nodata and (m.kind != "pixel" or kind is None):
         # window and local-window methods need the image's geometry: no-data pixels take the mean of

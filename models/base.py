@@ -168,3 +168,19 @@ def labelled_target_mean(X, y, check_input: bool = True):
     y = check_labels(xp.asarray(y), P.shape[0])
     # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower
     return P, xp, y, P[xp.flatnonzero(xp.equal(y, TARGET))].astype(xp.float64).mean(axis=0)
+
+
+def fitted_on(est, xp):
+    """A shallow copy of fitted ``est`` whose array attributes (``*_``) live in array module ``xp``.
+
+    A model saved from one backend and loaded (host arrays), or fitted on the GPU and used on the CPU,
+    scores on the backend of the run: the fused kernels upload its weights from device arrays, the
+    NumPy path needs host ones.
+    """
+    import copy
+
+    new = copy.copy(est)
+    for k, v in vars(est).items():
+        if k.endswith("_") and hasattr(v, "shape") and hasattr(v, "dtype"):
+            setattr(new, k, to_host(v) if xp is np else xp.asarray(v))
+    return new
