@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned
+from hyperapp.backend import Timer, get_backend, get_namespace, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
@@ -53,6 +53,8 @@ class DetectionResult:
     report: dict
     model: object = None
     boxes: list[dict] = field(default_factory=list)
+    #: further per-pixel maps the detector gives beside its scores (MTMF's "infeasibility"), host arrays
+    maps: dict = field(default_factory=dict)
     _objects: list[dict] | None = None
     #: (labels, scores, object count) on the run's device, kept until the table is built from them
     _device: tuple | None = None
@@ -144,6 +146,9 @@ def run_detection(
     memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
     scores_file=None,
+    target_spectra=None,
+    undesired_spectra=None,
+    signature_info: dict | None = None,
 ) -> DetectionResult:
     """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
 
@@ -174,14 +179,36 @@ def run_detection(
     scores_file : path, optional
         Where a streamed run writes its scores tile by tile (:func:`detect_to_folder` names the
         output's own data file); unused in memory.
+    target_spectra : (k, bands) array, optional
+        Target spectra on the cube's bands (a spectral library's, :func:`hyperapp.io.speclib.library_targets`)
+        used instead of the clicks' mean: no clicks needed. Several give one detector each, the score
+        the highest of them.
+    undesired_spectra : (q, bands) array, optional
+        Signatures to suppress (OSP, TCIMF, MTTCIMF) or to train as background (RBFN).
+    signature_info : dict, optional
+        Where the spectra came from (names, library, notes), copied into the report.
     """
     m = get_method(method)
     backend = get_backend(device)
     timer = Timer(backend)
     shape = (cube.rows, cube.cols)
+    if target_spectra is not None:
+        target_spectra = np.atleast_2d(np.asarray(target_spectra, np.float64))
+        if not m.uses_targets:
+            raise InputError(f"method {method} takes no target: drop --target-spectra")
+        if target_spectra.shape[1] != cube.bands:
+            raise InputError(f"target spectra have {target_spectra.shape[1]} bands, the cube {cube.bands}")
+    if undesired_spectra is not None:
+        undesired_spectra = np.atleast_2d(np.asarray(undesired_spectra, np.float64))
+        if not m.uses_undesired:
+            raise InputError(f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the "
+                             "RBFN do")
+        if undesired_spectra.shape[1] != cube.bands:
+            raise InputError(f"undesired spectra have {undesired_spectra.shape[1]} bands, the cube {cube.bands}")
     if targets is None:
-        if m.uses_targets and model is None:
-            raise InputError(f"method {method} needs target pixels (--targets)")
+        if m.uses_targets and model is None and target_spectra is None:
+            raise InputError(f"method {method} needs target pixels (--targets) or target spectra "
+                             "(--target-spectra)")
         targets = np.zeros(shape, dtype=bool)
     y = labels_from_masks(shape, targets, background)
     if far is not None and threshold is not None:
@@ -192,8 +219,15 @@ def run_detection(
     if image is None and m.kind == "pixel" and needs_streaming(cube, backend, memory):
         from hyperapp.detect_stream import run_streamed
 
-        return run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
-                            threshold=threshold, model=model, progress=progress, scores_file=scores_file)
+        if undesired_spectra is not None or (target_spectra is not None and target_spectra.shape[0] > 1):
+            raise InputError(f"{method} with undesired signatures or several target spectra needs the cube in "
+                             "memory, and it exceeds the memory budget: raise --memory, or crop the cube", cube.path)
+        result = run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
+                              threshold=threshold, model=model, progress=progress, scores_file=scores_file,
+                              target_mean=None if target_spectra is None else target_spectra[0])
+        if signature_info:
+            result.report["signatures"] = dict(signature_info)
+        return result
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
@@ -230,7 +264,12 @@ def run_detection(
         with timer.stage("no-data"):
             fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
             X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
-    if model is None:
+    if model is None and (target_spectra is not None or undesired_spectra is not None):
+        with timer.stage("fit"):
+            y_fit = y if getattr(est, "labels_on_host", False) else y_dev
+            est = fit_signatures(m, params, est, X, y_fit, target_spectra, undesired_spectra, n_targets,
+                                 progress.sub(0.45, 0.7))
+    elif model is None:
         with timer.stage("fit"):
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
             if getattr(est, "accepts_check_input", False):
@@ -244,8 +283,12 @@ def run_detection(
                 est.fit(X, y if getattr(est, "labels_on_host", False) else y_dev, **fit_kwargs)
     progress(0.7, "scoring")
     boxes: list[dict] = []
+    maps_dev: dict = {}
     with timer.stage("score"):
-        scores_dev = est.decision_function(X)
+        if hasattr(est, "score_maps"):
+            scores_dev, maps_dev = est.score_maps(X)
+        else:
+            scores_dev = est.decision_function(X)
     if m.kind == "window":
         boxes = list(est.boxes_)
         clicked = n_targets > 0
@@ -264,6 +307,21 @@ def run_detection(
     result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress)
     result.model, result.boxes = est, boxes
+    if maps_dev:
+        with timer.stage("copy"):
+            for k, v in maps_dev.items():
+                if n_nodata and v.dtype.kind == "f":
+                    v = xp.where(valid, v, xp.float32(np.nan))
+                result.maps[k] = to_host(v)
+    if signature_info or target_spectra is not None or undesired_spectra is not None:
+        info = dict(signature_info or {})
+        info.setdefault("targets", "library" if target_spectra is not None else "clicks")
+        info["n_undesired_given"] = 0 if undesired_spectra is None else int(undesired_spectra.shape[0])
+        src = getattr(est, "undesired_source_", None)
+        if src is not None:
+            info["undesired_source"] = src
+            info["n_undesired_used"] = int(np.asarray(getattr(est, "undesired_", np.zeros((0, 1)))).shape[0])
+        result.report["signatures"] = info
     if boxes:
         result.report["boxes"] = len(boxes)
         result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
@@ -271,6 +329,27 @@ def run_detection(
     result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
     return result
+
+
+def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS):
+    """Fit ``est`` from target spectra (a library's; or the clicks' mean when only ``undesired`` are given)
+    and undesired signatures, through each detector's ``fit_signature``: one detector per target
+    spectrum (:class:`~hyperapp.models.base.PerTarget` when there are several)."""
+    from hyperapp.models.base import PerTarget
+
+    xp = get_namespace(X)
+    if target_spectra is None:
+        if n_targets == 0:
+            raise InputError("no target: click target pixels or give target spectra")
+        P = X.reshape(-1, X.shape[-1])
+        yf = xp.asarray(y).reshape(-1)
+        target_spectra = to_host(P[xp.flatnonzero(xp.equal(yf, TARGET))].astype(xp.float64).mean(axis=0))[None, :]
+    kw = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
+    ests = []
+    for i, t in enumerate(target_spectra):
+        e = est if i == 0 else m.build(**(params or {}))
+        ests.append(e.fit_signature(X, xp.asarray(t), y=y if n_targets else None, undesired=undesired, **kw))
+    return ests[0] if len(ests) == 1 else PerTarget(ests)
 
 
 def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: bool, n_targets: int,
@@ -392,6 +471,10 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
     }
     atomic_write_text(out / "objects.csv", objects_csv(result.objects))
     paths["objects"] = out / "objects.csv"
+    for name, arr in result.maps.items():
+        what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
+                "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
+        paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}")
     if result.boxes:
         from hyperapp.models.boxes import boxes_csv, boxes_geojson
 

@@ -315,6 +315,9 @@ class RBFN(PixelDetector):
         weight; 0 leaves it out (the thesis's network). Needs ``n_augment`` 0.
     seed : int
         Seed of the sampling and k-means.
+    n_library_targets : int
+        :meth:`fit_signature`: synthetic sub-pixel targets mixed from a library spectrum and sampled
+        background pixels (abundances uniform in [``min_fill``, 1]).
     backend_kernel : {"auto", "fused", "gemm"}
         GPU inference path: the fused CUDA kernel (default while its parameters fit in constant
         memory) or the cuBLAS GEMM formulation.
@@ -326,7 +329,7 @@ class RBFN(PixelDetector):
                  n_components: int = 16, n_background: int = 4000, n_augment: int = 0,
                  min_fill: float = 0.3, guard: int = 2, ridge: float = 3e-3, width_scale: float = 3.0,
                  normalize: bool = True, seed: int = 0, backend_kernel: str = "auto",
-                 coherence: float = 1.0):
+                 coherence: float = 1.0, n_library_targets: int = 256):
         self.n_hidden = n_hidden
         self.n_target_centres = n_target_centres
         self.whiten = whiten
@@ -341,6 +344,7 @@ class RBFN(PixelDetector):
         self.seed = seed
         self.backend_kernel = backend_kernel
         self.coherence = coherence
+        self.n_library_targets = n_library_targets
 
     # ------------------------------------------------------------------ training
     def _validate_params(self):
@@ -428,6 +432,59 @@ class RBFN(PixelDetector):
         R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]
         a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
         return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress)
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, progress=None):
+        """Train from a target spectrum (a spectral library's entry) instead of clicks.
+
+        The target class is the spectrum itself plus ``n_library_targets`` synthetic sub-pixel targets
+        f t + (1 - f) b, each mixing it with a background pixel b drawn from the image at an abundance
+        f uniform in [``min_fill``, 1] (linear mixing, in the cube's own units), and any clicked
+        targets in ``y``; ``undesired`` signatures (q, bands) join the background training sample.
+        Everything else (whitening, sampling, centres, widths, output layer) is :meth:`fit`'s.
+        """
+        from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
+
+        self._validate_params()
+        xp = get_namespace(X)
+        P, lead = as_pixels(X)
+        if check_input:
+            check_finite(P, y=y)
+        n, nb = P.shape
+        t = np.asarray(to_host(target), np.float64).reshape(-1)
+        if t.shape[0] != nb:
+            raise InputError(f"the target spectrum has {t.shape[0]} bands, the image has {nb}")
+        none = np.zeros(0, np.int64)
+        tgt = bg = nodata = none
+        if y is not None:
+            yh = np.asarray(to_host(y)).reshape(-1).astype(np.int8)
+            marked = sparse_flatnonzero(yh, UNLABELLED)
+            v = yh[marked]
+            tgt, bg, nodata = marked[v == TARGET], marked[v == BACKGROUND], marked[v == NODATA]
+        rng = np.random.default_rng(self.seed)
+        explicit, pool = self._background_pool(tgt, bg, nodata, n, lead if len(lead) == 2 else None)
+        if pool.size + explicit.size < 2:
+            raise ModelError("too few background pixels to train on")
+        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
+        if explicit.size:
+            stat_idx = np.union1d(stat_idx, explicit)
+        bg_idx = np.concatenate([explicit, pool.choice(min(int(self.n_background), pool.size), rng)])
+        m = int(self.n_library_targets)
+        if m < 0:
+            raise InputError(f"n_library_targets must be 0 or more, got {self.n_library_targets}")
+        mix_idx = pool.choice(m, rng, distinct=False) if m else none
+        R = P[xp.asarray(np.concatenate([tgt, stat_idx, bg_idx, mix_idx]))].astype(xp.float32)
+        a, b, c = tgt.size, tgt.size + stat_idx.size, tgt.size + stat_idx.size + bg_idx.size
+        f = xp.asarray(rng.uniform(float(self.min_fill), 1.0, mix_idx.size).astype(np.float32))[:, None]
+        t_dev = xp.asarray(t.astype(np.float32))
+        T = xp.concatenate([t_dev[None, :], R[:a], f * t_dev[None, :] + (1 - f) * R[c:]])
+        B = R[b:c]
+        if undesired is not None and np.asarray(to_host(undesired)).size:
+            U = np.atleast_2d(np.asarray(to_host(undesired), np.float32))
+            if U.shape[1] != nb:
+                raise InputError(f"undesired signatures have {U.shape[1]} bands, the image has {nb}")
+            B = xp.concatenate([B, xp.asarray(U)])
+        self.library_targets_ = int(T.shape[0])
+        return self.fit_from_pixels(T, R[a:b], B, rng, progress)
 
     def fit_from_pixels(self, T, S, B, rng, progress=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
