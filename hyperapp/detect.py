@@ -256,6 +256,8 @@ def run_detection(
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     n_targets = int(np.count_nonzero(marks == TARGET))
     n_background = int(np.count_nonzero(marks == BACKGROUND))
+    if model is None and target_spectra is not None and m.library_params:
+        params = {**m.library_params, **(params or {})}
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if n_nodata and (m.kind != "pixel" or kind is None):

@@ -153,7 +153,8 @@ class _Coherence:
     gives each click's value against the mean of the others (:meth:`scores`).
     """
 
-    def __init__(self, stats, T, B):
+    def __init__(self, stats, T, B, kind: str = "ace"):
+        self.kind = kind
         xp = get_namespace(T)
         self.W = stats.sqrt_inv_cov.astype(xp.float32)  # the scoring uses the same whitening
         mu = stats.mean.astype(xp.float32)
@@ -184,13 +185,18 @@ class _Coherence:
         G = self.dots["T"]  # click-click products
         m = G.shape[0]
         tot = G.sum(axis=1)
-        background = ace_from_products(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
+        if self.kind == "mf":  # the matched filter z.s / s.s instead
+            def score(dot, sq, ss):
+                return dot / ss
+        else:
+            score = ace_from_products
+        background = score(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
         if m == 1:
-            return ace_from_products(tot, self.sq["T"], float(G.mean())), background
+            return score(tot, self.sq["T"], float(G.mean())), background
         # the mean of the others: (sum - own) / (m - 1); its squared norm likewise from G
         d_own = (tot - np.diag(G)) / (m - 1)
         ss_own = (G.sum() - 2 * tot + np.diag(G)) / (m - 1) ** 2
-        return ace_from_products(d_own, self.sq["T"], ss_own), background
+        return score(d_own, self.sq["T"], ss_own), background
 
 
 _DRAWS: dict = {}
@@ -329,7 +335,7 @@ class RBFN(PixelDetector):
                  n_components: int = 16, n_background: int = 4000, n_augment: int = 0,
                  min_fill: float = 0.3, guard: int = 2, ridge: float = 3e-3, width_scale: float = 3.0,
                  normalize: bool = True, seed: int = 0, backend_kernel: str = "auto",
-                 coherence: float = 1.0, n_library_targets: int = 256):
+                 coherence: float = 1.0, n_library_targets: int = 256, library_coherence: str = "mf"):
         self.n_hidden = n_hidden
         self.n_target_centres = n_target_centres
         self.whiten = whiten
@@ -345,6 +351,7 @@ class RBFN(PixelDetector):
         self.backend_kernel = backend_kernel
         self.coherence = coherence
         self.n_library_targets = n_library_targets
+        self.library_coherence = library_coherence
 
     # ------------------------------------------------------------------ training
     def _validate_params(self):
@@ -484,7 +491,11 @@ class RBFN(PixelDetector):
                 raise InputError(f"undesired signatures have {U.shape[1]} bands, the image has {nb}")
             B = xp.concatenate([B, xp.asarray(U)])
         self.library_targets_ = int(T.shape[0])
-        return self.fit_from_pixels(T, R[a:b], B, rng, progress)
+        self._coherence_kind = self.library_coherence
+        try:
+            return self.fit_from_pixels(T, R[a:b], B, rng, progress)
+        finally:
+            del self._coherence_kind
 
     def fit_from_pixels(self, T, S, B, rng, progress=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
@@ -542,7 +553,8 @@ class RBFN(PixelDetector):
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
         self.coherence_weight_ = float(self.coherence)
-        coh = _Coherence(stats, Tn, Bn) if self.coherence_weight_ else None
+        kind = getattr(self, "_coherence_kind", "ace")
+        coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ else None
         if progress:
             progress(0.7, "RBFN: output layer")
         self.centres_, self.gamma_, beta = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc,
@@ -555,6 +567,10 @@ class RBFN(PixelDetector):
             self.coherence_w_ = coh.W
             self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_v_ = float(beta[nh]) * self.coherence_weight_
+            self.coherence_kind_ = kind
+            if kind == "mf":  # one vector: (x - mean) W s / s.s
+                sh = self.coherence_s_.astype(np.float64)
+                self.coherence_mf_ = xp.asarray((to_host(coh.W).astype(np.float64) @ sh / (sh @ sh)).astype(np.float32))
         if progress:
             progress(1.0, "RBFN: trained")
         return self
@@ -594,6 +610,8 @@ class RBFN(PixelDetector):
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
+        if coherence is not None and getattr(self, "_coherence_kind", "ace") == "mf":
+            reg[-2, -2] = 0.0  # the library's abundance input (MF) is one linear term: not shrunk
         beta = np.linalg.solve(G + reg, rhs)
         return centres, gamma, beta
 
@@ -633,7 +651,11 @@ class RBFN(PixelDetector):
             else:  # the same numbers in two passes over the chunk instead of six
                 D = _centred_normalised(P[i:i + step].astype(xp.float32, copy=False), self.mean_,
                                         self.normalize)
-            out[i:i + step] += self.coherence_v_ * whitened_rows(D @ self.coherence_w_, self.coherence_s_, ACE_MODE)
+            if getattr(self, "coherence_kind_", "ace") == "mf":
+                out[i:i + step] += self.coherence_v_ * (D @ self.coherence_mf_)
+            else:
+                out[i:i + step] += self.coherence_v_ * whitened_rows(D @ self.coherence_w_, self.coherence_s_,
+                                                                     ACE_MODE)
         return out
 
     def decision_function(self, X):
