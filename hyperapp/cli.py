@@ -4,10 +4,11 @@ Headless commands
 -----------------
 ``info CUBE``
     Shape, dtype, interleave, wavelength range and size.
-``detect CUBE --method M --targets T [--background B] [--truth MASK] [--far F | --threshold X]
-[--device auto|gpu|cpu] --out DIR``
+``detect CUBE --method M (--targets T | --target-spectra LIB [--spectra "a,b"]) [--undesired-spectra LIB2]
+[--background B] [--truth MASK] [--far F | --threshold X] [--device auto|gpu|cpu] --out DIR``
     Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
-    (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``.
+    (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``; MTMF and MTTCIMF also
+    ``DIR/infeasibility.hdr/.img``.
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
@@ -70,6 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--method", required=True)
     det.add_argument("--targets", help="CSV of row,col (0-based) or a mask image of target pixels")
     det.add_argument("--background", help="CSV of row,col or a mask image of background pixels")
+    det.add_argument("--target-spectra", metavar="LIB",
+                     help="target spectra from a spectral library (ENVI .sli/.hdr, CSV, two-column ASCII), resampled "
+                          "to the cube's bands: no clicks needed")
+    det.add_argument("--spectra", metavar="NAMES", help="which spectra of --target-spectra (\"name,name\"; default all: one "
+                                                        "detector each, the highest score kept)")
+    det.add_argument("--undesired-spectra", metavar="LIB", action="append", default=[],
+                     help="undesired (background) signatures to suppress (OSP, TCIMF, MTTCIMF) or train against "
+                          "(RBFN); repeatable")
+    det.add_argument("--undesired-names", metavar="NAMES", help="which spectra of --undesired-spectra (default all)")
+    det.add_argument("--undesired-rois", metavar="MASK",
+                     help="ROI class map whose classes' mean spectra are undesired signatures")
     det.add_argument("--truth", help="truth mask (ENVI, PNG, NPY or .mat) for AUC and Pd")
     det.add_argument("--truth-var", help="variable holding the truth in a .mat file (e.g. map)")
     g = det.add_mutually_exclusive_group()
@@ -180,10 +192,14 @@ def cmd_detect(args) -> int:
         from hyperapp.ffbp_training import prepare_ffbp
 
         model, params = prepare_ffbp(args, cube, model, params)
+    from hyperapp.signatures import signature_kwargs
+
+    sig = signature_kwargs(cube, args.target_spectra, args.spectra, args.undesired_spectra, args.undesired_names,
+                           read_class_map(args.undesired_rois, shape) if args.undesired_rois else None)
     progress = text_progress()
     result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                      device=args.device, truth=truth, far=args.far, threshold=args.threshold,
-                                     model=model, memory=args.memory, progress=progress)
+                                     model=model, memory=args.memory, progress=progress, **sig)
     if args.save_model:
         from hyperapp.io.models import save_model
 

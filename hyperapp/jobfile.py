@@ -13,6 +13,7 @@ model or training clicks, analysis methods of the analysis path) and its output 
     # train = "scene-01.hdr"    # ...or to this cube only: the model it trains scores every cube
     # model = "sam.npz"         # or a saved model
     # far = 1e-3 / threshold = 0.9, params = { n_hidden = 8 }, background = "bg.csv"
+    # target_spectra = "lib.sli", spectra = "name,name", undesired_spectra = ["soils.sli"]: no clicks
 
     [[steps]]
     analyse = "kmeans"
@@ -41,7 +42,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands", "name"}
+DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands", "name",
+               "target_spectra", "spectra", "undesired_spectra", "undesired_names"}
 ANALYSE_KEYS = {"analyse", "params", "select", "sample", "seed", "roi", "bands", "name"}
 
 
@@ -64,6 +66,10 @@ class Step:
     seed: int = 0
     roi: str | None = None
     bands: str | None = None
+    target_spectra: str | None = None
+    spectra: str | None = None
+    undesired_spectra: list = field(default_factory=list)
+    undesired_names: str | None = None
 
 
 @dataclass
@@ -159,6 +165,25 @@ def load_job(path: str | Path) -> Job:
                 if not Path(v).exists():
                     raise _err(p, f"{key}.{k}", f"{st[k]!r} not found")
                 setattr(s, k, v)
+        if "target_spectra" in st:
+            v = rel(st["target_spectra"], f"{key}.target_spectra")
+            if not Path(v).exists():
+                raise _err(p, f"{key}.target_spectra", f"{st['target_spectra']!r} not found")
+            s.target_spectra = v
+        und = st.get("undesired_spectra", [])
+        for j, u in enumerate([und] if isinstance(und, str) else
+                              _expect(p, f"{key}.undesired_spectra", und, list, "a path or a list of paths")):
+            v = rel(u, f"{key}.undesired_spectra[{j}]")
+            if not Path(v).exists():
+                raise _err(p, f"{key}.undesired_spectra[{j}]", f"{u!r} not found")
+            s.undesired_spectra.append(v)
+        for k in ("spectra", "undesired_names"):
+            if k in st:
+                v = st[k]
+                setattr(s, k, ",".join(v) if isinstance(v, list) else _expect(p, f"{key}.{k}", v, str,
+                                                                               "names (\"a,b\" or a list)"))
+        if s.spectra and not s.target_spectra:
+            raise _err(p, f"{key}.spectra", "spectra picks spectra of a library: give target_spectra too")
         for k in ("far", "threshold"):
             if k in st:
                 setattr(s, k, float(_expect(p, f"{key}.{k}", st[k], (int, float), "a number")))
@@ -174,8 +199,11 @@ def load_job(path: str | Path) -> Job:
             s.seed = int(_expect(p, f"{key}.seed", st["seed"], int, "a whole number"))
         if "bands" in st:
             s.bands = str(st["bands"])
-        if kind == "detect" and METHODS[method].uses_targets and not (s.targets or s.model):
-            raise _err(p, key, f"{method} needs targets = \"CLICKS\" (training clicks) or model = \"SAVED\"")
+        if kind == "detect" and METHODS[method].uses_targets and not (s.targets or s.model or s.target_spectra):
+            raise _err(p, key, f"{method} needs targets = \"CLICKS\" (training clicks), target_spectra = \"LIB\" "
+                       "(a spectral library) or model = \"SAVED\"")
+        if s.undesired_spectra and kind == "detect" and not METHODS[method].uses_undesired:
+            raise _err(p, f"{key}.undesired_spectra", f"{method} does not use undesired signatures")
         if s.train and not s.targets:
             raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
         steps.append(s)
