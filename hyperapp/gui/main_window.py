@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
             self._add_panel(panel)
         self.detector_dock.raise_()
         spec_dock.raise_()  # the spectrum, not the last panel's plots, in front at the bottom
+        from hyperapp.gui.library_dock import install_library_dock
+        self.library_dock = install_library_dock(self)  # spectral library + MTMF scatter (their own module)
         self._readable_tabs()
         self._build_menus()
         # a default layout that leaves the image most of the window and every plot readable
@@ -406,12 +408,14 @@ class MainWindow(QMainWindow):
         truth = None if s.truth is None else s.truth.copy()
         model = self.ffbp_model if method == "ffbp" else None
         self._save_params(method, params)
+        if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
+            return None
 
         def job(progress):
             image = s.pixels_for(method, device, progress.sub(0.0, 0.4))  # None: streamed from the file
             return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
                                  device=device, truth=truth, far=far, model=model,
-                                 image=image, progress=progress.sub(0.4, 1.0))
+                                 image=image, progress=progress.sub(0.4, 1.0), **sig)
 
         w = Worker(job)
         w.signals.progress.connect(self.detector.show_progress)
