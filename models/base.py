@@ -204,7 +204,7 @@ class PerTarget(PixelDetector):
                 continue
             win = xp.greater(s, best)
             best = xp.where(win, s, best)
-            idx = xp.where(win, xp.int16(i), idx)
+            idx = xp.where(win, xp.asarray(i, dtype=xp.int16), idx)
             for k, v in maps.items():
                 extra[k] = xp.where(win, v, extra[k])
         extra["target_index"] = idx

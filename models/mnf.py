@@ -124,7 +124,7 @@ class MNF(Estimator):
         self.transform_full_ = Wn @ V  # (bands, bands): columns are the components
         self.n_components_ = k
         self.components_ = xp.asarray(self.transform_full_[:, :k].astype(np.float32))
-        self._mean32 = xp.asarray(to_host(signal.mean).astype(np.float32))
+        self.mean32_ = xp.asarray(to_host(signal.mean).astype(np.float32))
         return self
 
     def transform(self, X, n_components: int | None = None):
@@ -137,7 +137,7 @@ class MNF(Estimator):
         out = xp.empty((P.shape[0], A.shape[1]), xp.float32)
         step = CHUNK if xp is np else GPU_CHUNK
         for i in range(0, P.shape[0], step):
-            out[i:i + step] = (P[i:i + step].astype(xp.float32, copy=False) - self._mean32) @ A
+            out[i:i + step] = (P[i:i + step].astype(xp.float32, copy=False) - self.mean32_) @ A
         return out.reshape(*lead, A.shape[1])
 
     # ---------------------------------------------------------------- analysis output
@@ -226,7 +226,7 @@ class _MixtureTuned(PixelDetector):
             Y = self.mnf_.transform(P[i:i + step])
             a = Y @ self.w_
             ac = xp.clip(a, 0, 1)[:, None]
-            sigma = (one - ac) * self.sqrt_lam_ + ac
+            sigma = xp.subtract(one, ac) * self.sqrt_lam_ + ac  # ufuncs with scalars: hyperapp.backend
             r = (Y - a[:, None] * self.s_) / sigma
             score[i:i + step] = a
             infeas[i:i + step] = xp.sqrt((r * r).sum(axis=1))

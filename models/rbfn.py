@@ -483,7 +483,7 @@ class RBFN(PixelDetector):
         a, b, c = tgt.size, tgt.size + stat_idx.size, tgt.size + stat_idx.size + bg_idx.size
         f = xp.asarray(rng.uniform(float(self.min_fill), 1.0, mix_idx.size).astype(np.float32))[:, None]
         t_dev = xp.asarray(t.astype(np.float32))
-        T = xp.concatenate([t_dev[None, :], R[:a], f * t_dev[None, :] + (1 - f) * R[c:]])
+        T = xp.concatenate([t_dev[None, :], R[:a], f * t_dev[None, :] + xp.subtract(1, f) * R[c:]])
         B = R[b:c]
         if undesired is not None and np.asarray(to_host(undesired)).size:
             U = np.atleast_2d(np.asarray(to_host(undesired), np.float32))

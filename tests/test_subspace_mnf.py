@@ -225,3 +225,17 @@ def test_mnf_gpu_agrees_with_cpu(cp):
     np.testing.assert_allclose(b.eigenvalues_, a.eigenvalues_, rtol=1e-4)
     np.testing.assert_allclose(cp.asnumpy(b.transform(cp.asarray(X, cp.float32))), a.transform(X.astype(np.float32)),
                                rtol=1e-3, atol=1e-3)
+
+
+def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+    from hyperapp.io.models import load_model, save_model
+
+    cube = open_cube(land_hdr).good_bands()
+    t = cube.read(slice(40, 43), slice(50, 53)).reshape(-1, cube.bands).mean(0)[None]
+    r = run_detection(cube, "mttcimf", target_spectra=t, device="cpu")
+    model = load_model(save_model(r.model, tmp_path / "m.npz", method="mttcimf"), n_bands=cube.bands)
+    again = run_detection(cube, "mttcimf", model=model, device="cpu")
+    np.testing.assert_array_equal(again.scores, r.scores)
+    np.testing.assert_array_equal(again.maps["infeasibility"], r.maps["infeasibility"])

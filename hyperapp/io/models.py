@@ -19,9 +19,10 @@ from hyperapp import __version__
 from hyperapp.backend import to_host
 from hyperapp.errors import CubeNotFoundError, ModelError
 from hyperapp.models.mlp import TansigMLP
+from hyperapp.models.mnf import MNF
 from hyperapp.models.stats import BackgroundStats
 
-NESTED = (TansigMLP,)
+NESTED = (TansigMLP, MNF)
 #: value objects saved as their defining arrays and rebuilt from them (``stats_`` of ACE, MF, RX, ...)
 VALUE_OBJECTS = {BackgroundStats: (("mean", "cov"), ("n",))}
 
