@@ -245,7 +245,7 @@ class LibraryDock(QWidget):
         self.refresh()
 
     def _plot(self) -> None:
-        from hyperapp.io.speclib import cube_level, resample_to_cube, match_scale
+        from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
 
         self.plot.clear()
         self.legend.clear()

@@ -77,7 +77,8 @@ class InfeasibilityScatter(QWidget):
         self.points.setData(self.score[show], self.infeas[show])
         self.plot.setTitle(title)
         self.clear_selection()
-        self.info.setText(f"{ok.size} pixels{' (every %d-th drawn)' % step if step > 1 else ''}. Click to draw "
+        drawn = f" (every {step}-th drawn)" if step > 1 else ""
+        self.info.setText(f"{ok.size} pixels{drawn}. Click to draw "
                           "a polygon around the targets (high score, low infeasibility); double-click closes it.")
 
     def clear(self) -> None:
