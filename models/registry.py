@@ -156,7 +156,7 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
     Param("ridge", float, 3e-3, "Ridge penalty of the output layer's least-squares fit (regularisation).", 0.0, 10.0, label="Regularisation"),
-    Param("n_library_targets", int, 256, "Training from a library spectrum: synthetic sub-pixel targets mixing it with sampled background pixels (abundances from the smallest fill to 1).", 0, 100000, label="Library mixtures"),
+    Param("n_library_targets", int, 1024, "Training from a library spectrum: synthetic sub-pixel targets mixing it with sampled background pixels (abundances from the smallest fill to 1).", 0, 100000, label="Library mixtures"),
     Param("min_fill", float, 0.3, "Smallest target abundance of the synthetic sub-pixel targets.", 0.01, 1.0, label="Smallest fill"),
     Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
 ), help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
@@ -164,7 +164,7 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     # measured on abu-airport-1 from the truth's mean spectrum (README, "Targets from a spectral library"):
     # mixtures are linear in the cube's units, so spectra keep their brightness; wide units and a firm
     # ridge keep the network near the matched-filter input that the synthetic abundances teach it
-    library_params={"normalize": False, "width_scale": 10.0, "ridge": 0.3, "min_fill": 0.1}))
+    library_params={"normalize": False, "width_scale": 10.0, "ridge": 0.3, "min_fill": 0.1, "n_background": 8000}))
 
 
 def _ffbp(**kw):
