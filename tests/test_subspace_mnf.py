@@ -191,10 +191,13 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
     write_library(SpectralLibrary(["aircraft"], X[truth].astype(np.float64).mean(0)[None]), tmp_path / "air.sli")
     sig = signature_kwargs(cube, tmp_path / "air.sli")
     auc = {}
-    for m in ("ace", "mf", "cem", "sam", "rbfn"):
+    for m in ("ace", "mf", "cem", "sam"):
         r = run_detection(cube, m, truth=truth, device="cpu", image=X, **sig)
         auc[m] = r.report["evaluation"]["auc"]
         assert r.report["n_target_pixels"] == 0
+    # the RBFN samples its training set: the mean over five seeds (scripts/library_auc.py's protocol)
+    auc["rbfn"] = np.mean([run_detection(cube, "rbfn", truth=truth, device="cpu", image=X, params={"seed": s},
+                                         **sig).report["evaluation"]["auc"] for s in range(5)])
     best = max(v for k, v in auc.items() if k != "rbfn")
     assert auc["rbfn"] >= best, auc
 
