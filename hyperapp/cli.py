@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
-    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som or gmm")
+    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac "
+                                                     "or mnf")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")
     ana.add_argument("--roi", "--labels", dest="roi",
@@ -302,6 +303,9 @@ def cmd_analyse(args) -> int:
         i = res["k"].index(res["chosen_k"])
         line += (f", k = {res['chosen_k']} by BIC ({res['covariance']}), average log-likelihood "
                  f"{res['log_likelihood_per_sample'][i]:.4f}")
+    if "snr" in res:
+        line += (f", {res['n_components']} of {len(res['snr'])} MNF components kept (SNR {res['snr'][0]:.4g} down to "
+                 f"{res['snr'][res['n_components'] - 1]:.4g})")
     line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
     print(f"wrote {paths['report'].parent}")

@@ -46,6 +46,7 @@ class LibraryDock(QWidget):
         self.window = window
         self.library = None  # hyperapp.io.speclib.SpectralLibrary
         self.roles: dict[str, str] = {}
+        self._cached = None  # (key, run_detection keywords) of the last choice
         lay = QVBoxLayout(self)
         files = QHBoxLayout()
         self.open_button = QPushButton("Open library…")
@@ -220,12 +221,17 @@ class LibraryDock(QWidget):
         targets, undesired = self.names_with("target"), self.names_with("undesired")
         if not targets and not undesired:
             return {}
+        key = (id(self.library), len(self.library), tuple(targets), tuple(undesired), id(cube))
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]  # the live path: resampled once per library, choice and cube
         try:
-            return signature_kwargs(cube, self.library if targets else None, targets or None,
-                                    [self.library] if undesired else (), undesired or None)
+            kw = signature_kwargs(cube, self.library if targets else None, targets or None,
+                                  [self.library] if undesired else (), undesired or None)
         except HyperappError as exc:
             self.window.show_error(str(exc))
             return None
+        self._cached = (key, kw)
+        return kw
 
     # ------------------------------------------------------------------ display
     def refresh(self) -> None:
