@@ -269,7 +269,12 @@ def run_detection(
     if model is None and (target_spectra is not None or undesired_spectra is not None):
         with timer.stage("fit"):
             y_fit = y if getattr(est, "labels_on_host", False) else y_dev
-            est = fit_signatures(m, params, est, X, y_fit, target_spectra, undesired_spectra, n_targets,
+            X_fit = X
+            if n_nodata and kind in ("background", "correlation", "none"):
+                keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
+                X_fit = X.reshape(-1, X.shape[2])[keep]
+                y_fit = y_dev.reshape(-1)[keep]
+            est = fit_signatures(m, params, est, X_fit, y_fit, target_spectra, undesired_spectra, n_targets,
                                  progress.sub(0.45, 0.7))
     elif model is None:
         with timer.stage("fit"):
@@ -350,7 +355,8 @@ def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: i
     ests = []
     for i, t in enumerate(target_spectra):
         e = est if i == 0 else m.build(**(params or {}))
-        ests.append(e.fit_signature(X, xp.asarray(t), y=y if n_targets else None, undesired=undesired, **kw))
+        # the labels go along: clicked targets leave the background, no-data pixels every sample
+        ests.append(e.fit_signature(X, xp.asarray(t), y=y, undesired=undesired, check_input=False, **kw))
     return ests[0] if len(ests) == 1 else PerTarget(ests)
 
 

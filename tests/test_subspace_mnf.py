@@ -242,3 +242,19 @@ def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
     again = run_detection(cube, "mttcimf", model=model, device="cpu")
     np.testing.assert_array_equal(again.scores, r.scores)
     np.testing.assert_array_equal(again.maps["infeasibility"], r.maps["infeasibility"])
+
+
+def test_library_targets_leave_no_data_pixels_out(land_hdr):
+    from hyperapp.cube import cube_from_array
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+
+    c = open_cube(land_hdr).good_bands()
+    X = c.to_float32()
+    X[:3] = np.nan
+    cube = cube_from_array(X, "holes", wavelengths=c.wavelengths)
+    t = X[40:43, 50:53].reshape(-1, c.bands).mean(0)[None]
+    for m in ("ace", "cem", "osp", "mtmf", "rbfn"):
+        r = run_detection(cube, m, target_spectra=t, device="cpu")
+        assert r.report["nodata_pixels"] == 3 * c.cols
+        assert np.isnan(r.scores[:3]).all() and np.isfinite(r.scores[3:]).all(), m
