@@ -258,3 +258,16 @@ def test_library_targets_leave_no_data_pixels_out(land_hdr):
         r = run_detection(cube, m, target_spectra=t, device="cpu")
         assert r.report["nodata_pixels"] == 3 * c.cols
         assert np.isnan(r.scores[:3]).all() and np.isfinite(r.scores[3:]).all(), m
+
+
+def test_several_library_targets_keep_the_highest_score(land_hdr):
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+
+    cube = open_cube(land_hdr).good_bands()
+    X = cube.to_float32()
+    t = np.stack([X[40, 50], X[10, 10]]).astype(np.float64)
+    both = run_detection(cube, "ace", target_spectra=t, device="cpu")
+    one = [run_detection(cube, "ace", target_spectra=t[i:i + 1], device="cpu").scores for i in range(2)]
+    np.testing.assert_allclose(both.scores, np.maximum(*one), rtol=1e-6)
+    np.testing.assert_array_equal(both.maps["target_index"], (one[1] > one[0]).astype(np.int16))

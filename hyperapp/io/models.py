@@ -34,6 +34,9 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
     """Write ``model`` to ``path`` (``.npz``) atomically."""
     from hyperapp.io.atomic import atomic_write_bytes
 
+    if isinstance(getattr(model, "estimators_", None), list):
+        raise ModelError(f"a {method} model fitted to several library targets cannot be saved: run it with one "
+                         "target spectrum (--spectra NAME) to save it", path)
     arrays, scalars, nested = {}, {}, {}
     for k, v in vars(model).items():
         if not k.endswith("_") or k.startswith("_"):
