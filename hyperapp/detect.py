@@ -219,12 +219,13 @@ def run_detection(
     if image is None and m.kind == "pixel" and needs_streaming(cube, backend, memory):
         from hyperapp.detect_stream import run_streamed
 
-        if undesired_spectra is not None or (target_spectra is not None and target_spectra.shape[0] > 1):
-            raise InputError(f"{method} with undesired signatures or several target spectra needs the cube in "
-                             "memory, and it exceeds the memory budget: raise --memory, or crop the cube", cube.path)
+        if target_spectra is not None and target_spectra.shape[0] > 1:
+            raise InputError(f"{method} with several target spectra needs the cube in memory, and it exceeds the "
+                             "memory budget: pick one (--spectra NAME), raise --memory, or crop the cube", cube.path)
         result = run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
                               threshold=threshold, model=model, progress=progress, scores_file=scores_file,
-                              target_mean=None if target_spectra is None else target_spectra[0])
+                              target_mean=None if target_spectra is None else target_spectra[0],
+                              undesired=undesired_spectra)
         if signature_info:
             result.report["signatures"] = dict(signature_info)
         return result

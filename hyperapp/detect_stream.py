@@ -35,7 +35,7 @@ def _flat_valid(tile):
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
                  threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None,
-                 scores_file=None, target_mean=None):
+                 scores_file=None, target_mean=None, undesired=None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
     (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`.
 
@@ -57,6 +57,8 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     if target_mean is not None and kind not in ("background", "correlation", "none"):
         raise InputError(f"{method} trained from a library spectrum needs the cube in memory, and it exceeds the "
                          "memory budget: raise --memory, or crop the cube", cube.path)
+    # the detectors that suppress undesired signatures take them (given, or none: OSP, TCIMF)
+    und = {"undesired": undesired} if getattr(est, "uses_undesired", False) else {}
     y = np.array(y, dtype=np.int8)
     cols, nb = cube.cols, cube.bands
     tgt_flat = np.flatnonzero(y.reshape(-1) == TARGET)
@@ -108,9 +110,9 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                     raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
                 est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
             elif kind == "correlation":
-                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean)
+                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean, **und)
             else:
-                est.fit_from_stats(t_mean)
+                est.fit_from_stats(t_mean, **und)
     elif not fitted:  # "sample": the pixels the model's own sampling names
         if cube.nodata is not None or cube.store.dtype.kind == "f":
             with timer.stage("pass 0: no data"):

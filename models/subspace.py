@@ -144,10 +144,17 @@ class OSP(_SignatureDetector):
     def __init__(self, n_undesired: int = 8):
         self.n_undesired = n_undesired
 
-    #: with given undesired signatures, the streamed path needs the target alone
-    stream_stats = None
+    #: the streamed path needs the target alone (and undesired signatures given: ATGP needs every pixel)
+    stream_stats = "none"
+
+    def fit_from_stats(self, target_mean, dtype=np.float32, undesired=None):
+        """Fit from the target spectrum and given undesired signatures (the streamed path)."""
+        D, U = _streamed_signatures(self, target_mean, undesired)
+        self._fit_matrices(target_mean, D, U, dtype)  # (only its array module is used)
+        return self
 
     def _fit_matrices(self, P, D, U, dtype):
+        """``w_`` on the device of ``P`` from the (bands, p) targets and (bands, q) undesired signatures."""
         xp = get_namespace(P)
         d = D[:, 0]
         if U.shape[1]:
@@ -173,13 +180,43 @@ class TCIMF(_SignatureDetector):
     def __init__(self, n_undesired: int = 8):
         self.n_undesired = n_undesired
 
+    #: the streamed path accumulates the uncentred correlation (undesired signatures must be given)
+    stream_stats = "correlation"
+
     def _fit_matrices(self, P, D, U, dtype):
-        xp = get_namespace(P)
         shift = BackgroundStats.shift_of(P)
         s, G = scatter(P, shift)
-        R = correlation_from_sums(s, G, P.shape[0], shift) / P.shape[0]
-        Rinv = np.asarray(to_host(BackgroundStats(np.zeros(R.shape[0]), R, P.shape[0]).inv_cov), np.float64)
+        self._from_correlation(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0], D, U, dtype)
+
+    def _from_correlation(self, R_sum, n: int, D, U, dtype):
+        xp = get_namespace(R_sum)
+        R = R_sum / n
+        Rinv = np.asarray(to_host(BackgroundStats(np.zeros(R.shape[0]), R, n).inv_cov), np.float64)
         self.w_ = xp.asarray(tcimf_weights(Rinv, D, U).astype(dtype))
+
+    def fit_from_stats(self, R_sum, n: int, target_mean, dtype=np.float32, undesired=None):
+        """Fit from the sum of x x^T over ``n`` pixels, the target spectrum and given undesired signatures
+        (the streamed path)."""
+        D, U = _streamed_signatures(self, target_mean, undesired)
+        self._from_correlation(R_sum, n, D, U, dtype)
+        return self
+
+
+def _streamed_signatures(est, target_mean, undesired):
+    """Checked (bands, p) target and (bands, q) undesired matrices for a fit from statistics, where ATGP
+    (which needs every pixel at once) cannot run; sets the fitted signature attributes."""
+    if target_mean is None:
+        raise InputError("no target: click target pixels or give target spectra")
+    given = undesired is not None and np.asarray(to_host(undesired)).size > 0
+    if not given and int(est.n_undesired) > 0:
+        raise InputError(f"streamed from its file, {type(est).__name__} cannot find undesired signatures by ATGP "
+                         "(it needs every pixel at once): give them (--undesired-spectra, --undesired-rois) or set "
+                         "n_undesired=0")
+    t = np.asarray(to_host(target_mean), np.float64)
+    D, U = _signature_matrix(t, undesired if given else None, t.shape[-1])
+    est.target_, est.undesired_ = D[:, 0], U.T
+    est.undesired_source_ = "given" if given else "none"
+    return D, U
 
 
 def tcimf_weights(Rinv, D, U):

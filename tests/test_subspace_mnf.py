@@ -271,3 +271,22 @@ def test_several_library_targets_keep_the_highest_score(land_hdr):
     one = [run_detection(cube, "ace", target_spectra=t[i:i + 1], device="cpu").scores for i in range(2)]
     np.testing.assert_allclose(both.scores, np.maximum(*one), rtol=1e-6)
     np.testing.assert_array_equal(both.maps["target_index"], (one[1] > one[0]).astype(np.int16))
+
+
+@pytest.mark.parametrize("method", ["osp", "tcimf", "ace"])
+def test_streamed_library_run_equals_in_memory(land_hdr, method):
+    from hyperapp.detect import run_detection
+    from hyperapp.errors import InputError
+    from hyperapp.io import open_cube
+
+    cube = open_cube(land_hdr).good_bands()
+    X = cube.to_float32()
+    t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)[None].astype(np.float64)
+    U = np.stack([X[5, 5], X[100, 20]]).astype(np.float64) if method != "ace" else None
+    mem = run_detection(cube, method, target_spectra=t, undesired_spectra=U, device="cpu")
+    st = run_detection(cube, method, target_spectra=t, undesired_spectra=U, device="cpu", memory=1e-4)
+    assert st.report["streamed"] and not mem.report["streamed"]
+    np.testing.assert_allclose(st.scores, mem.scores, rtol=1e-4, atol=1e-5 * float(np.abs(mem.scores).max()))
+    if method != "ace":  # ATGP needs every pixel at once: a streamed run says so
+        with pytest.raises(InputError, match="cannot find undesired signatures by ATGP"):
+            run_detection(cube, method, target_spectra=t, device="cpu", memory=1e-4)
