@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="undesired (background) signatures to suppress (OSP, TCIMF, MTTCIMF) or train against "
                           "(RBFN); repeatable")
     det.add_argument("--undesired-names", metavar="NAMES", help="which spectra of --undesired-spectra (default all)")
+    det.add_argument("--mnf", type=int, metavar="N", help="run the detector in MNF space: on the N leading minimum-noise-"
+                                                         "fraction components (0: those with SNR >= 1)")
     det.add_argument("--undesired-rois", metavar="MASK",
                      help="ROI class map whose classes' mean spectra are undesired signatures")
     det.add_argument("--truth", help="truth mask (ENVI, PNG, NPY or .mat) for AUC and Pd")
@@ -200,7 +202,7 @@ def cmd_detect(args) -> int:
     progress = text_progress()
     result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                      device=args.device, truth=truth, far=args.far, threshold=args.threshold,
-                                     model=model, memory=args.memory, progress=progress, **sig)
+                                     model=model, memory=args.memory, progress=progress, mnf=args.mnf, **sig)
     if args.save_model:
         from hyperapp.io.models import save_model
 

@@ -149,6 +149,7 @@ def run_detection(
     target_spectra=None,
     undesired_spectra=None,
     signature_info: dict | None = None,
+    mnf: int | None = None,
 ) -> DetectionResult:
     """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
 
@@ -187,6 +188,9 @@ def run_detection(
         Signatures to suppress (OSP, TCIMF, MTTCIMF) or to train as background (RBFN).
     signature_info : dict, optional
         Where the spectra came from (names, library, notes), copied into the report.
+    mnf : int, optional
+        Run the detector in MNF space: on the image's leading ``mnf`` MNF components (0: those with an SNR
+        of at least 1), targets and undesired spectra transformed alike (:class:`~hyperapp.models.mnf.InMNF`).
     """
     m = get_method(method)
     backend = get_backend(device)
@@ -216,7 +220,10 @@ def run_detection(
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
     t0 = time.perf_counter()
-    if image is None and m.kind == "pixel" and needs_streaming(cube, backend, memory):
+    if mnf is not None and (m.kind != "pixel" or model is not None):
+        raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
+                         f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
+    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
         from hyperapp.detect_stream import run_streamed
 
         if target_spectra is not None and target_spectra.shape[0] > 1:
@@ -260,6 +267,10 @@ def run_detection(
     if model is None and target_spectra is not None and m.library_params:
         params = {**m.library_params, **(params or {})}
     est = model if model is not None else m.build(**(params or {}))
+    if mnf is not None:
+        from hyperapp.models.mnf import InMNF
+
+        est = InMNF(est, int(mnf))
     kind = getattr(est, "stream_stats", None)
     if n_nodata and (m.kind != "pixel" or kind is None):
         # window and local-window methods need the image's geometry: no-data pixels take the mean of
@@ -315,6 +326,9 @@ def run_detection(
     result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress)
     result.model, result.boxes = est, boxes
+    if mnf is not None:
+        first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
+        result.report["mnf_components"] = int(first.mnf_.n_components_)
     if maps_dev:
         with timer.stage("copy"):
             for k, v in maps_dev.items():
@@ -352,10 +366,13 @@ def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: i
         P = X.reshape(-1, X.shape[-1])
         yf = xp.asarray(y).reshape(-1)
         target_spectra = to_host(P[xp.flatnonzero(xp.equal(yf, TARGET))].astype(xp.float64).mean(axis=0))[None, :]
+    import copy
+
     kw = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
+    proto = copy.deepcopy(est) if len(target_spectra) > 1 else None  # unfitted, for the further targets
     ests = []
     for i, t in enumerate(target_spectra):
-        e = est if i == 0 else m.build(**(params or {}))
+        e = est if i == 0 else copy.deepcopy(proto)
         # the labels go along: clicked targets leave the background, no-data pixels every sample
         ests.append(e.fit_signature(X, xp.asarray(t), y=y, undesired=undesired, check_input=False, **kw))
     return ests[0] if len(ests) == 1 else PerTarget(ests)

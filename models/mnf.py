@@ -274,3 +274,72 @@ class MTTCIMF(_MixtureTuned):
         self.n_components = n_components
         self.snr_min = snr_min
         self.n_undesired = n_undesired
+
+
+class InMNF(PixelDetector):
+    """Any pixel detector run in MNF space: the image's leading MNF components stand in for its bands, and
+    a target or undesired spectrum is transformed the same way (ENVI's "run the detector on the MNF
+    image"). Fitted on the image (rows, cols, bands), scored on the same bands.
+
+    Parameters
+    ----------
+    detector : PixelDetector
+        The unfitted detector (its own parameters as set).
+    n_components : int
+        MNF components kept (0: those with SNR >= ``snr_min``).
+    snr_min : float
+    """
+
+    accepts_check_input = True
+
+    def __init__(self, detector=None, n_components: int = 0, snr_min: float = 1.0):
+        self.detector = detector
+        self.n_components = n_components
+        self.snr_min = snr_min
+        self.uses_targets = getattr(detector, "uses_targets", True)
+        self.uses_undesired = getattr(detector, "uses_undesired", False)
+        self.labels_on_host = getattr(detector, "labels_on_host", False)
+
+    def _space(self, X):
+        if X.ndim != 3:
+            raise InputError("a detector in MNF space needs the image as (rows, cols, bands)")
+        self.mnf_ = MNF(self.n_components, self.snr_min).fit(X)
+        self.n_bands_ = X.shape[2]
+        return self.mnf_.transform(X)
+
+    def _spectra(self, S):
+        """Spectra (k, bands) or (bands,) on the host, in MNF coordinates (host float64)."""
+        if S is None:
+            return None
+        S = np.asarray(to_host(S), np.float64)
+        A = self.mnf_.transform_full_[:, :self.mnf_.n_components_]
+        return (S - np.asarray(to_host(self.mnf_.mean_), np.float64)) @ A
+
+    def fit(self, X, y=None, check_input: bool = True, **kw):
+        Z = self._space(X)
+        fit_kw = {"check_input": False} if getattr(self.detector, "accepts_check_input", False) else {}
+        self.detector_ = self.detector.fit(Z, y, **fit_kw)
+        return self
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, **kw):
+        Z = self._space(X)
+        xp = get_namespace(Z)
+        self.detector_ = self.detector.fit_signature(Z, xp.asarray(self._spectra(target)), y=y,
+                                                     undesired=self._spectra(undesired), check_input=False)
+        return self
+
+    def _transform(self, X):
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        if P.shape[1] != self.n_bands_:
+            raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.n_bands_}")
+        return self.mnf_.transform(X)
+
+    def decision_function(self, X):
+        return self.detector_.decision_function(self._transform(X))
+
+    def score_maps(self, X):
+        Z = self._transform(X)
+        if hasattr(self.detector_, "score_maps"):
+            return self.detector_.score_maps(Z)
+        return self.detector_.decision_function(Z), {}

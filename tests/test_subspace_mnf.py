@@ -290,3 +290,23 @@ def test_streamed_library_run_equals_in_memory(land_hdr, method):
     if method != "ace":  # ATGP needs every pixel at once: a streamed run says so
         with pytest.raises(InputError, match="cannot find undesired signatures by ATGP"):
             run_detection(cube, method, target_spectra=t, device="cpu", memory=1e-4)
+
+
+def test_detectors_run_in_mnf_space(land_hdr):
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+
+    cube = open_cube(land_hdr).good_bands()
+    X = cube.to_float32()
+    t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)[None].astype(np.float64)
+    plain = run_detection(cube, "ace", target_spectra=t, device="cpu")
+    # ACE is invariant to an invertible affine map: in the full MNF space it gives the same scores
+    full = run_detection(cube, "ace", target_spectra=t, device="cpu", mnf=cube.bands)
+    assert full.report["mnf_components"] == cube.bands
+    np.testing.assert_allclose(full.scores, plain.scores, atol=2e-3)
+    few = run_detection(cube, "tcimf", target_spectra=np.vstack([t, X[5, 5]]), device="cpu", mnf=6)
+    assert few.report["mnf_components"] == 6 and np.isfinite(few.scores).all()
+    clicks = np.zeros((cube.rows, cube.cols), bool)
+    clicks[40:43, 50:53] = True
+    rb = run_detection(cube, "rbfn", clicks, device="cpu", mnf=0, params={"n_components": 4})
+    assert rb.report["mnf_components"] >= 2

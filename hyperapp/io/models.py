@@ -34,6 +34,9 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
     """Write ``model`` to ``path`` (``.npz``) atomically."""
     from hyperapp.io.atomic import atomic_write_bytes
 
+    if hasattr(model, "detector_"):
+        raise ModelError(f"a {method} model fitted in MNF space cannot be saved yet: run it without --mnf to save it",
+                         path)
     if isinstance(getattr(model, "estimators_", None), list):
         raise ModelError(f"a {method} model fitted to several library targets cannot be saved: run it with one "
                          "target spectrum (--spectra NAME) to save it", path)
