@@ -286,6 +286,18 @@ def file_list(value, name: str, what: str) -> list[str]:
     return out
 
 
+def library_use(method: str, targets: bool, undesired: str | None, label=lambda key: key) -> None:
+    """Whether detector ``method`` takes target spectra (``targets``) and undesired signatures (given
+    under the key ``undesired``, None when there are none); the window's library dock asks this too."""
+    from hyperapp.models.registry import get_method
+
+    m = _keyed("detect", get_method, method)
+    if targets and not m.uses_targets:
+        _fail("target_spectra", f"method {method} takes no target: drop {label('target_spectra')}")
+    if undesired and not m.uses_undesired:
+        _fail(undesired, f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the RBFN do")
+
+
 def _signature_settings(m, method: str, got: dict, out: dict, label) -> None:
     """The library keys of a detect run (target and undesired spectra, ``--mnf``), checked into ``out``."""
     for key, what in FILE_LISTS.items():
@@ -296,11 +308,8 @@ def _signature_settings(m, method: str, got: dict, out: dict, label) -> None:
             out[key] = _keyed(key, names, got[key], label(key))
             if lib not in out:
                 _fail(key, f"{label(key)} picks spectra of a library: give {label(lib)} too")
-    if "target_spectra" in out and not m.uses_targets:
-        _fail("target_spectra", f"method {method} takes no target: drop {label('target_spectra')}")
-    for key in ("undesired_spectra", "undesired_rois"):
-        if key in out and not m.uses_undesired:
-            _fail(key, f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the RBFN do")
+    und = [k for k in ("undesired_spectra", "undesired_rois") if k in out]
+    library_use(method, "target_spectra" in out, und[0] if und else None, label)
     if "mnf" in got:
         out["mnf"] = _keyed("mnf", mnf_components, got["mnf"], label("mnf"))
         if m.kind != "pixel":

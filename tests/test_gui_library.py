@@ -49,9 +49,10 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     assert mask.shape == (cube.rows, cube.cols) and (mask == expect).all() and mask.any()
     sc.clear_selection()
     assert sc.mask is None
-    # undesired for a method that takes none: one dialog, no run
+    # undesired for a method that takes none: one dialog before any worker starts, in the CLI's words
     dock.set_role(["grass"], "undesired")
-    assert _run(qtbot, win, "ace") is None
+    win.detector.set_method("ace")
+    assert win.run_detector() is None and win.worker is None
     assert "does not use undesired" in (win.last_error or "")
     # the clicked targets' mean and the ROI class means become entries, and the library saves
     win.session.roi.mark_pixels(np.argwhere(truth)[:3], "target")

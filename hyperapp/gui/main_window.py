@@ -438,6 +438,15 @@ class MainWindow(QMainWindow):
         self._save_params(method, params)
         if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
             return None
+        try:  # the CLI's and a job's words for a library the method cannot use
+            from hyperapp import options
+
+            options.library_use(method, "target_spectra" in sig,
+                                "undesired_spectra" if "undesired_spectra" in sig else None,
+                                lambda key: {"target_spectra": "the library's target spectra"}.get(key, key))
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return None
 
         def job(progress):
             image = s.pixels_for(method, device, progress.sub(0.0, 0.4))  # None: streamed from the file
