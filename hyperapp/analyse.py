@@ -16,7 +16,7 @@ import csv
 import io
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +111,8 @@ class AnalysisResult:
     indices: np.ndarray  # flat indices of the fitted spectra
     report: dict
     extra: object = None  # what a panel computed beside (a GMM's posterior maps)
+    #: images the method makes of the whole cube (MNF's component images), host (rows, cols, k) arrays
+    images: dict = field(default_factory=dict)
 
 
 def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Progress = NULL_PROGRESS):
@@ -206,6 +208,8 @@ def run_analysis(
     shape = (cube.rows, cube.cols)
     t0 = time.perf_counter()
     est = m.build(**(params or {}))
+    if m.needs_image:
+        return _run_on_image(cube, method, m, est, backend, timer, image, progress, t0)
     with timer.stage("select"):
         idx = selection.indices(shape, roi, objects)
         if m.needs_classes and roi is None:
@@ -278,6 +282,45 @@ def _require_finite(summary: dict, title: str) -> None:
                          "spectra (try fewer clusters or components, or other bands)")
 
 
+def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> AnalysisResult:
+    """A method fitted on the whole image (MNF: its noise comes from neighbouring pixels), then its images
+    (the component images) made from it."""
+    from hyperapp.detect import load_pixels
+    from hyperapp.stream import finite_pixels
+
+    xp = backend.xp
+    with timer.stage("load"):
+        X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.3))
+    n_nodata = 0
+    if not bool(xp.isfinite(X.sum(dtype=xp.float64))):
+        valid = finite_pixels(X)
+        n_nodata = int(valid.size - int(valid.sum()))
+        if n_nodata == valid.size:
+            raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
+        fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
+        X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
+    progress(0.3, f"fitting {m.title}")
+    with timer.stage("fit"):
+        est.fit(X)
+    with timer.stage("images"):
+        images = {k: to_host(v) for k, v in est.images(X).items()}
+    report = {
+        "method": method,
+        "params": {**est.get_params()},
+        "selection": {"kind": "image", "n_spectra": int(cube.rows * cube.cols), "nodata_left_out": n_nodata},
+        "device": backend.name,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "results": est.summary(),
+    }
+    _require_finite(report["results"], m.title)
+    report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return AnalysisResult(method, est, None, np.arange(cube.rows * cube.cols), report, images=images)
+
+
 def _csv(header: list, rows: list) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -340,6 +383,9 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
         paths["labels"] = write_envi(out / "labels", lab, cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
         paths["classes"] = write_class_map(result, out / "classes", cube)
+    for name, img in result.images.items():
+        paths[name] = write_envi(out / name, np.asarray(img, np.float32), cube,
+                                 f"hyperapp {result.method} {name} (band k = component k)")
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"

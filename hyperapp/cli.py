@@ -4,10 +4,11 @@ Headless commands
 -----------------
 ``info CUBE``
     Shape, dtype, interleave, wavelength range and size.
-``detect CUBE --method M --targets T [--background B] [--truth MASK] [--far F | --threshold X]
-[--device auto|gpu|cpu] --out DIR``
+``detect CUBE --method M (--targets T | --target-spectra LIB [--spectra "a,b"]) [--undesired-spectra LIB2]
+[--background B] [--truth MASK] [--far F | --threshold X] [--device auto|gpu|cpu] --out DIR``
     Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
-    (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``.
+    (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``; MTMF and MTTCIMF also
+    ``DIR/infeasibility.hdr/.img``.
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
@@ -70,6 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--method", required=True)
     det.add_argument("--targets", help="CSV of row,col (0-based) or a mask image of target pixels")
     det.add_argument("--background", help="CSV of row,col or a mask image of background pixels")
+    det.add_argument("--target-spectra", metavar="LIB",
+                     help="target spectra from a spectral library (ENVI .sli/.hdr, CSV, two-column ASCII), resampled "
+                          "to the cube's bands: no clicks needed")
+    det.add_argument("--spectra", metavar="NAMES", help="which spectra of --target-spectra (\"name,name\"; default all: one "
+                                                        "detector each, the highest score kept)")
+    det.add_argument("--undesired-spectra", metavar="LIB", action="append", default=[],
+                     help="undesired (background) signatures to suppress (OSP, TCIMF, MTTCIMF) or train against "
+                          "(RBFN); repeatable")
+    det.add_argument("--undesired-names", metavar="NAMES", help="which spectra of --undesired-spectra (default all)")
+    det.add_argument("--mnf", metavar="N", help="run the detector in MNF space: on the N leading minimum-noise-"
+                                                         "fraction components (0: those with SNR >= 1)")
+    det.add_argument("--undesired-rois", metavar="MASK",
+                     help="ROI class map whose classes' mean spectra are undesired signatures")
     det.add_argument("--truth", help="truth mask (ENVI, PNG, NPY or .mat) for AUC and Pd")
     det.add_argument("--truth-var", help="variable holding the truth in a .mat file (e.g. map)")
     g = det.add_mutually_exclusive_group()
@@ -95,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
-    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som or gmm")
+    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac "
+                                                     "or mnf")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")
     ana.add_argument("--roi", "--labels", dest="roi",
@@ -181,7 +196,9 @@ def _settings(args, kind: str) -> dict:
         if args.hidden is not None:
             raw["params"]["n_hidden"] = args.hidden
         raw.update(far=args.far, threshold=args.threshold, targets=args.targets, background=args.background,
-                   truth=args.truth, model=args.model, train=args.train_from)
+                   truth=args.truth, model=args.model, train=args.train_from, target_spectra=args.target_spectra,
+                   spectra=args.spectra, undesired_spectra=args.undesired_spectra,
+                   undesired_names=args.undesired_names, undesired_rois=args.undesired_rois, mnf=args.mnf)
     else:
         raw.update(sample=args.sample, seed=args.seed, roi_class=args.roi_class, select=args.select,
                    roi=args.roi, objects=args.objects)
@@ -223,10 +240,16 @@ def cmd_detect(args) -> int:
         from hyperapp.ffbp_training import prepare_ffbp
 
         model, params = prepare_ffbp(args, cube, model, params)
+    from hyperapp.signatures import signature_kwargs
+
+    sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
+                           st.get("undesired_names"),
+                           read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
     progress = text_progress()
     result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                      device=args.device, truth=truth, far=st.get("far"),
-                                     threshold=st.get("threshold"), model=model, memory=memory, progress=progress)
+                                     threshold=st.get("threshold"), model=model, memory=memory, progress=progress,
+                                     mnf=st.get("mnf"), **sig)
     if args.save_model:
         from hyperapp.io.models import save_model
 
@@ -304,6 +327,9 @@ def cmd_analyse(args) -> int:
         i = res["k"].index(res["chosen_k"])
         line += (f", k = {res['chosen_k']} by BIC ({res['covariance']}), average log-likelihood "
                  f"{res['log_likelihood_per_sample'][i]:.4f}")
+    if "snr" in res:
+        line += (f", {res['n_components']} of {len(res['snr'])} MNF components kept (SNR {res['snr'][0]:.4g} down to "
+                 f"{res['snr'][res['n_components'] - 1]:.4g})")
     line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
     print(f"wrote {paths['report'].parent}")

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host, to_host_pinned
+from hyperapp.backend import Timer, get_backend, get_namespace, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.jobs import NULL_PROGRESS, Progress
-from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
+from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
-from hyperapp.models.base import fitted_on
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
@@ -54,6 +53,8 @@ class DetectionResult:
     report: dict
     model: object = None
     boxes: list[dict] = field(default_factory=list)
+    #: further per-pixel maps the detector gives beside its scores (MTMF's "infeasibility"), host arrays
+    maps: dict = field(default_factory=dict)
     _objects: list[dict] | None = None
     #: (labels, scores, object count) on the run's device, kept until the table is built from them
     _device: tuple | None = None
@@ -145,6 +146,10 @@ def run_detection(
     memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
     scores_file=None,
+    target_spectra=None,
+    undesired_spectra=None,
+    signature_info: dict | None = None,
+    mnf: int | None = None,
 ) -> DetectionResult:
     """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
 
@@ -175,14 +180,39 @@ def run_detection(
     scores_file : path, optional
         Where a streamed run writes its scores tile by tile (:func:`detect_to_folder` names the
         output's own data file); unused in memory.
+    target_spectra : (k, bands) array, optional
+        Target spectra on the cube's bands (a spectral library's, :func:`hyperapp.io.speclib.library_targets`)
+        used instead of the clicks' mean: no clicks needed. Several give one detector each, the score
+        the highest of them.
+    undesired_spectra : (q, bands) array, optional
+        Signatures to suppress (OSP, TCIMF, MTTCIMF) or to train as background (RBFN).
+    signature_info : dict, optional
+        Where the spectra came from (names, library, notes), copied into the report.
+    mnf : int, optional
+        Run the detector in MNF space: on the image's leading ``mnf`` MNF components (0: those with an SNR
+        of at least 1), targets and undesired spectra transformed alike (:class:`~hyperapp.models.mnf.InMNF`).
     """
     m = get_method(method)
     backend = get_backend(device)
     timer = Timer(backend)
     shape = (cube.rows, cube.cols)
+    if target_spectra is not None:
+        target_spectra = np.atleast_2d(np.asarray(target_spectra, np.float64))
+        if not m.uses_targets:
+            raise InputError(f"method {method} takes no target: drop --target-spectra")
+        if target_spectra.shape[1] != cube.bands:
+            raise InputError(f"target spectra have {target_spectra.shape[1]} bands, the cube {cube.bands}")
+    if undesired_spectra is not None:
+        undesired_spectra = np.atleast_2d(np.asarray(undesired_spectra, np.float64))
+        if not m.uses_undesired:
+            raise InputError(f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the "
+                             "RBFN do")
+        if undesired_spectra.shape[1] != cube.bands:
+            raise InputError(f"undesired spectra have {undesired_spectra.shape[1]} bands, the cube {cube.bands}")
     if targets is None:
-        if m.uses_targets and model is None:
-            raise InputError(f"method {method} needs target pixels (--targets)")
+        if m.uses_targets and model is None and target_spectra is None:
+            raise InputError(f"method {method} needs target pixels (--targets) or target spectra "
+                             "(--target-spectra)")
         targets = np.zeros(shape, dtype=bool)
     y = labels_from_masks(shape, targets, background)
     if far is not None and threshold is not None:
@@ -190,11 +220,22 @@ def run_detection(
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
     t0 = time.perf_counter()
-    if image is None and m.kind == "pixel" and needs_streaming(cube, backend, memory):
+    if mnf is not None and (m.kind != "pixel" or model is not None):
+        raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
+                         f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
+    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
         from hyperapp.detect_stream import run_streamed
 
-        return run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
-                            threshold=threshold, model=model, progress=progress, scores_file=scores_file)
+        if target_spectra is not None and target_spectra.shape[0] > 1:
+            raise InputError(f"{method} with several target spectra needs the cube in memory, and it exceeds the "
+                             "memory budget: pick one (--spectra NAME), raise --memory, or crop the cube", cube.path)
+        result = run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
+                              threshold=threshold, model=model, progress=progress, scores_file=scores_file,
+                              target_mean=None if target_spectra is None else target_spectra[0],
+                              undesired=undesired_spectra)
+        if signature_info:
+            result.report["signatures"] = dict(signature_info)
+        return result
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
@@ -223,7 +264,13 @@ def run_detection(
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     n_targets = int(np.count_nonzero(marks == TARGET))
     n_background = int(np.count_nonzero(marks == BACKGROUND))
+    if model is None and target_spectra is not None and m.library_params:
+        params = {**m.library_params, **(params or {})}
     est = fitted_on(model, xp) if model is not None else m.build(**(params or {}))
+    if mnf is not None:
+        from hyperapp.models.mnf import InMNF
+
+        est = InMNF(est, int(mnf))
     kind = getattr(est, "stream_stats", None)
     if n_nodata and (m.kind != "pixel" or kind is None):
         # window and local-window methods need the image's geometry: no-data pixels take the mean of
@@ -231,7 +278,17 @@ def run_detection(
         with timer.stage("no-data"):
             fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
             X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
-    if model is None:
+    if model is None and (target_spectra is not None or undesired_spectra is not None):
+        with timer.stage("fit"):
+            y_fit = y if getattr(est, "labels_on_host", False) else y_dev
+            X_fit = X
+            if n_nodata and kind in ("background", "correlation", "none"):
+                keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
+                X_fit = X.reshape(-1, X.shape[2])[keep]
+                y_fit = y_dev.reshape(-1)[keep]
+            est = fit_signatures(m, params, est, X_fit, y_fit, target_spectra, undesired_spectra, n_targets,
+                                 progress.sub(0.45, 0.7))
+    elif model is None:
         with timer.stage("fit"):
             fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
             if getattr(est, "accepts_check_input", False):
@@ -245,8 +302,12 @@ def run_detection(
                 est.fit(X, y if getattr(est, "labels_on_host", False) else y_dev, **fit_kwargs)
     progress(0.7, "scoring")
     boxes: list[dict] = []
+    maps_dev: dict = {}
     with timer.stage("score"):
-        scores_dev = est.decision_function(X)
+        if hasattr(est, "score_maps"):
+            scores_dev, maps_dev = est.score_maps(X)
+        else:
+            scores_dev = est.decision_function(X)
     refined = False
     if m.kind == "window":
         boxes = list(est.boxes_)
@@ -276,6 +337,24 @@ def run_detection(
         rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
         boxes = add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
     result.model, result.boxes = est, boxes
+    if mnf is not None:
+        first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
+        result.report["mnf_components"] = int(first.mnf_.n_components_)
+    if maps_dev:
+        with timer.stage("copy"):
+            for k, v in maps_dev.items():
+                if n_nodata and v.dtype.kind == "f":
+                    v = xp.where(valid, v, xp.float32(np.nan))
+                result.maps[k] = to_host(v)
+    if signature_info or target_spectra is not None or undesired_spectra is not None:
+        info = dict(signature_info or {})
+        info.setdefault("targets", "library" if target_spectra is not None else "clicks")
+        info["n_undesired_given"] = 0 if undesired_spectra is None else int(undesired_spectra.shape[0])
+        src = getattr(est, "undesired_source_", None)
+        if src is not None:
+            info["undesired_source"] = src
+            info["n_undesired_used"] = int(np.asarray(getattr(est, "undesired_", np.zeros((0, 1)))).shape[0])
+        result.report["signatures"] = info
     if boxes:
         result.report["boxes"] = len(boxes)
         result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
@@ -283,6 +362,31 @@ def run_detection(
     result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
     return result
+
+
+def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS):
+    """Fit ``est`` from target spectra (a library's; or the clicks' mean when only ``undesired`` are given)
+    and undesired signatures, through each detector's ``fit_signature``: one detector per target
+    spectrum (:class:`~hyperapp.models.base.PerTarget` when there are several)."""
+    from hyperapp.models.base import PerTarget
+
+    xp = get_namespace(X)
+    if target_spectra is None:
+        if n_targets == 0:
+            raise InputError("no target: click target pixels or give target spectra")
+        P = X.reshape(-1, X.shape[-1])
+        yf = xp.asarray(y).reshape(-1)
+        target_spectra = to_host(P[xp.flatnonzero(xp.equal(yf, TARGET))].astype(xp.float64).mean(axis=0))[None, :]
+    import copy
+
+    kw = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
+    proto = copy.deepcopy(est) if len(target_spectra) > 1 else None  # unfitted, for the further targets
+    ests = []
+    for i, t in enumerate(target_spectra):
+        e = est if i == 0 else copy.deepcopy(proto)
+        # the labels go along: clicked targets leave the background, no-data pixels every sample
+        ests.append(e.fit_signature(X, xp.asarray(t), y=y, undesired=undesired, check_input=False, **kw))
+    return ests[0] if len(ests) == 1 else PerTarget(ests)
 
 
 def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: bool, n_targets: int,
@@ -452,6 +556,10 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
     }
     atomic_write_text(out / "objects.csv", objects_csv(result.objects))
     paths["objects"] = out / "objects.csv"
+    for name, arr in result.maps.items():
+        what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
+                "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
+        paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}")
     if result.boxes:
         from hyperapp.models.boxes import boxes_csv, boxes_geojson
 

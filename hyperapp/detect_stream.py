@@ -35,7 +35,7 @@ def _flat_valid(tile):
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
                  threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None,
-                 scores_file=None):
+                 scores_file=None, target_mean=None, undesired=None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
     (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.DetectionResult`.
 
@@ -54,6 +54,11 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
         raise InputError(f"{method} needs the whole image in memory (it looks at windows of pixels), and "
                          f"this cube's {cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed "
                          "the memory budget: raise --memory, or crop the cube", cube.path)
+    if target_mean is not None and kind not in ("background", "correlation", "none"):
+        raise InputError(f"{method} trained from a library spectrum needs the cube in memory, and it exceeds the "
+                         "memory budget: raise --memory, or crop the cube", cube.path)
+    # the detectors that suppress undesired signatures take them (given, or none: OSP, TCIMF)
+    und = {"undesired": undesired} if getattr(est, "uses_undesired", False) else {}
     y = np.array(y, dtype=np.int8)
     cols, nb = cube.cols, cube.bands
     tgt_flat = np.flatnonzero(y.reshape(-1) == TARGET)
@@ -93,6 +98,8 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
             s, G = acc.result() if acc is not None else (None, None)
             T = xp.concatenate(T_rows) if T_rows else None
             t_mean = None if T is None or not T.shape[0] else T.mean(axis=0)
+            if target_mean is not None:  # a library's spectrum instead of the clicks' mean
+                t_mean = xp.asarray(target_mean, dtype=xp.float64)
         with timer.stage("fit"):
             if kind == "background":
                 if T is not None:
@@ -103,9 +110,9 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                     raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
                 est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
             elif kind == "correlation":
-                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean)
+                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean, **und)
             else:
-                est.fit_from_stats(t_mean)
+                est.fit_from_stats(t_mean, **und)
     elif not fitted:  # "sample": the pixels the model's own sampling names
         if cube.nodata is not None or cube.store.dtype.kind == "f":
             with timer.stage("pass 0: no data"):

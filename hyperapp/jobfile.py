@@ -13,6 +13,7 @@ model or training clicks, analysis methods of the analysis path) and its output 
     # train = "scene-01.hdr"    # ...or to this cube only: the model it trains scores every cube
     # model = "sam.npz"         # or a saved model
     # far = 1e-3 / threshold = 0.9, params = { n_hidden = 8 }, background = "bg.csv"
+    # target_spectra = "lib.sli", spectra = "name,name", undesired_spectra = ["soils.sli"]: no clicks
 
     [[steps]]
     analyse = "kmeans"
@@ -44,7 +45,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands",
-               "all_bands", "name"}
+               "all_bands", "name", "target_spectra", "spectra", "undesired_spectra", "undesired_names"}
 ANALYSE_KEYS = {"analyse", "params", "select", "sample", "seed", "roi", "roi_class", "bands", "all_bands", "name"}
 #: the selections a job step can make (a job has no detection mask to take ``objects`` from)
 JOB_SELECTIONS = ("sample", "image", "roi", "rois")
@@ -73,6 +74,10 @@ class Step:
     bands: str | None = None
     roi_class: int = 1
     all_bands: bool = False
+    target_spectra: str | None = None
+    spectra: str | None = None
+    undesired_spectra: list = field(default_factory=list)
+    undesired_names: str | None = None
 
     def fingerprint(self) -> str:
         """A hash of this step's settings: its output is redone when they change."""
@@ -226,6 +231,11 @@ def load_job(path: str | Path) -> Job:
         for k in options.FILES:
             if k in raw:
                 raw[k] = rel(raw[k], f"{key}.{k}")
+        for k in options.FILE_LISTS:  # one path or a list of paths
+            if k in raw:
+                v = raw[k]
+                _expect(p, f"{key}.{k}", v, (str, list), "a path or a list of paths")
+                raw[k] = [rel(u, f"{key}.{k}[{j}]") for j, u in enumerate([v] if isinstance(v, str) else v)]
         try:
             if "select" in raw:
                 options._keyed("select", options.select, raw["select"], "select", JOB_SELECTIONS)
@@ -238,7 +248,8 @@ def load_job(path: str | Path) -> Job:
         s = Step(kind, method, name or default, got["params"], targets=got.get("targets"),
                  background=got.get("background"), train=got.get("train"), model=got.get("model"),
                  far=got.get("far"), threshold=got.get("threshold"), bands=got.get("bands"),
-                 all_bands=got["all_bands"])
+                 all_bands=got["all_bands"], target_spectra=got.get("target_spectra"), spectra=got.get("spectra"),
+                 undesired_spectra=got.get("undesired_spectra", []), undesired_names=got.get("undesired_names"))
         if kind == "analyse":
             s.select, s.sample, s.seed = got["select"], got.get("sample"), got["seed"]
             s.roi, s.roi_class = got.get("roi"), got["roi_class"]
@@ -251,6 +262,15 @@ def load_job(path: str | Path) -> Job:
 
                 k = "model"
                 load_model(s.model, method=s.method)
+            if s.target_spectra or s.undesired_spectra:  # libraries read, and the names picked found in them
+                from hyperapp.io.speclib import read_library
+
+                if s.target_spectra:
+                    k = "target_spectra"
+                    read_library(s.target_spectra).select(s.spectra)
+                for j, u in enumerate(s.undesired_spectra):
+                    k = f"undesired_spectra[{j}]"
+                    read_library(u).select(s.undesired_names)
         except HyperappError as exc:
             raise _err(p, f"{key}.{k}", str(exc)) from None
         if s.train:

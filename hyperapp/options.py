@@ -243,7 +243,81 @@ def scheduler(value, name: str = "--scheduler") -> str:
 #: files a detect or analyse run may name, and what each must be
 FILES = {"targets": "mask or pixel list", "background": "mask or pixel list", "truth": "mask file",
          "roi": "class map or pixel list", "objects": "mask file", "model": "saved model file",
-         "train": "cube file"}
+         "train": "cube file", "target_spectra": "spectral library", "undesired_rois": "class map or pixel list"}
+#: a detect run's keys that list files: each entry must be a file of this kind
+FILE_LISTS = {"undesired_spectra": "spectral library"}
+
+
+def names(value, name: str) -> str:
+    """Spectrum names of a library (``"a,b"`` or a list of names) as ``"a,b"``; which exist is checked
+    against the library itself (:func:`hyperapp.io.speclib.library_targets`)."""
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(v, str) for v in value):
+            raise InputError(f"{name} must be spectrum names (\"a,b\" or a list of names), got {value!r}")
+        value = ",".join(v.strip() for v in value)
+    if not isinstance(value, str) or not [t for t in value.split(",") if t.strip()]:
+        raise InputError(f"{name} must be spectrum names (\"a,b\" or a list of names), got {value!r}")
+    return value.strip()
+
+
+def mnf_components(value, name: str = "mnf") -> int:
+    """``--mnf``: MNF components a pixel detector runs on, 0 for those with an SNR of at least 1."""
+    return whole(value, name, 0, None, "a number of MNF components (0: those with SNR >= 1)")
+
+
+def _fail(key: str, message: str):
+    e = InputError(message)
+    e.key = key
+    raise e
+
+
+def file_list(value, name: str, what: str) -> list[str]:
+    """One path or a list of paths, each an existing file (a folder or nothing there is an error)."""
+    from hyperapp.io.masks import need_file
+
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise InputError(f"{name} must be a path or a list of paths, got {value!r}")
+    out = []
+    for v in items:
+        p = text(v, name, what="a path (text)")
+        need_file(p, what)
+        out.append(p)
+    return out
+
+
+def library_use(method: str, targets: bool, undesired: str | None, label=lambda key: key) -> None:
+    """Whether detector ``method`` takes target spectra (``targets``) and undesired signatures (given
+    under the key ``undesired``, None when there are none); the window's library dock asks this too."""
+    from hyperapp.models.registry import get_method
+
+    m = _keyed("detect", get_method, method)
+    if targets and not m.uses_targets:
+        _fail("target_spectra", f"method {method} takes no target: drop {label('target_spectra')}")
+    if undesired and not m.uses_undesired:
+        _fail(undesired, f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the RBFN do")
+
+
+def _signature_settings(m, method: str, got: dict, out: dict, label) -> None:
+    """The library keys of a detect run (target and undesired spectra, ``--mnf``), checked into ``out``."""
+    for key, what in FILE_LISTS.items():
+        if got.get(key):
+            out[key] = _keyed(key, file_list, got[key], label(key), what)
+    for key, lib in (("spectra", "target_spectra"), ("undesired_names", "undesired_spectra")):
+        if key in got:
+            out[key] = _keyed(key, names, got[key], label(key))
+            if lib not in out:
+                _fail(key, f"{label(key)} picks spectra of a library: give {label(lib)} too")
+    und = [k for k in ("undesired_spectra", "undesired_rois") if k in out]
+    library_use(method, "target_spectra" in out, und[0] if und else None, label)
+    if "mnf" in got:
+        out["mnf"] = _keyed("mnf", mnf_components, got["mnf"], label("mnf"))
+        if m.kind != "pixel":
+            _fail("mnf", f"{label('mnf')} runs a pixel detector it trains in MNF space; {method} is not a "
+                         "pixel detector")
+        if "model" in out:
+            _fail("mnf", f"{label('mnf')} runs a pixel detector it trains in MNF space; give "
+                         f"{label('mnf')} or {label('model')}, not both")
 
 
 def _keyed(key: str, fn, *args):
@@ -265,8 +339,10 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
         A detector or analysis method name.
     raw : dict
         Any of ``params`` (a table of method options), ``far``, ``threshold``, ``sample``, ``seed``,
-        ``select``, ``roi_class``, ``bands``, ``all_bands`` and the files of :data:`FILES` (paths as
-        given; relative ones are the caller's to resolve). Absent or None: the default.
+        ``select``, ``roi_class``, ``bands``, ``all_bands``, the files of :data:`FILES` and the file
+        lists of :data:`FILE_LISTS` (paths as given; relative ones are the caller's to resolve), and
+        for a detector ``spectra``, ``undesired_names`` (names in those libraries) and ``mnf``. Absent
+        or None: the default.
     label : callable
         How a key is named in messages (``"--roi-class"`` on the command line, ``"roi_class"`` in a job).
     need_targets : bool
@@ -303,10 +379,10 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
             out["far"] = _keyed("far", far, got["far"], label("far"))
         if "threshold" in got:
             out["threshold"] = _keyed("threshold", threshold, got["threshold"], label("threshold"))
-        if need_targets and m.uses_targets and "targets" not in out and "model" not in out:
-            e = InputError(f"{method} needs {label('targets')} (training clicks) or {label('model')} (a saved model)")
-            e.key = "targets"
-            raise e
+        _signature_settings(m, method, got, out, label)
+        if need_targets and m.uses_targets and not {"targets", "model", "target_spectra"} & set(out):
+            _fail("targets", f"{method} needs {label('targets')} (training clicks), {label('target_spectra')} "
+                             f"(a spectral library) or {label('model')} (a saved model)")
         return out
     if "sample" in got:
         out["sample"] = _keyed("sample", sample, got["sample"], label("sample"))

@@ -148,6 +148,15 @@ class PixelDetector(Estimator):
     #: the second read of the cube
     accepts_check_input = False
 
+    #: whether the detector suppresses undesired signatures (OSP, TCIMF, MTTCIMF; the RBFN trains on them)
+    uses_undesired = False
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+        """Fit from a target spectrum (bands,) rather than clicked pixels (a spectral library's entry,
+        resampled to the image's bands); ``undesired`` (q, bands) are signatures to suppress."""
+        raise ModelError(f"{type(self).__name__} cannot take a target spectrum from a library: it learns "
+                         "from marked pixels only")
+
     def predict(self, X, threshold: float):
         """Boolean target mask: scores above ``threshold``."""
         return self.decision_function(X) > threshold
@@ -168,6 +177,46 @@ def labelled_target_mean(X, y, check_input: bool = True):
     y = check_labels(xp.asarray(y), P.shape[0])
     # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower
     return P, xp, y, P[xp.flatnonzero(xp.equal(y, TARGET))].astype(xp.float64).mean(axis=0)
+
+
+class PerTarget(PixelDetector):
+    """One fitted detector per target spectrum (several library entries at once, as ENVI writes a rule
+    image per target); the score is the highest of them, and ``target_index`` says which won.
+
+    Parameters
+    ----------
+    estimators : list of fitted detectors
+    """
+
+    def __init__(self, estimators=()):
+        self.estimators = list(estimators)
+        self.estimators_ = self.estimators
+
+    def decision_function(self, X):
+        return self.score_maps(X)[0]
+
+    def score_maps(self, X):
+        """(highest score, {"target_index": which target gave it, and each detector's other maps at
+        that target})."""
+        self._check_fitted()
+        xp = get_namespace(X)
+        best = idx = None
+        extra: dict = {}
+        for i, est in enumerate(self.estimators_):
+            if hasattr(est, "score_maps"):
+                s, maps = est.score_maps(X)
+            else:
+                s, maps = est.decision_function(X), {}
+            if best is None:
+                best, idx, extra = s, xp.zeros(s.shape, xp.int16), dict(maps)
+                continue
+            win = xp.greater(s, best)
+            best = xp.where(win, s, best)
+            idx = xp.where(win, xp.asarray(i, dtype=xp.int16), idx)
+            for k, v in maps.items():
+                extra[k] = xp.where(win, v, extra[k])
+        extra["target_index"] = idx
+        return best, extra
 
 
 def fitted_on(est, xp):

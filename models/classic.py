@@ -117,6 +117,17 @@ class _WhitenedDetector(PixelDetector):
         return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
                                    self.target_ if self.uses_targets else None, float_dtype(P))
 
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+        """Fit from a target spectrum (a library's, resampled to the image's bands) instead of clicks:
+        the background is every pixel but any clicked targets in ``y``."""
+        P, _ = as_pixels(X)
+        if check_input:
+            check_finite(P)
+        xp = get_namespace(P)
+        exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
+        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
+                                   xp.asarray(target, dtype=xp.float64), float_dtype(P))
+
     #: what the streamed (two-pass) path accumulates for :meth:`fit_from_stats`
     stream_stats = "background"
 
@@ -199,6 +210,17 @@ class CEM(PixelDetector):
         return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0], d,
                                    float_dtype(P))
 
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+        """Fit from a target spectrum (a library's) instead of clicks; R is over every pixel."""
+        P, _ = as_pixels(X)
+        if check_input:
+            check_finite(P)
+        xp = get_namespace(P)
+        shift = BackgroundStats.shift_of(P)
+        s, G = scatter(P, shift)
+        return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0],
+                                   xp.asarray(target, dtype=xp.float64), float_dtype(P))
+
     #: the streamed path accumulates the uncentred correlation (sums about a rough mean, moved back to
     #: zero by correlation_from_sums)
     stream_stats = "correlation"
@@ -232,6 +254,12 @@ class SAM(PixelDetector):
     def fit(self, X, y, check_input: bool = True):
         P, _, _, t = labelled_target_mean(X, y, check_input)
         return self.fit_from_stats(t, float_dtype(P))
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+        """Fit from a target spectrum (a library's) instead of clicks."""
+        P, _ = as_pixels(X)
+        xp = get_namespace(P)
+        return self.fit_from_stats(xp.asarray(target, dtype=xp.float64), float_dtype(P))
 
     #: the streamed path needs only the target pixels
     stream_stats = "none"

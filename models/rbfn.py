@@ -197,7 +197,8 @@ class _Coherence:
     gives each click's value against the mean of the others (:meth:`scores`).
     """
 
-    def __init__(self, stats, T, B):
+    def __init__(self, stats, T, B, kind: str = "ace"):
+        self.kind = kind
         xp = get_namespace(T)
         self.W = stats.sqrt_inv_cov.astype(xp.float32)  # the scoring uses the same whitening
         mu = stats.mean.astype(xp.float32)
@@ -229,17 +230,26 @@ class _Coherence:
         """
         G = self.dots["T"]  # click-click products
         m = G.shape[0]
-        background = ace_from_products(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
+        if self.kind == "mf":  # the matched filter z.s / s.s instead
+            def score(dot, sq, ss):
+                return dot / ss
+        else:
+            score = ace_from_products
+        background = score(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
         groups = np.arange(m) if groups is None else np.asarray(groups)
+        # the mean of the other objects' clicks, group by group from G: (sum - the group's) / n, and its
+        # squared norm likewise (O(m^2): a library's thousand synthetic targets each their own group)
+        tot, total = G.sum(axis=1), float(G.sum())
         d_own, ss_own = np.empty(m), np.empty(m)
-        for j in range(m):
-            o = groups != groups[j]
-            if not o.any():
-                o = np.ones(m, bool)
-            n = int(o.sum())
-            d_own[j] = G[j, o].sum() / n
-            ss_own[j] = G[np.ix_(o, o)].sum() / n ** 2
-        return ace_from_products(d_own, self.sq["T"], ss_own), background
+        for g in np.unique(groups):
+            sel = groups == g
+            n = m - int(sel.sum())
+            if n == 0:  # one object: each click against all
+                d_own[sel], ss_own[sel] = tot[sel] / m, total / m ** 2
+                continue
+            d_own[sel] = (tot[sel] - G[np.ix_(sel, sel)].sum(axis=1)) / n
+            ss_own[sel] = (total - 2 * float(tot[sel].sum()) + float(G[np.ix_(sel, sel)].sum())) / n ** 2
+        return score(d_own, self.sq["T"], ss_own), background
 
 
 #: clicks closer than this (pixels, in rows and in columns) belong to one object (:func:`click_groups`)
@@ -456,6 +466,15 @@ class RBFN(PixelDetector):
         weight; 0 leaves it out (the thesis's network). Needs ``n_augment`` 0.
     seed : int
         Seed of the sampling and k-means.
+    n_library_targets : int
+        :meth:`fit_signature`: synthetic sub-pixel targets mixed from a library spectrum and sampled
+        background pixels (abundances uniform in [``min_fill``, 1]).
+    anomaly : float
+        Weight of the anomaly input (log RX of the raw spectra), fused by the clicks' evidence
+        (:func:`_fuse`); 0 leaves it out. Not used by :meth:`fit_signature` (no clicks to weigh).
+    library_coherence : {"mf", "ace"}
+        :meth:`fit_signature`: the coherence input against the library spectrum, its matched-filter
+        abundance (default, unshrunk by the ridge) or ACE.
     backend_kernel : {"auto", "fused", "gemm"}
         GPU inference path: the fused CUDA kernel (default while its parameters fit in constant
         memory) or the cuBLAS GEMM formulation.
@@ -467,7 +486,8 @@ class RBFN(PixelDetector):
                  n_components: int = 16, n_background: int = 4000, n_augment: int = 0,
                  min_fill: float = 0.3, guard: int = 2, ridge: float = 3e-3, width_scale: float = 3.0,
                  normalize: bool = True, seed: int = 0, backend_kernel: str = "auto",
-                 coherence: float = 1.0, anomaly: float = 1.0):
+                 coherence: float = 1.0, anomaly: float = 1.0, n_library_targets: int = 1024,
+                 library_coherence: str = "mf"):
         self.n_hidden = n_hidden
         self.n_target_centres = n_target_centres
         self.whiten = whiten
@@ -483,6 +503,8 @@ class RBFN(PixelDetector):
         self.backend_kernel = backend_kernel
         self.coherence = coherence
         self.anomaly = anomaly
+        self.n_library_targets = n_library_targets
+        self.library_coherence = library_coherence
 
     # ------------------------------------------------------------------ training
     def _validate_params(self):
@@ -506,6 +528,10 @@ class RBFN(PixelDetector):
             raise InputError(f"anomaly must be a weight >= 0, got {self.anomaly!r}")
         if (c > 0 or a > 0) and int(self.n_augment) > 0:
             raise InputError("the coherence input needs real clicks only: set n_augment to 0 or coherence to 0")
+        if self.library_coherence not in ("mf", "ace"):
+            raise InputError(f"library_coherence must be mf or ace, got {self.library_coherence!r}")
+        if int(self.n_library_targets) < 0:
+            raise InputError(f"n_library_targets must be 0 or more, got {self.n_library_targets}")
         if self.backend_kernel not in ("auto", "fused", "gemm"):
             raise InputError(f"backend_kernel must be auto, fused or gemm, got {self.backend_kernel!r}")
 
@@ -578,6 +604,63 @@ class RBFN(PixelDetector):
         a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
         return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress, click_groups(tgt_idx, shape2d))
 
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, progress=None):
+        """Train from a target spectrum (a spectral library's entry) instead of clicks.
+
+        The target class is the spectrum itself plus ``n_library_targets`` synthetic sub-pixel targets
+        f t + (1 - f) b, each mixing it with a background pixel b drawn from the image at an abundance
+        f uniform in [``min_fill``, 1] (linear mixing, in the cube's own units), and any clicked
+        targets in ``y``; ``undesired`` signatures (q, bands) join the background training sample.
+        Everything else (whitening, sampling, centres, widths, output layer) is :meth:`fit`'s.
+        """
+        from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
+
+        self._validate_params()
+        xp = get_namespace(X)
+        P, lead = as_pixels(X)
+        if check_input:
+            check_finite(P, y=y)
+        n, nb = P.shape
+        t = np.asarray(to_host(target), np.float64).reshape(-1)
+        if t.shape[0] != nb:
+            raise InputError(f"the target spectrum has {t.shape[0]} bands, the image has {nb}")
+        none = np.zeros(0, np.int64)
+        tgt = bg = nodata = none
+        if y is not None:
+            yh = np.asarray(to_host(y)).reshape(-1).astype(np.int8)
+            marked = sparse_flatnonzero(yh, UNLABELLED)
+            v = yh[marked]
+            tgt, bg, nodata = marked[v == TARGET], marked[v == BACKGROUND], marked[v == NODATA]
+        rng = np.random.default_rng(self.seed)
+        explicit, pool = self._background_pool(tgt, bg, nodata, n, lead if len(lead) == 2 else None)
+        if pool.size + explicit.size < 2:
+            raise ModelError("too few background pixels to train on")
+        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
+        if explicit.size:
+            stat_idx = np.union1d(stat_idx, explicit)
+        bg_idx = np.concatenate([explicit, pool.choice(min(int(self.n_background), pool.size), rng)])
+        m = int(self.n_library_targets)
+        if m < 0:
+            raise InputError(f"n_library_targets must be 0 or more, got {self.n_library_targets}")
+        mix_idx = pool.choice(m, rng, distinct=False) if m else none
+        R = P[xp.asarray(np.concatenate([tgt, stat_idx, bg_idx, mix_idx]))].astype(xp.float32)
+        a, b, c = tgt.size, tgt.size + stat_idx.size, tgt.size + stat_idx.size + bg_idx.size
+        f = xp.asarray(rng.uniform(float(self.min_fill), 1.0, mix_idx.size).astype(np.float32))[:, None]
+        t_dev = xp.asarray(t.astype(np.float32))
+        T = xp.concatenate([t_dev[None, :], R[:a], f * t_dev[None, :] + xp.subtract(1, f) * R[c:]])
+        B = R[b:c]
+        if undesired is not None and np.asarray(to_host(undesired)).size:
+            U = np.atleast_2d(np.asarray(to_host(undesired), np.float32))
+            if U.shape[1] != nb:
+                raise InputError(f"undesired signatures have {U.shape[1]} bands, the image has {nb}")
+            B = xp.concatenate([B, xp.asarray(U)])
+        self.library_targets_ = int(T.shape[0])
+        self._coherence_kind = self.library_coherence
+        try:
+            return self.fit_from_pixels(T, R[a:b], B, rng, progress)
+        finally:
+            del self._coherence_kind
+
     def fit_from_pixels(self, T, S, B, rng, progress=None, groups=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
         ``S`` and the background sample ``B`` (rows, in that order); ``groups`` says which clicks lie on
@@ -636,8 +719,11 @@ class RBFN(PixelDetector):
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
         self.coherence_weight_ = float(self.coherence)
-        self.anomaly_weight_ = float(self.anomaly)
-        coh = _Coherence(stats, Tn, Bn) if self.coherence_weight_ or self.anomaly_weight_ else None
+        kind = getattr(self, "_coherence_kind", "ace")
+        # the anomaly input weighs the clicks' evidence (is every clicked object a strong anomaly?); a
+        # library spectrum's synthetic mixtures are no clicks, so it stays out of that training
+        self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
+        coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ or self.anomaly_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
@@ -650,9 +736,12 @@ class RBFN(PixelDetector):
         if progress:
             progress(0.7, "RBFN: output layer")
         inputs, held_out = [], []
+        if not self.anomaly_weight_:
+            groups = np.zeros(T.shape[0], int)  # the held-out outputs only weigh the anomaly input
         if self.coherence_weight_:
             inputs.append(tuple(self.coherence_weight_ * v for v in coh.scores()))
-            held_out.append(self.coherence_weight_ * coh.scores(groups)[0])
+            if self.anomaly_weight_:
+                held_out.append(self.coherence_weight_ * coh.scores(groups)[0])
         self.centres_, self.gamma_, beta, net_t, net_b = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc, inputs,
                                                                             groups, held_out)
         self.n_bands_ = nb
@@ -660,6 +749,10 @@ class RBFN(PixelDetector):
         if coh is not None:
             self.coherence_w_ = coh.W
             self.coherence_s_ = coh.target().astype(np.float32)
+            self.coherence_kind_ = kind
+            if kind == "mf":  # one vector: (x - mean) W s / s.s
+                sh = self.coherence_s_.astype(np.float64)
+                self.coherence_mf_ = xp.asarray((to_host(coh.W).astype(np.float64) @ sh / (sh @ sh)).astype(np.float32))
         self.coherence_v_ = float(beta[nh]) * self.coherence_weight_ if self.coherence_weight_ else 0.0
         scale, self.anomaly_v_, shift = 1.0, 0.0, 0.0
         if self.anomaly_weight_:
@@ -715,6 +808,8 @@ class RBFN(PixelDetector):
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
+        if inputs and getattr(self, "_coherence_kind", "ace") == "mf":
+            reg[-2, -2] = 0.0  # the library's abundance input (MF) is one linear term: not shrunk
         beta = np.linalg.solve(G + reg, rhs)
         # the clicks' outputs as if their object had been left out: the regression without its rows,
         # evaluated on its inputs held out as well (the target neuron centred on, and the coherence
@@ -775,8 +870,11 @@ class RBFN(PixelDetector):
                 else:  # the same numbers in two passes over the chunk instead of six
                     D = _centred_normalised(P[i:i + step].astype(xp.float32, copy=False), self.mean_,
                                             self.normalize)
-                out[i:i + step] += self.coherence_v_ * whitened_rows(D @ self.coherence_w_, self.coherence_s_,
-                                                                     ACE_MODE)
+                if getattr(self, "coherence_kind_", "ace") == "mf":
+                    out[i:i + step] += self.coherence_v_ * (D @ self.coherence_mf_)
+                else:
+                    out[i:i + step] += self.coherence_v_ * whitened_rows(D @ self.coherence_w_, self.coherence_s_,
+                                                                         ACE_MODE)
             if getattr(self, "anomaly_v_", 0.0):  # (models saved before it have none)
                 Zr = (P[i:i + step].astype(xp.float32, copy=False) - self.anomaly_mu_) @ self.anomaly_w_
                 out[i:i + step] += xp.multiply(anomaly_input(whitened_rows(Zr, None, RX_MODE), Zr.shape[1]),

@@ -60,6 +60,15 @@ class Method:
     labels_image: bool = False
     #: analysis methods: whether classes (ROIs or a label map) are required
     needs_classes: bool = False
+    #: what the method does, for people (the method list's tooltip)
+    help: str = ""
+    #: detectors: whether undesired signatures (a library's, ROI class means) are suppressed or learnt
+    uses_undesired: bool = False
+    #: analysis methods: fitted on the whole image (rows, cols, bands), not a selection of spectra
+    needs_image: bool = False
+    #: defaults that replace the click-trained ones when the target is a library spectrum (options the
+    #: user gives still win)
+    library_params: dict = field(default_factory=dict)
 
     #: method-specific rules on the checked options (a range of k that parses, odd windows), from the
     #: models' own parsers; raises InputError
@@ -176,6 +185,48 @@ register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), (
 ), uses_targets=False, rules=_windows_rule))
 
 
+def _subspace(name):
+    def make(**kw):
+        from hyperapp.models import subspace
+
+        return getattr(subspace, name)(**kw)
+
+    return make
+
+
+def _mnf_model(name):
+    def make(**kw):
+        from hyperapp.models import mnf
+
+        return getattr(mnf, name)(**kw)
+
+    return make
+
+
+_N_UNDESIRED = Param("n_undesired", int, 8, "Undesired (background) signatures found automatically by ATGP, "
+                     "started from the target, when none are given from a library or ROI classes; 0 uses none.",
+                     0, 64, label="Undesired found (ATGP)")
+_MNF_PARAMS = (
+    Param("n_components", int, 0, "MNF components the filter works in; 0 keeps those whose signal-to-noise "
+          "ratio (eigenvalue - 1) is at least the SNR below.", 0, 1024, label="MNF components (0 = by SNR)"),
+    Param("snr_min", float, 1.0, "With 0 components: the smallest signal-to-noise ratio of a component kept.",
+          0.0, 1e6, label="SNR kept down to"),
+)
+
+register(Method("osp", "OSP (orthogonal subspace projection)", _subspace("OSP"), (_N_UNDESIRED,),
+                help="Harsanyi and Chang 1994: projects out the undesired signatures, then scores each pixel's "
+                     "target abundance (1 = pure target).", uses_undesired=True))
+register(Method("tcimf", "TCIMF (target-constrained interference min.)", _subspace("TCIMF"), (_N_UNDESIRED,),
+                help="Ren and Chang 2000: a filter with gain 1 on the target, 0 on the undesired signatures, "
+                     "least output energy otherwise (CEM when there are none).", uses_undesired=True))
+register(Method("mtmf", "MTMF (mixture-tuned matched filter)", _mnf_model("MTMF"), _MNF_PARAMS,
+                help="Boardman 1998: matched filter in MNF space, plus an infeasibility map (noise-sigma units); "
+                     "targets score high with low infeasibility."))
+register(Method("mttcimf", "MTTCIMF (mixture-tuned TCIMF)", _mnf_model("MTTCIMF"), _MNF_PARAMS + (_N_UNDESIRED,),
+                help="TCIMF in MNF space with the mixture-tuning infeasibility map, suppressing undesired "
+                     "signatures.", uses_undesired=True))
+
+
 def _rbfn(**kw):
     from hyperapp.models.rbfn import RBFN
 
@@ -193,8 +244,15 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
     Param("ridge", float, 3e-3, "Ridge penalty of the output layer's least-squares fit (regularisation).", 0.0, 10.0, label="Regularisation"),
+    Param("n_library_targets", int, 1024, "Training from a library spectrum: synthetic sub-pixel targets mixing it with sampled background pixels (abundances from the smallest fill to 1).", 0, 100000, label="Library mixtures"),
+    Param("min_fill", float, 0.3, "Smallest target abundance of the synthetic sub-pixel targets.", 0.01, 1.0, label="Smallest fill"),
     Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
-), rules=_rbfn_rule))
+), help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
+        "sub-pixel mixtures with the background.", uses_undesired=True, rules=_rbfn_rule,
+    # measured on abu-airport-1 from the truth's mean spectrum (README, "Targets from a spectral library"):
+    # mixtures are linear in the cube's units, so spectra keep their brightness; wide units and a firm
+    # ridge keep the network near the matched-filter input that the synthetic abundances teach it
+    library_params={"normalize": False, "width_scale": 10.0, "ridge": 0.3, "min_fill": 0.1, "n_background": 8000}))
 
 
 def _ffbp(**kw):
@@ -384,6 +442,18 @@ register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, (
     Param("height", float, 0.0, "Cut the tree at this merge height instead (0: cut into the number of clusters "
           "above).", 0.0, 1e12, label="Cut height (0 = by count)"),
 ), uses_targets=False, kind="analysis", labels_image=True))
+
+
+register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"), (
+    Param("n_components", int, 0, "Component images written; 0 keeps those whose signal-to-noise ratio "
+          "(eigenvalue - 1) is at least the SNR below.", 0, 1024, label="Components (0 = by SNR)"),
+    Param("snr_min", float, 1.0, "With 0 components: the smallest signal-to-noise ratio kept.", 0.0, 1e6,
+          label="SNR kept down to"),
+    Param("direction", str, "lowerright", "Which neighbour the noise is estimated from (shift differences).",
+          choices=("lowerright", "lowerleft", "right", "lower"), label="Noise from neighbour"),
+), uses_targets=False, kind="analysis", needs_image=True,
+    help="Green et al. 1988: components ordered by signal-to-noise ratio (noise from neighbouring-pixel "
+         "differences); eigenvalue plot and component images."))
 
 
 def get_analysis(name: str) -> Method:

@@ -338,3 +338,68 @@ def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
         with pytest.raises(HyperappError, match="identical"):
             params = {"n_clusters": 2} if method == "band-clusters" else {}
             run_analysis(cube_from_array(X), method, params, Selection("image"), roi=roi, device="cpu")
+
+
+def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cube(tmp_path, capsys):
+    """Spectral-library keys (issue 31) go through hyperapp.options: the CLI and a job refuse the same
+    things with the same words, naming the option or the step's key, and a job reads its libraries
+    (and finds the names it picks) before any cube."""
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+    from hyperapp.jobfile import load_job
+
+    cube = _cube(tmp_path / "scenes" / "s1.hdr")
+    (tmp_path / "afolder").mkdir()
+    write_library(SpectralLibrary(["a", "b"], np.random.default_rng(0).uniform(0.1, 0.5, (2, 8)),
+                                  np.arange(400, 480, 10.0), "nm"), tmp_path / "lib.sli")
+    (tmp_path / "notalib.txt").write_text("not a spectrum\n")
+    cases = [  # (CLI options, job keys, words both say)
+        (["--method", "ace", "--spectra", "a"], 'detect = "ace"\nspectra = "a"', "give {target_spectra} too"),
+        (["--method", "ace", "--target-spectra", "lib.sli", "--undesired-names", "a"],
+         'detect = "ace"\ntarget_spectra = "lib.sli"\nundesired_names = "a"', "give {undesired_spectra} too"),
+        (["--method", "ace", "--target-spectra", "afolder"], 'detect = "ace"\ntarget_spectra = "afolder"',
+         "is a folder; a spectral library"),
+        (["--method", "ace", "--target-spectra", "missing.sli"], 'detect = "ace"\ntarget_spectra = "missing.sli"',
+         "spectral library not found"),
+        (["--method", "osp", "--target-spectra", "lib.sli", "--undesired-spectra", "missing.sli"],
+         'detect = "osp"\ntarget_spectra = "lib.sli"\nundesired_spectra = ["missing.sli"]', "spectral library not found"),
+        (["--method", "ace", "--target-spectra", "lib.sli", "--undesired-spectra", "lib.sli"],
+         'detect = "ace"\ntarget_spectra = "lib.sli"\nundesired_spectra = "lib.sli"', "does not use undesired signatures"),
+        (["--method", "rx", "--target-spectra", "lib.sli"], 'detect = "rx"\ntarget_spectra = "lib.sli"',
+         "takes no target: drop {target_spectra}"),
+        (["--method", "ace"], 'detect = "ace"', "needs {targets} (training clicks), {target_spectra}"),
+        (["--method", "ace", "--spectra", ","], 'detect = "ace"\nspectra = ","', "must be spectrum names"),
+    ]
+    cli_label = {"target_spectra": "--target-spectra", "undesired_spectra": "--undesired-spectra", "targets": "--targets"}
+    job_label = {k: k for k in cli_label}
+    for argv, step, words in cases:
+        argv = [str(tmp_path / a) if a.endswith((".sli", "afolder")) else a for a in argv]
+        rc, err = _cli(["detect", cube, *argv, "--device", "cpu", "--out", tmp_path / "out"], capsys)
+        _one_clean_line(rc, err, words.format(**cli_label))
+        job = _scene_job(tmp_path, step)
+        with pytest.raises(HyperappError) as e:  # (a missing file is named by its path, as for masks)
+            load_job(job)
+        assert words.format(**job_label) in str(e.value), (step, str(e.value))
+        assert "not found" in words or "steps[0]." in str(e.value), (step, str(e.value))
+        assert not (tmp_path / "out").exists(), step
+    # a job reads its libraries before any cube: an unreadable library, a name it does not hold
+    for step, words in [('detect = "ace"\ntarget_spectra = "notalib.txt"', "steps[0].target_spectra"),
+                        ('detect = "ace"\ntarget_spectra = "lib.sli"\nspectra = "clay"', "no spectrum named 'clay'"),
+                        ('detect = "osp"\ntarget_spectra = "lib.sli"\nundesired_spectra = ["lib.sli"]\n'
+                         'undesired_names = "clay"', "steps[0].undesired_spectra[0]")]:
+        with pytest.raises(InputError) as e:
+            load_job(_scene_job(tmp_path, step))
+        assert words in str(e.value), (step, str(e.value))
+    # --mnf: a number of components, for pixel detectors trained here
+    for argv, words in [(["--mnf", "x"], "--mnf must be a number of MNF components"),
+                        (["--mnf", "-1"], "--mnf must be a number of MNF components"),
+                        (["--method", "ffbp", "--mnf", "4"], "ffbp is not a pixel detector")]:
+        m = [] if "--method" in argv else ["--method", "ace"]
+        rc, err = _cli(["detect", cube, *m, *argv, "--target-spectra", tmp_path / "lib.sli", "--device", "cpu",
+                        "--out", tmp_path / "out"], capsys)
+        _one_clean_line(rc, err, words)
+    assert not (tmp_path / "out").exists()
+    job = load_job(_scene_job(tmp_path, 'detect = "osp"\ntarget_spectra = "lib.sli"\nspectra = ["a"]\n'
+                                        'undesired_spectra = "lib.sli"\nundesired_names = ["b"]'))
+    s = job.steps[0]
+    assert (s.target_spectra, s.spectra, s.undesired_spectra, s.undesired_names) == (
+        str(tmp_path / "lib.sli"), "a", [str(tmp_path / "lib.sli")], "b")

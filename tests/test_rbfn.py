@@ -347,3 +347,47 @@ def test_remembered_draws_change_nothing():
     for a, b in zip(first[:3], again[:3]):
         assert np.array_equal(a, b)
     assert first[3].bit_generator.state == again[3].bit_generator.state
+
+
+def test_coherence_held_out_by_group_matches_the_direct_sums():
+    """Each click's coherence against the mean of the *other objects'* clicks, from the product matrix
+    in O(m^2) (a library's thousand synthetic targets are each their own group), equals the direct
+    per-click sums over the other groups, for ACE and the library's matched filter alike."""
+    from hyperapp.models.rbfn import _Coherence
+    from hyperapp.models.stats import BackgroundStats
+
+    rng = np.random.default_rng(3)
+    B = rng.normal(size=(400, 6)).astype(np.float32)
+    T = (rng.normal(size=(7, 6)) + 2.0).astype(np.float32)
+    stats = BackgroundStats.from_pixels(B)
+    for kind in ("ace", "mf"):
+        coh = _Coherence(stats, T, B, kind)
+        G = coh.dots["T"]
+        for groups in (np.arange(7), np.array([0, 0, 1, 1, 1, 2, 2]), np.zeros(7, int)):
+            got = coh.scores(groups)[0]
+            want = np.empty(7)
+            for j in range(7):
+                o = groups != groups[j]
+                o = o if o.any() else np.ones(7, bool)
+                d, ss = G[j, o].sum() / o.sum(), G[np.ix_(o, o)].sum() / o.sum() ** 2
+                want[j] = d / ss if kind == "mf" else np.clip(d ** 2 / (coh.sq["T"][j] * ss), 0, 1)
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{kind} {groups}")
+
+
+def test_library_training_keeps_its_mf_coherence_without_the_anomaly_input():
+    """fit_signature (a library spectrum, synthetic mixtures: no clicks) trains the MF coherence input and
+    leaves the clicks' anomaly input out; click training keeps the anomaly input's fit."""
+    from hyperapp.models.rbfn import RBFN
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(1.0, 0.1, (30, 30, 8)).astype(np.float32)
+    t = np.linspace(2.0, 0.5, 8).astype(np.float32)
+    X[5:8, 5:8] = 0.5 * X[5:8, 5:8] + 0.5 * t
+    est = RBFN(n_hidden=8, n_background=300, n_library_targets=200, seed=0).fit_signature(X, t)
+    assert est.coherence_kind_ == "mf" and est.anomaly_weight_ == 0.0 and not est.anomaly_v_
+    s = est.decision_function(X)
+    assert s[5:8, 5:8].mean() > np.percentile(s, 99)
+    y = np.full((30, 30), -1, np.int8)
+    y[6, 6] = 1
+    est = RBFN(n_hidden=8, n_background=300, seed=0).fit(X, y)
+    assert est.coherence_kind_ == "ace" and est.anomaly_weight_ == 1.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -29,6 +29,7 @@ class DetectorDock(QWidget):
         self.method = QComboBox()
         for name, m in METHODS.items():
             self.method.addItem(m.title, name)
+            self.method.setItemData(self.method.count() - 1, m.help or m.title, Qt.ItemDataRole.ToolTipRole)
         form.addRow("Method", self.method)
         self.device = QComboBox()
         self.device.addItem("auto", "auto")

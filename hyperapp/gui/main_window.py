@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
             self._add_panel(panel)
         self.detector_dock.raise_()
         spec_dock.raise_()  # the spectrum, not the last panel's plots, in front at the bottom
+        from hyperapp.gui.library_dock import install_library_dock
+        self.library_dock = install_library_dock(self)  # spectral library + MTMF scatter (their own module)
         self._readable_tabs()
         self._build_menus()
         # a default layout that leaves the image most of the window and every plot readable
@@ -437,12 +439,23 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return None
         self._save_params(method, params)
+        if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
+            return None
+        try:  # the CLI's and a job's words for a library the method cannot use
+            from hyperapp import options
+
+            options.library_use(method, "target_spectra" in sig,
+                                "undesired_spectra" if "undesired_spectra" in sig else None,
+                                lambda key: {"target_spectra": "the library's target spectra"}.get(key, key))
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return None
 
         def job(progress):
             image = s.pixels_for(method, device, progress.sub(0.0, 0.4))  # None: streamed from the file
             return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
                                  device=device, truth=truth, far=far, model=model,
-                                 image=image, progress=progress.sub(0.4, 1.0))
+                                 image=image, progress=progress.sub(0.4, 1.0), **sig)
 
         w = Worker(job)
         w.signals.progress.connect(self.detector.show_progress)

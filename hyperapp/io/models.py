@@ -19,9 +19,10 @@ from hyperapp import __version__
 from hyperapp.backend import to_host
 from hyperapp.errors import HyperappError, ModelError
 from hyperapp.models.mlp import TansigMLP
+from hyperapp.models.mnf import MNF
 from hyperapp.models.stats import BackgroundStats
 
-NESTED = (TansigMLP,)
+NESTED = (TansigMLP, MNF)
 #: value objects saved as their defining arrays and rebuilt from them (``stats_`` of ACE, MF, RX, ...)
 VALUE_OBJECTS = {BackgroundStats: (("mean", "cov"), ("n",))}
 
@@ -33,6 +34,12 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
     """Write ``model`` to ``path`` (``.npz``) atomically."""
     from hyperapp.io.atomic import atomic_write_bytes
 
+    if hasattr(model, "detector_"):
+        raise ModelError(f"a {method} model fitted in MNF space cannot be saved yet: run it without --mnf to save it",
+                         path)
+    if isinstance(getattr(model, "estimators_", None), list):
+        raise ModelError(f"a {method} model fitted to several library targets cannot be saved: run it with one "
+                         "target spectrum (--spectra NAME) to save it", path)
     arrays, scalars, nested = {}, {}, {}
     for k, v in vars(model).items():
         if not k.endswith("_") or k.startswith("_"):

@@ -1,0 +1,353 @@
+"""The spectral-library dock: open a library, see its spectra on the cube's bands, pick targets and undesired
+signatures for Train & Run, and save the clicked pixels' mean and each ROI class's mean as entries.
+
+Everything it computes goes through :mod:`hyperapp.io.speclib` and :mod:`hyperapp.signatures`, the
+functions the CLI's ``--target-spectra`` uses; the dock only shows and keeps the choice. It also installs
+the MTMF score-against-infeasibility scatter (:mod:`hyperapp.gui.mtmf_scatter`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDockWidget,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from hyperapp.errors import HyperappError
+
+ROLES = ("", "target", "undesired")
+ROLE_COLOURS = {"target": (230, 60, 60), "undesired": (60, 140, 255), "": (170, 170, 170)}
+#: spectra without a role: muted colours that stay clear of the target red and the undesired blue
+OTHER_COLOURS = [(188, 189, 34), (23, 190, 207), (148, 103, 189), (227, 119, 194), (140, 86, 75), (170, 170, 170)]
+LIBRARY_FILTER = "Spectral libraries (*.sli *.hdr *.csv *.txt *.asc);;All files (*)"
+
+
+class LibraryDock(QWidget):
+    """Library spectra with a role each (target, undesired or neither), plotted over the cube's bands."""
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window = window
+        self.library = None  # hyperapp.io.speclib.SpectralLibrary
+        self.roles: dict[str, str] = {}
+        self._cached = None  # (key, run_detection keywords) of the last choice
+        lay = QVBoxLayout(self)
+        files = QHBoxLayout()
+        self.open_button = QPushButton("Open library…")
+        self.save_button = QPushButton("Save as…")
+        self.open_button.setToolTip("An ENVI spectral library (.sli/.hdr), a CSV (wavelength column + one column "
+                                    "per spectrum) or a two-column ASCII spectrum (USGS, ECOSTRESS)")
+        self.save_button.setToolTip("Write the library as an ENVI spectral library (.sli + .hdr) or CSV")
+        files.addWidget(self.open_button)
+        files.addWidget(self.save_button)
+        lay.addLayout(files)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Spectrum", "Use as"])
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setMinimumHeight(90)
+        self.tree.setMaximumHeight(120)
+        lay.addWidget(self.tree)
+        roles = QGridLayout()
+        self.target_button = QPushButton("Target")
+        self.undesired_button = QPushButton("Undesired")
+        self.neither_button = QPushButton("Neither")
+        self.target_button.setToolTip("Detect the selected spectra (each gets its own detector; the highest "
+                                      "score is kept)")
+        self.undesired_button.setToolTip("Suppress the selected spectra (OSP, TCIMF, MTTCIMF) or train the "
+                                         "RBFN against them")
+        for i, b in enumerate((self.target_button, self.undesired_button, self.neither_button)):
+            roles.addWidget(b, 0, i)
+        self.add_clicks_button = QPushButton("Add clicked targets' mean")
+        self.add_rois_button = QPushButton("Add ROI class means")
+        self.add_clicks_button.setToolTip("The mean spectrum of the pixels marked as target, as a library entry")
+        self.add_rois_button.setToolTip("Each ROI class's mean spectrum as a library entry")
+        roles.addWidget(self.add_clicks_button, 1, 0, 1, 2)
+        roles.addWidget(self.add_rois_button, 1, 2)
+        lay.addLayout(roles)
+        self.use = QCheckBox("Train && Run takes its target from the library (no clicks needed)")
+        self.use.setToolTip("When on, Train & Run uses the spectra marked Target (and Undesired); clicked "
+                            "targets, if any, are left out of the background statistics")
+        lay.addWidget(self.use)
+        self.plot = pg.PlotWidget()
+        self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.plot.setMinimumHeight(230)
+        for ax in ("left", "bottom"):
+            self.plot.getAxis(ax).enableAutoSIPrefix(False)
+        # the legend on a dark backing, so curves under it stay readable beside it
+        self.legend = self.plot.addLegend(offset=(-10, -10), brush=pg.mkBrush(0, 0, 0, 170),
+                                          pen=pg.mkPen(90, 90, 90))
+        lay.addWidget(self.plot, 1)
+        self.status = QLabel("No library open.")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        self.open_button.clicked.connect(self._open_dialog)
+        self.save_button.clicked.connect(self._save_dialog)
+        self.target_button.clicked.connect(lambda: self.set_role(self._selected(), "target"))
+        self.undesired_button.clicked.connect(lambda: self.set_role(self._selected(), "undesired"))
+        self.neither_button.clicked.connect(lambda: self.set_role(self._selected(), ""))
+        self.add_clicks_button.clicked.connect(self._guard(self.add_clicked_mean))
+        self.add_rois_button.clicked.connect(self._guard(self.add_roi_means))
+
+    # ------------------------------------------------------------------ library
+    def _guard(self, fn):
+        def run():
+            try:
+                fn()
+            except HyperappError as exc:
+                self.window.show_error(str(exc))
+        return run
+
+    def open_library(self, path) -> bool:
+        from hyperapp.io.speclib import read_library
+
+        try:
+            lib = read_library(path)
+        except HyperappError as exc:
+            self.window.show_error(str(exc))
+            return False
+        self.library = lib
+        self.roles = {n: self.roles.get(n, "") for n in lib.names}
+        self.refresh()
+        return True
+
+    def save_library(self, path) -> bool:
+        from hyperapp.io.speclib import write_library
+
+        if self.library is None:
+            self.window.show_error("the library is empty: open one or add spectra first")
+            return False
+        try:
+            out = write_library(self.library, path)
+        except HyperappError as exc:
+            self.window.show_error(str(exc))
+            return False
+        self.library.path = str(out)
+        self.status.setText(f"Saved {len(self.library)} spectra to {out}")
+        return True
+
+    def _cube(self):
+        s = self.window.session
+        return None if s is None else s.cube
+
+    def _add(self, name: str, spectrum: np.ndarray, role: str = "") -> str:
+        from hyperapp.io.speclib import append_spectrum
+
+        cube = self._cube()
+        wl = None if cube.wavelengths is None else np.asarray(cube.wavelengths, float)
+        lib = self.library
+        if lib is not None and lib.spectra.shape[1] != spectrum.size:
+            from hyperapp.errors import InputError
+
+            raise InputError(f"the open library's spectra have {lib.spectra.shape[1]} samples and the cube "
+                             f"{spectrum.size} bands: save the library and start a new one to add cube spectra",
+                             lib.path)
+        self.library = append_spectrum(lib, name, spectrum, wl, cube.wavelength_units,
+                                       None if cube.fwhm is None else np.asarray(cube.fwhm, float))
+        new = self.library.names[-1]
+        self.roles[new] = role
+        return new
+
+    def add_clicked_mean(self) -> str | None:
+        """The mean spectrum of the pixels marked as target, as a new entry (the cube's bands)."""
+        from hyperapp.errors import InputError
+
+        s = self.window.session
+        if s is None:
+            raise InputError("open a cube first")
+        mask = s.roi.targets
+        if not mask.any():
+            raise InputError("no target pixels marked: click some first")
+        from hyperapp.signatures import roi_class_means
+
+        _, means = roi_class_means(s.cube, mask.astype(np.int32))
+        name = self._add(f"{Path(s.cube.path or 'cube').stem} targets ({int(mask.sum())} px)", means[0])
+        self.refresh()
+        return name
+
+    def add_roi_means(self) -> list[str]:
+        """Each marked ROI class's mean spectrum as a new entry, named after the class."""
+        from hyperapp.errors import InputError
+        from hyperapp.signatures import roi_class_means
+
+        s = self.window.session
+        if s is None:
+            raise InputError("open a cube first")
+        names = s.roi.class_names()
+        _, means = roi_class_means(s.cube, s.roi.labels)
+        values = [int(v) for v in np.unique(s.roi.labels) if v > 0]
+        added = [self._add(names.get(v, f"class {v}"), m) for v, m in zip(values, means)]
+        self.refresh()
+        return added
+
+    def set_role(self, names, role: str) -> None:
+        for n in [names] if isinstance(names, str) else names:
+            if n in self.roles:
+                self.roles[n] = role
+        if role == "target" and names:
+            self.use.setChecked(True)
+        self.refresh()
+
+    def _selected(self) -> list[str]:
+        return [it.text(0) for it in self.tree.selectedItems()]
+
+    def names_with(self, role: str) -> list[str]:
+        return [n for n in (self.library.names if self.library else []) if self.roles.get(n) == role]
+
+    # ------------------------------------------------------------------ for Train & Run
+    def run_kwargs(self, cube):
+        """``run_detection`` keywords for the chosen targets and undesired signatures ({} when the library
+        is not in use); None after showing the error when they cannot be brought onto the cube."""
+        from hyperapp.signatures import signature_kwargs
+
+        if self.library is None or not self.use.isChecked():
+            return {}
+        targets, undesired = self.names_with("target"), self.names_with("undesired")
+        if not targets and not undesired:
+            return {}
+        key = (id(self.library), len(self.library), tuple(targets), tuple(undesired), id(cube))
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]  # the live path: resampled once per library, choice and cube
+        try:
+            kw = signature_kwargs(cube, self.library if targets else None, targets or None,
+                                  [self.library] if undesired else (), undesired or None)
+        except HyperappError as exc:
+            self.window.show_error(str(exc))
+            return None
+        self._cached = (key, kw)
+        return kw
+
+    # ------------------------------------------------------------------ display
+    def refresh(self) -> None:
+        sel = set(self._selected())
+        self.tree.clear()
+        lib = self.library
+        for n in lib.names if lib else []:
+            role = self.roles.get(n, "")
+            it = QTreeWidgetItem([n, role or "—"])
+            it.setForeground(1, QBrush(QColor(*ROLE_COLOURS[role])))
+            self.tree.addTopLevelItem(it)
+            it.setSelected(n in sel)
+        self.tree.resizeColumnToContents(0)
+        self._plot()
+
+    def cube_changed(self, *_):
+        self.refresh()
+
+    def _plot(self) -> None:
+        from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
+
+        self.plot.clear()
+        self.legend.clear()
+        lib, cube = self.library, self._cube()
+        if lib is None or not len(lib):
+            self.status.setText("No library open." if lib is None else "The library is empty.")
+            return
+        note = ""
+        y, x = None, None
+        if cube is not None:
+            try:
+                y, how = resample_to_cube(lib, cube)
+                y, factor = match_scale(y, cube_level(cube))
+                note = f"{how}" + (f"; multiplied by {factor:g} to the cube's scale" if factor != 1 else "")
+                if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
+                    x = np.asarray(cube.wavelengths, float)
+                    self.plot.setLabel("bottom", f"wavelength ({cube.wavelength_units or 'as in the header'})")
+                else:
+                    x = np.arange(cube.bands, dtype=float)
+                    self.plot.setLabel("bottom", "band")
+                self.plot.setLabel("left", "value (cube units)")
+            except HyperappError as exc:
+                note = f"Not usable on this cube: {exc}"
+        if y is None:  # the library as it is
+            y = lib.spectra
+            nm = lib.wavelengths_nm()
+            x = nm if nm is not None else np.arange(y.shape[1], dtype=float)
+            self.plot.setLabel("bottom", "wavelength (nm)" if nm is not None else "sample")
+            self.plot.setLabel("left", "value (library units)")
+        for i, n in enumerate(lib.names):
+            role = self.roles.get(n, "")
+            c = ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
+            self.plot.plot(x, y[i], pen=pg.mkPen(c, width=2.5 if role else 1.2), name=f"{n}" + (f" ({role})"
+                                                                                                 if role else ""))
+        t, u = len(self.names_with("target")), len(self.names_with("undesired"))
+        src = Path(lib.path).name if lib.path else "new library"
+        self.status.setText(f"{src}: {len(lib)} spectra, {t} target, {u} undesired. {note}")
+
+    def _open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open spectral library", self.window._last_dir(), LIBRARY_FILTER)
+        if path:
+            self.open_library(path)
+
+    def _save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save spectral library", self.window._last_dir(),
+                                              "ENVI spectral library (*.sli);;CSV (*.csv)")
+        if path:
+            self.save_library(path)
+
+
+def install_library_dock(window) -> LibraryDock:
+    """Add the library dock (tabbed with the detector) and the MTMF scatter (tabbed with the spectrum) to
+    ``window``, and connect them: the scatter shows each mixture-tuned run, its selection the image."""
+    from hyperapp.gui.mtmf_scatter import InfeasibilityScatter
+
+    dock = LibraryDock(window)
+    d = QDockWidget("Library", window)
+    d.setObjectName("Library")
+    from PySide6.QtWidgets import QScrollArea
+
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(dock)
+    d.setWidget(area)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d)
+    detector = window.findChild(QDockWidget, "Detector")
+    if detector is not None:
+        window.tabifyDockWidget(detector, d)
+        detector.raise_()
+    scatter = dock.scatter = InfeasibilityScatter()
+    sd = dock.scatter_dock = QDockWidget("MTMF scatter", window)
+    sd.setObjectName("MTMF scatter")
+    sd.setWidget(scatter)
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, sd)
+    spectrum = window.findChild(QDockWidget, "Spectrum")
+    if spectrum is not None:
+        window.tabifyDockWidget(spectrum, sd)
+        spectrum.raise_()
+
+    def run_finished(run):
+        res = getattr(run, "result", None)
+        if res is not None and "infeasibility" in getattr(res, "maps", {}):
+            scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility")
+            sd.raise_()
+
+    def cube_opened(_session):
+        scatter.clear()
+        dock.cube_changed()
+
+    def selection(mask):
+        if mask is None:
+            window._redraw_result()  # the run's own mask again
+        else:
+            window.view.set_mask(mask)
+
+    window.run_finished.connect(run_finished)
+    window.cube_opened.connect(cube_opened)
+    scatter.selection_changed.connect(selection)
+    return dock

@@ -1,0 +1,432 @@
+"""Spectral libraries: read and write them, and bring their spectra onto a cube's bands.
+
+Formats (:func:`read_library` picks by the file):
+
+* **ENVI spectral library** (``.sli`` + ``.hdr``: ``spectra names``, ``wavelength``, ``wavelength units``,
+  ``fwhm``), read and written through Spectral Python (``spectral.envi.open``,
+  ``spectral.io.envi.SpectralLibrary``), as ENVI and Spectral Python users exchange them.
+* **CSV**: a header row, then a wavelength column and one column per spectrum (the header's names);
+  the wavelength column's header may carry the units (``wavelength (um)``, ``Wavelength_nm``).
+* **Two-column ASCII**, as the USGS (splib06) and ECOSTRESS libraries ship one spectrum per file: header
+  lines, then ``wavelength value [more columns]`` rows. ECOSTRESS's ``Name:``, ``X Units:`` and
+  ``Y Units:`` lines are read; USGS's deleted channels (-1.23e34) are dropped.
+
+:func:`resample_to_cube` converts units (nm, µm) and resamples each spectrum to the cube's band centres
+and FWHM with ``spectral.BandResampler``; :func:`match_scale` reconciles a reflectance scale (0-1,
+percent, 0-10000) with the cube's. Every error is one line that names the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError, OutputError
+
+#: values at or below this are missing channels (USGS writes -1.23e34)
+MISSING_BELOW = -1e30
+ASCII_EXTENSIONS = (".txt", ".asc", ".ascii", ".dat")
+
+
+@dataclass
+class SpectralLibrary:
+    """Spectra (n, samples) with their names and sampling.
+
+    Attributes
+    ----------
+    names : list of str
+    spectra : (n, samples) float64 array
+    wavelengths : (samples,) array or None
+        Sample centres in ``units``; None when the library gives none (then it only fits a cube band for
+        band).
+    units : str or None
+        "nm", "um" or what the file said.
+    fwhm : (samples,) array or None
+    path : str or None
+        The file it came from.
+    scale_note : str
+        How the values were scaled on reading (an ECOSTRESS library in percent, for one).
+    """
+
+    names: list[str]
+    spectra: np.ndarray
+    wavelengths: np.ndarray | None = None
+    units: str | None = None
+    fwhm: np.ndarray | None = None
+    path: str | None = None
+    description: str = ""
+    scale_note: str = field(default="")
+
+    def __post_init__(self):
+        self.spectra = np.atleast_2d(np.asarray(self.spectra, dtype=np.float64))
+        if len(self.names) != self.spectra.shape[0]:
+            raise InputError(f"{len(self.names)} names for {self.spectra.shape[0]} spectra", self.path)
+        for attr in ("wavelengths", "fwhm"):
+            v = getattr(self, attr)
+            if v is not None:
+                v = np.asarray(v, dtype=np.float64).reshape(-1)
+                if v.size != self.spectra.shape[1]:
+                    raise InputError(f"{v.size} {attr} values for spectra of {self.spectra.shape[1]} samples",
+                                     self.path)
+                setattr(self, attr, v)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def select(self, names: list[str] | str | None) -> SpectralLibrary:
+        """The library's spectra named in ``names`` (a list, or one comma-separated string), in that
+        order; exact names first, then ignoring case. None or empty: all of them."""
+        if names is None or names == "" or names == []:
+            return self
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        idx = []
+        lower = {}
+        for i, n in enumerate(self.names):
+            lower.setdefault(n.lower(), i)
+        for n in names:
+            if n in self.names:
+                idx.append(self.names.index(n))
+            elif n.lower() in lower:
+                idx.append(lower[n.lower()])
+            else:
+                have = ", ".join(repr(x) for x in self.names[:8]) + (", ..." if len(self.names) > 8 else "")
+                raise InputError(f"no spectrum named {n!r} in the library (it holds {have})", self.path)
+        return SpectralLibrary([self.names[i] for i in idx], self.spectra[idx], self.wavelengths, self.units,
+                               self.fwhm, self.path, self.description, self.scale_note)
+
+    def wavelengths_nm(self) -> np.ndarray | None:
+        return None if self.wavelengths is None else self.wavelengths * unit_factor(self.units, self.wavelengths)
+
+    def fwhm_nm(self) -> np.ndarray | None:
+        return None if self.fwhm is None else self.fwhm * unit_factor(self.units, self.wavelengths)
+
+
+def unit_factor(units: str | None, values: np.ndarray | None = None) -> float:
+    """Factor to nanometres for wavelength ``units`` (nm, um/µm/micrometers, mm?), guessed from the
+    values (below 30: micrometres) when the units are missing or unknown."""
+    u = (units or "").strip().lower()
+    if u in ("nm", "nanometers", "nanometres", "nanometer", "nanometre"):
+        return 1.0
+    if u in ("um", "µm", "μm", "micrometers", "micrometres", "micrometer", "micrometre", "microns", "micron"):
+        return 1000.0
+    if u in ("mm", "millimeters", "millimetres"):
+        return 1e6
+    if values is not None and np.size(values) and np.nanmax(values) < 30:
+        return 1000.0
+    return 1.0
+
+
+def _units_in(text: str) -> str | None:
+    t = text.lower()
+    if re.search(r"(micro|µm|μm|\bum\b|_um\b|\(um\)|microns?)", t):
+        return "um"
+    if re.search(r"(nano|\bnm\b|_nm\b|\(nm\))", t):
+        return "nm"
+    return None
+
+
+# ---------------------------------------------------------------------------------------- reading
+def read_library(path: str | os.PathLike) -> SpectralLibrary:
+    """Read an ENVI spectral library (``.sli`` or its ``.hdr``), a CSV or a two-column ASCII spectrum."""
+    p = Path(path)
+    if not p.exists():
+        raise CubeNotFoundError("spectral library not found", p)
+    if p.is_dir():
+        raise CubeFormatError("is a folder, not a spectral library", p)
+    ext = p.suffix.lower()
+    if ext in (".sli", ".hdr"):
+        return _read_envi(p)
+    if ext == ".csv":
+        return _read_csv(p)
+    if ext in ASCII_EXTENSIONS or ext == "":
+        return _read_ascii(p)
+    raise CubeFormatError("unknown spectral library format: expected an ENVI .sli/.hdr, a .csv or a two-column "
+                          ".txt", p)
+
+
+def _read_envi(p: Path) -> SpectralLibrary:
+    from spectral.io import envi
+
+    hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
+    data = p.with_suffix(".sli") if p.suffix.lower() == ".hdr" else p
+    if not hdr.is_file():
+        raise CubeNotFoundError("the library's header (.hdr) is missing", hdr)
+    if not data.is_file():
+        raise CubeNotFoundError("the library's data file (.sli) is missing", data)
+    try:
+        lib = envi.open(str(hdr), str(data))
+    except Exception as exc:  # Spectral Python raises bare Exceptions on bad headers
+        raise CubeFormatError(f"cannot read the ENVI spectral library ({exc})", hdr) from exc
+    if not hasattr(lib, "names") or not hasattr(lib, "spectra"):
+        raise CubeFormatError("not an ENVI spectral library (file type is not 'ENVI Spectral Library')", hdr)
+    units = lib.bands.band_unit
+    units = None if units in (None, "<unspecified>", "Unknown") else str(units)
+    centres = None if lib.bands.centers is None else np.asarray(lib.bands.centers, float)
+    fwhm = None if lib.bands.bandwidths is None else np.asarray(lib.bands.bandwidths, float)
+    spectra = np.asarray(lib.spectra, dtype=np.float64)
+    scale = lib.metadata.get("reflectance scale factor")
+    note = ""
+    if scale:
+        try:
+            spectra = spectra / float(scale)
+            note = f"divided by the header's reflectance scale factor {float(scale):g}"
+        except ValueError:
+            pass
+    return SpectralLibrary([str(n) for n in lib.names], spectra, centres, units, fwhm, str(data),
+                           str(lib.metadata.get("description", "")).strip("{} "), note)
+
+
+def _read_csv(p: Path) -> SpectralLibrary:
+    try:
+        text = p.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise CubeFormatError(f"cannot read ({exc.strerror or exc})", p) from exc
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise CubeFormatError("the CSV is empty", p)
+
+    def numeric(row):
+        try:
+            return [float(c) if c.strip() else np.nan for c in row]
+        except ValueError:
+            return None
+
+    head = rows[0] if numeric(rows[0]) is None else None
+    body = rows[1:] if head is not None else rows
+    vals = []
+    for i, r in enumerate(body, start=2 if head is not None else 1):
+        v = numeric(r)
+        if v is None:
+            raise CubeFormatError(f"line {i}: not a row of numbers ({','.join(r)[:60]!r})", p)
+        vals.append(v)
+    width = {len(v) for v in vals}
+    if len(width) != 1:
+        raise CubeFormatError(f"rows have different numbers of columns ({sorted(width)})", p)
+    A = np.array(vals, dtype=np.float64)
+    if A.shape[1] < 2:
+        raise CubeFormatError("a library CSV needs a wavelength column and at least one spectrum column", p)
+    names = [h.strip() or f"spectrum {j}" for j, h in enumerate(head[1:], 1)] if head is not None else \
+        [f"spectrum {j}" for j in range(1, A.shape[1])]
+    units = _units_in(head[0]) if head is not None else None
+    wl = A[:, 0]
+    spectra = A[:, 1:].T
+    spectra = np.where(spectra <= MISSING_BELOW, np.nan, spectra)
+    return SpectralLibrary(names, spectra, wl, units, None, str(p))
+
+
+def _read_ascii(p: Path) -> SpectralLibrary:
+    try:
+        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise CubeFormatError(f"cannot read ({exc.strerror or exc})", p) from exc
+    name, units, yunits, data = None, None, "", []
+    for line in lines:
+        parts = line.replace(",", " ").split()
+        try:
+            nums = [float(x) for x in parts]
+        except ValueError:
+            nums = None
+        if nums and len(nums) >= 2:
+            data.append(nums[:2])
+            continue
+        if nums and len(nums) == 1:
+            continue  # a count, or a value without its wavelength
+        low = line.strip().lower()
+        if low.startswith("name:") and name is None:
+            name = line.split(":", 1)[1].strip()
+        elif low.startswith("x units:"):
+            units = _units_in(line)
+        elif low.startswith("y units:"):
+            yunits = low
+        elif name is None and line.strip() and not data:
+            name = line.strip()  # USGS: the title line
+    if not data:
+        raise CubeFormatError("no two-column (wavelength, value) rows found: a spectrum file needs its "
+                              "wavelengths beside the values", p)
+    A = np.array(data, dtype=np.float64)
+    keep = A[:, 1] > MISSING_BELOW
+    A = A[keep]
+    order = np.argsort(A[:, 0], kind="stable")
+    A = A[order]
+    spectrum, note = A[:, 1], ""
+    if "percent" in yunits:
+        spectrum = spectrum / 100.0
+        note = "reflectance in percent, divided by 100"
+    return SpectralLibrary([name or p.stem], spectrum[None, :], A[:, 0], units, None, str(p), "", note)
+
+
+# ---------------------------------------------------------------------------------------- writing
+def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: str | None = None) -> Path:
+    """Write ``lib`` as an ENVI spectral library (``.sli`` + ``.hdr``, through Spectral Python) or, for a
+    ``.csv`` path, as CSV; all or nothing (both files appear together, or neither). Returns the data
+    file's path."""
+    from spectral.io.envi import SpectralLibrary as SpyLibrary
+
+    p = Path(path)
+    if p.suffix.lower() == ".csv":
+        from hyperapp.io.atomic import atomic_write_text
+
+        if lib.wavelengths is None:
+            raise InputError("a CSV library needs wavelengths: this library has none (save it as .sli)", p)
+        unit = lib.units or "nm"
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow([f"wavelength ({unit})"] + list(lib.names))
+        for j, wl in enumerate(lib.wavelengths):
+            w.writerow([f"{wl:.9g}"] + [f"{v:.9g}" for v in lib.spectra[:, j]])
+        atomic_write_text(p, buf.getvalue())
+        return p
+    base = p.with_suffix("") if p.suffix.lower() in (".sli", ".hdr") else p
+    final_sli, final_hdr = base.with_name(base.name + ".sli"), base.with_name(base.name + ".hdr")
+    from hyperapp.io.atomic import ensure_dir
+
+    ensure_dir(base.parent)
+    header = {"spectra names": list(lib.names), "file type": "ENVI Spectral Library"}
+    if lib.wavelengths is not None:
+        header["wavelength"] = [float(v) for v in lib.wavelengths]
+        header["wavelength units"] = lib.units or "Unknown"
+    if lib.fwhm is not None:
+        header["fwhm"] = [float(v) for v in lib.fwhm]
+    stage = Path(tempfile.mkdtemp(prefix=".speclib-", dir=base.parent))
+    try:
+        spy = SpyLibrary(np.asarray(lib.spectra, np.float32), header)
+        if lib.wavelengths is None:
+            spy.bands.band_unit = "Unknown"
+        spy.save(str(stage / base.name), description or lib.description or "hyperapp spectral library")
+        os.replace(stage / (base.name + ".sli"), final_sli)
+        os.replace(stage / (base.name + ".hdr"), final_hdr)
+    except OSError as exc:
+        raise OutputError(f"cannot write the spectral library ({exc.strerror or exc})", final_sli) from exc
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return final_sli
+
+
+def append_spectrum(lib: SpectralLibrary | None, name: str, spectrum: np.ndarray, wavelengths=None,
+                    units=None, fwhm=None) -> SpectralLibrary:
+    """``lib`` with one more spectrum (a new library sampled like the cube when ``lib`` is None); a name
+    already present gets a number."""
+    spectrum = np.asarray(spectrum, np.float64).reshape(1, -1)
+    if lib is None or len(lib) == 0:
+        return SpectralLibrary([name], spectrum, wavelengths, units, fwhm)
+    if lib.spectra.shape[1] != spectrum.shape[1]:
+        raise InputError(f"the library's spectra have {lib.spectra.shape[1]} samples, this one {spectrum.shape[1]}: "
+                         "save it to a new library", lib.path)
+    base, k = name, 2
+    while name in lib.names:
+        name, k = f"{base} ({k})", k + 1
+    return SpectralLibrary(lib.names + [name], np.concatenate([lib.spectra, spectrum]), lib.wavelengths, lib.units,
+                           lib.fwhm, lib.path, lib.description)
+
+
+# ---------------------------------------------------------------------------------------- onto a cube
+def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
+    """The library's spectra on the cube's bands: ((n, cube bands) float64, how it was done).
+
+    With wavelengths on both sides, each spectrum is resampled with ``spectral.BandResampler`` (the
+    cube's FWHM where its header gives them; the library's too), both in nanometres. Missing library
+    samples (NaN) are dropped first. A cube without wavelengths takes a library of exactly its band
+    count band for band (a library saved from this cube); anything else is refused, as is a library
+    that does not cover every cube band.
+    """
+    from spectral import BandResampler
+
+    nb = cube.bands
+    where = lib.path
+    cwl = None if cube.wavelengths is None else np.asarray(cube.wavelengths, float)
+    if cwl is not None and cwl.size != nb:
+        cwl = None
+    if cwl is None or lib.wavelengths is None:
+        if lib.spectra.shape[1] == nb:
+            return lib.spectra.copy(), "band for band (the same band count; no wavelengths to resample by)"
+        if cwl is None:
+            raise InputError(f"the cube has no wavelengths, so a library of {lib.spectra.shape[1]} samples cannot "
+                             f"be resampled to its {nb} bands (only a library of exactly {nb} bands fits)", where)
+        raise InputError(f"the library has no wavelengths and {lib.spectra.shape[1]} samples, the cube {nb} bands",
+                         where)
+    cf = unit_factor(cube.wavelength_units, cwl)
+    c_nm = cwl * cf
+    c_fwhm = None if cube.fwhm is None or np.size(cube.fwhm) != nb else np.asarray(cube.fwhm, float) * cf
+    l_nm, l_fwhm = lib.wavelengths_nm(), lib.fwhm_nm()
+    lo, hi = float(np.nanmin(l_nm)), float(np.nanmax(l_nm))
+    if hi < c_nm.min() or lo > c_nm.max():
+        raise InputError(f"the library ({lo:g}-{hi:g} nm) and the cube ({c_nm.min():g}-{c_nm.max():g} nm) do not "
+                         "overlap in wavelength", where)
+    out = np.empty((len(lib), nb))
+    for i in range(len(lib)):
+        s = lib.spectra[i]
+        ok = np.isfinite(s) & np.isfinite(l_nm)
+        if ok.sum() < 2:
+            raise InputError(f"spectrum {lib.names[i]!r} has fewer than 2 valid samples", where)
+        order = np.argsort(l_nm[ok], kind="stable")
+        centres = l_nm[ok][order]
+        fw = None if l_fwhm is None else l_fwhm[ok][order]
+        r = BandResampler(list(centres), list(c_nm), None if fw is None else list(fw),
+                          None if c_fwhm is None else list(c_fwhm))
+        out[i] = r(s[ok][order])
+    bad = ~np.isfinite(out).all(axis=0)
+    if bad.any():
+        b = np.flatnonzero(bad)
+        raise InputError(f"the library ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
+                         f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
+                         "library", where)
+    how = f"resampled from {lib.spectra.shape[1]} samples to the cube's {nb} band centres"
+    how += " and FWHM" if c_fwhm is not None else " (FWHM from the band spacing)"
+    return out, how
+
+
+def cube_level(cube, rows: int = 64) -> float:
+    """A typical absolute pixel value of the cube (median over a few evenly spread rows)."""
+    step = max(1, cube.rows // max(1, rows))
+    sample = cube.read(slice(0, cube.rows, step))
+    v = np.abs(sample[np.isfinite(sample)])
+    return float(np.median(v)) if v.size else 1.0
+
+
+def match_scale(spectra: np.ndarray, level: float) -> tuple[np.ndarray, float]:
+    """Spectra rescaled by the power of 100 (1e-4 .. 1e4) that brings their median nearest the cube's
+    typical value ``level``, when they are more than 10 times apart (a 0-1 reflectance library on a
+    cube scaled 0-10000, or percent): (spectra, factor)."""
+    med = float(np.median(np.abs(spectra[np.isfinite(spectra)]))) if np.isfinite(spectra).any() else 0.0
+    if med <= 0 or level <= 0:
+        return spectra, 1.0
+    ratio = level / med
+    if 0.1 <= ratio <= 10:
+        return spectra, 1.0
+    factor = 10.0 ** (2 * round(np.log10(ratio) / 2))
+    factor = float(min(max(factor, 1e-4), 1e4))
+    return spectra * factor, factor
+
+
+@dataclass
+class LibraryTargets:
+    """Target (and undesired) spectra on a cube's bands, and a note of how they got there."""
+
+    names: list[str]
+    spectra: np.ndarray
+    notes: list[str]
+
+
+def library_targets(path_or_lib, cube, names=None, level: float | None = None) -> LibraryTargets:
+    """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None),
+    resample them to ``cube``'s bands and match the cube's scale: what ``detect --target-spectra`` and the
+    window's library dock pass to :func:`hyperapp.detect.run_detection`."""
+    lib = path_or_lib if isinstance(path_or_lib, SpectralLibrary) else read_library(path_or_lib)
+    if len(lib) == 0:
+        raise InputError("the spectral library holds no spectra", lib.path)
+    lib = lib.select(names)
+    spectra, how = resample_to_cube(lib, cube)
+    notes = [how] + ([lib.scale_note] if lib.scale_note else [])
+    spectra, factor = match_scale(spectra, cube_level(cube) if level is None else level)
+    if factor != 1.0:
+        notes.append(f"multiplied by {factor:g} to match the cube's scale")
+    return LibraryTargets(list(lib.names), spectra, notes)

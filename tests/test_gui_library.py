@@ -1,0 +1,75 @@
+"""The spectral-library dock and the MTMF scatter, driven through their public API (pytest-qt, offscreen)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+
+def _run(qtbot, win, method, **params):
+    win.detector.set_method(method)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    win.detector.set_params(params)
+    with qtbot.waitSignal(win.run_finished, timeout=60000) as blocker:
+        win.run_detector()
+    return blocker.args[0]
+
+
+def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land_hdr, tmp_path):
+    from hyperapp.io import read_labels
+    from hyperapp.io.speclib import SpectralLibrary, read_library, write_library
+
+    assert win.open_cube(land_hdr)
+    cube = win.session.cube
+    truth = read_labels(land_hdr.with_name("land_truth.hdr"), (cube.rows, cube.cols)) > 0
+    X = cube.to_float32()
+    # a library in micrometres and reflectance 0-1: resampled and rescaled onto the cube by the dock
+    wl = np.asarray(cube.wavelengths) / 1000.0
+    write_library(SpectralLibrary(["metal", "grass"], np.stack([X[truth].mean(0), X[~truth].mean(0)]) / 1e4, wl,
+                                  "micrometers"), tmp_path / "lib.sli")
+    dock = win.library_dock
+    assert dock.open_library(tmp_path / "lib.sli")
+    assert dock.tree.topLevelItemCount() == 2
+    assert "multiplied by 10000" in dock.status.text()
+    assert dock.plot.getAxis("bottom").labelText.startswith("wavelength")
+    assert not dock.use.isChecked()
+    dock.set_role(["metal"], "target")
+    assert dock.use.isChecked() and dock.names_with("target") == ["metal"]
+    win.session.truth = truth
+    run = _run(qtbot, win, "ace")
+    rep = run.result.report
+    assert rep["n_target_pixels"] == 0 and rep["signatures"]["target_names"] == ["metal"]
+    assert rep["evaluation"]["auc"] > 0.99
+    # MTMF: the scatter shows score against infeasibility; a drawn polygon selects pixels on the image
+    run = _run(qtbot, win, "mtmf")
+    sc = dock.scatter
+    assert sc.score is not None and sc.score.size == cube.rows * cube.cols
+    mask = sc.set_polygon([(0.5, -1.0), (10.0, -1.0), (10.0, 100.0), (0.5, 100.0)])
+    expect = (run.result.scores > 0.5) & (run.result.maps["infeasibility"] < 100.0)
+    assert mask.shape == (cube.rows, cube.cols) and (mask == expect).all() and mask.any()
+    sc.clear_selection()
+    assert sc.mask is None
+    # undesired for a method that takes none: one dialog before any worker starts, in the CLI's words
+    dock.set_role(["grass"], "undesired")
+    win.detector.set_method("ace")
+    assert win.run_detector() is None and win.worker is None
+    assert "does not use undesired" in (win.last_error or "")
+    # the clicked targets' mean and the ROI class means become entries, and the library saves
+    win.session.roi.mark_pixels(np.argwhere(truth)[:3], "target")
+    win.session.roi.rectangle(100, 100, 110, 115, "background")
+    n0 = len(dock.library)
+    dock.library = None  # a new library sampled like the cube
+    name = dock.add_clicked_mean()
+    added = dock.add_roi_means()
+    assert name in dock.library.names and len(added) == 2 and n0 == 2
+    np.testing.assert_allclose(dock.library.spectra[0],
+                               np.stack([X[r, c] for r, c in np.argwhere(truth)[:3]]).mean(0), rtol=1e-5)
+    assert dock.save_library(tmp_path / "mine.sli")
+    assert read_library(tmp_path / "mine.sli").names == dock.library.names
+
+
+def test_bad_library_shows_one_error(qtbot, win, land_hdr, tmp_path):
+    assert win.open_cube(land_hdr)
+    (tmp_path / "bad.csv").write_text("wavelength,a\n400,x\n")
+    assert not win.library_dock.open_library(tmp_path / "bad.csv")
+    assert "bad.csv" in win.last_error and "line 2" in win.last_error

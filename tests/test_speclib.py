@@ -1,0 +1,195 @@
+"""Spectral libraries: ENVI round trip through Spectral Python, CSV and two-column ASCII, resampling to
+a cube's bands with units and scale reconciled, and targets from a library in the CLI and job files."""
+
+import json
+
+import numpy as np
+import pytest
+
+from hyperapp.cube import cube_from_array
+from hyperapp.errors import HyperappError, InputError
+from hyperapp.io.speclib import (
+    SpectralLibrary,
+    library_targets,
+    match_scale,
+    read_library,
+    resample_to_cube,
+    write_library,
+)
+
+
+def _lib(n=3, m=200):
+    wl = np.linspace(0.4, 2.5, m)  # micrometres
+    rng = np.random.default_rng(0)
+    spectra = np.clip(0.3 + 0.1 * np.sin(wl[None, :] * (np.arange(n)[:, None] + 1)) +
+                      0.01 * rng.standard_normal((n, m)), 0, 1)
+    return SpectralLibrary([f"mat {i}" for i in range(n)], spectra, wl, "micrometers", np.full(m, 0.011))
+
+
+def test_envi_library_round_trips_through_spectral_python(tmp_path):
+    from spectral.io import envi
+    from spectral.io.envi import SpectralLibrary as Spy
+
+    lib = _lib()
+    path = write_library(lib, tmp_path / "lib.sli")
+    assert path.name == "lib.sli" and (tmp_path / "lib.hdr").is_file()
+    assert not list(tmp_path.glob(".speclib-*"))  # the staging folder is gone
+    spy = envi.open(str(tmp_path / "lib.hdr"), str(path))
+    assert spy.names == lib.names
+    np.testing.assert_allclose(spy.spectra, lib.spectra, rtol=1e-6)
+    np.testing.assert_allclose(spy.bands.centers, lib.wavelengths)
+    np.testing.assert_allclose(spy.bands.bandwidths, lib.fwhm)
+    assert spy.bands.band_unit == "micrometers"
+    # and one Spectral Python wrote reads back here
+    Spy(spy.spectra * 2, {"spectra names": ["a", "b", "c"], "wavelength": list(lib.wavelengths),
+                          "wavelength units": "micrometers"}).save(str(tmp_path / "spy"))
+    back = read_library(tmp_path / "spy.hdr")
+    assert back.names == ["a", "b", "c"]
+    np.testing.assert_allclose(back.spectra, lib.spectra * 2, rtol=1e-6)
+    np.testing.assert_allclose(back.wavelengths_nm(), lib.wavelengths * 1000)
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    import spectral.io.envi as envi
+
+    def boom(self, *a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(envi.SpectralLibrary, "save", boom)
+    with pytest.raises(HyperappError, match="cannot write"):
+        write_library(_lib(), tmp_path / "lib.sli")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_csv_and_ascii_libraries(tmp_path):
+    (tmp_path / "lib.csv").write_text("Wavelength (um),grass,soil\n0.5,0.05,0.2\n1.0,0.5,0.3\n1.5,0.3,0.35\n")
+    lib = read_library(tmp_path / "lib.csv")
+    assert lib.names == ["grass", "soil"] and lib.units == "um"
+    np.testing.assert_allclose(lib.wavelengths_nm(), [500, 1000, 1500])
+    np.testing.assert_allclose(lib.spectra[1], [0.2, 0.3, 0.35])
+    # ECOSTRESS style: header lines, micrometres, reflectance in percent
+    (tmp_path / "eco.txt").write_text("Name: Red brick\nType: manmade\nX Units: Wavelength (micrometers)\n"
+                                      "Y Units: Reflectance (percent)\n\n2.5\t40.0\n0.4\t10.0\n1.0\t30.0\n")
+    eco = read_library(tmp_path / "eco.txt")
+    assert eco.names == ["Red brick"]
+    np.testing.assert_allclose(eco.wavelengths_nm(), [400, 1000, 2500])  # sorted
+    np.testing.assert_allclose(eco.spectra[0], [0.1, 0.3, 0.4])
+    # USGS splib06 style: a title line, three columns, deleted channels
+    (tmp_path / "usgs.asc").write_text("Alunite GDS84 Na03 W1R1Ba AREF\n0.35 0.1 0.01\n0.36 -1.23e34 0\n"
+                                       "0.37 0.12 0.01\n")
+    usgs = read_library(tmp_path / "usgs.asc")
+    assert usgs.names == ["Alunite GDS84 Na03 W1R1Ba AREF"] and usgs.spectra.shape == (1, 2)
+    with pytest.raises(HyperappError, match="eco2.txt: no two-column"):
+        (tmp_path / "eco2.txt").write_text("title\n0.1\n0.2\n")
+        read_library(tmp_path / "eco2.txt")
+
+
+def _cube(bands=40, lo=450.0, hi=2400.0, level=3000.0, fwhm=True):
+    rng = np.random.default_rng(1)
+    data = (level * (0.5 + 0.1 * rng.random((16, 16, bands)))).astype(np.float32)
+    wl = np.linspace(lo, hi, bands)
+    return cube_from_array(data, "c", wavelengths=wl, wavelength_units="Nanometers",
+                           fwhm=np.full(bands, (hi - lo) / bands) if fwhm else None)
+
+
+def test_resampling_uses_band_resampler_in_nanometres():
+    from spectral import BandResampler
+
+    lib, cube = _lib(), _cube()
+    out, how = resample_to_cube(lib, cube)
+    ref = BandResampler(list(lib.wavelengths * 1000), list(cube.wavelengths), list(lib.fwhm * 1000),
+                        list(cube.fwhm))
+    np.testing.assert_allclose(out[1], ref(lib.spectra[1]))
+    assert "FWHM" in how
+
+
+def test_scale_reconciled_to_the_cube():
+    lib, cube = _lib(), _cube(level=3000.0)  # reflectance 0-1 library, cube scaled 0-10000
+    t = library_targets(lib, cube, "mat 2")
+    assert t.names == ["mat 2"]
+    ref, _ = resample_to_cube(lib.select(["mat 2"]), cube)
+    np.testing.assert_allclose(t.spectra, ref * 1e4)
+    assert any("10000" in n for n in t.notes)
+    same, f = match_scale(np.array([[2000.0, 3000.0]]), 2500.0)
+    assert f == 1.0
+    pct, f = match_scale(np.array([[0.2, 0.3]]), 30.0)  # a percent cube
+    assert f == 100.0
+
+
+def test_clear_errors():
+    lib = _lib()
+    with pytest.raises(InputError, match="do not overlap"):
+        resample_to_cube(lib, _cube(lo=3000.0, hi=5000.0))
+    with pytest.raises(InputError, match=r"does not cover \d+ of the cube's 36 bands"):
+        resample_to_cube(lib, _cube(bands=36, lo=2000.0, hi=2700.0, fwhm=False))  # the library ends at 2500
+    nowl = cube_from_array(np.ones((4, 4, 12), np.float32), "nowl")
+    with pytest.raises(InputError, match="no wavelengths"):
+        resample_to_cube(lib, nowl)
+    with pytest.raises(InputError, match="no spectrum named 'clay'"):
+        lib.select("mat 0,clay")
+    assert lib.select("MAT 1").names == ["mat 1"]  # case ignored when no exact match
+
+
+def test_band_for_band_library_from_a_cube_without_wavelengths(tmp_path):
+    data = np.random.default_rng(0).random((8, 8, 12)).astype(np.float32) * 1000
+    cube = cube_from_array(data, "nowl")
+    write_library(SpectralLibrary(["px"], data[2, 3][None]), tmp_path / "px.sli")
+    out, how = resample_to_cube(read_library(tmp_path / "px.sli"), cube)
+    np.testing.assert_allclose(out[0], data[2, 3], rtol=1e-6)
+    assert "band for band" in how
+
+
+def _run(capsys, *args):
+    from hyperapp.cli import main
+
+    rc = main(["--headless", *map(str, args)])
+    out = capsys.readouterr()
+    return rc, out.err
+
+
+def test_cli_detect_with_library_targets(land_hdr, tmp_path, capsys):
+    from hyperapp.io import open_cube, read_mask
+
+    cube = open_cube(land_hdr).good_bands()
+    truth = read_mask(land_hdr.parent / "land_truth.hdr", (cube.rows, cube.cols)) > 0
+    X = cube.to_float32()
+    lib = SpectralLibrary(["target", "background"], np.stack([X[truth].mean(0), X[~truth].mean(0)]),
+                          np.asarray(cube.wavelengths) / 1000.0, "micrometers")
+    write_library(lib, tmp_path / "lib.sli")
+    rc, err = _run(capsys, "detect", land_hdr, "--method", "osp", "--target-spectra", tmp_path / "lib.sli",
+                   "--spectra", "target", "--undesired-spectra", tmp_path / "lib.sli", "--undesired-names", "background",
+             "--truth", land_hdr.parent / "land_truth.hdr", "--device", "cpu", "--out", tmp_path / "out")
+    assert rc == 0, err
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert rep["signatures"]["target_names"] == ["target"]
+    assert rep["signatures"]["undesired_names"] == ["background"] and rep["signatures"]["undesired_source"] == "given"
+    assert rep["evaluation"]["auc"] > 0.9
+    assert rep["n_target_pixels"] == 0
+    # bad inputs: one line, exit 2
+    for extra, msg in ((["--spectra", "clay"], "no spectrum named 'clay'"),
+                       (["--undesired-spectra", tmp_path / "lib.sli"], "does not use undesired")):
+        rc, err = _run(capsys, "detect", land_hdr, "--method", "ace", "--target-spectra", tmp_path / "lib.sli",
+                       *extra, "--device", "cpu", "--out", tmp_path / "bad")
+        assert rc == 2 and msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_job_step_with_target_spectra(land_hdr, tmp_path):
+    from hyperapp.batch import run_job
+    from hyperapp.io import open_cube
+    from hyperapp.jobfile import load_job
+
+    cube = open_cube(land_hdr).good_bands()
+    t = cube.read()[10, 10]
+    write_library(SpectralLibrary(["px"], t[None], np.asarray(cube.wavelengths), "nm"), tmp_path / "lib.sli")
+    (tmp_path / "job.toml").write_text(f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "mtmf"\n'
+                                       'target_spectra = "lib.sli"\n[output]\nfolder = "out"\n')
+    job = load_job(tmp_path / "job.toml")
+    assert job.steps[0].target_spectra == str(tmp_path / "lib.sli")
+    assert run_job(job, device="cpu") == 0
+    step = next((tmp_path / "out").rglob("detect-mtmf"))
+    assert (step / "infeasibility.hdr").is_file()
+    assert json.loads((step / "report.json").read_text())["signatures"]["targets"] == "library"
+    (tmp_path / "bad.toml").write_text(f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\n'
+                                       'spectra = "px"\n[output]\nfolder = "out"\n')
+    with pytest.raises(InputError, match="give target_spectra too"):
+        load_job(tmp_path / "bad.toml")
