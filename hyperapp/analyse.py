@@ -130,6 +130,25 @@ def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Pr
     return backend.asarray(out)
 
 
+def class_statistics(cube: Cube, labels: np.ndarray, max_pixels: int = 500,
+                     seed: int = 0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``{class value: (mean, std)}`` spectra of every marked class of ``labels`` (0 = unmarked), from at
+    most ``max_pixels`` of its pixels drawn at random (seeded): only those pixels are read, never the
+    whole cube. No-data pixels are left out."""
+    rng = np.random.default_rng(seed)
+    lab = np.asarray(labels)
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k in np.unique(lab[lab > 0]):
+        idx = np.argwhere(lab == k)
+        if len(idx) > max_pixels:
+            idx = idx[np.sort(rng.choice(len(idx), max_pixels, replace=False))]
+        px = np.stack([np.asarray(cube.spectrum(int(r), int(c)), np.float64) for r, c in idx])
+        px = px[np.isfinite(px).all(axis=1)]
+        if len(px):
+            out[int(k)] = (px.mean(axis=0), px.std(axis=0))
+    return out
+
+
 def label_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
     """``model.predict`` over every pixel, tile by tile; -1 where a pixel has no data (NaN, Inf or the
     cube's no-data value)."""

@@ -56,6 +56,8 @@ class ParamForm(QWidget):
         super().__init__(parent)
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
+        # a long label puts its editor on the next line rather than widening the toolbox
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self._get: dict = {}
         self._set: dict = {}
         self.editors: dict = {}

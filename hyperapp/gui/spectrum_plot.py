@@ -52,15 +52,15 @@ class SpectrumPlot(pg.PlotWidget):
             self.removeItem(p)
         self.pins = []
 
-    def show_rois(self, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """``{name: (mean, std)}``: mean line with a ±1 std band per ROI class."""
+    def show_rois(self, stats: dict[str, tuple]) -> None:
+        """``{name: (mean, std[, colour])}``: mean line with a ±1 std band per ROI class, in its colour."""
         for it in self.roi_items:
             self.removeItem(it)
         self.roi_items = []
         colours = {"target": (255, 60, 60), "background": (60, 140, 255)}
-        for name, (mean, std) in stats.items():
+        for name, (mean, std, *colour) in stats.items():
             mean, std = np.asarray(mean) / self.scale, np.asarray(std) / self.scale
-            c = colours.get(name, (200, 200, 200))
+            c = tuple(int(v) for v in colour[0][:3]) if colour else colours.get(name, (200, 200, 200))
             lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)))
             hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)))
             fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c + (40,)))

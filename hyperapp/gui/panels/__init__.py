@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hyperapp.detect import mask_at
 from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import add_run_controls, set_busy, show_progress
+from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
 
@@ -48,7 +49,8 @@ class AnalysisPanel(QWidget):
         self.host = host
         self.worker: Worker | None = None
         self.result = None
-        lay = QVBoxLayout(self)
+        body = QWidget()
+        lay = QVBoxLayout(body)
         top = QFormLayout()
         self.method = QComboBox()
         for name in self.methods:
@@ -69,7 +71,8 @@ class AnalysisPanel(QWidget):
         self.build_controls(lay)
         self.form = ParamForm()
         lay.addWidget(self.form)
-        add_run_controls(self, lay)
+        lay.addStretch(1)
+        tool_page(self, body)
         # the plots live in their own dock (the window puts it beside the spectrum, where plots get
         # the width they need); the controls stay beside the detector
         self.tabs = QTabWidget()
@@ -136,7 +139,7 @@ class AnalysisPanel(QWidget):
         objects = None
         if sel.kind == "objects":
             run = self.host.current_run()
-            objects = None if run is None else run.result.scores > run.threshold
+            objects = None if run is None else mask_at(run.result.scores, run.threshold)
 
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.3))
@@ -181,8 +184,8 @@ class AnalysisPanel(QWidget):
         """Draw the result's label map over the image, in the classes' colours."""
         from hyperapp.analyse import class_table
 
-        values, _, colours = class_table(result)
-        self.host.show_labels(result.labels, self.title, values, colours)
+        values, names, colours = class_table(result)
+        self.host.show_labels(result.labels, self.title, values, colours, names)
 
     def _failed(self, message: str) -> None:
         self.status.setText("failed")
@@ -199,11 +202,21 @@ class AnalysisPanel(QWidget):
         self.finished.emit(self._outcome)
 
     def reset(self) -> None:
-        """Forget the last result (a new cube was opened)."""
+        """Forget the last result (a new cube or project was opened): the plots are built anew, empty, so
+        nothing of the old cube's run stays on them."""
         self.cancel()
         self.result = None
         self.status.setText("")
         self.progress.setValue(0)
+        self.clear_plots()
+
+    def clear_plots(self) -> None:
+        """Replace every plot tab with a fresh, empty one (:meth:`build_plots` again)."""
+        while self.tabs.count():
+            w = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            w.deleteLater()
+        self.build_plots(self.tabs)
 
 
 def wavelength_axis(cube) -> tuple:
