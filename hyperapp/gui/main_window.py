@@ -133,6 +133,9 @@ class MainWindow(QMainWindow):
         self.tools_dock = self._dock("Tools", self.toolbox, Qt.DockWidgetArea.RightDockWidgetArea)
         self.detector_dock = self.tools_dock  # where a new right-hand dock is tabified
         bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+        # the toolbox runs the window's full height (its forms get it); the bottom docks sit under the image
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         spec_dock = self.spec_dock = self._dock("Spectrum", self.spectrum, bottom)
         self.results_dock = self._dock("Results", self.results, bottom)
         self.plots_dock = self._dock("Analysis plots", self.toolbox.plots, bottom)

@@ -204,8 +204,7 @@ class ResultsPanel(QWidget):
         if self.truth is not None:
             far, pd = operating_point(self.scores, self.truth, t, self.exclude)
             self.roc_point.setData([max(far, self._min_far)], [pd])
-            self.roc.setTitle(f"AUC {self._auc:.4f}; at the threshold (yellow dot): detection rate {pd:.3f}, "
-                              f"false-alarm rate {far:.2g}")
+            self.roc.setTitle(f"AUC {self._auc:.4f}; threshold (dot): detection {pd:.3f}, false alarms {far:.2g}")
             self.operating_point = (far, pd)
         else:
             self.operating_point = None

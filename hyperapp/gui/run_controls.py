@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -59,8 +62,18 @@ def run_strip(owner, run_text: str = "Run") -> QWidget:
     return strip
 
 
+def narrow_editors(body: QWidget) -> None:
+    """Let the editors of ``body`` (and of forms rebuilt in it later) shrink to the toolbox's width: a
+    spin box's size hint comes from its range (a billion is wide), which would clip the form."""
+    for w in body.findChildren(QWidget):
+        if isinstance(w, (QComboBox, QAbstractSpinBox, QLineEdit)):
+            w.setSizePolicy(QSizePolicy.Policy.Ignored, w.sizePolicy().verticalPolicy())
+            w.setMinimumWidth(90)
+
+
 def tool_page(owner: QWidget, body: QWidget, run_text: str = "Run") -> None:
     """Lay ``owner`` out as a tool page: ``body`` scrolled, the run strip fixed below it."""
+    narrow_editors(body)
     outer = QVBoxLayout(owner)
     outer.setContentsMargins(0, 0, 0, 0)
     outer.setSpacing(2)
