@@ -28,6 +28,8 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
 
 SELECTIONS = ("sample", "image", "roi", "rois", "objects")
+#: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
+POSTERIOR_METHODS = ("gmm",)
 DEFAULT_SAMPLE = 20000
 
 
@@ -173,6 +175,39 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
         progress(r0 / max(cube.rows, 1), "labelling the image")
         labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
     return labels
+
+
+def posterior_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
+    """``model.predict_proba`` over every pixel, tile by tile: float32 (rows, cols, components) on the host,
+    NaN where a pixel has no data. The GUI's Posterior tab and the CLI's ``posterior.hdr`` both come from
+    here."""
+    xp = backend.xp
+    out = None
+
+    def one(P):
+        ok = xp.isfinite(P).all(axis=1)
+        if bool(ok.all()):
+            return to_host(model.predict_proba(P)).astype(np.float32)
+        k = None if out is None else out.shape[2]
+        probs = model.predict_proba(P[ok]) if bool(ok.any()) else None
+        k = k or (probs.shape[1] if probs is not None else int(getattr(model, "chosen_k_", 1)))
+        full = np.full((P.shape[0], k), np.nan, np.float32)
+        if probs is not None:
+            full[to_host(ok)] = to_host(probs)
+        return full
+
+    if image is not None:
+        p = one(image.reshape(-1, image.shape[-1]))
+        return p.reshape(cube.rows, cube.cols, -1)
+    from hyperapp.stream import iter_float_tiles
+
+    for r0, r1, tile in iter_float_tiles(cube, backend.xp):
+        progress(r0 / max(cube.rows, 1), "posterior probabilities")
+        p = one(tile.reshape(-1, cube.bands))
+        if out is None:
+            out = np.empty((cube.rows, cube.cols, p.shape[1]), np.float32)
+        out[r0:r1] = p.reshape(r1 - r0, cube.cols, -1)
+    return out
 
 
 def run_analysis(
@@ -349,6 +384,12 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
         paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
         paths["classes"] = write_class_map(result, out / "classes", cube)
+    if result.method in POSTERIOR_METHODS:
+        post = result.extra if isinstance(result.extra, np.ndarray) and result.extra.ndim == 3 else None
+        if post is None:
+            post = posterior_image(result.model, cube, get_backend("cpu"))
+        paths["posterior"] = write_envi(out / "posterior", np.asarray(post, np.float32), cube,
+                                        f"hyperapp {result.method} posterior probability per component")
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"

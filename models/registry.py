@@ -211,8 +211,9 @@ register_analysis(Method("som", "Self-organising map (SOM)", _som, (
     Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "
           "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate"),
     Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0, label="End learning rate"),
-    Param("codebook_clusters", int, 0, "0: colour the image by best-matching neuron; k: by k-means clusters of "
-          "the neurons.", 0, 4096, label="Clusters of the codebook"),
+    Param("codebook_clusters", int, 8, "k: colour the image by k-means clusters of the neurons (a readable "
+          "number of classes); 0: by best-matching neuron (one class per neuron).", 0, 4096,
+          label="Clusters of the codebook"),
     Param("init", str, "pca", "Start from the plane of the two principal components, or from random spectra.",
           choices=("pca", "random"), label="Start codebook"),
     Param("training", str, "batch", "batch: one neighbourhood-weighted mean per epoch (fast); online: the "

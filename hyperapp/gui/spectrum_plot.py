@@ -12,7 +12,10 @@ class SpectrumPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.showGrid(x=True, y=True, alpha=0.3)
-        self.addLegend(offset=(-10, 10))
+        # the legend beside the plot, never over the curves
+        legend = pg.LegendItem(verSpacing=-4)
+        self.getPlotItem().layout.addItem(legend, 2, 3)
+        self.getPlotItem().legend = legend
         self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
         self.pins: list = []
         self.roi_items: list = []
@@ -29,7 +32,10 @@ class SpectrumPlot(pg.PlotWidget):
         if wavelengths is not None and len(wavelengths) == bands:
             self.x = np.asarray(wavelengths, dtype=float)
             self.getAxis("bottom").enableAutoSIPrefix(False)
-            self.setLabel("bottom", f"wavelength ({units})" if units else "wavelength")
+            from hyperapp.gui.panels import units_text
+
+            u = units_text(units)
+            self.setLabel("bottom", f"wavelength ({u})" if u else "wavelength")
         else:
             self.x = np.arange(bands, dtype=float)
             self.setLabel("bottom", "band")

@@ -219,58 +219,122 @@ class AnalysisPanel(QWidget):
         self.build_plots(self.tabs)
 
 
+def units_text(units: str | None) -> str:
+    """Wavelength units as a label writes them: "nanometers", not ENVI's "Nanometers"; "nm" stays."""
+    if not units:
+        return ""
+    return units.lower() if units[:1].isupper() and units[1:].islower() else units
+
+
 def wavelength_axis(cube) -> tuple:
     """(x values, axis label) of a cube's bands: wavelengths with units, or band numbers."""
     import numpy as np
 
     if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
-        u = cube.wavelength_units
+        u = units_text(cube.wavelength_units)
         return np.asarray(cube.wavelengths, float), (f"wavelength ({u})" if u else "wavelength")
     return np.arange(cube.bands, dtype=float), "band"
 
 
+def value_axis(cube) -> tuple[float, str]:
+    """(divisor, axis label) of spectral values: reflectance where the header gives a reflectance scale
+    factor (the Spectrum dock divides by it too, so every plot shows one scale), else the stored values."""
+    f = getattr(cube, "scale_factor", None)
+    return (float(f), "reflectance") if f else (1.0, "value (as stored)")
+
+
+def band_name(cube, b: int) -> str:
+    """Band ``b`` as people read it: its index and wavelength ("12 (650 nm)"), or the index alone."""
+    u = units_text(cube.wavelength_units)
+    if cube.wavelengths is not None and 0 <= b < len(cube.wavelengths):
+        w = float(cube.wavelengths[b])
+        return f"{b} ({w:.4g} {u})" if u else f"{b} ({w:.4g})"
+    return str(b)
+
+
+def side_legend(plot):
+    """A legend beside the plot's view, never over its curves: curves plotted with ``name=`` join it."""
+    import pyqtgraph as pg
+
+    pi = plot.getPlotItem()
+    legend = pg.LegendItem(verSpacing=-4)
+    pi.layout.addItem(legend, 2, 3)
+    pi.legend = legend
+    return legend
+
+
+def integer_ticks(plot, values, axis: str = "bottom", most: int = 16) -> None:
+    """Ticks at whole numbers only (k, epochs, iterations): at most ``most`` of ``values``."""
+    import numpy as np
+
+    v = np.unique(np.asarray(values, float).round().astype(int))
+    if v.size == 0:
+        plot.getAxis(axis).setTicks(None)
+        return
+    step = max(1, int(np.ceil(v.size / most)))
+    plot.getAxis(axis).setTicks([[(float(x), str(int(x))) for x in v[::step]]])
+    if v.size == 1:
+        plot.setXRange(v[0] - 1, v[0] + 1, padding=0) if axis == "bottom" else None
+
+
 def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
     """Replace the curves ``old`` on ``plot`` with one per row of ``spectra`` (in the class palette),
-    against the cube's wavelengths; returns the new curves."""
+    against the cube's wavelengths and on the Spectrum dock's value scale; returns the new curves."""
+    import numpy as np
     import pyqtgraph as pg
 
     from hyperapp.io.writers import class_colour
 
     for it in old:
         plot.removeItem(it)
+    legend = plot.getPlotItem().legend
+    if legend is not None:
+        legend.clear()
     x, label = wavelength_axis(cube)
+    scale, ylabel = value_axis(cube)
     plot.setLabel("bottom", label)
-    return [plot.plot(x, spectra[j], pen=pg.mkPen(class_colour(j), width=2), name=name)
+    plot.setLabel("left", ylabel)
+    return [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
             for j, name in enumerate(names)]
 
 
 def plot_widget(x_label: str, y_label: str, title: str = ""):
-    """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes."""
+    """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes with room for their labels."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 220)
+    p.setMinimumSize(320, 180)
     p.showGrid(x=True, y=True, alpha=0.3)
     p.setLabel("bottom", x_label)
     p.setLabel("left", y_label)
     p.getAxis("bottom").enableAutoSIPrefix(False)
     p.getAxis("left").enableAutoSIPrefix(False)
+    p.getAxis("left").setWidth(70)  # room for the tick values and the label beside them
     return p
 
 
 def image_plot(title: str):
-    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock."""
+    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the
+    image keeps its aspect and fills the plot; axes that mean nothing are hidden."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 220)
+    p.setMinimumSize(320, 180)
     p.setAspectLocked(True)
     p.invertY(True)
+    p.hideAxis("left")
+    p.hideAxis("bottom")
     img = pg.ImageItem(axisOrder="row-major")
     p.addItem(img)
     bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False)
     bar.setImageItem(img, insert_in=p.getPlotItem())
     return p, img, bar
+
+
+def fit_image(plot, image) -> None:
+    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data)."""
+    h, w = image.shape[:2]
+    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0.02)
 
 
 def analysis_panels() -> tuple:

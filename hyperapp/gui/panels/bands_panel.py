@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+from hyperapp.gui.panels import AnalysisPanel, band_name, plot_widget, value_axis, wavelength_axis
 
 
 class BandsPanel(AnalysisPanel):
@@ -64,14 +64,17 @@ class BandsPanel(AnalysisPanel):
             counts, edges = np.histogram(m.scores_, bins=60)
             self.score_curve.setData(edges, counts)
             self.score_plot.setLabel("bottom", m.score_kind_)
+            self.score_plot.setTitle(f"{len(m.scores_)} subsets explored")
         else:
             self._rows = [list(map(int, m.representatives_))]
             scores = [None]
             self.table.setHorizontalHeaderLabels(["bands kept", ""])
             self.score_curve.setData([0, 1], [0])
+        # band clustering scores no subsets: no empty "Score distribution" tab
+        self.tabs.setTabVisible(self.tabs.indexOf(self.score_plot), result.method == "band-subsets")
         self.table.setRowCount(len(self._rows))
         for i, (bands, sc) in enumerate(zip(self._rows, scores)):
-            self.table.setItem(i, 0, QTableWidgetItem(", ".join(map(str, bands))))
+            self.table.setItem(i, 0, QTableWidgetItem(", ".join(band_name(self.host.session.cube, b) for b in bands)))
             self.table.setItem(i, 1, QTableWidgetItem("" if sc is None else f"{sc:.4f}"))
         self.table.selectRow(0)
         self._mark_selected()
@@ -85,12 +88,14 @@ class BandsPanel(AnalysisPanel):
             self.spectrum_plot.removeItem(it)
         cube = s.cube
         x, label = wavelength_axis(cube)
+        scale, ylabel = value_axis(cube)
         self.spectrum_plot.setLabel("bottom", label)
-        mean = s.mean_spectrum()
+        self.spectrum_plot.setLabel("left", ylabel)
+        mean = np.asarray(s.mean_spectrum(), float) / scale
         self.band_items = [self.spectrum_plot.plot(x, mean, pen=pg.mkPen("w", width=2))]
         for b in bands:
             if b < len(x):
                 line = pg.InfiniteLine(x[b], angle=90, pen=pg.mkPen((255, 180, 0), width=2),
-                                       label=str(b), labelOpts={"position": 0.9, "color": (255, 180, 0)})
+                                       label=band_name(cube, b), labelOpts={"position": 0.9, "color": (255, 180, 0)})
                 self.spectrum_plot.addItem(line)
                 self.band_items.append(line)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.errors import HyperappError
-from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+from hyperapp.gui.panels import AnalysisPanel, band_name, plot_widget, wavelength_axis
 
 #: file-dialog filters of the class map's formats
 EXPORT_FILTERS = {"ENVI classification (*.hdr)": "envi", "TIFF / GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png"}
@@ -201,7 +201,7 @@ class ForestPanel(AnalysisPanel):
         width = float(np.median(np.diff(x))) * 0.8 if len(x) > 1 else 0.8
         self.importance_plot.setLabel("bottom", label)
         self.importance_bars.setOpts(x=x, height=m.feature_importances_, width=width)
-        top = ", ".join(str(b) for b in res["top_bands"][:5])
+        top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:5])
         self.importance_plot.setTitle(f"band importance (top bands {top})")
         self.export_button.setEnabled(result.labels is not None)
         self.tabs.setCurrentIndex(0)

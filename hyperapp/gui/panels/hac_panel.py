@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget
+from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget, side_legend
 from hyperapp.gui.worker import Worker, start
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
@@ -43,7 +43,7 @@ class HACPanel(AnalysisPanel):
         self.cut_line.hide()
         lay.addWidget(self.dendro, 1)
         self.means_plot = plot_widget("wavelength", "mean value", "cluster mean spectra")
-        self.means_plot.addLegend(offset=(-10, 10))
+        side_legend(self.means_plot)
         tabs.addTab(box, "Dendrogram")
         tabs.addTab(self.means_plot, "Cluster spectra")
         self.lines: list = []
