@@ -50,8 +50,10 @@ def cube_folder(out: str, path: str) -> Path:
 
 
 def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
-                 progress=None) -> dict:
-    """Every step on one cube; returns its summary row (an ``error`` line instead of raising)."""
+                 progress=None, truth: str | None = None) -> dict:
+    """Every step on one cube; returns its summary row (an ``error`` line instead of raising). ``truth``:
+    the cube's truth mask (its detections' reports then carry AUC and Pd). The row's ``detections``
+    holds each detect step's count by step name."""
     from hyperapp.analyse import Selection, parse_bands, run_analysis, write_analysis
     from hyperapp.cli import read_class_map
     from hyperapp.detect import detect_to_folder
@@ -63,6 +65,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
     prog = progress or NULL_PROGRESS
     try:
         base = open_cube(path, dataset).good_bands()
+        truth_mask = read_labels(truth, (base.rows, base.cols)) if truth else None
         n = len(steps)
         for i, d in enumerate(steps):
             s = Step(**d)
@@ -80,8 +83,8 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
                 background = read_labels(s.background, shape) if s.background and model is None else None
                 res, _ = detect_to_folder(cube, s.method, targets, background, folder, params=s.params,
                                           device=device, far=s.far, threshold=s.threshold, model=model,
-                                          memory=memory, progress=sub)
-                row["detections"] = (row["detections"] or 0) + int(res.report["detections"])
+                                          memory=memory, progress=sub, truth=truth_mask)
+                row["detections"] = {**(row["detections"] or {}), s.name: int(res.report["detections"])}
             else:
                 roi = read_class_map(s.roi, shape) if s.roi else None
                 kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
@@ -95,6 +98,15 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
         row["error"] = f"internal error: {exc.__class__.__name__}: {exc}"
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
+
+
+def detections_text(detections) -> str:
+    """A summary cell: each detect step's pixel count ("sam 12, rbfn 30"), never their sum."""
+    if not detections:
+        return ""
+    if isinstance(detections, dict):
+        return ", ".join(f"{k} {v}" for k, v in detections.items())
+    return str(detections)
 
 
 class Manifest:
@@ -229,7 +241,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 client = Client(scheduler) if scheduler else Client(_local_cluster(workers))
                 futs = {}
                 for c in todo:
-                    f = client.submit(process_cube, c, steps, str(out), job.dataset, device, memory, pure=False,
+                    f = client.submit(process_cube, c, steps, str(out), job.dataset, device, memory, None,
+                                      job.truth.get(c), pure=False,
                                       key=f"cube-{Path(c).stem}-{time.time_ns()}")
                     futs[f] = (c, bars.add_task(Path(c).stem, total=1))
                     say(f"submit {c}")
@@ -240,8 +253,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 for c in todo:
                     task = bars.add_task(Path(c).stem, total=1)
                     prog = HProgress(lambda fr, msg, task=task: bars.update(task, completed=fr))
-                    futs[executor.submit(process_cube, c, steps, str(out), job.dataset, device, memory, prog)] = \
-                        (c, task)
+                    futs[executor.submit(process_cube, c, steps, str(out), job.dataset, device, memory, prog,
+                                         job.truth.get(c))] = (c, task)
                     say(f"start {c}")
                 done_iter = ((f.result(), futs[f]) for f in as_completed(futs))
             for row, (c, task) in done_iter:
@@ -250,7 +263,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 bars.update(task, completed=1, description=f"{Path(c).stem} " + ("failed" if row["error"] else "done"))
                 bars.advance(overall)
                 say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.2f} s"
-                    + (f": {row['error']}" if row["error"] else f", {row['detections']} detections"))
+                    + (f": {row['error']}" if row["error"] else f", detections {detections_text(row['detections'])}"))
     finally:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
@@ -267,10 +280,10 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         r = rows.get(c)
         if r is None:
             e = manifest.data["cubes"].get(c, {})
-            table.add_row(Path(c).name, "skipped", str(e.get("detections", "")), "")
+            table.add_row(Path(c).name, "skipped", detections_text(e.get("detections")), "")
             continue
         failed += bool(r["error"])
-        table.add_row(Path(c).name, f"{r['seconds']:.2f}", "" if r["detections"] is None else str(r["detections"]),
+        table.add_row(Path(c).name, f"{r['seconds']:.2f}", detections_text(r["detections"]),
                       r["error"] or "")
     console.print(table)
     say(f"finished: {len(rows) - failed} done, {failed} failed, {len(skipped)} skipped")

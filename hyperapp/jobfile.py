@@ -7,6 +7,9 @@ model or training clicks, analysis methods of the analysis path) and its output 
     paths = ["scenes/*.hdr"]
     # dataset = "data"          # HDF5 dataset / .mat variable
 
+    # [inputs.truth]            # a truth mask per cube: its detections' reports carry AUC and Pd
+    # "scenes/scene-01.hdr" = "scenes/scene-01_truth.hdr"
+
     [[steps]]
     detect = "sam"
     targets = "clicks.csv"      # row,col pixels (or a mask), applied to every cube...
@@ -73,10 +76,13 @@ class Job:
     dataset: str | None
     steps: list[Step]
     output: str
+    #: absolute cube path -> its truth mask (absolute)
+    truth: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """A hash of the steps' settings: a finished cube is redone when they change."""
-        blob = json.dumps([asdict(s) for s in self.steps], sort_keys=True, default=str)
+        """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
+        blob = json.dumps([asdict(s) for s in self.steps] + ([self.truth] if self.truth else []),
+                          sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -127,6 +133,17 @@ def load_job(path: str | Path) -> Job:
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
+    truth: dict[str, str] = {}
+    for cube_rel, truth_rel in _expect(p, "inputs.truth", inp.get("truth", {}), dict,
+                                       "a table: [inputs.truth] \"CUBE\" = \"TRUTH MASK\"").items():
+        cube_abs, truth_abs = rel(cube_rel, "inputs.truth"), rel(truth_rel, f"inputs.truth.{cube_rel}")
+        if not Path(truth_abs).exists():
+            raise _err(p, f"inputs.truth.{cube_rel}", f"{truth_rel!r} not found")
+        if cube_abs not in files:
+            raise _err(p, f"inputs.truth.{cube_rel}", "names a cube that is not among the inputs")
+        if truth_abs in files:
+            raise _err(p, "inputs.paths", f"{truth_rel!r} is a truth mask, not a cube: leave it out of the inputs")
+        truth[cube_abs] = truth_abs
     raw_steps = _expect(p, "steps", d.get("steps"), list, "a list of [[steps]] tables")
     if not raw_steps:
         raise _err(p, "steps", "the job has no step")
@@ -186,7 +203,7 @@ def load_job(path: str | Path) -> Job:
     folder = rel(out.get("folder"), "output.folder") if out.get("folder") is not None else None
     if folder is None:
         raise _err(p, "output.folder", "the job needs an output folder")
-    return Job(str(p), files, dataset, steps, folder)
+    return Job(str(p), files, dataset, steps, folder, truth)
 
 
 def toml_value(v) -> str:
@@ -204,11 +221,14 @@ def toml_value(v) -> str:
     raise TypeError(f"cannot write {v!r} to TOML")
 
 
-def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None) -> str:
-    """A job file's text (the GUI's File > Save as batch job)."""
+def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,
+             truth: dict[str, str] | None = None) -> str:
+    """A job file's text (the GUI's File > Save as batch job); ``truth``: cube -> truth mask."""
     lines = ["[inputs]", f"paths = {toml_value(inputs)}"]
     if dataset:
         lines.append(f"dataset = {toml_value(dataset)}")
+    if truth:
+        lines += ["", "[inputs.truth]"] + [f"{toml_value(c)} = {toml_value(t)}" for c, t in truth.items()]
     for st in steps:
         lines += ["", "[[steps]]"] + [f"{k} = {toml_value(v)}" for k, v in st.items() if v is not None]
     lines += ["", "[output]", f"folder = {toml_value(folder)}", ""]

@@ -12,6 +12,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
+    QLabel,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -41,6 +42,10 @@ class AnalysisPanel(QWidget):
 
     methods: tuple[str, ...] = ()
     title = "Analysis"
+    #: method -> parameter values sized for a CPU (the registry's defaults are sized for a GPU)
+    cpu_defaults: dict[str, dict] = {}
+    #: pixels a random sample draws by default
+    sample_default = 20000
     finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
     plots_shown = Signal()  # a result was drawn: the window raises the plots' dock
 
@@ -63,7 +68,7 @@ class AnalysisPanel(QWidget):
         top.addRow("Spectra", self.source)
         self.sample = QSpinBox()
         self.sample.setRange(10, 10_000_000)
-        self.sample.setValue(20000)
+        self.sample.setValue(self.sample_default)
         self.sample.setSingleStep(1000)
         self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
         top.addRow("Sample size (pixels)", self.sample)
@@ -71,6 +76,10 @@ class AnalysisPanel(QWidget):
         self.build_controls(lay)
         self.form = ParamForm()
         lay.addWidget(self.form)
+        self.note = QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: palette(mid);")
+        lay.addWidget(self.note)
         lay.addStretch(1)
         tool_page(self, body)
         # the plots live in their own dock (the window puts it beside the spectrum, where plots get
@@ -115,6 +124,19 @@ class AnalysisPanel(QWidget):
         self.form.set_params(m.params)
         if m.needs_classes:  # a classifier trains on the marked classes
             self.set_source("rois")
+        self.note.setText("")
+        cpu = self.cpu_defaults.get(m.name)
+        if cpu and self.on_cpu():
+            self.form.set_values(cpu)
+            said = ", ".join(f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu)
+            self.note.setText(f"Sized for the CPU: {said}.")
+
+    def on_cpu(self) -> bool:
+        """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""
+        from hyperapp.backend import gpu_available
+
+        dev = self.host.detector.device_name() if getattr(self.host, "detector", None) else "auto"
+        return dev == "cpu" or (dev == "auto" and not gpu_available())
 
     def selection(self):
         from hyperapp.analyse import Selection

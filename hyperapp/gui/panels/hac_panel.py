@@ -23,6 +23,30 @@ DENDROGRAM_LEAVES = 48
 class HACPanel(AnalysisPanel):
     methods = ("hac",)
     title = "Hierarchical clustering"
+    #: the tree over n spectra costs n^2 time and memory: a few thousand spectra, not the whole image
+    sample_default = 3000
+
+    def build_controls(self, layout) -> None:
+        self.cost = QLabel("")
+        self.cost.setWordWrap(True)
+        layout.addWidget(self.cost)
+        self.sample.valueChanged.connect(self._estimate)
+        self.source.currentIndexChanged.connect(self._estimate)
+        self._estimate()
+
+    def _estimate(self) -> None:
+        """The tree's cost up front: its pairwise distances grow with the square of the spectra."""
+        s = self.host.session
+        kind = self.selection().kind
+        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
+        if s is not None and kind == "sample":
+            n = min(n, s.cube.rows * s.cube.cols)
+        if n is None:
+            self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
+            return
+        mb = n * (n - 1) / 2 * 8 / 2**20
+        self.cost.setText(f"Cost: {n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB); "
+                          "time and memory grow with the square of the spectra.")
 
     def build_plots(self, tabs) -> None:
         box = QWidget()
@@ -154,3 +178,7 @@ class HACPanel(AnalysisPanel):
 
     def _relabel_done(self) -> None:
         self.relabel_worker = None
+
+    def reset(self) -> None:
+        super().reset()
+        self._estimate()
