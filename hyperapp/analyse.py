@@ -28,6 +28,8 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
 
 SELECTIONS = ("sample", "image", "roi", "rois", "objects")
+#: what one label of a method's map is called (default "cluster")
+UNIT_NAMES = {"gmm": "component", "som": "codebook cluster", "band-subsets": "code"}
 #: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
 POSTERIOR_METHODS = ("gmm",)
 DEFAULT_SAMPLE = 20000
@@ -347,7 +349,10 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
     values = np.unique(result.labels[result.labels >= 0]) if result.labels is not None else np.zeros(0, int)
     if values.size:
         values = np.arange(int(values.max()) + 1)
-    return values, [f"cluster {int(v)}" for v in values], [class_colour(int(v)) for v in values]
+    word = UNIT_NAMES.get(result.method, "cluster")
+    if result.method == "som" and not int(getattr(result.model, "codebook_clusters", 0) or 0):
+        word = "neuron"
+    return values, [f"{word} {int(v)}" for v in values], [class_colour(int(v)) for v in values]
 
 
 def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: str = "envi") -> Path:

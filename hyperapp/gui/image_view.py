@@ -75,6 +75,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         for z, item in enumerate((self.base, self.overlay, self.mask_item, self.truth_item, self.roi_item)):
             item.setZValue(z)
             self.vb.addItem(item)
+        self.hint = pg.TextItem("", color=(200, 200, 200), anchor=(0.5, 0.5))
+        self.vb.addItem(self.hint)
         self.marks = pg.ScatterPlotItem(pxMode=True)
         self.marks.setZValue(9)
         self.vb.addItem(self.marks)
@@ -87,10 +89,18 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_image(self, img_u8: np.ndarray, fit: bool | None = None) -> None:
         """Show ``img_u8``; ``fit`` the view to it (default: when its shape changed)."""
         first = self.shape != img_u8.shape[:2]
+        self.hint.hide()
         self.shape = img_u8.shape[:2]
         self.base.setImage(img_u8, autoLevels=False, levels=(0, 255))
         if fit or (fit is None and first):
             self.vb.autoRange(padding=0.02)
+
+    def show_hint(self, text: str) -> None:
+        """A line in the middle of an empty view (what to do first)."""
+        self.hint.setText(text)
+        self.hint.setPos(0, 0)
+        self.hint.show()
+        self.vb.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
 
     def set_truth(self, truth: np.ndarray | None, colour=(0, 255, 255, 230)) -> None:
         """Outline of a truth mask (its border pixels), so loading one shows where it is."""

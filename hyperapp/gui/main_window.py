@@ -110,6 +110,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.view, 1)
         row.addWidget(self.legend)
         cl.addLayout(row, 1)
+        self.view.show_hint("Open a cube: File > Open cube… (Ctrl+O), or drop a file here")
         #: what the image's overlay shows: "detection" (the chosen run) or an analysis's title
         self.shown = "detection"
         self.setCentralWidget(central)

@@ -241,6 +241,10 @@ class AnalysisPanel(QWidget):
         self.build_plots(self.tabs)
 
 
+#: unit symbols for band names in tables and titles
+SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "micrometers": "µm", "micrometer": "µm", "microns": "µm"}
+
+
 def units_text(units: str | None) -> str:
     """Wavelength units as a label writes them: "nanometers", not ENVI's "Nanometers"; "nm" stays."""
     if not units:
@@ -270,6 +274,7 @@ def band_name(cube, b: int) -> str:
     u = units_text(cube.wavelength_units)
     if cube.wavelengths is not None and 0 <= b < len(cube.wavelengths):
         w = float(cube.wavelengths[b])
+        u = SHORT_UNITS.get(u, u)
         return f"{b} ({w:.4g} {u})" if u else f"{b} ({w:.4g})"
     return str(b)
 
@@ -341,7 +346,7 @@ def image_plot(title: str):
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 180)
+    p.setMinimumSize(320, 130)
     p.setAspectLocked(True)
     p.invertY(True)
     p.hideAxis("left")

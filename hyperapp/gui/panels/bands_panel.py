@@ -22,7 +22,10 @@ class BandsPanel(AnalysisPanel):
         self.table = QTableWidget(0, 2)
         self.table.setHorizontalHeaderLabels(["bands", "score"])
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        from PySide6.QtWidgets import QHeaderView
+
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMinimumHeight(160)
         lay.addWidget(self.table, 1)
         row = QHBoxLayout()

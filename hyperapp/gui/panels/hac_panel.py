@@ -39,8 +39,8 @@ class HACPanel(AnalysisPanel):
         s = self.host.session
         kind = self.selection().kind
         n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
-        if s is not None and kind == "sample":
-            n = min(n, s.cube.rows * s.cube.cols)
+        if s is not None and kind == "sample":  # the sample takes every marked pixel too
+            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
         if n is None:
             self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
             return

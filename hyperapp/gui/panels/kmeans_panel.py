@@ -15,8 +15,9 @@ class KMeansPanel(AnalysisPanel):
     title = "k-means"
 
     def build_plots(self, tabs) -> None:
-        self.inertia_plot = plot_widget("number of clusters k", "inertia (sum of squared distances)")
+        self.inertia_plot = plot_widget("number of clusters k", "inertia")
         self.inertia_plot.getAxis("left").enableAutoSIPrefix(True)
+        self.inertia_plot.setTitle("inertia: sum of squared distances to the centres (lower is tighter)")
         self.inertia_curve = self.inertia_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.quality_plot = plot_widget("number of clusters k", "score")
         side_legend(self.quality_plot)
