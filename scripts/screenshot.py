@@ -2,7 +2,7 @@
 scene (five target clicks drawn from its truth, seed 0), or on the bundled land scene when the shared
 scene is not there.
 
-Run under a virtual X server, as the README says:
+Run it from an install (offscreen, no display needed):
 
     QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot.png
     QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot-1920.png 1920x1080
