@@ -29,7 +29,7 @@ from hyperapp.models.registry import get_analysis
 
 SELECTIONS = ("sample", "image", "roi", "rois", "objects")
 #: what one label of a method's map is called (default "cluster")
-UNIT_NAMES = {"gmm": "component", "som": "codebook cluster", "band-subsets": "code"}
+UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}
 #: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
 POSTERIOR_METHODS = ("gmm",)
 DEFAULT_SAMPLE = 20000

@@ -231,6 +231,7 @@ class ClassLegend(QListWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setFixedWidth(190)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setToolTip("The classes drawn on the image")
         self.title = ""
         self.hide()
@@ -249,6 +250,10 @@ class ClassLegend(QListWidget):
             pix.fill(QColor(*[int(v) for v in c[:3]]))
             text = name if counts is None else f"{name} ({counts[i]} px)"
             self.addItem(QListWidgetItem(QIcon(pix), text))
+        # as wide as the longest line (within reason), so no name is cut
+        fm = self.fontMetrics()
+        widest = max((fm.horizontalAdvance(self.item(i).text()) for i in range(self.count())), default=100)
+        self.setFixedWidth(min(max(widest + 48, 150), 320))
         self.show()
 
     def entries(self) -> list[str]:

@@ -15,6 +15,8 @@ class SpectrumPlot(pg.PlotWidget):
         # the legend beside the plot, never over the curves
         legend = pg.LegendItem(verSpacing=-4)
         self.getPlotItem().layout.addItem(legend, 2, 3)
+        legend.setSizePolicy(pg.QtWidgets.QSizePolicy.Policy.Preferred, pg.QtWidgets.QSizePolicy.Policy.Maximum)
+        self.getPlotItem().layout.setAlignment(legend, pg.QtCore.Qt.AlignmentFlag.AlignTop)
         self.getPlotItem().legend = legend
         self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
         self.pins: list = []

@@ -282,10 +282,14 @@ def band_name(cube, b: int) -> str:
 def side_legend(plot):
     """A legend beside the plot's view, never over its curves: curves plotted with ``name=`` join it."""
     import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QSizePolicy
 
     pi = plot.getPlotItem()
     legend = pg.LegendItem(verSpacing=-4)
     pi.layout.addItem(legend, 2, 3)
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # its rows, not the plot's height
+    pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
     return legend
 
