@@ -14,6 +14,7 @@ from hyperapp.gui.panels import (
     integer_ticks,
     plot_spectra,
     plot_widget,
+    scaled,
     side_legend,
 )
 
@@ -24,7 +25,6 @@ class GMMPanel(AnalysisPanel):
 
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC (lower is better)")
-        self.bic_plot.getAxis("left").enableAutoSIPrefix(True)
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
@@ -64,12 +64,13 @@ class GMMPanel(AnalysisPanel):
         self._post = result.extra
         ks = np.asarray(m.k_values_, float)
         bic = np.asarray(m.bic_, float)
+        bic = scaled(self.bic_plot, bic, "BIC (lower is better)")
         self.bic_curve.setData(ks, bic)
         integer_ticks(self.bic_plot, ks)
         if len(ks) == 1:  # one k: one point, and a y range around it rather than a zero-height one
-            pad = max(abs(bic[0]) * 0.01, 1.0)
+            pad = max(abs(bic[0]) * 0.01, 1e-9)
             self.bic_plot.setYRange(bic[0] - pad, bic[0] + pad, padding=0)
-            self.bic_plot.setTitle(f"k = {m.chosen_k_} ({m.covariance} covariances): BIC {bic[0]:.6g}; "
+            self.bic_plot.setTitle(f"k = {m.chosen_k_} ({m.covariance} covariances): BIC {m.bic_[0]:.6g}; "
                                    "give a range (2..10) to compare k")
         else:
             self.bic_plot.enableAutoRange()

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, side_legend
+from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, scaled, side_legend
 
 
 class KMeansPanel(AnalysisPanel):
@@ -16,7 +16,6 @@ class KMeansPanel(AnalysisPanel):
 
     def build_plots(self, tabs) -> None:
         self.inertia_plot = plot_widget("number of clusters k", "inertia")
-        self.inertia_plot.getAxis("left").enableAutoSIPrefix(True)
         self.inertia_plot.setTitle("inertia: sum of squared distances to the centres (lower is tighter)")
         self.inertia_curve = self.inertia_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.quality_plot = plot_widget("number of clusters k", "score")
@@ -39,7 +38,7 @@ class KMeansPanel(AnalysisPanel):
     def show_result(self, result) -> None:
         m = result.model
         ks = np.asarray(m.k_values_, float)
-        self.inertia_curve.setData(ks, m.inertia_)
+        self.inertia_curve.setData(ks, scaled(self.inertia_plot, m.inertia_, "inertia"))
         ok = np.isfinite(m.silhouette_)
         self.sil_curve.setData(ks[ok], m.silhouette_[ok])
         ok = np.isfinite(m.davies_bouldin_)
