@@ -24,7 +24,7 @@ class GMMPanel(AnalysisPanel):
     title = "Gaussian mixture"
 
     def build_plots(self, tabs) -> None:
-        self.bic_plot = plot_widget("number of components k", "BIC (lower is better)")
+        self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
@@ -64,7 +64,7 @@ class GMMPanel(AnalysisPanel):
         self._post = result.extra
         ks = np.asarray(m.k_values_, float)
         bic = np.asarray(m.bic_, float)
-        bic = scaled(self.bic_plot, bic, "BIC (lower is better)")
+        bic = scaled(self.bic_plot, bic, "BIC")
         self.bic_curve.setData(ks, bic)
         integer_ticks(self.bic_plot, ks)
         if len(ks) == 1:  # one k: one point, and a y range around it rather than a zero-height one
@@ -74,7 +74,7 @@ class GMMPanel(AnalysisPanel):
                                    "give a range (2..10) to compare k")
         else:
             self.bic_plot.enableAutoRange()
-            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} ({m.covariance} covariances)")
+            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_}: the lowest BIC ({m.covariance} covariances)")
         its = np.arange(1, len(m.ll_curve_) + 1, dtype=float)
         self.ll_curve.setData(its, m.ll_curve_)
         integer_ticks(self.ll_plot, its)
