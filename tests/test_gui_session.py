@@ -197,3 +197,21 @@ def test_units_and_band_names(qtbot, win, land_hdr):
     bp, res = _analyse(qtbot, win, "Band reduction", n_subsets=30)
     cell = bp.table.item(0, 0).text()
     assert "nanometers" in cell.lower() or "nm" in cell  # bands named with their wavelengths
+
+
+def test_marks_status_and_costs(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    # each click ringed at a fixed screen size in its class colour, visible at any zoom
+    assert len(win.view.marks.data) == 5
+    # the detector's status line belongs to the method it ran
+    _run(qtbot, win, "sam")
+    assert win.detector.status.text().startswith("sam #1")
+    win.detector.set_method("ace")
+    assert win.detector.status.text() == ""
+    # the costly analyses say their cost, or start CPU-sized
+    hac = win.panels["Hierarchical clustering"]
+    assert hac.sample.value() == 3000 and "pairwise distances" in hac.cost.text()
+    bands = win.panels["Band reduction"]
+    bands.set_method("band-subsets")
+    assert bands.form.values()["n_subsets"] == 500 and "CPU" in bands.note.text()
