@@ -26,13 +26,12 @@ from hyperapp.cube import Cube
 from hyperapp.errors import InputError, ModelError
 from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
+from hyperapp.options import DEFAULT_SAMPLE, SELECTIONS
 
-SELECTIONS = ("sample", "image", "roi", "rois", "objects")
 #: what one label of a method's map is called (default "cluster")
 UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}
 #: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
 POSTERIOR_METHODS = ("gmm",)
-DEFAULT_SAMPLE = 20000
 
 
 @dataclass
@@ -57,6 +56,14 @@ class Selection:
     n: int = DEFAULT_SAMPLE
     seed: int = 0
     roi_class: int = 1
+
+    def __post_init__(self):
+        from hyperapp import options
+
+        self.kind = options.select(self.kind)
+        self.n = options.sample(self.n)
+        self.seed = options.seed(self.seed)
+        self.roi_class = options.roi_class(self.roi_class)
 
     def indices(self, shape: tuple[int, int], roi: np.ndarray | None = None,
                 objects: np.ndarray | None = None) -> np.ndarray:
@@ -105,7 +112,7 @@ class AnalysisResult:
 
     method: str
     model: object
-    labels: np.ndarray | None  # (rows, cols) int16, -1 where none
+    labels: np.ndarray | None  # (rows, cols) int16 (int32 where a label exceeds 32767), -1 where none
     indices: np.ndarray  # flat indices of the fitted spectra
     report: dict
     extra: object = None  # what a panel computed beside (a GMM's posterior maps)
@@ -157,7 +164,10 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
     """``model.predict`` over every pixel, tile by tile; -1 where a pixel has no data (NaN, Inf or the
     cube's no-data value)."""
     xp = backend.xp
-    labels = np.full((cube.rows, cube.cols), -1, np.int16)
+    # labelled in int32, kept as int16 unless a label exceeds it (a class map's ids above 32767, a map
+    # of more neurons)
+    dtype = np.int32
+    labels = np.full((cube.rows, cube.cols), -1, dtype)
 
     def one(P):
         ok = xp.isfinite(P).all(axis=1)
@@ -166,17 +176,17 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
             lab = model.predict(P).astype(xp.int32)
         elif bool(ok.any()):
             lab[ok] = model.predict(P[ok]).astype(xp.int32)
-        return to_host(lab).astype(np.int16)
+        return to_host(lab).astype(dtype)
 
     if image is not None:
         labels[:] = one(image.reshape(-1, image.shape[-1])).reshape(cube.rows, cube.cols)
-        return labels
-    from hyperapp.stream import iter_float_tiles
+    else:
+        from hyperapp.stream import iter_float_tiles
 
-    for r0, r1, tile in iter_float_tiles(cube, backend.xp):
-        progress(r0 / max(cube.rows, 1), "labelling the image")
-        labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
-    return labels
+        for r0, r1, tile in iter_float_tiles(cube, backend.xp):
+            progress(r0 / max(cube.rows, 1), "labelling the image")
+            labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
+    return labels.astype(np.int16) if labels.max(initial=-1) <= np.iinfo(np.int16).max else labels
 
 
 def posterior_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
@@ -386,7 +396,8 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
 
     paths: dict[str, Path] = {}
     if result.labels is not None:
-        paths["labels"] = write_envi(out / "labels", result.labels.astype(np.int16), cube,
+        lab = result.labels if result.labels.dtype in (np.int16, np.int32) else result.labels.astype(np.int32)
+        paths["labels"] = write_envi(out / "labels", lab, cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
         paths["classes"] = write_class_map(result, out / "classes", cube)
     if result.method in POSTERIOR_METHODS:
@@ -408,25 +419,13 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
     return paths
 
 
-def parse_bands(text: str, n_bands: int) -> list[int]:
-    """``"3,17,40"`` or ``"10-20,40"`` -> band indices (0-based), checked against ``n_bands``."""
-    out: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part[1:]:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        except ValueError as exc:
-            raise InputError(f"--bands expects indices like 3,17,40 or 10-20, got {text!r}") from exc
-    if not out:
-        raise InputError("--bands lists no band")
+def parse_bands(text, n_bands: int, name: str = "--bands") -> list[int]:
+    """``"3,17,40"`` or ``"10-20,40"`` (or a list) -> band indices (0-based, sorted, each once), checked
+    against ``n_bands``."""
+    from hyperapp.options import band_indices, band_spec
+
+    out = band_indices(band_spec(text, name), name)
     bad = [b for b in out if not 0 <= b < n_bands]
     if bad:
         raise InputError(f"band {bad[0]} is outside the cube's {n_bands} bands (0-based)")
-    return sorted(set(out))
-
+    return out

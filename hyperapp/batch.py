@@ -12,25 +12,37 @@ line in the summary and the log. Tasks run
 
 Each cube streams through the bounded-memory path when it does not fit (:func:`hyperapp.detect.run_detection`),
 so a worker's memory stays bounded. ``manifest.json`` in the output folder records, per cube, its size and
-modification time, the steps' fingerprint, the hyperapp version and the outputs; a second run skips the
-cubes whose entry matches and whose outputs exist, so a killed run resumes where it stopped.
+modification time, the hyperapp version and, per step, the hash of its settings and its output folder; a
+second run skips the cubes whose every step matches and whose outputs exist, so a killed run resumes where
+it stopped, and a failing run never erases an earlier run's records of the outputs it did not rewrite.
+Each cube writes into its own folder (its file name's stem, made unique where two inputs share one), each
+step into a folder of its name inside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.errors import HyperappError, InputError
 from hyperapp.jobfile import Job, Step
+from hyperapp.pipeline import CubePipeline
 
 MANIFEST = "manifest.json"
 LOG = "hyperapp-batch.log"
+#: the manifest (and the log) are rewritten at most this often while cubes finish, and at the end
+FLUSH_SECONDS = 0.5
+#: the summary lists every cube up to this many; beyond, the failed ones and the totals
+TABLE_ROWS = 100
+#: threads of a Dask worker: each task waits on the worker's pipeline while its cube is in a stage
+WORKER_THREADS = 4
+#: seconds to wait for a ``--scheduler`` to answer
+CONNECT_TIMEOUT = 10
 
 
 def cube_key(path: str) -> dict:
@@ -40,38 +52,58 @@ def cube_key(path: str) -> dict:
     if p.suffix.lower() == ".hdr":
         files += [f for f in (p.with_suffix(".img"), p.with_suffix(".raw"), p.with_suffix(".dat"), p.with_suffix(""))
                   if f.is_file() and f != p]
-    return {"size": sum(f.stat().st_size for f in files if f.is_file()),
-            "mtime": max(f.stat().st_mtime for f in files if f.is_file())}
+    files = [f for f in files if f.is_file()]
+    if not files:
+        raise FileNotFoundError(path)
+    return {"size": sum(f.stat().st_size for f in files), "mtime": max(f.stat().st_mtime for f in files)}
 
 
-def cube_folder(out: str, path: str) -> Path:
-    """The output subfolder of a cube, named after it."""
-    return Path(out) / Path(path).stem
+def cube_folder(out: str, path: str, name: str | None = None) -> Path:
+    """The output subfolder of a cube: ``name`` (:meth:`hyperapp.jobfile.Job.folder_of`, unique among the
+    job's inputs), else the cube's file name without its extension."""
+    return Path(out) / (name or Path(path).stem)
+
+
+def step_folder(cube_out: Path, step_name: str) -> Path:
+    """A step's output folder inside its cube's folder; a name that would lead elsewhere is refused (the
+    job file's check refuses it first)."""
+    from hyperapp.options import folder_name
+
+    folder = cube_out / folder_name(step_name, "step name")
+    if folder.resolve().parent != cube_out.resolve():
+        raise InputError(f"step name {step_name!r} leads outside the cube's output folder")
+    return folder
 
 
 def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
-                 progress=None, truth: str | None = None) -> dict:
-    """Every step on one cube; returns its summary row (an ``error`` line instead of raising). ``truth``:
+                 progress=None, folder: str | None = None, truth: str | None = None) -> dict:
+    """Every step on one cube; returns its summary row (an ``error`` line instead of raising).
+
+    ``folder`` names the cube's output subfolder of ``out`` (default: its file name's stem). ``truth``:
     the cube's truth mask (its detections' reports then carry AUC and Pd). The row's ``detections``
-    holds each detect step's count by step name."""
-    from hyperapp.analyse import Selection, parse_bands, run_analysis, write_analysis
-    from hyperapp.cli import read_class_map
+    holds each detect step's count by step name. A cancelled ``progress`` (SIGTERM, Ctrl-C) stops the
+    cube at its next progress call and raises.
+    """
+    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.detect import detect_to_folder
+    from hyperapp.errors import Cancelled
     from hyperapp.io import open_cube, read_labels
+    from hyperapp.io.masks import read_class_map
     from hyperapp.jobs import NULL_PROGRESS
 
     t0 = time.perf_counter()
-    row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "error": None}
+    row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None}
     prog = progress or NULL_PROGRESS
     try:
-        base = open_cube(path, dataset).good_bands()
-        truth_mask = read_labels(truth, (base.rows, base.cols)) if truth else None
+        raw = open_cube(path, dataset)
+        truth_mask = read_labels(truth, (raw.rows, raw.cols)) if truth else None
         n = len(steps)
+        cube_out = cube_folder(out, path, folder)
         for i, d in enumerate(steps):
             s = Step(**d)
-            cube = base.subset_bands(parse_bands(s.bands, base.bands)) if s.bands else base
+            cube = raw.run_bands(s.all_bands, s.bands, "bands")
             shape = (cube.rows, cube.cols)
-            folder = cube_folder(out, path) / s.name
+            step_out = step_folder(cube_out, s.name)
             sub = prog.sub(i / n, (i + 1) / n)
             if s.kind == "detect":
                 model = None
@@ -81,17 +113,20 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
                     model = load_model(s.model, n_bands=cube.bands, method=s.method)
                 targets = read_labels(s.targets, shape) if s.targets and model is None else None
                 background = read_labels(s.background, shape) if s.background and model is None else None
-                res, _ = detect_to_folder(cube, s.method, targets, background, folder, params=s.params,
+                res, _ = detect_to_folder(cube, s.method, targets, background, step_out, params=s.params,
                                           device=device, far=s.far, threshold=s.threshold, model=model,
                                           memory=memory, progress=sub, truth=truth_mask)
                 row["detections"] = {**(row["detections"] or {}), s.name: int(res.report["detections"])}
             else:
                 roi = read_class_map(s.roi, shape) if s.roi else None
                 kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
-                sel = Selection(kind, s.sample or 20000, s.seed)
+                sel = Selection(kind, s.sample or DEFAULT_SAMPLE, s.seed, s.roi_class)
                 res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=device, progress=sub)
-                write_analysis(res, folder, cube)
-            row["outputs"].append(str(folder))
+                write_analysis(res, step_out, cube)
+            row["outputs"].append(str(step_out))
+            row["steps"][s.name] = str(step_out)
+    except Cancelled:
+        raise
     except HyperappError as exc:
         row["error"] = str(exc)
     except Exception as exc:  # noqa: BLE001  (one broken cube fails alone, with one line)
@@ -110,70 +145,144 @@ def detections_text(detections) -> str:
 
 
 class Manifest:
-    """``manifest.json``: per cube, what was done with which settings (written atomically)."""
+    """``manifest.json``: per cube, what each step's output folder holds (the hash of the step's
+    settings) and the last run's status; written atomically.
 
-    def __init__(self, out: Path, fingerprint: str):
+    Records are per step: a run that fails on a cube keeps the earlier runs' records of the steps it did
+    not rewrite, so a rerun of an earlier job still finds its finished outputs.
+    """
+
+    def __init__(self, out: Path, steps: dict[str, str]):
         self.path = out / MANIFEST
-        self.fingerprint = fingerprint
+        self.steps = steps
         self.lock = threading.Lock()
+        self._dirty = False
+        self._flushed = time.monotonic()
         try:
             self.data = json.loads(self.path.read_text())
+            if not isinstance(self.data, dict) or not isinstance(self.data.get("cubes", {}), dict):
+                self.data = {}
         except (OSError, ValueError):
             self.data = {}
         self.data.setdefault("cubes", {})
 
+    def _same_cube(self, e: dict, key: dict) -> bool:
+        return (e.get("version") == __version__ and e.get("size") == key.get("size")
+                and e.get("mtime") == key.get("mtime"))
+
     def done(self, path: str) -> bool:
+        """Whether every step of this job has its output for ``path``, made from the same cube by this
+        hyperapp with the same settings."""
         e = self.data["cubes"].get(path)
-        if not e or e.get("status") != "done":
+        if not isinstance(e, dict):
             return False
         try:
             key = cube_key(path)
         except OSError:
             return False
-        return (e.get("fingerprint") == self.fingerprint and e.get("version") == __version__
-                and e.get("size") == key["size"] and e.get("mtime") == key["mtime"]
-                and all((Path(o) / "report.json").is_file() for o in e.get("outputs", [])))
+        rec = e.get("steps") if isinstance(e.get("steps"), dict) else {}
+        return self._same_cube(e, key) and all(
+            isinstance(rec.get(name), dict) and rec[name].get("fingerprint") == fp
+            and (Path(str(rec[name].get("output"))) / "report.json").is_file()
+            for name, fp in self.steps.items())
 
     def record(self, row: dict) -> None:
-        from hyperapp.io.atomic import atomic_write_text
-
+        """Enter a finished cube (with its seconds per stage); the file is rewritten when its last
+        write is :data:`FLUSH_SECONDS` old (rewriting it after every cube costs a run of many cubes
+        time that grows with their number; a ``kill -9`` redoes at most that last half second's cubes,
+        whose outputs, all or nothing, are simply written again) and by :meth:`flush`."""
         path = row["cube"]
         try:
             key = cube_key(path)
         except OSError:
             key = {}
         with self.lock:
-            self.data["cubes"][path] = {**key, "fingerprint": self.fingerprint, "version": __version__,
-                                        "status": "failed" if row["error"] else "done",
-                                        "seconds": row["seconds"], "detections": row["detections"],
-                                        "outputs": row["outputs"], "error": row["error"]}
-            atomic_write_text(self.path, json.dumps(self.data, indent=1) + "\n")
+            old = self.data["cubes"].get(path)
+            old = old if isinstance(old, dict) and self._same_cube(old, key) else {}
+            steps = dict(old.get("steps") or {})
+            for name, folder in row.get("steps", {}).items():  # the folders this run rewrote
+                steps[name] = {"fingerprint": self.steps.get(name), "output": folder}
+            ours = [steps[n]["output"] for n in self.steps if n in steps]
+            outputs = ours + [v["output"] for n, v in steps.items() if n not in self.steps]
+            entry = {**key, "version": __version__, "seconds": row["seconds"], "detections": row["detections"],
+                     "outputs": outputs, "steps": steps, "stages": row.get("stages", {})}
+            if not row["error"]:
+                entry.update(status="done", error=None)
+            elif old.get("status") == "done":
+                # an earlier run's finished outputs stay recorded; this run's failure is noted beside them
+                entry.update(status="done", error=None, seconds=old.get("seconds"),
+                             detections=old.get("detections"), last_failure=row["error"])
+            else:
+                entry.update(status="failed", error=row["error"])
+            self.data["cubes"][path] = entry
+            self._dirty = True
+            if time.monotonic() - self._flushed >= FLUSH_SECONDS:
+                self._write()
+
+    def flush(self) -> None:
+        """Write the file now if a cube was entered since the last write."""
+        with self.lock:
+            if self._dirty:
+                self._write()
+
+    def _write(self) -> None:
+        from hyperapp.io.atomic import atomic_write_text
+
+        atomic_write_text(self.path, json.dumps(self.data, indent=1) + "\n")
+        self._dirty = False
+        self._flushed = time.monotonic()
 
 
-def _train_models(job: Job, out: Path, device: str) -> list[dict]:
-    """Steps with ``train``: fit once on that cube and save the model; every cube then loads it."""
+def _train_models(job: Job, device: str) -> dict[str, object]:
+    """Steps with ``train``: fit once on that cube (on the step's bands) and return the models by step
+    name; :func:`_save_models` writes them where every cube then loads them."""
     from hyperapp.detect import run_detection
     from hyperapp.io import open_cube, read_labels
+
+    models = {}
+    for s in job.steps:
+        if s.kind == "detect" and s.train:
+            cube = open_cube(s.train, job.dataset).run_bands(s.all_bands, s.bands, "bands")
+            shape = (cube.rows, cube.cols)
+            res = run_detection(cube, s.method, read_labels(s.targets, shape),
+                                read_labels(s.background, shape) if s.background else None, params=s.params,
+                                device=device)
+            models[s.name] = res.model
+    return models
+
+
+def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
+    """The steps as :func:`process_cube` takes them, the trained ones pointing at their saved model."""
     from hyperapp.io.models import save_model
 
     steps = []
     for s in job.steps:
         d = asdict(s)
-        if s.kind == "detect" and s.train:
-            cube = open_cube(s.train, job.dataset).good_bands()
-            shape = (cube.rows, cube.cols)
-            res = run_detection(cube, s.method, read_labels(s.targets, shape),
-                                read_labels(s.background, shape) if s.background else None, params=s.params,
-                                device=device)
-            d["model"] = str(save_model(res.model, out / ".models" / f"{s.name}.npz", method=s.method))
+        if s.name in models:
+            d["model"] = str(save_model(models[s.name], out / ".models" / f"{s.name}.npz", method=s.method))
             d["targets"] = d["background"] = d["train"] = None
         steps.append(d)
     return steps
 
 
+def _connect(scheduler: str):
+    """A client of the Dask cluster at ``scheduler``; one that cannot be reached in
+    :data:`CONNECT_TIMEOUT` seconds is an :class:`InputError` (before anything is written)."""
+    import asyncio
+
+    from distributed import Client
+
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, asyncio.TimeoutError, ValueError, TypeError) as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} s "
+                         f"({exc.__class__.__name__})") from None
+
+
 def _local_cluster(workers: int):
-    """A local Dask cluster of ``workers`` processes, two threads each; with several GPUs each worker
-    sees one (``CUDA_VISIBLE_DEVICES``); dask-cuda's cluster where it is installed."""
+    """A local Dask cluster of ``workers`` processes of :data:`WORKER_THREADS` threads each (one cube in
+    each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
+    (``CUDA_VISIBLE_DEVICES``); dask-cuda's cluster where it is installed."""
     from hyperapp.backend import gpu_available
 
     n_gpu = 0
@@ -185,7 +294,7 @@ def _local_cluster(workers: int):
         try:
             from dask_cuda import LocalCUDACluster
 
-            return LocalCUDACluster(n_workers=min(workers, n_gpu), threads_per_worker=2)
+            return LocalCUDACluster(n_workers=min(workers, n_gpu), threads_per_worker=WORKER_THREADS)
         except ImportError:
             pass
     from distributed import Nanny, Scheduler, SpecCluster
@@ -193,7 +302,7 @@ def _local_cluster(workers: int):
     specs = {}
     for i in range(workers):
         env = {"CUDA_VISIBLE_DEVICES": str(i % n_gpu)} if n_gpu > 1 else {}
-        specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": 2, "env": env, "memory_limit": 0}}
+        specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
     return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                        silence_logs=40)
 
@@ -202,92 +311,147 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             memory: float | None = None, console=None) -> int:
     """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed)."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from hyperapp import options
     from hyperapp.io.atomic import ensure_dir
-    from hyperapp.jobs import Progress as HProgress
 
+    workers = options.workers(workers, "--workers")
+    memory = options.memory(memory, "--memory") if memory is not None else None
+    scheduler = options.scheduler(scheduler, "--scheduler") if scheduler is not None else None
     console = console or Console(stderr=True)
+    manifest = Manifest(Path(job.output), job.step_fingerprints())
+    todo = [c for c in job.inputs if not manifest.done(c)]
+    skipped = [c for c in job.inputs if c not in todo]
+    client = _connect(scheduler) if scheduler and todo else None  # before anything is written
+    try:
+        models = _train_models(job, device) if todo else {}
+    except HyperappError as exc:
+        if client is not None:
+            client.close()
+        raise InputError(f"training a step's model failed: {exc}", job.path) from exc
+    except BaseException:
+        if client is not None:
+            client.close()
+        raise
     out = ensure_dir(job.output)
-    manifest = Manifest(out, job.fingerprint())
+    steps = _save_models(job, models, out)
     log = open(out / LOG, "a", encoding="utf-8")  # noqa: SIM115  (closed below)
 
     def say(msg: str) -> None:
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}\n")
-        log.flush()
 
     say(f"job {job.path}: {len(job.inputs)} cube(s), {len(job.steps)} step(s), hyperapp {__version__}")
-    todo = [c for c in job.inputs if not manifest.done(c)]
-    skipped = [c for c in job.inputs if c not in todo]
     for c in skipped:
         say(f"skip {c}: done by an earlier run with the same steps")
     rows: dict[str, dict] = {}
-    try:
-        steps = _train_models(job, out, device) if todo else []
-    except HyperappError as exc:
-        log.close()
-        raise InputError(f"training a step's model failed: {exc}", job.path) from exc
-    client = executor = None
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                    TimeElapsedColumn(), console=console, transient=False, disable=not todo)
+    pipe = None
+    futs: list = []
+    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=False, disable=not todo)
+    flushed = [time.monotonic()]
+
+    def finished(row: dict) -> None:
+        c = row["cube"]
+        rows[c] = row
+        manifest.record(row)
+        st = row.get("stages", {})
+        say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.3f} s (read {st.get('read', 0):.3f}, "
+            f"compute {st.get('compute', 0):.3f}, write {st.get('write', 0):.3f})"
+            + (f": {row['error']}" if row["error"] else f", detections {detections_text(row['detections'])}"))
+        if time.monotonic() - flushed[0] >= FLUSH_SECONDS:  # the log as often as the manifest, not per cube
+            log.flush()
+            flushed[0] = time.monotonic()
+
+    t_start = time.perf_counter()
     try:
         with bars:
             overall = bars.add_task(f"{len(todo)} cube(s)", total=max(len(todo), 1))
-            if scheduler or workers > 0:
+            if (scheduler or workers > 0) and todo:
                 from distributed import Client
                 from distributed import as_completed as dask_completed
 
-                client = Client(scheduler) if scheduler else Client(_local_cluster(workers))
-                futs = {}
-                for c in todo:
-                    f = client.submit(process_cube, c, steps, str(out), job.dataset, device, memory, None,
-                                      job.truth.get(c), pure=False,
-                                      key=f"cube-{Path(c).stem}-{time.time_ns()}")
-                    futs[f] = (c, bars.add_task(Path(c).stem, total=1))
-                    say(f"submit {c}")
-                done_iter = ((f.result(), futs[f]) for f in dask_completed(futs))
+                from hyperapp.pipeline import run_on_worker
+
+                if client is None:
+                    client = Client(_local_cluster(workers))
+                futs = [client.submit(run_on_worker, c, steps, str(out), job.dataset, device, memory, job.folder_of(c),
+                                      job.truth.get(c), pure=False, key=f"cube-{job.folder_of(c)}-{time.time_ns()}")
+                        for c in todo]
+                say(f"submitted {len(todo)} cube(s) to {scheduler or f'{workers} local worker(s)'}")
+                done_iter = (f.result() for f in dask_completed(futs))
             else:
-                executor = ThreadPoolExecutor(2, thread_name_prefix="hyperapp-cube")
-                futs = {}
-                for c in todo:
-                    task = bars.add_task(Path(c).stem, total=1)
-                    prog = HProgress(lambda fr, msg, task=task: bars.update(task, completed=fr))
-                    futs[executor.submit(process_cube, c, steps, str(out), job.dataset, device, memory, prog,
-                                         job.truth.get(c))] = (c, task)
-                    say(f"start {c}")
-                done_iter = ((f.result(), futs[f]) for f in as_completed(futs))
-            for row, (c, task) in done_iter:
-                rows[c] = row
-                manifest.record(row)
-                bars.update(task, completed=1, description=f"{Path(c).stem} " + ("failed" if row["error"] else "done"))
-                bars.advance(overall)
-                say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.2f} s"
-                    + (f": {row['error']}" if row["error"] else f", detections {detections_text(row['detections'])}"))
+                pipe = CubePipeline(steps, str(out), job.dataset, device, memory)
+                futs = [pipe.submit(c, job.folder_of(c), job.truth.get(c)) for c in todo]
+                done_iter = (f.result() for f in futs)  # they finish in this order
+            for row in done_iter:
+                finished(row)
+                bars.update(overall, advance=1, description=f"{job.folder_of(row['cube'])} "
+                            + ("failed" if row["error"] else "done"))
     finally:
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+        if pipe is not None:
+            pipe.close()  # the cube being computed stops at its next check; the one being written finishes
+            for f in futs:  # cubes written while the run was being stopped: in the manifest too
+                if f.done() and not f.cancelled() and f.result()["cube"] not in rows:
+                    finished(f.result())
         if client is not None:
             cluster = client.cluster
             client.close()
             if cluster is not None:
                 cluster.close()
-    table = Table(title=f"hyperapp run {Path(job.path).name}")
-    for col in ("cube", "seconds", "detections", "error"):
-        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left")
-    failed = 0
-    for c in job.inputs:
-        r = rows.get(c)
-        if r is None:
-            e = manifest.data["cubes"].get(c, {})
-            table.add_row(Path(c).name, "skipped", detections_text(e.get("detections")), "")
-            continue
-        failed += bool(r["error"])
-        table.add_row(Path(c).name, f"{r['seconds']:.2f}", detections_text(r["detections"]),
-                      r["error"] or "")
-    console.print(table)
+        manifest.flush()
+        log.flush()
+    wall = time.perf_counter() - t_start
+    failed = _summary(console, job, rows, manifest, skipped)
+    stats = stage_summary(list(rows.values()), wall)
+    if stats:
+        console.print(stats)
+        say(stats)
     say(f"finished: {len(rows) - failed} done, {failed} failed, {len(skipped)} skipped")
     log.close()
     return 1 if failed else 0
 
 
+def stage_summary(rows: list[dict], wall: float) -> str:
+    """One line: cubes per second and GB/s of the run, and each stage's median seconds per cube."""
+    import statistics
+
+    ok = [r for r in rows if not r["error"]]
+    if not ok or wall <= 0:
+        return ""
+    gb = 0.0
+    for r in ok:
+        with contextlib.suppress(OSError):
+            gb += cube_key(r["cube"])["size"] / 1e9
+    med = {s: statistics.median(r.get("stages", {}).get(s, 0.0) for r in ok) for s in ("read", "compute", "write")}
+    return (f"{len(ok)} cube(s) in {wall:.2f} s: {len(ok) / wall:.2f} cubes/s, {gb / wall:.2f} GB/s; per cube "
+            f"(median): read {med['read'] * 1e3:.1f} ms, compute {med['compute'] * 1e3:.1f} ms, "
+            f"write {med['write'] * 1e3:.1f} ms")
+
+
+def _summary(console, job: Job, rows: dict, manifest: Manifest, skipped: list) -> int:
+    """The summary table (every cube up to :data:`TABLE_ROWS`, else the failed ones); returns the
+    number of failed cubes."""
+    from rich.table import Table
+
+    table = Table(title=f"hyperapp run {Path(job.path).name}")
+    for col in ("cube", "seconds", "detections", "error"):
+        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left")
+    failed = sum(bool(r["error"]) for r in rows.values())
+    every = len(job.inputs) <= TABLE_ROWS
+    for c in job.inputs:
+        r = rows.get(c)
+        if r is None:
+            if every:
+                e = manifest.data["cubes"].get(c, {})
+                table.add_row(job.folder_of(c), "skipped" if c in skipped else "not run",
+                              detections_text(e.get("detections")), "")
+            continue
+        if every or r["error"]:
+            table.add_row(job.folder_of(c), f"{r['seconds']:.2f}",
+                          detections_text(r["detections"]), r["error"] or "")
+    console.print(table)
+    if not every:
+        console.print(f"{len(rows) - failed} done, {failed} failed, {len(skipped)} skipped "
+                      f"(earlier runs); per cube: {manifest.path}")
+    return failed

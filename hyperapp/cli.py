@@ -11,7 +11,7 @@ Headless commands
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
-    writes ``DIR/labels.hdr/.img`` (int16 cluster per pixel, -1 none; methods that label the image),
+    writes ``DIR/labels.hdr/.img`` (int16 cluster per pixel, int32 past 32767, -1 none; methods that label the image),
     the method's tables (CSV) and ``DIR/report.json``.
 ``bench [--case NAME ...]``
     The benchmark harness (GPU vs NumPy vs peer vs the memory-bandwidth floor).
@@ -73,18 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--truth", help="truth mask (ENVI, PNG, NPY or .mat) for AUC and Pd")
     det.add_argument("--truth-var", help="variable holding the truth in a .mat file (e.g. map)")
     g = det.add_mutually_exclusive_group()
-    g.add_argument("--far", type=float, help="false-alarm rate over the background that sets the threshold (default "
+    g.add_argument("--far", help="false-alarm rate over the background that sets the threshold (default "
                    "1e-3); a separate mode of unclicked targets atop the scores is left out of the count, "
                    "and without one the background's tail is extrapolated from the bulk of the scores")
-    g.add_argument("--threshold", type=float, help="score threshold")
+    g.add_argument("--threshold", help="score threshold")
     det.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
-    det.add_argument("--memory", type=float, default=None, metavar="GB",
+    det.add_argument("--memory", default=None, metavar="GB",
                      help="host memory the run may hold; a cube larger than this is streamed from its file in "
                           "two passes (default: half the memory available)")
     det.add_argument("--out", required=True, help="output folder")
     det.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param n_hidden=8)")
-    det.add_argument("--hidden", type=int, help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
+    det.add_argument("--hidden", help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
     det.add_argument("--save-model", help="save the trained model to this file (.npz)")
     det.add_argument("--model", help="score with a saved model instead of training")
     det.add_argument("--train-from", help="FFBP: scene to train the window networks on")
@@ -104,9 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--objects", help="a detection mask (the objects): with --select objects, analyse its pixels")
     ana.add_argument("--select", default=None, choices=["sample", "image", "roi", "rois", "objects"],
                      help="which spectra to fit on (default: a sample, or the ROI pixels when --roi is given)")
-    ana.add_argument("--roi-class", type=int, default=1, help="the class --select roi takes (default 1)")
-    ana.add_argument("--sample", type=int, default=None, help="pixels in the random sample (default 20000)")
-    ana.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    ana.add_argument("--roi-class", default=None, help="the class --select roi takes (default 1)")
+    ana.add_argument("--sample", default=None, help="pixels in the random sample (default 20000)")
+    ana.add_argument("--seed", default=None, help="seed of the sample")
     ana.add_argument("--bands", help="analyse these bands only (0-based, e.g. 3,17,40 or 10-20)")
     ana.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     ana.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
@@ -114,19 +114,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a batch job file (TOML) over many cubes; resumable")
     run.add_argument("job", help="the job file (see the README's Batch section)")
-    run.add_argument("--workers", type=int, default=0,
+    run.add_argument("--workers", default=0,
                      help="start a local Dask cluster of N worker processes (one per GPU where there are several); "
-                          "default: this process, two cubes at a time")
+                          "default: this process, reading, computing and writing three cubes at once")
     run.add_argument("--scheduler", help="send the cubes to an existing Dask cluster at this address")
     run.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
-    run.add_argument("--memory", type=float, default=None, metavar="GB",
+    run.add_argument("--memory", default=None, metavar="GB",
                      help="host memory one cube may hold before it is streamed (default: half the memory available)")
 
     bench = sub.add_parser("bench", help="benchmark the GPU kernels")
     bench.add_argument("--case", action="append", default=[], help="run only these cases (repeatable)")
-    bench.add_argument("--repeats", type=int, default=20)
+    bench.add_argument("--repeats", default=20)
     bench.add_argument("--json", help="also write the results to this JSON file")
     bench.add_argument("--list", action="store_true", help="list the cases")
+    bench.add_argument("--quick", action="store_true",
+                       help="small sizes (a smoke test); without a GPU, the whole-run cases on the CPU")
+
+    prep = sub.add_parser("prepare-gpu", help="compile every GPU kernel now, into CuPy's on-disk cache, so that no "
+                                              "method's first run waits for its compilation")
+    prep.add_argument("cubes", nargs="*", metavar="CUBE",
+                      help="your own cubes: every method also runs on a window of each (kernels specialised "
+                           "for their band counts)")
 
     smp = sub.add_parser("samples", help="rebuild the sample scenes")
     smp.add_argument("folder", nargs="?", default=None)
@@ -156,21 +164,56 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _label(key: str) -> str:
+    """How the CLI names a run setting in messages: its option."""
+    return {"roi": "--roi", "train": "--train-from", "params": "--param"}.get(key, "--" + key.replace("_", "-"))
+
+
+def _settings(args, kind: str) -> dict:
+    """The run's options checked by :func:`hyperapp.options.run_settings`, the check a job step and the
+    window share; then the output folder is checked (nothing is created yet)."""
+    from hyperapp import options
+    from hyperapp.io.atomic import check_out_dir
+
+    raw = {"params": dict(_parse_param(t) for t in args.param), "bands": args.bands,
+           "all_bands": args.all_bands}
+    if kind == "detect":
+        if args.hidden is not None:
+            raw["params"]["n_hidden"] = args.hidden
+        raw.update(far=args.far, threshold=args.threshold, targets=args.targets, background=args.background,
+                   truth=args.truth, model=args.model, train=args.train_from)
+    else:
+        raw.update(sample=args.sample, seed=args.seed, roi_class=args.roi_class, select=args.select,
+                   roi=args.roi, objects=args.objects)
+    st = options.run_settings(kind, args.method, raw, _label,
+                              need_targets=not (kind == "detect" and (args.method == "ffbp" or args.train_from)))
+    check_out_dir(options.out_folder(args.out))
+    return st
+
+
 def cmd_detect(args) -> int:
+    from hyperapp import options
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
-    from hyperapp.io.atomic import ensure_dir
+    from hyperapp.io.masks import need_file
     from hyperapp.jobs import text_progress
 
-    ensure_dir(args.out)  # fail before the work, not after it
+    st = _settings(args, "detect")
+    memory = options.memory(args.memory, "--memory") if args.memory is not None else None
+    if args.train_truth:
+        need_file(args.train_truth, "mask file")
+    if args.save_model:
+        from hyperapp.io.atomic import check_out_dir
+
+        if Path(args.save_model).is_dir():
+            raise InputError("is a folder; --save-model names the model file to write", args.save_model)
+        check_out_dir(Path(args.save_model).absolute().parent)
     cube = _open(args)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     background = read_labels(args.background, shape) if args.background else None
     truth = read_labels(args.truth, shape, args.truth_var) if args.truth else None
-    params = dict(_parse_param(t) for t in args.param)
-    if args.hidden is not None:
-        params["n_hidden"] = args.hidden
+    params = st["params"]
     model = None
     if args.model:
         from hyperapp.io.models import load_model
@@ -182,8 +225,8 @@ def cmd_detect(args) -> int:
         model, params = prepare_ffbp(args, cube, model, params)
     progress = text_progress()
     result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
-                                     device=args.device, truth=truth, far=args.far, threshold=args.threshold,
-                                     model=model, memory=args.memory, progress=progress)
+                                     device=args.device, truth=truth, far=st.get("far"),
+                                     threshold=st.get("threshold"), model=model, memory=memory, progress=progress)
     if args.save_model:
         from hyperapp.io.models import save_model
 
@@ -203,62 +246,37 @@ def cmd_detect(args) -> int:
 
 def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
-    from hyperapp.analyse import parse_bands
     from hyperapp.io import open_cube
 
-    cube = open_cube(args.cube, args.dataset)
-    if not args.all_bands:
-        cube = cube.good_bands()
-    if getattr(args, "bands", None):
-        cube = cube.subset_bands(parse_bands(args.bands, cube.bands))
-    return cube
+    return open_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
 
 
 def read_class_map(path: str, shape: tuple[int, int]):
-    """ROI classes for ``analyse --roi``: an integer mask image as it is, a CSV pixel list as class 1."""
+    """:func:`hyperapp.io.masks.read_class_map` (kept here for callers of the CLI's reader)."""
+    from hyperapp.io.masks import read_class_map as read
 
-    from hyperapp.io.masks import read_labels, read_mask
-
-    if Path(path).suffix.lower() in (".csv", ".txt"):
-        return read_labels(path, shape).astype("int32")
-    m = read_mask(path, shape)
-    if (m < 0).any():
-        m = m.copy()
-        m[m < 0] = 0
-    return m
+    return read(path, shape)
 
 
 def class_names_of(path: str) -> dict[int, str] | None:
-    """Class names of an ENVI classification file (value -> name, Unclassified left out), else None."""
+    """:func:`hyperapp.io.masks.class_names_of`."""
+    from hyperapp.io.masks import class_names_of as names
 
-    p = Path(path)
-    hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
-    if not hdr.is_file():
-        return None
-    from hyperapp.io.envi import read_header
-
-    names = read_header(hdr).get("class names")
-    if not names:
-        return None
-    return {k: str(n) for k, n in enumerate(names) if k > 0}
+    return names(path)
 
 
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
-    from hyperapp.io.atomic import ensure_dir
     from hyperapp.jobs import text_progress
 
-    ensure_dir(args.out)
+    st = _settings(args, "analyse")
     cube = _open(args)
     shape = (cube.rows, cube.cols)
     roi = read_class_map(args.roi, shape) if args.roi else None
     objects = read_class_map(args.objects, shape) > 0 if args.objects else None
-    kind = args.select or ("objects" if objects is not None else
-                           "rois" if roi is not None and args.sample is None else "sample")
-    sel = Selection(kind, args.sample or DEFAULT_SAMPLE, args.seed, args.roi_class)
-    params = dict(_parse_param(t) for t in args.param)
+    sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
-    result = run_analysis(cube, args.method, params, sel, roi=roi, objects=objects, device=args.device,
+    result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
                           class_names=names, progress=text_progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report
@@ -299,7 +317,31 @@ def cmd_bench(args) -> int:
         for name, doc in list_cases():
             print(f"{name}: {doc}")
         return 0
-    return run_bench(args.case or None, repeats=args.repeats, json_path=args.json)
+    from hyperapp import options
+
+    repeats = options.whole(args.repeats, "--repeats", 1, 10**6)
+    return run_bench(args.case or None, repeats=repeats, json_path=args.json, quick=args.quick)
+
+
+def cmd_prepare_gpu(args) -> int:
+    from hyperapp.backend import gpu_available, gpu_status
+    from hyperapp.gpu_prepare import cache_dir, prepare_gpu
+    from hyperapp.jobs import text_progress
+
+    if not gpu_available():
+        print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")
+        return 0
+    lines: list[str] = []
+    summary = prepare_gpu(args.cubes, progress=text_progress(), report=lines.append)
+    for line in lines:
+        print(f"  {line}")
+    n_failed = len(summary["failed"])
+    print(f"prepared {summary['tasks'] - n_failed} of {summary['tasks']} warm-ups on {summary['device']} in "
+          f"{summary['seconds']:.1f} s; kernels cached in {cache_dir()}")
+    if n_failed:
+        print(f"hyperapp: {n_failed} warm-up(s) failed: {', '.join(summary['failed'])}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_samples(args) -> int:
@@ -312,17 +354,19 @@ def cmd_samples(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from hyperapp import options
     from hyperapp.batch import run_job
     from hyperapp.jobfile import load_job
 
+    workers = options.workers(args.workers, "--workers")
+    memory = options.memory(args.memory, "--memory") if args.memory is not None else None
+    scheduler = options.scheduler(args.scheduler, "--scheduler") if args.scheduler is not None else None
     job = load_job(args.job)
-    if args.workers < 0:
-        raise InputError(f"--workers must be 0 or more, got {args.workers}")
-    return run_job(job, workers=args.workers, scheduler=args.scheduler, device=args.device, memory=args.memory)
+    return run_job(job, workers=workers, scheduler=scheduler, device=args.device, memory=memory)
 
 
 COMMANDS = {"run": cmd_run, "info": cmd_info, "detect": cmd_detect, "analyse": cmd_analyse, "analyze": cmd_analyse,
-            "bench": cmd_bench, "samples": cmd_samples}
+            "bench": cmd_bench, "samples": cmd_samples, "prepare-gpu": cmd_prepare_gpu}
 
 
 class Terminated(KeyboardInterrupt):
@@ -341,7 +385,7 @@ def headless(argv: list[str], debug: bool = False) -> int:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         args = build_parser().parse_args(argv)
-        local = not (getattr(args, "workers", 0) or getattr(args, "scheduler", None))  # Dask workers use their own GPUs
+        local = not (str(getattr(args, "workers", 0)).strip() not in ("", "0") or getattr(args, "scheduler", None))  # Dask workers use their own GPUs
         if args.command in ("detect", "analyse", "analyze", "run") and local:
             from hyperapp.cuda_start import prewarm
 
@@ -381,14 +425,15 @@ def main(argv: list[str] | None = None) -> int:
         argv.remove("--headless")
         return headless(argv, debug)
     gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
-                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,samples} ...")
+                                 epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,prepare-gpu,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
+    gp.add_argument("--all-bands", action="store_true", help="keep the header's bad bands (File > Keep bad bands)")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")
     args = gp.parse_args(argv)
     from hyperapp.gui.app import run_gui  # Qt only on this path
 
-    return run_gui(args.cube, args.dataset)
+    return run_gui(args.cube, args.dataset, args.all_bands)
 
 
 #: set when a headless command that used CUDA has finished and written everything

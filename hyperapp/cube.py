@@ -165,7 +165,25 @@ class Cube:
         """This cube without its bad bands (the ENVI ``bbl`` list)."""
         if self.bad_bands is None or not self.bad_bands.any():
             return self
+        if self.bad_bands.all():
+            raise InputError("the header marks every band bad (bbl all 0): keep them with --all-bands "
+                             "(all_bands = true in a job, File > Keep bad bands in the window)", self.path)
         return self.subset_bands(~self.bad_bands)
+
+    def run_bands(self, all_bands: bool = False, bands=None, name: str = "--bands") -> Cube:
+        """The bands a run takes, as the CLI, a job step and the window choose them: the header's good
+        bands (all of them with ``all_bands``), then the listed ``bands`` of those (``"3,17,40"``,
+        ``"10-20"`` or a list; 0-based)."""
+        cube = self if all_bands else self.good_bands()
+        if bands is None:
+            return cube
+        from hyperapp.options import band_indices, band_spec
+
+        idx = band_indices(band_spec(bands, name), name)
+        bad = [b for b in idx if b >= cube.bands]
+        if bad:
+            raise InputError(f"band {bad[0]} is outside the cube's {cube.bands} bands (0-based)", self.path)
+        return cube.subset_bands(idx)
 
     def subset(self, rows: slice, cols: slice) -> Cube:
         """A spatial window (slices with step 1 or more) of this cube; reads nothing."""

@@ -328,6 +328,7 @@ def run_detection(
     boxes: list[dict] = []
     with timer.stage("score"):
         scores_dev = est.decision_function(X)
+    refined = False
     if m.kind == "window":
         boxes = list(est.boxes_)
         clicked = n_targets > 0
@@ -337,7 +338,8 @@ def run_detection(
         refine = bool(getattr(est, "refine", False)) or (model is None and clicked)
         if refine and clicked:
             with timer.stage("refine"):
-                scores_dev = refine_in_boxes(X, y_dev, scores_dev > 0, xp)
+                scores_dev, rbfn_dev = refine_in_boxes(X, y_dev, scores_dev > 0, xp)
+            refined = True
         elif threshold is None:
             threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     if n_nodata:
@@ -345,6 +347,15 @@ def run_detection(
     report = run_report(method, params, backend, cube, False, n_targets, n_background, n_nodata)
     result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress)
+    if refined:
+        # the RBFN's own default mask, as its run would draw it: its objects that no box touches
+        # become boxes, so the cascade finds at least what the RBFN alone finds
+        yf = y_dev.reshape(-1)
+        keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
+        t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far,
+                               separate_targets=True)[0] if threshold is None else threshold
+        rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
+        boxes = add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
     result.model, result.boxes = est, boxes
     if boxes:
         result.report["boxes"] = len(boxes)
@@ -409,9 +420,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     })
     if truth is not None:
         with timer.stage("evaluate"):
+            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
+            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.backend, scalar operators)
             t_dev = xp.asarray(truth)
-            report["evaluation"] = evaluate(scores_dev, t_dev if t_dev.dtype == bool else t_dev > 0,
-                                            exclude=(y_dev == TARGET) | (y_dev == NODATA))
+            t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
+            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects))
 
@@ -433,21 +447,56 @@ def threshold_origin(report: dict) -> str:
     return f"{head}: that share of the unclicked pixels scores above it"
 
 
-def refine_in_boxes(X, y, inside, xp):
-    """The cascade's last step: an RBFN trained from the clicks scores only the pixels inside boxes.
+#: in the cascade, pixels inside the window detector's boxes are lifted by this many interquartile
+#: ranges of the RBFN's scores (:func:`refine_in_boxes`). Measured (3 seeds, pixel AUC of the cascade
+#: against the RBFN's alone): 1.0 cost the implanted sub-pixel aircraft 0.067 (0.770 against 0.837),
+#: 0.25 costs 0.010 and nothing on the airport (0.958 against 0.958)
+BOX_LIFT = 0.25
 
-    Pixels outside every box get the lowest in-box score minus one, so no threshold picks them.
+
+def refine_in_boxes(X, y, inside, xp):
+    """The cascade's last step: an RBFN trained from the clicks scores every pixel, and the pixels
+    inside the window detector's boxes are lifted by :data:`BOX_LIFT` interquartile ranges of the
+    scores. Returns the cascade's scores and the RBFN's own.
+
+    The boxes say where to look first: among pixels the RBFN scores alike, those inside a box rank
+    higher. They no longer decide alone: before, every pixel outside the boxes shared one floor score,
+    so a box that missed a target lost the whole target, which the RBFN would have found (issue 34:
+    mean pixel AUC 0.904 against the RBFN's 0.960 on four real scenes). A target the RBFN scores well
+    above the background still stands out where no box covers it.
     """
     from hyperapp.models.rbfn import RBFN
 
-    inside = inside.reshape(-1)
     P = X.reshape(-1, X.shape[2])
-    net = RBFN().fit(X, y)
-    idx = xp.flatnonzero(inside)
-    s = net.decision_function(P[idx])
-    out = xp.full(P.shape[0], float(s.min()) - 1.0 if s.size else -1.0, dtype=xp.float32)
-    out[idx] = s
-    return out.reshape(X.shape[:2])
+    s = RBFN().fit(X, y).decision_function(P)
+    q1, q3 = (float(v) for v in to_host(xp.quantile(s, xp.asarray([0.25, 0.75]))))
+    lift = BOX_LIFT * max(q3 - q1, 1e-12)
+    out = s + xp.float32(lift) * inside.reshape(-1).astype(xp.float32)
+    return out.astype(xp.float32).reshape(X.shape[:2]), s.reshape(X.shape[:2])
+
+
+def add_mask_boxes(boxes: list[dict], mask: np.ndarray, scores: np.ndarray) -> list[dict]:
+    """The window detector's ``boxes`` plus, for every object of the pixel ``mask`` that no box
+    touches, its bounding box (``source`` ``"rbfn"``; the network scores ``ann1``, ``ann2`` then hold
+    the object's highest pixel score and 0): the cascade's boxes never lose what its pixel mask found."""
+    from scipy import ndimage
+
+    out = [dict(b, source=b.get("source", "ffbp")) for b in boxes]
+    covered = np.zeros(mask.shape, bool)
+    for b in boxes:
+        covered[b["row"]:b["row"] + b["height"], b["col"]:b["col"] + b["width"]] = True
+    lab, n = ndimage.label(np.asarray(mask, bool), np.ones((3, 3), bool))
+    if n == 0:
+        return out
+    touched = np.zeros(n + 1, bool)
+    touched[np.unique(lab[covered])] = True
+    for i, sl in enumerate(ndimage.find_objects(lab), start=1):
+        if touched[i] or sl is None:
+            continue
+        h, w = sl[0].stop - sl[0].start, sl[1].stop - sl[1].start
+        out.append({"row": int(sl[0].start), "col": int(sl[1].start), "height": int(h), "width": int(w),
+                    "level": 0, "ann1": float(np.max(scores[sl][lab[sl] == i])), "ann2": 0.0, "source": "rbfn"})
+    return out
 
 
 def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, **kwargs):
@@ -460,6 +509,16 @@ def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str 
         result = run_detection(cube, method, targets, background, scores_file=stage / "scores.img", **kwargs)
         paths = _write_detection(result, stage, cube)
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
+
+
+def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+    """The outputs of a finished :func:`run_detection` in ``out_dir``, all or nothing (the batch
+    pipeline's write stage); returns the output paths."""
+    from hyperapp.io.atomic import staged_folder
+
+    with staged_folder(out_dir) as stage:
+        paths = _write_detection(result, stage, cube)
+    return {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:

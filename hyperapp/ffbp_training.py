@@ -16,9 +16,7 @@ def prepare_ffbp(args, cube, model, params: dict):
 
         if not args.train_truth:
             raise InputError("--train-from needs --train-truth (the training scene's truth mask)")
-        train = open_cube(args.train_from)
-        if not args.all_bands:
-            train = train.good_bands()
+        train = open_cube(args.train_from).run_bands(args.all_bands, getattr(args, "bands", None))
         truth = read_labels(args.train_truth, (train.rows, train.cols))
         if train.bands != cube.bands:
             raise InputError(f"the training scene has {train.bands} bands, the cube has {cube.bands}",

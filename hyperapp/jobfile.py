@@ -20,12 +20,14 @@ model or training clicks, analysis methods of the analysis path) and its output 
     [[steps]]
     analyse = "kmeans"
     params = { k = "2..8" }
-    # select = "sample", sample = 20000, roi = "classes.hdr"
+    # select = "sample", sample = 20000, roi = "classes.hdr", roi_class = 1
+    # every step: bands = "3,17,40", all_bands = true (keep the header's bad bands), name = "folder-name"
 
     [output]
     folder = "out"
 
-Every problem is a :class:`~hyperapp.errors.InputError` naming the file, the key and what is wrong.
+Every problem is a :class:`~hyperapp.errors.InputError` naming the file, the key and what is wrong, found
+by the checks the CLI's options go through (:func:`hyperapp.options.run_settings`).
 """
 
 from __future__ import annotations
@@ -37,15 +39,20 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hyperapp.errors import InputError
+from hyperapp.errors import HyperappError, InputError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands", "name"}
-ANALYSE_KEYS = {"analyse", "params", "select", "sample", "seed", "roi", "bands", "name"}
+DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands",
+               "all_bands", "name"}
+ANALYSE_KEYS = {"analyse", "params", "select", "sample", "seed", "roi", "roi_class", "bands", "all_bands", "name"}
+#: the selections a job step can make (a job has no detection mask to take ``objects`` from)
+JOB_SELECTIONS = ("sample", "image", "roi", "rois")
+#: data files of an ENVI pair: left out of a glob when their header is matched too
+_DATA_SUFFIXES = (".img", ".raw", ".dat", ".bsq", ".bil", ".bip")
 
 
 @dataclass
@@ -67,6 +74,13 @@ class Step:
     seed: int = 0
     roi: str | None = None
     bands: str | None = None
+    roi_class: int = 1
+    all_bands: bool = False
+
+    def fingerprint(self) -> str:
+        """A hash of this step's settings: its output is redone when they change."""
+        blob = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -76,6 +90,8 @@ class Job:
     dataset: str | None
     steps: list[Step]
     output: str
+    #: each input's output subfolder name (its file name's stem; made unique where two share one)
+    folders: dict[str, str] = field(default_factory=dict)
     #: absolute cube path -> its truth mask (absolute)
     truth: dict[str, str] = field(default_factory=dict)
 
@@ -84,6 +100,54 @@ class Job:
         blob = json.dumps([asdict(s) for s in self.steps] + ([self.truth] if self.truth else []),
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def step_fingerprints(self) -> dict[str, str]:
+        """Each step's name and the hash of its settings (a detect step's with the truth masks too: its
+        report's AUC and Pd come from them)."""
+        out = {}
+        for s in self.steps:
+            fp = s.fingerprint()
+            if self.truth and s.kind == "detect":
+                blob = json.dumps([fp, self.truth], sort_keys=True)
+                fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
+            out[s.name] = fp
+        return out
+
+    def folder_of(self, cube: str) -> str:
+        """The output subfolder (a name, not a path) of input ``cube``."""
+        return self.folders.get(cube) or Path(cube).stem
+
+
+def output_names(inputs: list[str]) -> dict[str, str]:
+    """One output folder name per input: its file name's stem, or where two inputs share a stem (in any
+    case: folders on case-insensitive disks), their paths below the folder they share, joined with
+    ``-``; any name still taken gets ``-2``, ``-3``... Deterministic for a given list of inputs."""
+    import os
+    from collections import defaultdict
+
+    stems: dict[str, list[str]] = defaultdict(list)
+    for c in inputs:
+        stems[Path(c).stem.casefold()].append(c)
+    names: dict[str, str] = {}
+    for group in stems.values():
+        if len(group) == 1:
+            names[group[0]] = Path(group[0]).stem
+            continue
+        common = os.path.commonpath([str(Path(c).parent) for c in group])
+        rel = {c: Path(os.path.relpath(c, common)) for c in group}
+        plain = {c: "-".join((*r.parent.parts, r.stem)) for c, r in rel.items()}
+        if len({v.casefold() for v in plain.values()}) < len(group):  # same folder: x.hdr and x.h5
+            plain = {c: "-".join((*r.parent.parts, r.name)) for c, r in rel.items()}
+        names.update(plain)
+    taken: set[str] = set()
+    for c in inputs:
+        n, base, i = names[c], names[c], 1
+        while n.casefold() in taken:
+            i += 1
+            n = f"{base}-{i}"
+        taken.add(n.casefold())
+        names[c] = n
+    return names
 
 
 def _err(path: Path, key: str, what: str) -> InputError:
@@ -97,10 +161,15 @@ def _expect(path, key, value, types, what):
 
 
 def load_job(path: str | Path) -> Job:
-    """Read and check a job file; every relative path is taken from the job file's folder."""
-    from hyperapp.models.registry import ANALYSES, METHODS
+    """Read and check a job file, every value as :func:`hyperapp.options.run_settings` checks the CLI's
+    options, and every file it names; relative paths are taken from the job file's folder."""
+    from hyperapp import options
+    from hyperapp.io.atomic import check_out_dir
+    from hyperapp.io.masks import check_labels_file, need_file
 
     p = Path(path)
+    if p.is_dir():
+        raise InputError("is a folder; a job file (TOML) is needed here", p)
     if not p.is_file():
         raise InputError("job file not found", p)
     try:
@@ -114,21 +183,39 @@ def load_job(path: str | Path) -> Job:
 
     def rel(v, key):
         _expect(p, key, v, str, "a path (text)")
+        if not v.strip() or "\0" in v:
+            raise _err(p, key, f"must be a path, got {v!r}")
         return str((base / v).resolve()) if not Path(v).is_absolute() else v
 
+    def only(table: dict, key: str, allowed: set) -> None:
+        extra = set(table) - allowed
+        if extra:
+            raise _err(p, f"{key}.{sorted(extra)[0]}", f"unknown key; [{key}] takes {', '.join(sorted(allowed))}")
+
     inp = _expect(p, "inputs", d.get("inputs"), dict, "a table: [inputs] paths = [...]")
+    only(inp, "inputs", {"paths", "dataset", "truth"})
     pats = inp.get("paths")
     if isinstance(pats, str):
         pats = [pats]
     _expect(p, "inputs.paths", pats, list, "a list of paths or globs")
+    if not pats:
+        raise _err(p, "inputs.paths", "lists no cube")
     files: list[str] = []
     for i, pat in enumerate(pats):
-        full = rel(pat, f"inputs.paths[{i}]")
-        hits = sorted(glob.glob(full)) if any(ch in pat for ch in "*?[") else ([full] if Path(full).exists() else [])
+        key = f"inputs.paths[{i}]"
+        full = rel(pat, key)
+        if any(ch in pat for ch in "*?["):
+            hits = [h for h in sorted(glob.glob(full)) if Path(h).is_file()]  # a glob takes files, not folders
+        elif Path(full).is_dir():
+            raise _err(p, key, f"{pat!r} is a folder; name cube files (a glob like '{pat.rstrip('/')}/*.hdr' "
+                       "takes a folder's cubes)")
+        else:
+            hits = [full] if Path(full).is_file() else []
         if not hits:
-            raise _err(p, f"inputs.paths[{i}]", f"{pat!r} matches no file")
-        files.extend(h for h in hits if not h.lower().endswith((".img", ".raw", ".dat")) or
-                     not Path(h).with_suffix(".hdr").exists())
+            raise _err(p, key, f"{pat!r} matches no file")
+        # an ENVI data file whose header is beside it is the cube of that header
+        files.extend(str(Path(h).with_suffix(".hdr")) if h.lower().endswith(_DATA_SUFFIXES) and
+                     Path(h).with_suffix(".hdr").is_file() else h for h in hits)
     files = list(dict.fromkeys(files))  # each cube once, in order
     dataset = inp.get("dataset")
     if dataset is not None:
@@ -136,13 +223,23 @@ def load_job(path: str | Path) -> Job:
     truth: dict[str, str] = {}
     for cube_rel, truth_rel in _expect(p, "inputs.truth", inp.get("truth", {}), dict,
                                        "a table: [inputs.truth] \"CUBE\" = \"TRUTH MASK\"").items():
-        cube_abs, truth_abs = rel(cube_rel, "inputs.truth"), rel(truth_rel, f"inputs.truth.{cube_rel}")
-        if not Path(truth_abs).exists():
-            raise _err(p, f"inputs.truth.{cube_rel}", f"{truth_rel!r} not found")
+        key = f"inputs.truth.{cube_rel}"
+        cube_abs, truth_abs = rel(cube_rel, "inputs.truth"), rel(truth_rel, key)
+        if cube_abs.lower().endswith(_DATA_SUFFIXES) and Path(cube_abs).with_suffix(".hdr").is_file():
+            cube_abs = str(Path(cube_abs).with_suffix(".hdr"))
         if cube_abs not in files:
-            raise _err(p, f"inputs.truth.{cube_rel}", "names a cube that is not among the inputs")
+            raise _err(p, key, "names a cube that is not among the inputs")
         if truth_abs in files:
             raise _err(p, "inputs.paths", f"{truth_rel!r} is a truth mask, not a cube: leave it out of the inputs")
+        try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
+            options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
+            check_labels_file(truth_abs)
+            from hyperapp.io import open_cube, read_labels
+
+            c = open_cube(cube_abs, dataset)  # the header only: the mask must be the cube's size
+            read_labels(truth_abs, (c.rows, c.cols))
+        except HyperappError as exc:
+            raise _err(p, key, str(exc)) from None
         truth[cube_abs] = truth_abs
     raw_steps = _expect(p, "steps", d.get("steps"), list, "a list of [[steps]] tables")
     if not raw_steps:
@@ -160,50 +257,64 @@ def load_job(path: str | Path) -> Job:
             raise _err(p, f"{key}.{sorted(extra)[0]}", f"unknown key for a {kind} step; it takes "
                        f"{', '.join(sorted(allowed))}")
         method = _expect(p, f"{key}.{kind}", st[kind], str, "a method name")
-        table = METHODS if kind == "detect" else ANALYSES
-        if method not in table:
-            raise _err(p, f"{key}.{kind}", f"unknown method {method!r}; choose one of {', '.join(table)}")
-        params = _expect(p, f"{key}.params", st.get("params", {}), dict, "a table of method options")
+        raw = {k: v for k, v in st.items() if k not in (kind, "name")}
+        for k in options.FILES:
+            if k in raw:
+                raw[k] = rel(raw[k], f"{key}.{k}")
         try:
-            table[method].build(**params)
+            if "select" in raw:
+                options._keyed("select", options.select, raw["select"], "select", JOB_SELECTIONS)
+            got = options.run_settings(kind, method, raw)
+            name = options._keyed("name", options.folder_name, st["name"], "name") if "name" in st else None
         except InputError as exc:
-            raise _err(p, f"{key}.params", str(exc)) from None
-        s = Step(kind, method, st.get("name") or f"{kind}-{method}" + (f"-{i}" if any(
-            x.get(kind) == method for x in raw_steps[:i]) else ""), dict(params))
-        for k in ("targets", "background", "train", "model", "roi"):
-            if k in st:
-                v = rel(st[k], f"{key}.{k}")
-                if not Path(v).exists():
-                    raise _err(p, f"{key}.{k}", f"{st[k]!r} not found")
-                setattr(s, k, v)
-        for k in ("far", "threshold"):
-            if k in st:
-                setattr(s, k, float(_expect(p, f"{key}.{k}", st[k], (int, float), "a number")))
-        if s.far is not None and s.threshold is not None:
-            raise _err(p, key, "give far or threshold, not both")
-        if s.far is not None and not 0 < s.far < 1:
-            raise _err(p, f"{key}.far", f"a false-alarm rate is in (0, 1), got {s.far}")
-        if "select" in st:
-            s.select = _expect(p, f"{key}.select", st["select"], str, "sample, image, roi or rois")
-        if "sample" in st:
-            s.sample = int(_expect(p, f"{key}.sample", st["sample"], int, "a pixel count"))
-        if "seed" in st:
-            s.seed = int(_expect(p, f"{key}.seed", st["seed"], int, "a whole number"))
-        if "bands" in st:
-            s.bands = str(st["bands"])
-        if kind == "detect" and METHODS[method].uses_targets and not (s.targets or s.model):
-            raise _err(p, key, f"{method} needs targets = \"CLICKS\" (training clicks) or model = \"SAVED\"")
-        if s.train and not s.targets:
-            raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
+            k = getattr(exc, "key", None)
+            raise _err(p, f"{key}.{k}" if k and k != kind else (f"{key}.{kind}" if k else key), exc.message) from None
+        default = f"{kind}-{method}" + (f"-{i}" if any(x.get(kind) == method for x in raw_steps[:i]) else "")
+        s = Step(kind, method, name or default, got["params"], targets=got.get("targets"),
+                 background=got.get("background"), train=got.get("train"), model=got.get("model"),
+                 far=got.get("far"), threshold=got.get("threshold"), bands=got.get("bands"),
+                 all_bands=got["all_bands"])
+        if kind == "analyse":
+            s.select, s.sample, s.seed = got["select"], got.get("sample"), got["seed"]
+            s.roi, s.roi_class = got.get("roi"), got["roi_class"]
+        try:  # the files a step reads on every cube are read once now
+            for k in ("targets", "background", "roi"):
+                if getattr(s, k):
+                    check_labels_file(getattr(s, k))
+            if s.model:
+                from hyperapp.io.models import load_model
+
+                k = "model"
+                load_model(s.model, method=s.method)
+        except HyperappError as exc:
+            raise _err(p, f"{key}.{k}", str(exc)) from None
+        if s.train:
+            if not s.targets:
+                raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
+            if s.model:
+                raise _err(p, f"{key}.train", "give train (a cube to train on) or model (a saved model), not both")
         steps.append(s)
-    names = [s.name for s in steps]
+    names = [s.name.casefold() for s in steps]
     if len(set(names)) != len(names):
         raise _err(p, "steps", "two steps share a name; give one of them name = \"...\"")
     out = _expect(p, "output", d.get("output"), dict, "a table: [output] folder = \"...\"")
-    folder = rel(out.get("folder"), "output.folder") if out.get("folder") is not None else None
-    if folder is None:
+    only(out, "output", {"folder"})
+    if out.get("folder") is None:
         raise _err(p, "output.folder", "the job needs an output folder")
-    return Job(str(p), files, dataset, steps, folder, truth)
+    if isinstance(out["folder"], str) and not out["folder"].strip():
+        raise _err(p, "output.folder", "is empty: name a folder ('.' for the job file's own)")
+    folder = rel(out["folder"], "output.folder")
+    try:
+        check_out_dir(folder)
+    except InputError as exc:
+        raise _err(p, "output.folder", str(exc)) from None
+    except OSError as exc:
+        raise _err(p, "output.folder", str(exc)) from None
+    if Path(folder).is_dir() and any(Path(f).resolve() == Path(folder).resolve() for f in files):
+        raise _err(p, "output.folder", "is one of the inputs")
+    for f in files:  # every input is a file (a glob's folders were left out above)
+        need_file(f, "cube file")
+    return Job(str(p), files, dataset, steps, folder, output_names(files), truth)
 
 
 def toml_value(v) -> str:

@@ -47,6 +47,8 @@ class Session:
     base_cube: Cube | None = None
     bands: list[int] | None = None
     _mean: np.ndarray | None = None
+    #: whether the header's bad bands are kept (the CLI's --all-bands, a job's all_bands)
+    all_bands: bool = False
 
     def __post_init__(self):
         if self.roi is None:
@@ -81,11 +83,13 @@ class Session:
         return self._mean
 
     @classmethod
-    def open(cls, path: str | os.PathLike, dataset: str | None = None) -> Session:
+    def open(cls, path: str | os.PathLike, dataset: str | None = None, all_bands: bool = False) -> Session:
+        """The cube at ``path`` less the header's bad bands (unless ``all_bands``), as the CLI and a job
+        open it (:meth:`hyperapp.cube.Cube.run_bands`)."""
         from hyperapp.io import open_cube
 
-        cube = open_cube(path, dataset).good_bands()
-        return cls(cube, dataset)
+        cube = open_cube(path, dataset).run_bands(bool(all_bands))
+        return cls(cube, dataset, all_bands=bool(all_bands))
 
     def load_truth(self, path: str | os.PathLike, variable: str | None = None) -> None:
         from hyperapp.io import read_labels
@@ -137,6 +141,7 @@ class Session:
                     "classes": [{"name": n, "colour": list(c)} for n, c in self.roi.classes]},
             "truth": os.path.relpath(self.truth_path, folder) if self.truth_path else None,
             "bands": self.bands,
+            "all_bands": self.all_bands,
             "runs": runs,
         }
 
@@ -221,7 +226,7 @@ class Session:
             if f.resolve() in skip:
                 continue
             try:
-                c = open_cube(f, self.dataset).good_bands()
+                c = open_cube(f, self.dataset).run_bands(self.all_bands)
             except (HyperappError, OSError, ValueError):
                 continue
             if c.bands == self.base_cube.bands and c.bands > 1:
@@ -266,6 +271,8 @@ class Session:
                     st["background"] = bg.name
             if self.bands is not None:
                 st["bands"] = ",".join(map(str, self.bands))
+            if self.all_bands:
+                st["all_bands"] = True
             res = run.result
             far = res.report.get("far")
             if run.threshold != res.threshold or far is None:

@@ -158,6 +158,13 @@ class TileReader:
             return
         self._ready.put(None)
 
+    def _one_tile(self) -> Iterator[Tile]:
+        k = self._free.get()
+        view = self.view(k, self.cube.rows)
+        ax = self.cube.store.axes[0]
+        copy_parallel(np.moveaxis(view, ax, 0), np.moveaxis(np.asarray(self._block(0, self.cube.rows)), ax, 0))
+        yield Tile(0, self.cube.rows, view, k)
+
     def view(self, k: int, n_rows: int) -> np.ndarray:
         """Ring buffer ``k`` as a contiguous array of ``n_rows`` rows (along the stored rows axis)."""
         shape = list(self.buf_shape)
@@ -169,6 +176,11 @@ class TileReader:
         self._free.put(tile.slot)
 
     def __iter__(self) -> Iterator[Tile]:
+        if self.rows_per >= self.cube.rows:
+            # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
+            # overlap there is; a batch of small cubes pays them per cube)
+            yield from self._one_tile()
+            return
         self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
         self._thread.start()
         try:
@@ -282,7 +294,7 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None)
         return
     import cupy
 
-    stream = cupy.cuda.Stream(non_blocking=True)
+    stream = copy_stream()
     ddt = device_dtype(cube.store.dtype)
     pending: list = []  # (tile, event) whose host buffer may still be being copied
     try:
@@ -306,6 +318,22 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None)
         for pt, ev in pending:
             ev.synchronize()
             reader.release(pt)
+
+
+_LOCAL = threading.local()
+
+
+def copy_stream():
+    """This thread's stream for copying tiles to the current GPU, made once and kept: CuPy's memory pool
+    reuses a freed block only on the stream it was allocated on, so a new stream per cube (a batch
+    reads thousands) would allocate every tile buffer afresh."""
+    import cupy
+
+    streams = _LOCAL.__dict__.setdefault("streams", {})
+    dev = cupy.cuda.runtime.getDevice()
+    if dev not in streams:
+        streams[dev] = cupy.cuda.Stream(non_blocking=True)
+    return streams[dev]
 
 
 def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None):

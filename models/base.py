@@ -42,6 +42,14 @@ def check_finite(X, what: str = "image", y=None) -> None:
         )
 
 
+def check_not_identical(X, what: str = "cluster") -> None:
+    """Refuse a selection whose spectra are all the same (one pixel repeated, a constant image): no
+    analysis method learns anything from it, and each says so in the same words."""
+    xp = get_namespace(X)
+    if X.shape[0] and not bool(xp.any(X != X[:1])):
+        raise ModelError(f"the selected spectra are all identical: there is nothing to {what}")
+
+
 def selected_spectra(X, at_least: int, too_few: str):
     """The selected spectra (n, bands) as float32, after the checks an analysis model starts with: the
     selection is not empty, holds at least ``at_least`` spectra (else ``too_few`` is the error), and

@@ -1,7 +1,9 @@
 """Detected boxes: the box mask, and CSV / GeoJSON export.
 
 A box is a dict with ``row, col, height, width`` (pixels, top-left origin), ``level`` (its size
-class: log2 of its larger side in blocks) and the two network scores ``ann1`` and ``ann2``.
+class: log2 of its larger side in blocks), the two network scores ``ann1`` and ``ann2``, and, in a cascade's
+result, ``source``: ``"ffbp"`` for a window the networks chose, ``"rbfn"`` for an object of the pixel mask
+no window covered.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import json
 
 import numpy as np
 
-FIELDS = ("row", "col", "height", "width", "level", "ann1", "ann2")
+FIELDS = ("row", "col", "height", "width", "level", "ann1", "ann2", "source")
 
 
 def box_mask(boxes: list[dict], shape: tuple[int, int]) -> np.ndarray:
@@ -23,7 +25,8 @@ def box_mask(boxes: list[dict], shape: tuple[int, int]) -> np.ndarray:
 def boxes_csv(boxes: list[dict]) -> str:
     lines = [",".join(FIELDS)]
     for b in boxes:
-        lines.append(",".join(f"{b[f]:.6g}" if isinstance(b[f], float) else str(b[f]) for f in FIELDS))
+        lines.append(",".join(f"{b.get(f, '')!s}" if not isinstance(b.get(f), float) else f"{b[f]:.6g}"
+                              for f in FIELDS))
     return "\n".join(lines) + "\n"
 
 
@@ -44,7 +47,7 @@ def boxes_geojson(boxes: list[dict], map_info=None) -> str:
     for b in boxes:
         r0, c0, r1, c1 = b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]
         ring = [_pixel_to_map(map_info, r, c) for r, c in ((r0, c0), (r0, c1), (r1, c1), (r1, c0), (r0, c0))]
-        feats.append({"type": "Feature", "properties": {k: b[k] for k in FIELDS},
+        feats.append({"type": "Feature", "properties": {k: b[k] for k in FIELDS if k in b},
                       "geometry": {"type": "Polygon", "coordinates": [[list(p) for p in ring]]}})
     crs = "map" if map_info else "pixel"
     return json.dumps({"type": "FeatureCollection", "hyperapp_coordinates": crs, "features": feats}, indent=1) + "\n"

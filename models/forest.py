@@ -273,6 +273,9 @@ class RandomForest(Estimator):
         rng = np.random.default_rng(self.seed)
         train, test = self._split_classes(yi, rng)
         Xk = X[xp.asarray(keep)] if keep.size != X.shape[0] else X
+        from hyperapp.models.base import check_not_identical
+
+        check_not_identical(Xk, "classify")
         Xtr = Xk[xp.asarray(train)]
         ytr = yi[train].astype(np.int32)
         self.n_train_, self.n_test_ = int(train.size), int(test.size)

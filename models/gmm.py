@@ -202,8 +202,9 @@ class GaussianMixtureEM(Estimator):
                 if progress is not None:
                     progress(step / total, f"EM with {k} components, start {r + 1}")
                 step += 1
+                start = None if progress is None else progress.sub((step - 1) / total, (step - 1) / total)
                 km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(
-                    Xc.astype(xp.float32))
+                    Xc.astype(xp.float32), progress=start)
                 resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
                 params = self._m_step(Xc, resp)
                 curve = []
@@ -213,7 +214,7 @@ class GaussianMixtureEM(Estimator):
                     if not math.isfinite(ll) or (it and abs(curve[-1] - curve[-2]) < float(self.tol)):
                         break
                     params = self._m_step(Xc, resp)
-                    if progress is not None and it % 10 == 9:
+                    if progress is not None:
                         progress((step - 1 + it / self.max_iter) / total, f"EM with {k} components")
                 ll, _ = self._e_step(Xc, params[0], params[1], params[3])
                 if math.isfinite(ll) and (best is None or ll > best[0]):

@@ -192,6 +192,9 @@ class HierarchicalClustering(Estimator):
             raise InputError(f"clustering needs at least 2 spectra, the selection holds {n}")
         if float(self.height) <= 0 and not 1 <= int(self.n_clusters) <= n:
             raise InputError(f"{self.n_clusters} clusters asked of {n} spectra: ask for 1 to {n}")
+        from hyperapp.models.base import check_not_identical
+
+        check_not_identical(X, "cluster")
         check_linkage_size(n, xp)
         D = distance_matrix(X, self.metric)
         self.linkage_ = _merge_numpy(D, self.linkage) if xp is np else _merge_gpu(D, self.linkage)

@@ -251,6 +251,8 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
         labels = None if accumulate else xp.empty((S, n), xp.int32)
         inertia = None if accumulate else xp.zeros(S, xp.float64)
         for a in range(0, n, chunk):
+            if progress is not None:
+                progress.check()  # a cancel (or SIGTERM in a batch) stops within one chunk
             Xc = X[a:a + chunk]
             G = C @ Xc.T  # (M, nc), one GEMM for every run
             lab, mind, oh = _assign_segments(G, cc, seg_start, seg_host, onehot=accumulate)
@@ -277,7 +279,7 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
     return C, labels, inertia, it
 
 
-def kmeans_pp(X, ks, rng, xx=None):
+def kmeans_pp(X, ks, rng, xx=None, progress=None):
     """Greedy k-means++ seeding (as scikit-learn's) of many independent runs at once.
 
     Run ``j`` gets ``ks[j]`` centres, each the best of ``2 + log(k)`` candidates drawn with probability
@@ -307,6 +309,8 @@ def kmeans_pp(X, ks, rng, xx=None):
     rows = xp.arange(Rn)
     live_h = ks > 1
     for j in range(1, kmax):
+        if progress is not None:
+            progress.check()
         live_h = ks > j
         live = xp.asarray(live_h)
         cs = xp.cumsum(d2, axis=1, dtype=xp.float64)
@@ -465,7 +469,7 @@ class MultiKMeans(Estimator):
         xx = (Xc * Xc).sum(axis=1)
         # one run per restart and k, each seeded independently; all seeded and iterated together
         runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
-        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rng, xx)
+        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rng, xx, progress)
         if kmax > 1 and min_pot <= 0:
             raise ModelError(f"the selected spectra have fewer than k = {kmax} distinct values")
         seg = np.concatenate([[0], np.cumsum([k for _, k in runs])]).astype(np.int64)

@@ -31,6 +31,22 @@ class Param:
     def title(self) -> str:
         return self.label or self.name.replace("_", " ").capitalize()
 
+    def check(self, value, owner: str = ""):
+        """``value`` as this parameter's type, within its range and choices, or an
+        :class:`~hyperapp.errors.InputError` naming the option (the same words from the window, the
+        CLI's ``--param`` and a job's ``params``)."""
+        from hyperapp import options
+
+        name = f"{owner} option {self.name}" if owner else self.name
+        if self.type is bool:
+            return options.flag(value, name)
+        if self.type is int:
+            return options.whole(value, name, None if self.minimum is None else int(self.minimum),
+                                 None if self.maximum is None else int(self.maximum))
+        if self.type is float:
+            return options.number(value, name, self.minimum, self.maximum)
+        return options.text(value, name, self.choices)
+
 
 @dataclass(frozen=True)
 class Method:
@@ -45,18 +61,52 @@ class Method:
     #: analysis methods: whether classes (ROIs or a label map) are required
     needs_classes: bool = False
 
-    def build(self, **kwargs):
-        """A new estimator with ``kwargs`` set (any of its ``__init__`` parameters)."""
-        est = self.factory()
-        known = set(est.get_params())
-        kwargs = {k.replace("-", "_"): v for k, v in kwargs.items()}
-        unknown = set(kwargs) - known
-        if unknown:
-            from hyperapp.errors import InputError
+    #: method-specific rules on the checked options (a range of k that parses, odd windows), from the
+    #: models' own parsers; raises InputError
+    rules: Callable | None = None
 
-            raise InputError(f"method {self.name} takes no option(s) {', '.join(sorted(unknown))}; "
-                             f"it takes {', '.join(sorted(known)) or 'none'}")
-        for k, v in kwargs.items():
+    def schema(self, est=None) -> dict[str, Param]:
+        """Every option the method takes: the declared :attr:`params`, and the estimator's other
+        ``__init__`` parameters typed by their defaults (advanced options the window does not show)."""
+        est = est if est is not None else self.factory()
+        out = {p.name: p for p in self.params}
+        for k, v in est.get_params().items():
+            if k not in out:
+                t = type(v) if isinstance(v, (bool, int, float, str)) else int
+                out[k] = Param(k, t, v, "", minimum=1 if v is None else None)
+        return out
+
+    def check_params(self, params: dict | None) -> dict:
+        """``params`` checked and converted (``{"n_init": "4"}`` -> ``{"n_init": 4}``): unknown names,
+        wrong types, values out of range or not among the choices, and the method's own rules are an
+        :class:`~hyperapp.errors.InputError`. The one check every entry point goes through."""
+        from hyperapp.errors import InputError
+
+        if params is None:
+            return {}
+        if not isinstance(params, dict):
+            raise InputError(f"options of {self.name} must be a table of NAME = VALUE, got {params!r}")
+        est = self.factory()
+        schema = self.schema(est)
+        out = {}
+        for k, v in params.items():
+            if not isinstance(k, str):
+                raise InputError(f"option names of {self.name} are text, got {k!r}")
+            key = k.strip().replace("-", "_")
+            if key not in schema:
+                raise InputError(f"method {self.name} takes no option(s) {k}; "
+                                 f"it takes {', '.join(sorted(schema)) or 'none'}")
+            default = est.get_params()[key]
+            out[key] = None if v is None and default is None else schema[key].check(v, self.name)
+        if self.rules is not None:
+            self.rules({**est.get_params(), **out})
+        return out
+
+    def build(self, **kwargs):
+        """A new estimator with ``kwargs`` set (any of its ``__init__`` parameters), checked by
+        :meth:`check_params`."""
+        est = self.factory()
+        for k, v in self.check_params(kwargs).items():
             setattr(est, k, v)
         return est
 
@@ -68,6 +118,43 @@ def _classic(name):
         return getattr(classic, name)(**kw)
 
     return make
+
+
+def _k_rule(p: dict) -> None:
+    from hyperapp.models.kmeans import parse_k
+
+    parse_k(p["k"])
+
+
+def _windows_rule(p: dict) -> None:
+    from hyperapp.errors import InputError
+
+    inner, outer = int(p["inner"]), int(p["outer"])
+    if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
+        raise InputError(f"local RX windows must be odd with inner < outer, got ({inner}, {outer})")
+
+
+def _rbfn_rule(p: dict) -> None:
+    from hyperapp.models.rbfn import RBFN
+
+    est = RBFN()
+    for k, v in p.items():
+        setattr(est, k, v)
+    est._validate_params()
+
+
+def _max_features_rule(p: dict) -> None:
+    from hyperapp.errors import InputError
+
+    mf = str(p["max_features"]).strip().lower()
+    if mf in ("sqrt", "log2", "all", "none"):
+        return
+    try:
+        if int(mf) >= 1:
+            return
+    except ValueError:
+        pass
+    raise InputError(f"max_features must be sqrt, log2, all or a number of bands, got {p['max_features']!r}")
 
 
 METHODS: dict[str, Method] = {}
@@ -86,7 +173,7 @@ register(Method("rx", "RX anomaly (global)", _classic("RX"), uses_targets=False)
 register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), (
     Param("inner", int, 3, "Width in pixels of the guard window around the pixel under test, left out of the background statistics (odd).", 1, 99, label="Guard window (px)"),
     Param("outer", int, 15, "Width in pixels of the local window whose pixels (outside the guard window) estimate the background (odd).", 3, 201, label="Background window (px)"),
-), uses_targets=False))
+), uses_targets=False, rules=_windows_rule))
 
 
 def _rbfn(**kw):
@@ -101,12 +188,13 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
     Param("width_scale", float, 3.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
     Param("coherence", float, 1.0, "Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", 0.0, 100.0, label="Coherence input"),
+    Param("anomaly", float, 1.0, "Weight of the anomaly input (RX, the distance from the background): counted only where every click is a strong anomaly and the network fails to recognise a clicked object it did not train on; 0 uses the network alone.", 0.0, 100.0, label="Anomaly input"),
     Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
     Param("ridge", float, 3e-3, "Ridge penalty of the output layer's least-squares fit (regularisation).", 0.0, 10.0, label="Regularisation"),
     Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
-)))
+), rules=_rbfn_rule))
 
 
 def _ffbp(**kw):
@@ -166,7 +254,7 @@ register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, (
           label="Silhouette sample"),
     Param("seed", int, 0, "Seed of the k-means++ seeding and the silhouette sample.", 0, 2**31 - 1,
           label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True))
+), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule))
 
 register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _band_subsets, (
     Param("n_subsets", int, 10000, "Random band subsets explored, each with its own small k-means.", 1, 1000000,
@@ -237,7 +325,7 @@ register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, (
     Param("reg_covar", float, 1e-6, "Added to every covariance's diagonal, so constant or collinear bands stay "
           "invertible.", 0.0, 1e6, label="Covariance floor"),
     Param("seed", int, 0, "Seed of the k-means starts.", 0, 2**31 - 1, label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True))
+), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule))
 
 
 def _forest(**kw):
@@ -280,10 +368,12 @@ register_analysis(Method("forest", "Random forest (classes from ROIs)", _forest,
           "the band count, all, or a number.", label="Bands tried per split"),
     Param("bootstrap", bool, True, "Train each tree on a sample drawn with replacement (gives the out-of-bag "
           "accuracy).", label="Bootstrap samples"),
-) + _TREE_PARAMS, uses_targets=False, kind="analysis", labels_image=True, needs_classes=True))
+) + _TREE_PARAMS, uses_targets=False, kind="analysis", labels_image=True, needs_classes=True,
+    rules=_max_features_rule))
 
 register_analysis(Method("cart", "Decision tree (CART)", _cart, _TREE_PARAMS,
-                         uses_targets=False, kind="analysis", labels_image=True, needs_classes=True))
+                         uses_targets=False, kind="analysis", labels_image=True, needs_classes=True,
+                         rules=_max_features_rule))
 
 register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, (
     Param("linkage", str, "ward", "How the distance between two clusters is measured: Ward (least growth of "

@@ -125,7 +125,7 @@ class SOM(Estimator):
         return (xp.asarray(to_host(mean)[None, :] + span @ comp.T)).astype(xp.float32)
 
     def fit(self, X, y=None, progress=None):
-        from hyperapp.models.base import as_pixels, selected_spectra
+        from hyperapp.models.base import as_pixels, check_not_identical, selected_spectra
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
@@ -138,6 +138,7 @@ class SOM(Estimator):
             raise InputError(f"training must be batch or online, got {self.training!r}")
         n = X.shape[0]
         X = selected_spectra(X, 2, "a self-organising map needs at least 2 spectra")
+        check_not_identical(X, "map")
         M = R * C
         g = grid_coords(R, C)
         gd2 = xp.asarray(((g[:, None, :] - g[None, :, :]) ** 2).sum(axis=2))  # (M, M) grid distances^2
@@ -152,13 +153,15 @@ class SOM(Estimator):
             if progress is not None:
                 progress(e / self.epochs, f"SOM epoch {e + 1} of {self.epochs}")
             if self.training == "online":
-                W = self._online_epoch(X, W, rng.permutation(n), e, gd2)
+                W = self._online_epoch(X, W, rng.permutation(n), e, gd2, progress)
             ww = (W * W).sum(axis=1)
             S = xp.zeros((M, X.shape[1]), xp.float32)
             cnt = xp.zeros(M, xp.float32)
             qsum = 0.0
             tbad = 0
             for a in range(0, n, chunk):
+                if progress is not None:
+                    progress.check()  # a cancel (or SIGTERM in a batch) stops within one chunk
                 Xc = X[a:a + chunk]
                 b1, b2, d1 = _two_best(Xc, W, ww, xx[a:a + chunk])
                 oh = xp.zeros((Xc.shape[0], M), xp.float32)
@@ -194,7 +197,7 @@ class SOM(Estimator):
             progress(1.0, "SOM trained")
         return self
 
-    def _online_epoch(self, X, W, order: np.ndarray, epoch: int, gd2):
+    def _online_epoch(self, X, W, order: np.ndarray, epoch: int, gd2, progress=None):
         """One epoch of the per-spectrum rule over ``order``; the GPU runs it as one kernel launch."""
         xp = get_namespace(X)
         n, d = X.shape
@@ -217,6 +220,8 @@ class SOM(Estimator):
         W = np.array(W, dtype=np.float32)
         gd2 = np.asarray(gd2, np.float32)
         for s, p in enumerate(order):  # the CPU reference of the kernel: the rule is sequential
+            if progress is not None and s % 1024 == 0:
+                progress.check()
             x = X[p]
             bmu = int(((x - W) ** 2).sum(axis=1).argmin())
             frac = (step0 + s) / max(total - 1, 1)

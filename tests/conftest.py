@@ -22,6 +22,8 @@ SHARED_CUBES = Path(os.environ.get("HYPERAPP_CUBES", ROOT.parent / "shared" / "c
 ABU = SHARED_CUBES / "abu-airport-1.mat"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# no window's background GPU warm-up during the tests (tests/test_prepare_gpu.py starts it itself)
+os.environ.setdefault("HYPERAPP_GPU_WARMUP", "0")
 
 
 def pytest_report_header(config):

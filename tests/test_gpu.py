@@ -79,6 +79,23 @@ def test_rbfn_gpu_training_matches_cpu_training(cp):
     assert np.abs(a - b).max() <= 1e-3 * np.abs(a).max()
 
 
+def test_rbfn_anomaly_input_matches_numpy(cp, monkeypatch):
+    """Issue 34: with the anomaly input counting, GPU training and scoring give the CPU's weights and
+    scores (the RX GEMM and kernels/whitened.cu's RX mode on the device). The fusion's weight is fixed
+    here (it is computed on the host from what the device returns), so the term is always exercised."""
+    import hyperapp.models.rbfn as rbfn
+
+    monkeypatch.setattr(rbfn, "_fuse", lambda nt, nb, at, ab: (1 / nb.std(), 0.5 / ab.std(), -nb.mean() / nb.std()))
+    X, y = _data(80, 80, 64)
+    a = RBFN()
+    sa = a.fit(X, y).decision_function(X)
+    assert a.anomaly_v_ > 0
+    b = RBFN()
+    sb = b.fit(cp.asarray(X), cp.asarray(y)).decision_function(cp.asarray(X)).get()
+    assert abs(a.anomaly_v_ - b.anomaly_v_) <= 1e-3 * abs(a.anomaly_v_)
+    assert np.abs(sa - sb).max() <= 1e-3 * np.abs(sa).max()
+
+
 @pytest.mark.parametrize("n,k,dim,n_iter", [(4000, 31, 16, 5), (3000, 7, 5, 25), (500, 60, 16, 25), (50, 1, 16, 3),
                                            (1000, 40, 64, 0)])
 def test_small_kmeans_kernel_matches_numpy(cp, n, k, dim, n_iter):

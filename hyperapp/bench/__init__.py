@@ -110,18 +110,40 @@ def _fmt(v, unit=""):
     return "-" if v is None else f"{v:.4g}{unit}"
 
 
-def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str | None = None) -> int:
+#: cases that also run on the CPU (with ``--quick`` where there is no GPU): whole runs of the app
+CPU_CASES = ("batch-50x512x512x128", "campaign-16x2048x2048x128")
+
+
+def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str | None = None,
+              quick: bool = False) -> int:
+    """Run the cases ``names`` (default: all); ``quick``: small sizes (a smoke test), and without a GPU
+    the cases of :data:`CPU_CASES` on the CPU."""
+    import shlex
+    import sys
+
     from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.bench import cases  # noqa: F401  (registers)
     from hyperapp.errors import BackendError, InputError
 
-    if not gpu_available():
-        raise BackendError(f"the benchmark needs a GPU: {gpu_status()}")
     unknown = [n for n in names or [] if n not in CASES]
     if unknown:
         raise InputError(f"unknown bench case(s) {', '.join(unknown)}; see --list")
-    bw = device_bandwidth_gbs()
+    if quick:
+        from hyperapp.bench.campaign import quick as make_quick
+
+        make_quick()
+    gpu = gpu_available()
+    if not gpu:
+        if not quick:
+            raise BackendError(f"the benchmark needs a GPU: {gpu_status()} (bench --quick runs the whole-run "
+                               f"cases {', '.join(CPU_CASES)} small on the CPU)")
+        names = [n for n in names or CPU_CASES if n in CPU_CASES]
+        if not names:
+            raise BackendError(f"these cases need a GPU: {gpu_status()}")
+    bw = device_bandwidth_gbs() if gpu else 0.0
     ctx = Context(repeats, bw, gpu_status())
+    command = "hyperapp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) \
+        if sys.argv and sys.argv[0].endswith(("hyperapp", "__main__.py")) else None
     print(f"device: {ctx.device}; measured copy bandwidth {bw:.0f} GB/s (read + write)")
     results = []
     for name in names or list(CASES):
@@ -130,7 +152,8 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
             _report(m, bw, results)
         if json_path:  # after every case, so a run cut short keeps what it measured
             with open(json_path, "w") as fh:
-                json.dump({"device": ctx.device, "bandwidth_gbs": bw,
+                json.dump({"device": ctx.device, "bandwidth_gbs": bw, "command": command, "quick": quick,
+                           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
                            "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
     return 0
 

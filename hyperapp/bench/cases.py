@@ -294,7 +294,7 @@ def band_subsets(ctx) -> Measurement:
     return Measurement("band-subsets-10000x3-k8", gpu, cpu, None, None,
                        bytes_moved=10000 * 3 * X.shape[0] * 4 * (iters + 1),
                        notes={"mean_iterations": round(iters, 1), "best_score": round(float(m.best_scores_[0]), 4)})
-from hyperapp.bench import files, live  # noqa: E402,F401  (registers the live-path and whole-path cases)
+from hyperapp.bench import campaign, files, live  # noqa: E402,F401  (registers the live-path, whole-path and campaign cases)
 
 
 @bench_case("som-262144x128-32x32-10epochs")

@@ -28,7 +28,7 @@ INTERLEAVE_ORDER = {"bip": (0, 1, 2), "bil": (0, 2, 1), "bsq": (2, 0, 1)}
 FILE_SHAPE = (2048, 2048, 128)
 BATCH_CUBES, BATCH_SHAPE = 50, (512, 512, 128)
 DEVICE = "gpu"
-ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12}
+ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12, np.dtype(np.int16): 2}
 
 
 def write_envi_raw(stem: Path, data: np.ndarray, interleave: str) -> Path:
@@ -224,18 +224,21 @@ def large_file(ctx) -> list[Measurement]:
 
 @bench_case("batch-50x512x512x128")
 def batch_throughput(ctx) -> list[Measurement]:
-    """A job of 50 cubes of 512 x 512 x 128 (float32, BIL), RBFN from clicks: cubes per second of the
-    whole run against one cube alone (warm, in process), and the share of the run the detection stages
-    kept the GPU busy; with two GPUs, two workers against one."""
-    from dataclasses import asdict
-
-    from hyperapp.batch import process_cube, run_job
-    from hyperapp.jobfile import Step, load_job
+    """A job of 50 cubes of 512 x 512 x 128 (float32, BIL), RBFN from clicks (fitted on each cube) and
+    RBFN trained once (``train``): cubes per second of the whole run against one cube alone (warm, in
+    process, no overlap), each stage's median time per cube, and the share of the run the GPU was busy;
+    with two GPUs, two workers against one."""
+    from hyperapp.batch import _save_models, _train_models, run_job
+    from hyperapp.bench.campaign import GpuBusy, stage_medians
+    from hyperapp.io.atomic import ensure_dir
+    from hyperapp.jobfile import load_job
+    from hyperapp.pipeline import CubePipeline
 
     rng = np.random.default_rng(1)
     rows, cols, bands = BATCH_SHAPE
     ends = rng.uniform(0.05, 0.6, (6, bands)).astype(np.float32)
     out: list[Measurement] = []
+    name = f"batch-{BATCH_CUBES}x{rows}x{cols}x{bands}"
     with tempfile.TemporaryDirectory(prefix="hyperapp-batch-") as tmp:
         d = Path(tmp)
         (d / "scenes").mkdir()
@@ -244,31 +247,43 @@ def batch_throughput(ctx) -> list[Measurement]:
             X = (ab @ ends).reshape(rows, cols, bands) + rng.normal(0, 0.01, (rows, cols, bands)).astype(np.float32)
             write_envi_raw(d / "scenes" / f"s{i:02d}", X, "bil")
         (d / "t.csv").write_text(f"row,col\n10,10\n{rows // 2},{cols // 2}\n")
-        job_path = d / "job.toml"
-        job_path.write_text('[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "rbfn"\n'
-                            'targets = "t.csv"\n[output]\nfolder = "out"\n')
-        job = load_job(job_path)
-        steps = [asdict(Step("detect", "rbfn", "one", targets=str(d / "t.csv")))]
-        def one(c):
-            row = process_cube(c, steps, str(d / "single"), None, DEVICE, None)
-            if row["error"]:
-                raise RuntimeError(f"{c}: {row['error']}")
+        gb = sum(p.stat().st_size for p in (d / "scenes").glob("*.img")) / 1e9
+        variants = {"rbfn": "", "rbfn-trained-once": 'train = "scenes/s00.hdr"\n'}
+        for variant, extra in variants.items():
+            job_path = d / f"job-{variant}.toml"
+            job_path.write_text('[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "rbfn"\n'
+                                f'targets = "t.csv"\n{extra}[output]\nfolder = "out-{variant}"\n')
+            job = load_job(job_path)
+            # the steps as the run gets them (a train step's model fitted and saved once)
+            steps = _save_models(job, _train_models(job, DEVICE), ensure_dir(d / f"single-{variant}"))
 
-        one(job.inputs[0])  # warm: kernels, memory pools
-        t0 = time.perf_counter()
-        for c in job.inputs[:5]:
-            one(c)
-        single = (time.perf_counter() - t0) / 5
-        with GpuBusy() as busy:
+            def one(c, steps=steps):
+                # a cube alone: the pipeline's stages one after the other in this thread, no overlap
+                row = CubePipeline(steps, str(d / "single"), None, DEVICE, None).run_one(c)
+                if row["error"]:
+                    raise RuntimeError(f"{c}: {row['error']}")
+                return row
+
+            one(job.inputs[0])  # warm: kernels, memory pools
             t0 = time.perf_counter()
-            if run_job(job, device=DEVICE) != 0:
-                raise RuntimeError("the batch run failed; see its log")
-            wall = time.perf_counter() - t0
-        n = len(job.inputs)
-        notes = {"cubes_per_s": round(n / wall, 2), "single_cube_per_s": round(1 / single, 2),
-                 "throughput_vs_single": round((n / wall) * single, 3), "gpu_busy_share": busy.share}
-        out.append(Measurement("batch-50x512x512x128-rbfn", wall * 1e3, None, "one cube alone x 50",
-                               single * n * 1e3, notes=notes))
+            alone = [one(c) for c in job.inputs[:5]]
+            single = (time.perf_counter() - t0) / 5
+            with GpuBusy() as busy:
+                t0 = time.perf_counter()
+                if run_job(job, device=DEVICE) != 0:
+                    raise RuntimeError("the batch run failed; see its log")
+                wall = time.perf_counter() - t0
+            n = len(job.inputs)
+            notes = {"cubes_per_s": round(n / wall, 2), "GBps": round(gb / wall, 2),
+                     "single_cube_per_s": round(1 / single, 2), "throughput_vs_single": round((n / wall) * single, 3),
+                     "ms_per_cube": round(wall / n * 1e3, 2), "gpu_busy_share": busy.share,
+                     "busy_source": getattr(busy, "source", None),
+                     "stage_median_s": stage_medians(Path(job.output)),
+                     "alone_stage_median_s": {k: round(float(np.median([r["stages"][k] for r in alone])), 4)
+                                              for k in ("read", "compute", "write")},
+                     "device": DEVICE}
+            out.append(Measurement(f"{name}-{variant}", wall * 1e3, None, "one cube alone x 50",
+                                   single * n * 1e3, notes=notes))
         try:
             import cupy
 
@@ -276,12 +291,14 @@ def batch_throughput(ctx) -> list[Measurement]:
         except Exception:  # noqa: BLE001
             n_gpu = 0
         if n_gpu >= 2:
+            job = load_job(d / "job-rbfn.toml")
             walls = {}
             for w in (1, 2):
                 job.output = str(d / f"out-w{w}")
                 t0 = time.perf_counter()
                 run_job(job, workers=w, device=DEVICE)
                 walls[w] = time.perf_counter() - t0
-            out.append(Measurement("batch-50x512x512x128-two-workers", walls[2] * 1e3, None, "one worker",
-                                   walls[1] * 1e3, notes={"speedup": round(walls[1] / walls[2], 2)}))
+            out.append(Measurement(f"{name}-two-workers", walls[2] * 1e3, None, "one worker",
+                                   walls[1] * 1e3, notes={"speedup": round(walls[1] / walls[2], 2),
+                                                          "cubes_per_s_two": round(BATCH_CUBES / walls[2], 2)}))
     return out

@@ -6,7 +6,7 @@ import logging
 import sys
 
 
-def run_gui(path: str | None = None, dataset: str | None = None) -> int:
+def run_gui(path: str | None = None, dataset: str | None = None, all_bands: bool = False) -> int:
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.main_window import MainWindow
@@ -17,5 +17,5 @@ def run_gui(path: str | None = None, dataset: str | None = None) -> int:
     app.setApplicationName("hyperapp")
     win = MainWindow()
     win.show()
-    win.open_cube(path or sample_path("land"), dataset)
+    win.open_cube(path or sample_path("land"), dataset, all_bands)
     return app.exec()

@@ -170,6 +170,9 @@ class MainWindow(QMainWindow):
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+        from hyperapp.gui.gpu_warmup import start_gpu_warmup
+
+        self.gpu_warmup = start_gpu_warmup(self)  # every kernel compiled in the background, once per installation
 
     def _readable_tabs(self) -> None:
         """Dock tab titles in full (scroll buttons when they do not fit) instead of "De…", "k…"."""
@@ -220,7 +223,8 @@ class MainWindow(QMainWindow):
         if shortcut:
             a.setShortcut(QKeySequence(shortcut))
         a.setCheckable(checkable)
-        a.triggered.connect(slot)
+        if slot is not None:
+            a.triggered.connect(slot)
         menu.addAction(a)
         return a
 
@@ -231,6 +235,9 @@ class MainWindow(QMainWindow):
         self.recent_menu = f.addMenu("Open &recent")
         self._action(f, "Load &truth mask…", self._truth_dialog, "Ctrl+T")
         self._action(f, "Load FFBP &model…", self._model_dialog)
+        self.keep_bad_bands = self._action(f, "&Keep bad bands", None, checkable=True)
+        self.keep_bad_bands.setToolTip("Keep the bands the header marks bad (bbl), as --all-bands does")
+        self.keep_bad_bands.toggled.connect(self._keep_bad_bands_changed)
         f.addSeparator()
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
@@ -288,15 +295,32 @@ class MainWindow(QMainWindow):
         self.error_box = box
 
     # ------------------------------------------------------------------ cube
-    def open_cube(self, path, dataset: str | None = None) -> bool:
+    def open_cube(self, path, dataset: str | None = None, all_bands: bool | None = None) -> bool:
+        keep = self.keep_bad_bands.isChecked() if all_bands is None else bool(all_bands)
         try:
-            session = Session.open(path, dataset)
+            session = Session.open(path, dataset, keep)
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
+        self.keep_bad_bands.setChecked(keep)
         self.set_session(session)
         self._remember(str(path))
         return True
+
+    def _keep_bad_bands_changed(self, keep: bool) -> None:
+        """File > Keep bad bands: reopen the cube with or without the header's bad bands (as the CLI's
+        --all-bands), keeping the marked ROIs."""
+        s = self.session
+        if s is None or s.all_bands == keep or not s.cube.path:
+            return
+        labels, classes = s.roi.labels.copy(), list(s.roi.classes)
+        if self.open_cube(s.base_cube.path, s.dataset, keep):
+            self.session.roi.classes = classes
+            self.session.roi.set_labels(labels)
+        else:
+            self.keep_bad_bands.blockSignals(True)
+            self.keep_bad_bands.setChecked(s.all_bands)
+            self.keep_bad_bands.blockSignals(False)
 
     def set_session(self, session: Session) -> None:
         """Show ``session``: everything tied to the last cube (plots, status lines, results, overlays,
@@ -425,6 +449,13 @@ class MainWindow(QMainWindow):
         background = s.roi.background
         truth = None if s.truth is None else s.truth.copy()
         model = self.ffbp_model if method == "ffbp" else None
+        try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
+            from hyperapp.models.registry import get_method
+
+            params = get_method(method).check_params(params)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return None
         self._save_params(method, params)
 
         def job(progress):
@@ -660,7 +691,10 @@ class MainWindow(QMainWindow):
 
         try:
             d = Session.read_project(path)
-            session = Session.open(d["cube"], d.get("dataset"))
+            session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)))
+            self.keep_bad_bands.blockSignals(True)
+            self.keep_bad_bands.setChecked(session.all_bands)
+            self.keep_bad_bands.blockSignals(False)
             session.restore_rois(d)
             if d.get("truth"):
                 session.load_truth(d["truth"])

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from hyperapp.errors import OutputError
 
+#: the name of a staging folder starts with this (:func:`staged_folder`)
+STAGING_PREFIX = ".staging-"
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -30,13 +32,63 @@ def ensure_dir(folder: str | os.PathLike) -> Path:
     return p
 
 
+def check_out_dir(folder: str | os.PathLike) -> Path:
+    """Check, before any work and without creating anything, that ``folder`` can be made or written:
+    it is a writable folder, or its nearest existing parent is one (no part of the path is a file).
+    Raises :class:`OutputError` naming the folder; a failing run then leaves no new folder behind."""
+    p = Path(folder)
+    if not str(folder).strip():
+        raise OutputError("the output folder is empty: name a folder ('.' for this one)", p)
+    probe = p.absolute()
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise OutputError(f"cannot create output folder: {probe} is a file, not a folder", p)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        what = "output folder is not writable" if probe == p.absolute() else f"cannot create output folder: {probe} is not writable"
+        raise OutputError(what, p)
+    return p
+
+
+def _missing_dirs(folder: Path) -> list[Path]:
+    """The folders that :func:`ensure_dir` would create for ``folder``, deepest first."""
+    out = []
+    p = folder.absolute()
+    while not p.exists() and p.parent != p:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty: what a failed run created and left."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
 @contextlib.contextmanager
 def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
     """Yield temporary paths for ``finals``; on success move each into place, on error delete them.
 
-    Several files (an ENVI header and its data file) are moved only after all were written.
+    Several files (an ENVI header and its data file) are moved only after all were written. Inside a
+    staging folder (:func:`staged_folder`) the files are written under their final names at once: the
+    folder itself is hidden until its files move into place, and deleted when the writing fails.
     """
     finals_p = [Path(f) for f in finals]
+    if all(f.parent.name.startswith(STAGING_PREFIX) for f in finals_p):
+        try:
+            yield finals_p
+        except BaseException:
+            for f in finals_p:
+                with contextlib.suppress(OSError):
+                    f.unlink()
+            raise
+        return
     temps: list[Path] = []
     try:
         for f in finals_p:
@@ -60,21 +112,27 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     """Write a set of outputs all or nothing: yield a hidden staging folder inside ``out``; when the
     block succeeds, move every file in it into ``out`` (report last, so a complete report means
     complete outputs); when it fails or is killed (SIGTERM arrives as an exception in the CLI), delete
-    it. Staging folders a killed process left behind are removed first."""
+    it, and the folders it had to create for ``out`` when they are left empty. Staging folders a
+    killed process left behind are removed first."""
     import shutil
 
+    created = _missing_dirs(Path(out))
     out = ensure_dir(out)
-    for old in out.glob(".staging-*"):
+    for old in out.glob(STAGING_PREFIX + "*"):
         shutil.rmtree(old, ignore_errors=True)
-    stage = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    ok = False
     try:
         yield stage
         names = sorted(p.name for p in stage.iterdir())
         names.sort(key=lambda n: n == "report.json")  # the report moves last
         for name in names:
             os.replace(stage / name, out / name)
+        ok = True
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if not ok:
+            remove_if_empty(created)  # a failed run leaves no new, empty folder behind
 
 
 def atomic_write_bytes(final: str | os.PathLike, data: bytes) -> None:

@@ -48,14 +48,58 @@ def find_pair(path: str | os.PathLike) -> tuple[Path, Path]:
     raise CubeNotFoundError("no ENVI header (.hdr) found beside this data file", p)
 
 
-def _floats(values, n: int | None = None) -> np.ndarray | None:
-    if values is None:
+def _whole(h: dict, key: str, hdr: Path, default=None, lo: int | None = None, hi: int | None = None) -> int:
+    """Header field ``key`` as a whole number within [lo, hi]; a missing required field, text, a
+    fraction or a value out of range is a :class:`CubeFormatError` naming the field."""
+    if key not in h or h[key] is None:
+        if default is None:
+            raise CubeFormatError(f"header lacks the required field {key!r}", hdr)
+        return default
+    raw = h[key]
+    try:
+        f = float(str(raw).strip())
+        v = int(f)
+        ok = f == v
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise CubeFormatError(f"header field {key!r} must be a whole number, got {raw!r}", hdr)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = (f"{lo} or {hi}" if hi == lo + 1 else f"from {lo} to {hi}") if hi is not None else f"{lo} or more"
+        raise CubeFormatError(f"header field {key!r} must be {rng}, got {raw!r}", hdr)
+    return v
+
+
+def _number(h: dict, key: str, hdr: Path, allow_nan: bool = False) -> float | None:
+    """Header field ``key`` as a number (None when absent); text is a :class:`CubeFormatError`."""
+    raw = h.get(key)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
         return None
     try:
-        a = np.asarray([float(v) for v in values], dtype=np.float64)
-    except (TypeError, ValueError):
+        v = float(str(raw).strip())
+    except ValueError:
+        v = None
+    if v is None or (not allow_nan and not np.isfinite(v)):
+        raise CubeFormatError(f"header field {key!r} must be a number, got {raw!r}", hdr)
+    return v
+
+
+def _per_band(h: dict, key: str, hdr: Path, bands: int) -> np.ndarray | None:
+    """A per-band header list (``wavelength``, ``fwhm``, ``bbl``) as numbers, one per band; a list of
+    another length or of text is a :class:`CubeFormatError` (it describes other bands than these)."""
+    raw = h.get(key)
+    if raw is None:
         return None
-    return a if n is None or a.size == n else None
+    vals = raw if isinstance(raw, list) else [raw]
+    try:
+        a = np.asarray([float(str(v).strip()) for v in vals], dtype=np.float64)
+    except ValueError:
+        raise CubeFormatError(f"header field {key!r} must list numbers, got {raw!r:.60}", hdr) from None
+    if a.size != bands:
+        raise CubeFormatError(f"header lists {a.size} {key} value(s) for {bands} bands", hdr)
+    if not np.isfinite(a).all():
+        raise CubeFormatError(f"header field {key!r} holds NaN or Inf", hdr)
+    return a
 
 
 def read_header(hdr: Path) -> dict:
@@ -75,23 +119,23 @@ def open_envi(path: str | os.PathLike) -> Cube:
 
     hdr, data = find_pair(path)
     h = read_header(hdr)
-    try:
-        rows, cols, bands = int(h["lines"]), int(h["samples"]), int(h["bands"])
-        dtype_code = int(h.get("data type", -1))
-        interleave = str(h.get("interleave", "bsq")).strip().lower()
-        offset = int(h.get("header offset", 0))
-        byte_order = int(h.get("byte order", 0))
-    except KeyError as exc:
-        raise CubeFormatError(f"header lacks the required field {exc.args[0]!r}", hdr) from exc
-    except ValueError as exc:
-        raise CubeFormatError(f"header field is not a number ({exc})", hdr) from exc
-    if min(rows, cols, bands) < 1:
-        raise CubeFormatError(f"header gives an empty cube ({rows} lines, {cols} samples, {bands} bands)", hdr)
+    rows, cols, bands = (_whole(h, k, hdr, lo=1) for k in ("lines", "samples", "bands"))
+    dtype_code = _whole(h, "data type", hdr)
+    offset = _whole(h, "header offset", hdr, default=0, lo=0)
+    byte_order = _whole(h, "byte order", hdr, default=0, lo=0, hi=1)  # 0 little-endian, 1 big-endian
+    interleave = str(h.get("interleave", "bsq")).strip().lower()
     if dtype_code not in SUPPORTED_DTYPES:
         raise CubeFormatError(f"unsupported ENVI data type {dtype_code}", hdr)
     if interleave not in INTERLEAVE_AXES:
         raise CubeFormatError(f"unknown interleave {interleave!r}", hdr)
     dtype = np.dtype(envi.envi_to_dtype[str(dtype_code)]).newbyteorder(">" if byte_order == 1 else "<")
+    wl = _per_band(h, "wavelength", hdr, bands)
+    fwhm = _per_band(h, "fwhm", hdr, bands)
+    bbl = _per_band(h, "bbl", hdr, bands)
+    nodata = _number(h, "data ignore value", hdr, allow_nan=True)
+    scale = _number(h, "reflectance scale factor", hdr)
+    if scale is not None and scale <= 0:
+        raise CubeFormatError(f"header field 'reflectance scale factor' must be above 0, got {scale:g}", hdr)
     need = offset + rows * cols * bands * dtype.itemsize
     have = data.stat().st_size
     if have < need:
@@ -106,36 +150,29 @@ def open_envi(path: str | os.PathLike) -> Cube:
     except Exception as exc:
         raise CubeFormatError(f"cannot map the data file ({exc})", data) from exc
 
-    wl = _floats(h.get("wavelength"), bands)
-    bbl = h.get("bbl")
-    bad = None
-    if bbl is not None and len(bbl) == bands:
-        bad = np.asarray([float(v) == 0 for v in bbl], dtype=bool)
+    bad = None if bbl is None else bbl == 0
     default = h.get("default bands")
     default_bands = None
-    if default is not None and len(default) >= 3:
+    if isinstance(default, list) and len(default) >= 3:
         try:
             default_bands = tuple(int(float(v)) - 1 for v in default[:3])  # ENVI counts from 1
         except ValueError:
+            default_bands = None  # a display hint only: a bad one is left out
+        if default_bands is not None and not all(0 <= b < bands for b in default_bands):
             default_bands = None
-    nodata = h.get("data ignore value")
-    try:
-        scale = float(h.get("reflectance scale factor")) if h.get("reflectance scale factor") else None
-    except ValueError:
-        scale = None
     return Cube(
         StoredArray(mm, INTERLEAVE_AXES[interleave]),
         name=hdr.stem,
         path=str(hdr),
         wavelengths=wl,
         wavelength_units=h.get("wavelength units"),
-        fwhm=_floats(h.get("fwhm"), bands),
+        fwhm=fwhm,
         bad_bands=bad,
         default_bands=default_bands,  # type: ignore[arg-type]
         map_info=list(h["map info"]) if isinstance(h.get("map info"), list) else None,
         coordinate_system=h.get("coordinate system string"),
-        nodata=float(nodata) if nodata is not None else None,
-        scale_factor=scale if scale and scale > 0 else None,
+        nodata=nodata,
+        scale_factor=scale,
         interleave=interleave,
         byte_order="big" if byte_order == 1 else "little",
     )

@@ -111,28 +111,33 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
     store = StoredArray(ds, axes)
     if wl is not None and wl.size != store.shape[2]:
         wl = None
-    fwhm = np.asarray(ds.attrs["fwhm"], dtype=float).ravel() if "fwhm" in ds.attrs else None
-    nodata = ds.attrs.get("nodata", ds.attrs.get("_FillValue"))
-    if nodata is None:
-        nodata = _user_fill_value(ds)
-    default = ds.attrs.get("default_bands")
-    bad = ds.attrs.get("bad_bands")
-    map_info = ds.attrs.get("map_info")
-    return Cube(
-        store,
-        name=p.stem,
-        path=str(p),
-        wavelengths=wl,
-        wavelength_units=units,
-        fwhm=fwhm if fwhm is not None and fwhm.size == store.shape[2] else None,
-        bad_bands=np.asarray(bad, dtype=bool) if bad is not None and np.size(bad) == store.shape[2] else None,
-        default_bands=tuple(int(b) for b in default[:3]) if default is not None else None,  # type: ignore[arg-type]
-        map_info=[_text(m) for m in map_info] if map_info is not None else None,
-        nodata=float(np.asarray(nodata).ravel()[0]) if nodata is not None else None,
-        scale_factor=float(np.asarray(ds.attrs["reflectance_scale_factor"]).ravel()[0])
-        if "reflectance_scale_factor" in ds.attrs else None,
-        interleave="hdf5",
-    )
+    try:
+        fwhm = np.asarray(ds.attrs["fwhm"], dtype=float).ravel() if "fwhm" in ds.attrs else None
+        nodata = ds.attrs.get("nodata", ds.attrs.get("_FillValue"))
+        if nodata is None:
+            nodata = _user_fill_value(ds)
+        default = ds.attrs.get("default_bands")
+        bad = ds.attrs.get("bad_bands")
+        map_info = ds.attrs.get("map_info")
+        cube = Cube(
+            store,
+            name=p.stem,
+            path=str(p),
+            wavelengths=wl,
+            wavelength_units=units,
+            fwhm=fwhm if fwhm is not None and fwhm.size == store.shape[2] else None,
+            bad_bands=np.asarray(bad, dtype=bool) if bad is not None and np.size(bad) == store.shape[2] else None,
+            default_bands=tuple(int(b) for b in default[:3]) if default is not None else None,  # type: ignore[arg-type]
+            map_info=[_text(m) for m in map_info] if map_info is not None else None,
+            nodata=float(np.asarray(nodata).ravel()[0]) if nodata is not None else None,
+            scale_factor=float(np.asarray(ds.attrs["reflectance_scale_factor"]).ravel()[0])
+            if "reflectance_scale_factor" in ds.attrs else None,
+            interleave="hdf5",
+        )
+    except (TypeError, ValueError, IndexError, OverflowError) as exc:
+        raise CubeFormatError(f"a metadata attribute of {ds.name} (fwhm, nodata, bad_bands, default_bands, "
+                              f"map_info or reflectance_scale_factor) is not usable: {exc}", p) from exc
+    return cube
 
 
 def _user_fill_value(ds):

@@ -26,9 +26,7 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int] | None = None, var
     variable : str, optional
         Variable name for ``.mat`` files.
     """
-    p = Path(path)
-    if not p.exists():
-        raise CubeNotFoundError("mask file not found", p)
+    p = need_file(path, "mask file")
     ext = p.suffix.lower()
     try:
         if ext == ".npy":
@@ -61,37 +59,94 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int] | None = None, var
         m = m[:, :, 0]
     if m.ndim != 2:
         raise InputError(f"mask must be 2-D, got shape {m.shape}", p)
-    if not np.all(np.isfinite(m)):
-        raise InputError("mask holds NaN or Inf values", p)
+    if m.dtype == bool:
+        m = m.view(np.uint8)
+    if m.dtype.kind not in "iuf":
+        raise InputError(f"mask must hold numbers (class ids), got {m.dtype} values", p)
     if shape is not None and tuple(m.shape) != tuple(shape):
         raise InputError(f"mask is {m.shape[0]}x{m.shape[1]} but the cube is {shape[0]}x{shape[1]}", p)
+    if m.dtype.kind == "f":
+        if not np.all(np.isfinite(m)):
+            raise InputError("mask holds NaN or Inf values", p)
+        frac = m != np.round(m)
+        if frac.any():
+            raise InputError(f"mask holds non-integer values (e.g. {m[frac].flat[0]:g}): a mask or class map "
+                             "holds whole class ids", p)
+    if m.size and (m.min() < -(2**31) or m.max() > 2**31 - 1):
+        raise InputError(f"mask holds values beyond 32-bit class ids (e.g. {m.max():g})", p)
     return m.astype(np.int32)
+
+
+def need_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a Path when it names an existing file; a folder or nothing there is an error naming it."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"is a folder; a {what} is needed here", p)
+    if not p.is_file():
+        raise CubeNotFoundError(f"{what} not found", p)
+    return p
+
+
+def check_labels_file(path: str | os.PathLike) -> None:
+    """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
+    (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check)."""
+    if Path(path).suffix.lower() in (".csv", ".txt"):
+        read_pixels(path, (2**62, 2**62))
+    else:
+        read_mask(path, None)
+
+
+def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
+    """ROI classes (``analyse --roi``, a job's ``roi``): an integer class map as it is (values below 0
+    count as no class, 0), a CSV pixel list as class 1."""
+    if Path(path).suffix.lower() in (".csv", ".txt"):
+        return read_labels(path, shape).astype("int32")
+    m = read_mask(path, shape)
+    if (m < 0).any():
+        m = m.copy()
+        m[m < 0] = 0
+    return m
+
+
+def class_names_of(path: str | os.PathLike) -> dict[int, str] | None:
+    """Class names of an ENVI classification file (value -> name, Unclassified left out), else None."""
+    p = Path(path)
+    hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
+    if not hdr.is_file():
+        return None
+    from hyperapp.io.envi import read_header
+
+    names = read_header(hdr).get("class names")
+    if not names:
+        return None
+    return {k: str(n) for k, n in enumerate(names) if k > 0}
 
 
 def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """Read a CSV of ``row,col`` pixels (0-based) as an (n, 2) int array, checked against ``shape``."""
-    p = Path(path)
-    if not p.exists():
-        raise CubeNotFoundError("pixel list not found", p)
+    p = need_file(path, "pixel list")
     pts: list[tuple[int, int]] = []
-    with open(p, newline="", encoding="utf-8") as fh:
-        for lineno, row in enumerate(csv.reader(fh), start=1):
-            cells = [c.strip() for c in row if c.strip()]
-            if not cells or cells[0].startswith("#"):
-                continue
-            if lineno == 1 and not cells[0].lstrip("-").isdigit():
-                continue  # header line ("row,col")
-            if len(cells) < 2:
-                raise InputError(f"line {lineno}: expected 'row,col', got {','.join(row)!r}", p)
-            try:
-                r, c = int(cells[0]), int(cells[1])
-            except ValueError as exc:
-                raise InputError(f"line {lineno}: row and col must be integers, got {','.join(row)!r}", p) from exc
-            if not (0 <= r < shape[0] and 0 <= c < shape[1]):
-                raise InputError(
-                    f"line {lineno}: pixel ({r}, {c}) is outside the {shape[0]}x{shape[1]} image", p
-                )
-            pts.append((r, c))
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            for lineno, row in enumerate(csv.reader(fh), start=1):
+                cells = [c.strip() for c in row if c.strip()]
+                if not cells or cells[0].startswith("#"):
+                    continue
+                if lineno == 1 and not cells[0].lstrip("-").isdigit():
+                    continue  # header line ("row,col")
+                if len(cells) < 2:
+                    raise InputError(f"line {lineno}: expected 'row,col', got {','.join(row)!r}", p)
+                try:
+                    r, c = int(cells[0]), int(cells[1])
+                except ValueError as exc:
+                    raise InputError(f"line {lineno}: row and col must be integers, got {','.join(row)!r}", p) from exc
+                if not (0 <= r < shape[0] and 0 <= c < shape[1]):
+                    raise InputError(
+                        f"line {lineno}: pixel ({r}, {c}) is outside the {shape[0]}x{shape[1]} image", p
+                    )
+                pts.append((r, c))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"not a text CSV of row,col pixels ({exc.__class__.__name__}: {exc})", p) from exc
     if not pts:
         raise InputError("no pixels listed", p)
     return np.asarray(pts, dtype=np.int64)

@@ -17,7 +17,7 @@ import numpy as np
 
 from hyperapp import __version__
 from hyperapp.backend import to_host
-from hyperapp.errors import CubeNotFoundError, ModelError
+from hyperapp.errors import HyperappError, ModelError
 from hyperapp.models.mlp import TansigMLP
 from hyperapp.models.stats import BackgroundStats
 
@@ -68,47 +68,51 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
 
 def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str | None = None):
     """Read a model saved by :func:`save_model`; check it fits ``n_bands`` and ``method``."""
+    from hyperapp.io.masks import need_file
     from hyperapp.models.registry import get_method
 
-    p = Path(path)
-    if not p.is_file():
-        raise CubeNotFoundError("model file not found", p)
+    p = need_file(path, "model file")
     try:
         with np.load(p, allow_pickle=False) as z:
             meta = json.loads(bytes(z["__meta__"]).decode())
             arrays = {k: z[k] for k in z.files if k != "__meta__"}
     except Exception as exc:
         raise ModelError(f"not a hyperapp model file ({exc.__class__.__name__}: {exc})", p) from exc
-    if meta.get("format") != FORMAT:
-        raise ModelError("not a hyperapp model file", p)
-    if meta.get("format_version", 0) > FORMAT_VERSION:
-        raise ModelError(f"model format {meta['format_version']} is newer than this hyperapp reads "
-                         f"({FORMAT_VERSION}); upgrade hyperapp", p)
-    if method is not None and meta["method"] != method:
-        raise ModelError(f"the model is a {meta['method']} model, not {method}", p)
-    model = get_method(meta["method"]).build(**meta["params"])
-    values = {c.__name__: c for c in VALUE_OBJECTS}
-    for k, spec in meta.get("nested", {}).items():
-        if spec["class"] in values:
-            cls = values[spec["class"]]
-            fields = {a: arrays.pop(f"{k}.{a}") for a in VALUE_OBJECTS[cls][0]}
-            setattr(model, k, cls(**fields, **spec["value"]))
-            continue
-        cls = {c.__name__: c for c in NESTED}.get(spec["class"])
-        if cls is None:
-            raise ModelError(f"unknown sub-model class {spec['class']!r}", p)
-        sub = cls(**spec["params"])
-        for sk, sv in spec["scalars"].items():
-            setattr(sub, sk, sv)
-        setattr(model, k, sub)
-    for k, v in arrays.items():
-        if "." in k:
-            owner, sk = k.split(".", 1)
-            setattr(getattr(model, owner), sk, v)
-        else:
+    try:
+        if meta.get("format") != FORMAT:
+            raise ModelError("not a hyperapp model file", p)
+        if meta.get("format_version", 0) > FORMAT_VERSION:
+            raise ModelError(f"model format {meta['format_version']} is newer than this hyperapp reads "
+                             f"({FORMAT_VERSION}); upgrade hyperapp", p)
+        if method is not None and meta["method"] != method:
+            raise ModelError(f"the model is a {meta['method']} model, not {method}", p)
+        model = get_method(meta["method"]).build(**meta["params"])
+        values = {c.__name__: c for c in VALUE_OBJECTS}
+        for k, spec in meta.get("nested", {}).items():
+            if spec["class"] in values:
+                cls = values[spec["class"]]
+                fields = {a: arrays.pop(f"{k}.{a}") for a in VALUE_OBJECTS[cls][0]}
+                setattr(model, k, cls(**fields, **spec["value"]))
+                continue
+            cls = {c.__name__: c for c in NESTED}.get(spec["class"])
+            if cls is None:
+                raise ModelError(f"unknown sub-model class {spec['class']!r}", p)
+            sub = cls(**spec["params"])
+            for sk, sv in spec["scalars"].items():
+                setattr(sub, sk, sv)
+            setattr(model, k, sub)
+        for k, v in arrays.items():
+            if "." in k:
+                owner, sk = k.split(".", 1)
+                setattr(getattr(model, owner), sk, v)
+            else:
+                setattr(model, k, v)
+        for k, v in meta["scalars"].items():
             setattr(model, k, v)
-    for k, v in meta["scalars"].items():
-        setattr(model, k, v)
+    except HyperappError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelError(f"not a usable hyperapp model file ({exc.__class__.__name__}: {exc})", p) from exc
     nb = getattr(model, "n_bands_", None)
     if n_bands is not None and nb is not None and int(nb) != int(n_bands):
         raise ModelError(f"the model was trained on {nb} bands, the cube has {n_bands}", p)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.detect import mask_at
+from hyperapp.errors import HyperappError
 from hyperapp.gui.param_form import ParamForm
 from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
@@ -154,7 +155,12 @@ class AnalysisPanel(QWidget):
             return None
         if self.worker is not None:
             return self.worker
-        method, params, sel = self.method_name(), self.form.values(), self.selection()
+        try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
+            method, sel = self.method_name(), self.selection()
+            params = ANALYSES[method].check_params(self.form.values())
+        except HyperappError as exc:
+            self.host.show_error(str(exc))
+            return None
         device = self.host.detector.device_name()
         roi = s.roi.labels.astype("int32") if s.roi.labels.any() else None
         names, colours = s.roi.class_names(), s.roi.class_colours()

@@ -1,0 +1,265 @@
+"""Bench cases of a campaign and of a fresh installation.
+
+``campaign-16x2048x2048x128``: 16 cubes of 2048 x 2048 x 128 float32 (34 GB) through a job on one GPU,
+in GB/s against the machine's page-cache read rate of the same files read in parallel (as the job's
+reader may), with the share of the run the GPU was busy and each stage's median time per cube.
+
+``first-run-every-method``: with an empty kernel cache (``CUPY_CACHE_DIR``), ``prepare-gpu`` once (the
+README's GPU install line), then the first and the second run of every detector and analysis method,
+each in a fresh process: the first run should cost no more than 1.5x the second.
+
+``bench --quick`` makes both small (and the campaign runs on the CPU where there is no GPU), to smoke-test
+them anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.bench import Measurement, bench_case
+from hyperapp.bench import files as F
+
+CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 16, (2048, 2048, 128)
+#: the threads reading the files in parallel for the page-cache floor
+READ_THREADS = 16
+
+
+def quick() -> None:
+    """Small sizes for a smoke test (``bench --quick``), on the CPU where there is no GPU."""
+    from hyperapp.backend import gpu_available
+
+    global CAMPAIGN_CUBES, CAMPAIGN_SHAPE
+    CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 4, (96, 80, 16)
+    F.FILE_SHAPE = (128, 96, 16)
+    F.BATCH_CUBES, F.BATCH_SHAPE = 6, (64, 48, 16)
+    if not gpu_available():
+        F.DEVICE = "cpu"
+
+
+def parallel_read_s(paths: list[Path], threads: int = READ_THREADS, repeats: int = 2) -> float:
+    """Seconds to read every file into user memory, ``threads`` files at a time (the best of
+    ``repeats`` passes after one that brings them into the page cache)."""
+    def read(p: Path) -> int:
+        buf = bytearray(min(64 << 20, max(p.stat().st_size, 1)))
+        n = 0
+        with open(p, "rb", buffering=0) as fh:
+            while k := fh.readinto(buf):
+                n += k
+        return n
+
+    best = float("inf")
+    with ThreadPoolExecutor(max(1, min(threads, len(paths)))) as pool:
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            list(pool.map(read, paths))
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+class GpuBusy(F.GpuBusy):
+    """:class:`hyperapp.bench.files.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
+    utilisation sampled every 100 ms; ``source`` says which."""
+
+    def __enter__(self):
+        super().__enter__()
+        self.source = "nvml" if self._thread is not None else None
+        self._smi = None
+        if self._thread is None:
+            self._start_smi()
+        return self
+
+    def _start_smi(self) -> None:
+        import shutil
+
+        if shutil.which("nvidia-smi") is None:
+            return
+        try:
+            import cupy
+
+            bus = cupy.cuda.Device().pci_bus_id
+        except Exception:  # noqa: BLE001  (no GPU: no figure)
+            return
+        self._smi = subprocess.Popen(["nvidia-smi", f"--id={bus}", "--query-gpu=utilization.gpu",
+                                      "--format=csv,noheader,nounits", "-lms", "100"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def pump() -> None:
+            for line in self._smi.stdout:
+                try:
+                    self.samples.append(float(line.strip()))
+                except ValueError:
+                    pass
+
+        self._reader = threading.Thread(target=pump, daemon=True)
+        self._reader.start()
+        self.source = "nvidia-smi"
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        if self._smi is not None:
+            self._smi.terminate()
+            self._smi.wait()
+            self._reader.join(timeout=2)
+            if self.samples:
+                self.share = round(sum(self.samples) / len(self.samples) / 100, 3)
+        return False
+
+
+def _write_campaign(d: Path, n: int, shape: tuple[int, int, int]) -> list[Path]:
+    """``n`` float32 BIL cubes: one synthetic scene, each cube its rows rolled by a different amount."""
+    rows, cols, bands = shape
+    rng = np.random.default_rng(5)
+    ends = rng.uniform(0.05, 0.6, (6, bands)).astype(np.float32)
+    X = np.empty((rows, cols, bands), np.float32)
+    for r0 in range(0, rows, 256):  # in blocks of rows: a few GB of temporaries at most
+        r1 = min(rows, r0 + 256)
+        ab = rng.dirichlet(np.ones(6), (r1 - r0) * cols).astype(np.float32)
+        X[r0:r1] = (ab @ ends).reshape(r1 - r0, cols, bands)
+        X[r0:r1] += rng.normal(0, 0.01, (r1 - r0, cols, bands)).astype(np.float32)
+    bil = np.ascontiguousarray(X.transpose(0, 2, 1))  # (rows, bands, cols)
+    del X
+    out = []
+    for i in range(n):
+        stem = d / f"c{i:02d}"
+        np.roll(bil, i * 7, axis=0).tofile(stem.with_suffix(".img"))
+        stem.with_suffix(".hdr").write_text(
+            f"ENVI\nsamples = {cols}\nlines = {rows}\nbands = {bands}\nheader offset = 0\n"
+            "file type = ENVI Standard\ndata type = 4\ninterleave = bil\nbyte order = 0\n")
+        out.append(stem.with_suffix(".hdr"))
+    return out
+
+
+def _job(d: Path, folder: str, method: str, pattern: str) -> Path:
+    p = d / f"{folder}.toml"
+    p.write_text(f'[inputs]\npaths = ["{pattern}"]\n[[steps]]\ndetect = "{method}"\ntargets = "t.csv"\n'
+                 f'[output]\nfolder = "{folder}"\n')
+    return p
+
+
+def stage_medians(out: Path) -> dict:
+    """Median seconds per cube of each stage, from a run's manifest."""
+    cubes = json.loads((out / "manifest.json").read_text())["cubes"].values()
+    st = [c.get("stages", {}) for c in cubes if c.get("status") == "done"]
+    return {k: round(statistics.median(s.get(k, 0.0) for s in st), 4) for k in ("read", "compute", "write", "wait")} \
+        if st else {}
+
+
+@bench_case("campaign-16x2048x2048x128")
+def campaign(ctx) -> list[Measurement]:
+    """16 cubes of 2048 x 2048 x 128 float32 (34 GB) through a job on one GPU (RBFN from clicks, then
+    ACE): GB/s against the parallel page-cache read rate of the same files, and the GPU busy share; with
+    two GPUs, two Dask workers against one."""
+    from hyperapp.batch import run_job
+    from hyperapp.jobfile import load_job
+
+    rows, cols, bands = CAMPAIGN_SHAPE
+    out: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="hyperapp-campaign-") as tmp:
+        d = Path(tmp)
+        (d / "cubes").mkdir()
+        hdrs = _write_campaign(d / "cubes", CAMPAIGN_CUBES, CAMPAIGN_SHAPE)
+        imgs = [h.with_suffix(".img") for h in hdrs]
+        (d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
+        gb = sum(p.stat().st_size for p in imgs) / 1e9
+        read_s = parallel_read_s(imgs)
+        for method in ("rbfn", "ace"):
+            # the first cube alone first: kernels and memory pools, as a campaign's later cubes find them
+            warm = load_job(_job(d, f"warm-{method}", method, "cubes/c00.hdr"))
+            run_job(warm, device=F.DEVICE)
+            job = load_job(_job(d, f"out-{method}", method, "cubes/*.hdr"))
+            with GpuBusy() as busy:
+                t0 = time.perf_counter()
+                if run_job(job, device=F.DEVICE) != 0:
+                    raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")
+                wall = time.perf_counter() - t0
+            notes = {"cubes": CAMPAIGN_CUBES, "shape": list(CAMPAIGN_SHAPE), "GB": round(gb, 2),
+                     "GBps": round(gb / wall, 2), "page_cache_GBps": round(gb / read_s, 2),
+                     "share_of_page_cache_rate": round(read_s / wall, 3), "read_threads": READ_THREADS,
+                     "gpu_busy_share": busy.share, "busy_source": getattr(busy, "source", None),
+                     "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE}
+            out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-{method}", wall * 1e3, None,
+                                   "parallel page-cache read of the files", read_s * 1e3, notes=notes))
+        if _gpu_count() >= 2:  # one Dask worker per GPU: two against one
+            walls = {}
+            for w in (1, 2):
+                job = load_job(_job(d, f"out-w{w}", "rbfn", "cubes/*.hdr"))
+                t0 = time.perf_counter()
+                if run_job(job, workers=w, device=F.DEVICE) != 0:
+                    raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")
+                walls[w] = time.perf_counter() - t0
+            out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-rbfn-two-workers",
+                                   walls[2] * 1e3, None, "one worker", walls[1] * 1e3,
+                                   notes={"speedup": round(walls[1] / walls[2], 2), "GBps_two": round(gb / walls[2], 2),
+                                          "GBps_one": round(gb / walls[1], 2)}))
+    return out
+
+
+def _gpu_count() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001  (no CuPy or no driver: none)
+        return 0
+
+
+def _class_map(d: Path, truth: np.ndarray) -> Path:
+    """Two ROI classes for the class-aware methods: the truth's pixels and a block of background."""
+    from hyperapp.io.writers import write_envi
+
+    roi = np.zeros(truth.shape, np.int16)
+    roi[:16, :16] = 2
+    roi[truth > 0] = 1
+    return write_envi(d / "classes", roi)
+
+
+@bench_case("first-run-every-method")
+def first_runs(ctx) -> list[Measurement]:
+    """Empty kernel cache, ``prepare-gpu``, then the first and second run of every method in fresh
+    processes (the land scene): first / second should be within 1.5x."""
+    from hyperapp.io import read_labels
+    from hyperapp.models.registry import ANALYSES, METHODS
+    from hyperapp.samples import sample_path
+
+    out: list[Measurement] = []
+    hdr = sample_path("land")
+    with tempfile.TemporaryDirectory(prefix="hyperapp-first-") as tmp:
+        d = Path(tmp)
+        env = {"CUPY_CACHE_DIR": str(d / "kernel-cache")}
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
+                           text=True, cwd=tempfile.gettempdir(), env={**os.environ, **env})
+        prep_s = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+        out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
+                               notes={"summary": r.stdout.strip().splitlines()[-1]}))
+        from hyperapp.io import open_cube
+
+        land = open_cube(hdr)
+        roi = _class_map(d, read_labels(hdr.with_name("land_truth.hdr"), (land.rows, land.cols)))
+        runs = [(f"detect-{m}", ["detect", str(hdr), "--method", m, "--targets", str(hdr.with_name("land_targets.csv"))])
+                for m in METHODS]
+        runs += [(f"analyse-{m}", ["analyse", str(hdr), "--method", m] + (["--roi", str(roi)] if a.needs_classes else []))
+                 for m, a in ANALYSES.items()]
+        for name, args in runs:
+            walls = []
+            for i in range(2):
+                w, rep = F.fresh_run(args + ["--device", "gpu", "--out", str(d / f"{name}-{i}")], env)
+                walls.append(w)
+            ratio = walls[0] / walls[1]
+            out.append(Measurement(f"first-run-{name}", walls[1] * 1e3, None, "first run after prepare-gpu",
+                                   walls[0] * 1e3, notes={"first_over_second": round(ratio, 2),
+                                                          "within_1.5x": ratio <= 1.5}))
+    return out

@@ -1,0 +1,257 @@
+"""Compile every GPU kernel ahead of use: ``hyperapp --headless prepare-gpu`` and the window's warm-up.
+
+A method's first GPU run compiles its kernels: hyperapp's own CUDA modules (``kernels/*.cu``, built by
+:func:`hyperapp.kernels.get_module` for the ``#define`` set a run needs), its ``ElementwiseKernel`` and
+``ReductionKernel`` objects, and the many kernels CuPy generates for the array operations a method
+uses (each ufunc, reduction, sort, index and copy, per data type and number of dimensions). NVRTC
+takes 0.1-1 s a kernel, so a first k-means took 30 s on a fresh H100 against 0.5 s after. CuPy keeps
+each compiled kernel in its on-disk cache (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``), so
+compiling once per installation is enough: :func:`prepare_gpu` runs every path on small scenes that
+have what real ones have, and fills that cache:
+
+- reading: ENVI files of each stored type (float32, uint16, int16, byte-swapped float32) and interleave
+  to float32 on the GPU, whole and in tiles;
+- every detector on the bundled land scene (clicks, truth, the default false-alarm threshold, objects,
+  evaluation), in memory and streamed in two passes (the large-file path); RBFN also as the thesis
+  scales it; FFBP trained from the clicks;
+- every analysis method on the same scene (class-aware ones on two ROI classes);
+- optionally, the same on a window of the person's own cubes (``prepare-gpu CUBE ...``): a kernel
+  specialised for a band count (the small k-means of the RBFN, ``#define D``) is then compiled for
+  theirs.
+
+Afterwards a stamp file in the cache folder records the hyperapp and CuPy versions and the device's
+compute capability; the window's warm-up (:func:`start_background`) does nothing when it is there.
+Where there is no GPU, :func:`prepare_gpu` says so in one line and does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.errors import BackendError
+from hyperapp.jobs import NULL_PROGRESS, Progress
+
+#: rows and columns of a person's cube used by ``prepare-gpu CUBE``
+WINDOW = 96
+#: analysis options of the warm-ups, where the defaults would only take longer: the number of random band
+#: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k, bands per subset and
+#: classes, left at their defaults)
+ANALYSIS_PARAMS = {"band-subsets": {"n_subsets": 64}}
+
+
+def cache_dir() -> Path:
+    """CuPy's on-disk kernel cache (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``)."""
+    return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
+
+
+def stamp_path() -> Path:
+    """The file that says this installation's kernels were prepared (per hyperapp and CuPy version and
+    compute capability; a new version of either prepares again)."""
+    import cupy
+
+    from hyperapp import __version__
+
+    cc = cupy.cuda.Device().compute_capability
+    return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}.json"
+
+
+def is_prepared() -> bool:
+    """Whether :func:`prepare_gpu` finished on this installation (False where there is no GPU)."""
+    from hyperapp.backend import gpu_available
+
+    return gpu_available() and stamp_path().is_file()
+
+
+def _land():
+    from hyperapp.io import open_cube, read_labels
+    from hyperapp.samples import sample_path
+
+    hdr = sample_path("land")
+    cube = open_cube(hdr).good_bands()
+    shape = (cube.rows, cube.cols)
+    return cube, read_labels(hdr.with_name("land_targets.csv"), shape), read_labels(hdr.with_name("land_truth.hdr"),
+                                                                                   shape)
+
+
+def _scene(cube):
+    """Targets and a truth for a window of a person's cube: its brightest pixels, so every method runs."""
+    X = cube.to_float32()
+    s = np.nan_to_num(X.sum(axis=2), nan=-np.inf)
+    top = np.argsort(s.reshape(-1))[-max(8, s.size // 200):]
+    truth = np.zeros(s.shape, bool)
+    truth.reshape(-1)[top] = True
+    targets = np.zeros_like(truth)
+    targets.reshape(-1)[top[-3:]] = True
+    return targets, truth
+
+
+def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
+    """Reading ENVI files of every stored type and interleave onto ``xp``'s device, whole and in tiles."""
+    from hyperapp.bench.files import write_envi_raw
+
+    def task(dtype, interleave, swap=False):
+        def run():
+            from hyperapp.io import open_cube
+            from hyperapp.stream import iter_float_tiles, read_float32
+
+            rng = np.random.default_rng(0)
+            X = (rng.uniform(0.1, 0.9, (24, 20, 12)) * (1000 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
+            stem = folder / f"read-{np.dtype(dtype).name}-{interleave}{'-swapped' if swap else ''}"
+            hdr = _write_swapped(stem, X, interleave) if swap else write_envi_raw(stem, X, interleave)
+            cube = open_cube(hdr)
+            read_float32(cube, xp)
+            for _ in iter_float_tiles(cube, xp, tile_bytes=X[0].nbytes * 5):
+                pass
+        return run
+
+    return [(f"reading {np.dtype(d).name} {il}{' big-endian' if sw else ''}", task(d, il, sw)) for d, il, sw in (
+        (np.float32, "bil", False), (np.float32, "bsq", False), (np.float32, "bip", False),
+        (np.uint16, "bil", False), (np.uint16, "bsq", False), (np.int16, "bil", False),
+        (np.float32, "bil", True))]
+
+
+def _write_swapped(stem: Path, X: np.ndarray, interleave: str) -> Path:
+    """``X`` as a big-endian ENVI file (``byte order = 1``)."""
+    from hyperapp.bench.files import INTERLEAVE_ORDER, write_envi_raw
+
+    hdr = write_envi_raw(stem, X, interleave)
+    np.ascontiguousarray(np.transpose(X, INTERLEAVE_ORDER[interleave])).astype(X.dtype.newbyteorder(">")).tofile(
+        stem.with_suffix(".img"))
+    hdr.write_text(hdr.read_text().replace("byte order = 0", "byte order = 1"))
+    return hdr
+
+
+def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
+    """Every detector (in memory and streamed) and every analysis method on ``cube``."""
+    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.detect import run_detection
+    from hyperapp.models.registry import ANALYSES, METHODS
+
+    tasks: list[tuple[str, Callable[[], None]]] = []
+    for name, m in METHODS.items():
+        variants = [("", {}, None)]
+        if m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
+            variants.append((" streamed", {}, 1e-6))  # a budget of 1 kB: the two-pass large-file path
+        if name == "rbfn":
+            variants.append((" (thesis scaling)", {"whiten": "std", "normalize": False}, None))
+        for suffix, params, memory in variants:
+            def run(name=name, params=params, memory=memory):
+                res = run_detection(cube, name, targets, None, params=params, device=device, truth=truth,
+                                    memory=memory)
+                assert isinstance(res.objects, list)  # the object table: its kernels too
+            tasks.append((f"{name}{suffix} on {label}", run))
+    roi = np.zeros(truth.shape, np.int32)
+    roi[truth] = 1
+    roi[: max(2, truth.shape[0] // 8), : max(2, truth.shape[1] // 8)] = 2  # a background class
+    for name, m in ANALYSES.items():
+        def run(name=name, m=m):
+            sel = Selection("rois") if m.needs_classes else Selection("sample", 4000, 0)
+            run_analysis(cube, name, ANALYSIS_PARAMS.get(name, {}), sel, roi=roi if m.needs_classes else None,
+                         device=device)
+        tasks.append((f"{name} on {label}", run))
+    return tasks
+
+
+def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> list[tuple[str, Callable[[], None]]]:
+    """Every warm-up of :func:`prepare_gpu` as (name, function) pairs, on ``device`` (the CPU runs the
+    same paths, which tests them where there is no GPU); temporary files go to ``folder``."""
+    from hyperapp.backend import get_backend
+    from hyperapp.io import open_cube
+
+    tasks = _reading_tasks(folder, get_backend(device).xp)
+    land, t, truth = _land()
+    tasks += _method_tasks(land, t, truth, "the land scene", device)
+    for path in cubes:
+        c = open_cube(path).good_bands()
+        c = c.subset(slice(0, min(WINDOW, c.rows)), slice(0, min(WINDOW, c.cols)))
+        tt, tr = _scene(c)
+        tasks += _method_tasks(c, tt, tr, Path(path).name, device)
+    return tasks
+
+
+def prepare_gpu(cubes: list[str] = (), progress: Progress = NULL_PROGRESS,
+                report: Callable[[str], None] | None = None) -> dict:
+    """Compile every kernel hyperapp uses into CuPy's on-disk cache (see the module).
+
+    Parameters
+    ----------
+    cubes : list of str
+        The person's cubes: every method also runs on a window of each (their band counts).
+    progress : Progress
+        Receives the share done and the task running.
+    report : callable(str), optional
+        Receives one line per task done (name, seconds, or why it failed).
+
+    Returns
+    -------
+    dict
+        ``tasks``, ``failed`` (name -> reason), ``seconds`` and ``cache`` (the folder filled).
+
+    Raises
+    ------
+    BackendError
+        No usable GPU (the line says why).
+    """
+    from hyperapp.backend import get_backend, gpu_available, gpu_status
+
+    if not gpu_available():
+        raise BackendError(f"no GPU to prepare: {gpu_status()}; nothing to compile (the CPU needs no kernels)")
+    backend = get_backend("gpu")
+    t_all = time.perf_counter()
+    failed: dict[str, str] = {}
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="hyperapp-prepare-") as tmp:
+        tasks = warmup_tasks(Path(tmp), cubes, "gpu")
+        for i, (name, fn) in enumerate(tasks):
+            progress(i / len(tasks), name)
+            t0 = time.perf_counter()
+            try:
+                fn()
+                backend.synchronize()
+            except Exception as exc:  # noqa: BLE001  (one failed warm-up is reported, the others go on)
+                failed[name] = f"{exc.__class__.__name__}: {exc}"
+            times[name] = round(time.perf_counter() - t0, 3)
+            if report is not None:
+                report(f"{name}: " + (f"FAILED ({failed[name]})" if name in failed else f"{times[name]:.2f} s"))
+    summary = {"tasks": len(tasks), "failed": failed, "seconds": round(time.perf_counter() - t_all, 2),
+               "task_seconds": times, "cache": str(cache_dir()), "device": backend.device_name}
+    if not failed:
+        stamp = stamp_path()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        from hyperapp.io.atomic import atomic_write_text
+
+        atomic_write_text(stamp, json.dumps(summary, indent=1) + "\n")
+    progress(1.0, "done")
+    return summary
+
+
+def start_background(on_progress: Callable[[float, str], None], on_done: Callable[[str], None]) -> threading.Thread | None:
+    """The window's warm-up: :func:`prepare_gpu` on a background thread when there is a GPU whose kernels
+    were not prepared yet; ``on_progress(share, task)`` and ``on_done(line)`` are called from that thread.
+    Returns the thread, or None when there is nothing to do (no GPU, or already prepared)."""
+    from hyperapp.backend import gpu_available
+
+    def work() -> None:
+        try:
+            if not gpu_available() or stamp_path().is_file():
+                on_done("")
+                return
+            s = prepare_gpu(progress=Progress(on_progress))
+            line = f"GPU kernels ready ({s['tasks']} warm-ups in {s['seconds']:.0f} s)"
+            if s["failed"]:
+                line += f"; {len(s['failed'])} failed: {', '.join(s['failed'])}"
+            on_done(line)
+        except Exception as exc:  # noqa: BLE001  (a warm-up never takes the window down)
+            on_done(f"GPU warm-up stopped: {exc.__class__.__name__}: {exc}")
+
+    t = threading.Thread(target=work, name="hyperapp-gpu-warmup", daemon=True)
+    t.start()
+    return t

@@ -1,0 +1,329 @@
+"""Run options checked once: the CLI's options, a job file's keys and the window's fields.
+
+Every value a person types reaches hyperapp as text (the CLI, the window's fields) or as a TOML or
+JSON value (job files, ``--param NAME=JSON``). The functions here turn each into the value the
+computing path takes, or raise :class:`~hyperapp.errors.InputError` with the same words wherever it
+came from; only ``name`` (``--sample`` on the command line, ``sample`` in a job) differs. Method
+options go through the same checks, driven by each method's parameter schema
+(:meth:`hyperapp.models.registry.Method.check_params`).
+
+Nothing here imports NumPy or Qt, so the checks are cheap to run before any work starts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hyperapp.errors import InputError
+
+#: the largest seed a method or a sample takes (the registry's seeds share it)
+SEED_MAX = 2**31 - 1
+#: the spectra selections of an analysis (:class:`hyperapp.analyse.Selection`)
+SELECTIONS = ("sample", "image", "roi", "rois", "objects")
+DEFAULT_SAMPLE = 20000
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _num(x) -> str:
+    return str(int(x)) if float(x) == int(x) and abs(x) < 1e15 else f"{x:g}"
+
+
+def _range_words(lo, hi) -> str:
+    if lo is not None and hi is not None:
+        return f" from {_num(lo)} to {_num(hi)}"
+    if lo is not None:
+        return f", {_num(lo)} or more"
+    if hi is not None:
+        return f", {_num(hi)} or less"
+    return ""
+
+
+def whole(value, name: str, lo: int | None = None, hi: int | None = None, what: str = "a whole number") -> int:
+    """``value`` (an int, an integral float, or its text) as an int within [lo, hi]."""
+    v = None
+    if isinstance(value, bool):
+        v = None
+    elif isinstance(value, int):
+        v = value
+    elif isinstance(value, float):
+        v = int(value) if math.isfinite(value) and value == int(value) else None
+    elif isinstance(value, str):
+        t = value.strip()
+        if re.fullmatch(r"[+-]?\d+", t):
+            v = int(t)
+        else:
+            try:
+                f = float(t)
+            except ValueError:
+                f = math.nan
+            v = int(f) if math.isfinite(f) and f == int(f) else None
+    else:  # NumPy integers and the like
+        try:
+            import operator
+
+            v = operator.index(value)
+        except TypeError:
+            v = None
+    if v is None or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise InputError(f"{name} must be {what}{_range_words(lo, hi)}, got {value!r}")
+    return v
+
+
+def number(value, name: str, lo: float | None = None, hi: float | None = None, *, open_lo: bool = False,
+           open_hi: bool = False, what: str = "a number") -> float:
+    """``value`` (a number or its text) as a finite float within the range (ends open where told)."""
+    f = math.nan
+    if isinstance(value, bool):
+        f = math.nan
+    elif isinstance(value, (int, float)):
+        f = float(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            f = math.nan
+    else:
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            f = math.nan
+    ok = math.isfinite(f)
+    if ok and lo is not None:
+        ok = f > lo if open_lo else f >= lo
+    if ok and hi is not None:
+        ok = f < hi if open_hi else f <= hi
+    if not ok:
+        if lo is not None and hi is not None and (open_lo or open_hi):
+            rng = f" in {'(' if open_lo else '['}{_num(lo)}, {_num(hi)}{')' if open_hi else ']'}"
+        elif lo is not None and open_lo and hi is None:
+            rng = f" above {_num(lo)}"
+        else:
+            rng = _range_words(lo, hi)
+        raise InputError(f"{name} must be {what}{rng}, got {value!r}")
+    return f
+
+
+def flag(value, name: str) -> bool:
+    """``value`` (a bool, 0/1, or true/false/yes/no/on/off) as a bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise InputError(f"{name} must be true or false, got {value!r}")
+
+
+def text(value, name: str, choices: tuple | list = (), what: str = "text") -> str:
+    """``value`` as text (a number is taken as its text); one of ``choices`` when given."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"{name} must be {what}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{name} must be {what}, got {value!r}")
+    t = value.strip() if isinstance(value, str) else (str(int(value)) if value == int(value) else str(value))
+    if choices and t not in [str(c) for c in choices]:
+        raise InputError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+    return t
+
+
+# ------------------------------------------------------------------ the run options
+def sample(value, name: str = "sample") -> int:
+    """Pixels in an analysis's random sample: a whole number, 1 or more."""
+    return whole(value, name, 1, None, "a whole number of pixels")
+
+
+def seed(value, name: str = "seed") -> int:
+    """A random seed: a whole number from 0 to 2^31 - 1 (as every method's seed)."""
+    return whole(value, name, 0, SEED_MAX)
+
+
+def far(value, name: str = "far") -> float:
+    """A false-alarm rate: a number in (0, 1)."""
+    return number(value, name, 0.0, 1.0, open_lo=True, open_hi=True, what="a false-alarm rate")
+
+
+def threshold(value, name: str = "threshold") -> float:
+    """A score threshold: any finite number."""
+    return number(value, name, what="a finite score")
+
+
+def memory(value, name: str = "memory") -> float:
+    """Host memory in GB a run may hold: a finite number above 0."""
+    return number(value, name, 0.0, None, open_lo=True, what="a number of GB")
+
+
+def roi_class(value, name: str = "roi_class") -> int:
+    """The ROI class a ``roi`` selection takes: 1 or more (0 is "no class" in a class map)."""
+    return whole(value, name, 1, None, "a class of the ROI map (0 is no class)")
+
+
+def select(value, name: str = "select", choices: tuple = SELECTIONS) -> str:
+    """Which spectra an analysis fits on."""
+    return text(value, name, choices)
+
+
+def workers(value, name: str = "workers") -> int:
+    return whole(value, name, 0, 4096, "a number of worker processes")
+
+
+def band_spec(value, name: str = "bands") -> str:
+    """A band list (``"3,17,40"``, ``"10-20,40"`` or a list of numbers) as its text, checked for syntax
+    (which bands exist is checked against each cube by :func:`hyperapp.analyse.parse_bands`)."""
+    if isinstance(value, (list, tuple)):
+        parts = [str(whole(v, name, 0, None, "a list of band indices (0-based)")) for v in value]
+        value = ",".join(parts)
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be band indices like 3,17,40 or 10-20 (0-based), got {value!r}")
+    band_indices(value, name)
+    return value.strip()
+
+
+def band_indices(value: str, name: str = "bands") -> list[int]:
+    """The band indices a band list names, sorted, each once (not checked against a cube)."""
+    out: list[int] = []
+    for part in str(value).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if b < a:
+                raise InputError(f"{name} range {part!r} runs backwards")
+            out.extend(range(a, b + 1))
+        elif re.fullmatch(r"[+-]?\d+", part):
+            v = int(part)
+            if v < 0:
+                raise InputError(f"{name} holds band {v}: bands are counted from 0")
+            out.append(v)
+        else:
+            raise InputError(f"{name} must be band indices like 3,17,40 or 10-20 (0-based), got {value!r}")
+    if not out:
+        raise InputError(f"{name} lists no band")
+    return sorted(set(out))
+
+
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f<>:\"|?*]")
+
+
+def folder_name(value, name: str = "name") -> str:
+    """A name used as one output folder: no path separators, not ``.`` or ``..``, not hidden."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be text (a folder name), got {value!r}")
+    t = value.strip()
+    if not t or t != value or t.startswith(".") or _BAD_NAME.search(t) or len(t) > 120:
+        raise InputError(f"{name} must be a plain folder name (no / \\ : * ? \" < > |, no leading dot), "
+                         f"got {value!r}")
+    return t
+
+
+def out_folder(value, name: str = "--out") -> str:
+    """An output folder: non-empty text ("." for the current folder)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} must name a folder ('.' for this one), got {value!r}")
+    return value
+
+
+def scheduler(value, name: str = "--scheduler") -> str:
+    """A Dask scheduler address: ``tcp://HOST:PORT``, ``HOST:PORT`` or another protocol's address."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be an address like tcp://HOST:8786, got {value!r}")
+    t = value.strip()
+    m = re.fullmatch(r"(?:(tcp|tls|ucx|ws|wss|inproc)://)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.\-]+)(?::(\d+))?/?", t)
+    if not m or (m.group(1) in (None, "tcp", "tls", "ws", "wss") and m.group(3) is None):
+        raise InputError(f"{name} must be an address like tcp://HOST:8786, got {value!r}")
+    if m.group(3) is not None and not 1 <= int(m.group(3)) <= 65535:
+        raise InputError(f"{name} port must be from 1 to 65535, got {value!r}")
+    return t
+
+
+# ------------------------------------------------------------------ a run's settings, checked at once
+#: files a detect or analyse run may name, and what each must be
+FILES = {"targets": "mask or pixel list", "background": "mask or pixel list", "truth": "mask file",
+         "roi": "class map or pixel list", "objects": "mask file", "model": "saved model file",
+         "train": "cube file"}
+
+
+def _keyed(key: str, fn, *args):
+    """Run a check; an InputError it raises carries ``key`` (a job file names ``[steps[i].key]``)."""
+    try:
+        return fn(*args)
+    except InputError as exc:
+        exc.key = key
+        raise
+
+
+def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, need_targets: bool = True) -> dict:
+    """The settings of one detect or analyse run, checked as the CLI, a job step and the window share them.
+
+    Parameters
+    ----------
+    kind : {"detect", "analyse"}
+    method : str
+        A detector or analysis method name.
+    raw : dict
+        Any of ``params`` (a table of method options), ``far``, ``threshold``, ``sample``, ``seed``,
+        ``select``, ``roi_class``, ``bands``, ``all_bands`` and the files of :data:`FILES` (paths as
+        given; relative ones are the caller's to resolve). Absent or None: the default.
+    label : callable
+        How a key is named in messages (``"--roi-class"`` on the command line, ``"roi_class"`` in a job).
+    need_targets : bool
+        Whether a detector that uses targets must be given ``targets`` or a ``model`` here.
+
+    Returns
+    -------
+    dict
+        The same keys, checked and converted, plus the analysis's resolved ``select``. An
+        :class:`~hyperapp.errors.InputError` says what is wrong (its ``key`` attribute names the key).
+    """
+    from hyperapp.models.registry import get_analysis, get_method
+
+    m = _keyed(kind, get_method if kind == "detect" else get_analysis, method)
+    got = {k: v for k, v in raw.items() if v is not None}
+    out: dict = {"method": method}
+    out["params"] = _keyed("params", m.check_params, got.get("params", {}))
+    for key, what in FILES.items():
+        if key in got:
+            from hyperapp.io.masks import need_file
+
+            p = text(got[key], label(key), what="a path (text)")
+            _keyed(key, need_file, p, what)
+            out[key] = p
+    if "bands" in got:
+        out["bands"] = _keyed("bands", band_spec, got["bands"], label("bands"))
+    out["all_bands"] = _keyed("all_bands", flag, got.get("all_bands", False), label("all_bands"))
+    if kind == "detect":
+        if "far" in got and "threshold" in got:
+            e = InputError(f"give {label('far')} or {label('threshold')}, not both")
+            e.key = "far"
+            raise e
+        if "far" in got:
+            out["far"] = _keyed("far", far, got["far"], label("far"))
+        if "threshold" in got:
+            out["threshold"] = _keyed("threshold", threshold, got["threshold"], label("threshold"))
+        if need_targets and m.uses_targets and "targets" not in out and "model" not in out:
+            e = InputError(f"{method} needs {label('targets')} (training clicks) or {label('model')} (a saved model)")
+            e.key = "targets"
+            raise e
+        return out
+    if "sample" in got:
+        out["sample"] = _keyed("sample", sample, got["sample"], label("sample"))
+    out["seed"] = _keyed("seed", seed, got.get("seed", 0), label("seed"))
+    out["roi_class"] = _keyed("roi_class", roi_class, got.get("roi_class", 1), label("roi_class"))
+    sel = _keyed("select", select, got["select"], label("select")) if "select" in got else None
+    if sel is None:
+        sel = ("objects" if "objects" in out else
+               "rois" if "roi" in out and "sample" not in out else "sample")
+    need = {"roi": "roi", "rois": "roi", "objects": "objects"}.get(sel)
+    if need and need not in out:
+        e = InputError(f"{label('select')} {sel} needs {label(need)}")
+        e.key = "select"
+        raise e
+    if m.needs_classes and "roi" not in out:
+        e = InputError(f"{method} needs classes: give {label('roi')} (a class map or ROI pixels)")
+        e.key = "roi"
+        raise e
+    out["select"] = sel
+    return out

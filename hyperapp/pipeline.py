@@ -1,0 +1,400 @@
+"""A batch job's cubes through three overlapped stages: read, compute, write.
+
+One thread per stage, joined by bounded queues, so that cube n+1 is read while cube n is computed and
+cube n-1 is written::
+
+    submit -> [inbox] -> read -> [depth] -> compute -> [depth] -> write -> future's result (a summary row)
+
+- **read** opens the cube and brings its pixels (good bands, float32, no-data NaN) to where they are
+  computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.load_pixels`), or into
+  host memory. A cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory)
+  is not read ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`,
+  which streams it), as a cube alone would.
+- **compute** runs every step on those pixels through the one detection and analysis path
+  (:func:`hyperapp.detect.run_detection`, :func:`hyperapp.analyse.run_analysis`) and finishes on the
+  device what the outputs need (the object table), so that the writer touches host memory only.
+- **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.write_detection`,
+  :func:`hyperapp.analyse.write_analysis`) and completes the cube's future.
+
+Cubes leave in the order they were submitted. The queues bound memory: at most ``depth`` cubes wait
+between two stages. On the GPU each stage thread issues its work on a stream of its own, and a stage
+hands a cube on only once its work on the device is done, so a hand-off never races the device.
+
+What does not change from cube to cube is prepared once per pipeline, not per cube: the steps, the
+click files as masks (per image shape), saved models (per band count), the backend. A step's model is
+fitted on each cube from that cube's own pixels at the clicks (the job's meaning of ``targets``); a
+step with ``train`` (or ``model``) fits once before the run and every cube scores with that model.
+
+Each summary row carries ``stages``: seconds in read, compute and write, and the seconds the cube
+waited for the compute stage (``wait``); the manifest keeps them.
+
+The same pipeline serves a run in this process (:func:`hyperapp.batch.run_job`) and each Dask worker:
+:func:`run_on_worker` feeds the cube of a Dask task into the worker process's one pipeline and waits
+for it, so a worker with three or more threads overlaps the stages of its cubes too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from hyperapp.errors import Cancelled, HyperappError
+from hyperapp.jobfile import Step
+from hyperapp.jobs import Progress
+
+#: cubes waiting between two stages (bounds memory: at most this many read cubes wait for the GPU)
+DEPTH = 2
+#: seconds a stage waits on a queue before it looks whether the pipeline was closed
+POLL = 0.1
+STAGES = ("read", "compute", "write")
+
+
+@dataclass
+class _Item:
+    """One cube on its way through the stages."""
+
+    path: str
+    future: Future
+    row: dict
+    folder: str | None = None  # the cube's output folder's name (the job's, unique among its inputs)
+    truth: str | None = None  # the cube's truth mask (its detections' reports carry AUC and Pd)
+    cube: object = None
+    image: object = None  # the cube's pixels where they are computed; None: each step reads itself
+    results: list = field(default_factory=list)  # (step, folder, result or None when already written)
+    t_ready: float = 0.0  # when the read stage handed it on
+
+
+class CubePipeline:
+    """Read, compute and write a job's cubes on three threads (see the module).
+
+    Parameters
+    ----------
+    steps : list of dict
+        The job's steps (:class:`hyperapp.jobfile.Step` as dicts, models of ``train`` steps saved).
+    out : str
+        The job's output folder.
+    dataset : str, optional
+        HDF5 dataset / .mat variable of the inputs.
+    device : {"auto", "gpu", "cpu"}
+    memory : float, optional
+        Host memory (GB) one cube may hold (``--memory``).
+    depth : int
+        Cubes waiting between two stages.
+    """
+
+    def __init__(self, steps: list[dict], out: str, dataset: str | None = None, device: str = "auto",
+                 memory: float | None = None, depth: int = DEPTH):
+        self.steps = [Step(**d) for d in steps]
+        self.out, self.dataset, self.device, self.memory = str(out), dataset, device, memory
+        self.depth = max(1, int(depth))
+        self._progress = Progress()  # no display: a cancel flag that every long computation checks
+        self._labels: dict = {}
+        self._models: dict = {}
+        self._cache_lock = threading.Lock()
+        self._inbox: queue.Queue = queue.Queue()
+        self._to_compute: queue.Queue = queue.Queue(self.depth)
+        self._to_write: queue.Queue = queue.Queue(self.depth)
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self._start_lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ public
+    def submit(self, path: str, folder: str | None = None, truth: str | None = None) -> Future:
+        """Queue cube ``path`` (``truth``: its truth mask, for AUC and Pd in its detections' reports); the
+        future's result is its summary row (an ``error`` line instead of raising); a cube dropped by
+        :meth:`close` has its future cancelled (``CancelledError``)."""
+        if self._closed:
+            raise RuntimeError("the pipeline is closed")
+        self._start()
+        fut: Future = Future()
+        row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None,
+               "stages": {s: 0.0 for s in STAGES}}
+        row["stages"]["wait"] = 0.0
+        self._inbox.put(_Item(path, fut, row, folder, truth))
+        if self._closed:  # closed meanwhile, by another thread: nothing will take it
+            self._drain(self._inbox)
+        return fut
+
+    def close(self, wait: bool = True) -> None:
+        """Stop: the cube in the compute stage stops at its next check (nothing of it is written), the
+        cube being written is finished (outputs are atomic anyway), queued cubes are dropped (their
+        futures cancelled). Each stage notices within :data:`POLL` seconds; no stage ever blocks on a
+        full queue once the pipeline is closed."""
+        if self._closed:
+            return
+        self._closed = True
+        self._progress.cancel()
+        if wait:
+            for t in self._threads:
+                t.join()
+        for q in (self._inbox, self._to_compute, self._to_write):
+            self._drain(q)
+
+    def __enter__(self) -> CubePipeline:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def run_one(self, path: str, folder: str | None = None, truth: str | None = None) -> dict:
+        """Every stage of one cube in the calling thread (no overlap): a cube alone."""
+        fut: Future = Future()
+        item = _Item(path, fut, {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {},
+                                 "error": None, "stages": {**{s: 0.0 for s in STAGES}, "wait": 0.0}}, folder, truth)
+        for stage in (self._read, self._compute, self._write):
+            self._timed(stage, item)
+        self._finish(item)
+        return item.row
+
+    # ------------------------------------------------------------------ threads
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._started:
+                return
+            self._started = True
+            for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
+                                       ("compute", self._compute, self._to_compute, self._to_write),
+                                       ("write", self._write, self._to_write, None)):
+                t = threading.Thread(target=self._loop, args=(fn, src, dst), name=f"hyperapp-{name}", daemon=True)
+                t.start()
+                self._threads.append(t)
+
+    def _loop(self, fn, src: queue.Queue, dst: queue.Queue | None) -> None:
+        """One stage: take a cube, do ``fn`` on it (on this thread's own stream on the GPU), pass it on,
+        until the pipeline is closed. Waits on the queues time out every :data:`POLL` seconds to look
+        at the flag, so a stage whose neighbour has stopped never waits for it for ever."""
+        with self._own_stream():
+            while not self._closed:
+                try:
+                    item = src.get(timeout=POLL)
+                except queue.Empty:
+                    continue
+                if self._closed:
+                    _cancel(item)
+                    return
+                if fn is self._compute:
+                    item.row["stages"]["wait"] = round(max(time.perf_counter() - item.t_ready, 0.0), 6)
+                self._timed(fn, item)
+                if fn is self._read:
+                    item.t_ready = time.perf_counter()
+                if dst is None:
+                    self._finish(item)
+                    continue
+                while True:
+                    try:
+                        dst.put(item, timeout=POLL)
+                        break
+                    except queue.Full:
+                        if self._closed:
+                            _cancel(item)
+                            return
+
+    def _drain(self, q: queue.Queue) -> None:
+        while True:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return
+            _cancel(item)
+
+    def _own_stream(self):
+        """A non-blocking CUDA stream for this thread on the GPU (so the reader's copies and the compute
+        stage's kernels run side by side); nothing on the CPU."""
+        from hyperapp.backend import get_backend
+
+        try:
+            backend = get_backend(self.device)
+        except HyperappError:
+            return contextlib.nullcontext()  # every cube then fails with the backend's one line
+        if not backend.is_gpu:
+            return contextlib.nullcontext()
+        return backend.xp.cuda.Stream(non_blocking=True)
+
+    def _timed(self, fn, item: _Item) -> None:
+        """Run stage ``fn`` on ``item`` unless an earlier stage failed; its seconds go to the row, its
+        error becomes the row's one line (a broken cube fails alone)."""
+        if item.row["error"] is not None:
+            return
+        t0 = time.perf_counter()
+        try:
+            fn(item)
+        except Cancelled:
+            item.row["error"] = "cancelled"
+            item.image = None
+        except HyperappError as exc:
+            item.row["error"] = str(exc)
+            item.image = None
+        except Exception as exc:  # noqa: BLE001  (one broken cube fails alone, with one line)
+            item.row["error"] = f"internal error: {exc.__class__.__name__}: {exc}"
+            item.image = None
+        item.row["stages"][fn.__name__.lstrip("_")] = round(time.perf_counter() - t0, 6)
+
+    def _finish(self, item: _Item) -> None:
+        st = item.row["stages"]
+        item.row["seconds"] = round(st["read"] + st["compute"] + st["write"], 3)
+        if item.row["error"] == "cancelled":
+            _cancel(item)
+        elif not item.future.done():
+            item.future.set_result(item.row)
+
+    # ------------------------------------------------------------------ stages
+    def _read(self, item: _Item) -> None:
+        from hyperapp.backend import get_backend
+        from hyperapp.detect import load_pixels
+        from hyperapp.io import open_cube
+
+        item.cube = open_cube(item.path, self.dataset)
+        backend = get_backend(self.device)
+        sel = {(s.all_bands, s.bands) for s in self.steps}
+        if len(sel) != 1:
+            return  # steps on different bands: each reads its own (compute stage)
+        all_bands, bands = sel.pop()
+        cube = item.cube.run_bands(all_bands, bands, "bands")
+        if self._read_ahead(cube, backend):
+            item.image = load_pixels(cube, backend, self._progress)
+            backend.synchronize()  # the pixels are on the device before the compute stage gets them
+
+    def _read_ahead(self, cube, backend) -> bool:
+        """Whether ``depth + 2`` cubes of this size fit where they are computed (else the compute
+        stage reads the cube itself, streaming it when it must)."""
+        from hyperapp.detect import GPU_FRACTION, memory_budget
+
+        need = cube.rows * cube.cols * cube.bands * 4 * (self.depth + 2)
+        if backend.is_gpu:
+            free, _ = backend.xp.cuda.runtime.memGetInfo()
+            return need <= GPU_FRACTION * free
+        return need <= memory_budget(self.memory)
+
+    def _compute(self, item: _Item) -> None:
+        from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+        from hyperapp.backend import get_backend
+        from hyperapp.batch import cube_folder, step_folder
+        from hyperapp.detect import detect_to_folder, run_detection
+
+        backend = get_backend(self.device)
+        raw, X = item.cube, item.image
+        item.image = None  # the stage's own reference goes when the cube is done
+        cube_out = cube_folder(self.out, item.path, item.folder)
+        truth = None
+        if item.truth:
+            from hyperapp.io import read_labels
+
+            truth = read_labels(item.truth, (raw.rows, raw.cols))
+        for s in self.steps:
+            cube = raw.run_bands(s.all_bands, s.bands, "bands")
+            image = X  # read ahead only when every step runs on the same bands (the read stage)
+            shape = (cube.rows, cube.cols)
+            folder = step_folder(cube_out, s.name)
+            if s.kind == "detect":
+                model = self._model(s, cube.bands)
+                targets = self._mask(s.targets, shape) if s.targets and model is None else None
+                background = self._mask(s.background, shape) if s.background and model is None else None
+                kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
+                          memory=self.memory, progress=self._progress, truth=truth)
+                if image is None:  # not read ahead: the whole-file path, streamed when it must be
+                    res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
+                    item.results.append((s, folder, None, cube))
+                else:
+                    res = run_detection(cube, s.method, targets, background, image=image, **kw)
+                    res.objects  # noqa: B018  (the object table, built on the device before the writer)
+                    item.results.append((s, folder, res, cube))
+                item.row["detections"] = {**(item.row["detections"] or {}), s.name: int(res.report["detections"])}
+            else:
+                roi = self._classes(s.roi, shape) if s.roi else None
+                kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
+                sel = Selection(kind, s.sample or DEFAULT_SAMPLE, s.seed, s.roi_class)
+                res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=self.device, image=image,
+                                   progress=self._progress)
+                if image is None:
+                    write_analysis(res, folder, cube)
+                    item.results.append((s, folder, None, cube))
+                else:
+                    item.results.append((s, folder, res, cube))
+            del image
+        # the device is done with the pixels before they are let go: their memory goes back to the
+        # reader's stream, which may fill it with the next cube at once
+        backend.synchronize()
+        del X
+
+    def _write(self, item: _Item) -> None:
+        from hyperapp.analyse import write_analysis
+        from hyperapp.detect import write_detection
+
+        for s, folder, res, cube in item.results:
+            if res is not None:
+                if s.kind == "detect":
+                    write_detection(res, folder, cube)
+                else:
+                    write_analysis(res, folder, cube)
+            item.row["outputs"].append(str(folder))
+            item.row["steps"][s.name] = str(folder)
+        item.results = []
+
+    # ------------------------------------------------------------------ prepared once
+    def _mask(self, path: str, shape: tuple[int, int]):
+        """A click file as a mask, read once per image shape (the masks are only read, never changed)."""
+        from hyperapp.io import read_labels
+
+        key = (path, shape)
+        with self._cache_lock:
+            if key not in self._labels:
+                m = read_labels(path, shape)
+                m.setflags(write=False)
+                self._labels[key] = m
+            return self._labels[key]
+
+    def _classes(self, path: str, shape: tuple[int, int]):
+        from hyperapp.io.masks import read_class_map
+
+        key = ("roi", path, shape)
+        with self._cache_lock:
+            if key not in self._labels:
+                self._labels[key] = read_class_map(path, shape)
+            return self._labels[key].copy()
+
+    def _model(self, s: Step, n_bands: int):
+        """A step's saved model, loaded once per band count (scoring does not change it)."""
+        if not s.model:
+            return None
+        from hyperapp.io.models import load_model
+
+        key = (s.model, n_bands, s.method)
+        with self._cache_lock:
+            if key not in self._models:
+                self._models[key] = load_model(s.model, n_bands=n_bands, method=s.method)
+            return self._models[key]
+
+
+def _cancel(item: _Item) -> None:
+    """Drop a cube: its future is cancelled (nothing of it was written)."""
+    item.image = None
+    item.future.cancel()
+
+
+# ---------------------------------------------------------------------------------------------- Dask
+#: this worker process's pipelines by job (a cluster may run a few jobs at once); the oldest is closed
+#: when a new one would make more than :data:`WORKER_PIPELINES`
+_WORKER_PIPES: dict[str, CubePipeline] = {}
+WORKER_PIPELINES = 4
+_WORKER_LOCK = threading.Lock()
+
+
+def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, device: str,
+                  memory: float | None, folder: str | None = None, truth: str | None = None) -> dict:
+    """A Dask task: cube ``path`` through this worker process's pipeline for its job (made on the job's
+    first task, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its
+    threads) fill the pipeline's stages."""
+    import json
+
+    key = json.dumps([steps, out, dataset, device, memory], sort_keys=True, default=str)
+    with _WORKER_LOCK:
+        pipe = _WORKER_PIPES.pop(key, None) or CubePipeline(steps, out, dataset, device, memory)
+        _WORKER_PIPES[key] = pipe  # the most recent last
+        while len(_WORKER_PIPES) > WORKER_PIPELINES:
+            _WORKER_PIPES.pop(next(iter(_WORKER_PIPES))).close(wait=False)
+    return pipe.submit(path, folder, truth).result()

@@ -1,0 +1,380 @@
+"""Bad input at the edges (issue 29): one line naming the file and the problem, exit 2, nothing under
+the final names, earlier results intact; a job is valid or not before its first cube; batch keeps every
+result in its own folder; the CLI, a job and the window treat bad bands alike."""
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperapp.cli import main
+from hyperapp.errors import Cancelled, HyperappError, InputError
+
+pytest.importorskip("distributed")
+
+
+def _cube(path: Path, rows=24, cols=24, bands=8, seed=0, bbl=None, header: dict | None = None) -> Path:
+    """A small float32 ENVI cube with a bright block; extra header fields as given."""
+    import spectral.io.envi as envi
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.1, 0.5, (rows, cols, bands)).astype(np.float32)
+    X[4:7, 4:7] += 0.4
+    meta = {"wavelength": [str(400 + 10 * i) for i in range(bands)]}
+    if bbl is not None:
+        meta["bbl"] = [str(int(b)) for b in bbl]
+    envi.save_image(str(path), X, dtype=np.float32, force=True, ext=".img", metadata=meta)
+    if header:
+        lines = [ln for ln in path.read_text().splitlines() if ln.split("=")[0].strip().lower() not in header]
+        lines += [f"{k} = {v}" for k, v in header.items()]
+        path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _cli(argv, capsys):
+    rc = main(["--headless", *map(str, argv)])
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def _one_clean_line(rc, err, *words):
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+# ------------------------------------------------------------------ the CLI's edges
+def test_cli_refuses_each_class_of_bad_value_in_one_line(tmp_path, capsys):
+    cube = _cube(tmp_path / "c.hdr")
+    np.save(tmp_path / "letters.npy", np.full((24, 24), "a"))
+    np.save(tmp_path / "halves.npy", np.tile(np.array([0.5, 1.5, 2.5, 0.0]), (24, 6)))
+    (tmp_path / "folder").mkdir()
+    out = tmp_path / "new" / "out"
+    cases = [
+        (["analyse", cube, "--method", "forest", "--roi", tmp_path / "letters.npy"], ["letters.npy", "numbers"]),
+        (["detect", cube, "--method", "sam", "--targets", tmp_path / "letters.npy"], ["letters.npy", "numbers"]),
+        (["analyse", cube, "--method", "forest", "--roi", tmp_path / "halves.npy"], ["halves.npy", "non-integer"]),
+        (["analyse", cube, "--method", "kmeans", "--seed", "-1"], ["--seed"]),
+        (["analyse", cube, "--method", "kmeans", "--sample", "0"], ["--sample"]),
+        (["analyse", cube, "--method", "kmeans", "--sample", "2.5"], ["--sample"]),
+        (["analyse", cube, "--method", "kmeans", "--roi-class", "0", "--roi", tmp_path / "halves.npy"],
+         ["--roi-class"]),
+        (["analyse", cube, "--method", "kmeans", "--bands", ""], ["--bands"]),
+        (["analyse", cube, "--method", "kmeans", "--bands", "5-3"], ["--bands", "backwards"]),
+        (["analyse", cube, "--method", "kmeans", "--param", "k=0"], ["k must be"]),
+        (["analyse", cube, "--method", "gmm", "--param", "covariance=banana"], ["covariance"]),
+        (["analyse", cube, "--method", "hac", "--param", "linkage=foo"], ["linkage"]),
+        (["analyse", cube, "--method", "kmeans", "--param", "tol=nan"], ["tol"]),
+        (["detect", cube, "--method", "rx", "--memory", "nan"], ["--memory"]),
+        (["detect", cube, "--method", "rx", "--memory", "0"], ["--memory"]),
+        (["detect", cube, "--method", "rx", "--threshold", "nan"], ["--threshold"]),
+        (["detect", cube, "--method", "rx", "--threshold", "inf"], ["--threshold"]),
+        (["detect", cube, "--method", "rx", "--far", "nan"], ["--far"]),
+        (["detect", cube, "--method", "rbfn", "--targets", tmp_path / "folder"], ["folder"]),
+        (["detect", cube, "--method", "rbfn", "--hidden", "1", "--targets", tmp_path / "halves.npy"], ["n_hidden"]),
+    ]
+    for argv, words in cases:
+        rc, err = _cli([*argv, "--out", out], capsys)
+        _one_clean_line(rc, err, *words)
+        assert not (tmp_path / "new").exists(), argv  # a refused run leaves no folder
+    rc, err = _cli(["detect", cube, "--method", "rx", "--out", ""], capsys)
+    _one_clean_line(rc, err, "folder")
+    rc, err = _cli(["run", tmp_path / "folder"], capsys)
+    _one_clean_line(rc, err, "folder")
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("data ignore value", "banana", ["data ignore value", "banana"]),
+    ("byte order", "7", ["byte order", "7"]),
+    ("header offset", "-4", ["header offset"]),
+    ("lines", "2.5", ["lines"]),
+    ("reflectance scale factor", "0", ["reflectance scale factor"]),
+    ("wavelength", "{400, 410}", ["2 wavelength value(s) for 8 bands"]),
+    ("bbl", "{1, 1, x, 1, 1, 1, 1, 1}", ["bbl"]),
+    ("data type", "99", ["data type 99"]),
+])
+def test_bad_header_fields_are_refused_naming_the_field(tmp_path, capsys, field, value, words):
+    cube = _cube(tmp_path / "c.hdr", header={field: value})
+    for argv in (["info", cube], ["detect", cube, "--method", "rx", "--out", tmp_path / "o"]):
+        rc, err = _cli(argv, capsys)
+        _one_clean_line(rc, err, "c.hdr", *words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_every_band_bad_is_named_as_such(tmp_path, capsys):
+    cube = _cube(tmp_path / "c.hdr", bbl=[0] * 8)
+    rc, err = _cli(["detect", cube, "--method", "rx", "--out", tmp_path / "o"], capsys)
+    _one_clean_line(rc, err, "every band bad", "--all-bands")
+    rc, _ = _cli(["detect", cube, "--method", "rx", "--all-bands", "--out", tmp_path / "o"], capsys)
+    assert rc == 0
+
+
+def test_class_ids_beyond_int16_keep_their_values(tmp_path, capsys):
+    cube = _cube(tmp_path / "c.hdr")
+    m = np.zeros((24, 24), np.int32)
+    m[:8] = 70000
+    m[12:] = 3
+    np.save(tmp_path / "classes.npy", m)
+    rc, err = _cli(["analyse", cube, "--method", "cart", "--roi", tmp_path / "classes.npy",
+                    "--out", tmp_path / "o"], capsys)
+    assert rc == 0, err
+    hdr = (tmp_path / "o" / "labels.hdr").read_text()
+    assert "data type = 3" in hdr  # int32: 70,000 does not wrap to 4464
+    lab = np.fromfile(tmp_path / "o" / "labels.img", np.int32)
+    assert set(np.unique(lab)) == {3, 70000}
+
+
+# ------------------------------------------------------------------ job files
+def _job(folder: Path, body: str, name="job.toml") -> Path:
+    p = folder / name
+    p.write_text(body)
+    return p
+
+
+def _scene_job(tmp_path, step: str, out="out", paths='["scenes/*.hdr"]') -> Path:
+    return _job(tmp_path, f"[inputs]\npaths = {paths}\n[[steps]]\n{step}\n[output]\nfolder = \"{out}\"\n")
+
+
+def test_job_is_valid_or_not_before_its_first_cube(tmp_path, capsys):
+    from hyperapp.jobfile import load_job
+
+    _cube(tmp_path / "scenes" / "s1.hdr")
+    (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
+    (tmp_path / "afolder").mkdir()
+    (tmp_path / "words.csv").write_text("row,col\nx,y\n")
+    np.save(tmp_path / "halves.npy", np.full((24, 24), 0.5))
+    cases = [
+        ('detect = "sam"\ntargets = "words.csv"', "steps[0].targets"),
+        ('analyse = "forest"\nroi = "halves.npy"', "steps[0].roi"),
+        ('detect = "sam"\nmodel = "clicks.csv"', "steps[0].model"),
+        ('analyse = "kmeans"\nparams = { k = 0 }', "steps[0].params"),
+        ('analyse = "gmm"\nparams = { covariance = "banana" }', "covariance"),
+        ('analyse = "hac"\nparams = { linkage = "foo" }', "linkage"),
+        ('analyse = "kmeans"\nparams = { n_init = 2.5 }', "n_init"),
+        ('analyse = "kmeans"\nsample = 0', "steps[0].sample"),
+        ('analyse = "kmeans"\nsample = true', "steps[0].sample"),
+        ('analyse = "kmeans"\nseed = -1', "steps[0].seed"),
+        ('analyse = "kmeans"\nselect = "objects"', "steps[0].select"),
+        ('analyse = "kmeans"\nselect = "roi"', "steps[0].select"),
+        ('analyse = "forest"', "steps[0].roi"),
+        ('analyse = "kmeans"\nroi = "afolder"', "is a folder"),
+        ('analyse = "kmeans"\nbands = ""', "steps[0].bands"),
+        ('detect = "sam"\ntargets = "afolder"', "steps[0].targets"),
+        ('detect = "sam"\ntargets = "clicks.csv"\nthreshold = nan', "steps[0].threshold"),
+        ('detect = "sam"\ntargets = "clicks.csv"\nthreshold = true', "steps[0].threshold"),
+        ('detect = "sam"\ntargets = "clicks.csv"\nname = "../../escape"', "steps[0].name"),
+        ('detect = "sam"\ntargets = "clicks.csv"\nname = ".."', "steps[0].name"),
+        ('detect = "sam"\ntargets = "clicks.csv"\nmodel = "afolder"', "steps[0].model"),
+        ('detect = "rx"\nall_bands = "maybe"', "steps[0].all_bands"),
+    ]
+    for step, words in cases:
+        job = _scene_job(tmp_path, step)
+        with pytest.raises(InputError, match=None) as e:
+            load_job(job)
+        assert words in str(e.value) and "job.toml" in str(e.value), (step, str(e.value))
+        rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+        _one_clean_line(rc, err, "job.toml")
+        assert not (tmp_path / "out").exists(), step
+    for step, paths, words in [('detect = "rx"', '["afolder"]', "is a folder"),
+                               ('detect = "rx"', '[]', "lists no cube")]:
+        with pytest.raises(InputError, match=words):
+            load_job(_scene_job(tmp_path, step, paths=paths))
+    with pytest.raises(InputError, match="output.folder"):
+        load_job(_scene_job(tmp_path, 'detect = "rx"', out=""))
+    job = _scene_job(tmp_path, 'detect = "rx"')
+    for argv, words in [(["--memory", "0"], "--memory"), (["--memory", "nan"], "--memory"),
+                        (["--workers", "-1"], "--workers"), (["--scheduler", "not an address"], "--scheduler")]:
+        rc, err = _cli(["run", job, *argv], capsys)
+        _one_clean_line(rc, err, words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreachable_scheduler_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    import hyperapp.batch as batch
+
+    monkeypatch.setattr(batch, "CONNECT_TIMEOUT", 1)
+    _cube(tmp_path / "scenes" / "s1.hdr")
+    job = _scene_job(tmp_path, 'detect = "rx"')
+    t0 = time.perf_counter()
+    rc, err = _cli(["run", job, "--scheduler", "tcp://127.0.0.1:1"], capsys)
+    assert time.perf_counter() - t0 < 20
+    _one_clean_line(rc, err, "scheduler", "127.0.0.1:1")
+    assert not (tmp_path / "out").exists()
+
+
+def test_inputs_sharing_a_name_get_their_own_folders(tmp_path, capsys):
+    from hyperapp.jobfile import load_job, output_names
+
+    _cube(tmp_path / "a" / "x.hdr", seed=1)
+    _cube(tmp_path / "b" / "x.hdr", seed=2)
+    job = _job(tmp_path, '[inputs]\npaths = ["a/*.hdr", "b/*.hdr"]\n[[steps]]\ndetect = "rx"\n'
+                         '[output]\nfolder = "out"\n')
+    j = load_job(job)
+    folders = [j.folder_of(c) for c in j.inputs]
+    assert len({f.casefold() for f in folders}) == len(j.inputs) == len(folders)
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 0, err
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
+    outs = [e["outputs"][0] for e in man.values()]
+    assert len(set(outs)) == len(j.inputs)
+    scores = [np.fromfile(Path(o) / "scores.img", np.float32) for o in outs]
+    assert not np.array_equal(scores[0], scores[1])  # two results, not one written twice
+    # the rule: stems where unique; paths below the shared folder where not; extensions where needed
+    names = output_names(["/d/a/x.hdr", "/d/b/x.hdr", "/d/c/y.hdr", "/d/c/z.hdr", "/d/c/z.h5"])
+    assert names["/d/c/y.hdr"] == "y" and names["/d/a/x.hdr"] == "a-x" and names["/d/b/x.hdr"] == "b-x"
+    assert names["/d/c/z.hdr"] != names["/d/c/z.h5"]
+
+
+def test_a_failing_job_keeps_an_earlier_runs_records(tmp_path, capsys):
+    _cube(tmp_path / "scenes" / "s1.hdr")
+    _cube(tmp_path / "scenes" / "s2.hdr", seed=4)
+    good = _scene_job(tmp_path, 'detect = "rx"')
+    assert _cli(["run", good, "--device", "cpu"], capsys)[0] == 0
+    man_path = tmp_path / "out" / "manifest.json"
+    first = json.loads(man_path.read_text())["cubes"]
+    stamps = {c: (Path(e["outputs"][0]) / "report.json").stat().st_mtime_ns for c, e in first.items()}
+    (tmp_path / "far.csv").write_text("row,col\n500,500\n")  # outside every cube: fails on each
+    bad = _job(tmp_path, '[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "sam"\ntargets = "far.csv"\n'
+                         'name = "detect-rx"\n[output]\nfolder = "out"\n', "bad.toml")
+    rc, err = _cli(["run", bad, "--device", "cpu"], capsys)
+    assert rc == 1 and "outside" in err
+    after = json.loads(man_path.read_text())["cubes"]
+    for c, e in after.items():
+        assert e["status"] == "done" and e["outputs"] == first[c]["outputs"] and "outside" in e["last_failure"]
+    rc, err = _cli(["run", good, "--device", "cpu"], capsys)
+    assert rc == 0 and "skipped" in err
+    for c, ns in stamps.items():  # nothing recomputed
+        assert (Path(after[c]["outputs"][0]) / "report.json").stat().st_mtime_ns == ns
+
+
+def test_no_data_cube_leaves_no_empty_folders(tmp_path, capsys):
+    cube = _cube(tmp_path / "scenes" / "s1.hdr", header={"data ignore value": "nan"})
+    data = np.fromfile(cube.with_suffix(".img"), np.float32)
+    data[:] = np.nan
+    data.tofile(cube.with_suffix(".img"))
+    job = _scene_job(tmp_path, 'analyse = "kmeans"')
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 1 and "no data" in err
+    assert not (tmp_path / "out" / "s1").exists()
+    rc, err = _cli(["analyse", cube, "--method", "kmeans", "--out", tmp_path / "new" / "o"], capsys)
+    _one_clean_line(rc, err, "no data")
+    assert not (tmp_path / "new").exists()
+
+
+def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
+    from hyperapp.detect import run_detection
+    from hyperapp.session import Session
+
+    bbl = [1, 0, 1, 1, 0, 1, 1, 1]
+    cube = _cube(tmp_path / "scenes" / "s1.hdr", bbl=bbl)
+    for keep, flag, key in [(False, [], ""), (True, ["--all-bands"], "all_bands = true\n")]:
+        cli_out = tmp_path / f"cli-{keep}"
+        assert _cli(["detect", cube, "--method", "rx", "--threshold", "1", "--out", cli_out, *flag], capsys)[0] == 0
+        job = _scene_job(tmp_path, f'detect = "rx"\nthreshold = 1.0\n{key}', out=f"job-{keep}")
+        assert _cli(["run", job, "--device", "cpu"], capsys)[0] == 0
+        s = Session.open(cube, all_bands=keep)
+        win = run_detection(s.cube, "rx", None, None, device="cpu", threshold=1.0).scores
+        a = np.fromfile(cli_out / "scores.img", np.float32)
+        b = np.fromfile(tmp_path / f"job-{keep}" / "s1" / "detect-rx" / "scores.img", np.float32)
+        assert json.loads((cli_out / "report.json").read_text())["shape"][2] == (8 if keep else 6)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, win.reshape(-1))
+        assert s.to_project(tmp_path)["all_bands"] is keep
+
+
+def test_cancel_stops_kmeans_within_a_chunk():
+    """SIGTERM in a batch cancels the running cubes' progress: the fit stops at its next check."""
+    from hyperapp.jobs import Progress
+    from hyperapp.models.kmeans import MultiKMeans
+
+    X = np.random.default_rng(0).normal(size=(200000, 32)).astype(np.float32)
+    prog = Progress()
+    threading.Timer(0.3, prog.cancel).start()
+    t0 = time.perf_counter()
+    with pytest.raises(Cancelled):
+        MultiKMeans(k="2..16", n_init=4, max_iter=300, tol=0).fit(X, progress=prog)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_sigterm_stops_a_batch_analysis_promptly(tmp_path, capsys):
+    import spectral.io.envi as envi
+
+    (tmp_path / "scenes").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(2):
+        envi.save_image(str(tmp_path / "scenes" / f"s{i}.hdr"), rng.normal(size=(250, 240, 32)).astype(np.float32),
+                        dtype=np.float32, force=True, ext=".img")
+    job = _scene_job(tmp_path, 'analyse = "kmeans"\nselect = "image"\nparams = { k = "2..12", max_iter = 300, tol = 0 }')
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    old = signal.getsignal(signal.SIGTERM)
+    timer.start()
+    t0 = time.perf_counter()
+    try:
+        rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert rc == 143, err
+    assert time.perf_counter() - t0 < 1.5 + 6
+    for i in range(2):  # nothing under the final names
+        assert not (tmp_path / "out" / f"s{i}" / "analyse-kmeans" / "report.json").exists()
+
+
+def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
+    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.cube import cube_from_array
+
+    X = np.ones((10, 10, 6), np.float32)
+    roi = np.zeros((10, 10), np.int32)
+    roi[:5], roi[5:] = 1, 2
+    for method in ("kmeans", "gmm", "som", "hac", "forest", "cart", "band-subsets", "band-clusters"):
+        with pytest.raises(HyperappError, match="identical"):
+            params = {"n_clusters": 2} if method == "band-clusters" else {}
+            run_analysis(cube_from_array(X), method, params, Selection("image"), roi=roi, device="cpu")
+
+
+def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
+    """[inputs.truth] (a job saved from the window): each mask checked as the CLI's --truth is, and read
+    once, before anything is written; a good one gives every detect step's report its AUC."""
+    from hyperapp.jobfile import load_job
+
+    _cube(tmp_path / "scenes" / "s1.hdr")
+    truth = np.zeros((24, 24), np.uint8)
+    truth[4:7, 4:7] = 1
+    np.save(tmp_path / "truth.npy", truth)
+    np.save(tmp_path / "small.npy", truth[:10])
+    np.save(tmp_path / "halves.npy", np.full((24, 24), 0.5))
+    (tmp_path / "afolder").mkdir()
+    cases = [('"scenes/s1.hdr" = "missing.npy"', "not found"),
+             ('"scenes/s1.hdr" = "afolder"', "is a folder"),
+             ('"scenes/s1.hdr" = "halves.npy"', "inputs.truth.scenes/s1.hdr"),
+             ('"scenes/s1.hdr" = "small.npy"', "inputs.truth.scenes/s1.hdr"),
+             ('"scenes/other.hdr" = "truth.npy"', "not among the inputs"),
+             ('"scenes/s1.hdr" = 3', "inputs.truth.scenes/s1.hdr")]
+    for line, words in cases:
+        job = _job(tmp_path, f'[inputs]\npaths = ["scenes/*.hdr"]\n[inputs.truth]\n{line}\n'
+                             '[[steps]]\ndetect = "rx"\n[output]\nfolder = "out"\n')
+        with pytest.raises(InputError) as e:
+            load_job(job)
+        assert words in str(e.value) and "job.toml" in str(e.value), (line, str(e.value))
+        rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+        _one_clean_line(rc, err, "job.toml", "inputs.truth")
+        assert not (tmp_path / "out").exists(), line
+    job = _job(tmp_path, '[inputs]\npaths = ["scenes/*.hdr"]\n[inputs.truth]\n"scenes/s1.hdr" = "truth.npy"\n'
+                         '[[steps]]\ndetect = "rx"\n[[steps]]\ndetect = "rx"\nname = "again"\n'
+                         '[output]\nfolder = "out"\n')
+    assert load_job(job).truth == {str((tmp_path / "scenes" / "s1.hdr").resolve()): str(tmp_path / "truth.npy")}
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 0, err
+    for step in ("detect-rx", "again"):
+        rep = json.loads((tmp_path / "out" / "s1" / step / "report.json").read_text())
+        assert rep["evaluation"]["auc"] > 0.9  # the pipeline's reports carry the truth's AUC
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
+    assert set(next(iter(man.values()))["detections"]) == {"detect-rx", "again"}  # per step, not summed

@@ -1,0 +1,244 @@
+"""The batch pipeline (issue 35): read, compute and write overlapped on three threads, cubes out in order,
+a broken cube alone failing, a stop that leaves only whole outputs, and the manifest written in batches."""
+
+import json
+import threading
+import time
+from concurrent.futures import CancelledError
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperapp.batch import FLUSH_SECONDS, Manifest, run_job
+from hyperapp.io.atomic import atomic_write_text, staged_folder
+from hyperapp.jobfile import Step, load_job
+from hyperapp.pipeline import CubePipeline
+
+from .test_batch import BASIC, _job, _scenes
+
+FINALS = {"scores.hdr", "scores.img", "mask.hdr", "mask.img", "objects.csv", "report.json"}
+
+
+def _steps(tmp_path: Path, method: str = "sam") -> list[dict]:
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    return [asdict(Step("detect", method, f"detect-{method}", targets=str(tmp_path / "clicks.csv"), far=0.01))]
+
+
+def _slow(pipe: CubePipeline, seconds: float, log: list) -> None:
+    """Each stage of ``pipe`` takes ``seconds`` more (sleeping, as I/O or the GPU would) and logs
+    (stage, cube, start, end)."""
+    for name in ("_read", "_compute", "_write"):
+        fn = getattr(pipe, name)
+
+        def slow(item, fn=fn, name=name):
+            t0 = time.perf_counter()
+            time.sleep(seconds)
+            fn(item)
+            log.append((name, item.path, t0, time.perf_counter()))
+
+        slow.__name__ = name
+        setattr(pipe, name, slow)
+
+
+def test_cubes_leave_in_order_with_their_own_outputs(tmp_path):
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 6)]
+    steps = _steps(tmp_path)
+    done: list[str] = []
+    with CubePipeline(steps, str(tmp_path / "out"), device="cpu") as pipe:
+        futs = [pipe.submit(c) for c in cubes]
+        for f in futs:
+            f.add_done_callback(lambda f: done.append(f.result()["cube"]))
+        rows = [f.result(timeout=60) for f in futs]
+    assert done == cubes and [r["cube"] for r in rows] == cubes
+    for c, r in zip(cubes, rows):
+        assert r["error"] is None and set(r["stages"]) == {"read", "compute", "write", "wait"}
+        out = Path(r["outputs"][0])
+        assert out == tmp_path / "out" / Path(c).stem / "detect-sam"
+        assert {f.name for f in out.iterdir()} == FINALS
+        assert json.loads((out / "report.json").read_text())["cube"] == c  # no cube's pixels under another's name
+        assert r["detections"]["detect-sam"] >= 16  # the bright block of each scene (per step)
+
+
+def test_stages_overlap_and_memory_stays_bounded(tmp_path):
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 8, size=24)]
+    log: list = []
+    pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu", depth=1)
+    _slow(pipe, 0.08, log)
+    t0 = time.perf_counter()
+    with pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    wall = time.perf_counter() - t0
+    assert all(r["error"] is None for r in rows)
+    assert min(r["stages"]["read"] for r in rows) >= 0.08  # the stages' own seconds reach the row
+    # one stage at a time would take 8 x 3 x 0.08 = 1.9 s; overlapped, about (8 + 2) x 0.08 = 0.8 s
+    assert wall < 1.5, wall
+    span = {(s, c): (a, b) for s, c, a, b in log}
+    # cube n+1 was read while cube n was being computed
+    assert any(span[("_read", cubes[i + 1])][0] < span[("_compute", cubes[i])][1] for i in range(len(cubes) - 1))
+    # bounded: the reader is never more than depth + 2 cubes ahead of the writer
+    for i, c in enumerate(cubes):
+        read_start = span[("_read", c)][0]
+        written = sum(span[("_write", x)][1] <= read_start for x in cubes)
+        assert i - written <= 1 + 2, (i, written)
+
+
+def test_a_broken_cube_fails_alone_in_its_place(tmp_path):
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 5)]
+    Path(cubes[2]).with_suffix(".img").write_bytes(b"\0" * 100)
+    with CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu") as pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    assert [r["cube"] for r in rows] == cubes
+    assert "truncated" in rows[2]["error"] and rows[2]["outputs"] == []
+    assert all(r["error"] is None for i, r in enumerate(rows) if i != 2)
+    assert not (tmp_path / "out" / Path(cubes[2]).stem / "detect-sam" / "report.json").exists()
+
+
+def test_closing_mid_run_leaves_whole_outputs_or_none(tmp_path):
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 10, size=24)]
+    pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu", depth=1)
+    _slow(pipe, 0.05, [])
+    futs = [pipe.submit(c) for c in cubes]
+    futs[1].result(timeout=60)
+    pipe.close()
+    finished = [f for f in futs if f.done() and not f.cancelled()]
+    assert 2 <= len(finished) < len(cubes)
+    for f in futs[len(finished) + 2:]:  # the cubes still queued were dropped, not computed
+        assert f.cancelled()
+        with pytest.raises(CancelledError):
+            f.result()
+    for c in cubes:
+        d = tmp_path / "out" / Path(c).stem / "detect-sam"
+        names = {p.name for p in d.iterdir()} if d.exists() else set()
+        assert names in (set(), FINALS), names  # no staging folder, no partial file under a final name
+
+
+def test_manifest_is_written_in_batches_and_at_the_end(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    writes = []
+    import hyperapp.io.atomic as atomic
+
+    real = atomic.atomic_write_text
+    monkeypatch.setattr(atomic, "atomic_write_text", lambda p, t: (writes.append(p), real(p, t)))
+    m = Manifest(out, {})
+    m._flushed = time.monotonic()
+    for i in range(50):
+        m.record({"cube": str(tmp_path / f"c{i}.hdr"), "seconds": 0.01, "detections": 1, "outputs": [], "error": None,
+                  "stages": {"read": 0.001}})
+    assert len(writes) <= 1  # 50 cubes within FLUSH_SECONDS: not one rewrite per cube
+    m.flush()
+    data = json.loads((out / "manifest.json").read_text())
+    assert len(data["cubes"]) == 50 and data["cubes"][str(tmp_path / "c7.hdr")]["stages"] == {"read": 0.001}
+    m._flushed -= FLUSH_SECONDS
+    n = len(writes)
+    m.record({"cube": str(tmp_path / "late.hdr"), "seconds": 0.01, "detections": 1, "outputs": [], "error": None})
+    assert len(writes) == n + 1  # older than FLUSH_SECONDS: written at once
+
+
+def test_run_records_stage_times_and_resumes(tmp_path, capsys):
+    _scenes(tmp_path / "scenes", 4)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = load_job(_job(tmp_path, BASIC))
+    assert run_job(job, device="cpu") == 0
+    err = capsys.readouterr().err
+    assert "cubes/s" in err and "read" in err and "compute" in err and "write" in err
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
+    assert len(man) == 4 and all(set(e["stages"]) >= {"read", "compute", "write"} for e in man.values())
+    stamps = {c: (Path(e["outputs"][0]) / "report.json").stat().st_mtime_ns for c, e in man.items()}
+    assert run_job(job, device="cpu") == 0
+    assert "skipped" in capsys.readouterr().err
+    for c, ns in stamps.items():
+        assert (Path(man[c]["outputs"][0]) / "report.json").stat().st_mtime_ns == ns
+
+
+def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
+    import hyperapp.io as hio
+    import hyperapp.io.models as hmodels
+
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 4)]
+    steps = _steps(tmp_path)
+    reads, loads = [], []
+    real_read, real_load = hio.read_labels, hmodels.load_model
+    monkeypatch.setattr(hio, "read_labels", lambda *a, **k: (reads.append(a), real_read(*a, **k))[1])
+    with CubePipeline(steps, str(tmp_path / "out"), device="cpu") as pipe:
+        assert all(f.result(timeout=60)["error"] is None for f in [pipe.submit(c) for c in cubes])
+    assert len(reads) == 1  # four cubes of one shape: the click file read once
+    # a saved model: loaded once, every cube scored with it
+    from hyperapp.detect import run_detection
+    from hyperapp.io import open_cube
+
+    cube = open_cube(cubes[0]).good_bands()
+    model = run_detection(cube, "sam", real_read(tmp_path / "clicks.csv", (48, 48)), device="cpu").model
+    hmodels.save_model(model, tmp_path / "sam.npz", method="sam")
+    monkeypatch.setattr(hmodels, "load_model", lambda *a, **k: (loads.append(a), real_load(*a, **k))[1])
+    steps = [asdict(Step("detect", "sam", "saved", model=str(tmp_path / "sam.npz"), far=0.01))]
+    with CubePipeline(steps, str(tmp_path / "out2"), device="cpu") as pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    assert all(r["error"] is None and r["detections"]["saved"] >= 16 for r in rows)
+    assert len(loads) == 1
+
+
+def test_a_failed_write_inside_a_staging_folder_leaves_nothing(tmp_path):
+    out = tmp_path / "o"
+    with pytest.raises(RuntimeError), staged_folder(out) as stage:
+        atomic_write_text(stage / "report.json", "{}")
+        assert (stage / "report.json").is_file()  # under its final name at once: the folder is hidden
+        raise RuntimeError("killed")
+    assert not out.exists() or list(out.iterdir()) == []  # the folder it made for the outputs goes too
+
+
+def test_one_tile_cube_is_read_without_a_thread(tmp_path):
+    from hyperapp.io import open_cube
+    from hyperapp.stream import read_float32
+
+    hdr = _scenes(tmp_path / "s", 1)[0]
+    cube = open_cube(hdr)
+    before = threading.active_count()
+    seen = []
+    real = threading.Thread.start
+    threading.Thread.start = lambda self: (seen.append(self.name), real(self))[1]
+    try:
+        X = read_float32(cube, np)
+    finally:
+        threading.Thread.start = real
+    assert "hyperapp-tile-reader" not in seen and threading.active_count() == before
+    np.testing.assert_array_equal(X, cube.to_float32())
+
+
+def test_rbfn_background_pool_is_listed_without_a_set_difference():
+    """A 512 x 512 cube's RBFN pool is listed by a mask, not ``np.setdiff1d`` over every pixel (0.3 s of
+    host time per cube on a busy host, the GPU waiting): the same array, so the same draws."""
+    from hyperapp.models.rbfn import RBFN, _arange_without, _Pool
+
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 1000, 1 << 18):
+        for k in (0, 1, 5, min(n, 300)):
+            ex = np.unique(rng.integers(0, n, k)) if k else np.zeros(0, np.int64)
+            want = np.setdiff1d(np.arange(n), ex)
+            got = _arange_without(n, ex)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+    pool = _Pool(1 << 18, np.array([3, 99, 70000]))
+    assert pool._listed is not None and pool._listed.size == (1 << 18) - 3
+    y = -np.ones((512, 512), np.int8)
+    y[100, 100] = y[300, 301] = 1
+    t, s, b, _ = RBFN().sample_indices(y, (512, 512))
+    assert t.tolist() == [100 * 512 + 100, 300 * 512 + 301] and s.size > 0 and b.size > 0
+
+
+def test_closing_never_hangs_whatever_the_stages_hold(tmp_path):
+    """A stage whose neighbour has stopped must not wait on a full queue for ever (depth 1, closed at
+    different moments; an earlier version hung here about one time in five)."""
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 8, size=16)]
+    steps = _steps(tmp_path)
+    for k in range(6):
+        pipe = CubePipeline(steps, str(tmp_path / f"out{k}"), device="cpu", depth=1)
+        _slow(pipe, 0.01 * (k % 3), [])
+        futs = [pipe.submit(c) for c in cubes]
+        futs[k % 4].result(timeout=60)
+        closer = threading.Thread(target=pipe.close)
+        closer.start()
+        closer.join(timeout=20)
+        assert not closer.is_alive(), f"close() hung (round {k})"
+        assert all(f.done() for f in futs)  # every cube finished or was cancelled: no task waits for ever
