@@ -28,6 +28,11 @@ from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
 from hyperapp.options import DEFAULT_SAMPLE, SELECTIONS
 
+#: what one label of a method's map is called (default "cluster")
+UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}
+#: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
+POSTERIOR_METHODS = ("gmm",)
+
 
 @dataclass
 class Selection:
@@ -138,6 +143,25 @@ def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Pr
     return backend.asarray(out)
 
 
+def class_statistics(cube: Cube, labels: np.ndarray, max_pixels: int = 500,
+                     seed: int = 0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``{class value: (mean, std)}`` spectra of every marked class of ``labels`` (0 = unmarked), from at
+    most ``max_pixels`` of its pixels drawn at random (seeded): only those pixels are read, never the
+    whole cube. No-data pixels are left out."""
+    rng = np.random.default_rng(seed)
+    lab = np.asarray(labels)
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k in np.unique(lab[lab > 0]):
+        idx = np.argwhere(lab == k)
+        if len(idx) > max_pixels:
+            idx = idx[np.sort(rng.choice(len(idx), max_pixels, replace=False))]
+        px = np.stack([np.asarray(cube.spectrum(int(r), int(c)), np.float64) for r, c in idx])
+        px = px[np.isfinite(px).all(axis=1)]
+        if len(px):
+            out[int(k)] = (px.mean(axis=0), px.std(axis=0))
+    return out
+
+
 def label_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
     """``model.predict`` over every pixel, tile by tile; -1 where a pixel has no data (NaN, Inf or the
     cube's no-data value)."""
@@ -165,6 +189,39 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
             progress(r0 / max(cube.rows, 1), "labelling the image")
             labels[r0:r1] = one(tile.reshape(-1, cube.bands)).reshape(-1, cube.cols)
     return labels.astype(np.int16) if labels.max(initial=-1) <= np.iinfo(np.int16).max else labels
+
+
+def posterior_image(model, cube: Cube, backend, image=None, progress: Progress = NULL_PROGRESS) -> np.ndarray:
+    """``model.predict_proba`` over every pixel, tile by tile: float32 (rows, cols, components) on the host,
+    NaN where a pixel has no data. The GUI's Posterior tab and the CLI's ``posterior.hdr`` both come from
+    here."""
+    xp = backend.xp
+    out = None
+
+    def one(P):
+        ok = xp.isfinite(P).all(axis=1)
+        if bool(ok.all()):
+            return to_host(model.predict_proba(P)).astype(np.float32)
+        k = None if out is None else out.shape[2]
+        probs = model.predict_proba(P[ok]) if bool(ok.any()) else None
+        k = k or (probs.shape[1] if probs is not None else int(getattr(model, "chosen_k_", 1)))
+        full = np.full((P.shape[0], k), np.nan, np.float32)
+        if probs is not None:
+            full[to_host(ok)] = to_host(probs)
+        return full
+
+    if image is not None:
+        p = one(image.reshape(-1, image.shape[-1]))
+        return p.reshape(cube.rows, cube.cols, -1)
+    from hyperapp.stream import iter_float_tiles
+
+    for r0, r1, tile in iter_float_tiles(cube, backend.xp):
+        progress(r0 / max(cube.rows, 1), "posterior probabilities")
+        p = one(tile.reshape(-1, cube.bands))
+        if out is None:
+            out = np.empty((cube.rows, cube.cols, p.shape[1]), np.float32)
+        out[r0:r1] = p.reshape(r1 - r0, cube.cols, -1)
+    return out
 
 
 def run_analysis(
@@ -345,7 +402,10 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
     values = np.unique(result.labels[result.labels >= 0]) if result.labels is not None else np.zeros(0, int)
     if values.size:
         values = np.arange(int(values.max()) + 1)
-    return values, [f"cluster {int(v)}" for v in values], [class_colour(int(v)) for v in values]
+    word = UNIT_NAMES.get(result.method, "cluster")
+    if result.method == "som" and not int(getattr(result.model, "codebook_clusters", 0) or 0):
+        word = "neuron"
+    return values, [f"{word} {int(v)}" for v in values], [class_colour(int(v)) for v in values]
 
 
 def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: str = "envi") -> Path:
@@ -386,6 +446,12 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
     for name, img in result.images.items():
         paths[name] = write_envi(out / name, np.asarray(img, np.float32), cube,
                                  f"hyperapp {result.method} {name} (band k = component k)")
+    if result.method in POSTERIOR_METHODS:
+        post = result.extra if isinstance(result.extra, np.ndarray) and result.extra.ndim == 3 else None
+        if post is None:
+            post = posterior_image(result.model, cube, get_backend("cpu"))
+        paths["posterior"] = write_envi(out / "posterior", np.asarray(post, np.float32), cube,
+                                        f"hyperapp {result.method} posterior probability per component")
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"

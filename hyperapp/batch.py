@@ -76,11 +76,13 @@ def step_folder(cube_out: Path, step_name: str) -> Path:
 
 
 def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
-                 progress=None, folder: str | None = None) -> dict:
+                 progress=None, folder: str | None = None, truth: str | None = None) -> dict:
     """Every step on one cube; returns its summary row (an ``error`` line instead of raising).
 
-    ``folder`` names the cube's output subfolder of ``out`` (default: its file name's stem). A
-    cancelled ``progress`` (SIGTERM, Ctrl-C) stops the cube at its next progress call and raises.
+    ``folder`` names the cube's output subfolder of ``out`` (default: its file name's stem). ``truth``:
+    the cube's truth mask (its detections' reports then carry AUC and Pd). The row's ``detections``
+    holds each detect step's count by step name. A cancelled ``progress`` (SIGTERM, Ctrl-C) stops the
+    cube at its next progress call and raises.
     """
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.detect import detect_to_folder
@@ -94,6 +96,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
     prog = progress or NULL_PROGRESS
     try:
         raw = open_cube(path, dataset)
+        truth_mask = read_labels(truth, (raw.rows, raw.cols)) if truth else None
         n = len(steps)
         cube_out = cube_folder(out, path, folder)
         for i, d in enumerate(steps):
@@ -116,8 +119,8 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
                     if model is None else {}
                 res, _ = detect_to_folder(cube, s.method, targets, background, step_out, params=s.params,
                                           device=device, far=s.far, threshold=s.threshold, model=model,
-                                          memory=memory, progress=sub, **sig)
-                row["detections"] = (row["detections"] or 0) + int(res.report["detections"])
+                                          memory=memory, progress=sub, truth=truth_mask, **sig)
+                row["detections"] = {**(row["detections"] or {}), s.name: int(res.report["detections"])}
             else:
                 roi = read_class_map(s.roi, shape) if s.roi else None
                 kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
@@ -134,6 +137,15 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
         row["error"] = f"internal error: {exc.__class__.__name__}: {exc}"
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
+
+
+def detections_text(detections) -> str:
+    """A summary cell: each detect step's pixel count ("sam 12, rbfn 30"), never their sum."""
+    if not detections:
+        return ""
+    if isinstance(detections, dict):
+        return ", ".join(f"{k} {v}" for k, v in detections.items())
+    return str(detections)
 
 
 class Manifest:
@@ -350,7 +362,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         st = row.get("stages", {})
         say(f"{'FAILED' if row['error'] else 'done'} {c} in {row['seconds']:.3f} s (read {st.get('read', 0):.3f}, "
             f"compute {st.get('compute', 0):.3f}, write {st.get('write', 0):.3f})"
-            + (f": {row['error']}" if row["error"] else f", {row['detections']} detections"))
+            + (f": {row['error']}" if row["error"] else f", detections {detections_text(row['detections'])}"))
         if time.monotonic() - flushed[0] >= FLUSH_SECONDS:  # the log as often as the manifest, not per cube
             log.flush()
             flushed[0] = time.monotonic()
@@ -368,12 +380,13 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 if client is None:
                     client = Client(_local_cluster(workers))
                 futs = [client.submit(run_on_worker, c, steps, str(out), job.dataset, device, memory, job.folder_of(c),
-                                      pure=False, key=f"cube-{job.folder_of(c)}-{time.time_ns()}") for c in todo]
+                                      job.truth.get(c), pure=False, key=f"cube-{job.folder_of(c)}-{time.time_ns()}")
+                        for c in todo]
                 say(f"submitted {len(todo)} cube(s) to {scheduler or f'{workers} local worker(s)'}")
                 done_iter = (f.result() for f in dask_completed(futs))
             else:
                 pipe = CubePipeline(steps, str(out), job.dataset, device, memory)
-                futs = [pipe.submit(c, job.folder_of(c)) for c in todo]
+                futs = [pipe.submit(c, job.folder_of(c), job.truth.get(c)) for c in todo]
                 done_iter = (f.result() for f in futs)  # they finish in this order
             for row in done_iter:
                 finished(row)
@@ -436,11 +449,11 @@ def _summary(console, job: Job, rows: dict, manifest: Manifest, skipped: list) -
             if every:
                 e = manifest.data["cubes"].get(c, {})
                 table.add_row(job.folder_of(c), "skipped" if c in skipped else "not run",
-                              str(e.get("detections", "")), "")
+                              detections_text(e.get("detections")), "")
             continue
         if every or r["error"]:
             table.add_row(job.folder_of(c), f"{r['seconds']:.2f}",
-                          "" if r["detections"] is None else str(r["detections"]), r["error"] or "")
+                          detections_text(r["detections"]), r["error"] or "")
     console.print(table)
     if not every:
         console.print(f"{len(rows) - failed} done, {failed} failed, {len(skipped)} skipped "

@@ -72,7 +72,89 @@ class DetectionResult:
 
     def remask(self, threshold: float) -> np.ndarray:
         """Mask for another threshold (the GUI's slider) without recomputing scores."""
-        return (self.scores > threshold).astype(np.uint8)
+        return mask_at(self.scores, threshold)
+
+    def objects_at(self, threshold: float) -> list[dict]:
+        """The object table at ``threshold`` (the run's own table at its own threshold)."""
+        return self.objects if threshold == self.threshold else objects_at(self.scores, threshold)
+
+
+# ---------------------------------------------------------------------- threshold -> mask -> objects
+# The one home of these steps for every caller: the run's end (finish_detection, on the device), the
+# window's threshold slider, its exports and the batch job's outputs.
+def mask_at(scores, threshold: float) -> np.ndarray:
+    """uint8 (rows, cols) mask of the pixels scoring above ``threshold`` (NaN, no data: never)."""
+    s = np.asarray(scores)
+    with np.errstate(invalid="ignore"):
+        return np.greater(s, np.float32(threshold) if s.dtype == np.float32 else threshold).view(np.uint8)
+
+
+def count_at(scores, threshold: float) -> tuple[int, int]:
+    """(pixels, objects) above ``threshold`` (8-connected objects, as :func:`objects_at` labels them)."""
+    m = mask_at(scores, threshold)
+    _, n = label_objects(m.astype(bool))
+    return int(m.sum()), int(n)
+
+
+def objects_at(scores, threshold: float) -> list[dict]:
+    """The object table (label, size, centroid, peak score, bounding box) at ``threshold``."""
+    return object_table(mask_at(scores, threshold).astype(bool), np.asarray(scores))
+
+
+def operating_point(scores, truth, threshold: float, exclude=None) -> tuple[float, float]:
+    """(false-alarm rate, detection rate) of ``threshold`` against a truth mask, counted as the ROC
+    counts them (pixels with data; ``exclude``: the clicked targets)."""
+    from hyperapp.models.evaluation import _split
+
+    pos, neg = _split(np.asarray(scores), np.asarray(truth) > 0, exclude)
+    far = float((neg > threshold).sum()) / max(int(neg.size), 1)
+    pd = float((pos > threshold).sum()) / max(int(pos.size), 1)
+    return far, pd
+
+
+#: what :func:`write_detection_item` writes
+DETECTION_ITEMS = ("scores", "mask", "objects", "boxes", "report")
+
+
+def write_detection_item(result: DetectionResult, kind: str, path: str | Path, cube: Cube,
+                         threshold: float | None = None, fmt: str = "envi") -> Path:
+    """Write one output of a run at ``threshold`` (default: the run's own): ``scores`` or ``mask`` as an
+    image in ``fmt`` (:func:`hyperapp.io.writers.write_image`), ``objects`` (CSV), ``boxes`` (CSV and
+    GeoJSON beside it) or ``report`` (JSON, with the threshold used). Returns the path written."""
+    from hyperapp.io.atomic import atomic_write_text
+    from hyperapp.io.writers import write_envi, write_image
+
+    t = result.threshold if threshold is None else float(threshold)
+    p = Path(path)
+    if kind == "scores":
+        data = result.scores.astype(np.float32, copy=False)
+        if fmt == "envi":
+            return write_envi(p, data, cube, f"hyperapp {result.method} scores (higher = more target-like)")
+        return write_image(p, data, fmt, cube)
+    if kind == "mask":
+        data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)
+        if fmt == "envi":
+            return write_envi(p, data, cube, f"hyperapp {result.method} detection mask, threshold {t:.6g}")
+        return write_image(p, data, fmt, cube)
+    if kind == "objects":
+        atomic_write_text(p, objects_csv(result.objects_at(t)))
+        return p
+    if kind == "boxes":
+        from hyperapp.models.boxes import boxes_csv, boxes_geojson
+
+        if not result.boxes:
+            raise InputError("no boxes to export: run the FFBP detector first")
+        atomic_write_text(p.with_suffix(".csv"), boxes_csv(result.boxes))
+        atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(result.boxes, cube.map_info))
+        return p.with_suffix(".csv")
+    if kind == "report":
+        rep = dict(result.report)
+        if t != result.threshold:
+            pixels, n = count_at(result.scores, t)
+            rep.update({"threshold": t, "far": None, "detections": pixels, "objects": n})
+        atomic_write_text(p, json.dumps(rep, indent=2) + "\n")
+        return p
+    raise InputError(f"unknown detection output {kind!r}; choose one of {', '.join(DETECTION_ITEMS)}")
 
 
 def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
@@ -545,27 +627,15 @@ def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) ->
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
-    from hyperapp.io.atomic import atomic_write_text
     from hyperapp.io.writers import write_envi
 
-    paths = {
-        "scores": write_envi(out / "scores", result.scores.astype(np.float32, copy=False), cube,
-                             f"hyperapp {result.method} scores (higher = more target-like)"),
-        "mask": write_envi(out / "mask", result.mask.astype(np.uint8), cube,
-                           f"hyperapp {result.method} detection mask, threshold {result.threshold:.6g}"),
-    }
-    atomic_write_text(out / "objects.csv", objects_csv(result.objects))
-    paths["objects"] = out / "objects.csv"
+    paths = {k: write_detection_item(result, k, out / name, cube)
+             for k, name in (("scores", "scores"), ("mask", "mask"), ("objects", "objects.csv"))}
     for name, arr in result.maps.items():
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
         paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}")
     if result.boxes:
-        from hyperapp.models.boxes import boxes_csv, boxes_geojson
-
-        atomic_write_text(out / "boxes.csv", boxes_csv(result.boxes))
-        atomic_write_text(out / "boxes.geojson", boxes_geojson(result.boxes, cube.map_info))
-        paths["boxes"] = out / "boxes.csv"
-    atomic_write_text(out / "report.json", json.dumps(result.report, indent=2) + "\n")
-    paths["report"] = out / "report.json"
+        paths["boxes"] = write_detection_item(result, "boxes", out / "boxes.csv", cube)
+    paths["report"] = write_detection_item(result, "report", out / "report.json", cube)
     return paths

@@ -7,6 +7,9 @@ model or training clicks, analysis methods of the analysis path) and its output 
     paths = ["scenes/*.hdr"]
     # dataset = "data"          # HDF5 dataset / .mat variable
 
+    # [inputs.truth]            # a truth mask per cube: its detections' reports carry AUC and Pd
+    # "scenes/scene-01.hdr" = "scenes/scene-01_truth.hdr"
+
     [[steps]]
     detect = "sam"
     targets = "clicks.csv"      # row,col pixels (or a mask), applied to every cube...
@@ -94,15 +97,26 @@ class Job:
     output: str
     #: each input's output subfolder name (its file name's stem; made unique where two share one)
     folders: dict[str, str] = field(default_factory=dict)
+    #: absolute cube path -> its truth mask (absolute)
+    truth: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """A hash of the steps' settings: a finished cube is redone when they change."""
-        blob = json.dumps([asdict(s) for s in self.steps], sort_keys=True, default=str)
+        """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
+        blob = json.dumps([asdict(s) for s in self.steps] + ([self.truth] if self.truth else []),
+                          sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def step_fingerprints(self) -> dict[str, str]:
-        """Each step's name and the hash of its settings."""
-        return {s.name: s.fingerprint() for s in self.steps}
+        """Each step's name and the hash of its settings (a detect step's with the truth masks too: its
+        report's AUC and Pd come from them)."""
+        out = {}
+        for s in self.steps:
+            fp = s.fingerprint()
+            if self.truth and s.kind == "detect":
+                blob = json.dumps([fp, self.truth], sort_keys=True)
+                fp = hashlib.sha256(blob.encode()).hexdigest()[:16]
+            out[s.name] = fp
+        return out
 
     def folder_of(self, cube: str) -> str:
         """The output subfolder (a name, not a path) of input ``cube``."""
@@ -184,7 +198,7 @@ def load_job(path: str | Path) -> Job:
             raise _err(p, f"{key}.{sorted(extra)[0]}", f"unknown key; [{key}] takes {', '.join(sorted(allowed))}")
 
     inp = _expect(p, "inputs", d.get("inputs"), dict, "a table: [inputs] paths = [...]")
-    only(inp, "inputs", {"paths", "dataset"})
+    only(inp, "inputs", {"paths", "dataset", "truth"})
     pats = inp.get("paths")
     if isinstance(pats, str):
         pats = [pats]
@@ -211,6 +225,27 @@ def load_job(path: str | Path) -> Job:
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
+    truth: dict[str, str] = {}
+    for cube_rel, truth_rel in _expect(p, "inputs.truth", inp.get("truth", {}), dict,
+                                       "a table: [inputs.truth] \"CUBE\" = \"TRUTH MASK\"").items():
+        key = f"inputs.truth.{cube_rel}"
+        cube_abs, truth_abs = rel(cube_rel, "inputs.truth"), rel(truth_rel, key)
+        if cube_abs.lower().endswith(_DATA_SUFFIXES) and Path(cube_abs).with_suffix(".hdr").is_file():
+            cube_abs = str(Path(cube_abs).with_suffix(".hdr"))
+        if cube_abs not in files:
+            raise _err(p, key, "names a cube that is not among the inputs")
+        if truth_abs in files:
+            raise _err(p, "inputs.paths", f"{truth_rel!r} is a truth mask, not a cube: leave it out of the inputs")
+        try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
+            options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
+            check_labels_file(truth_abs)
+            from hyperapp.io import open_cube, read_labels
+
+            c = open_cube(cube_abs, dataset)  # the header only: the mask must be the cube's size
+            read_labels(truth_abs, (c.rows, c.cols))
+        except HyperappError as exc:
+            raise _err(p, key, str(exc)) from None
+        truth[cube_abs] = truth_abs
     raw_steps = _expect(p, "steps", d.get("steps"), list, "a list of [[steps]] tables")
     if not raw_steps:
         raise _err(p, "steps", "the job has no step")
@@ -299,7 +334,7 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "output.folder", "is one of the inputs")
     for f in files:  # every input is a file (a glob's folders were left out above)
         need_file(f, "cube file")
-    return Job(str(p), files, dataset, steps, folder, output_names(files))
+    return Job(str(p), files, dataset, steps, folder, output_names(files), truth)
 
 
 def toml_value(v) -> str:
@@ -317,11 +352,14 @@ def toml_value(v) -> str:
     raise TypeError(f"cannot write {v!r} to TOML")
 
 
-def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None) -> str:
-    """A job file's text (the GUI's File > Save as batch job)."""
+def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,
+             truth: dict[str, str] | None = None) -> str:
+    """A job file's text (the GUI's File > Save as batch job); ``truth``: cube -> truth mask."""
     lines = ["[inputs]", f"paths = {toml_value(inputs)}"]
     if dataset:
         lines.append(f"dataset = {toml_value(dataset)}")
+    if truth:
+        lines += ["", "[inputs.truth]"] + [f"{toml_value(c)} = {toml_value(t)}" for c, t in truth.items()]
     for st in steps:
         lines += ["", "[[steps]]"] + [f"{k} = {toml_value(v)}" for k, v in st.items() if v is not None]
     lines += ["", "[output]", f"folder = {toml_value(folder)}", ""]

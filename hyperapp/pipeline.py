@@ -61,6 +61,7 @@ class _Item:
     future: Future
     row: dict
     folder: str | None = None  # the cube's output folder's name (the job's, unique among its inputs)
+    truth: str | None = None  # the cube's truth mask (its detections' reports carry AUC and Pd)
     cube: object = None
     image: object = None  # the cube's pixels where they are computed; None: each step reads itself
     results: list = field(default_factory=list)  # (step, folder, result or None when already written)
@@ -103,9 +104,10 @@ class CubePipeline:
         self._closed = False
 
     # ------------------------------------------------------------------ public
-    def submit(self, path: str, folder: str | None = None) -> Future:
-        """Queue cube ``path``; the future's result is its summary row (an ``error`` line instead of
-        raising); a cube dropped by :meth:`close` has its future cancelled (``CancelledError``)."""
+    def submit(self, path: str, folder: str | None = None, truth: str | None = None) -> Future:
+        """Queue cube ``path`` (``truth``: its truth mask, for AUC and Pd in its detections' reports); the
+        future's result is its summary row (an ``error`` line instead of raising); a cube dropped by
+        :meth:`close` has its future cancelled (``CancelledError``)."""
         if self._closed:
             raise RuntimeError("the pipeline is closed")
         self._start()
@@ -113,7 +115,7 @@ class CubePipeline:
         row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None,
                "stages": {s: 0.0 for s in STAGES}}
         row["stages"]["wait"] = 0.0
-        self._inbox.put(_Item(path, fut, row, folder))
+        self._inbox.put(_Item(path, fut, row, folder, truth))
         if self._closed:  # closed meanwhile, by another thread: nothing will take it
             self._drain(self._inbox)
         return fut
@@ -139,11 +141,11 @@ class CubePipeline:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def run_one(self, path: str, folder: str | None = None) -> dict:
+    def run_one(self, path: str, folder: str | None = None, truth: str | None = None) -> dict:
         """Every stage of one cube in the calling thread (no overlap): a cube alone."""
         fut: Future = Future()
         item = _Item(path, fut, {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {},
-                                 "error": None, "stages": {**{s: 0.0 for s in STAGES}, "wait": 0.0}}, folder)
+                                 "error": None, "stages": {**{s: 0.0 for s in STAGES}, "wait": 0.0}}, folder, truth)
         for stage in (self._read, self._compute, self._write):
             self._timed(stage, item)
         self._finish(item)
@@ -278,6 +280,11 @@ class CubePipeline:
         raw, X = item.cube, item.image
         item.image = None  # the stage's own reference goes when the cube is done
         cube_out = cube_folder(self.out, item.path, item.folder)
+        truth = None
+        if item.truth:
+            from hyperapp.io import read_labels
+
+            truth = read_labels(item.truth, (raw.rows, raw.cols))
         for s in self.steps:
             cube = raw.run_bands(s.all_bands, s.bands, "bands")
             image = X  # read ahead only when every step runs on the same bands (the read stage)
@@ -288,7 +295,12 @@ class CubePipeline:
                 targets = self._mask(s.targets, shape) if s.targets and model is None else None
                 background = self._mask(s.background, shape) if s.background and model is None else None
                 kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
-                          memory=self.memory, progress=self._progress)
+                          memory=self.memory, progress=self._progress, truth=truth)
+                if model is None:  # targets and undesired signatures from spectral libraries, where given
+                    from hyperapp.signatures import signature_kwargs
+
+                    kw.update(signature_kwargs(cube, s.target_spectra, s.spectra, s.undesired_spectra,
+                                               s.undesired_names))
                 if image is None:  # not read ahead: the whole-file path, streamed when it must be
                     res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
                     item.results.append((s, folder, None, cube))
@@ -296,7 +308,7 @@ class CubePipeline:
                     res = run_detection(cube, s.method, targets, background, image=image, **kw)
                     res.objects  # noqa: B018  (the object table, built on the device before the writer)
                     item.results.append((s, folder, res, cube))
-                item.row["detections"] = (item.row["detections"] or 0) + int(res.report["detections"])
+                item.row["detections"] = {**(item.row["detections"] or {}), s.name: int(res.report["detections"])}
             else:
                 roi = self._classes(s.roi, shape) if s.roi else None
                 kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
@@ -378,7 +390,7 @@ _WORKER_LOCK = threading.Lock()
 
 
 def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, device: str,
-                  memory: float | None, folder: str | None = None) -> dict:
+                  memory: float | None, folder: str | None = None, truth: str | None = None) -> dict:
     """A Dask task: cube ``path`` through this worker process's pipeline for its job (made on the job's
     first task, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its
     threads) fill the pipeline's stages."""
@@ -390,4 +402,4 @@ def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, d
         _WORKER_PIPES[key] = pipe  # the most recent last
         while len(_WORKER_PIPES) > WORKER_PIPELINES:
             _WORKER_PIPES.pop(next(iter(_WORKER_PIPES))).close(wait=False)
-    return pipe.submit(path, folder).result()
+    return pipe.submit(path, folder, truth).result()

@@ -210,12 +210,39 @@ class Session:
                 r["model"] = str((base / r["model"]).resolve())
         return d
 
+    def batch_inputs(self) -> list[Path]:
+        """The cubes a batch job saved from this session runs on: the open cube, then every other cube of
+        its folder with its extension and its band count; truth masks, label maps and single-band images
+        are left out (a file that does not open as such a cube is not a cube for this job)."""
+        from hyperapp.errors import HyperappError
+        from hyperapp.io import open_cube
+
+        src = Path(self.cube.path)
+        out = [src]
+        skip = {src.resolve()}
+        if self.truth_path:
+            skip.add(Path(self.truth_path).resolve())
+        for f in sorted(src.parent.glob(f"*{src.suffix}")):
+            if f.resolve() in skip:
+                continue
+            try:
+                c = open_cube(f, self.dataset).run_bands(self.all_bands)
+            except (HyperappError, OSError, ValueError):
+                continue
+            if c.bands == self.base_cube.bands and c.bands > 1:
+                out.append(f)
+        return out
+
     def save_batch_job(self, path) -> Path:
-        """Write this session as a batch job (``hyperapp --headless run``): every cube of the current
-        cube's folder with its extension, one detect step per run in the window (the marked pixels saved
-        beside the job as the steps' clicks), its output folder beside the job. Returns the job's path."""
+        """Write this session as a batch job (``hyperapp --headless run``) that reproduces it: the open
+        cube and the other cubes of its folder (:meth:`batch_inputs`), one detect step per method run in
+        the window (its latest run: its parameters, and its threshold as the person left it, or the
+        false-alarm rate it ran at), the marked pixels saved beside the job as the steps' clicks, the
+        loaded truth mask (the reports then carry AUC), its output folder beside the job. Returns the
+        job's path."""
         from hyperapp.io.atomic import atomic_write_text
         from hyperapp.jobfile import job_text
+        from hyperapp.models.registry import get_method
 
         p = Path(path)
         if p.suffix.lower() != ".toml":
@@ -224,7 +251,6 @@ class Session:
             raise InputError("the cube was not opened from a file: a batch job needs files")
         if not self.runs:
             raise InputError("run a detector first: the job repeats the window's runs")
-        src = Path(self.cube.path)
         clicks = p.with_name(p.stem + "-clicks.csv")
         bg = p.with_name(p.stem + "-background.csv")
         rows = [(r, c) for r, c in zip(*np.nonzero(self.roi.targets))]
@@ -233,14 +259,12 @@ class Session:
         if has_bg:
             rr, cc = np.nonzero(self.roi.background)
             atomic_write_text(bg, "row,col\n" + "".join(f"{r},{c}\n" for r, c in zip(rr, cc)))
-        steps, seen = [], set()
-        for run in self.runs:
-            if run.method in seen:  # the latest settings of each method
-                steps = [st for st in steps if st["detect"] != run.method]
-            seen.add(run.method)
+        latest: dict[str, Run] = {}
+        for run in self.runs:  # the latest run of each method, in the order the methods first ran
+            latest[run.method] = run
+        steps = []
+        for run in latest.values():
             st = {"detect": run.method, "params": {k: v for k, v in (run.params or {}).items()}}
-            from hyperapp.models.registry import get_method
-
             if get_method(run.method).uses_targets:
                 st["targets"] = clicks.name
                 if has_bg:
@@ -249,10 +273,20 @@ class Session:
                 st["bands"] = ",".join(map(str, self.bands))
             if self.all_bands:
                 st["all_bands"] = True
-            st["far"] = 1e-3
+            res = run.result
+            far = res.report.get("far")
+            if run.threshold != res.threshold or far is None:
+                st["threshold"] = float(run.threshold)  # the threshold the person moved to (or was given)
+            else:
+                st["far"] = float(far)
             steps.append(st)
-        inputs = [os.path.relpath(src.parent, p.parent) + f"/*{src.suffix}"]
-        atomic_write_text(p, job_text(inputs, steps, p.stem + "-out", self.dataset))
+
+        def rel(f) -> str:
+            return Path(os.path.relpath(Path(f).resolve(), p.parent.resolve())).as_posix()
+
+        inputs = [rel(f) for f in self.batch_inputs()]
+        truth = {rel(self.cube.path): rel(self.truth_path)} if self.truth_path else None
+        atomic_write_text(p, job_text(inputs, steps, p.stem + "-out", self.dataset, truth))
         return p
 
     def restore_rois(self, d: dict) -> None:

@@ -486,7 +486,7 @@ class RBFN(PixelDetector):
                  n_components: int = 16, n_background: int = 4000, n_augment: int = 0,
                  min_fill: float = 0.3, guard: int = 2, ridge: float = 3e-3, width_scale: float = 3.0,
                  normalize: bool = True, seed: int = 0, backend_kernel: str = "auto",
-                 coherence: float = 1.0, anomaly: float = 1.0, n_library_targets: int = 1024,
+                 coherence: float = 1.0, anomaly: float = 0.0, n_library_targets: int = 1024,
                  library_coherence: str = "mf"):
         self.n_hidden = n_hidden
         self.n_target_centres = n_target_centres

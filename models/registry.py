@@ -239,7 +239,7 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
     Param("width_scale", float, 3.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
     Param("coherence", float, 1.0, "Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", 0.0, 100.0, label="Coherence input"),
-    Param("anomaly", float, 1.0, "Weight of the anomaly input (RX, the distance from the background): counted only where every click is a strong anomaly and the network fails to recognise a clicked object it did not train on; 0 uses the network alone.", 0.0, 100.0, label="Anomaly input"),
+    Param("anomaly", float, 0.0, "Weight of the anomaly input (RX, the distance from the background): counted only where every click is a strong anomaly and the network fails to recognise a clicked object it did not train on; 0 (the default) uses the network alone. Its fit costs about 55 ms a click on an H100 at 1024 x 1024 x 64, past the live budget.", 0.0, 100.0, label="Anomaly input"),
     Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
     Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
     Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
@@ -357,8 +357,9 @@ register_analysis(Method("som", "Self-organising map (SOM)", _som, (
     Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "
           "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate"),
     Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0, label="End learning rate"),
-    Param("codebook_clusters", int, 0, "0: colour the image by best-matching neuron; k: by k-means clusters of "
-          "the neurons.", 0, 4096, label="Clusters of the codebook"),
+    Param("codebook_clusters", int, 8, "k: colour the image by k-means clusters of the neurons (a readable "
+          "number of classes); 0: by best-matching neuron (one class per neuron).", 0, 4096,
+          label="Clusters of the codebook"),
     Param("init", str, "pca", "Start from the plane of the two principal components, or from random spectra.",
           choices=("pca", "random"), label="Start codebook"),
     Param("training", str, "batch", "batch: one neighbourhood-weighted mean per epoch (fast); online: the "

@@ -56,7 +56,8 @@ class SOM(Estimator):
     learning_rate_start, learning_rate_end : float
         Share of the batch mean blended into the codebook, first and last epoch.
     codebook_clusters : int
-        0: the image is labelled by best-matching unit; k > 0: by k-means clusters of the codebook.
+        k > 0 (default 8, a readable number of classes; at most the map's neurons): the image is labelled
+        by k-means clusters of the codebook; 0: by best-matching unit (one class per neuron).
     init : {"pca", "random"}
         Codebook start: a plane on the two principal components (deterministic), or random spectra.
     training : {"batch", "online"}
@@ -80,7 +81,7 @@ class SOM(Estimator):
 
     def __init__(self, rows: int = 10, cols: int = 10, epochs: int = 10, sigma_start: float = 0.0,
                  sigma_end: float = 1.0, learning_rate_start: float = 1.0, learning_rate_end: float = 1.0,
-                 codebook_clusters: int = 0, init: str = "pca", training: str = "batch", seed: int = 0):
+                 codebook_clusters: int = 8, init: str = "pca", training: str = "batch", seed: int = 0):
         self.rows = rows
         self.cols = cols
         self.epochs = epochs
@@ -189,8 +190,7 @@ class SOM(Estimator):
         if k > 0:
             from hyperapp.models.kmeans import MultiKMeans
 
-            if k > M:
-                raise InputError(f"{k} codebook clusters is more than the map's {M} neurons")
+            k = min(k, M)  # a map smaller than the clusters asked: one cluster per neuron
             km = MultiKMeans(k=k, n_init=4, seed=self.seed, silhouette_sample=0).fit(W)
             self.cluster_of_unit_ = to_host(km.labels_).astype(np.int32)
         if progress is not None:

@@ -1,12 +1,11 @@
-"""Take the README's screenshot: the window at 1600 x 1000 after an RBFN run on the shared AVIRIS airport
+"""Take the README's screenshot: the window (1366 x 768 unless a size is given) after an RBFN run on the shared AVIRIS airport
 scene (five target clicks drawn from its truth, seed 0), or on the bundled land scene when the shared
 scene is not there.
 
-Run under a virtual X server, as the README says:
+Run it from an install (offscreen, no display needed):
 
-    xvfb-run -a -s "-screen 0 1600x1000x24" python3 scripts/screenshot.py resources/screenshot.png
-
-With a second argument, also writes the histogram and object-table views beside it.
+    QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot.png
+    QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot-1920.png 1920x1080
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import sys
 from pathlib import Path
 
 
-def main(out: str) -> int:
+def main(out: str, size: str = "1366x768") -> int:
     import os
     import tempfile
 
@@ -31,7 +30,8 @@ def main(out: str) -> int:
     os.environ["HYPERAPP_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini")
     app = QApplication(sys.argv)
     win = MainWindow()
-    win.resize(1600, 1000)
+    w, h = (int(v) for v in size.split("x"))
+    win.resize(w, h)
     win.show()
     abu = Path(__file__).resolve().parent.parent.parent / "shared" / "cubes" / "abu-airport-1.mat"
     if abu.is_file():
@@ -60,15 +60,10 @@ def main(out: str) -> int:
         app.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     ok = win.grab().save(out, "PNG")
-    if len(sys.argv) > 2:
-        for i, tab in ((0, "histogram"), (2, "objects")):
-            win.results.tabs.setCurrentIndex(i)
-            for _ in range(10):
-                app.processEvents()
-            win.grab().save(str(Path(sys.argv[2]) / f"screenshot-{tab}.png"), "PNG")
     print(f"wrote {out}" if ok else f"could not write {out}")
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshot.png"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshot.png",
+                  sys.argv[2] if len(sys.argv) > 2 else "1366x768"))

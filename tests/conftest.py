@@ -39,7 +39,11 @@ OUTSIDE = Path(__import__("tempfile").gettempdir())
 def cli_env(**extra: str) -> dict:
     """Environment for a ``python -m hyperapp`` subprocess: the installed package, never the checkout
     (run it with ``cwd`` outside the repository, since ``-m`` and ``-c`` put the working folder first)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = dict(os.environ)
+    keep = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    env.pop("PYTHONPATH", None)
+    if keep:  # an install on the path (a --target folder) stays; the checkout never does
+        env["PYTHONPATH"] = os.pathsep.join(keep)
     env.update(extra)
     return env
 

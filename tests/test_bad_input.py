@@ -403,3 +403,43 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
     s = job.steps[0]
     assert (s.target_spectra, s.spectra, s.undesired_spectra, s.undesired_names) == (
         str(tmp_path / "lib.sli"), "a", [str(tmp_path / "lib.sli")], "b")
+
+
+def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
+    """[inputs.truth] (a job saved from the window): each mask checked as the CLI's --truth is, and read
+    once, before anything is written; a good one gives every detect step's report its AUC."""
+    from hyperapp.jobfile import load_job
+
+    _cube(tmp_path / "scenes" / "s1.hdr")
+    truth = np.zeros((24, 24), np.uint8)
+    truth[4:7, 4:7] = 1
+    np.save(tmp_path / "truth.npy", truth)
+    np.save(tmp_path / "small.npy", truth[:10])
+    np.save(tmp_path / "halves.npy", np.full((24, 24), 0.5))
+    (tmp_path / "afolder").mkdir()
+    cases = [('"scenes/s1.hdr" = "missing.npy"', "not found"),
+             ('"scenes/s1.hdr" = "afolder"', "is a folder"),
+             ('"scenes/s1.hdr" = "halves.npy"', "inputs.truth.scenes/s1.hdr"),
+             ('"scenes/s1.hdr" = "small.npy"', "inputs.truth.scenes/s1.hdr"),
+             ('"scenes/other.hdr" = "truth.npy"', "not among the inputs"),
+             ('"scenes/s1.hdr" = 3', "inputs.truth.scenes/s1.hdr")]
+    for line, words in cases:
+        job = _job(tmp_path, f'[inputs]\npaths = ["scenes/*.hdr"]\n[inputs.truth]\n{line}\n'
+                             '[[steps]]\ndetect = "rx"\n[output]\nfolder = "out"\n')
+        with pytest.raises(InputError) as e:
+            load_job(job)
+        assert words in str(e.value) and "job.toml" in str(e.value), (line, str(e.value))
+        rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+        _one_clean_line(rc, err, "job.toml", "inputs.truth")
+        assert not (tmp_path / "out").exists(), line
+    job = _job(tmp_path, '[inputs]\npaths = ["scenes/*.hdr"]\n[inputs.truth]\n"scenes/s1.hdr" = "truth.npy"\n'
+                         '[[steps]]\ndetect = "rx"\n[[steps]]\ndetect = "rx"\nname = "again"\n'
+                         '[output]\nfolder = "out"\n')
+    assert load_job(job).truth == {str((tmp_path / "scenes" / "s1.hdr").resolve()): str(tmp_path / "truth.npy")}
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 0, err
+    for step in ("detect-rx", "again"):
+        rep = json.loads((tmp_path / "out" / "s1" / step / "report.json").read_text())
+        assert rep["evaluation"]["auc"] > 0.9  # the pipeline's reports carry the truth's AUC
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
+    assert set(next(iter(man.values()))["detections"]) == {"detect-rx", "again"}  # per step, not summed

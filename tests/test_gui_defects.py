@@ -117,7 +117,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     envi.save_image(str(wide), np.random.default_rng(0).random((40, 300, 8), dtype=np.float32), ext=".img")
     assert win.open_cube(wide)
     assert win.results.scores is None and win.results.table.rowCount() == 0
-    assert win.results.counts.text() == "no result yet"
+    assert win.results.counts.text().startswith("no result yet")
     assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
     assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0

@@ -13,19 +13,19 @@ def win(win, land_hdr):
     return win
 
 
-def test_panels_are_tabbed_docks_with_human_labels(win):
-    from PySide6.QtWidgets import QDockWidget
-
+def test_panels_are_tools_of_one_toolbox_with_human_labels(win):
     titles = {"k-means", "Band reduction", "SOM", "Gaussian mixture", "Forest classification",
               "Hierarchical clustering"}
     assert set(win.panels) == titles
-    det = win.findChild(QDockWidget, "Detector")
-    tabbed = {d.windowTitle() for d in win.tabifiedDockWidgets(det)}
-    assert titles <= tabbed
+    assert set(win.toolbox.titles()) == titles | {"Detect targets"}
     # in front at the start: the detector on the right, the spectrum at the bottom
-    assert not win.spec_dock.visibleRegion().isEmpty() and not det.visibleRegion().isEmpty()
-    hac_plots = win.findChild(QDockWidget, "Hierarchical clustering plots")
-    assert hac_plots.visibleRegion().isEmpty()
+    assert win.toolbox.current() == "Detect targets"
+    assert not win.spec_dock.visibleRegion().isEmpty() and not win.tools_dock.visibleRegion().isEmpty()
+    assert win.plots_dock.visibleRegion().isEmpty()
+    # choosing a tool shows its form and its plots
+    win.toolbox.choose("Hierarchical clustering")
+    assert win.toolbox.pages.currentWidget() is win.panels["Hierarchical clustering"]
+    assert win.toolbox.plots.currentWidget() is win.panels["Hierarchical clustering"].tabs
     km = win.panels["k-means"]
     assert "Clusters (k or range)" in km.form.labels() and "k" not in km.form.labels()
     # detector forms read as words too
@@ -34,7 +34,7 @@ def test_panels_are_tabbed_docks_with_human_labels(win):
     assert "Neurons" in labels and "n_hidden" not in labels and "width_scale" not in labels
     # the View menu reopens a closed dock
     view = next(a.menu() for a in win.menuBar().actions() if a.text() == "&View")
-    assert any(a.text() == "k-means" for a in view.actions())
+    assert any(a.text() == "Tools" for a in view.actions())
 
 
 def test_kmeans_panel_runs_off_the_ui_thread(qtbot, win):
@@ -112,7 +112,9 @@ def test_som_panel(qtbot, win):
     som.band.setValue(10)
     np.testing.assert_allclose(som.plane_img.image, np.asarray(res.model.codebook_)[:, 10].reshape(8, 7))
     som.show_neuron(9)
-    np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9])
+    # on the Spectrum dock's reflectance scale (the land header's scale factor 10000), wavelengths on x
+    np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9] / 10000.0, rtol=1e-5)
+    assert som.neuron_plot.getAxis("left").labelText == "reflectance"
     assert res.labels.max() < 56
 
 

@@ -58,7 +58,7 @@ def test_cubes_leave_in_order_with_their_own_outputs(tmp_path):
         assert out == tmp_path / "out" / Path(c).stem / "detect-sam"
         assert {f.name for f in out.iterdir()} == FINALS
         assert json.loads((out / "report.json").read_text())["cube"] == c  # no cube's pixels under another's name
-        assert r["detections"] >= 16  # the bright block of each scene
+        assert r["detections"]["detect-sam"] >= 16  # the bright block of each scene (per step)
 
 
 def test_stages_overlap_and_memory_stays_bounded(tmp_path):
@@ -176,7 +176,7 @@ def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
     steps = [asdict(Step("detect", "sam", "saved", model=str(tmp_path / "sam.npz"), far=0.01))]
     with CubePipeline(steps, str(tmp_path / "out2"), device="cpu") as pipe:
         rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
-    assert all(r["error"] is None and r["detections"] >= 16 for r in rows)
+    assert all(r["error"] is None and r["detections"]["saved"] >= 16 for r in rows)
     assert len(loads) == 1
 
 

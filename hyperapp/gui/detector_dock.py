@@ -1,4 +1,5 @@
-"""The detector dock: method, its parameters (a form built from the registry), device, Train & Run."""
+"""The detector page: method, its parameters (a form built from the registry), device, and Train & Run,
+Cancel and progress in a strip that never scrolls away (:func:`hyperapp.gui.run_controls.tool_page`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from PySide6.QtWidgets import (
 
 from hyperapp.backend import gpu_available, gpu_status
 from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import add_run_controls, set_busy, show_progress
+from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
 from hyperapp.models.registry import METHODS
 
 
@@ -24,7 +25,8 @@ class DetectorDock(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        lay = QVBoxLayout(self)
+        body = QWidget()
+        lay = QVBoxLayout(body)
         form = QFormLayout()
         self.method = QComboBox()
         for name, m in METHODS.items():
@@ -52,7 +54,9 @@ class DetectorDock(QWidget):
         lay.addWidget(self.param_form)
         self.model_label = QLabel("")
         lay.addWidget(self.model_label)
-        add_run_controls(self, lay, "Train && Run")
+        lay.addStretch(1)
+        tool_page(self, body, "Train && Run")
+        self.run_button.setToolTip("Train the method on the marked pixels and score every pixel (F5)")
         self.run_button.setShortcut("Ctrl+R")
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run_requested)
@@ -61,6 +65,8 @@ class DetectorDock(QWidget):
 
     def _rebuild(self) -> None:
         self.param_form.set_params(METHODS[self.method_name()].params)
+        self.status.setText("")  # the last run's line belongs to the method it ran
+        self.progress.setValue(0)
 
     # ------------------------------------------------------------------ public API
     def method_name(self) -> str:

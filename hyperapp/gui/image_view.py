@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Signal
-from PySide6.QtGui import QColor, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QPen, QPixmap
+from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
 ROI_COLOURS = {1: (255, 40, 40, 200), 2: (40, 120, 255, 160)}
+#: marked pixels ringed by a screen-sized symbol up to this many (more: the filled pixels alone)
+MAX_RINGS = 2000
 
 
 def stretch(img: np.ndarray, lo_pct: float = 2.0, hi_pct: float = 98.0) -> np.ndarray:
@@ -25,11 +28,22 @@ def stretch(img: np.ndarray, lo_pct: float = 2.0, hi_pct: float = 98.0) -> np.nd
     return out if out.shape[2] > 1 else out[:, :, 0]
 
 
-def colourise(scores: np.ndarray, opacity: float, cmap: str = "inferno") -> np.ndarray:
-    """RGBA uint8 of a score map through a colour map, with opacity."""
+#: the score overlay's colour map (its colour bar shows the same)
+SCORE_CMAP = "inferno"
+
+
+def score_levels(scores: np.ndarray) -> tuple[float, float]:
+    """The score range the overlay's colours span: the 1st to the 99.9th percentile of the finite scores."""
     s = np.asarray(scores, dtype=np.float32)
     finite = s[np.isfinite(s)]
     lo, hi = np.percentile(finite, [1, 99.9]) if finite.size else (0.0, 1.0)
+    return float(lo), float(max(hi, lo + 1e-12))
+
+
+def colourise(scores: np.ndarray, opacity: float, cmap: str = SCORE_CMAP) -> np.ndarray:
+    """RGBA uint8 of a score map through a colour map (over :func:`score_levels`), with opacity."""
+    s = np.asarray(scores, dtype=np.float32)
+    lo, hi = score_levels(s)
     t = np.clip((np.nan_to_num(s, nan=lo) - lo) / max(hi - lo, 1e-12), 0, 1)
     lut = pg.colormap.get(cmap).getLookupTable(0.0, 1.0, 256, alpha=False)
     rgba = np.empty(s.shape + (4,), np.uint8)
@@ -46,7 +60,13 @@ class ImageView(pg.GraphicsLayoutWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.vb = self.addViewBox(lockAspect=True, invertY=True)
+        self.vb = self.addViewBox(row=0, col=0, lockAspect=True, invertY=True)
+        # the score overlay's colour bar, beside the image (hidden while no scores are shown)
+        self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get(SCORE_CMAP),
+                                          interactive=False, width=18, label="score")
+        self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
+        self.addItem(self.colour_bar, row=0, col=1)
+        self.colour_bar.hide()
         self.base = pg.ImageItem(axisOrder="row-major")
         self.overlay = pg.ImageItem(axisOrder="row-major")
         self.mask_item = pg.ImageItem(axisOrder="row-major")
@@ -55,6 +75,11 @@ class ImageView(pg.GraphicsLayoutWidget):
         for z, item in enumerate((self.base, self.overlay, self.mask_item, self.truth_item, self.roi_item)):
             item.setZValue(z)
             self.vb.addItem(item)
+        self.hint = pg.TextItem("", color=(200, 200, 200), anchor=(0.5, 0.5))
+        self.vb.addItem(self.hint)
+        self.marks = pg.ScatterPlotItem(pxMode=True)
+        self.marks.setZValue(9)
+        self.vb.addItem(self.marks)
         self.box_items: list = []
         self.shape: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._moved)
@@ -64,10 +89,18 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_image(self, img_u8: np.ndarray, fit: bool | None = None) -> None:
         """Show ``img_u8``; ``fit`` the view to it (default: when its shape changed)."""
         first = self.shape != img_u8.shape[:2]
+        self.hint.hide()
         self.shape = img_u8.shape[:2]
         self.base.setImage(img_u8, autoLevels=False, levels=(0, 255))
         if fit or (fit is None and first):
             self.vb.autoRange(padding=0.02)
+
+    def show_hint(self, text: str) -> None:
+        """A line in the middle of an empty view (what to do first)."""
+        self.hint.setText(text)
+        self.hint.setPos(0, 0)
+        self.hint.show()
+        self.vb.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
 
     def set_truth(self, truth: np.ndarray | None, colour=(0, 255, 255, 230)) -> None:
         """Outline of a truth mask (its border pixels), so loading one shows where it is."""
@@ -85,15 +118,24 @@ class ImageView(pg.GraphicsLayoutWidget):
     def clear_layers(self) -> None:
         """Remove every overlay (a new cube)."""
         self.overlay.clear()
+        self.colour_bar.hide()
         self.mask_item.clear()
         self.truth_item.clear()
         self.set_boxes([])
+        self.set_marks(None)
 
-    def set_overlay(self, rgba: np.ndarray | None) -> None:
+    def set_overlay(self, rgba: np.ndarray | None, levels: tuple[float, float] | None = None) -> None:
+        """Draw an RGBA overlay; ``levels``: the score range it spans, shown on the colour bar (None: a
+        class map or nothing, no bar)."""
         if rgba is None:
             self.overlay.clear()
         else:
             self.overlay.setImage(rgba, autoLevels=False, levels=(0, 255))
+        if rgba is not None and levels is not None:
+            self.colour_bar.setLevels(levels)
+            self.colour_bar.show()
+        else:
+            self.colour_bar.hide()
 
     def set_mask(self, mask: np.ndarray | None, colour=(255, 230, 0, 170)) -> None:
         if mask is None:
@@ -111,6 +153,19 @@ class ImageView(pg.GraphicsLayoutWidget):
                 lut[k] = c
         lab = np.minimum(labels, len(lut) - 1)
         self.roi_item.setImage(lut[lab], autoLevels=False, levels=(0, 255))
+        self.set_marks(labels, lut)
+
+    def set_marks(self, labels: np.ndarray | None, lut: np.ndarray | None = None) -> None:
+        """Ring every marked pixel with a symbol of fixed screen size in its class colour, so a single
+        click stays visible at any zoom (a large ROI, over :data:`MAX_RINGS` pixels, is drawn as filled
+        pixels only)."""
+        rr, cc = (np.nonzero(labels) if labels is not None else (np.zeros(0, int), np.zeros(0, int)))
+        if rr.size == 0 or rr.size > MAX_RINGS or lut is None:
+            self.marks.setData([], [])
+            return
+        cls = np.minimum(labels[rr, cc], len(lut) - 1)
+        pens = [pg.mkPen(tuple(int(v) for v in lut[k][:3]), width=2.5) for k in cls]
+        self.marks.setData(cc + 0.5, rr + 0.5, pen=pens, brush=None, symbol="o", size=13)
 
     def set_boxes(self, boxes: list[dict]) -> None:
         for it in self.box_items:
@@ -167,3 +222,45 @@ def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=No
     rgba[ok, :3] = lut[lab[ok]]
     rgba[ok, 3] = int(round(opacity * 255))
     return rgba
+
+
+class ClassLegend(QListWidget):
+    """The colour legend of a class or cluster map on the image: a swatch, the name and the pixel count of
+    each class; hidden while no class map is shown."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setFixedWidth(190)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setToolTip("The classes drawn on the image")
+        self.title = ""
+        self.hide()
+
+    def show_classes(self, title: str, names: list[str], colours: list, counts: list[int] | None = None) -> None:
+        self.clear()
+        self.title = title
+        head = QListWidgetItem(title)
+        f = head.font()
+        f.setBold(True)
+        head.setFont(f)
+        head.setFlags(Qt.ItemFlag.NoItemFlags | Qt.ItemFlag.ItemIsEnabled)
+        self.addItem(head)
+        for i, (name, c) in enumerate(zip(names, colours)):
+            pix = QPixmap(14, 14)
+            pix.fill(QColor(*[int(v) for v in c[:3]]))
+            text = name if counts is None else f"{name} ({counts[i]} px)"
+            self.addItem(QListWidgetItem(QIcon(pix), text))
+        # as wide as the longest line (within reason), so no name is cut
+        fm = self.fontMetrics()
+        widest = max((fm.horizontalAdvance(self.item(i).text()) for i in range(self.count())), default=100)
+        self.setFixedWidth(min(max(widest + 48, 150), 320))
+        self.show()
+
+    def entries(self) -> list[str]:
+        """The class lines (for tests)."""
+        return [self.item(i).text() for i in range(1, self.count())]
+
+    def hide_classes(self) -> None:
+        self.clear()
+        self.title = ""
+        self.hide()

@@ -21,19 +21,20 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
     QSlider,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
+from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
 from hyperapp.gui.detector_dock import DetectorDock
-from hyperapp.gui.image_view import ImageView, colourise, colourise_labels, stretch
+from hyperapp.gui.image_view import ClassLegend, ImageView, colourise, colourise_labels, score_levels, stretch
 from hyperapp.gui.panels import analysis_panels
 from hyperapp.gui.results_panel import ResultsPanel
 from hyperapp.gui.spectrum_plot import SpectrumPlot
+from hyperapp.gui.toolbox import ToolBox
 from hyperapp.gui.worker import Worker, start
 from hyperapp.session import Run, Session
 
@@ -44,6 +45,8 @@ MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)"
 TOOLS = (("inspect", "0", "Inspect / pan (clicks mark nothing)"), ("pixel", "1", "Mark pixels"),
          ("brush", "2", "Brush"), ("rectangle", "3", "Rectangle (two clicks)"),
          ("polygon", "4", "Polygon (double-click closes)"))
+#: the toolbox's first tool
+DETECT_TOOL = "Detect targets"
 
 
 def as_list(value) -> list[str]:
@@ -53,15 +56,6 @@ def as_list(value) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value]
-
-
-def scrolled(widget: QWidget) -> QScrollArea:
-    """``widget`` in a scroll area, so a tall form never forces its dock (and the window) taller."""
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    area.setFrameShape(QScrollArea.Shape.NoFrame)
-    area.setWidget(widget)
-    return area
 
 
 def settings() -> QSettings:
@@ -111,14 +105,22 @@ class MainWindow(QMainWindow):
             bar.addWidget(w)
         cl.addLayout(bar)
         self.view = ImageView()
-        cl.addWidget(self.view, 1)
+        self.legend = ClassLegend()
+        row = QHBoxLayout()
+        row.addWidget(self.view, 1)
+        row.addWidget(self.legend)
+        cl.addLayout(row, 1)
+        self.view.show_hint("Open a cube: File > Open cube… (Ctrl+O), or drop a file here")
+        #: what the image's overlay shows: "detection" (the chosen run) or an analysis's title
+        self.shown = "detection"
         self.setCentralWidget(central)
-        # docks
+        # docks: the toolbox on the right (one tool at a time, its Run strip always in view); the
+        # spectrum, the detection results, the chosen analysis's plots and the comparison at the bottom
         self.spectrum = SpectrumPlot()
         self.detector = DetectorDock()
         self.results = ResultsPanel()
         self.compare_view = ImageView()
-        self.compare_view.setMinimumSize(320, 240)
+        self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
@@ -126,15 +128,23 @@ class MainWindow(QMainWindow):
         cwl.addWidget(self.compare_view, 1)
         self.compare_view.vb.setXLink(self.view.vb)
         self.compare_view.vb.setYLink(self.view.vb)
-        spec_dock = self.spec_dock = self._dock("Spectrum", self.spectrum, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self._dock("Detector", scrolled(self.detector), Qt.DockWidgetArea.RightDockWidgetArea)
-        self._dock("Results", self.results, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.compare_dock = self._dock("Compare", cw, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.tabifyDockWidget(spec_dock, self.compare_dock)
-        spec_dock.raise_()
-        # analysis panels: one registration each, tabbed with the detector dock
+        self.toolbox = ToolBox()
+        self.toolbox.add_tool(DETECT_TOOL, self.detector, tip="Train a detector on the marked pixels and "
+                              "score every pixel; the Results dock shows the scores, the threshold and the objects")
+        self.tools_dock = self._dock("Tools", self.toolbox, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.detector_dock = self.tools_dock  # where a new right-hand dock is tabified
+        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+        # the toolbox runs the window's full height (its forms get it); the bottom docks sit under the image
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.setCorner(Qt.Corner.TopRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        spec_dock = self.spec_dock = self._dock("Spectrum", self.spectrum, bottom)
+        self.results_dock = self._dock("Results", self.results, bottom)
+        self.plots_dock = self._dock("Analysis plots", self.toolbox.plots, bottom)
+        self.compare_dock = self._dock("Compare", cw, bottom)
+        for d in (self.results_dock, self.plots_dock, self.compare_dock):
+            self.tabifyDockWidget(spec_dock, d)
+        # analysis panels: one registration each, a tool of the toolbox
         self.panels: dict[str, object] = {}
-        self.detector_dock = self.findChild(QDockWidget, "Detector")
         for panel in analysis_panels():
             self._add_panel(panel)
         self.detector_dock.raise_()
@@ -143,11 +153,7 @@ class MainWindow(QMainWindow):
         self.library_dock = install_library_dock(self)  # spectral library + MTMF scatter (their own module)
         self._readable_tabs()
         self._build_menus()
-        # a default layout that leaves the image most of the window and every plot readable
-        self.results_dock = self.findChild(QDockWidget, "Results")
-        self.resizeDocks([self.detector_dock, self.results_dock], [430, 470], Qt.Orientation.Vertical)
-        self.resizeDocks([self.detector_dock], [560], Qt.Orientation.Horizontal)
-        self.resizeDocks([spec_dock], [220], Qt.Orientation.Vertical)
+        self._fit_docks()
         # signals
         self.view.pixel_hovered.connect(self._hover)
         self.view.pixel_clicked.connect(self._click)
@@ -161,6 +167,7 @@ class MainWindow(QMainWindow):
         self.results.threshold_changed.connect(self._threshold_moved)
         self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
         self.results.run_selected.connect(self._show_run)
+        self.results.show_detection_requested.connect(self.show_detection)
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
         self.detector.set_method("rbfn")  # the network the app is built around
         self.detector.set_params(self._saved_params(self.detector.method_name()))
@@ -185,14 +192,26 @@ class MainWindow(QMainWindow):
         self._readable_tabs()  # the window makes its dock tab bars as it lays them out
 
     def _add_panel(self, cls) -> None:
-        """Add an analysis panel as a dock tabbed with the detector."""
+        """Add an analysis panel as a tool: its form in the toolbox, its plots in the plots dock."""
         panel = cls(self)
         self.panels[panel.title] = panel
-        dock = self._dock(panel.title, scrolled(panel), Qt.DockWidgetArea.RightDockWidgetArea)
-        self.tabifyDockWidget(self.detector_dock, dock)
-        plots = self._dock(f"{panel.title} plots", panel.tabs, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.tabifyDockWidget(self.spec_dock, plots)
-        panel.plots_shown.connect(plots.raise_)
+        self.toolbox.add_tool(panel.title, panel, panel.tabs, tip=panel.__doc__.split("\n")[0] if panel.__doc__ else "")
+        panel.plots_shown.connect(lambda t=panel.title: self._raise_plots(t))
+
+    def _raise_plots(self, title: str) -> None:
+        self.toolbox.show_plots(title)
+        self.plots_dock.raise_()
+
+    def _fit_docks(self) -> None:
+        """Dock sizes for the window's size: the toolbox a third of the width at most, the bottom docks
+        about a third of the height, the image the rest."""
+        w, h = max(self.width(), 800), max(self.height(), 600)
+        self.resizeDocks([self.tools_dock], [int(min(max(0.28 * w, 380), 520))], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.spec_dock], [int(min(max(0.36 * h, 250), 440))], Qt.Orientation.Vertical)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802  (Qt's name)
+        super().resizeEvent(event)
+        self._fit_docks()
 
     def _dock(self, title, widget, area):
         d = QDockWidget(title, self)
@@ -307,8 +326,15 @@ class MainWindow(QMainWindow):
             self.keep_bad_bands.blockSignals(False)
 
     def set_session(self, session: Session) -> None:
+        """Show ``session``: everything tied to the last cube (plots, status lines, results, overlays,
+        legends) is cleared."""
         self.cancel_run()
         self.session = session
+        self.statusBar().clearMessage()
+        self.legend.hide_classes()
+        self.shown = "detection"
+        self.detector.status.setText("")
+        self.detector.progress.setValue(0)
         cube = session.cube
         self._set_title()
         for panel in self.panels.values():
@@ -398,21 +424,16 @@ class MainWindow(QMainWindow):
                 self._poly.append((r, c))
 
     def _rois_changed(self) -> None:
+        from hyperapp.analyse import class_statistics
+
         roi = self.session.roi
         self.view.set_rois(roi.labels, roi.colour_table())
-        stats = {}
-        rng = np.random.default_rng(0)
-        for name, k in (("target", 1), ("background", 2)):
-            idx = np.argwhere(roi.labels == k)
-            if len(idx):
-                # a few hundred pixels describe a class; read only those (never the whole cube on the UI thread)
-                if len(idx) > ROI_STATS_SAMPLE:
-                    idx = idx[rng.choice(len(idx), ROI_STATS_SAMPLE, replace=False)]
-                px = np.stack([self.session.base_cube.spectrum(r, c) for r, c in idx])
-                stats[name] = (px.mean(axis=0), px.std(axis=0))
-        self.spectrum.show_rois(stats)
+        stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
+        self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
+                                 if k <= len(roi.classes)})
         n = roi.counts()
-        self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
+        if self.worker is None:
+            self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
 
     # ------------------------------------------------------------------ running
     def run_detector(self):
@@ -503,17 +524,45 @@ class MainWindow(QMainWindow):
         self.compare_pick.addItem(run.name)
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
         self._show_run(len(s.runs) - 1)
+        self.results_dock.raise_()  # the scores' histogram, ROC and objects in front
         if emit:
             self.run_finished.emit(run)
         return run
 
-    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None) -> None:
+    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None) -> None:
         """Show an analysis's class or cluster map over the image (-1 transparent), label ``values[i]``
-        in ``colours[i]`` where given."""
+        in ``colours[i]`` where given, with its colour legend (``names[i]``); the Results dock then says
+        the image no longer shows the detection."""
+        from hyperapp.io.writers import class_colour
+
         self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0, values, colours))
         self.view.set_mask(None)
-        n = len(values) if values is not None else int(labels.max()) + 1
-        self.statusBar().showMessage(f"{title}: {n} classes shown on the image", 5000)
+        self.view.set_boxes([])
+        if values is None:
+            values = np.arange(int(labels.max(initial=-1)) + 1)
+        if colours is None:
+            colours = [class_colour(int(v)) for v in values]
+        if names is None:
+            names = [f"class {int(v)}" for v in values]
+        counts = np.bincount(labels[labels >= 0].ravel(), minlength=int(max(values, default=-1)) + 1)
+        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values])
+        self.shown = title
+        self.results.set_detection_shown(False, f"the {title} map")
+        self.statusBar().showMessage(f"{title}: {len(values)} classes shown on the image (legend at the right)",
+                                     5000)
+
+    def show_detection(self) -> None:
+        """Draw the chosen detection run again (after an analysis's map replaced it)."""
+        self.legend.hide_classes()
+        self.shown = "detection"
+        run = self.current_run()
+        if run is None:
+            self.view.set_overlay(None)
+            self.view.set_mask(None)
+            return
+        self.view.set_boxes(run.result.boxes)
+        self.results.set_detection_shown(True)
+        self._redraw_result()
 
     def use_bands(self, bands: list[int] | None) -> None:
         """Detect and analyse on these bands of the current cube from now on (None: all bands)."""
@@ -547,26 +596,27 @@ class MainWindow(QMainWindow):
         from hyperapp.detect import threshold_origin
 
         res = run.result
-        self.view.set_boxes(res.boxes)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin)
-        self._redraw_result()
+        self.show_detection()
 
     def _threshold_moved(self, t: float) -> None:
         run = self.current_run()
         if run is None:
             return
         run.threshold = t
-        self.view.set_mask(run.result.scores > t)
+        if self.shown == "detection":
+            self.view.set_mask(mask_at(run.result.scores, t))
 
     def _redraw_result(self) -> None:
         run = self.current_run()
-        if run is None:
+        if run is None or self.shown != "detection":
             return
-        self.view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0))
-        self.view.set_mask(run.result.scores > run.threshold)
+        scores = run.result.scores
+        self.view.set_overlay(colourise(scores, self.opacity.value() / 100.0), score_levels(scores))
+        self.view.set_mask(mask_at(scores, run.threshold))
 
     def _show_compare(self, i: int) -> None:
         if self.session is None or not (0 <= i < len(self.session.runs)):
@@ -574,14 +624,14 @@ class MainWindow(QMainWindow):
         run = self.session.runs[i]
         self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
         self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
-        self.compare_view.set_mask(run.result.scores > run.threshold)
+        self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))
         self.compare_view.set_boxes(run.result.boxes)
 
     def current_mask(self) -> np.ndarray:
         run = self.current_run()
         if run is None:
             raise HyperappError("no result to export: run a detector first")
-        return (run.result.scores > run.threshold).astype(np.uint8)
+        return mask_at(run.result.scores, run.threshold)
 
     # ------------------------------------------------------------------ files
     def load_truth(self, path, variable: str | None = None) -> bool:
@@ -612,30 +662,15 @@ class MainWindow(QMainWindow):
         return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
 
     def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
-        from hyperapp.io.atomic import atomic_write_text
-        from hyperapp.io.writers import write_image
-        from hyperapp.models.boxes import boxes_csv, boxes_geojson
-        from hyperapp.models.postprocess import object_table, objects_csv
+        from hyperapp.detect import write_detection_item
 
         try:
             p = Path(path)
-            if kind == "mask":
-                return write_image(p, self.current_mask(), fmt, self.session.cube)
-            if kind == "scores":
-                return write_image(p, self.current_run().result.scores.astype(np.float32), fmt, self.session.cube)
-            if kind == "objects":
+            if kind in ("mask", "scores", "objects", "boxes"):
                 run = self.current_run()
                 if run is None:
                     raise HyperappError("no result to export: run a detector first")
-                atomic_write_text(p, objects_csv(object_table(self.current_mask(), run.result.scores)))
-                return p
-            if kind == "boxes":
-                run = self.current_run()
-                if run is None or not run.result.boxes:
-                    raise HyperappError("no boxes to export: run the FFBP detector first")
-                atomic_write_text(p.with_suffix(".csv"), boxes_csv(run.result.boxes))
-                atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(run.result.boxes, self.session.cube.map_info))
-                return p.with_suffix(".csv")
+                return write_detection_item(run.result, kind, p, self.session.cube, run.threshold, fmt)
             if kind == "screenshot":
                 from hyperapp.io.atomic import atomic_paths
 

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QSizePolicy,
     QSpinBox,
     QWidget,
 )
@@ -56,6 +57,8 @@ class ParamForm(QWidget):
         super().__init__(parent)
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
+        # a long label puts its editor on the next line rather than widening the toolbox
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self._get: dict = {}
         self._set: dict = {}
         self.editors: dict = {}
@@ -67,6 +70,9 @@ class ParamForm(QWidget):
         self._get, self._set, self.editors = {}, {}, {}
         for p in params:
             w, get, set_ = editor(p)
+            if not isinstance(w, QCheckBox):  # as wide as the form gives, never wider (run_controls)
+                w.setSizePolicy(QSizePolicy.Policy.Ignored, w.sizePolicy().verticalPolicy())
+                w.setMinimumWidth(90)
             w.setToolTip(p.help)
             label = QLabel(p.title)
             label.setToolTip(f"{p.help}\n(option name: {p.name})")

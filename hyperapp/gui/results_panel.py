@@ -1,15 +1,22 @@
-"""Inspecting a result: threshold slider (live mask and counts), score histogram, ROC with AUC, the
-object table (click a row to zoom there)."""
+"""Inspecting a detection: the result list, the threshold slider (live mask, pixel and object counts),
+the score histogram, the ROC with AUC and the threshold's operating point, and the object table (click
+a row to zoom there).
+
+Every number comes from the service layer (:func:`hyperapp.detect.count_at`,
+:func:`~hyperapp.detect.objects_at`, :func:`~hyperapp.detect.operating_point`): the panel only shows.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
+    QPushButton,
     QSlider,
     QTableWidget,
     QTableWidgetItem,
@@ -18,38 +25,57 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.models.postprocess import label_objects
-
 STEPS = 1000
+#: milliseconds the object count waits for the slider to rest (the mask itself follows at once)
+COUNT_DELAY_MS = 60
 
 
 class ResultsPanel(QWidget):
     threshold_changed = Signal(float)
     object_selected = Signal(int, int, int, int)
     run_selected = Signal(int)
+    show_detection_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        lay = QVBoxLayout(self)
+        outer = QHBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        side = QWidget()
+        side.setFixedWidth(300)
+        lay = QVBoxLayout(side)
+        lay.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
         self.runs = QComboBox()
+        self.runs.setToolTip("The detection runs of this cube; the chosen one is drawn on the image")
         top.addWidget(QLabel("Result"))
         top.addWidget(self.runs, 1)
         lay.addLayout(top)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
-        lay.addWidget(QLabel("Threshold"))
+        self.slider.setToolTip("Pixels scoring above the threshold form the mask (yellow on the image)")
+        self.slider_label = QLabel("Threshold")
+        lay.addWidget(self.slider_label)
         lay.addWidget(self.slider)
-        self.counts = QLabel("no result yet")
+        self.counts = QLabel("no result yet: mark targets, then Train & Run")
+        self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
         self.origin = QLabel("")
         self.origin.setWordWrap(True)
         self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.threshold_origin); "
                                "moving the slider replaces it")
         lay.addWidget(self.origin)
+        self.shown_note = QLabel("")
+        self.shown_note.setWordWrap(True)
+        self.show_button = QPushButton("Show the detection on the image")
+        self.show_button.setToolTip("Draw the chosen detection's scores and mask again (the image shows an "
+                                    "analysis's map now)")
+        lay.addWidget(self.shown_note)
+        lay.addWidget(self.show_button)
+        lay.addStretch(1)
+        outer.addWidget(side)
         tabs = QTabWidget()
         self.hist = pg.PlotWidget()
-        self.hist.setMinimumHeight(220)
+        self.hist.setMinimumHeight(180)
         self.hist.showGrid(x=True, y=True, alpha=0.3)
         self.hist.setLabel("bottom", "score (higher = more target-like)")
         self.hist.setLabel("left", "log10(pixels + 1)")
@@ -58,7 +84,7 @@ class ResultsPanel(QWidget):
         self.hist_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("y", width=2))
         self.hist.addItem(self.hist_line)
         self.roc = pg.PlotWidget()
-        self.roc.setMinimumHeight(220)
+        self.roc.setMinimumHeight(180)
         self.roc.showGrid(x=True, y=True, alpha=0.3)
         self.roc.setLabel("bottom", "false-alarm rate (share of background pixels, log scale)")
         self.roc.setLabel("left", "detection rate")
@@ -67,38 +93,59 @@ class ResultsPanel(QWidget):
         self.roc.getViewBox().setLimits(yMin=-0.02, yMax=1.05)
         self.roc.getViewBox().enableAutoRange(y=False)
         self.roc_curve = self.roc.plot(pen=pg.mkPen("c", width=2))
+        self.roc_point = self.roc.plot([], [], pen=None, symbol="o", symbolSize=11,
+                                       symbolBrush=pg.mkBrush(255, 230, 0), symbolPen=pg.mkPen("k", width=1))
         self.table = QTableWidget(0, 6)
-        self.table.setHorizontalHeaderLabels(["label", "pixels", "row", "col", "peak", "bbox"])
+        self.table.setHorizontalHeaderLabels(["label", "pixels", "row", "col", "peak score", "rows, cols (box)"])
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.verticalHeader().setVisible(False)
         tabs.addTab(self.hist, "Histogram")
         tabs.addTab(self.roc, "ROC")
         tabs.addTab(self.table, "Objects")
-        tabs.setMinimumHeight(260)
         self.tabs = tabs
+        outer.addWidget(tabs, 1)
         self._table_threshold: float | None = None
+        self._counted: float | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(COUNT_DELAY_MS)
+        self._timer.timeout.connect(self._follow)
         tabs.currentChanged.connect(lambda _: self._refresh_table())
-        lay.addWidget(tabs, 1)
         self.scores: np.ndarray | None = None
+        self.truth: np.ndarray | None = None
+        self.exclude: np.ndarray | None = None
+        self._auc: float | None = None
         self._lo, self._hi = 0.0, 1.0
+        self._threshold = 0.0
         self.slider.valueChanged.connect(self._slider_moved)
         self.table.cellClicked.connect(self._row_clicked)
         self.runs.currentIndexChanged.connect(self.run_selected)
+        self.show_button.clicked.connect(self.show_detection_requested)
         self._objects: list[dict] = []
+        self.clear()
 
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None, origin: str = "") -> None:
         """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen."""
         self.scores = np.asarray(scores, dtype=np.float32)
+        self.truth, self.exclude = truth, exclude
         self.origin.setText(origin)
         self.origin.setVisible(bool(origin))
         self._table_threshold = None
+        self._counted = None
         finite = self.scores[np.isfinite(self.scores)]
         self._lo, self._hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if self._hi <= self._lo:
             self._hi = self._lo + 1.0
         counts, edges = np.histogram(finite, bins=200, range=(self._lo, self._hi))
         self.hist_curve.setData(edges, np.log10(counts + 1.0))
+        self.hist_line.show()
+        self.hist.setTitle("")
+        self._auc = None
         if truth is not None:
             from hyperapp.models.evaluation import auc, roc_curve
 
@@ -106,20 +153,24 @@ class ResultsPanel(QWidget):
             keep = fpr > 0
             self.roc_curve.setData(fpr[keep], tpr[keep])
             self.roc.setYRange(0.0, 1.02, padding=0)
-            self.roc.setTitle(f"AUC {auc(self.scores, truth, exclude):.4f}")
+            self._auc = auc(self.scores, truth, exclude)
+            self._min_far = float(fpr[keep].min()) if keep.any() else 1e-6
         else:
             self.roc_curve.setData([], [])
-            self.roc.setTitle("load a truth mask for the ROC curve")
+            self.roc_point.setData([], [])
+            self.roc.setTitle("load a truth mask (File > Load truth mask) for the ROC curve")
+        self.set_detection_shown(True)
         self.set_threshold(threshold)
 
     def set_threshold(self, value: float) -> None:
-        """Move the slider (and everything that follows it) to ``value``."""
+        """Move the slider (and everything that follows it) to ``value``, counted at once."""
         self._threshold = float(value)
         pos = int(round((value - self._lo) / (self._hi - self._lo) * STEPS))
         self.slider.blockSignals(True)
         self.slider.setValue(min(max(pos, 0), STEPS))
         self.slider.blockSignals(False)
         self._apply(self._threshold)
+        self._follow()
 
     def threshold(self) -> float:
         return self._threshold
@@ -128,16 +179,37 @@ class ResultsPanel(QWidget):
         self.origin.setVisible(False)  # the person's threshold now, not the default's
         self._threshold = self._lo + (self._hi - self._lo) * pos / STEPS
         self._apply(self._threshold)
+        self._timer.start()  # the counts once the slider rests
 
     def _apply(self, t: float) -> None:
         if self.scores is None:
             return
-        mask = self.scores > t
-        _, n_obj = label_objects(mask)
-        self.counts.setText(f"threshold {t:.5g}: {int(mask.sum())} pixels, {n_obj} objects")
         self.hist_line.setValue(t)
-        self._refresh_table()
         self.threshold_changed.emit(t)
+
+    def flush(self) -> None:
+        """Count now what a resting slider would count (tests, exports)."""
+        self._timer.stop()
+        self._follow()
+
+    def _follow(self) -> None:
+        """The counts, the ROC's operating point and the table at the current threshold."""
+        from hyperapp.detect import count_at, operating_point
+
+        if self.scores is None or self._counted == self._threshold:
+            return
+        t = self._threshold
+        pixels, n_obj = count_at(self.scores, t)
+        self.counts.setText(f"threshold {t:.5g}: {pixels} pixels, {n_obj} objects")
+        if self.truth is not None:
+            far, pd = operating_point(self.scores, self.truth, t, self.exclude)
+            self.roc_point.setData([max(far, self._min_far)], [pd])
+            self.roc.setTitle(f"AUC {self._auc:.4f}; threshold (dot): detection {pd:.3f}, false alarms {far:.2g}")
+            self.operating_point = (far, pd)
+        else:
+            self.operating_point = None
+        self._counted = t
+        self._refresh_table()
 
     def _refresh_table(self) -> None:
         """The object table for the current threshold, built only when it is shown (the count is live)."""
@@ -145,29 +217,49 @@ class ResultsPanel(QWidget):
             return
         if self._table_threshold == self._threshold:
             return
-        from hyperapp.models.postprocess import object_table
+        from hyperapp.detect import objects_at
 
-        self._fill_table(object_table(self.scores > self._threshold, self.scores))
+        self._fill_table(objects_at(self.scores, self._threshold))
         self._table_threshold = self._threshold
+
+    def set_detection_shown(self, shown: bool, what: str = "") -> None:
+        """Whether the image shows the chosen detection; when an analysis's map replaced it, the slider
+        is disabled (it would move a mask no one sees) and a button brings the detection back."""
+        has = self.scores is not None
+        self.slider.setEnabled(shown and has)
+        self.shown_note.setVisible(not shown and has)
+        self.show_button.setVisible(not shown and has)
+        if not shown:
+            self.shown_note.setText(f"The image shows {what}, not this detection." if what else
+                                    "The image does not show this detection.")
 
     def clear(self) -> None:
         """Forget the shown result (another cube was opened)."""
+        self._timer.stop()
         self.scores = None
+        self.truth = self.exclude = None
+        self.operating_point = None
         self._objects = []
         self._table_threshold = None
+        self._counted = None
         self.runs.blockSignals(True)
         self.runs.clear()
         self.runs.blockSignals(False)
         self.table.setRowCount(0)
         self.hist_curve.setData([], [])
+        self.hist_line.hide()
+        self.hist.setTitle("no result yet: the score histogram appears after a run")
         self.roc_curve.setData([], [])
+        self.roc_point.setData([], [])
         self.roc.setTitle("")
-        self.counts.setText("no result yet")
+        self.origin.setVisible(False)
+        self.counts.setText("no result yet: mark targets, then Train & Run")
+        self.set_detection_shown(True)
 
     def show_objects(self, rows: list[dict]) -> None:
         """Show a run's object table (at its own threshold)."""
         self._fill_table(rows)
-        self._table_threshold = getattr(self, "_threshold", None)
+        self._table_threshold = self._threshold
 
     def _fill_table(self, rows: list[dict]) -> None:
         self._objects = rows

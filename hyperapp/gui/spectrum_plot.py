@@ -12,7 +12,12 @@ class SpectrumPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.showGrid(x=True, y=True, alpha=0.3)
-        self.addLegend(offset=(-10, 10))
+        # the legend beside the plot, never over the curves
+        legend = pg.LegendItem(verSpacing=-4)
+        self.getPlotItem().layout.addItem(legend, 2, 3)
+        legend.setSizePolicy(pg.QtWidgets.QSizePolicy.Policy.Preferred, pg.QtWidgets.QSizePolicy.Policy.Maximum)
+        self.getPlotItem().layout.setAlignment(legend, pg.QtCore.Qt.AlignmentFlag.AlignTop)
+        self.getPlotItem().legend = legend
         self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
         self.pins: list = []
         self.roi_items: list = []
@@ -29,7 +34,10 @@ class SpectrumPlot(pg.PlotWidget):
         if wavelengths is not None and len(wavelengths) == bands:
             self.x = np.asarray(wavelengths, dtype=float)
             self.getAxis("bottom").enableAutoSIPrefix(False)
-            self.setLabel("bottom", f"wavelength ({units})" if units else "wavelength")
+            from hyperapp.gui.panels import units_text
+
+            u = units_text(units)
+            self.setLabel("bottom", f"wavelength ({u})" if u else "wavelength")
         else:
             self.x = np.arange(bands, dtype=float)
             self.setLabel("bottom", "band")
@@ -52,15 +60,15 @@ class SpectrumPlot(pg.PlotWidget):
             self.removeItem(p)
         self.pins = []
 
-    def show_rois(self, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """``{name: (mean, std)}``: mean line with a ±1 std band per ROI class."""
+    def show_rois(self, stats: dict[str, tuple]) -> None:
+        """``{name: (mean, std[, colour])}``: mean line with a ±1 std band per ROI class, in its colour."""
         for it in self.roi_items:
             self.removeItem(it)
         self.roi_items = []
         colours = {"target": (255, 60, 60), "background": (60, 140, 255)}
-        for name, (mean, std) in stats.items():
+        for name, (mean, std, *colour) in stats.items():
             mean, std = np.asarray(mean) / self.scale, np.asarray(std) / self.scale
-            c = colours.get(name, (200, 200, 200))
+            c = tuple(int(v) for v in colour[0][:3]) if colour else colours.get(name, (200, 200, 200))
             lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)))
             hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)))
             fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c + (40,)))

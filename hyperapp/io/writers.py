@@ -171,8 +171,9 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
 
 
 #: colours of classes and clusters without a colour of their own (distinct, then repeating)
+#: the class palette (ColorBrewer/Trubetskoy's distinct colours); no cyan, the window's truth outline
 CLASS_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-                 (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
+                 (100, 70, 200), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
                  (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
                  (0, 0, 128), (128, 128, 128)]
 

@@ -12,15 +12,17 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
+    QLabel,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
 from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import add_run_controls, set_busy, show_progress
+from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
 
@@ -41,6 +43,10 @@ class AnalysisPanel(QWidget):
 
     methods: tuple[str, ...] = ()
     title = "Analysis"
+    #: method -> parameter values sized for a CPU (the registry's defaults are sized for a GPU)
+    cpu_defaults: dict[str, dict] = {}
+    #: pixels a random sample draws by default
+    sample_default = 20000
     finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
     plots_shown = Signal()  # a result was drawn: the window raises the plots' dock
 
@@ -49,7 +55,8 @@ class AnalysisPanel(QWidget):
         self.host = host
         self.worker: Worker | None = None
         self.result = None
-        lay = QVBoxLayout(self)
+        body = QWidget()
+        lay = QVBoxLayout(body)
         top = QFormLayout()
         self.method = QComboBox()
         for name in self.methods:
@@ -62,7 +69,7 @@ class AnalysisPanel(QWidget):
         top.addRow("Spectra", self.source)
         self.sample = QSpinBox()
         self.sample.setRange(10, 10_000_000)
-        self.sample.setValue(20000)
+        self.sample.setValue(self.sample_default)
         self.sample.setSingleStep(1000)
         self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
         top.addRow("Sample size (pixels)", self.sample)
@@ -70,7 +77,12 @@ class AnalysisPanel(QWidget):
         self.build_controls(lay)
         self.form = ParamForm()
         lay.addWidget(self.form)
-        add_run_controls(self, lay)
+        self.note = QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: palette(mid);")
+        lay.addWidget(self.note)
+        lay.addStretch(1)
+        tool_page(self, body)
         # the plots live in their own dock (the window puts it beside the spectrum, where plots get
         # the width they need); the controls stay beside the detector
         self.tabs = QTabWidget()
@@ -113,6 +125,19 @@ class AnalysisPanel(QWidget):
         self.form.set_params(m.params)
         if m.needs_classes:  # a classifier trains on the marked classes
             self.set_source("rois")
+        self.note.setText("")
+        cpu = self.cpu_defaults.get(m.name)
+        if cpu and self.on_cpu():
+            self.form.set_values(cpu)
+            said = ", ".join(f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu)
+            self.note.setText(f"Sized for the CPU: {said}.")
+
+    def on_cpu(self) -> bool:
+        """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""
+        from hyperapp.backend import gpu_available
+
+        dev = self.host.detector.device_name() if getattr(self.host, "detector", None) else "auto"
+        return dev == "cpu" or (dev == "auto" and not gpu_available())
 
     def selection(self):
         from hyperapp.analyse import Selection
@@ -142,7 +167,7 @@ class AnalysisPanel(QWidget):
         objects = None
         if sel.kind == "objects":
             run = self.host.current_run()
-            objects = None if run is None else run.result.scores > run.threshold
+            objects = None if run is None else mask_at(run.result.scores, run.threshold)
 
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.3))
@@ -187,8 +212,8 @@ class AnalysisPanel(QWidget):
         """Draw the result's label map over the image, in the classes' colours."""
         from hyperapp.analyse import class_table
 
-        values, _, colours = class_table(result)
-        self.host.show_labels(result.labels, self.title, values, colours)
+        values, names, colours = class_table(result)
+        self.host.show_labels(result.labels, self.title, values, colours, names)
 
     def _failed(self, message: str) -> None:
         self.status.setText("failed")
@@ -205,11 +230,32 @@ class AnalysisPanel(QWidget):
         self.finished.emit(self._outcome)
 
     def reset(self) -> None:
-        """Forget the last result (a new cube was opened)."""
+        """Forget the last result (a new cube or project was opened): the plots are built anew, empty, so
+        nothing of the old cube's run stays on them."""
         self.cancel()
         self.result = None
         self.status.setText("")
         self.progress.setValue(0)
+        self.clear_plots()
+
+    def clear_plots(self) -> None:
+        """Replace every plot tab with a fresh, empty one (:meth:`build_plots` again)."""
+        while self.tabs.count():
+            w = self.tabs.widget(0)
+            self.tabs.removeTab(0)
+            w.deleteLater()
+        self.build_plots(self.tabs)
+
+
+#: unit symbols for band names in tables and titles
+SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "micrometers": "µm", "micrometer": "µm", "microns": "µm"}
+
+
+def units_text(units: str | None) -> str:
+    """Wavelength units as a label writes them: "nanometers", not ENVI's "Nanometers"; "nm" stays."""
+    if not units:
+        return ""
+    return units.lower() if units[:1].isupper() and units[1:].islower() else units
 
 
 def wavelength_axis(cube) -> tuple:
@@ -217,53 +263,130 @@ def wavelength_axis(cube) -> tuple:
     import numpy as np
 
     if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
-        u = cube.wavelength_units
+        u = units_text(cube.wavelength_units)
         return np.asarray(cube.wavelengths, float), (f"wavelength ({u})" if u else "wavelength")
     return np.arange(cube.bands, dtype=float), "band"
 
 
+def value_axis(cube) -> tuple[float, str]:
+    """(divisor, axis label) of spectral values: reflectance where the header gives a reflectance scale
+    factor (the Spectrum dock divides by it too, so every plot shows one scale), else the stored values."""
+    f = getattr(cube, "scale_factor", None)
+    return (float(f), "reflectance") if f else (1.0, "value (as stored)")
+
+
+def band_name(cube, b: int) -> str:
+    """Band ``b`` as people read it: its index and wavelength ("12 (650 nm)"), or the index alone."""
+    u = units_text(cube.wavelength_units)
+    if cube.wavelengths is not None and 0 <= b < len(cube.wavelengths):
+        w = float(cube.wavelengths[b])
+        u = SHORT_UNITS.get(u, u)
+        return f"{b} ({w:.4g} {u})" if u else f"{b} ({w:.4g})"
+    return str(b)
+
+
+def side_legend(plot):
+    """A legend beside the plot's view, never over its curves: curves plotted with ``name=`` join it."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QSizePolicy
+
+    pi = plot.getPlotItem()
+    legend = pg.LegendItem(verSpacing=-4)
+    pi.layout.addItem(legend, 2, 3)
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # its rows, not the plot's height
+    pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+    pi.legend = legend
+    return legend
+
+
+def integer_ticks(plot, values, axis: str = "bottom", most: int = 16) -> None:
+    """Ticks at whole numbers only (k, epochs, iterations): at most ``most`` of ``values``."""
+    import numpy as np
+
+    v = np.unique(np.asarray(values, float).round().astype(int))
+    if v.size == 0:
+        plot.getAxis(axis).setTicks(None)
+        return
+    step = max(1, int(np.ceil(v.size / most)))
+    plot.getAxis(axis).setTicks([[(float(x), str(int(x))) for x in v[::step]]])
+    if v.size == 1:
+        plot.setXRange(v[0] - 1, v[0] + 1, padding=0) if axis == "bottom" else None
+
+
+def scaled(plot, values, label: str, axis: str = "left"):
+    """``values`` divided by a power of ten (a multiple of 3) when they are large, with the power in the
+    axis label ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label."""
+    import numpy as np
+
+    v = np.asarray(values, float)
+    finite = np.abs(v[np.isfinite(v)])
+    top = float(finite.max()) if finite.size else 0.0
+    p = int(np.floor(np.log10(top) / 3) * 3) if top > 0 else 0
+    if abs(p) < 3:
+        p = 0
+    plot.setLabel(axis, f"{label} (x 10^{p})" if p else label)
+    return v / 10.0 ** p
+
+
 def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
     """Replace the curves ``old`` on ``plot`` with one per row of ``spectra`` (in the class palette),
-    against the cube's wavelengths; returns the new curves."""
+    against the cube's wavelengths and on the Spectrum dock's value scale; returns the new curves."""
+    import numpy as np
     import pyqtgraph as pg
 
     from hyperapp.io.writers import class_colour
 
     for it in old:
         plot.removeItem(it)
+    legend = plot.getPlotItem().legend
+    if legend is not None:
+        legend.clear()
     x, label = wavelength_axis(cube)
+    scale, ylabel = value_axis(cube)
     plot.setLabel("bottom", label)
-    return [plot.plot(x, spectra[j], pen=pg.mkPen(class_colour(j), width=2), name=name)
+    plot.setLabel("left", ylabel)
+    return [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
             for j, name in enumerate(names)]
 
 
 def plot_widget(x_label: str, y_label: str, title: str = ""):
-    """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes."""
+    """A pyqtgraph plot readable in a dock: minimum size, grid, labelled axes with room for their labels."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 220)
+    p.setMinimumSize(320, 180)
     p.showGrid(x=True, y=True, alpha=0.3)
     p.setLabel("bottom", x_label)
     p.setLabel("left", y_label)
     p.getAxis("bottom").enableAutoSIPrefix(False)
     p.getAxis("left").enableAutoSIPrefix(False)
+    p.getAxis("left").setWidth(70)  # room for the tick values and the label beside them
     return p
 
 
 def image_plot(title: str):
-    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock."""
+    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the
+    image keeps its aspect and fills the plot; axes that mean nothing are hidden."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 220)
+    p.setMinimumSize(320, 130)
     p.setAspectLocked(True)
     p.invertY(True)
+    p.hideAxis("left")
+    p.hideAxis("bottom")
     img = pg.ImageItem(axisOrder="row-major")
     p.addItem(img)
     bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False)
     bar.setImageItem(img, insert_in=p.getPlotItem())
     return p, img, bar
+
+
+def fit_image(plot, image) -> None:
+    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data)."""
+    h, w = image.shape[:2]
+    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0.02)
 
 
 def analysis_panels() -> tuple:

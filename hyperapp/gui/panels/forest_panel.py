@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.errors import HyperappError
-from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
+from hyperapp.gui.panels import AnalysisPanel, band_name, plot_widget, wavelength_axis
 
 #: file-dialog filters of the class map's formats
 EXPORT_FILTERS = {"ENVI classification (*.hdr)": "envi", "TIFF / GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png"}
@@ -48,6 +48,10 @@ class ForestPanel(AnalysisPanel):
         self.class_table.setToolTip("Each marked class trains the forest. Double-click a name to rename it, a "
                                     "colour to change it; select a class and press Mark to draw it on the image.")
         lay.addWidget(self.class_table)
+        said = QLabel("Every marked class trains the classifier, the detector's target and background marks "
+                      "included; remove a class or clear its marks to leave it out.")
+        said.setWordWrap(True)
+        lay.addWidget(said)
         row = QHBoxLayout()
         self.add_button = QPushButton("Add class")
         self.add_button.setToolTip("A new class to mark on the image (target and background are the first two)")
@@ -101,6 +105,9 @@ class ForestPanel(AnalysisPanel):
             return None
         self.class_table.selectRow(k - 1)
         self.mark_selected()
+        item = self.class_table.item(k - 1, 1)
+        if item is not None and self.isVisible():
+            self.class_table.editItem(item)  # name it now (double-click renames it later)
         return k
 
     def selected_class(self) -> int | None:
@@ -201,7 +208,7 @@ class ForestPanel(AnalysisPanel):
         width = float(np.median(np.diff(x))) * 0.8 if len(x) > 1 else 0.8
         self.importance_plot.setLabel("bottom", label)
         self.importance_bars.setOpts(x=x, height=m.feature_importances_, width=width)
-        top = ", ".join(str(b) for b in res["top_bands"][:5])
+        top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:5])
         self.importance_plot.setTitle(f"band importance (top bands {top})")
         self.export_button.setEnabled(result.labels is not None)
         self.tabs.setCurrentIndex(0)

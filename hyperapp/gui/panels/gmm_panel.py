@@ -7,8 +7,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_spectra, plot_widget
+from hyperapp.gui.panels import (
+    AnalysisPanel,
+    fit_image,
+    image_plot,
+    integer_ticks,
+    plot_spectra,
+    plot_widget,
+    scaled,
+    side_legend,
+)
 
 
 class GMMPanel(AnalysisPanel):
@@ -16,13 +24,12 @@ class GMMPanel(AnalysisPanel):
     title = "Gaussian mixture"
 
     def build_plots(self, tabs) -> None:
-        self.bic_plot = plot_widget("number of components k", "BIC (lower is better)")
-        self.bic_plot.getAxis("left").enableAutoSIPrefix(True)
+        self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
         self.mean_plot = plot_widget("wavelength", "mean value", "component means")
-        self.mean_plot.addLegend(offset=(-10, 10))
+        side_legend(self.mean_plot)
         box = QWidget()
         lay = QVBoxLayout(box)
         row = QHBoxLayout()
@@ -40,21 +47,37 @@ class GMMPanel(AnalysisPanel):
         tabs.addTab(self.mean_plot, "Component spectra")
         tabs.addTab(box, "Posterior")
         self.mean_items: list = []
+        self._post = None
         self.component.valueChanged.connect(self._posterior)
 
     def after_fit(self, result, image):
-        """Every component's posterior over the whole image (float16 on the host, for the Posterior tab)."""
-        s = self.host.session
-        P = image.reshape(-1, image.shape[-1])
-        post = to_host(result.model.predict_proba(P)).astype(np.float16)
-        return post.reshape(s.cube.rows, s.cube.cols, -1)
+        """Every component's posterior over the whole image: :func:`hyperapp.analyse.posterior_image`, the
+        function ``hyperapp --headless analyse`` writes ``posterior.hdr`` with (float16 here, for the tab)."""
+        from hyperapp.analyse import posterior_image
+        from hyperapp.backend import get_backend
+
+        backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")
+        return posterior_image(result.model, self.host.session.cube, backend, image).astype(np.float16)
 
     def show_result(self, result) -> None:
         m = result.model
         self._post = result.extra
-        self.bic_curve.setData(np.asarray(m.k_values_, float), m.bic_)
-        self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} ({m.covariance} covariances)")
-        self.ll_curve.setData(np.arange(1, len(m.ll_curve_) + 1, dtype=float), m.ll_curve_)
+        ks = np.asarray(m.k_values_, float)
+        bic = np.asarray(m.bic_, float)
+        bic = scaled(self.bic_plot, bic, "BIC")
+        self.bic_curve.setData(ks, bic)
+        integer_ticks(self.bic_plot, ks)
+        if len(ks) == 1:  # one k: one point, and a y range around it rather than a zero-height one
+            pad = max(abs(bic[0]) * 0.01, 1e-9)
+            self.bic_plot.setYRange(bic[0] - pad, bic[0] + pad, padding=0)
+            self.bic_plot.setTitle(f"k = {m.chosen_k_} ({m.covariance} covariances): BIC {m.bic_[0]:.6g}; "
+                                   "give a range (2..10) to compare k")
+        else:
+            self.bic_plot.enableAutoRange()
+            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_}: the lowest BIC ({m.covariance} covariances)")
+        its = np.arange(1, len(m.ll_curve_) + 1, dtype=float)
+        self.ll_curve.setData(its, m.ll_curve_)
+        integer_ticks(self.ll_plot, its)
         self.mean_items = plot_spectra(self.mean_plot, self.host.session.cube, m.means_,
                                        [f"component {j} (weight {m.weights_[j]:.3f})" for j in range(m.chosen_k_)],
                                        self.mean_items)
@@ -68,4 +91,5 @@ class GMMPanel(AnalysisPanel):
             return
         j = min(self.component.value(), post.shape[2] - 1)
         self.post_img.setImage(post[:, :, j].astype(np.float32), autoLevels=False, levels=(0.0, 1.0))
+        fit_image(self.post_plot, post)
         self.post_plot.setTitle(f"posterior probability of component {j}")

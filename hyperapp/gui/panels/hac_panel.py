@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget
+from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget, side_legend
 from hyperapp.gui.worker import Worker, start
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
@@ -23,6 +23,30 @@ DENDROGRAM_LEAVES = 48
 class HACPanel(AnalysisPanel):
     methods = ("hac",)
     title = "Hierarchical clustering"
+    #: the tree over n spectra costs n^2 time and memory: a few thousand spectra, not the whole image
+    sample_default = 3000
+
+    def build_controls(self, layout) -> None:
+        self.cost = QLabel("")
+        self.cost.setWordWrap(True)
+        layout.addWidget(self.cost)
+        self.sample.valueChanged.connect(self._estimate)
+        self.source.currentIndexChanged.connect(self._estimate)
+        self._estimate()
+
+    def _estimate(self) -> None:
+        """The tree's cost up front: its pairwise distances grow with the square of the spectra."""
+        s = self.host.session
+        kind = self.selection().kind
+        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
+        if s is not None and kind == "sample":  # the sample takes every marked pixel too
+            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
+        if n is None:
+            self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
+            return
+        mb = n * (n - 1) / 2 * 8 / 2**20
+        self.cost.setText(f"Cost: {n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB); "
+                          "time and memory grow with the square of the spectra.")
 
     def build_plots(self, tabs) -> None:
         box = QWidget()
@@ -43,7 +67,7 @@ class HACPanel(AnalysisPanel):
         self.cut_line.hide()
         lay.addWidget(self.dendro, 1)
         self.means_plot = plot_widget("wavelength", "mean value", "cluster mean spectra")
-        self.means_plot.addLegend(offset=(-10, 10))
+        side_legend(self.means_plot)
         tabs.addTab(box, "Dendrogram")
         tabs.addTab(self.means_plot, "Cluster spectra")
         self.lines: list = []
@@ -154,3 +178,7 @@ class HACPanel(AnalysisPanel):
 
     def _relabel_done(self) -> None:
         self.relabel_worker = None
+
+    def reset(self) -> None:
+        super().reset()
+        self._estimate()

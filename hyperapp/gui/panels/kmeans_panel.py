@@ -7,8 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_widget, wavelength_axis
-from hyperapp.io.writers import class_colour as cluster_colour
+from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, scaled, side_legend
 
 
 class KMeansPanel(AnalysisPanel):
@@ -16,11 +15,11 @@ class KMeansPanel(AnalysisPanel):
     title = "k-means"
 
     def build_plots(self, tabs) -> None:
-        self.inertia_plot = plot_widget("number of clusters k", "inertia (sum of squared distances)")
-        self.inertia_plot.getAxis("left").enableAutoSIPrefix(True)
+        self.inertia_plot = plot_widget("number of clusters k", "inertia")
+        self.inertia_plot.setTitle("inertia: sum of squared distances to the centres (lower is tighter)")
         self.inertia_curve = self.inertia_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
         self.quality_plot = plot_widget("number of clusters k", "score")
-        self.quality_plot.addLegend(offset=(-10, 10))
+        side_legend(self.quality_plot)
         self.sil_curve = self.quality_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=6,
                                                 name="silhouette (higher is better)")
         self.db_curve = self.quality_plot.plot(pen=pg.mkPen("m", width=2), symbol="t", symbolSize=6,
@@ -30,7 +29,7 @@ class KMeansPanel(AnalysisPanel):
         self.inertia_plot.addItem(self.chosen_lines[0])
         self.quality_plot.addItem(self.chosen_lines[1])
         self.spectra_plot = plot_widget("wavelength", "mean value", "cluster mean spectra")
-        self.spectra_plot.addLegend(offset=(-10, 10))
+        side_legend(self.spectra_plot)
         tabs.addTab(self.inertia_plot, "Inertia (elbow)")
         tabs.addTab(self.quality_plot, "Silhouette / Davies-Bouldin")
         tabs.addTab(self.spectra_plot, "Cluster spectra")
@@ -39,23 +38,20 @@ class KMeansPanel(AnalysisPanel):
     def show_result(self, result) -> None:
         m = result.model
         ks = np.asarray(m.k_values_, float)
-        self.inertia_curve.setData(ks, m.inertia_)
+        self.inertia_curve.setData(ks, scaled(self.inertia_plot, m.inertia_, "inertia"))
         ok = np.isfinite(m.silhouette_)
         self.sil_curve.setData(ks[ok], m.silhouette_[ok])
         ok = np.isfinite(m.davies_bouldin_)
         self.db_curve.setData(ks[ok], m.davies_bouldin_[ok])
         for line in self.chosen_lines:
             line.setValue(m.chosen_k_)
+        for plot in (self.inertia_plot, self.quality_plot):
+            integer_ticks(plot, ks)
         self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {m.criterion.replace('_', '-')})")
-        for it in self.spectrum_items:
-            self.spectra_plot.removeItem(it)
-        x, label = wavelength_axis(self.host.session.cube)
-        self.spectra_plot.setLabel("bottom", label)
         C = to_host(m.centres_for())
         counts = np.bincount(result.labels[result.labels >= 0], minlength=C.shape[0]) if result.labels is not None \
             else np.zeros(C.shape[0], int)
-        self.spectrum_items = [
-            self.spectra_plot.plot(x, C[i], pen=pg.mkPen(cluster_colour(i), width=2),
-                                   name=f"cluster {i} ({counts[i]} px)")
-            for i in range(C.shape[0])]
+        self.spectrum_items = plot_spectra(self.spectra_plot, self.host.session.cube, C,
+                                           [f"cluster {i} ({counts[i]} px)" for i in range(C.shape[0])],
+                                           self.spectrum_items)
         self.tabs.setCurrentWidget(self.quality_plot if len(ks) > 1 else self.spectra_plot)

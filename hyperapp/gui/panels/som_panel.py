@@ -8,7 +8,17 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, image_plot, plot_widget, wavelength_axis
+from hyperapp.gui.panels import (
+    AnalysisPanel,
+    band_name,
+    fit_image,
+    image_plot,
+    integer_ticks,
+    plot_widget,
+    side_legend,
+    value_axis,
+    wavelength_axis,
+)
 
 
 class SOMPanel(AnalysisPanel):
@@ -25,12 +35,14 @@ class SOMPanel(AnalysisPanel):
         self.band = QSpinBox()
         self.band.setToolTip("The band whose codebook values the plane shows")
         row.addWidget(self.band)
+        self.band_label = QLabel("")
+        row.addWidget(self.band_label)
         row.addStretch(1)
         lay.addLayout(row)
         self.plane_plot, self.plane_img, self.plane_bar = image_plot("component plane")
         lay.addWidget(self.plane_plot, 1)
         self.err_plot = plot_widget("epoch", "error")
-        self.err_plot.addLegend(offset=(-10, 10))
+        side_legend(self.err_plot)
         self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
                                            name="quantisation error (mean distance to the neuron)")
         self.te_plot = pg.ViewBox()
@@ -38,6 +50,7 @@ class SOMPanel(AnalysisPanel):
                                            name="topographic error x max QE")
         self.neuron_plot = plot_widget("wavelength", "codebook value", "neuron spectrum")
         self.neuron_curve = self.neuron_plot.plot(pen=pg.mkPen("w", width=2))
+        self._m = None
         tabs.addTab(self.umat_plot, "U-matrix")
         tabs.addTab(self.hits_plot, "Hit map")
         tabs.addTab(box, "Component planes")
@@ -55,10 +68,13 @@ class SOMPanel(AnalysisPanel):
         hits = m.hits_.reshape(R, C).astype(float)
         self.hits_img.setImage(hits, autoLevels=True)
         self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
+        fit_image(self.umat_plot, m.umatrix_)
+        fit_image(self.hits_plot, hits)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
         self._plane()
         ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
         self.qe_curve.setData(ep, m.quantization_error_)
+        integer_ticks(self.err_plot, ep)
         self.te_curve.setData(ep, m.topographic_error_ * float(np.max(m.quantization_error_)))
         self.err_plot.setTitle(f"final: quantisation {m.quantization_error_[-1]:.4g}, "
                                f"topographic {m.topographic_error_[-1]:.3f}")
@@ -73,14 +89,20 @@ class SOMPanel(AnalysisPanel):
         plane = W[:, self.band.value()].reshape(int(m.rows), int(m.cols))
         self.plane_img.setImage(plane, autoLevels=True)
         self.plane_bar.setLevels((float(plane.min()), float(plane.max()) + 1e-12))
+        fit_image(self.plane_plot, plane)
+        name = band_name(self.host.session.cube, self.band.value())
+        self.band_label.setText(name)
+        self.plane_plot.setTitle(f"component plane of band {name}")
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
         if m is None:
             return
         x, label = wavelength_axis(self.host.session.cube)
+        scale, ylabel = value_axis(self.host.session.cube)
         self.neuron_plot.setLabel("bottom", label)
-        self.neuron_curve.setData(x, to_host(m.codebook_)[unit])
+        self.neuron_plot.setLabel("left", ylabel)
+        self.neuron_curve.setData(x, np.asarray(to_host(m.codebook_)[unit], float) / scale)
         self.neuron_plot.setTitle(f"neuron {unit} (row {unit // int(m.cols)}, col {unit % int(m.cols)}), "
                                   f"{int(m.hits_[unit])} spectra")
 

@@ -1,0 +1,62 @@
+"""The window at a laptop's 1366 x 768 and at 1920 x 1080: every tool's Run, Cancel and progress fully on
+screen, without scrolling, once the tool is chosen (issue 30)."""
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+SIZES = [(1366, 768), (1920, 1080)]
+
+
+def fully_shown(widget, window) -> bool:
+    """The widget is shown, none of it clipped by a scroll area or a dock, and inside the window."""
+    from PySide6.QtCore import QPoint, QRect
+
+    if not widget.isVisible():
+        return False
+    if widget.visibleRegion().boundingRect() != widget.rect():
+        return False
+    top_left = widget.mapTo(window, QPoint(0, 0))
+    return QRect(QPoint(0, 0), window.size()).contains(QRect(top_left, widget.size()))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_every_tools_run_strip_is_on_screen(qtbot, win, land_hdr, size):
+    win.resize(*size)
+    assert win.open_cube(land_hdr)
+    qtbot.wait(50)
+    assert win.width() == size[0] and win.height() == size[1]
+    titles = win.toolbox.titles()
+    assert len(titles) == 1 + len(win.panels)
+    for title in titles:
+        win.toolbox.choose(title)
+        qtbot.wait(20)
+        page = win.toolbox.pages.currentWidget()
+        for name in ("run_button", "cancel_button", "progress"):
+            assert fully_shown(getattr(page, name), win), f"{title}: {name} not fully on screen at {size}"
+        # every method of the tool, whatever its form's length
+        method = getattr(page, "method", None)
+        for i in range(method.count() if method is not None else 0):
+            method.setCurrentIndex(i)
+            qtbot.wait(10)
+            assert fully_shown(page.run_button, win), f"{title} / {method.itemText(i)} at {size}"
+    # the forest's class buttons are in view too
+    forest = win.panels["Forest classification"]
+    win.toolbox.choose(forest.title)
+    qtbot.wait(20)
+    for b in (forest.add_button, forest.mark_button, forest.remove_button):
+        assert fully_shown(b, win), f"{b.text()} not on screen at {size}"
+    # the image keeps most of the window, and the results' plots stay readable
+    assert win.view.width() >= 0.45 * size[0] and win.view.height() >= 0.4 * size[1]
+    win.results_dock.raise_()
+    qtbot.wait(20)
+    assert win.results.hist.height() >= 150 and fully_shown(win.results.slider, win)
+
+
+def test_one_tool_list_no_overflowing_tabs(win):
+    from PySide6.QtWidgets import QDockWidget
+
+    docks = [d.windowTitle() for d in win.findChildren(QDockWidget)]
+    assert sorted(docks) == ["Analysis plots", "Compare", "Results", "Spectrum", "Tools"]
+    assert win.toolbox.titles()[0] == "Detect targets"
+    assert set(win.toolbox.titles()[1:]) == set(win.panels)

@@ -1,0 +1,217 @@
+"""Issue 30: the window shows what is true now and computes nothing itself. A batch job saved from it
+reproduces its masks; every plot, status line and legend tied to a cube or a run goes when they change;
+class maps have legends and the score overlay a colour bar (pytest-qt, offscreen)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+
+def _mark(win, hdr):
+    from hyperapp.io import read_labels
+
+    clicks = read_labels(hdr.with_name(hdr.stem + "_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+
+
+def _run(qtbot, win, method, **params):
+    win.detector.set_method(method)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    win.detector.set_params(params)
+    with qtbot.waitSignal(win.run_finished, timeout=120000) as blocker:
+        win.run_detector()
+    assert blocker.args[0] is not None, win.last_error
+    return blocker.args[0]
+
+
+def _analyse(qtbot, win, title, **params):
+    panel = win.panels[title]
+    win.toolbox.choose(title)
+    panel.form.set_values(params)
+    panel.sample.setValue(2000)
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        panel.run()
+    assert blocker.args[0] is not None, win.last_error
+    return panel, blocker.args[0]
+
+
+@pytest.fixture
+def scenes(tmp_path, land_hdr):
+    """The land scene, its truth mask and its clicks copied into a folder of their own."""
+    d = tmp_path / "scenes"
+    d.mkdir()
+    for name in ("land.hdr", "land.img", "land_truth.hdr", "land_truth.img", "land_targets.csv"):
+        shutil.copy(land_hdr.with_name(name), d / name)
+    return d / "land.hdr"
+
+
+def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_path):
+    from hyperapp.batch import run_job
+    from hyperapp.io import open_cube
+    from hyperapp.jobfile import load_job
+
+    assert win.open_cube(scenes)
+    assert win.load_truth(scenes.with_name("land_truth.hdr"))
+    _mark(win, scenes)
+    sam = _run(qtbot, win, "sam")
+    ace = _run(qtbot, win, "ace")
+    win.detector.far.setValue(0.01)
+    ace2 = _run(qtbot, win, "ace")  # the latest ACE run, at its own false-alarm rate
+    # the person moves SAM's threshold
+    win.results.runs.setCurrentIndex(0)
+    t = float(np.percentile(sam.result.scores, 97.0))
+    win.results.set_threshold(t)
+    assert win.session.runs[0].threshold == pytest.approx(t)
+    sam_mask = win.current_mask().copy()
+    win.results.runs.setCurrentIndex(2)
+    ace_mask = win.current_mask().copy()
+    assert ace.result.threshold != ace2.result.threshold
+    (tmp_path / "job").mkdir()
+    assert win.save_batch_job(tmp_path / "job" / "campaign"), win.last_error
+    job = load_job(tmp_path / "job" / "campaign.toml")
+    # only the real cube: the truth mask is no input
+    assert [Path(c).name for c in job.inputs] == ["land.hdr"]
+    assert list(job.truth.values()) == [str(scenes.with_name("land_truth.hdr").resolve())]
+    steps = {s.method: s for s in job.steps}
+    assert set(steps) == {"sam", "ace"}
+    assert steps["sam"].threshold == pytest.approx(t) and steps["sam"].far is None
+    assert steps["ace"].far == pytest.approx(0.01) and steps["ace"].threshold is None
+    assert run_job(job, device="cpu") == 0
+    out = Path(job.output) / "land"
+    for s, mask in ((steps["sam"], sam_mask), (steps["ace"], ace_mask)):
+        got = open_cube(out / s.name / "mask.hdr").read()[:, :, 0]
+        np.testing.assert_array_equal(got, mask)  # pixel for pixel
+        rep = json.loads((out / s.name / "report.json").read_text())
+        assert "auc" in rep["evaluation"]  # the truth came along
+    manifest = json.loads((Path(job.output) / "manifest.json").read_text())
+    dets = next(iter(manifest["cubes"].values()))["detections"]
+    assert dets == {steps["sam"].name: int(sam_mask.sum()), steps["ace"].name: int(ace_mask.sum())}
+
+
+def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, monkeypatch, tmp_path):
+    """Replace hyperapp.detect's mask with a recognisable one: whatever the window shows and exports
+    must be it (a window that thresholds on its own fails)."""
+    import hyperapp.detect as detect
+    import hyperapp.gui.main_window as mw
+    from hyperapp.io import open_cube
+
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    _run(qtbot, win, "sam")
+    checker = (np.indices((128, 128)).sum(axis=0) % 2).astype(np.uint8)
+    calls = []
+
+    def fake_mask(scores, threshold):
+        calls.append(threshold)
+        return checker.copy()
+
+    monkeypatch.setattr(detect, "mask_at", fake_mask)
+    monkeypatch.setattr(mw, "mask_at", fake_mask)
+    win.results.set_threshold(float(np.median(win.current_run().result.scores)))
+    assert calls
+    np.testing.assert_array_equal(win.view.mask_item.image[..., 3] > 0, checker.astype(bool))
+    np.testing.assert_array_equal(win.current_mask(), checker)
+    out = win.export("mask", tmp_path / "m", "envi")
+    np.testing.assert_array_equal(open_cube(out).read()[:, :, 0], checker)
+    # the counts come from the service too
+    assert f"{int(checker.sum())} pixels" in win.results.counts.text()
+
+
+def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_hdr, tmp_path):
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    _run(qtbot, win, "sam")
+    assert win.save_project(tmp_path / "p.hyperapp.json")
+    km, res = _analyse(qtbot, win, "k-means", k="3")
+    assert "k-means" in win.statusBar().currentMessage()
+    assert win.legend.isVisibleTo(win) and len(win.legend.entries()) == 3
+    assert len(km.spectrum_items) == 3 and len(km.inertia_curve.getData()[0]) == 1
+    # after an analysis the Results dock no longer offers the detection's slider; a button brings it back
+    assert not win.results.slider.isEnabled() and win.results.show_button.isVisibleTo(win)
+    assert win.view.mask_item.image is None or not (win.view.mask_item.image[..., 3] > 0).any()
+    win.results.show_button.click()
+    assert win.results.slider.isEnabled() and not win.legend.isVisibleTo(win)
+    assert win.view.colour_bar.isVisible() and (win.view.mask_item.image[..., 3] > 0).any()
+    hac, _ = _analyse(qtbot, win, "Hierarchical clustering", n_clusters=4)
+    assert hac.lines
+    # another cube: every plot, legend and status line of the old one is gone
+    assert win.open_cube(sea_hdr)
+    assert win.statusBar().currentMessage() == ""
+    assert not win.legend.isVisibleTo(win) and not win.view.colour_bar.isVisible()
+    for panel in win.panels.values():
+        assert panel.result is None and panel.status.text() == ""
+    km = win.panels["k-means"]
+    assert km.spectrum_items == [] and km.inertia_curve.getData()[0] is None
+    assert "chosen" not in km.quality_plot.plotItem.titleLabel.text
+    assert win.panels["Hierarchical clustering"].lines == []
+    assert win.detector.status.text() == "" or "marked" in win.detector.status.text()
+    # reopening a project drops the HAC plots of the session before it
+    hac, _ = _analyse(qtbot, win, "Hierarchical clustering", n_clusters=3)
+    assert win.open_project(tmp_path / "p.hyperapp.json"), win.last_error
+    assert win.panels["Hierarchical clustering"].lines == []
+    assert win.results.runs.count() == 1
+
+
+def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
+    from hyperapp.detect import operating_point
+
+    assert win.open_cube(land_hdr)
+    # before any run: no histogram, no threshold line
+    assert not win.results.hist_line.isVisible() and "no result" in win.results.hist.plotItem.titleLabel.text
+    win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    _mark(win, land_hdr)
+    run = _run(qtbot, win, "rbfn")
+    bar = win.view.colour_bar
+    assert bar.isVisible()
+    lo, hi = bar.levels()
+    assert lo < hi and lo >= float(np.nanmin(run.result.scores)) - 1e-6
+    # the ROC's dot sits at the threshold's (false-alarm rate, detection rate) and follows the slider
+    t = float(np.percentile(run.result.scores, 99.0))
+    win.results.set_threshold(t)
+    far, pd = operating_point(run.result.scores, win.session.truth, t, win.session.roi.targets)
+    x, y = win.results.roc_point.getData()
+    assert y[0] == pytest.approx(pd) and 10 ** x[0] == pytest.approx(max(far, win.results._min_far), rel=1e-6)
+    assert f"{pd:.3f}" in win.results.roc.plotItem.titleLabel.text
+    # class maps: a legend naming each class in its colour (forest: the ROI classes' names)
+    for title, params in (("Gaussian mixture", {"k": "3", "covariance": "diag"}), ("SOM", {"epochs": 3})):
+        panel, res = _analyse(qtbot, win, title, **params)
+        assert win.legend.isVisibleTo(win) and win.legend.title == title
+        n = len(np.unique(res.labels[res.labels >= 0]))
+        assert len(win.legend.entries()) >= n and not bar.isVisible()
+        assert len(win.legend.entries()) <= 12  # a readable number of classes (SOM: 8 codebook clusters)
+
+
+def test_units_and_band_names(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    assert "nanometers" in win.spectrum.getAxis("bottom").labelText.lower()
+    assert "Nanometers" not in win.spectrum.getAxis("bottom").labelText
+    km, res = _analyse(qtbot, win, "k-means", k="2")
+    # the cluster spectra on the Spectrum dock's reflectance scale
+    y = km.spectrum_items[0].getData()[1]
+    assert y.max() < 2.0 and km.spectra_plot.getAxis("left").labelText == "reflectance"
+    bp, res = _analyse(qtbot, win, "Band reduction", n_subsets=30)
+    cell = bp.table.item(0, 0).text()
+    assert "nanometers" in cell.lower() or "nm" in cell  # bands named with their wavelengths
+
+
+def test_marks_status_and_costs(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    _mark(win, land_hdr)
+    # each click ringed at a fixed screen size in its class colour, visible at any zoom
+    assert len(win.view.marks.data) == 5
+    # the detector's status line belongs to the method it ran
+    _run(qtbot, win, "sam")
+    assert win.detector.status.text().startswith("sam #1")
+    win.detector.set_method("ace")
+    assert win.detector.status.text() == ""
+    # the costly analyses say their cost, or start CPU-sized
+    hac = win.panels["Hierarchical clustering"]
+    assert hac.sample.value() == 3000 and "pairwise distances" in hac.cost.text()
+    bands = win.panels["Band reduction"]
+    bands.set_method("band-subsets")
+    assert bands.form.values()["n_subsets"] == 500 and "CPU" in bands.note.text()
