@@ -136,6 +136,9 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
     from hyperapp.models.registry import ANALYSES, METHODS
 
     tasks: list[tuple[str, Callable[[], None]]] = []
+    # undesired signatures for the streamed subspace detectors (which cannot find them by ATGP)
+    pixels = np.asarray(cube.to_float32()).reshape(-1, cube.bands)
+    undesired = pixels[[0, pixels.shape[0] // 2]].astype(np.float64)
     for name, m in METHODS.items():
         variants = [("", {}, None)]
         if m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
@@ -143,9 +146,11 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
         if name == "rbfn":
             variants.append((" (thesis scaling)", {"whiten": "std", "normalize": False}, None))
         for suffix, params, memory in variants:
-            def run(name=name, params=params, memory=memory):
+            extra = {"undesired_spectra": undesired} if memory and getattr(m, "uses_undesired", False) else {}
+
+            def run(name=name, params=params, memory=memory, extra=extra):
                 res = run_detection(cube, name, targets, None, params=params, device=device, truth=truth,
-                                    memory=memory)
+                                    memory=memory, **extra)
                 assert isinstance(res.objects, list)  # the object table: its kernels too
             tasks.append((f"{name}{suffix} on {label}", run))
     roi = np.zeros(truth.shape, np.int32)

@@ -26,6 +26,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HYPERAPP_GPU_WARMUP", "0")
 
 
+def pytest_collection_finish(session):
+    """Collection put the checkout back on sys.path (to import the test modules): take it off again, so
+    the processes tests start (Dask workers take this process's sys.path) import the installed package."""
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+
+
 def pytest_report_header(config):
     import hyperapp
 

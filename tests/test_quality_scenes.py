@@ -61,7 +61,7 @@ def test_anomaly_input_recovers_anomalous_targets(airport):
     counts: on the rare-material scene the default gains on the network alone (seeds 0-2: 0.818 ->
     0.939)."""
     X, truth, _ = _implanted(airport, "rare-material")
-    with_rx = _aucs(X, truth, range(3))["rbfn"]
+    with_rx = _aucs(X, truth, range(3), anomaly=1.0)["rbfn"]
     without = _aucs(X, truth, range(3), anomaly=0)["rbfn"]
     assert with_rx >= without + 0.05, (with_rx, without)
 

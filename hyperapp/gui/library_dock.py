@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
-    QDockWidget,
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
@@ -302,40 +300,30 @@ class LibraryDock(QWidget):
             self.save_library(path)
 
 
+#: the library's name in the window's tool picker
+LIBRARY_TOOL = "Spectral library"
+
+
 def install_library_dock(window) -> LibraryDock:
-    """Add the library dock (tabbed with the detector) and the MTMF scatter (tabbed with the spectrum) to
-    ``window``, and connect them: the scatter shows each mixture-tuned run, its selection the image."""
+    """Add the library (a tool of the window's toolbox, the MTMF scatter as its plots) to ``window``, and
+    connect them: the scatter shows each mixture-tuned run, its selection the image."""
     from hyperapp.gui.mtmf_scatter import InfeasibilityScatter
 
     dock = LibraryDock(window)
-    d = QDockWidget("Library", window)
-    d.setObjectName("Library")
     from PySide6.QtWidgets import QScrollArea
 
     area = QScrollArea()
     area.setWidgetResizable(True)
     area.setWidget(dock)
-    d.setWidget(area)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d)
-    detector = window.findChild(QDockWidget, "Detector")
-    if detector is not None:
-        window.tabifyDockWidget(detector, d)
-        detector.raise_()
     scatter = dock.scatter = InfeasibilityScatter()
-    sd = dock.scatter_dock = QDockWidget("MTMF scatter", window)
-    sd.setObjectName("MTMF scatter")
-    sd.setWidget(scatter)
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, sd)
-    spectrum = window.findChild(QDockWidget, "Spectrum")
-    if spectrum is not None:
-        window.tabifyDockWidget(spectrum, sd)
-        spectrum.raise_()
+    # one tool of the window's toolbox: its form on the right, the MTMF scatter as its plots below
+    window.toolbox.add_tool(LIBRARY_TOOL, area, plots=scatter,
+                            tip="Targets and undesired signatures from spectral libraries; the MTMF scatter")
 
     def run_finished(run):
         res = getattr(run, "result", None)
         if res is not None and "infeasibility" in getattr(res, "maps", {}):
             scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility")
-            sd.raise_()
 
     def cube_opened(_session):
         scatter.clear()
