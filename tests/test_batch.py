@@ -79,7 +79,9 @@ def test_job_file_errors_name_file_and_key(tmp_path):
     assert main(["--headless", "run", str(_job(tmp_path, cases[2][0]))]) == 2
 
 
-def test_twenty_cubes_on_a_dask_cluster_with_a_broken_one(tmp_path, capsys):
+def test_twenty_cubes_on_a_dask_cluster_with_a_broken_one(tmp_path, capsys, monkeypatch):
+    # the worker processes start in this folder: outside the checkout, they import the installed package
+    monkeypatch.chdir(tmp_path)
     cubes = _scenes(tmp_path / "scenes", 20)
     cubes[7].with_suffix(".img").write_bytes(b"\0" * 100)  # truncated: a broken cube
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")

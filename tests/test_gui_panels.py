@@ -17,7 +17,7 @@ def test_panels_are_tools_of_one_toolbox_with_human_labels(win):
     titles = {"k-means", "Band reduction", "SOM", "Gaussian mixture", "Forest classification",
               "Hierarchical clustering"}
     assert set(win.panels) == titles
-    assert set(win.toolbox.titles()) == titles | {"Detect targets"}
+    assert set(win.toolbox.titles()) == titles | {"Detect targets", "Spectral library"}
     # in front at the start: the detector on the right, the spectrum at the bottom
     assert win.toolbox.current() == "Detect targets"
     assert not win.spec_dock.visibleRegion().isEmpty() and not win.tools_dock.visibleRegion().isEmpty()
