@@ -26,9 +26,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HYPERAPP_GPU_WARMUP", "0")
 
 
-def pytest_collection_finish(session):
-    """Collection put the checkout back on sys.path (to import the test modules): take it off again, so
-    the processes tests start (Dask workers take this process's sys.path) import the installed package."""
+def pytest_runtest_setup(item):
+    """Collection puts the checkout back on sys.path (to import the test modules): take it off before
+    each test, so the processes tests start (Dask workers take this process's sys.path) import the
+    installed package."""
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
 
 
