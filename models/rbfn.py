@@ -471,7 +471,8 @@ class RBFN(PixelDetector):
         background pixels (abundances uniform in [``min_fill``, 1]).
     anomaly : float
         Weight of the anomaly input (log RX of the raw spectra), fused by the clicks' evidence
-        (:func:`_fuse`); 0 leaves it out. Not used by :meth:`fit_signature` (no clicks to weigh).
+        (:func:`_fuse`); 0, the default, leaves it out: its fit costs about 55 ms a click on an H100 at
+        1024 x 1024 x 64, past the live budget (docs/quality.md). Not used by :meth:`fit_signature`.
     library_coherence : {"mf", "ace"}
         :meth:`fit_signature`: the coherence input against the library spectrum, its matched-filter
         abundance (default, unshrunk by the ridge) or ACE.
