@@ -76,10 +76,11 @@ class LibraryDock(QWidget):
         self.add_rois_button = QPushButton("Add ROI class means")
         self.add_clicks_button.setToolTip("The mean spectrum of the pixels marked as target, as a library entry")
         self.add_rois_button.setToolTip("Each ROI class's mean spectrum as a library entry")
-        roles.addWidget(self.add_clicks_button, 1, 0, 1, 2)
-        roles.addWidget(self.add_rois_button, 1, 2)
+        # one button a row: the tool's column is narrow at 1366 x 768
+        roles.addWidget(self.add_clicks_button, 1, 0, 1, 3)
+        roles.addWidget(self.add_rois_button, 2, 0, 1, 3)
         lay.addLayout(roles)
-        self.use = QCheckBox("Train && Run takes its target from the library (no clicks needed)")
+        self.use = QCheckBox("Train && Run uses the library's targets")
         self.use.setToolTip("When on, Train & Run uses the spectra marked Target (and Undesired); clicked "
                             "targets, if any, are left out of the background statistics")
         lay.addWidget(self.use)
@@ -314,6 +315,9 @@ def install_library_dock(window) -> LibraryDock:
 
     area = QScrollArea()
     area.setWidgetResizable(True)
+    from PySide6.QtCore import Qt
+
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # fit the column's width
     area.setWidget(dock)
     scatter = dock.scatter = InfeasibilityScatter()
     # one tool of the window's toolbox: its form on the right, the MTMF scatter as its plots below
