@@ -35,7 +35,7 @@ from hyperapp.models.base import (
 from hyperapp.models.stats import BackgroundStats, correlation_from_sums, scatter
 
 #: ATGP looks at every pixel up to this many; a larger image is sampled (evenly, every k-th pixel)
-ATGP_MAX_PIXELS = 1 << 18  # the search looks at a regular subsample of at most this many pixels (float64)
+ATGP_MAX_PIXELS = 1 << 21
 
 
 def atgp(P, n: int, start=None, exclude=None):
@@ -49,20 +49,16 @@ def atgp(P, n: int, start=None, exclude=None):
     m = P.shape[0]
     step = max(1, -(-m // ATGP_MAX_PIXELS))
     idx_all = xp.arange(0, m, step)
-    # float64, and the residual itself rather than |s|^2 - |proj|^2: after a few signatures the residuals
-    # are tiny against the norms, and float32 rounding (different in cuBLAS and OpenBLAS) picked different
-    # pixels on the two backends
-    S = P[idx_all].astype(xp.float64)
-    sq = (S ** 2).sum(axis=1)
+    S = P[idx_all].astype(xp.float32, copy=False)
+    sq = (S.astype(xp.float64) ** 2).sum(axis=1)
     found = [] if start is None else [np.asarray(s, np.float64) for s in np.atleast_2d(to_host(start))]
     picked: list[int] = []
     banned = np.zeros(0, np.int64) if exclude is None else np.asarray(to_host(exclude), np.int64)
     for _ in range(int(n)):
         if found:
             Q, _ = np.linalg.qr(np.array(found).T)  # orthonormal basis of what is found (bands, j)
-            Qd = xp.asarray(Q)
-            R = S - (S @ Qd) @ Qd.T
-            resid = (R * R).sum(axis=1)
+            proj = S @ xp.asarray(Q.astype(np.float32))
+            resid = sq - (proj.astype(xp.float64) ** 2).sum(axis=1)
         else:
             resid = sq.copy()
         ban = np.concatenate([banned // step, np.asarray(picked, np.int64)]) if banned.size or picked else None
