@@ -25,7 +25,7 @@ def test_panels_are_tools_of_one_toolbox_with_human_labels(win):
     # choosing a tool shows its form and its plots
     win.toolbox.choose("Hierarchical clustering")
     assert win.toolbox.pages.currentWidget() is win.panels["Hierarchical clustering"]
-    assert win.toolbox.plots.currentWidget() is win.panels["Hierarchical clustering"].tabs
+    assert win.toolbox.plots.currentWidget() is win.panels["Hierarchical clustering"].plots
     km = win.panels["k-means"]
     assert "Clusters (k or range)" in km.form.labels() and "k" not in km.form.labels()
     # detector forms read as words too
@@ -110,7 +110,8 @@ def test_som_panel(qtbot, win):
     assert som.umat_img.image.shape == (8, 7) and som.hits_img.image.sum() == 3000
     assert len(som.qe_curve.getData()[0]) == 4
     som.band.setValue(10)
-    np.testing.assert_allclose(som.plane_img.image, np.asarray(res.model.codebook_)[:, 10].reshape(8, 7))
+    np.testing.assert_allclose(som.plane_img.image, np.asarray(res.model.codebook_)[:, 10].reshape(8, 7) / 10000.0,
+                               rtol=1e-5)
     som.show_neuron(9)
     # on the Spectrum dock's reflectance scale (the land header's scale factor 10000), wavelengths on x
     np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9] / 10000.0, rtol=1e-5)

@@ -199,6 +199,41 @@ def test_units_and_band_names(qtbot, win, land_hdr):
     assert "nanometers" in cell.lower() or "nm" in cell  # bands named with their wavelengths
 
 
+def test_analysis_plots_say_run_until_the_tool_has_a_result(qtbot, win, land_hdr, sea_hdr):
+    assert win.open_cube(land_hdr)
+    for title, panel in win.panels.items():
+        win.toolbox.choose(title)
+        shown = win.toolbox.plots.currentWidget()
+        # a plain line instead of empty plots before the tool's first run
+        assert shown is panel.plots and not panel.has_plots(), title
+        assert panel.plots.currentWidget().text() == f"Run {title} to see its plots here."
+    som, res = _analyse(qtbot, win, "SOM", rows=4, cols=4, epochs=2)
+    assert som.has_plots() and som.plots.currentWidget() is som.tabs
+    km = win.panels["k-means"]
+    assert not km.has_plots()  # another tool's run leaves this one's line
+    # a new cube: the line again, nothing of the old cube's map
+    assert win.open_cube(sea_hdr)
+    win.toolbox.choose("SOM")
+    assert not som.has_plots() and som.plots.currentWidget().text() == "Run SOM to see its plots here."
+
+
+def test_som_planes_and_errors_on_the_spectrum_docks_scale(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    som, res = _analyse(qtbot, win, "SOM", rows=4, cols=5, epochs=2)
+    m = res.model
+    som.band.setValue(7)
+    # the land header's reflectance scale factor (10000) applied, as the Spectrum dock does
+    plane = np.asarray(som.plane_img.image, float)
+    np.testing.assert_allclose(plane, np.asarray(m.codebook_)[:, 7].reshape(4, 5) / 10000.0, rtol=1e-5)
+    assert plane.max() < 2.0 and "reflectance" in som.plane_plot.getPlotItem().titleLabel.text
+    np.testing.assert_allclose(som.umat_img.image, np.asarray(m.umatrix_) / 10000.0, rtol=1e-5)
+    np.testing.assert_allclose(som.qe_curve.getData()[1], m.quantization_error_ / 10000.0, rtol=1e-5)
+    assert "reflectance" in som.err_plot.getAxis("left").labelText
+    # the band named by its wavelength, with units
+    w = win.session.cube.wavelengths[7]
+    assert f"{w:.4g} nm" in som.band_label.text() and f"{w:.4g} nm" in som.plane_plot.getPlotItem().titleLabel.text
+
+
 def test_marks_status_and_costs(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
     _mark(win, land_hdr)

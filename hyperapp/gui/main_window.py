@@ -195,7 +195,7 @@ class MainWindow(QMainWindow):
         """Add an analysis panel as a tool: its form in the toolbox, its plots in the plots dock."""
         panel = cls(self)
         self.panels[panel.title] = panel
-        self.toolbox.add_tool(panel.title, panel, panel.tabs, tip=panel.__doc__.split("\n")[0] if panel.__doc__ else "")
+        self.toolbox.add_tool(panel.title, panel, panel.plots, tip=panel.__doc__.split("\n")[0] if panel.__doc__ else "")
         panel.plots_shown.connect(lambda t=panel.title: self._raise_plots(t))
 
     def _raise_plots(self, title: str) -> None:

@@ -1,19 +1,21 @@
 """Analysis panels: one module each, all built on :class:`AnalysisPanel`.
 
 A panel is a dock with a method list, the method's form (from the registry), the spectra selection and
-Run/Cancel with progress, plus a second dock with its plots (:attr:`AnalysisPanel.tabs`). It computes nothing itself: Run calls
+Run/Cancel with progress, plus a second dock with its plots (:attr:`AnalysisPanel.plots`: a line saying
+"Run <tool> to see its plots here" until the tool has a result, then the plot tabs :attr:`AnalysisPanel.tabs`). It computes nothing itself: Run calls
 :func:`hyperapp.analyse.run_analysis` in a worker thread, the same path as ``hyperapp --headless
 analyse``. The main window registers each panel with one line (:data:`PANELS`).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QLabel,
     QSpinBox,
+    QStackedWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -88,6 +90,13 @@ class AnalysisPanel(QWidget):
         self.tabs = QTabWidget()
         self.tabs.setMinimumHeight(220)
         self.build_plots(self.tabs)
+        # until the tool has a result (and again after the cube changes), one line instead of empty plots
+        self.placeholder = QLabel(f"Run {self.title} to see its plots here.")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.plots = QStackedWidget()
+        self.plots.addWidget(self.placeholder)
+        self.plots.addWidget(self.tabs)
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
@@ -202,6 +211,7 @@ class AnalysisPanel(QWidget):
         rep = result.report
         self.status.setText(f"{ANALYSES[result.method].title}: {rep['selection']['n_spectra']} spectra in "
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
+        self.plots.setCurrentWidget(self.tabs)
         self.show_result(result)
         if result.labels is not None:
             self.show_labels(result)
@@ -237,6 +247,11 @@ class AnalysisPanel(QWidget):
         self.status.setText("")
         self.progress.setValue(0)
         self.clear_plots()
+        self.plots.setCurrentWidget(self.placeholder)
+
+    def has_plots(self) -> bool:
+        """Whether the plots dock shows this tool's plots (a result), not the "Run ..." line."""
+        return self.plots.currentWidget() is self.tabs
 
     def clear_plots(self) -> None:
         """Replace every plot tab with a fresh, empty one (:meth:`build_plots` again)."""

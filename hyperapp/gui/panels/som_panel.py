@@ -1,5 +1,9 @@
 """The SOM panel: U-matrix, hit map, a component plane per band, the error curves, and a neuron's
-spectrum on click; the image is coloured by best-matching neuron or by codebook cluster."""
+spectrum on click; the image is coloured by best-matching neuron or by codebook cluster.
+
+Every value drawn from the codebook (the planes, the neuron spectra, the U-matrix's and the quantisation
+error's distances) is on the Spectrum dock's scale (:func:`~hyperapp.gui.panels.value_axis`: reflectance
+where the header gives a reflectance scale factor), and bands are named by their wavelength."""
 
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ class SOMPanel(AnalysisPanel):
         lay.addLayout(row)
         self.plane_plot, self.plane_img, self.plane_bar = image_plot("component plane")
         lay.addWidget(self.plane_plot, 1)
-        self.err_plot = plot_widget("epoch", "error")
+        self.err_plot = plot_widget("epoch", "quantisation error")
         side_legend(self.err_plot)
         self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
                                            name="quantisation error (mean distance to the neuron)")
@@ -59,24 +63,33 @@ class SOMPanel(AnalysisPanel):
         self.band.valueChanged.connect(self._plane)
         self.umat_plot.scene().sigMouseClicked.connect(self._clicked)
 
+    def _scale(self) -> tuple[float, str]:
+        """(divisor, name) of the values: the Spectrum dock's (reflectance, or the stored values)."""
+        return value_axis(self.host.session.cube)
+
     def show_result(self, result) -> None:
         m = result.model
         R, C = int(m.rows), int(m.cols)
         self._m = m
-        self.umat_img.setImage(m.umatrix_, autoLevels=True)
-        self.umat_bar.setLevels((float(m.umatrix_.min()), float(m.umatrix_.max()) + 1e-12))
+        scale, unit = self._scale()
+        umat = np.asarray(m.umatrix_, float) / scale
+        self.umat_img.setImage(umat, autoLevels=True)
+        self.umat_bar.setLevels((float(umat.min()), float(umat.max()) + 1e-12))
+        self.umat_plot.setTitle(f"U-matrix: mean distance to the neighbouring neurons ({unit}); click a neuron")
         hits = m.hits_.reshape(R, C).astype(float)
         self.hits_img.setImage(hits, autoLevels=True)
         self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
-        fit_image(self.umat_plot, m.umatrix_)
+        fit_image(self.umat_plot, umat)
         fit_image(self.hits_plot, hits)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
         self._plane()
         ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
-        self.qe_curve.setData(ep, m.quantization_error_)
+        qe = np.asarray(m.quantization_error_, float) / scale
+        self.qe_curve.setData(ep, qe)
         integer_ticks(self.err_plot, ep)
-        self.te_curve.setData(ep, m.topographic_error_ * float(np.max(m.quantization_error_)))
-        self.err_plot.setTitle(f"final: quantisation {m.quantization_error_[-1]:.4g}, "
+        self.te_curve.setData(ep, m.topographic_error_ * float(np.max(qe)))
+        self.err_plot.setLabel("left", f"quantisation error ({unit})")
+        self.err_plot.setTitle(f"final: quantisation {qe[-1]:.4g} ({unit}), "
                                f"topographic {m.topographic_error_[-1]:.3f}")
         self.show_neuron(0)
         self.tabs.setCurrentWidget(self.umat_plot)
@@ -85,14 +98,15 @@ class SOMPanel(AnalysisPanel):
         m = getattr(self, "_m", None)
         if m is None:
             return
+        scale, unit = self._scale()
         W = to_host(m.codebook_)
-        plane = W[:, self.band.value()].reshape(int(m.rows), int(m.cols))
+        plane = np.asarray(W[:, self.band.value()], float).reshape(int(m.rows), int(m.cols)) / scale
         self.plane_img.setImage(plane, autoLevels=True)
         self.plane_bar.setLevels((float(plane.min()), float(plane.max()) + 1e-12))
         fit_image(self.plane_plot, plane)
         name = band_name(self.host.session.cube, self.band.value())
         self.band_label.setText(name)
-        self.plane_plot.setTitle(f"component plane of band {name}")
+        self.plane_plot.setTitle(f"component plane of band {name} ({unit})")
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
