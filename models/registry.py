@@ -351,7 +351,7 @@ register_analysis(Method("som", "Self-organising map (SOM)", _som, (
     Param("epochs", int, 10, "Passes over the spectra; each is one batch update of every neuron.", 1, 10000,
           label="Epochs"),
     Param("sigma_start", float, 0.0, "Neighbourhood radius (in neurons) at the first epoch; 0: half the map's "
-          "larger side.", 0.0, 1000.0, label="Start radius"),
+          "larger side.", 0.0, 1000.0, label="Start radius (0 = half the map)"),
     Param("sigma_end", float, 1.0, "Neighbourhood radius at the last epoch; the radius shrinks exponentially.",
           0.01, 1000.0, label="End radius"),
     Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "

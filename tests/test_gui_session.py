@@ -229,6 +229,8 @@ def test_som_planes_and_errors_on_the_spectrum_docks_scale(qtbot, win, land_hdr)
     np.testing.assert_allclose(som.umat_img.image, np.asarray(m.umatrix_) / 10000.0, rtol=1e-5)
     np.testing.assert_allclose(som.qe_curve.getData()[1], m.quantization_error_ / 10000.0, rtol=1e-5)
     assert "reflectance" in som.err_plot.getAxis("left").labelText
+    # the topographic error (a share of spectra) on its own axis, as computed
+    np.testing.assert_allclose(som.te_curve.getData()[1], m.topographic_error_)
     # the band named by its wavelength, with units
     w = win.session.cube.wavelengths[7]
     assert f"{w:.4g} nm" in som.band_label.text() and f"{w:.4g} nm" in som.plane_plot.getPlotItem().titleLabel.text

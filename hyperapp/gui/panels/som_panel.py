@@ -49,9 +49,26 @@ class SOMPanel(AnalysisPanel):
         side_legend(self.err_plot)
         self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
                                            name="quantisation error (mean distance to the neuron)")
+        # the topographic error is a share of spectra (0..1): its own axis on the right, not QE's scale
+        pi = self.err_plot.getPlotItem()
         self.te_plot = pg.ViewBox()
-        self.te_curve = self.err_plot.plot(pen=pg.mkPen("y", width=2), symbol="t", symbolSize=5,
-                                           name="topographic error x max QE")
+        pi.showAxis("right")
+        pi.scene().addItem(self.te_plot)
+        pi.getAxis("right").linkToView(self.te_plot)
+        pi.getAxis("right").setLabel("topographic error")
+        pi.getAxis("right").enableAutoSIPrefix(False)
+        pi.getAxis("right").setWidth(60)
+        self.te_plot.enableAutoRange(axis=pg.ViewBox.XAxis, enable=False)  # x follows the QE's plot
+        self.te_plot.setXLink(pi)
+        self.te_curve = pg.PlotDataItem(pen=pg.mkPen("y", width=2), symbol="t", symbolSize=5)
+        self.te_plot.addItem(self.te_curve)
+        pi.legend.addItem(self.te_curve, "topographic error (right axis)")
+
+        def follow() -> None:
+            self.te_plot.setGeometry(pi.vb.sceneBoundingRect())
+            self.te_plot.linkedViewChanged(pi.vb, self.te_plot.XAxis)
+
+        pi.vb.sigResized.connect(follow)
         self.neuron_plot = plot_widget("wavelength", "codebook value", "neuron spectrum")
         self.neuron_curve = self.neuron_plot.plot(pen=pg.mkPen("w", width=2))
         self._m = None
@@ -64,8 +81,9 @@ class SOMPanel(AnalysisPanel):
         self.umat_plot.scene().sigMouseClicked.connect(self._clicked)
 
     def _scale(self) -> tuple[float, str]:
-        """(divisor, name) of the values: the Spectrum dock's (reflectance, or the stored values)."""
-        return value_axis(self.host.session.cube)
+        """(divisor, name) of the values: the Spectrum dock's ("reflectance", or "as stored")."""
+        scale, label = value_axis(self.host.session.cube)
+        return scale, ("reflectance" if label == "reflectance" else "as stored")
 
     def show_result(self, result) -> None:
         m = result.model
@@ -86,8 +104,10 @@ class SOMPanel(AnalysisPanel):
         ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
         qe = np.asarray(m.quantization_error_, float) / scale
         self.qe_curve.setData(ep, qe)
+        self.te_curve.setData(ep, np.asarray(m.topographic_error_, float))
+        self.te_plot.setYRange(0.0, max(float(np.max(m.topographic_error_)) * 1.1, 0.01), padding=0)
+        self.err_plot.enableAutoRange()
         integer_ticks(self.err_plot, ep)
-        self.te_curve.setData(ep, m.topographic_error_ * float(np.max(qe)))
         self.err_plot.setLabel("left", f"quantisation error ({unit})")
         self.err_plot.setTitle(f"final: quantisation {qe[-1]:.4g} ({unit}), "
                                f"topographic {m.topographic_error_[-1]:.3f}")
@@ -106,7 +126,7 @@ class SOMPanel(AnalysisPanel):
         fit_image(self.plane_plot, plane)
         name = band_name(self.host.session.cube, self.band.value())
         self.band_label.setText(name)
-        self.plane_plot.setTitle(f"component plane of band {name} ({unit})")
+        self.plane_plot.setTitle(f"component plane of band {name}: {unit}")
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
