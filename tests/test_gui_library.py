@@ -49,6 +49,7 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     assert mask.shape == (cube.rows, cube.cols) and (mask == expect).all() and mask.any()
     sc.clear_selection()
     assert sc.mask is None
+    assert "pixels" in sc.info.text() and sc.plot.getPlotItem().titleLabel.text
     # undesired for a method that takes none: one dialog before any worker starts, in the CLI's words
     dock.set_role(["grass"], "undesired")
     win.detector.set_method("ace")
@@ -66,6 +67,9 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
                                np.stack([X[r, c] for r, c in np.argwhere(truth)[:3]]).mean(0), rtol=1e-5)
     assert dock.save_library(tmp_path / "mine.sli")
     assert read_library(tmp_path / "mine.sli").names == dock.library.names
+    # another cube: nothing of the old run's scatter, its title or its pixel count stays
+    assert win.open_cube(land_hdr)
+    assert sc.score is None and sc.info.text().startswith("Run MTMF") and not sc.plot.getPlotItem().titleLabel.isVisible()
 
 
 def test_bad_library_shows_one_error(qtbot, win, land_hdr, tmp_path):

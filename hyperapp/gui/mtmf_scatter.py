@@ -12,6 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+#: what the scatter says before a mixture-tuned run (and after the cube changes)
+EMPTY_TEXT = "Run MTMF or MTTCIMF to plot score against infeasibility."
+
 #: points drawn at most (every pixel takes part in the selection; the plot shows an even sample)
 MAX_POINTS = 40_000
 
@@ -53,7 +56,7 @@ class InfeasibilityScatter(QWidget):
         self.plot.scene().sigMouseClicked.connect(self._clicked)
         lay.addWidget(self.plot, 1)
         row = QHBoxLayout()
-        self.info = QLabel("Run MTMF or MTTCIMF to plot score against infeasibility.")
+        self.info = QLabel(EMPTY_TEXT)
         self.info.setWordWrap(True)
         self.clear_button = QPushButton("Clear selection")
         self.clear_button.clicked.connect(self.clear_selection)
@@ -82,8 +85,12 @@ class InfeasibilityScatter(QWidget):
                           "a polygon around the targets (high score, low infeasibility); double-click closes it.")
 
     def clear(self) -> None:
+        """Forget the run (a new cube): no points, and no title or count of the old run's pixels."""
         self.score = self.infeas = None
+        self.shape = None
         self.points.setData([], [])
+        self.plot.setTitle(None)
+        self.info.setText(EMPTY_TEXT)
         self.clear_selection()
 
     def clear_selection(self) -> None:
