@@ -240,6 +240,7 @@ def cmd_detect(args) -> int:
         from hyperapp.ffbp_training import prepare_ffbp
 
         model, params = prepare_ffbp(args, cube, model, params)
+    from hyperapp.io.masks import read_class_map
     from hyperapp.signatures import signature_kwargs
 
     sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
@@ -274,22 +275,9 @@ def _open(args):
     return open_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
 
 
-def read_class_map(path: str, shape: tuple[int, int]):
-    """:func:`hyperapp.io.masks.read_class_map` (kept here for callers of the CLI's reader)."""
-    from hyperapp.io.masks import read_class_map as read
-
-    return read(path, shape)
-
-
-def class_names_of(path: str) -> dict[int, str] | None:
-    """:func:`hyperapp.io.masks.class_names_of`."""
-    from hyperapp.io.masks import class_names_of as names
-
-    return names(path)
-
-
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+    from hyperapp.io.masks import class_names_of, read_class_map
     from hyperapp.jobs import text_progress
 
     st = _settings(args, "analyse")
