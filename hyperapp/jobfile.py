@@ -337,30 +337,18 @@ def load_job(path: str | Path) -> Job:
     return Job(str(p), files, dataset, steps, folder, output_names(files), truth)
 
 
-def toml_value(v) -> str:
-    """A Python value as TOML (the values a job holds: text, numbers, booleans, lists, tables)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {v!r} to TOML")
-
-
 def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,
              truth: dict[str, str] | None = None) -> str:
     """A job file's text (the GUI's File > Save as batch job); ``truth``: cube -> truth mask."""
-    lines = ["[inputs]", f"paths = {toml_value(inputs)}"]
+    import tomli_w
+
+    head: dict = {"paths": list(inputs)}
     if dataset:
-        lines.append(f"dataset = {toml_value(dataset)}")
+        head["dataset"] = dataset
     if truth:
-        lines += ["", "[inputs.truth]"] + [f"{toml_value(c)} = {toml_value(t)}" for c, t in truth.items()]
-    for st in steps:
-        lines += ["", "[[steps]]"] + [f"{k} = {toml_value(v)}" for k, v in st.items() if v is not None]
-    lines += ["", "[output]", f"folder = {toml_value(folder)}", ""]
-    return "\n".join(lines)
+        head["truth"] = dict(truth)
+    doc = {"inputs": head, "steps": [{k: v for k, v in st.items() if v is not None} for st in steps],
+           "output": {"folder": folder}}
+    if not steps:
+        del doc["steps"]
+    return tomli_w.dumps(doc)

@@ -34,7 +34,7 @@ def _tree(folder: Path) -> set[str]:
 
 
 def _toml(v) -> str | None:
-    from hyperapp.jobfile import toml_value
+    import tomli_w
 
     if v is None:
         return None
@@ -42,7 +42,7 @@ def _toml(v) -> str | None:
         return "nan"
     if isinstance(v, float) and math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    return toml_value(v)
+    return tomli_w.dumps({"v": v}).partition(" = ")[2].strip()  # one value, as a job file holds it
 
 
 def _write_scene(folder: Path, name="s1", rows=12, cols=12, bands=6, seed=0) -> Path:
