@@ -6,12 +6,13 @@ output SciPy uses -- a linkage matrix of n - 1 rows (cluster a, cluster b, heigh
 numbered as :func:`scipy.cluster.hierarchy.linkage` numbers them -- so the dendrogram, ``fcluster``
 and any SciPy tool read it.
 
-Algorithm (the same on both backends): the full distance matrix (one GEMM, float64 as the seed found
-double precision needed to keep the dendrogram's upper merges), every cluster's nearest neighbour, then
-n - 1 merges, each of the globally closest pair, with the Lance-Williams update of the merged row and a
-rescan of only the rows that had one of the pair as nearest neighbour (exact for these reducible
-linkages). On the GPU all merges run in one kernel launch (``kernels/hac.cu``); on the CPU each merge
-is a few vectorised passes over a row.
+On the CPU the tree is :func:`scipy.cluster.hierarchy.linkage` of the condensed distances
+(:func:`scipy.spatial.distance.pdist`; spectral angles as the arccos of one minus the cosine distance).
+On the GPU: the full distance matrix (one GEMM, float64 as the seed found double precision needed to keep
+the dendrogram's upper merges), every cluster's nearest neighbour, then n - 1 merges, each of the globally
+closest pair, with the Lance-Williams update of the merged row and a rescan of only the rows that had one
+of the pair as nearest neighbour (exact for these reducible linkages), all in one kernel launch
+(``kernels/hac.cu``).
 
 The tree is cut into ``n_clusters`` clusters (or at ``height``), each cluster's mean spectrum is kept,
 and :meth:`HierarchicalClustering.predict` gives any spectrum the cluster of the nearest mean (by the
@@ -52,62 +53,28 @@ def distance_matrix(X, metric: str = "euclidean"):
     return D
 
 
-def _lance_williams(method: str, dxi, dyi, dxy: float, sx: float, sy: float, si):
-    if method == "single":
-        return np.minimum(dxi, dyi)
-    if method == "complete":
-        return np.maximum(dxi, dyi)
-    if method == "average":
-        return (sx * dxi + sy * dyi) / (sx + sy)
-    t = 1.0 / (sx + sy + si)
-    return np.sqrt((si + sx) * t * dxi * dxi + (si + sy) * t * dyi * dyi - si * t * dxy * dxy)
+def condensed_distances(X: np.ndarray, metric: str = "euclidean") -> np.ndarray:
+    """SciPy's condensed float64 distances of host spectra: Euclidean, or spectral angle in radians."""
+    from scipy.spatial.distance import pdist
+
+    A = np.asarray(X, dtype=np.float64)
+    if metric == "sam":
+        nrm = np.sqrt((A * A).sum(axis=1))
+        if bool((nrm == 0).any()):
+            raise InputError("a spectrum of all zeros has no spectral angle: use the euclidean metric")
+        d = pdist(A / nrm[:, None], "cosine")
+        np.subtract(1.0, d, out=d)
+        np.clip(d, -1.0, 1.0, out=d)
+        return np.arccos(d, out=d)
+    return pdist(A)
 
 
-def _merge_numpy(D: np.ndarray, method: str) -> np.ndarray:
-    """All merges on the host: the kernel's algorithm, a merge per step, vectorised over the clusters."""
-    n = D.shape[0]
-    nn = D.argmin(axis=1)
-    nnd = D[np.arange(n), nn]
-    size = np.ones(n, np.int64)
-    label = np.arange(n)
-    Z = np.empty((n - 1, 4))
-    for step in range(n - 1):
-        a = int(np.argmin(nnd))
-        h = float(nnd[a])
-        b = int(nn[a])
-        i, j = min(a, b), max(a, b)
-        si, sj = float(size[i]), float(size[j])
-        Z[step] = (min(label[i], label[j]), max(label[i], label[j]), h, si + sj)
-        size[j] = 0
-        nnd[j] = np.inf
-        act = np.flatnonzero(size > 0)
-        act = act[act != i]
-        d = _lance_williams(method, D[i, act], D[j, act], h, si, sj, size[act].astype(np.float64))
-        D[i, act] = d
-        D[act, i] = d
-        D[j, :] = np.inf
-        D[:, j] = np.inf
-        t = nn[act]
-        moved = (t == i) | (t == j)
-        keep = moved & (d <= nnd[act])
-        closer = ~moved & (d < nnd[act])
-        upd = act[keep | closer]
-        nn[upd] = i
-        nnd[upd] = d[keep | closer]
-        size[i] = si + sj
-        label[i] = n + step
-        if act.size:
-            k = int(np.argmin(D[i]))
-            nn[i], nnd[i] = k, D[i, k]
-        else:
-            nnd[i] = np.inf
-        redo = act[moved & ~keep]
-        if redo.size:  # the rows that lost their nearest neighbour
-            sub = D[redo]
-            kk = sub.argmin(axis=1)
-            nn[redo] = kk
-            nnd[redo] = sub[np.arange(redo.size), kk]
-    return Z
+def _linkage_cpu(X: np.ndarray, method: str, metric: str) -> np.ndarray:
+    """The tree on the host: :func:`scipy.cluster.hierarchy.linkage` of :func:`condensed_distances`
+    (with ``sam`` and Ward, SciPy applies Ward's update to the angles, as the GPU kernel does)."""
+    from scipy.cluster.hierarchy import linkage
+
+    return linkage(condensed_distances(X, metric), method)
 
 
 def _merge_gpu(D, method: str) -> np.ndarray:
@@ -196,9 +163,12 @@ class HierarchicalClustering(Estimator):
 
         check_not_identical(X, "cluster")
         check_linkage_size(n, xp)
-        D = distance_matrix(X, self.metric)
-        self.linkage_ = _merge_numpy(D, self.linkage) if xp is np else _merge_gpu(D, self.linkage)
-        del D
+        if xp is np:
+            self.linkage_ = _linkage_cpu(X, self.linkage, self.metric)
+        else:
+            D = distance_matrix(X, self.metric)
+            self.linkage_ = _merge_gpu(D, self.linkage)
+            del D
         self._X = X
         self.cut(self.n_clusters, self.height)
         del self._X
