@@ -190,15 +190,6 @@ def _tail_threshold(ascending, far: float) -> tuple[float, str]:
     return (tail, "exponential tail") if tail < plain else (plain, "quantile")
 
 
-def pd_at_far(scores, truth, far: float, exclude=None) -> float:
-    """Probability of detection when the threshold lets through a fraction ``far`` of non-targets."""
-    pos, neg = _split(scores, truth, exclude)
-    if pos.size == 0:
-        raise InputError("Pd needs target pixels in the truth mask")
-    t = threshold_for_far(neg, far)
-    return float((pos > t).sum()) / int(pos.size)
-
-
 def roc_curve(scores, truth, exclude=None, max_points: int = 2048):
     """(false-alarm rate, detection rate) arrays on the host, at most ``max_points`` long."""
     xp = get_namespace(scores)

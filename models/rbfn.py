@@ -914,12 +914,3 @@ class RBFN(PixelDetector):
             if k.endswith("_") and hasattr(v, "shape"):
                 setattr(new, k, to_host(v))
         return new
-
-    def to_device(self, xp) -> RBFN:
-        import copy
-
-        new = copy.copy(self)
-        for k, v in vars(self).items():
-            if k.endswith("_") and hasattr(v, "shape"):
-                setattr(new, k, xp.asarray(v))
-        return new

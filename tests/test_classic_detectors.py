@@ -8,7 +8,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models import classic
-from hyperapp.models.evaluation import auc, pd_at_far
+from hyperapp.models.evaluation import auc, evaluate
 from hyperapp.models.evaluation import roc_curve as our_roc
 
 
@@ -106,4 +106,4 @@ def test_evaluation_matches_sklearn():
     assert np.interp(0.1, fpr, tpr) == pytest.approx(np.interp(0.1, f2, t2), abs=0.01)
     neg = np.sort(scores[~truth])[::-1]
     k = int(0.01 * neg.size)
-    assert pd_at_far(scores, truth, 0.01) == pytest.approx((scores[truth] > neg[k]).mean())
+    assert evaluate(scores, truth)["pd_at_far_1e-2"] == pytest.approx((scores[truth] > neg[k]).mean())

@@ -59,7 +59,18 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert dt < 0.05, f"threshold redraw took {dt * 1e3:.1f} ms"
     # the object table zooms the view
     win.results.set_threshold(float(np.percentile(rbfn.result.scores, 99.5)))
-    win.results.show_objects(rbfn.result.objects)
+    from hyperapp.detect import objects_at
+
+    win.results.tabs.setCurrentWidget(win.results.table)  # the table is built when its tab is shown
+    rows = objects_at(rbfn.result.scores, win.results.threshold())
+    assert win.results.table.rowCount() == len(rows) > 0
+    win.results.table.cellClicked.emit(0, 0)
+    r = win.results.table.item(0, 0)
+    assert r is not None and int(r.text()) == rows[0]["label"]
+    vr = win.view.vb.viewRange()  # zoomed to the first object's box (and a margin)
+    assert vr[0][0] <= rows[0]["col0"] and vr[0][1] >= rows[0]["col1"]
+    box = rows[0]
+    assert min(vr[0][1] - vr[0][0] - (box["col1"] - box["col0"]), vr[1][1] - vr[1][0] - (box["row1"] - box["row0"])) <= 21
     # export the mask and read it back
     p = win.export("mask", tmp_path / "mask", "envi")
     m = open_cube(p).read()[:, :, 0]

@@ -202,7 +202,7 @@ def test_default_mask_finds_what_the_roc_says(name, method):
     detects within 0.1 of the ROC's Pd at that rate, at a true false-alarm rate within 3x of it."""
     from hyperapp.cube import cube_from_array
     from hyperapp.detect import DEFAULT_FAR, run_detection
-    from hyperapp.models.evaluation import pd_at_far
+    from hyperapp.models.evaluation import evaluate
 
     X, truth = _scene(name)
     cube = cube_from_array(X, name)
@@ -210,7 +210,8 @@ def test_default_mask_finds_what_the_roc_says(name, method):
         clicks = random_clicks(truth, 5, seed)
         r = run_detection(cube, method, clicks, device="cpu")
         keep = ~clicks
-        roc_pd = pd_at_far(r.scores[keep], truth[keep], DEFAULT_FAR)
+        assert DEFAULT_FAR == 1e-3  # the rate evaluate's "pd_at_far_1e-3" is taken at
+        roc_pd = evaluate(r.scores[keep], truth[keep])["pd_at_far_1e-3"]
         mask_pd = r.mask[keep & truth].mean()
         far = r.mask[keep & ~truth].mean()
         assert abs(mask_pd - roc_pd) <= 0.1, (seed, mask_pd, roc_pd)

@@ -256,11 +256,6 @@ class ResultsPanel(QWidget):
         self.counts.setText("no result yet: mark targets, then Train & Run")
         self.set_detection_shown(True)
 
-    def show_objects(self, rows: list[dict]) -> None:
-        """Show a run's object table (at its own threshold)."""
-        self._fill_table(rows)
-        self._table_threshold = self._threshold
-
     def _fill_table(self, rows: list[dict]) -> None:
         self._objects = rows
         self.table.setRowCount(len(rows))
