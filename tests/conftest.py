@@ -20,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - a set-up mistake, said plainly
 SAMPLES = ROOT / "sample_cubes"
 SHARED_CUBES = Path(os.environ.get("HYPERAPP_CUBES", ROOT.parent / "shared" / "cubes"))  # real scenes, never copied in
 ABU = SHARED_CUBES / "abu-airport-1.mat"
+ABU_MISSING = f"the shared AVIRIS scene abu-airport-1.mat is not at {SHARED_CUBES} (set HYPERAPP_CUBES)"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # no window's background GPU warm-up during the tests (tests/test_prepare_gpu.py starts it itself)
@@ -79,7 +80,7 @@ def sea_hdr():
 @pytest.fixture
 def abu():
     if not ABU.is_file():
-        pytest.skip("shared AVIRIS scene not present")
+        pytest.skip(ABU_MISSING)
     return ABU
 
 

@@ -1,6 +1,5 @@
 """The window, driven through its widgets' public API (pytest-qt, offscreen)."""
 
-import time
 
 import numpy as np
 import pytest
@@ -50,13 +49,10 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert not win.results.origin.isVisibleTo(win)
     # move the threshold: mask and counts follow, live
     lo = float(np.percentile(rbfn.result.scores, 90))
-    t0 = time.perf_counter()
     win.results.set_threshold(lo)
-    dt = time.perf_counter() - t0
     n = int((rbfn.result.scores > lo).sum())
     assert f"{n} pixels" in win.results.counts.text()
     assert int((win.view.mask_item.image[..., 3] > 0).sum()) == n
-    assert dt < 0.05, f"threshold redraw took {dt * 1e3:.1f} ms"
     # the object table zooms the view
     win.results.set_threshold(float(np.percentile(rbfn.result.scores, 99.5)))
     from hyperapp.detect import objects_at

@@ -9,7 +9,7 @@ from hyperapp.models import classic
 from hyperapp.models.evaluation import auc
 from hyperapp.models.rbfn import RBFN, _fuse, click_groups
 
-from .conftest import ABU, random_clicks
+from .conftest import ABU, ABU_MISSING, random_clicks
 
 CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, "sam": classic.SAM, "rx": classic.RX}
 
@@ -17,7 +17,7 @@ CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, 
 @pytest.fixture(scope="module")
 def airport():
     if not ABU.is_file():
-        pytest.skip("shared AVIRIS scene not present")
+        pytest.skip(ABU_MISSING)
     from hyperapp.io import open_cube, read_mask
 
     return open_cube(ABU, "data").read().astype(np.float32), read_mask(ABU, variable="map") > 0

@@ -11,7 +11,7 @@ from hyperapp.models.evaluation import auc
 from hyperapp.models.postprocess import object_table
 from hyperapp.models.rbfn import RBFN
 
-from .conftest import ABU, SAMPLES, random_clicks
+from .conftest import ABU, ABU_MISSING, SAMPLES, random_clicks
 
 CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, "sam": classic.SAM, "rx": classic.RX}
 
@@ -24,7 +24,7 @@ def _scene(name):
         return sc.cube.astype(np.float32), sc.truth > 0
     if name == "abu":
         if not ABU.is_file():
-            pytest.skip("shared AVIRIS scene not present")
+            pytest.skip(ABU_MISSING)
         return open_cube(ABU, "data").read(), read_mask(ABU, variable="map") > 0
     return open_cube(SAMPLES / f"{name}.hdr").read(), read_mask(SAMPLES / f"{name}_truth.hdr") > 0
 
