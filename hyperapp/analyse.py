@@ -24,9 +24,9 @@ import numpy as np
 from hyperapp.backend import Timer, get_backend, to_host
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError, ModelError
-from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
 from hyperapp.options import DEFAULT_SAMPLE, SELECTIONS
+from hyperapp.progress import NULL_PROGRESS, Progress
 
 #: what one label of a method's map is called (default "cluster")
 UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}

@@ -89,7 +89,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
     from hyperapp.errors import Cancelled
     from hyperapp.io import open_cube, read_labels
     from hyperapp.io.masks import read_class_map
-    from hyperapp.jobs import NULL_PROGRESS
+    from hyperapp.progress import NULL_PROGRESS
 
     t0 = time.perf_counter()
     row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None}
@@ -108,7 +108,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
             if s.kind == "detect":
                 model = None
                 if s.model:
-                    from hyperapp.io.models import load_model
+                    from hyperapp.io.model_files import load_model
 
                     model = load_model(s.model, n_bands=cube.bands, method=s.method)
                 targets = read_labels(s.targets, shape) if s.targets and model is None else None
@@ -257,7 +257,7 @@ def _train_models(job: Job, device: str) -> dict[str, object]:
 
 def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
     """The steps as :func:`process_cube` takes them, the trained ones pointing at their saved model."""
-    from hyperapp.io.models import save_model
+    from hyperapp.io.model_files import save_model
 
     steps = []
     for s in job.steps:

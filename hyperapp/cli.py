@@ -213,7 +213,7 @@ def cmd_detect(args) -> int:
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
     from hyperapp.io.masks import need_file
-    from hyperapp.jobs import text_progress
+    from hyperapp.progress import text_progress
 
     st = _settings(args, "detect")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
@@ -233,7 +233,7 @@ def cmd_detect(args) -> int:
     params = st["params"]
     model = None
     if args.model:
-        from hyperapp.io.models import load_model
+        from hyperapp.io.model_files import load_model
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
     if args.method == "ffbp":
@@ -252,7 +252,7 @@ def cmd_detect(args) -> int:
                                      threshold=st.get("threshold"), model=model, memory=memory, progress=progress,
                                      mnf=st.get("mnf"), **sig)
     if args.save_model:
-        from hyperapp.io.models import save_model
+        from hyperapp.io.model_files import save_model
 
         save_model(result.model, args.save_model, method=args.method)
     rep = result.report
@@ -278,7 +278,7 @@ def _open(args):
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.io.masks import class_names_of, read_class_map
-    from hyperapp.jobs import text_progress
+    from hyperapp.progress import text_progress
 
     st = _settings(args, "analyse")
     cube = _open(args)
@@ -340,7 +340,7 @@ def cmd_bench(args) -> int:
 def cmd_prepare_gpu(args) -> int:
     from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.gpu_prepare import cache_dir, prepare_gpu
-    from hyperapp.jobs import text_progress
+    from hyperapp.progress import text_progress
 
     if not gpu_available():
         print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")

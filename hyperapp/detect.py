@@ -19,11 +19,11 @@ import numpy as np
 from hyperapp.backend import Timer, get_backend, get_namespace, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
-from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
+from hyperapp.progress import NULL_PROGRESS, Progress
 
 DEFAULT_FAR = 1e-3
 #: a cube whose float32 pixels exceed this fraction of the GPU's free memory is scored in tiles

@@ -21,10 +21,10 @@ import numpy as np
 from hyperapp.backend import Timer, to_host
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
-from hyperapp.jobs import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.registry import get_method
 from hyperapp.models.stats import BackgroundStats, ScatterSums, correlation_from_sums, scatter
+from hyperapp.progress import NULL_PROGRESS, Progress
 from hyperapp.stream import finite_pixels, iter_float_tiles
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.errors import BackendError
-from hyperapp.jobs import NULL_PROGRESS, Progress
+from hyperapp.progress import NULL_PROGRESS, Progress
 
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96

@@ -293,7 +293,7 @@ def load_job(path: str | Path) -> Job:
                 if getattr(s, k):
                     check_labels_file(getattr(s, k))
             if s.model:
-                from hyperapp.io.models import load_model
+                from hyperapp.io.model_files import load_model
 
                 k = "model"
                 load_model(s.model, method=s.method)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 from hyperapp.errors import Cancelled, HyperappError
 from hyperapp.jobfile import Step
-from hyperapp.jobs import Progress
+from hyperapp.progress import Progress
 
 #: cubes waiting between two stages (bounds memory: at most this many read cubes wait for the GPU)
 DEPTH = 2
@@ -366,7 +366,7 @@ class CubePipeline:
         """A step's saved model, loaded once per band count (scoring does not change it)."""
         if not s.model:
             return None
-        from hyperapp.io.models import load_model
+        from hyperapp.io.model_files import load_model
 
         key = (s.model, n_bands, s.method)
         with self._cache_lock:

@@ -101,7 +101,7 @@ class Session:
         """The cube's float32 pixels on the device, read once per device and kept for later runs."""
         from hyperapp.backend import get_backend
         from hyperapp.detect import load_pixels
-        from hyperapp.jobs import NULL_PROGRESS
+        from hyperapp.progress import NULL_PROGRESS
 
         backend = get_backend(device)
         if backend.name not in self._device_cache:
@@ -156,7 +156,7 @@ class Session:
 
         from hyperapp.errors import OutputError
         from hyperapp.io.atomic import atomic_write_text
-        from hyperapp.io.models import save_model
+        from hyperapp.io.model_files import save_model
 
         p = Path(path)
         mdir = p.with_suffix(".models")

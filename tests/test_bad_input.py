@@ -292,8 +292,8 @@ def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
 
 def test_cancel_stops_kmeans_within_a_chunk():
     """SIGTERM in a batch cancels the running cubes' progress: the fit stops at its next check."""
-    from hyperapp.jobs import Progress
     from hyperapp.models.kmeans import MultiKMeans
+    from hyperapp.progress import Progress
 
     X = np.random.default_rng(0).normal(size=(200000, 32)).astype(np.float32)
     prog = Progress()

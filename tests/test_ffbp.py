@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hyperapp.errors import InputError, ModelError
-from hyperapp.io.models import load_model, save_model
+from hyperapp.io.model_files import load_model, save_model
 from hyperapp.models.ffbp import FFBP, WindowStats, box_recall, component_boxes, merge_boxes, quadtree, split
 from hyperapp.samples import make_land_scene, make_sea_scene
 

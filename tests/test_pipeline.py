@@ -155,7 +155,7 @@ def test_run_records_stage_times_and_resumes(tmp_path, capsys):
 
 def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
     import hyperapp.io as hio
-    import hyperapp.io.models as hmodels
+    import hyperapp.io.model_files as hmodels
 
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 4)]
     steps = _steps(tmp_path)

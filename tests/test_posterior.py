@@ -37,7 +37,7 @@ def test_posterior_image_on_the_gpu(cp, land_hdr):
     from hyperapp.analyse import posterior_image
     from hyperapp.backend import get_backend
     from hyperapp.detect import load_pixels
-    from hyperapp.jobs import NULL_PROGRESS
+    from hyperapp.progress import NULL_PROGRESS
 
     cube, res = _fit(land_hdr, "gpu")
     gpu = get_backend("gpu")

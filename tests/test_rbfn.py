@@ -5,7 +5,7 @@ import pytest
 
 from hyperapp.errors import InputError, ModelError
 from hyperapp.io import open_cube, read_mask
-from hyperapp.io.models import load_model, save_model
+from hyperapp.io.model_files import load_model, save_model
 from hyperapp.models import classic
 from hyperapp.models.evaluation import auc
 from hyperapp.models.postprocess import object_table

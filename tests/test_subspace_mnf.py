@@ -234,7 +234,7 @@ def test_mnf_gpu_agrees_with_cpu(cp):
 def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
     from hyperapp.detect import run_detection
     from hyperapp.io import open_cube
-    from hyperapp.io.models import load_model, save_model
+    from hyperapp.io.model_files import load_model, save_model
 
     cube = open_cube(land_hdr).good_bands()
     t = cube.read(slice(40, 43), slice(50, 53)).reshape(-1, cube.bands).mean(0)[None]

@@ -701,7 +701,7 @@ class MainWindow(QMainWindow):
     def open_project(self, path) -> bool:
         """Reopen a project: the cube, ROIs and truth, then re-run each saved model (no retraining)."""
         from hyperapp.detect import run_detection
-        from hyperapp.io.models import load_model
+        from hyperapp.io.model_files import load_model
 
         try:
             d = Session.read_project(path)
@@ -745,7 +745,7 @@ class MainWindow(QMainWindow):
             self.load_truth(path, "map" if path.endswith(".mat") else None)
 
     def _model_dialog(self) -> None:
-        from hyperapp.io.models import load_model
+        from hyperapp.io.model_files import load_model
 
         path, _ = QFileDialog.getOpenFileName(self, "FFBP model", self._last_dir(), "Models (*.npz)")
         if path and self.session is not None:
