@@ -168,9 +168,7 @@ class Session:
             for i, r in enumerate(self.runs):
                 model = getattr(r.result, "model", None)
                 final = None
-                if model is not None and hasattr(model, "get_params"):
-                    if hasattr(model, "to_host"):
-                        model = model.to_host()
+                if model is not None and hasattr(model, "get_params"):  # save_model moves arrays to the host
                     saved = save_model(model, tmp / f"run{i}-{r.method}.npz", r.method)
                     final = str(mdir / saved.name)
                 paths.append(final)

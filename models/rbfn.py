@@ -905,12 +905,6 @@ class RBFN(PixelDetector):
     # ------------------------------------------------------------------ persistence
     def to_host(self) -> RBFN:
         """A copy whose fitted arrays are NumPy (for saving, or scoring on the CPU)."""
-        import copy
+        from hyperapp.models.base import fitted_on
 
-        from hyperapp.backend import to_host
-
-        new = copy.copy(self)
-        for k, v in vars(self).items():
-            if k.endswith("_") and hasattr(v, "shape"):
-                setattr(new, k, to_host(v))
-        return new
+        return fitted_on(self, np)
