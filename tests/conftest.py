@@ -138,3 +138,21 @@ def win(qtbot, tmp_path, monkeypatch):
     from PySide6.QtCore import QThreadPool
 
     QThreadPool.globalInstance().waitForDone(20000)
+
+
+def mark_clicks(win, hdr) -> None:
+    """Mark the sample scene's target clicks (``<stem>_targets.csv`` beside ``hdr``) in the window."""
+    from hyperapp.io import read_labels
+
+    clicks = read_labels(hdr.with_name(hdr.stem + "_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+
+
+def run_detector(qtbot, win, method: str, timeout: int = 120000, **params):
+    """Run ``method`` on the CPU from the window's detector tool; the finished run (or None)."""
+    win.detector.set_method(method)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    win.detector.set_params(params)
+    with qtbot.waitSignal(win.run_finished, timeout=timeout) as blocker:
+        win.run_detector()
+    return blocker.args[0]

@@ -5,23 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from .conftest import mark_clicks, run_detector
+
 pytest.importorskip("pytestqt")
 
 
-def _mark(win, land_hdr):
-    from hyperapp.io import read_labels
-
-    clicks = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
-    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
-
-
-def _run(qtbot, win, method, **params):
-    win.detector.set_method(method)
-    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
-    win.detector.set_params(params)
-    with qtbot.waitSignal(win.run_finished, timeout=120000) as blocker:
-        win.run_detector()
-    return blocker.args[0]
 
 
 # 1 ------------------------------------------------------------------------------------------------
@@ -30,8 +18,8 @@ def test_save_and_reopen_a_project_with_each_classic_model(qtbot, win, land_hdr,
     from hyperapp.gui.main_window import MainWindow
 
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
-    run = _run(qtbot, win, method, **({"outer": 9} if method == "lrx" else {}))
+    mark_clicks(win, land_hdr)
+    run = run_detector(qtbot, win, method, **({"outer": 9} if method == "lrx" else {}))
     assert run is not None, win.last_error
     p = tmp_path / "p.hyperapp.json"
     assert win.save_project(p), win.last_error
@@ -47,9 +35,9 @@ def test_a_failing_save_shows_a_dialog_and_leaves_nothing(qtbot, win, land_hdr, 
     import hyperapp.session as session_mod
 
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
-    _run(qtbot, win, "sam")
-    _run(qtbot, win, "ace")
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
+    run_detector(qtbot, win, "ace")
 
     def broken(*a, **k):
         raise TypeError("Object of type Thing is not JSON serializable")
@@ -64,8 +52,8 @@ def test_a_failing_save_shows_a_dialog_and_leaves_nothing(qtbot, win, land_hdr, 
 # 2 ------------------------------------------------------------------------------------------------
 def test_object_table_follows_the_threshold(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
-    run = _run(qtbot, win, "rbfn")
+    mark_clicks(win, land_hdr)
+    run = run_detector(qtbot, win, "rbfn")
     win.results.tabs.setCurrentWidget(win.results.table)
     for q in (99.0, 99.8, 95.0):
         t = float(np.percentile(run.result.scores, q))
@@ -109,8 +97,8 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     import spectral.io.envi as envi
 
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
-    _run(qtbot, win, "sam")
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
     win._hover(3, 3)
     win.compare_pick.setCurrentIndex(0)
     wide = tmp_path / "wide.hdr"
@@ -127,12 +115,12 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
 
 def test_a_run_keeps_the_users_zoom(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
+    mark_clicks(win, land_hdr)
     win.view.zoom_to(20, 20, 40, 40, margin=0)
     before = win.view.vb.viewRange()
-    _run(qtbot, win, "sam")
+    run_detector(qtbot, win, "sam")
     win.compare_pick.setCurrentIndex(0)
-    _run(qtbot, win, "ace")
+    run_detector(qtbot, win, "ace")
     after = win.view.vb.viewRange()
     np.testing.assert_allclose(np.asarray(after), np.asarray(before), atol=1.0)
 
@@ -141,8 +129,8 @@ def test_a_run_keeps_the_users_zoom(qtbot, win, land_hdr):
 def test_results_plots_are_readable(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
     win.load_truth(land_hdr.with_name("land_truth.hdr"))
-    _mark(win, land_hdr)
-    _run(qtbot, win, "rbfn")
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "rbfn")
     qtbot.wait(50)
     for plot in (win.results.hist, win.results.roc):
         win.results.tabs.setCurrentWidget(plot)
@@ -189,8 +177,8 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     # GeoTIFF only for cubes with map info
     assert "GeoTIFF (*.tif)" not in win.mask_filters()
     # a status message after an export
-    _mark(win, land_hdr)
-    _run(qtbot, win, "sam")
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
     assert win.export("mask", tmp_path / "m", "envi") is not None
     assert "exported" in win.statusBar().currentMessage()
     # a text file renamed .hdr

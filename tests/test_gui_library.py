@@ -3,16 +3,13 @@
 import numpy as np
 import pytest
 
+from .conftest import run_detector
+
 pytest.importorskip("pytestqt")
 
 
 def _run(qtbot, win, method, **params):
-    win.detector.set_method(method)
-    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
-    win.detector.set_params(params)
-    with qtbot.waitSignal(win.run_finished, timeout=60000) as blocker:
-        win.run_detector()
-    return blocker.args[0]
+    return run_detector(qtbot, win, method, timeout=60000, **params)
 
 
 def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land_hdr, tmp_path):

@@ -9,24 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .conftest import mark_clicks, run_detector
+
 pytest.importorskip("pytestqt")
 
 
-def _mark(win, hdr):
-    from hyperapp.io import read_labels
-
-    clicks = read_labels(hdr.with_name(hdr.stem + "_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
-    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
-
-
 def _run(qtbot, win, method, **params):
-    win.detector.set_method(method)
-    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
-    win.detector.set_params(params)
-    with qtbot.waitSignal(win.run_finished, timeout=120000) as blocker:
-        win.run_detector()
-    assert blocker.args[0] is not None, win.last_error
-    return blocker.args[0]
+    run = run_detector(qtbot, win, method, **params)
+    assert run is not None, win.last_error
+    return run
 
 
 def _analyse(qtbot, win, title, **params):
@@ -57,7 +48,7 @@ def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_
 
     assert win.open_cube(scenes)
     assert win.load_truth(scenes.with_name("land_truth.hdr"))
-    _mark(win, scenes)
+    mark_clicks(win, scenes)
     sam = _run(qtbot, win, "sam")
     ace = _run(qtbot, win, "ace")
     win.detector.far.setValue(0.01)
@@ -101,7 +92,7 @@ def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, m
     from hyperapp.io import open_cube
 
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
+    mark_clicks(win, land_hdr)
     _run(qtbot, win, "sam")
     checker = (np.indices((128, 128)).sum(axis=0) % 2).astype(np.uint8)
     calls = []
@@ -124,7 +115,7 @@ def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, m
 
 def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_hdr, tmp_path):
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
+    mark_clicks(win, land_hdr)
     _run(qtbot, win, "sam")
     assert win.save_project(tmp_path / "p.hyperapp.json")
     km, res = _analyse(qtbot, win, "k-means", k="3")
@@ -164,7 +155,7 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
     # before any run: no histogram, no threshold line
     assert not win.results.hist_line.isVisible() and "no result" in win.results.hist.plotItem.titleLabel.text
     win.load_truth(land_hdr.with_name("land_truth.hdr"))
-    _mark(win, land_hdr)
+    mark_clicks(win, land_hdr)
     run = _run(qtbot, win, "rbfn")
     bar = win.view.colour_bar
     assert bar.isVisible()
@@ -238,7 +229,7 @@ def test_som_planes_and_errors_on_the_spectrum_docks_scale(qtbot, win, land_hdr)
 
 def test_marks_status_and_costs(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
-    _mark(win, land_hdr)
+    mark_clicks(win, land_hdr)
     # each click ringed at a fixed screen size in its class colour, visible at any zoom
     assert len(win.view.marks.data) == 5
     # the detector's status line belongs to the method it ran
