@@ -113,10 +113,7 @@ def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, de
                     model = load_model(s.model, n_bands=cube.bands, method=s.method)
                 targets = read_labels(s.targets, shape) if s.targets and model is None else None
                 background = read_labels(s.background, shape) if s.background and model is None else None
-                from hyperapp.signatures import signature_kwargs
-
-                sig = signature_kwargs(cube, s.target_spectra, s.spectra, s.undesired_spectra, s.undesired_names) \
-                    if model is None else {}
+                sig = s.library_kwargs(cube) if model is None else {}
                 res, _ = detect_to_folder(cube, s.method, targets, background, step_out, params=s.params,
                                           device=device, far=s.far, threshold=s.threshold, model=model,
                                           memory=memory, progress=sub, truth=truth_mask, **sig)

@@ -297,10 +297,7 @@ class CubePipeline:
                 kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
                           memory=self.memory, progress=self._progress, truth=truth)
                 if model is None:  # targets and undesired signatures from spectral libraries, where given
-                    from hyperapp.signatures import signature_kwargs
-
-                    kw.update(signature_kwargs(cube, s.target_spectra, s.spectra, s.undesired_spectra,
-                                               s.undesired_names))
+                    kw.update(s.library_kwargs(cube))
                 if image is None:  # not read ahead: the whole-file path, streamed when it must be
                     res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
                     item.results.append((s, folder, None, cube))
