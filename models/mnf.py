@@ -110,21 +110,25 @@ class MNF(Estimator):
         # signs fixed so each component's largest loading is positive (eigenvectors are unique up to sign)
         big = np.abs(V).argmax(axis=0)
         V = V * np.sign(V[big, np.arange(V.shape[1])])
-        nb = S.shape[0]
         k = int(self.n_components)
         if k < 0:
             raise InputError(f"n_components must be 0 (automatic) or more, got {self.n_components}")
         if k == 0:
             k = max(2, int(np.count_nonzero(lam - 1.0 >= float(self.snr_min))))
-        k = min(k, nb)
         xp = get_namespace(signal.cov)
         self.eigenvalues_ = lam
         self.mean_ = signal.mean
         self.noise_cov_ = noise.cov
         self.transform_full_ = Wn @ V  # (bands, bands): columns are the components
-        self.n_components_ = k
-        self.components_ = xp.asarray(self.transform_full_[:, :k].astype(np.float32))
         self.mean32_ = xp.asarray(to_host(signal.mean).astype(np.float32))
+        return self.keep(k)
+
+    def keep(self, k: int):
+        """Keep the leading ``k`` components (at most the bands) for :meth:`transform`; returns self."""
+        k = min(int(k), self.transform_full_.shape[1])
+        self.n_components_ = k
+        xp = get_namespace(self.mean32_)
+        self.components_ = xp.asarray(self.transform_full_[:, :k].astype(np.float32))
         return self
 
     def transform(self, X, n_components: int | None = None):
@@ -190,6 +194,18 @@ class _MixtureTuned(PixelDetector):
         else:
             self.undesired_source_ = "given" if U.shape[1] else "none"
         self.undesired_ = U.T
+        n_sig = D.shape[1] + (U.shape[1] if self.uses_undesired else 0)
+        if mnf.n_components_ <= n_sig:
+            # TCIMF solves with the (p + q) x (p + q) matrix MᵀΛ⁻¹M, singular when the kept components
+            # are fewer than the signatures: keep one more component than signatures (the eigenvalues
+            # past the SNR cut are still >= 1, so the extra components are noise-whitened, not empty)
+            if n_sig >= X.shape[2]:
+                raise InputError(f"{type(self).__name__} needs fewer signatures ({n_sig}: targets and "
+                                 f"undesired) than bands ({X.shape[2]})")
+            if int(self.n_components) and int(self.n_components) <= n_sig:
+                raise InputError(f"{type(self).__name__} with {n_sig} signatures (targets and undesired) "
+                                 f"needs more than {n_sig} MNF components, got {self.n_components}")
+            mnf.keep(n_sig + 1)
         k = mnf.n_components_
         A = mnf.transform_full_[:, :k]
         mu = np.asarray(to_host(mnf.mean_), np.float64)

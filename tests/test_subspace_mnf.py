@@ -163,6 +163,24 @@ def test_mttcimf_matches_tcimf_in_mnf_space():
     assert est.undesired_source_ == "given"
 
 
+def test_mttcimf_keeps_more_components_than_signatures(land_hdr):
+    """TCIMF in MNF space solves with MᵀΛ⁻¹M, singular when fewer components are kept than signatures:
+    the automatic choice keeps one more than the target plus ATGP's undesired, and a fixed count that is
+    too small is refused, so the scores stay abundances (not the thousands a singular solve gives)."""
+    from hyperapp.errors import InputError
+    from hyperapp.io import open_cube
+
+    cube = open_cube(land_hdr).good_bands()
+    X = cube.to_float32()
+    t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)
+    est = MTTCIMF(n_undesired=8).fit_signature(X, t)
+    assert MNF().fit(X).n_components_ <= 9 < est.mnf_.n_components_  # the SNR cut alone keeps too few
+    score = est.decision_function(X)
+    assert np.isfinite(score).all() and np.abs(score).max() < 10
+    with pytest.raises(InputError, match="MNF components"):
+        MTTCIMF(n_components=5, n_undesired=8).fit_signature(X, t)
+
+
 def test_mnf_analysis_writes_eigenvalues_and_component_images(land_hdr, tmp_path):
     from hyperapp.analyse import run_analysis, write_analysis
     from hyperapp.io import open_cube
