@@ -102,9 +102,10 @@ d = Path(sys.argv[1])
 rng = np.random.default_rng(0)
 X = rng.uniform(0.1, 0.9, (1024, 1024, 32)).astype(np.float32)
 hdr = write_envi_raw(d / "c", X, "bil")
-t = np.zeros((1024, 1024), bool); t[100:104, 100:104] = True
+t = np.zeros((1024, 1024), bool); t[100:104, 100:104] = True  # the clicks
+truth = np.zeros((1024, 1024), np.int8); truth[100:110, 100:110] = 1  # AUC over the pixels not clicked
 cube = open_cube(hdr)
-res = run_detection(cube, "ace", t, device="gpu", truth=t.astype(np.int8))
+res = run_detection(cube, "ace", t, device="gpu", truth=truth)
 print(json.dumps({"evaluate": res.report["seconds"]["evaluate"],
                   "special": "cupyx.scipy.special" in sys.modules}))
 """
