@@ -137,10 +137,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
             def pick(idx):
                 return rows_d[xp.asarray(np.searchsorted(need, idx))]
         with timer.stage("fit"):
-            from hyperapp.models.rbfn import click_groups
-
-            groups = click_groups(t_idx, (cube.rows, cube.cols)) if hasattr(est, "n_target_centres") else None
-            est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng, **({"groups": groups} if groups is not None else {}))
+            est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng)
     # ---------------------------------------------------------------- pass 2: scores
     if scores_file is not None:
         scores = np.memmap(scores_file, np.float32, "w+", shape=(cube.rows, cube.cols))

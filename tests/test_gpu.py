@@ -82,12 +82,12 @@ def test_rbfn_gpu_training_matches_cpu_training(cp):
 
 
 def test_rbfn_anomaly_input_matches_numpy(cp, monkeypatch):
-    """Issue 34: with the anomaly input counting, GPU training and scoring give the CPU's weights and
+    """With the anomaly input counting, GPU training and scoring give the CPU's weights and
     scores (the RX GEMM and kernels/whitened.cu's RX mode on the device). The fusion's weight is fixed
     here (it is computed on the host from what the device returns), so the term is always exercised."""
     import hyperapp.models.rbfn as rbfn
 
-    monkeypatch.setattr(rbfn, "_fuse", lambda nt, nb, at, ab: (1 / nb.std(), 0.5 / ab.std(), -nb.mean() / nb.std()))
+    monkeypatch.setattr(rbfn, "_fuse", lambda nb, at, ab: (1 / nb.std(), 0.5 / ab.std(), -nb.mean() / nb.std()))
     X, y = _data(80, 80, 64)
     a = RBFN()
     sa = a.fit(X, y).decision_function(X)
