@@ -259,9 +259,10 @@ def _rx_whitening(stats) -> np.ndarray:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         return np.asarray(to_host(stats.sqrt_inv_cov), np.float64)
-    import scipy.linalg
-
-    return scipy.linalg.solve_triangular(L, np.eye(cov.shape[0]), lower=True).T
+    # NumPy's solve, not scipy.linalg.solve_triangular: SciPy's wheel carries its own OpenBLAS, whose
+    # spinning threads then slow NumPy's next small LAPACK call (the whitening's eigh, 64 bands) from
+    # under a millisecond to 50 ms on a 16-core host
+    return np.linalg.solve(L, np.eye(cov.shape[0])).T
 
 
 #: the anomaly input counts where the median click lies above this share of the background's RX values,

@@ -115,9 +115,12 @@ print(json.dumps({"evaluate": res.report["seconds"]["evaluate"],
 def test_evaluate_on_the_gpu_has_no_first_use_import(tmp_path):
     """A fresh process: ``detect --truth``'s evaluation stays under 0.1 s (it paid 0.3-0.4 s importing
     cupyx.scipy.special through a scalar operator)."""
-    r = subprocess.run([sys.executable, "-c", EVALUATE_PROBE, str(tmp_path)], capture_output=True, text=True,
-                       env=cli_env(), cwd=OUTSIDE, timeout=300)
-    assert r.returncode == 0, r.stderr
+    # the first process fills the kernel cache where prepare-gpu has not run (a bare test machine); the
+    # second is the fresh process the figure is about
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", EVALUATE_PROBE, str(tmp_path)], capture_output=True, text=True,
+                           env=cli_env(), cwd=OUTSIDE, timeout=300)
+        assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert not got["special"]
     assert got["evaluate"] < 0.1, got
