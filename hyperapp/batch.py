@@ -235,21 +235,14 @@ class Manifest:
 
 
 def _train_models(job: Job, device: str) -> dict[str, object]:
-    """Steps with ``train``: fit once on that cube (on the step's bands) and return the models by step
-    name; :func:`_save_models` writes them where every cube then loads them."""
-    from hyperapp.detect import run_detection
-    from hyperapp.io import open_cube, read_labels
+    """Steps with ``train``: fit once on that cube (on the step's bands,
+    :func:`hyperapp.detect.train_on_scene`) and return the models by step name; :func:`_save_models`
+    writes them where every cube then loads them."""
+    from hyperapp.detect import train_on_scene
 
-    models = {}
-    for s in job.steps:
-        if s.kind == "detect" and s.train:
-            cube = open_cube(s.train, job.dataset).run_bands(s.all_bands, s.bands, "bands")
-            shape = (cube.rows, cube.cols)
-            res = run_detection(cube, s.method, read_labels(s.targets, shape),
-                                read_labels(s.background, shape) if s.background else None, params=s.params,
-                                device=device)
-            models[s.name] = res.model
-    return models
+    return {s.name: train_on_scene(s.train, s.method, s.targets, s.background, dataset=job.dataset, bands=s.bands,
+                                   all_bands=s.all_bands, params=s.params, device=device)
+            for s in job.steps if s.kind == "detect" and s.train}
 
 
 def _save_models(job: Job, models: dict, out: Path) -> list[dict]:

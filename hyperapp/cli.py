@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--hidden", help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
     det.add_argument("--save-model", help="save the trained model to this file (.npz)")
     det.add_argument("--model", help="score with a saved model instead of training")
-    det.add_argument("--train-from", help="FFBP: scene to train the window networks on")
-    det.add_argument("--train-truth", help="FFBP: truth mask of --train-from")
+    det.add_argument("--train-from", help="train on this scene instead (FFBP: the window networks), then score the cube")
+    det.add_argument("--train-truth", help="the targets of --train-from: a truth mask or clicks")
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10-20), as a band "
                                      "reduction chose them")
@@ -236,10 +236,18 @@ def cmd_detect(args) -> int:
         from hyperapp.io.model_files import load_model
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
-    if args.method == "ffbp":
-        from hyperapp.ffbp_training import prepare_ffbp
+    if args.train_from:
+        from hyperapp.detect import train_on_scene
 
-        model, params = prepare_ffbp(args, cube, model, params)
+        if not args.train_truth:
+            raise InputError("--train-from needs --train-truth (the training scene's targets: a truth mask or "
+                             "clicks)")
+        model = train_on_scene(args.train_from, args.method, args.train_truth, bands=args.bands,
+                               all_bands=args.all_bands, params=params, device=args.device,
+                               expected_bands=cube.bands, memory=memory)
+    elif args.method == "ffbp" and model is None and targets is None:
+        raise InputError("ffbp needs a model: --model FILE, --train-from SCENE --train-truth MASK, "
+                         "or --targets marking the targets of this scene")
     from hyperapp.io.masks import read_class_map
     from hyperapp.signatures import signature_kwargs
 

@@ -73,6 +73,17 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     return result
 
 
+def fit_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend,
+                 progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
+    """Pass 1 of :func:`run_streamed` alone: ``method`` fitted on ``cube`` from the label map ``y``, nothing
+    scored (:func:`hyperapp.detect.train_on_scene` on a scene larger than memory). Returns the model."""
+    est = _streaming_estimator(cube, method, params, None, None)
+    valid_map = np.ones((cube.rows, cube.cols), bool)
+    _fit_passes(est, cube, np.array(y, dtype=np.int8), valid_map, backend.xp, Timer(backend), progress, tile_bytes,
+                None, None)
+    return est
+
+
 def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, target_mean):
     """The model to fit (or the fitted ``model``); a method that needs the whole image (a window
     detector, a local one) or a library spectrum it cannot fit from sums is an :class:`InputError`."""

@@ -319,8 +319,6 @@ def load_job(path: str | Path) -> Job:
         if s.train:
             if not s.targets:
                 raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
-            if s.model:
-                raise _err(p, f"{key}.train", "give train (a cube to train on) or model (a saved model), not both")
         steps.append(s)
     names = [s.name.casefold() for s in steps]
     if len(set(names)) != len(names):
