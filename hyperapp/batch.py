@@ -305,10 +305,10 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             memory: float | None = None, console=None) -> int:
     """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hyperapp import options
     from hyperapp.io.atomic import ensure_dir
+    from hyperapp.progress import ProgressDisplay
 
     workers = options.workers(workers, "--workers")
     memory = options.memory(memory, "--memory") if memory is not None else None
@@ -341,8 +341,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     rows: dict[str, dict] = {}
     pipe = None
     futs: list = []
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=False, disable=not todo)
+    bars = ProgressDisplay(max(len(todo), 1), console, counted=True, enabled=bool(todo))
     flushed = [time.monotonic()]
 
     def finished(row: dict) -> None:
@@ -360,7 +359,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     t_start = time.perf_counter()
     try:
         with bars:
-            overall = bars.add_task(f"{len(todo)} cube(s)", total=max(len(todo), 1))
+            bars.show(0, f"{len(todo)} cube(s)")
             if (scheduler or workers > 0) and todo:
                 from distributed import Client
                 from distributed import as_completed as dask_completed
@@ -380,8 +379,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 done_iter = (f.result() for f in futs)  # they finish in this order
             for row in done_iter:
                 finished(row)
-                bars.update(overall, advance=1, description=f"{job.folder_of(row['cube'])} "
-                            + ("failed" if row["error"] else "done"))
+                bars.show(len(rows), f"{job.folder_of(row['cube'])} " + ("failed" if row["error"] else "done"))
     finally:
         if pipe is not None:
             pipe.close()  # the cube being computed stops at its next check; the one being written finishes

@@ -213,7 +213,7 @@ def cmd_detect(args) -> int:
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
     from hyperapp.io.masks import need_file
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
@@ -254,11 +254,11 @@ def cmd_detect(args) -> int:
     sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
                            st.get("undesired_names"),
                            read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
-    progress = text_progress()
-    result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
-                                     device=args.device, truth=truth, far=st.get("far"),
-                                     threshold=st.get("threshold"), model=model, memory=memory, progress=progress,
-                                     mnf=st.get("mnf"), **sig)
+    with ProgressDisplay() as shown:
+        result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
+                                         device=args.device, truth=truth, far=st.get("far"),
+                                         threshold=st.get("threshold"), model=model, memory=memory,
+                                         progress=shown.progress(), mnf=st.get("mnf"), **sig)
     if args.save_model:
         from hyperapp.io.model_files import save_model
 
@@ -286,7 +286,7 @@ def _open(args):
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.io.masks import class_names_of, read_class_map
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "analyse")
     cube = _open(args)
@@ -295,8 +295,9 @@ def cmd_analyse(args) -> int:
     objects = read_class_map(args.objects, shape) > 0 if args.objects else None
     sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
-    result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
-                          class_names=names, progress=text_progress())
+    with ProgressDisplay() as shown:
+        result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
+                              class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report
     res = rep["results"]
@@ -348,13 +349,14 @@ def cmd_bench(args) -> int:
 def cmd_prepare_gpu(args) -> int:
     from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.gpu_prepare import cache_dir, prepare_gpu
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     if not gpu_available():
         print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")
         return 0
     lines: list[str] = []
-    summary = prepare_gpu(args.cubes, progress=text_progress(), report=lines.append)
+    with ProgressDisplay() as shown:
+        summary = prepare_gpu(args.cubes, progress=shown.progress(), report=lines.append)
     for line in lines:
         print(f"  {line}")
     n_failed = len(summary["failed"])
