@@ -140,7 +140,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
         atomic_write_text(p, objects_csv(result.objects_at(t)))
         return p
     if kind == "boxes":
-        from hyperapp.models.boxes import boxes_csv, boxes_geojson
+        from hyperapp.io.objects import boxes_csv, boxes_geojson
 
         if not result.boxes:
             raise InputError("no boxes to export: run the FFBP detector first")

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.bench import Measurement, bench_case
-from hyperapp.bench import files as F
+from hyperapp.bench import whole_path as F
 
 CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 16, (2048, 2048, 128)
 #: the threads reading the files in parallel for the page-cache floor
@@ -68,7 +68,7 @@ def parallel_read_s(paths: list[Path], threads: int = READ_THREADS, repeats: int
 
 
 class GpuBusy(F.GpuBusy):
-    """:class:`hyperapp.bench.files.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
+    """:class:`hyperapp.bench.whole_path.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
     utilisation sampled every 100 ms; ``source`` says which."""
 
     def __enter__(self):
