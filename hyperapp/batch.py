@@ -1,7 +1,7 @@
 """``hyperapp --headless run JOB``: a job's steps over many cubes, resumable, on one machine or a cluster.
 
-Each cube is one task (:func:`process_cube`): open it, run every step through the one detection or
-analysis path, write each step's outputs all or nothing. A broken cube fails alone; its error is one
+Each cube is one task (:class:`hyperapp.pipeline.CubePipeline`): open it, run every step through the one
+detection or analysis path, write each step's outputs all or nothing. A broken cube fails alone; its error is one
 line in the summary and the log. Tasks run
 
 - in this process on two threads (the default), so reading the next cube overlaps the work on the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.errors import HyperappError, InputError
-from hyperapp.jobfile import Job, Step
+from hyperapp.jobfile import Job
 from hyperapp.pipeline import CubePipeline
 
 MANIFEST = "manifest.json"
@@ -73,67 +73,6 @@ def step_folder(cube_out: Path, step_name: str) -> Path:
     if folder.resolve().parent != cube_out.resolve():
         raise InputError(f"step name {step_name!r} leads outside the cube's output folder")
     return folder
-
-
-def process_cube(path: str, steps: list[dict], out: str, dataset: str | None, device: str, memory: float | None,
-                 progress=None, folder: str | None = None, truth: str | None = None) -> dict:
-    """Every step on one cube; returns its summary row (an ``error`` line instead of raising).
-
-    ``folder`` names the cube's output subfolder of ``out`` (default: its file name's stem). ``truth``:
-    the cube's truth mask (its detections' reports then carry AUC and Pd). The row's ``detections``
-    holds each detect step's count by step name. A cancelled ``progress`` (SIGTERM, Ctrl-C) stops the
-    cube at its next progress call and raises.
-    """
-    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
-    from hyperapp.detect import detect_to_folder
-    from hyperapp.errors import Cancelled
-    from hyperapp.io import open_cube, read_labels
-    from hyperapp.io.masks import read_class_map
-    from hyperapp.progress import NULL_PROGRESS
-
-    t0 = time.perf_counter()
-    row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None}
-    prog = progress or NULL_PROGRESS
-    try:
-        raw = open_cube(path, dataset)
-        truth_mask = read_labels(truth, (raw.rows, raw.cols)) if truth else None
-        n = len(steps)
-        cube_out = cube_folder(out, path, folder)
-        for i, d in enumerate(steps):
-            s = Step(**d)
-            cube = raw.run_bands(s.all_bands, s.bands, "bands")
-            shape = (cube.rows, cube.cols)
-            step_out = step_folder(cube_out, s.name)
-            sub = prog.sub(i / n, (i + 1) / n)
-            if s.kind == "detect":
-                model = None
-                if s.model:
-                    from hyperapp.io.model_files import load_model
-
-                    model = load_model(s.model, n_bands=cube.bands, method=s.method)
-                targets = read_labels(s.targets, shape) if s.targets and model is None else None
-                background = read_labels(s.background, shape) if s.background and model is None else None
-                sig = s.library_kwargs(cube) if model is None else {}
-                res, _ = detect_to_folder(cube, s.method, targets, background, step_out, params=s.params,
-                                          device=device, far=s.far, threshold=s.threshold, model=model,
-                                          memory=memory, progress=sub, truth=truth_mask, **sig)
-                row["detections"] = {**(row["detections"] or {}), s.name: int(res.report["detections"])}
-            else:
-                roi = read_class_map(s.roi, shape) if s.roi else None
-                kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
-                sel = Selection(kind, s.sample or DEFAULT_SAMPLE, s.seed, s.roi_class)
-                res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=device, progress=sub)
-                write_analysis(res, step_out, cube)
-            row["outputs"].append(str(step_out))
-            row["steps"][s.name] = str(step_out)
-    except Cancelled:
-        raise
-    except HyperappError as exc:
-        row["error"] = str(exc)
-    except Exception as exc:  # noqa: BLE001  (one broken cube fails alone, with one line)
-        row["error"] = f"internal error: {exc.__class__.__name__}: {exc}"
-    row["seconds"] = round(time.perf_counter() - t0, 3)
-    return row
 
 
 def detections_text(detections) -> str:
@@ -235,25 +174,19 @@ class Manifest:
 
 
 def _train_models(job: Job, device: str) -> dict[str, object]:
-    """Steps with ``train``: fit once on that cube (on the step's bands) and return the models by step
-    name; :func:`_save_models` writes them where every cube then loads them."""
-    from hyperapp.detect import run_detection
-    from hyperapp.io import open_cube, read_labels
+    """Steps with ``train``: fit once on that cube (on the step's bands,
+    :func:`hyperapp.detect.train_on_scene`) and return the models by step name; :func:`_save_models`
+    writes them where every cube then loads them."""
+    from hyperapp.detect import train_on_scene
 
-    models = {}
-    for s in job.steps:
-        if s.kind == "detect" and s.train:
-            cube = open_cube(s.train, job.dataset).run_bands(s.all_bands, s.bands, "bands")
-            shape = (cube.rows, cube.cols)
-            res = run_detection(cube, s.method, read_labels(s.targets, shape),
-                                read_labels(s.background, shape) if s.background else None, params=s.params,
-                                device=device)
-            models[s.name] = res.model
-    return models
+    return {s.name: train_on_scene(s.train, s.method, s.targets, s.background, dataset=job.dataset, bands=s.bands,
+                                   all_bands=s.all_bands, params=s.params, device=device)
+            for s in job.steps if s.kind == "detect" and s.train}
 
 
 def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
-    """The steps as :func:`process_cube` takes them, the trained ones pointing at their saved model."""
+    """The steps as :class:`hyperapp.pipeline.CubePipeline` takes them, the trained ones pointing at their
+    saved model."""
     from hyperapp.io.model_files import save_model
 
     steps = []
@@ -312,10 +245,10 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             memory: float | None = None, console=None) -> int:
     """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hyperapp import options
     from hyperapp.io.atomic import ensure_dir
+    from hyperapp.progress import ProgressDisplay
 
     workers = options.workers(workers, "--workers")
     memory = options.memory(memory, "--memory") if memory is not None else None
@@ -348,8 +281,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     rows: dict[str, dict] = {}
     pipe = None
     futs: list = []
-    bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=False, disable=not todo)
+    bars = ProgressDisplay(max(len(todo), 1), console, counted=True, enabled=bool(todo))
     flushed = [time.monotonic()]
 
     def finished(row: dict) -> None:
@@ -367,7 +299,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     t_start = time.perf_counter()
     try:
         with bars:
-            overall = bars.add_task(f"{len(todo)} cube(s)", total=max(len(todo), 1))
+            bars.show(0, f"{len(todo)} cube(s)")
             if (scheduler or workers > 0) and todo:
                 from distributed import Client
                 from distributed import as_completed as dask_completed
@@ -387,8 +319,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 done_iter = (f.result() for f in futs)  # they finish in this order
             for row in done_iter:
                 finished(row)
-                bars.update(overall, advance=1, description=f"{job.folder_of(row['cube'])} "
-                            + ("failed" if row["error"] else "done"))
+                bars.show(len(rows), f"{job.folder_of(row['cube'])} " + ("failed" if row["error"] else "done"))
     finally:
         if pipe is not None:
             pipe.close()  # the cube being computed stops at its next check; the one being written finishes

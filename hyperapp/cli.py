@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--hidden", help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
     det.add_argument("--save-model", help="save the trained model to this file (.npz)")
     det.add_argument("--model", help="score with a saved model instead of training")
-    det.add_argument("--train-from", help="FFBP: scene to train the window networks on")
-    det.add_argument("--train-truth", help="FFBP: truth mask of --train-from")
+    det.add_argument("--train-from", help="train on this scene instead (FFBP: the window networks), then score the cube")
+    det.add_argument("--train-truth", help="the targets of --train-from: a truth mask or clicks")
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10-20), as a band "
                                      "reduction chose them")
@@ -213,7 +213,7 @@ def cmd_detect(args) -> int:
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
     from hyperapp.io.masks import need_file
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
@@ -236,21 +236,29 @@ def cmd_detect(args) -> int:
         from hyperapp.io.model_files import load_model
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
-    if args.method == "ffbp":
-        from hyperapp.ffbp_training import prepare_ffbp
+    if args.train_from:
+        from hyperapp.detect import train_on_scene
 
-        model, params = prepare_ffbp(args, cube, model, params)
+        if not args.train_truth:
+            raise InputError("--train-from needs --train-truth (the training scene's targets: a truth mask or "
+                             "clicks)")
+        model = train_on_scene(args.train_from, args.method, args.train_truth, bands=args.bands,
+                               all_bands=args.all_bands, params=params, device=args.device,
+                               expected_bands=cube.bands, memory=memory)
+    elif args.method == "ffbp" and model is None and targets is None:
+        raise InputError("ffbp needs a model: --model FILE, --train-from SCENE --train-truth MASK, "
+                         "or --targets marking the targets of this scene")
     from hyperapp.io.masks import read_class_map
     from hyperapp.signatures import signature_kwargs
 
     sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
                            st.get("undesired_names"),
                            read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
-    progress = text_progress()
-    result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
-                                     device=args.device, truth=truth, far=st.get("far"),
-                                     threshold=st.get("threshold"), model=model, memory=memory, progress=progress,
-                                     mnf=st.get("mnf"), **sig)
+    with ProgressDisplay() as shown:
+        result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
+                                         device=args.device, truth=truth, far=st.get("far"),
+                                         threshold=st.get("threshold"), model=model, memory=memory,
+                                         progress=shown.progress(), mnf=st.get("mnf"), **sig)
     if args.save_model:
         from hyperapp.io.model_files import save_model
 
@@ -278,7 +286,7 @@ def _open(args):
 def cmd_analyse(args) -> int:
     from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
     from hyperapp.io.masks import class_names_of, read_class_map
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "analyse")
     cube = _open(args)
@@ -287,8 +295,9 @@ def cmd_analyse(args) -> int:
     objects = read_class_map(args.objects, shape) > 0 if args.objects else None
     sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
-    result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
-                          class_names=names, progress=text_progress())
+    with ProgressDisplay() as shown:
+        result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
+                              class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report
     res = rep["results"]
@@ -340,13 +349,14 @@ def cmd_bench(args) -> int:
 def cmd_prepare_gpu(args) -> int:
     from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.gpu_prepare import cache_dir, prepare_gpu
-    from hyperapp.progress import text_progress
+    from hyperapp.progress import ProgressDisplay
 
     if not gpu_available():
         print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")
         return 0
     lines: list[str] = []
-    summary = prepare_gpu(args.cubes, progress=text_progress(), report=lines.append)
+    with ProgressDisplay() as shown:
+        summary = prepare_gpu(args.cubes, progress=shown.progress(), report=lines.append)
     for line in lines:
         print(f"  {line}")
     n_failed = len(summary["failed"])

@@ -140,7 +140,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
         atomic_write_text(p, objects_csv(result.objects_at(t)))
         return p
     if kind == "boxes":
-        from hyperapp.models.boxes import boxes_csv, boxes_geojson
+        from hyperapp.io.objects import boxes_csv, boxes_geojson
 
         if not result.boxes:
             raise InputError("no boxes to export: run the FFBP detector first")
@@ -241,6 +241,11 @@ def run_detection(
     the GPU backend). No-data pixels (NaN, or the cube's no-data value) are left out of every fit and
     statistic and get a NaN score, never a detection.
 
+    The stages, in order: check the inputs (:func:`_check_inputs`), load the pixels and find the no-data
+    ones (:func:`_load_labelled`), build and fit the model (:func:`_estimator`, :func:`_fit`), score every
+    pixel (:func:`_score`), threshold, label objects and evaluate (:func:`finish_detection`), then complete
+    the report (:func:`_complete_result`).
+
     Parameters
     ----------
     cube : Cube
@@ -277,6 +282,124 @@ def run_detection(
     m = get_method(method)
     backend = get_backend(device)
     timer = Timer(backend)
+    y, target_spectra, undesired_spectra = _check_inputs(m, cube, targets, background, truth=truth, far=far,
+                                                         threshold=threshold, model=model, mnf=mnf,
+                                                         target_spectra=target_spectra,
+                                                         undesired_spectra=undesired_spectra)
+    t0 = time.perf_counter()
+    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
+        return _run_streamed(cube, m, y, backend, params=params, truth=truth, far=far, threshold=threshold,
+                             model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
+                             undesired_spectra=undesired_spectra, signature_info=signature_info)
+    px = _load_labelled(cube, y, backend, timer, image, progress)
+    est, params = _estimator(m, model, params, target_spectra, mnf, px, timer)
+    if model is None:
+        est = _fit(m, est, px, params, target_spectra, undesired_spectra, timer, progress.sub(0.45, 0.7))
+    progress(0.7, "scoring")
+    # a window detector trained from this scene's clicks saw a handful of pixels: the boxes say where to
+    # look, and an RBFN from the same clicks scores the pixels inside them (:func:`refine_in_boxes`), so
+    # the false-alarm rate sets the mask as for every pixel detector
+    refine = m.kind == "window" and px.n_targets > 0 and (model is None or bool(getattr(est, "refine", False)))
+    scores_dev, maps_dev, boxes, rbfn_dev = _score(est, px, refine, timer)
+    if m.kind == "window" and not refine and threshold is None:
+        threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
+    report = run_report(method, params, backend, cube, False, px.n_targets, px.n_background, px.n_nodata)
+    result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, far=far,
+                              threshold=threshold, progress=progress)
+    if rbfn_dev is not None:
+        boxes = _cascade_boxes(boxes, result, rbfn_dev, px.y_dev, far, threshold)
+    result.model, result.boxes = est, boxes
+    _complete_result(result, est, px, maps_dev, timer, mnf=mnf, target_spectra=target_spectra,
+                     undesired_spectra=undesired_spectra, signature_info=signature_info)
+    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return result
+
+
+def train_on_scene(scene: str | Path, method: str, targets: str | Path, background: str | Path | None = None, *,
+                   dataset: str | None = None, bands=None, all_bands: bool = False, params: dict | None = None,
+                   device: str = "auto", expected_bands: int | None = None, memory: float | None = None,
+                   progress: Progress = NULL_PROGRESS):
+    """``method`` fitted on another scene, to score other cubes with: the one meaning of "train on another
+    scene" (the CLI's ``--train-from``, a job step's ``train``).
+
+    The scene is opened as a run opens its cube (less the header's bad bands unless ``all_bands``, on
+    ``bands``), its marked pixels read, and the model fitted as :func:`run_detection` fits it (streamed
+    for a pixel detector when the scene exceeds the memory budget); nothing is scored.
+
+    Parameters
+    ----------
+    scene : path
+        The training scene.
+    method : str
+        A name from :data:`hyperapp.models.registry.METHODS`.
+    targets, background : path
+        The scene's marked pixels (a mask or ``row,col`` clicks; for FFBP, the truth mask its window
+        networks learn from) and, optionally, background clicks.
+    dataset : str, optional
+        The HDF5 dataset or MATLAB variable of ``scene``.
+    bands, all_bands :
+        Which bands train (:meth:`hyperapp.cube.Cube.run_bands`): those of the cubes the model scores.
+    params : dict, optional
+        Method options.
+    device : str
+        Where to fit (``auto``, ``cpu``, ``gpu``).
+    expected_bands : int, optional
+        The band count of the cube the model will score: a scene with another count is an
+        :class:`InputError` naming it.
+    memory : float, optional
+        Host memory budget in GB (:func:`memory_budget`).
+    progress : Progress
+
+    Returns
+    -------
+    The fitted model.
+    """
+    from hyperapp.io import open_cube, read_labels
+
+    cube = open_cube(scene, dataset).run_bands(all_bands, bands)
+    if expected_bands is not None and cube.bands != expected_bands:
+        raise InputError(f"the training scene has {cube.bands} bands, the cube has {expected_bands}", scene)
+    shape = (cube.rows, cube.cols)
+    m = get_method(method)
+    backend = get_backend(device)
+    y, _, _ = _check_inputs(m, cube, read_labels(targets, shape), read_labels(background, shape) if background else None,
+                            truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
+                            undesired_spectra=None)
+    if m.kind == "pixel" and needs_streaming(cube, backend, memory):
+        from hyperapp.detect_stream import fit_streamed
+
+        return fit_streamed(cube, method, y, params=params, backend=backend, progress=progress)
+    timer = Timer(backend)
+    px = _load_labelled(cube, y, backend, timer, None, progress)
+    est, params = _estimator(m, None, params, None, None, px, timer)
+    est = _fit(m, est, px, params, None, None, timer, progress.sub(0.45, 1.0))
+    progress(1.0, "trained")
+    return est
+
+
+@dataclass
+class _Pixels:
+    """The cube's pixels on the device and their labels, as the fit and the scoring take them."""
+
+    #: (rows, cols, bands) on the backend; no-data pixels NaN (a window detector's: the mean of the rest)
+    X: object
+    #: host int8 labels (1 target, 0 background, -1 unlabelled, -2 no data)
+    y: np.ndarray
+    #: the labels on the device: every later count and mask uses them
+    y_dev: object
+    #: (rows, cols) bool on the device of the pixels with data; None when every pixel has data
+    valid: object
+    n_nodata: int
+    n_targets: int
+    n_background: int
+
+
+def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
+                  undesired_spectra):
+    """Check the run's inputs against the method and the cube before any pixel is read; returns the label
+    map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays."""
+    method = m.name
     shape = (cube.rows, cube.cols)
     if target_spectra is not None:
         target_spectra = np.atleast_2d(np.asarray(target_spectra, np.float64))
@@ -301,23 +424,34 @@ def run_detection(
         raise InputError("give either a false-alarm rate or a threshold, not both")
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
-    t0 = time.perf_counter()
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
-    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
-        from hyperapp.detect_stream import run_streamed
+    return y, target_spectra, undesired_spectra
 
-        if target_spectra is not None and target_spectra.shape[0] > 1:
-            raise InputError(f"{method} with several target spectra needs the cube in memory, and it exceeds the "
-                             "memory budget: pick one (--spectra NAME), raise --memory, or crop the cube", cube.path)
-        result = run_streamed(cube, method, y, params=params, backend=backend, truth=truth, far=far,
-                              threshold=threshold, model=model, progress=progress, scores_file=scores_file,
-                              target_mean=None if target_spectra is None else target_spectra[0],
-                              undesired=undesired_spectra)
-        if signature_info:
-            result.report["signatures"] = dict(signature_info)
-        return result
+
+def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
+                  target_spectra, undesired_spectra, signature_info) -> DetectionResult:
+    """The run of a cube larger than the memory budget: :func:`hyperapp.detect_stream.run_streamed`."""
+    from hyperapp.detect_stream import run_streamed
+
+    if target_spectra is not None and target_spectra.shape[0] > 1:
+        raise InputError(f"{m.name} with several target spectra needs the cube in memory, and it exceeds the "
+                         "memory budget: pick one (--spectra NAME), raise --memory, or crop the cube", cube.path)
+    result = run_streamed(cube, m.name, y, params=params, backend=backend, truth=truth, far=far,
+                          threshold=threshold, model=model, progress=progress, scores_file=scores_file,
+                          target_mean=None if target_spectra is None else target_spectra[0],
+                          undesired=undesired_spectra)
+    if signature_info:
+        result.report["signatures"] = dict(signature_info)
+    return result
+
+
+def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
+    """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
+    no data in ``y``) and count the marks."""
+    from hyperapp.stream import finite_pixels
+
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
     if X.shape[2] != cube.bands:
@@ -325,8 +459,6 @@ def run_detection(
     progress(0.45, "training")
     xp = backend.xp
     with timer.stage("no-data"):
-        from hyperapp.stream import finite_pixels
-
         # one bandwidth-bound sum answers the common case (every value finite: the sum is finite);
         # only a cube with no-data pixels pays for the per-pixel test
         if bool(xp.isfinite(X.sum(dtype=xp.float64))):
@@ -336,16 +468,23 @@ def run_detection(
             n_nodata = int(valid.size - int(valid.sum()))
         if n_nodata:
             valid_h = to_host(valid)
-            if (targets & ~valid_h).any():
+            if ((y == TARGET) & ~valid_h).any():
                 raise InputError("a marked target pixel has no data (NaN or the no-data value)", cube.path)
             if n_nodata == valid.size:
                 raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
             y[~valid_h] = NODATA
-    y_dev = xp.asarray(y)  # the labels go to the device once; every later count and mask uses them
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
-    n_targets = int(np.count_nonzero(marks == TARGET))
-    n_background = int(np.count_nonzero(marks == BACKGROUND))
+    return _Pixels(X, y, xp.asarray(y), valid, n_nodata, int(np.count_nonzero(marks == TARGET)),
+                   int(np.count_nonzero(marks == BACKGROUND)))
+
+
+def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer):
+    """The estimator to fit (built from ``params``, a library's defaults under them) or the given
+    ``model`` on the run's backend, wrapped in MNF space for ``mnf``; returns it and the params used.
+    A window detector needs the image's geometry: its no-data pixels take the mean of the pixels with
+    data (their scores are dropped after scoring)."""
+    xp = get_namespace(px.X)
     if model is None and target_spectra is not None and m.library_params:
         params = {**m.library_params, **(params or {})}
     est = fitted_on(model, xp) if model is not None else m.build(**(params or {}))
@@ -353,80 +492,88 @@ def run_detection(
         from hyperapp.models.mnf import InMNF
 
         est = InMNF(est, int(mnf))
-    kind = getattr(est, "stream_stats", None)
-    if n_nodata and (m.kind != "pixel" or kind is None):
-        # window and local-window methods need the image's geometry: no-data pixels take the mean of
-        # the pixels with data, and their scores are dropped below
+    if px.n_nodata and (m.kind != "pixel" or getattr(est, "stream_stats", None) is None):
         with timer.stage("no-data"):
-            fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
-            X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
-    if model is None and (target_spectra is not None or undesired_spectra is not None):
-        with timer.stage("fit"):
-            y_fit = y if getattr(est, "labels_on_host", False) else y_dev
+            X = px.X
+            fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(px.valid.reshape(-1))].mean(axis=0)
+            px.X = xp.where(px.valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
+    return est, params
+
+
+def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, progress: Progress):
+    """Fit ``est`` on the loaded pixels: from target and undesired spectra (:func:`fit_signatures`) or from
+    the marks; a statistics-based pixel detector over the pixels with data only. Returns the fitted model."""
+    xp = get_namespace(px.X)
+    X = px.X
+    kind = getattr(est, "stream_stats", None)
+    # statistics over the pixels with data only
+    keep = xp.flatnonzero(px.valid.reshape(-1)) if px.n_nodata and kind in ("background", "correlation", "none") \
+        else None
+    with timer.stage("fit"):
+        if target_spectra is not None or undesired_spectra is not None:
+            y_fit = px.y if getattr(est, "labels_on_host", False) else px.y_dev
             X_fit = X
-            if n_nodata and kind in ("background", "correlation", "none"):
-                keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
-                X_fit = X.reshape(-1, X.shape[2])[keep]
-                y_fit = y_dev.reshape(-1)[keep]
-            est = fit_signatures(m, params, est, X_fit, y_fit, target_spectra, undesired_spectra, n_targets,
-                                 progress.sub(0.45, 0.7))
-    elif model is None:
-        with timer.stage("fit"):
-            fit_kwargs = {"progress": progress.sub(0.45, 0.7)} if getattr(est, "accepts_progress", False) else {}
-            if getattr(est, "accepts_check_input", False):
-                fit_kwargs["check_input"] = False  # the no-data stage above has just tested every value
-            if n_nodata and m.kind == "pixel" and kind in ("background", "correlation", "none"):
-                keep = xp.flatnonzero(valid.reshape(-1))  # statistics over the pixels with data only
-                est.fit(X.reshape(-1, X.shape[2])[keep], y_dev.reshape(-1)[keep], **fit_kwargs)
-            else:
-                # a model that sorts the labels on the host (it names the pixels it samples) takes the
-                # host copy: the device copy would only travel back
-                est.fit(X, y if getattr(est, "labels_on_host", False) else y_dev, **fit_kwargs)
-    progress(0.7, "scoring")
-    boxes: list[dict] = []
+            if keep is not None:
+                X_fit, y_fit = X.reshape(-1, X.shape[2])[keep], px.y_dev.reshape(-1)[keep]
+            return fit_signatures(m, params, est, X_fit, y_fit, target_spectra, undesired_spectra, px.n_targets,
+                                  progress)
+        fit_kwargs = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
+        if getattr(est, "accepts_check_input", False):
+            fit_kwargs["check_input"] = False  # the no-data stage has just tested every value
+        if keep is not None and m.kind == "pixel":
+            est.fit(X.reshape(-1, X.shape[2])[keep], px.y_dev.reshape(-1)[keep], **fit_kwargs)
+        else:
+            # a model that sorts the labels on the host (it names the pixels it samples) takes the
+            # host copy: the device copy would only travel back
+            est.fit(X, px.y if getattr(est, "labels_on_host", False) else px.y_dev, **fit_kwargs)
+    return est
+
+
+def _score(est, px: _Pixels, refine: bool, timer):
+    """Score every pixel (no-data pixels NaN). Returns the scores, further maps (MTMF's infeasibility),
+    a window detector's boxes and, with ``refine``, the RBFN's own scores of the cascade (else None)."""
+    xp = get_namespace(px.X)
     maps_dev: dict = {}
     with timer.stage("score"):
         if hasattr(est, "score_maps"):
-            scores_dev, maps_dev = est.score_maps(X)
+            scores_dev, maps_dev = est.score_maps(px.X)
         else:
-            scores_dev = est.decision_function(X)
-    refined = False
-    if m.kind == "window":
-        boxes = list(est.boxes_)
-        clicked = n_targets > 0
-        # trained from this scene's clicks, the windows' networks saw a handful of pixels: the boxes say
-        # where to look, and an RBFN from the same clicks scores the pixels inside them, so the
-        # false-alarm rate sets the mask as for every pixel detector
-        refine = bool(getattr(est, "refine", False)) or (model is None and clicked)
-        if refine and clicked:
-            with timer.stage("refine"):
-                scores_dev, rbfn_dev = refine_in_boxes(X, y_dev, scores_dev > 0, xp)
-            refined = True
-        elif threshold is None:
-            threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
-    if n_nodata:
-        scores_dev = xp.where(valid, scores_dev, xp.float32(np.nan)).astype(scores_dev.dtype)
-    report = run_report(method, params, backend, cube, False, n_targets, n_background, n_nodata)
-    result = finish_detection(method, scores_dev, y_dev, report, timer, truth=truth, far=far,
-                              threshold=threshold, progress=progress)
-    if refined:
-        # the RBFN's own default mask, as its run would draw it: its objects that no box touches
-        # become boxes, so the cascade finds at least what the RBFN alone finds
-        yf = y_dev.reshape(-1)
-        keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-        t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far,
-                               separate_targets=True)[0] if threshold is None else threshold
-        rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
-        boxes = add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
-    result.model, result.boxes = est, boxes
+            scores_dev = est.decision_function(px.X)
+    boxes = list(getattr(est, "boxes_", []))
+    rbfn_dev = None
+    if refine:
+        with timer.stage("refine"):
+            scores_dev, rbfn_dev = refine_in_boxes(px.X, px.y_dev, scores_dev > 0, xp)
+    if px.n_nodata:
+        scores_dev = xp.where(px.valid, scores_dev, xp.float32(np.nan)).astype(scores_dev.dtype)
+    return scores_dev, maps_dev, boxes, rbfn_dev
+
+
+def _cascade_boxes(boxes: list[dict], result: DetectionResult, rbfn_dev, y_dev, far, threshold) -> list[dict]:
+    """The cascade's boxes: the RBFN's own default mask, as its run would draw it, adds a box for each of
+    its objects that no box touches, so the cascade finds at least what the RBFN alone finds."""
+    xp = get_namespace(rbfn_dev)
+    yf = y_dev.reshape(-1)
+    keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
+    t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far,
+                           separate_targets=True)[0] if threshold is None else threshold
+    rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
+    return add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
+
+
+def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, timer, *, mnf, target_spectra,
+                     undesired_spectra, signature_info) -> None:
+    """The rest of the report (MNF components, where the signatures came from, the boxes, the stage
+    times) and the further maps' host copies."""
+    xp = get_namespace(px.X)
     if mnf is not None:
         first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
         result.report["mnf_components"] = int(first.mnf_.n_components_)
     if maps_dev:
         with timer.stage("copy"):
             for k, v in maps_dev.items():
-                if n_nodata and v.dtype.kind == "f":
-                    v = xp.where(valid, v, xp.float32(np.nan))
+                if px.n_nodata and v.dtype.kind == "f":
+                    v = xp.where(px.valid, v, xp.float32(np.nan))
                 result.maps[k] = to_host(v)
     if signature_info or target_spectra is not None or undesired_spectra is not None:
         info = dict(signature_info or {})
@@ -437,13 +584,10 @@ def run_detection(
             info["undesired_source"] = src
             info["n_undesired_used"] = int(np.asarray(getattr(est, "undesired_", np.zeros((0, 1)))).shape[0])
         result.report["signatures"] = info
-    if boxes:
-        result.report["boxes"] = len(boxes)
+    if result.boxes:
+        result.report["boxes"] = len(result.boxes)
         result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
     result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
-    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
-    progress(1.0, "done")
-    return result
 
 
 def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS):

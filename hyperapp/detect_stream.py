@@ -41,13 +41,53 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
 
     ``scores_file``: pass 2 writes each tile's scores straight into this file (float32, row-major: an
     ENVI BSQ data file), which the result's ``scores`` then maps, instead of holding them in memory.
+
+    The stages: build the model and check it can stream (:func:`_streaming_estimator`), pass 1 fits it
+    (:func:`_fit_passes`; none with a fitted ``model``), pass 2 scores (:func:`_score_pass`), then
+    threshold, objects and evaluation (:func:`hyperapp.detect.finish_detection`).
     """
     from hyperapp.detect import finish_detection, run_report
 
-    m = get_method(method)
-    xp = backend.xp
     timer = Timer(backend)
     t0 = time.perf_counter()
+    est = _streaming_estimator(cube, method, params, model, target_mean)
+    y = np.array(y, dtype=np.int8)
+    n_targets = int(np.count_nonzero(y == TARGET))
+    # which pixels hold data: found by pass 1 when it fits, else by pass 2
+    valid_map = np.ones((cube.rows, cube.cols), bool)
+    if model is None:
+        _fit_passes(est, cube, y, valid_map, backend.xp, timer, progress, tile_bytes, target_mean, undesired)
+    scores = _score_pass(est, cube, valid_map if model is not None else None, backend.xp, timer, progress,
+                         tile_bytes, scores_file)
+    n_nodata = int(valid_map.size - valid_map.sum())
+    y[~valid_map] = NODATA
+    report = run_report(method, params, backend, cube, True, n_targets, int((y == 0).sum()), n_nodata)
+    # the 2-D maps are small: threshold, objects and evaluation run on the host
+    result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
+                              progress=progress)
+    result.model = est
+    result.scores = scores  # the file's map itself, so writing the outputs only adds its header
+    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
+    progress(1.0, "done")
+    return result
+
+
+def fit_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend,
+                 progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
+    """Pass 1 of :func:`run_streamed` alone: ``method`` fitted on ``cube`` from the label map ``y``, nothing
+    scored (:func:`hyperapp.detect.train_on_scene` on a scene larger than memory). Returns the model."""
+    est = _streaming_estimator(cube, method, params, None, None)
+    valid_map = np.ones((cube.rows, cube.cols), bool)
+    _fit_passes(est, cube, np.array(y, dtype=np.int8), valid_map, backend.xp, Timer(backend), progress, tile_bytes,
+                None, None)
+    return est
+
+
+def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, target_mean):
+    """The model to fit (or the fitted ``model``); a method that needs the whole image (a window
+    detector, a local one) or a library spectrum it cannot fit from sums is an :class:`InputError`."""
+    m = get_method(method)
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if m.kind != "pixel" or kind is None:
@@ -57,88 +97,109 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     if target_mean is not None and kind not in ("background", "correlation", "none"):
         raise InputError(f"{method} trained from a library spectrum needs the cube in memory, and it exceeds the "
                          "memory budget: raise --memory, or crop the cube", cube.path)
-    # the detectors that suppress undesired signatures take them (given, or none: OSP, TCIMF)
-    und = {"undesired": undesired} if getattr(est, "uses_undesired", False) else {}
-    y = np.array(y, dtype=np.int8)
+    return est
+
+
+def _fit_passes(est, cube: Cube, y: np.ndarray, valid_map: np.ndarray, xp, timer, progress: Progress,
+                tile_bytes, target_mean, undesired) -> None:
+    """Pass 1: fit ``est`` from sums over the pixels (:func:`_fit_from_sums`) or from the pixels its own
+    sampling names (:func:`_fit_from_sampled_pixels`); ``valid_map`` is filled with the pixels holding data."""
+    kind = est.stream_stats
+    if kind in ("background", "correlation", "none"):
+        # the detectors that suppress undesired signatures take them (given, or none: OSP, TCIMF)
+        und = {"undesired": undesired} if getattr(est, "uses_undesired", False) else {}
+        _fit_from_sums(est, kind, cube, y, valid_map, xp, timer, progress, tile_bytes, target_mean, und)
+    else:
+        _fit_from_sampled_pixels(est, cube, y, valid_map, xp, timer, progress, tile_bytes)
+
+
+def _fit_from_sums(est, kind: str, cube: Cube, y: np.ndarray, valid_map: np.ndarray, xp, timer,
+                   progress: Progress, tile_bytes, target_mean, und: dict) -> None:
+    """Pass 1 of a statistics-based detector: the background scatter (ACE, MF, RX) or the correlation
+    (CEM) summed over every pixel with data, and the target pixels; then the fit from the sums."""
     cols, nb = cube.cols, cube.bands
     tgt_flat = np.flatnonzero(y.reshape(-1) == TARGET)
-    n_nodata = 0
-    valid_map = np.ones((cube.rows, cube.cols), bool)
-    fitted = model is not None
-    # ---------------------------------------------------------------- pass 1: what the fit needs
-    if not fitted and kind in ("background", "correlation", "none"):
-        with timer.stage("pass 1: statistics"):
-            acc = shift = None
-            n_rows = 0
-            T_rows = []
-            for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
-                progress(0.45 * r1 / cube.rows, "pass 1: statistics")
-                P, valid = _flat_valid(tile)
-                vh = to_host(valid)
-                valid_map[r0:r1] = vh.reshape(r1 - r0, cols)
-                lo, hi = r0 * cols, r1 * cols
-                a, b = np.searchsorted(tgt_flat, [lo, hi])
-                if b > a:
-                    T_rows.append(P[xp.asarray(tgt_flat[a:b] - lo)].astype(xp.float64))
-                if kind == "none":
-                    continue
-                keep = xp.flatnonzero(valid)
-                Pv = P[keep] if int(keep.size) != P.shape[0] else P
-                if Pv.shape[0] == 0:
-                    continue
-                if shift is None:
-                    # both kinds sum about a rough mean, as the in-memory fits do (CEM's correlation is
-                    # moved back to zero at the end: correlation_from_sums)
-                    shift = BackgroundStats.shift_of(Pv)
-                    acc = ScatterSums(shift, nb, xp)  # the same blocks as one scatter over all rows
-                acc.add(Pv)
-                n_rows += int(Pv.shape[0])
-            n_nodata = int(valid_map.size - valid_map.sum())
-            _check_targets(y, valid_map, cube)
-            s, G = acc.result() if acc is not None else (None, None)
-            T = xp.concatenate(T_rows) if T_rows else None
-            t_mean = None if T is None or not T.shape[0] else T.mean(axis=0)
-            if target_mean is not None:  # a library's spectrum instead of the clicks' mean
-                t_mean = xp.asarray(target_mean, dtype=xp.float64)
-        with timer.stage("fit"):
-            if kind == "background":
-                if T is not None:
-                    # the background is every pixel with data but the clicks (as in memory)
-                    ts, tG = scatter(T.astype(shift.dtype), shift)
-                    s, G, n_rows = s - ts, G - tG, n_rows - int(T.shape[0])
-                if s is None:
-                    raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
-                est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
-            elif kind == "correlation":
-                est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean, **und)
-            else:
-                est.fit_from_stats(t_mean, **und)
-    elif not fitted:  # "sample": the pixels the model's own sampling names
-        if cube.nodata is not None or cube.store.dtype.kind == "f":
-            with timer.stage("pass 0: no data"):
-                for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
-                    progress(0.2 * r1 / cube.rows, "pass 0: finding pixels without data")
-                    valid_map[r0:r1] = to_host(finite_pixels(tile))
-            n_nodata = int(valid_map.size - valid_map.sum())
-            _check_targets(y, valid_map, cube)
-        y_fit = y.copy()
-        y_fit[~valid_map] = NODATA
-        with timer.stage("pass 1: training pixels"):
-            t_idx, s_idx, b_idx, rng = est.sample_indices(y_fit, (cube.rows, cube.cols))
-            need = np.unique(np.concatenate([t_idx, s_idx, b_idx]))
-            rows_of = np.empty((need.size, nb), np.float32)
-            for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
-                progress(0.2 + 0.25 * r1 / cube.rows, "pass 1: reading the training pixels")
-                a, b = np.searchsorted(need, [r0 * cols, r1 * cols])
-                if b > a:
-                    rows_of[a:b] = to_host(tile.reshape(-1, nb)[xp.asarray(need[a:b] - r0 * cols)])
-            rows_d = xp.asarray(rows_of)
+    with timer.stage("pass 1: statistics"):
+        acc = shift = None
+        n_rows = 0
+        T_rows = []
+        for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+            progress(0.45 * r1 / cube.rows, "pass 1: statistics")
+            P, valid = _flat_valid(tile)
+            vh = to_host(valid)
+            valid_map[r0:r1] = vh.reshape(r1 - r0, cols)
+            lo, hi = r0 * cols, r1 * cols
+            a, b = np.searchsorted(tgt_flat, [lo, hi])
+            if b > a:
+                T_rows.append(P[xp.asarray(tgt_flat[a:b] - lo)].astype(xp.float64))
+            if kind == "none":
+                continue
+            keep = xp.flatnonzero(valid)
+            Pv = P[keep] if int(keep.size) != P.shape[0] else P
+            if Pv.shape[0] == 0:
+                continue
+            if shift is None:
+                # both kinds sum about a rough mean, as the in-memory fits do (CEM's correlation is
+                # moved back to zero at the end: correlation_from_sums)
+                shift = BackgroundStats.shift_of(Pv)
+                acc = ScatterSums(shift, nb, xp)  # the same blocks as one scatter over all rows
+            acc.add(Pv)
+            n_rows += int(Pv.shape[0])
+        _check_targets(y, valid_map, cube)
+        s, G = acc.result() if acc is not None else (None, None)
+        T = xp.concatenate(T_rows) if T_rows else None
+        t_mean = None if T is None or not T.shape[0] else T.mean(axis=0)
+        if target_mean is not None:  # a library's spectrum instead of the clicks' mean
+            t_mean = xp.asarray(target_mean, dtype=xp.float64)
+    with timer.stage("fit"):
+        if kind == "background":
+            if T is not None:
+                # the background is every pixel with data but the clicks (as in memory)
+                ts, tG = scatter(T.astype(shift.dtype), shift)
+                s, G, n_rows = s - ts, G - tG, n_rows - int(T.shape[0])
+            if s is None:
+                raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
+            est.fit_from_stats(BackgroundStats.from_sums(s, G, n_rows, shift), t_mean)
+        elif kind == "correlation":
+            est.fit_from_stats(correlation_from_sums(s, G, n_rows, shift), n_rows, t_mean, **und)
+        else:
+            est.fit_from_stats(t_mean, **und)
 
-            def pick(idx):
-                return rows_d[xp.asarray(np.searchsorted(need, idx))]
-        with timer.stage("fit"):
-            est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng)
-    # ---------------------------------------------------------------- pass 2: scores
+
+def _fit_from_sampled_pixels(est, cube: Cube, y: np.ndarray, valid_map: np.ndarray, xp, timer,
+                             progress: Progress, tile_bytes) -> None:
+    """Pass 1 of a detector that samples its training pixels (the RBFN): a pass that finds the no-data
+    pixels when the file can hold any, a pass that reads exactly the pixels the sampling names, the fit."""
+    cols, nb = cube.cols, cube.bands
+    if cube.nodata is not None or cube.store.dtype.kind == "f":
+        with timer.stage("pass 0: no data"):
+            for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+                progress(0.2 * r1 / cube.rows, "pass 0: finding pixels without data")
+                valid_map[r0:r1] = to_host(finite_pixels(tile))
+        _check_targets(y, valid_map, cube)
+    y_fit = y.copy()
+    y_fit[~valid_map] = NODATA
+    with timer.stage("pass 1: training pixels"):
+        t_idx, s_idx, b_idx, rng = est.sample_indices(y_fit, (cube.rows, cube.cols))
+        need = np.unique(np.concatenate([t_idx, s_idx, b_idx]))
+        rows_of = np.empty((need.size, nb), np.float32)
+        for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
+            progress(0.2 + 0.25 * r1 / cube.rows, "pass 1: reading the training pixels")
+            a, b = np.searchsorted(need, [r0 * cols, r1 * cols])
+            if b > a:
+                rows_of[a:b] = to_host(tile.reshape(-1, nb)[xp.asarray(need[a:b] - r0 * cols)])
+        rows_d = xp.asarray(rows_of)
+
+        def pick(idx):
+            return rows_d[xp.asarray(np.searchsorted(need, idx))]
+    with timer.stage("fit"):
+        est.fit_from_pixels(pick(t_idx), pick(s_idx), pick(b_idx), rng)
+
+
+def _score_pass(est, cube: Cube, valid_map: np.ndarray | None, xp, timer, progress: Progress, tile_bytes,
+                scores_file) -> np.ndarray:
+    """Pass 2: every tile's scores (no-data pixels NaN) into ``scores_file`` (mapped) or memory; a given
+    ``valid_map`` records the pixels holding data (a fitted model's run has had no pass 1)."""
     if scores_file is not None:
         scores = np.memmap(scores_file, np.float32, "w+", shape=(cube.rows, cube.cols))
     else:
@@ -149,21 +210,9 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
             sc = est.decision_function(tile)
             valid = finite_pixels(tile)
             scores[r0:r1] = to_host(xp.where(valid, sc, xp.float32(np.nan)))
-            if fitted:
+            if valid_map is not None:
                 valid_map[r0:r1] = to_host(valid)
-    if fitted:
-        n_nodata = int(valid_map.size - valid_map.sum())
-    y[~valid_map] = NODATA
-    report = run_report(method, params, backend, cube, True, int(tgt_flat.size), int((y == 0).sum()), n_nodata)
-    # the 2-D maps are small: threshold, objects and evaluation run on the host
-    result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
-                              progress=progress)
-    result.model = est
-    result.scores = scores  # the file's map itself, so writing the outputs only adds its header
-    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
-    result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
-    progress(1.0, "done")
-    return result
+    return scores
 
 
 def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:

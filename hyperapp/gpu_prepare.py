@@ -95,7 +95,7 @@ def _scene(cube):
 
 def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
     """Reading ENVI files of every stored type and interleave onto ``xp``'s device, whole and in tiles."""
-    from hyperapp.bench.files import write_envi_raw
+    from hyperapp.bench.whole_path import write_envi_raw
 
     def task(dtype, interleave, swap=False):
         def run():
@@ -120,7 +120,7 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
 
 def _write_swapped(stem: Path, X: np.ndarray, interleave: str) -> Path:
     """``X`` as a big-endian ENVI file (``byte order = 1``)."""
-    from hyperapp.bench.files import INTERLEAVE_ORDER, write_envi_raw
+    from hyperapp.bench.whole_path import INTERLEAVE_ORDER, write_envi_raw
 
     hdr = write_envi_raw(stem, X, interleave)
     np.ascontiguousarray(np.transpose(X, INTERLEAVE_ORDER[interleave])).astype(X.dtype.newbyteorder(">")).tofile(

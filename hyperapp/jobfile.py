@@ -82,13 +82,14 @@ class Step:
     undesired_spectra: list = field(default_factory=list)
     undesired_names: str | None = None
 
-    def library_kwargs(self, cube) -> dict:
+    def library_kwargs(self, cube, libraries=None) -> dict:
         """``run_detection`` arguments for this step's library targets and undesired signatures on
-        ``cube`` (resampled to its bands); empty when the step names none."""
+        ``cube`` (resampled to its bands; by ``libraries``, a
+        :class:`~hyperapp.io.speclib.ResampledLibraries`, once for many cubes); empty when the step names none."""
         from hyperapp.signatures import signature_kwargs
 
         return signature_kwargs(cube, self.target_spectra, self.spectra, self.undesired_spectra,
-                                self.undesired_names)
+                                self.undesired_names, libraries=libraries)
 
     def fingerprint(self) -> str:
         """A hash of this step's settings: its output is redone when they change."""
@@ -319,8 +320,6 @@ def load_job(path: str | Path) -> Job:
         if s.train:
             if not s.targets:
                 raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
-            if s.model:
-                raise _err(p, f"{key}.train", "give train (a cube to train on) or model (a saved model), not both")
         steps.append(s)
     names = [s.name.casefold() for s in steps]
     if len(set(names)) != len(names):

@@ -380,6 +380,8 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
         if "threshold" in got:
             out["threshold"] = _keyed("threshold", threshold, got["threshold"], label("threshold"))
         _signature_settings(m, method, got, out, label)
+        if "train" in out and "model" in out:
+            _fail("train", f"give {label('train')} (a scene to train on) or {label('model')} (a saved model), not both")
         if need_targets and m.uses_targets and not {"targets", "model", "target_spectra"} & set(out):
             _fail("targets", f"{method} needs {label('targets')} (training clicks), {label('target_spectra')} "
                              f"(a spectral library) or {label('model')} (a saved model)")

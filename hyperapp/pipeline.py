@@ -88,6 +88,8 @@ class CubePipeline:
 
     def __init__(self, steps: list[dict], out: str, dataset: str | None = None, device: str = "auto",
                  memory: float | None = None, depth: int = DEPTH):
+        from hyperapp.io.speclib import ResampledLibraries
+
         self.steps = [Step(**d) for d in steps]
         self.out, self.dataset, self.device, self.memory = str(out), dataset, device, memory
         self.depth = max(1, int(depth))
@@ -95,6 +97,9 @@ class CubePipeline:
         self._labels: dict = {}
         self._models: dict = {}
         self._cache_lock = threading.Lock()
+        # the steps' spectral libraries, each read and resampled once per cube wavelength grid (the scale
+        # match to each cube's values stays per cube)
+        self._libraries = ResampledLibraries()
         self._inbox: queue.Queue = queue.Queue()
         self._to_compute: queue.Queue = queue.Queue(self.depth)
         self._to_write: queue.Queue = queue.Queue(self.depth)
@@ -297,7 +302,7 @@ class CubePipeline:
                 kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
                           memory=self.memory, progress=self._progress, truth=truth)
                 if model is None:  # targets and undesired signatures from spectral libraries, where given
-                    kw.update(s.library_kwargs(cube))
+                    kw.update(s.library_kwargs(cube, self._libraries))
                 if image is None:  # not read ahead: the whole-file path, streamed when it must be
                     res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
                     item.results.append((s, folder, None, cube))

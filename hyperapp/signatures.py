@@ -34,7 +34,7 @@ def roi_class_means(cube, classes: np.ndarray, exclude: tuple[int, ...] = ()) ->
 
 
 def signature_kwargs(cube, target_spectra=None, spectra=None, undesired_spectra=(), undesired_names=None,
-                     undesired_classes=None) -> dict:
+                     undesired_classes=None, libraries=None) -> dict:
     """``run_detection`` keyword arguments for targets from a library and undesired signatures from
     libraries and/or ROI classes; empty when none is given.
 
@@ -49,15 +49,19 @@ def signature_kwargs(cube, target_spectra=None, spectra=None, undesired_spectra=
         Which spectra of the undesired libraries (all when None).
     undesired_classes : int (rows, cols) array, optional
         ROI classes whose mean spectra are undesired signatures.
+    libraries : :class:`hyperapp.io.speclib.ResampledLibraries`, optional
+        Reads and resamples each library once for many cubes of one wavelength grid (a batch job).
     """
-    from hyperapp.io.speclib import cube_level, library_targets
+    from hyperapp.io.speclib import cube_level, library_targets, resample_library
+
+    resampled = libraries or resample_library
 
     out: dict = {}
     info: dict = {}
     level = None
     if target_spectra is not None:
         level = cube_level(cube)
-        t = library_targets(target_spectra, cube, spectra, level)
+        t = library_targets(target_spectra, cube, spectra, level, resampled)
         out["target_spectra"] = t.spectra
         info.update(targets="library", target_names=t.names, target_notes=t.notes,
                     target_library=str(getattr(target_spectra, "path", None) or target_spectra))
@@ -67,7 +71,7 @@ def signature_kwargs(cube, target_spectra=None, spectra=None, undesired_spectra=
     for lib in undesired_spectra or ():
         if level is None:
             level = cube_level(cube)
-        u = library_targets(lib, cube, undesired_names, level)
+        u = library_targets(lib, cube, undesired_names, level, resampled)
         U.append(u.spectra)
         names += u.names
         notes += u.notes

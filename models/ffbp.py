@@ -38,8 +38,8 @@ from scipy import ndimage
 
 from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError, ModelError
+from hyperapp.io.objects import box_mask
 from hyperapp.models.base import TARGET, PixelDetector, check_finite
-from hyperapp.models.boxes import box_mask
 from hyperapp.models.mlp import TansigMLP
 
 FEATURES = ("std", "meanstd")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.bench.files import write_envi_raw
+from hyperapp.bench.whole_path import write_envi_raw
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--device", default="gpu")

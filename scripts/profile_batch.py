@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.batch import run_job
-from hyperapp.bench.files import write_envi_raw
+from hyperapp.bench.whole_path import write_envi_raw
 from hyperapp.jobfile import load_job
 from hyperapp.pipeline import CubePipeline
 

@@ -187,3 +187,31 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
     assert run_job(job, device="cpu") == 0
     rep = json.loads((Path(job.output) / "land" / "detect-sam" / "report.json").read_text())
     assert rep["n_target_pixels"] == 5
+
+
+def test_a_step_trained_on_another_scene_scores_as_the_cli_does(tmp_path, capsys):
+    """A job step's ``train`` and the CLI's ``--train-from`` are one function
+    (:func:`hyperapp.detect.train_on_scene`): the same scene and clicks give the same scores."""
+    from hyperapp.io import open_cube
+
+    _scenes(tmp_path / "scenes", 2)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = _job(tmp_path, BASIC.replace('detect = "sam"', 'detect = "ace"').replace(
+        'targets = "clicks.csv"', 'targets = "clicks.csv"\ntrain = "scenes/scene-00.hdr"'))
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 0
+    assert (tmp_path / "out/.models/detect-ace.npz").is_file()
+    cube = tmp_path / "scenes/scene-01.hdr"
+    assert main(["--headless", "detect", str(cube), "--method", "ace", "--train-from",
+                 str(tmp_path / "scenes/scene-00.hdr"), "--train-truth", str(tmp_path / "clicks.csv"),
+                 "--far", "0.01", "--device", "cpu", "--out", str(tmp_path / "cli")]) == 0
+    batch = open_cube(tmp_path / "out/scene-01/detect-ace/scores.hdr").read()
+    cli = open_cube(tmp_path / "cli/scores.hdr").read()
+    np.testing.assert_array_equal(batch, cli)
+    rep = json.loads((tmp_path / "out/scene-01/detect-ace/report.json").read_text())
+    assert rep["n_target_pixels"] == 0  # the clicks were on the training scene
+    # a trained model and a saved one: the CLI refuses both as the job file does
+    capsys.readouterr()
+    assert main(["--headless", "detect", str(cube), "--method", "ace", "--train-from", str(cube), "--train-truth",
+                 str(tmp_path / "clicks.csv"), "--model", str(tmp_path / "out/.models/detect-ace.npz"),
+                 "--out", str(tmp_path / "both")]) == 2
+    assert "not both" in capsys.readouterr().err

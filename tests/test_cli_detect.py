@@ -184,3 +184,29 @@ def test_error_bad_usage(tmp_path, capsys, land_hdr):
 
     if not gpu_available():
         assert code == 2 and "--device gpu" in err
+
+
+def test_one_progress_display_bar_on_a_terminal_lines_on_request(monkeypatch):
+    """The CLI's and batch's progress display: rich's bar on a terminal; elsewhere silent, or one plain
+    line per stage with HYPERAPP_PROGRESS=lines."""
+    import io
+
+    from rich.console import Console
+
+    from hyperapp.progress import ProgressDisplay
+
+    term = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with ProgressDisplay(console=term) as shown:
+        p = shown.progress()
+        p(0.5, "pass 1: statistics")
+        p(1.0, "done")
+    assert "done" in term.file.getvalue() and "100%" in term.file.getvalue()
+    for lines, want in ((False, ""), (True, "hyperapp:  50.0% scoring\nhyperapp: 100.0% done\n")):
+        monkeypatch.setenv("HYPERAPP_PROGRESS", "lines" if lines else "")
+        pipe = Console(file=io.StringIO(), force_terminal=False)
+        with ProgressDisplay(console=pipe) as shown:
+            p = shown.progress()
+            p(0.5, "scoring")
+            p(0.6, "scoring")
+            p(1.0, "done")
+        assert pipe.file.getvalue() == want

@@ -208,3 +208,29 @@ def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeyp
     assert streamed.report["streamed"]
     assert not win.session._device_cache  # nothing was read into the window's memory
     np.testing.assert_allclose(streamed.scores, held.scores, rtol=1e-5, atol=1e-6)
+
+
+def test_ffbp_trained_on_another_scene_scores_this_one(qtbot, win, sea_hdr, tmp_path):
+    """File > Train FFBP on another scene: the CLI's --train-from (hyperapp.detect.train_on_scene) in a
+    worker; the model then scores this cube's FFBP runs."""
+    from hyperapp.samples import make_sea_scene, write_scene
+
+    from .conftest import run_detector
+
+    sc = make_sea_scene(256, 256, seed=101)
+    sc.name = "train"
+    write_scene(sc, tmp_path / "train")
+    assert win.open_cube(sea_hdr)
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    with qtbot.waitSignal(win.run_finished, timeout=120000):
+        win.train_ffbp_model(str(tmp_path / "train/train.hdr"), str(tmp_path / "train/train_truth.hdr"))
+    assert win.ffbp_model is not None and "trained on train.hdr" in win.detector.model_label.text()
+    run = run_detector(qtbot, win, "ffbp")
+    assert run is not None and run.result.report["boxes"] > 0
+    # a training mask that is not there: one line in a dialog, the model kept
+    errors = []
+    win.show_error = errors.append
+    model = win.ffbp_model
+    with qtbot.waitSignal(win.run_finished, timeout=60000):
+        win.train_ffbp_model(str(tmp_path / "train/train.hdr"), str(tmp_path / "nothing.hdr"))
+    assert len(errors) == 1 and "nothing.hdr" in errors[0] and win.ffbp_model is model

@@ -242,3 +242,28 @@ def test_closing_never_hangs_whatever_the_stages_hold(tmp_path):
         closer.join(timeout=20)
         assert not closer.is_alive(), f"close() hung (round {k})"
         assert all(f.done() for f in futs)  # every cube finished or was cancelled: no task waits for ever
+
+
+def test_a_steps_library_is_resampled_once_per_wavelength_grid(tmp_path, monkeypatch):
+    """Four cubes of one band set: the step's library is read and resampled once, each cube still gets
+    its own scale match and the spectra the uncached path gives."""
+    import hyperapp.io.speclib as speclib
+    from hyperapp.io import open_cube
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 4)]
+    cube = open_cube(cubes[0]).good_bands()
+    target = cube.read()[10:14, 10:14].reshape(-1, cube.bands).mean(axis=0)
+    write_library(SpectralLibrary(["paint", "other"], np.stack([target, target[::-1]])), tmp_path / "lib.sli")
+    step = Step("detect", "ace", "lib", target_spectra=str(tmp_path / "lib.sli"), spectra="paint", far=0.01)
+    uncached = step.library_kwargs(cube)
+    reads = []
+    real = speclib.read_library
+    monkeypatch.setattr(speclib, "read_library", lambda *a, **k: (reads.append(a), real(*a, **k))[1])
+    with CubePipeline([asdict(step)], str(tmp_path / "out"), device="cpu") as pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+        cached = step.library_kwargs(cube, pipe._libraries)
+    assert all(r["error"] is None and r["detections"]["lib"] >= 16 for r in rows)
+    assert len(reads) == 1
+    np.testing.assert_array_equal(cached["target_spectra"], uncached["target_spectra"])
+    assert cached["signature_info"] == uncached["signature_info"]

@@ -96,7 +96,7 @@ import json, sys, time
 import numpy as np
 from hyperapp.detect import run_detection
 from hyperapp.io import open_cube
-from hyperapp.bench.files import write_envi_raw
+from hyperapp.bench.whole_path import write_envi_raw
 from pathlib import Path
 d = Path(sys.argv[1])
 rng = np.random.default_rng(0)
@@ -154,7 +154,7 @@ def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
 @no_gpu
 def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
     import hyperapp.bench.campaign as C
-    import hyperapp.bench.files as F
+    import hyperapp.bench.whole_path as F
     from hyperapp.bench import run_bench
 
     for mod, names in ((C, ("CAMPAIGN_CUBES", "CAMPAIGN_SHAPE")),

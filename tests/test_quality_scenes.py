@@ -140,7 +140,7 @@ def test_cascade_keeps_targets_outside_boxes():
 
 def test_cascade_boxes_cover_the_mask_objects():
     from hyperapp.detect import add_mask_boxes
-    from hyperapp.models.boxes import boxes_csv
+    from hyperapp.io.objects import boxes_csv
 
     mask = np.zeros((30, 30), bool)
     mask[2:4, 2:4] = True  # inside the window detector's box

@@ -64,6 +64,20 @@ def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
     assert abs(st.report["detections"] - mem.report["detections"]) <= 1
 
 
+@pytest.mark.parametrize("method", ["ace", "rbfn"])
+def test_training_on_a_scene_larger_than_memory_fits_as_in_memory(land_hdr, method, small_tiles):
+    """:func:`hyperapp.detect.train_on_scene` streams a scene over the memory budget (pass 1 alone) and
+    fits the model the in-memory fit gives."""
+    from hyperapp.detect import train_on_scene
+
+    cube, _ = _land(land_hdr)
+    clicks = land_hdr.with_name("land_targets.csv")
+    mem = train_on_scene(land_hdr, method, clicks, device="cpu")
+    st = train_on_scene(land_hdr, method, clicks, device="cpu", memory=1e-4)
+    X = cube.read()
+    np.testing.assert_allclose(st.decision_function(X), mem.decision_function(X), rtol=1e-3, atol=1e-4)
+
+
 def test_streamed_scores_go_straight_into_the_output_file(land_hdr, tmp_path, small_tiles):
     """A streamed run writes its score tiles into the output's own data file (no second copy of the map
     in memory or on disk), and the ENVI output reads back as the in-memory run's scores."""

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.bench import Measurement, bench_case
-from hyperapp.bench import files as F
+from hyperapp.bench import whole_path as F
 
 CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 16, (2048, 2048, 128)
 #: the threads reading the files in parallel for the page-cache floor
@@ -68,7 +68,7 @@ def parallel_read_s(paths: list[Path], threads: int = READ_THREADS, repeats: int
 
 
 class GpuBusy(F.GpuBusy):
-    """:class:`hyperapp.bench.files.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
+    """:class:`hyperapp.bench.whole_path.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
     utilisation sampled every 100 ms; ``source`` says which."""
 
     def __enter__(self):
@@ -184,7 +184,7 @@ def campaign(ctx) -> list[Measurement]:
                     raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")
                 wall = time.perf_counter() - t0
             notes = {"cubes": CAMPAIGN_CUBES, "shape": list(CAMPAIGN_SHAPE), "GB": round(gb, 2),
-                     "GBps": round(gb / wall, 2), "page_cache_GBps": round(gb / read_s, 2),
+                     "GBps": _rate(gb, wall), "page_cache_GBps": _rate(gb, read_s),
                      "share_of_page_cache_rate": round(read_s / wall, 3), "read_threads": READ_THREADS,
                      "gpu_busy_share": busy.share, "busy_source": getattr(busy, "source", None),
                      "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE}
@@ -200,8 +200,8 @@ def campaign(ctx) -> list[Measurement]:
                 walls[w] = time.perf_counter() - t0
             out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-rbfn-two-workers",
                                    walls[2] * 1e3, None, "one worker", walls[1] * 1e3,
-                                   notes={"speedup": round(walls[1] / walls[2], 2), "GBps_two": round(gb / walls[2], 2),
-                                          "GBps_one": round(gb / walls[1], 2)}))
+                                   notes={"speedup": round(walls[1] / walls[2], 2), "GBps_two": _rate(gb, walls[2]),
+                                          "GBps_one": _rate(gb, walls[1])}))
     return out
 
 
@@ -263,3 +263,8 @@ def first_runs(ctx) -> list[Measurement]:
                                    walls[0] * 1e3, notes={"first_over_second": round(ratio, 2),
                                                           "within_1.5x": ratio <= 1.5}))
     return out
+
+
+def _rate(gb: float, seconds: float) -> float:
+    """GB/s to three significant digits: a ``--quick`` campaign's few MB keep a rate above zero."""
+    return float(f"{gb / seconds:.3g}")

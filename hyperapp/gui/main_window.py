@@ -238,6 +238,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = f.addMenu("Open &recent")
         self._action(f, "Load &truth mask…", self._truth_dialog, "Ctrl+T")
         self._action(f, "Load FFBP &model…", self._model_dialog)
+        self._action(f, "Train FFBP on another &scene…", self._train_model_dialog)
         self.keep_bad_bands = self._action(f, "&Keep bad bands", None, checkable=True)
         self.keep_bad_bands.setToolTip("Keep the bands the header marks bad (bbl), as --all-bands does")
         self.keep_bad_bands.toggled.connect(self._keep_bad_bands_changed)
@@ -438,10 +439,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ running
     def run_detector(self):
         """Train and run the chosen detector in a worker thread; returns the worker."""
-        if self.session is None:
-            self.show_error("open a cube first")
-            return None
-        if self.worker is not None:
+        if not self._ready():
             return self.worker
         from hyperapp.detect import run_detection
 
@@ -478,10 +476,23 @@ class MainWindow(QMainWindow):
                                  device=device, truth=truth, far=far, model=model,
                                  image=image, progress=progress.sub(0.4, 1.0), **sig)
 
+        return self._start_worker(job, lambda res: setattr(self, "_outcome",
+                                                           self._run_done(method, params, res, emit=False)))
+
+    def _ready(self) -> bool:
+        """Whether a worker may start: a cube is open (else a dialog says so) and no worker runs."""
+        if self.session is None:
+            self.show_error("open a cube first")
+            return False
+        return self.worker is None
+
+    def _start_worker(self, job, on_result) -> Worker:
+        """Run ``job(progress)`` in a worker thread with the Detector tool's progress bar and Cancel;
+        ``on_result`` takes what it returns; errors go to a dialog."""
         w = Worker(job)
         w.signals.progress.connect(self.detector.show_progress)
         self._outcome = None
-        w.signals.result.connect(lambda res: setattr(self, "_outcome", self._run_done(method, params, res, emit=False)))
+        w.signals.result.connect(on_result)
         w.signals.error.connect(self._run_failed)
         w.signals.cancelled.connect(self._run_cancelled)
         w.signals.finished.connect(self._worker_finished)
@@ -750,10 +761,44 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "FFBP model", self._last_dir(), "Models (*.npz)")
         if path and self.session is not None:
             try:
-                self.ffbp_model = load_model(path, n_bands=self.session.cube.bands, method="ffbp")
-                self.detector.model_label.setText(f"FFBP model: {Path(path).name}")
+                self._set_ffbp_model(load_model(path, n_bands=self.session.cube.bands, method="ffbp"),
+                                     Path(path).name)
             except HyperappError as exc:
                 self.show_error(str(exc))
+
+    def _set_ffbp_model(self, model, where: str) -> None:
+        self.ffbp_model = model
+        self.detector.model_label.setText(f"FFBP model: {where}")
+
+    def _train_model_dialog(self) -> None:
+        if self.session is None:
+            self.show_error("open a cube first")
+            return
+        scene, _ = QFileDialog.getOpenFileName(self, "Train FFBP on another scene", self._last_dir(), CUBE_FILTER)
+        if not scene:
+            return
+        truth, _ = QFileDialog.getOpenFileName(self, "That scene's targets (truth mask or clicks)", str(Path(scene).parent),
+                                               "Masks and clicks (*.hdr *.png *.npy *.mat *.tif *.csv);;All files (*)")
+        if truth:
+            self.train_ffbp_model(scene, truth)
+
+    def train_ffbp_model(self, scene: str, truth: str):
+        """Train the FFBP networks on another scene's targets (a truth mask or clicks) in a worker thread,
+        on this cube's bands, as the CLI's ``--train-from`` does (:func:`hyperapp.detect.train_on_scene`);
+        the model then scores this cube's FFBP runs. Returns the worker."""
+        if not self._ready():
+            return self.worker
+        from hyperapp.detect import train_on_scene
+
+        s = self.session
+        device = self.detector.device_name()
+        params = self.detector.params() if self.detector.method_name() == "ffbp" else {}
+
+        def job(progress):
+            return train_on_scene(scene, "ffbp", truth, all_bands=s.all_bands, params=params, device=device,
+                                  expected_bands=s.cube.bands, progress=progress)
+
+        return self._start_worker(job, lambda model: self._set_ffbp_model(model, f"trained on {Path(scene).name}"))
 
     def _export_dialog(self, kind: str) -> None:
         if kind in ("mask", "scores"):

@@ -416,17 +416,54 @@ class LibraryTargets:
     notes: list[str]
 
 
-def library_targets(path_or_lib, cube, names=None, level: float | None = None) -> LibraryTargets:
-    """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None),
-    resample them to ``cube``'s bands and match the cube's scale: what ``detect --target-spectra`` and the
-    window's library dock pass to :func:`hyperapp.detect.run_detection`."""
+def resample_library(path_or_lib, cube, names=None) -> LibraryTargets:
+    """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None)
+    and resample them to ``cube``'s bands: :func:`library_targets` before the scale match."""
     lib = path_or_lib if isinstance(path_or_lib, SpectralLibrary) else read_library(path_or_lib)
     if len(lib) == 0:
         raise InputError("the spectral library holds no spectra", lib.path)
     lib = lib.select(names)
     spectra, how = resample_to_cube(lib, cube)
-    notes = [how] + ([lib.scale_note] if lib.scale_note else [])
-    spectra, factor = match_scale(spectra, cube_level(cube) if level is None else level)
+    return LibraryTargets(list(lib.names), spectra, [how] + ([lib.scale_note] if lib.scale_note else []))
+
+
+def library_targets(path_or_lib, cube, names=None, level: float | None = None,
+                    resampled=resample_library) -> LibraryTargets:
+    """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None),
+    resample them to ``cube``'s bands and match the cube's scale: what ``detect --target-spectra`` and the
+    window's library dock pass to :func:`hyperapp.detect.run_detection`. ``resampled`` does the reading and
+    resampling (:class:`ResampledLibraries`: once for a job's many cubes)."""
+    t = resampled(path_or_lib, cube, names)
+    spectra, factor = match_scale(t.spectra, cube_level(cube) if level is None else level)
+    notes = list(t.notes)
     if factor != 1.0:
         notes.append(f"multiplied by {factor:g} to match the cube's scale")
-    return LibraryTargets(list(lib.names), spectra, notes)
+    return LibraryTargets(list(t.names), spectra, notes)
+
+
+def wavelength_grid(cube) -> tuple:
+    """What resampling a library to ``cube`` depends on: its band count, wavelengths, FWHM and their unit."""
+    def values(v):
+        return None if v is None else tuple(np.asarray(v, float).ravel().tolist())
+
+    return cube.bands, values(cube.wavelengths), values(cube.fwhm), cube.wavelength_units
+
+
+class ResampledLibraries:
+    """:func:`resample_library` once per library, spectrum names and wavelength grid (:func:`wavelength_grid`),
+    for a batch job's many cubes: each cube gets a copy; the scale match stays per cube
+    (:func:`library_targets`). Safe to call from several threads."""
+
+    def __init__(self):
+        import threading
+
+        self._done: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, path_or_lib, cube, names=None) -> LibraryTargets:
+        key = (str(getattr(path_or_lib, "path", None) or path_or_lib), str(names), wavelength_grid(cube))
+        with self._lock:
+            if key not in self._done:
+                self._done[key] = resample_library(path_or_lib, cube, names)
+            t = self._done[key]
+        return LibraryTargets(list(t.names), t.spectra.copy(), list(t.notes))

@@ -1,4 +1,4 @@
-"""Detected boxes: the box mask, and CSV / GeoJSON export.
+"""Export formatting of detected boxes (the window detector's, and a cascade's): the box mask, CSV and GeoJSON.
 
 A box is a dict with ``row, col, height, width`` (pixels, top-left origin), ``level`` (its size
 class: log2 of its larger side in blocks), the two network scores ``ann1`` and ``ann2``, and, in a cascade's
