@@ -195,17 +195,19 @@ class _MixtureTuned(PixelDetector):
             self.undesired_source_ = "given" if U.shape[1] else "none"
         self.undesired_ = U.T
         n_sig = D.shape[1] + (U.shape[1] if self.uses_undesired else 0)
-        if mnf.n_components_ <= n_sig:
+        if mnf.n_components_ < 2 * n_sig:
             # TCIMF solves with the (p + q) x (p + q) matrix MᵀΛ⁻¹M, singular when the kept components
-            # are fewer than the signatures: keep one more component than signatures (the eigenvalues
-            # past the SNR cut are still >= 1, so the extra components are noise-whitened, not empty)
+            # are fewer than the signatures and ill-conditioned when barely more (the filter then
+            # amplifies float32 rounding: the GPU and NumPy differed by 2 % with one spare component):
+            # keep twice as many components as signatures (the eigenvalues past the SNR cut are still
+            # >= 1, so the extra components are noise-whitened, not empty)
             if n_sig >= X.shape[2]:
                 raise InputError(f"{type(self).__name__} needs fewer signatures ({n_sig}: targets and "
                                  f"undesired) than bands ({X.shape[2]})")
             if int(self.n_components) and int(self.n_components) <= n_sig:
                 raise InputError(f"{type(self).__name__} with {n_sig} signatures (targets and undesired) "
                                  f"needs more than {n_sig} MNF components, got {self.n_components}")
-            mnf.keep(n_sig + 1)
+            mnf.keep(2 * n_sig if not int(self.n_components) else mnf.n_components_)
         k = mnf.n_components_
         A = mnf.transform_full_[:, :k]
         mu = np.asarray(to_host(mnf.mean_), np.float64)

@@ -49,20 +49,16 @@ def atgp(P, n: int, start=None, exclude=None):
     m = P.shape[0]
     step = max(1, -(-m // ATGP_MAX_PIXELS))
     idx_all = xp.arange(0, m, step)
-    # float64 throughout, on either backend: the residual is what is left after the strong directions
-    # are projected out, and computed as ||x||^2 - ||Q^T x||^2 in float32 it cancels to a few digits, so
-    # near-tied pixels were picked differently by the GPU's and NumPy's GEMMs
-    S = P[idx_all].astype(xp.float64)
-    sq = (S * S).sum(axis=1)
+    S = P[idx_all].astype(xp.float32, copy=False)
+    sq = (S.astype(xp.float64) ** 2).sum(axis=1)
     found = [] if start is None else [np.asarray(s, np.float64) for s in np.atleast_2d(to_host(start))]
     picked: list[int] = []
     banned = np.zeros(0, np.int64) if exclude is None else np.asarray(to_host(exclude), np.int64)
     for _ in range(int(n)):
         if found:
             Q, _ = np.linalg.qr(np.array(found).T)  # orthonormal basis of what is found (bands, j)
-            Qd = xp.asarray(Q)
-            R = S - (S @ Qd) @ Qd.T  # the residual itself, not a difference of squared norms
-            resid = (R * R).sum(axis=1)
+            proj = S @ xp.asarray(Q.astype(np.float32))
+            resid = sq - (proj.astype(xp.float64) ** 2).sum(axis=1)
         else:
             resid = sq.copy()
         ban = np.concatenate([banned // step, np.asarray(picked, np.int64)]) if banned.size or picked else None
