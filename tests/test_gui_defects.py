@@ -132,6 +132,8 @@ def test_results_plots_are_readable(qtbot, win, land_hdr):
     mark_clicks(win, land_hdr)
     run_detector(qtbot, win, "rbfn")
     qtbot.wait(50)
+    # the run is over: the bar is empty again and the status line says which run finished
+    assert win.detector.progress.value() == 0 and win.detector.status.text().startswith("rbfn #1 finished:")
     for plot in (win.results.hist, win.results.roc):
         win.results.tabs.setCurrentWidget(plot)
         qtbot.wait(20)

@@ -63,3 +63,19 @@ def test_one_tool_list_no_overflowing_tabs(win):
     assert sorted(docks) == ["Analysis plots", "Compare", "Results", "Spectrum", "Tools"]
     assert win.toolbox.titles()[0] == "Detect targets"
     assert set(win.toolbox.titles()[1:]) == set(win.panels) | {"Spectral library"}
+
+
+def test_float_options_read_as_typed(qtbot, win):
+    """A float option shows the digits it needs ("0.001", "1e-06"), not five fixed decimals ("0.00100",
+    "0.00000" for 1e-6), and takes what a person types ("2.5e-3")."""
+    assert win.detector.far.text() == "0.001"
+    win.detector.set_method("rbfn")
+    texts = {k: w.text() for k, w in win.detector.param_form.editors.items() if hasattr(w, "text")}
+    assert texts["ridge"] == "0.003" and texts["width_scale"] == "3" and texts["min_fill"] == "0.3"
+    gmm = win.panels["Gaussian mixture"]
+    gmm.set_method("gmm")
+    box = gmm.form.editors["reg_covar"]
+    assert box.text() == "1e-06" and gmm.form.values()["reg_covar"] == pytest.approx(1e-6)
+    box.lineEdit().setText("2.5e-3")
+    box.interpretText()
+    assert gmm.form.values()["reg_covar"] == pytest.approx(2.5e-3) and box.text() == "0.0025"

@@ -65,7 +65,8 @@ def test_kmeans_panel_cancel_and_bad_input(qtbot, win):
     with qtbot.waitSignal(km.finished, timeout=60000) as blocker:
         km.run()
         km.cancel()
-    assert blocker.args == [None] and km.status.text() == "cancelled"
+    assert blocker.args == [None] and km.status.text() == "k-means (one k or a range) cancelled"
+    assert km.progress.value() == 0 and km.run_button.isEnabled()
 
 
 def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
@@ -136,7 +137,7 @@ def test_gmm_panel_with_cancel(qtbot, win):
     with qtbot.waitSignal(gp.finished, timeout=60000) as blocker:
         gp.run()
         gp.cancel()
-    assert blocker.args == [None] and gp.status.text() == "cancelled"
+    assert blocker.args == [None] and gp.status.text() == "Gaussian mixture (EM) cancelled"
 
 
 def _three_classes(win):

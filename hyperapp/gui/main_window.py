@@ -482,8 +482,8 @@ class MainWindow(QMainWindow):
         w.signals.progress.connect(self.detector.show_progress)
         self._outcome = None
         w.signals.result.connect(lambda res: setattr(self, "_outcome", self._run_done(method, params, res, emit=False)))
-        w.signals.error.connect(self._run_failed)
-        w.signals.cancelled.connect(self._run_cancelled)
+        w.signals.error.connect(lambda message: self._run_failed(method, message))
+        w.signals.cancelled.connect(lambda: self._run_cancelled(method))
         w.signals.finished.connect(self._worker_finished)
         self.detector.set_busy(True)
         self.worker = w
@@ -501,19 +501,19 @@ class MainWindow(QMainWindow):
         self.detector.set_busy(False)
         self.run_finished.emit(self._outcome)
 
-    def _run_failed(self, message: str) -> None:
+    def _run_failed(self, method: str, message: str) -> None:
+        self.detector.status.setText(f"{method} run failed: {message.splitlines()[0] if message else ''}")
         self.show_error(message)
 
-    def _run_cancelled(self) -> None:
-        self.detector.status.setText("cancelled")
-        self.detector.progress.setValue(0)
+    def _run_cancelled(self, method: str) -> None:
+        self.detector.status.setText(f"{method} run cancelled")
 
     def _run_done(self, method: str, params: dict, result, emit: bool = True) -> Run:
         s = self.session
         run = Run(s.unique_run_name(method), method, params, result, result.threshold)
         s.runs.append(run)
         rep = result.report
-        msg = f"{run.name}: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
+        msg = f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
         if "evaluation" in rep:
             msg += f", AUC {rep['evaluation']['auc']:.4f}"
         self.detector.status.setText(msg)

@@ -83,10 +83,12 @@ def tool_page(owner: QWidget, body: QWidget, run_text: str = "Run") -> None:
 
 
 def set_busy(owner, busy: bool) -> None:
+    """Enable Cancel while a run goes, Run otherwise; the progress bar starts empty and is emptied again
+    when the run ends (finished, failed or cancelled), so a full bar never stands for a run long over."""
     owner.run_button.setEnabled(not busy)
     owner.cancel_button.setEnabled(busy)
-    if busy:
-        owner.progress.setValue(0)
+    owner.progress.setValue(0)
+    owner.progress.setToolTip("progress of the running job" if busy else "no job running")
 
 
 def show_progress(owner, fraction: float, message: str) -> None:

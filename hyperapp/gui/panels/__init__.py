@@ -194,6 +194,7 @@ class AnalysisPanel(QWidget):
         w.signals.finished.connect(self._finished)
         set_busy(self, True)
         self._outcome = None
+        self._running = ANALYSES[method].title  # what the status line names when the run ends
         self.worker = w
         start(w)
         return w
@@ -209,7 +210,7 @@ class AnalysisPanel(QWidget):
     def _done(self, result) -> None:
         self.result = result
         rep = result.report
-        self.status.setText(f"{ANALYSES[result.method].title}: {rep['selection']['n_spectra']} spectra in "
+        self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
         self.plots.setCurrentWidget(self.tabs)
         self.show_result(result)
@@ -226,12 +227,12 @@ class AnalysisPanel(QWidget):
         self.host.show_labels(result.labels, self.title, values, colours, names)
 
     def _failed(self, message: str) -> None:
-        self.status.setText("failed")
+        self.status.setText(f"{self._running} failed: "
+                            f"{message.splitlines()[0] if message else ''}")
         self.host.show_error(message)
 
     def _cancelled(self) -> None:
-        self.status.setText("cancelled")
-        self.progress.setValue(0)
+        self.status.setText(f"{self._running} cancelled")
 
     def _finished(self) -> None:
         # ``finished`` goes out only once the worker is gone, so a listener may start the next run
