@@ -1,6 +1,7 @@
 """The analysis panels, driven through the window (pytest-qt, offscreen)."""
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -118,6 +119,26 @@ def test_som_panel(qtbot, win):
     np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9] / 10000.0, rtol=1e-5)
     assert som.neuron_plot.getAxis("left").labelText == "reflectance"
     assert res.labels.max() < 56
+    # the three maps side by side, each a grid of square neurons filling its plot, axes counting neurons
+    som.tabs.setCurrentWidget(som.maps)
+    qtbot.wait(50)
+    for plot, img in ((som.umat_plot, som.umat_img), (som.hits_plot, som.hits_img), (som.plane_plot, som.plane_img)):
+        vb = plot.getPlotItem().vb
+        assert vb.state["aspectLocked"] == 1.0 and plot.isVisible()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        # the image spans the view in one direction (the other has room to spare), none of it outside
+        assert x0 <= 0.01 and x1 >= 6.99 and y0 <= 0.01 and y1 >= 7.99
+        assert max(7 / (x1 - x0), 8 / (y1 - y0)) > 0.97
+        img_px = vb.mapViewToScene(pg.QtCore.QPointF(7, 8)) - vb.mapViewToScene(pg.QtCore.QPointF(0, 0))
+        assert img_px.y() > 0.8 * vb.height() or img_px.x() > 0.8 * vb.width()  # fills the plot's height or width
+        assert abs(img_px.x() / 7 - img_px.y() / 8) < 0.5  # square neurons
+        assert plot.getAxis("bottom").labelText == "neuron column" and plot.getAxis("left").labelText == "neuron row"
+    ticks = som.umat_plot.getAxis("left")._tickLevels[0]
+    assert [t for t in ticks] == [(i + 0.5, str(i)) for i in range(8)]  # each neuron's row at its centre
+    # the image's legend says its colours are clusters of the codebook, not clusters of pixels
+    names = win.legend.entries()
+    assert names and all(n.startswith("codebook cluster ") for n in names)
+    assert "codebook" in win.legend.toolTip() and "best-matching neuron" in win.legend.item(1).toolTip()
 
 
 def test_gmm_panel_with_cancel(qtbot, win):
@@ -199,6 +220,14 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert res is not None and res.model.linkage_.shape == (999, 4)
     assert panel.lines and panel.cut_line.isVisible() and panel.n_clusters.value() == 4
     assert len(panel.mean_items) == 4
+    # merge distances in the Spectrum dock's units (reflectance: the stored values / 10000), labelled so
+    axis = panel.dendro.getAxis("left").labelText
+    assert "merge distance" in axis and "reflectance" in axis and "average linkage" in panel.dendro.getPlotItem().titleLabel.text
+    y = panel.lines[0].getData()[1]
+    assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
+    h = res.model.linkage_[:, 2]
+    assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
+    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text()
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
     qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
     assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2

@@ -236,8 +236,12 @@ class ClassLegend(QListWidget):
         self.title = ""
         self.hide()
 
-    def show_classes(self, title: str, names: list[str], colours: list, counts: list[int] | None = None) -> None:
+    def show_classes(self, title: str, names: list[str], colours: list, counts: list[int] | None = None,
+                     tip: str = "") -> None:
+        """List ``names`` in ``colours`` under ``title`` (with each class's pixel ``counts``); ``tip`` says
+        what the colours are (the legend's and every line's tooltip)."""
         self.clear()
+        self.setToolTip(tip or "The classes drawn on the image")
         self.title = title
         head = QListWidgetItem(title)
         f = head.font()
@@ -249,7 +253,9 @@ class ClassLegend(QListWidget):
             pix = QPixmap(14, 14)
             pix.fill(QColor(*[int(v) for v in c[:3]]))
             text = name if counts is None else f"{name} ({counts[i]} px)"
-            self.addItem(QListWidgetItem(QIcon(pix), text))
+            item = QListWidgetItem(QIcon(pix), text)
+            item.setToolTip(tip)
+            self.addItem(item)
         # as wide as the longest line (within reason), so no name is cut
         fm = self.fontMetrics()
         widest = max((fm.horizontalAdvance(self.item(i).text()) for i in range(self.count())), default=100)

@@ -529,10 +529,11 @@ class MainWindow(QMainWindow):
             self.run_finished.emit(run)
         return run
 
-    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None) -> None:
+    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None,
+                    tip: str = "") -> None:
         """Show an analysis's class or cluster map over the image (-1 transparent), label ``values[i]``
-        in ``colours[i]`` where given, with its colour legend (``names[i]``); the Results dock then says
-        the image no longer shows the detection."""
+        in ``colours[i]`` where given, with its colour legend (``names[i]``; ``tip``: what the colours
+        are); the Results dock then says the image no longer shows the detection."""
         from hyperapp.io.writers import class_colour
 
         self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0, values, colours))
@@ -545,7 +546,7 @@ class MainWindow(QMainWindow):
         if names is None:
             names = [f"class {int(v)}" for v in values]
         counts = np.bincount(labels[labels >= 0].ravel(), minlength=int(max(values, default=-1)) + 1)
-        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values])
+        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {title} map")
         self.statusBar().showMessage(f"{title}: {len(values)} classes shown on the image (legend at the right)",

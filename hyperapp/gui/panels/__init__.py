@@ -224,7 +224,12 @@ class AnalysisPanel(QWidget):
         from hyperapp.analyse import class_table
 
         values, names, colours = class_table(result)
-        self.host.show_labels(result.labels, self.title, values, colours, names)
+        self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result))
+
+    def legend_tip(self, result) -> str:
+        """What the colours of the result's map are (the legend's tooltip)."""
+        return (f"{ANALYSES[result.method].title}: each colour is one of its classes; the number is the "
+                "pixels of the image in it")
 
     def _failed(self, message: str) -> None:
         self.status.setText(f"{self._running} failed: "
@@ -291,14 +296,20 @@ def value_axis(cube) -> tuple[float, str]:
     return (float(f), "reflectance") if f else (1.0, "value (as stored)")
 
 
+def band_wavelength(cube, b: int) -> str:
+    """Band ``b``'s wavelength as a label writes it ("650 nm"), or "" where the cube gives none."""
+    if cube.wavelengths is None or not 0 <= b < len(cube.wavelengths):
+        return ""
+    u = units_text(cube.wavelength_units)
+    u = SHORT_UNITS.get(u, u)
+    w = float(cube.wavelengths[b])
+    return f"{w:.4g} {u}" if u else f"{w:.4g}"
+
+
 def band_name(cube, b: int) -> str:
     """Band ``b`` as people read it: its index and wavelength ("12 (650 nm)"), or the index alone."""
-    u = units_text(cube.wavelength_units)
-    if cube.wavelengths is not None and 0 <= b < len(cube.wavelengths):
-        w = float(cube.wavelengths[b])
-        u = SHORT_UNITS.get(u, u)
-        return f"{b} ({w:.4g} {u})" if u else f"{b} ({w:.4g})"
-    return str(b)
+    w = band_wavelength(cube, b)
+    return f"{b} ({w})" if w else str(b)
 
 
 def side_legend(plot):
@@ -381,28 +392,41 @@ def plot_widget(x_label: str, y_label: str, title: str = ""):
     return p
 
 
-def image_plot(title: str):
-    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the
-    image keeps its aspect and fills the plot; axes that mean nothing are hidden."""
+def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_width: int = 320):
+    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the image
+    keeps its aspect (one cell is square) and fills the plot; its axes count its cells (``x_label``,
+    ``y_label``: image columns and rows, or neurons), row 0 at the top."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 130)
+    p.setMinimumSize(min_width, 160)
     p.setAspectLocked(True)
     p.invertY(True)
-    p.hideAxis("left")
-    p.hideAxis("bottom")
+    p.setLabel("bottom", x_label)
+    p.setLabel("left", y_label)
+    for name in ("bottom", "left"):
+        p.getAxis(name).enableAutoSIPrefix(False)
+    p.getAxis("left").setWidth(42)
+    p.setMenuEnabled(False)
     img = pg.ImageItem(axisOrder="row-major")
     p.addItem(img)
-    bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False)
+    bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False, width=14)
     bar.setImageItem(img, insert_in=p.getPlotItem())
     return p, img, bar
 
 
-def fit_image(plot, image) -> None:
-    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data)."""
+def fit_image(plot, image, cells: bool = False) -> None:
+    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data), nothing around it.
+    ``cells``: a small grid (a SOM's neurons), ticked at each cell's centre with its whole number (at
+    most 12 ticks an axis) rather than at the cells' edges."""
     h, w = image.shape[:2]
-    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0.02)
+    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0)
+    for name, n in (("bottom", w), ("left", h)):
+        if cells:
+            step = max(1, -(-n // 12))
+            plot.getAxis(name).setTicks([[(i + 0.5, str(i)) for i in range(0, n, step)], []])
+        else:
+            plot.getAxis(name).setTicks(None)
 
 
 def analysis_panels() -> tuple:
