@@ -123,6 +123,7 @@ def test_som_panel(qtbot, win):
     som.tabs.setCurrentWidget(som.maps)
     qtbot.wait(50)
     for plot, img in ((som.umat_plot, som.umat_img), (som.hits_plot, som.hits_img), (som.plane_plot, som.plane_img)):
+        assert img.image.shape == (8, 7)
         vb = plot.getPlotItem().vb
         assert vb.state["aspectLocked"] == 1.0 and plot.isVisible()
         (x0, x1), (y0, y1) = vb.viewRange()
