@@ -93,12 +93,15 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     assert blocker.args[0].result.report["shape"][2] == 3
     bp.all_button.click()
     assert win.session.cube.bands == 64
-    # band clustering keeps one band per cluster
+    # band clustering keeps one band per cluster; it draws no map, so the band subsets' map goes
+    bp.show_labels(res)
+    assert win.shown == "Band reduction" and win.legend.entries()
     bp.set_method("band-clusters")
     bp.form.set_values({"n_clusters": 5})
     with qtbot.waitSignal(bp.finished, timeout=60000) as blocker:
         bp.run()
     assert len(bp.selected_bands()) == 5
+    assert win.shown == "detection" and not win.legend.isVisibleTo(win) and bp.table.isColumnHidden(1)
 
 
 def test_som_panel(qtbot, win):
@@ -127,9 +130,9 @@ def test_som_panel(qtbot, win):
         vb = plot.getPlotItem().vb
         assert vb.state["aspectLocked"] == 1.0 and plot.isVisible()
         (x0, x1), (y0, y1) = vb.viewRange()
-        # the image spans the view in one direction (the other has room to spare), none of it outside
+        # the plot is sized to the image: its axes span the neurons, not a wide margin of nothing
         assert x0 <= 0.01 and x1 >= 6.99 and y0 <= 0.01 and y1 >= 7.99
-        assert max(7 / (x1 - x0), 8 / (y1 - y0)) > 0.97
+        assert min(7 / (x1 - x0), 8 / (y1 - y0)) > 0.9
         img_px = vb.mapViewToScene(pg.QtCore.QPointF(7, 8)) - vb.mapViewToScene(pg.QtCore.QPointF(0, 0))
         assert img_px.y() > 0.8 * vb.height() or img_px.x() > 0.8 * vb.width()  # fills the plot's height or width
         assert abs(img_px.x() / 7 - img_px.y() / 8) < 0.5  # square neurons
@@ -154,6 +157,13 @@ def test_gmm_panel_with_cancel(qtbot, win):
     assert res.extra.shape == (128, 128, res.model.chosen_k_)
     gp.component.setValue(1)
     assert gp.post_img.image.shape == (128, 128) and 0 <= gp.post_img.image.min() <= gp.post_img.image.max() <= 1
+    # the posterior map is sized to the scene (axes 0..128, not -400..600 in a wide plot), its
+    # component's mean spectrum beside it
+    gp.tabs.setCurrentIndex(gp.tabs.count() - 1)
+    qtbot.wait(50)
+    (x0, x1), (y0, y1) = gp.post_plot.getPlotItem().vb.viewRange()
+    assert -1 <= x0 and x1 <= 141 and -1 <= y0 and y1 <= 141 and gp.post_plot.isVisible()
+    np.testing.assert_allclose(gp.post_curve.getData()[1], np.asarray(res.model.means_[1]) / 10000.0, rtol=1e-5)
     gp.form.set_values({"k": "2..12", "covariance": "full", "max_iter": 10000, "tol": 0.0})
     gp.set_source("image")
     with qtbot.waitSignal(gp.finished, timeout=60000) as blocker:

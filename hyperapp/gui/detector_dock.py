@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 
 from hyperapp.backend import gpu_available, gpu_status
 from hyperapp.gui.param_form import FloatBox, ParamForm
-from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
+from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.models.registry import METHODS
 
 
@@ -31,7 +31,7 @@ class DetectorDock(QWidget):
         for name, m in METHODS.items():
             self.method.addItem(m.title, name)
             self.method.setItemData(self.method.count() - 1, m.help or m.title, Qt.ItemDataRole.ToolTipRole)
-        form.addRow("Method", self.method)
+        method_row(form, self.method)
         self.device = QComboBox()
         self.device.addItem("auto", "auto")
         gpu = gpu_available()

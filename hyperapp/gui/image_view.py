@@ -63,8 +63,12 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.vb = self.addViewBox(row=0, col=0, lockAspect=True, invertY=True)
         # the score overlay's colour bar, beside the image (hidden while no scores are shown)
         self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get(SCORE_CMAP),
-                                          interactive=False, width=18, label="score")
+                                          interactive=False, width=18)
+        # the label beside the tick values (pyqtgraph's own label goes on the bar's narrow left edge,
+        # over the gradient)
         self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
+        self.colour_bar.getAxis("right").setLabel("score")
+        self.colour_bar.getAxis("right").setWidth(64)
         self.addItem(self.colour_bar, row=0, col=1)
         self.colour_bar.hide()
         self.base = pg.ImageItem(axisOrder="row-major")

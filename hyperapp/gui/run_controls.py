@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
+    QFormLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -60,6 +61,14 @@ def run_strip(owner, run_text: str = "Run") -> QWidget:
     strip.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
     owner.run_strip = strip
     return strip
+
+
+def method_row(form: QFormLayout, combo: QComboBox) -> None:
+    """Add the method list to ``form`` under a "Method" line, as wide as the tool: method names are
+    long ("TCIMF (target-constrained interference min.)") and a list beside its label would cut them."""
+    form.addRow(QLabel("Method"))
+    form.addRow(combo)
+    combo.currentTextChanged.connect(combo.setToolTip)
 
 
 def narrow_editors(body: QWidget) -> None:

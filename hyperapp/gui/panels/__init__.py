@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
 from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
+from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
 
@@ -63,7 +63,7 @@ class AnalysisPanel(QWidget):
         self.method = QComboBox()
         for name in self.methods:
             self.method.addItem(ANALYSES[name].title, name)
-        top.addRow("Method", self.method)
+        method_row(top, self.method)
         self.source = QComboBox()
         for label, _, _ in SOURCES:
             self.source.addItem(label)
@@ -216,6 +216,8 @@ class AnalysisPanel(QWidget):
         self.show_result(result)
         if result.labels is not None:
             self.show_labels(result)
+        elif getattr(self.host, "shown", None) == self.title:  # this tool's last map is not this result's
+            self.host.show_detection()
         self.plots_shown.emit()
         self._outcome = result
 
@@ -392,14 +394,68 @@ def plot_widget(x_label: str, y_label: str, title: str = ""):
     return p
 
 
-def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_width: int = 320):
+class ImageFrame(QWidget):
+    """The place of an image plot in a layout: it sizes the plot to its image's aspect and centres it, so
+    the image fills the plot and the plot's axes span the image alone (a square image in a wide dock is
+    a square plot, not a square in a wide plot with axes running far past the image)."""
+
+    def __init__(self, plot, min_width: int, min_height: int):
+        from PySide6.QtWidgets import QSizePolicy
+
+        super().__init__()
+        self.plot = plot
+        plot.setParent(self)
+        plot.setMinimumSize(0, 0)
+        self.setMinimumSize(min_width, min_height)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.aspect: float | None = None  # the image's width / height
+
+    def set_image_shape(self, rows: int, cols: int) -> None:
+        self.aspect = cols / max(rows, 1)
+        self.fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self.fit()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        """Lay the plot out at full size to measure what is not image (title, axes, colour bar), then
+        shrink it to the image's aspect."""
+        import numpy as np
+
+        W, H = self.width(), self.height()
+        self.plot.setGeometry(0, 0, W, H)
+        if not self.aspect:
+            return
+        item = self.plot.getPlotItem()
+        item.setGeometry(0, 0, W, H)  # laid out now, even while the plot is hidden (a tab behind)
+        view = item.vb.geometry()
+        ew, eh = W - view.width(), H - view.height()
+        vw, vh = max(W - ew, 1.0), max(H - eh, 1.0)
+        if vw / vh > self.aspect:
+            vw = vh * self.aspect
+        else:
+            vh = vw / self.aspect
+        # never narrower than the plot can be laid out (its title, its axes): then the view is wider
+        w = max(int(round(vw + ew)), int(np.ceil(self.plot.getPlotItem().minimumWidth())))
+        h = int(round(vh + eh))
+        self.plot.setGeometry((W - w) // 2, (H - h) // 2, w, h)
+
+
+def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_width: int = 320,
+               bar_label: str = ""):
     """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the image
     keeps its aspect (one cell is square) and fills the plot; its axes count its cells (``x_label``,
-    ``y_label``: image columns and rows, or neurons), row 0 at the top."""
+    ``y_label``: image columns and rows, or neurons), row 0 at the top; the colour bar's label
+    (``bar_label``, :func:`bar_label`) says what its values are. Lay out ``plot.frame`` (an
+    :class:`ImageFrame`), not the plot: it sizes the plot to the image."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(min_width, 160)
     p.setAspectLocked(True)
     p.invertY(True)
     p.setLabel("bottom", x_label)
@@ -412,7 +468,18 @@ def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_wi
     p.addItem(img)
     bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False, width=14)
     bar.setImageItem(img, insert_in=p.getPlotItem())
+    bar.getAxis("right").enableAutoSIPrefix(False)
+    set_bar_label(bar, bar_label)
+    p.frame = ImageFrame(p, min_width, 160)
     return p, img, bar
+
+
+def set_bar_label(bar, text: str) -> None:
+    """Name what a colour bar's values are ("spectra", "reflectance"), beside its tick values: the unit
+    lives on the bar, so the plot's title stays short enough for a narrow plot."""
+    axis = bar.getAxis("right")
+    axis.setLabel(text)
+    axis.setWidth(62 if text else 45)
 
 
 def fit_image(plot, image, cells: bool = False) -> None:
@@ -421,6 +488,7 @@ def fit_image(plot, image, cells: bool = False) -> None:
     most 12 ticks an axis) rather than at the cells' edges."""
     h, w = image.shape[:2]
     plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0)
+    plot.frame.set_image_shape(h, w)
     for name, n in (("bottom", w), ("left", h)):
         if cells:
             step = max(1, -(-n // 12))

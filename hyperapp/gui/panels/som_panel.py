@@ -20,6 +20,7 @@ from hyperapp.gui.panels import (
     image_plot,
     integer_ticks,
     plot_widget,
+    set_bar_label,
     side_legend,
     value_axis,
     wavelength_axis,
@@ -59,7 +60,7 @@ class SOMPanel(AnalysisPanel):
         self.hits_plot.setToolTip("Hit map: how many of the fitted spectra each neuron is the best match of")
         self.plane_plot.setToolTip("Component plane: each neuron's codebook value in the chosen band")
         for plot in (self.umat_plot, self.hits_plot, self.plane_plot):
-            maps.addWidget(plot, 1)
+            maps.addWidget(plot.frame, 1)
         lay.addLayout(maps, 1)
         self.err_plot = plot_widget("epoch", "quantisation error")
         side_legend(self.err_plot)
@@ -118,11 +119,13 @@ class SOMPanel(AnalysisPanel):
         umat = np.asarray(m.umatrix_, float) / scale
         self.umat_img.setImage(umat, autoLevels=True)
         self.umat_bar.setLevels((float(umat.min()), float(umat.max()) + 1e-12))
-        self.umat_plot.setTitle(f"U-matrix ({unit})", size="9pt")
+        self.umat_plot.setTitle("U-matrix", size="9pt")
+        set_bar_label(self.umat_bar, f"neighbour distance ({unit})")
         hits = m.hits_.reshape(R, C).astype(float)
         self.hits_img.setImage(hits, autoLevels=True)
         self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
-        self.hits_plot.setTitle("hits (spectra per neuron)", size="9pt")
+        self.hits_plot.setTitle("hit map", size="9pt")
+        set_bar_label(self.hits_bar, "spectra per neuron")
         fit_image(self.umat_plot, umat, cells=True)
         fit_image(self.hits_plot, hits, cells=True)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
@@ -152,7 +155,8 @@ class SOMPanel(AnalysisPanel):
         fit_image(self.plane_plot, plane, cells=True)
         cube, b = self.host.session.cube, self.band.value()
         self.band_label.setText(band_wavelength(cube, b))
-        self.plane_plot.setTitle(f"band {band_name(cube, b)}, {unit}", size="9pt")
+        self.plane_plot.setTitle(f"band {band_name(cube, b)}", size="9pt")
+        set_bar_label(self.plane_bar, unit)
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
