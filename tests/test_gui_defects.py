@@ -108,6 +108,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.results.counts.text().startswith("no result yet")
     assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
     assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
+    assert win.compare_view.base.image is None  # not the last cube's picture either
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
     (x0, x1), (y0, y1) = win.view.vb.viewRange()
     assert x0 <= 0 and x1 >= 300  # fitted to the new cube

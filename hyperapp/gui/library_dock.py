@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.errors import HyperappError
+from hyperapp.gui.panels import value_axis, wavelength_axis
 
 ROLES = ("", "target", "undesired")
 ROLE_COLOURS = {"target": (230, 60, 60), "undesired": (60, 140, 255), "": (170, 170, 170)}
@@ -86,12 +87,13 @@ class LibraryDock(QWidget):
         lay.addWidget(self.use)
         self.plot = pg.PlotWidget()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.plot.setMinimumHeight(230)
+        self.plot.setMinimumHeight(160)
         for ax in ("left", "bottom"):
             self.plot.getAxis(ax).enableAutoSIPrefix(False)
-        # the legend on a dark backing, so curves under it stay readable beside it
-        self.legend = self.plot.addLegend(offset=(-10, -10), brush=pg.mkBrush(0, 0, 0, 170),
-                                          pen=pg.mkPen(90, 90, 90))
+        # the list above is the legend (a swatch of each curve's colour by its name): a legend in this
+        # narrow plot would cover the curves
+        self.plot.setToolTip("Each spectrum in the colour of the swatch by its name in the list: targets red, "
+                             "undesired blue")
         lay.addWidget(self.plot, 1)
         self.status = QLabel("No library open.")
         self.status.setWordWrap(True)
@@ -241,6 +243,9 @@ class LibraryDock(QWidget):
             role = self.roles.get(n, "")
             it = QTreeWidgetItem([n, role or "—"])
             it.setForeground(1, QBrush(QColor(*ROLE_COLOURS[role])))
+            swatch = QPixmap(12, 12)
+            swatch.fill(QColor(*self.curve_colour(lib.names.index(n), n)))
+            it.setIcon(0, QIcon(swatch))
             self.tree.addTopLevelItem(it)
             it.setSelected(n in sel)
         self.tree.resizeColumnToContents(0)
@@ -249,11 +254,15 @@ class LibraryDock(QWidget):
     def cube_changed(self, *_):
         self.refresh()
 
+    def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
+        """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
+        role = self.roles.get(name, "")
+        return ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
+
     def _plot(self) -> None:
         from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
 
         self.plot.clear()
-        self.legend.clear()
         lib, cube = self.library, self._cube()
         if lib is None or not len(lib):
             self.status.setText("No library open." if lib is None else "The library is empty.")
@@ -265,13 +274,13 @@ class LibraryDock(QWidget):
                 y, how = resample_to_cube(lib, cube)
                 y, factor = match_scale(y, cube_level(cube))
                 note = f"{how}" + (f"; multiplied by {factor:g} to the cube's scale" if factor != 1 else "")
-                if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
-                    x = np.asarray(cube.wavelengths, float)
-                    self.plot.setLabel("bottom", f"wavelength ({cube.wavelength_units or 'as in the header'})")
-                else:
-                    x = np.arange(cube.bands, dtype=float)
-                    self.plot.setLabel("bottom", "band")
-                self.plot.setLabel("left", "value (cube units)")
+                # on the Spectrum dock's axes: its wavelengths, its value scale (reflectance where the
+                # header gives a scale factor)
+                x, xlabel = wavelength_axis(cube)
+                scale, ylabel = value_axis(cube)
+                y = y / scale
+                self.plot.setLabel("bottom", xlabel)
+                self.plot.setLabel("left", ylabel)
             except HyperappError as exc:
                 note = f"Not usable on this cube: {exc}"
         if y is None:  # the library as it is
@@ -282,9 +291,7 @@ class LibraryDock(QWidget):
             self.plot.setLabel("left", "value (library units)")
         for i, n in enumerate(lib.names):
             role = self.roles.get(n, "")
-            c = ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
-            self.plot.plot(x, y[i], pen=pg.mkPen(c, width=2.5 if role else 1.2), name=f"{n}" + (f" ({role})"
-                                                                                                 if role else ""))
+            self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))
         t, u = len(self.names_with("target")), len(self.names_with("undesired"))
         src = Path(lib.path).name if lib.path else "new library"
         self.status.setText(f"{src}: {len(lib)} spectra, {t} target, {u} undesired. {note}")

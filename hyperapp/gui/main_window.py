@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.compare_view = ImageView()
         self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
+        self.compare_pick.setPlaceholderText("Pick a result to show beside the image (none yet: run a detector)")
         cw = QWidget()
         cwl = QVBoxLayout(cw)
         cwl.addWidget(self.compare_pick)
@@ -350,6 +351,7 @@ class MainWindow(QMainWindow):
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
         self.compare_view.clear_layers()
+        self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
         self.refresh_image()
         self.view.vb.autoRange(padding=0.02)  # fit the new cube, whatever the last one's zoom

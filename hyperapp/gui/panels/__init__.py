@@ -476,10 +476,11 @@ def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_wi
 
 def set_bar_label(bar, text: str) -> None:
     """Name what a colour bar's values are ("spectra", "reflectance"), beside its tick values: the unit
-    lives on the bar, so the plot's title stays short enough for a narrow plot."""
+    lives on the bar, so the plot's title stays short enough for a narrow plot. A bar is short: break a
+    long label in two lines with ``<br>``."""
     axis = bar.getAxis("right")
     axis.setLabel(text)
-    axis.setWidth(62 if text else 45)
+    axis.setWidth((76 if "<br>" in text else 62) if text else 45)
 
 
 def fit_image(plot, image, cells: bool = False) -> None:

@@ -120,12 +120,12 @@ class SOMPanel(AnalysisPanel):
         self.umat_img.setImage(umat, autoLevels=True)
         self.umat_bar.setLevels((float(umat.min()), float(umat.max()) + 1e-12))
         self.umat_plot.setTitle("U-matrix", size="9pt")
-        set_bar_label(self.umat_bar, f"neighbour distance ({unit})")
+        set_bar_label(self.umat_bar, f"distance<br>({unit})")
         hits = m.hits_.reshape(R, C).astype(float)
         self.hits_img.setImage(hits, autoLevels=True)
         self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
         self.hits_plot.setTitle("hit map", size="9pt")
-        set_bar_label(self.hits_bar, "spectra per neuron")
+        set_bar_label(self.hits_bar, "spectra<br>per neuron")
         fit_image(self.umat_plot, umat, cells=True)
         fit_image(self.hits_plot, hits, cells=True)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
@@ -156,7 +156,7 @@ class SOMPanel(AnalysisPanel):
         cube, b = self.host.session.cube, self.band.value()
         self.band_label.setText(band_wavelength(cube, b))
         self.plane_plot.setTitle(f"band {band_name(cube, b)}", size="9pt")
-        set_bar_label(self.plane_bar, unit)
+        set_bar_label(self.plane_bar, value_axis(cube)[1])
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
