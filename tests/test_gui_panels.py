@@ -49,6 +49,11 @@ def test_kmeans_panel_runs_off_the_ui_thread(qtbot, win):
     assert res is not None and res.labels.shape == (128, 128)
     k = res.model.chosen_k_
     assert len(km.inertia_curve.getData()[0]) == 5
+    # the inertia in the spectra's units (reflectance², the land header's scale 10000 squared)
+    y = km.inertia_curve.getData()[1]
+    p = {"": 0, "(x 10^3)": 3, "(x 10^6)": 6}[km.inertia_plot.getAxis("left").labelText.replace("inertia", "").strip()]
+    np.testing.assert_allclose(y * 10.0**p, np.asarray(res.model.inertia_) / 1e8, rtol=1e-6)
+    assert "reflectance²" in km.inertia_plot.plotItem.titleLabel.text
     assert len(km.spectrum_items) == k
     assert "chosen k" in km.quality_plot.plotItem.titleLabel.text
     assert win.view.overlay.image is not None and win.view.overlay.image.shape == (128, 128, 4)

@@ -7,7 +7,15 @@ import numpy as np
 import pyqtgraph as pg
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, scaled, side_legend
+from hyperapp.gui.panels import (
+    AnalysisPanel,
+    integer_ticks,
+    plot_spectra,
+    plot_widget,
+    scaled,
+    side_legend,
+    value_axis,
+)
 
 
 class KMeansPanel(AnalysisPanel):
@@ -38,7 +46,13 @@ class KMeansPanel(AnalysisPanel):
     def show_result(self, result) -> None:
         m = result.model
         ks = np.asarray(m.k_values_, float)
-        self.inertia_curve.setData(ks, scaled(self.inertia_plot, m.inertia_, "inertia"))
+        # squared distances on the Spectrum dock's scale (reflectance where the header says so)
+        scale, unit = value_axis(self.host.session.cube)
+        unit = unit.replace("value ", "")
+        inertia = np.asarray(m.inertia_, float) / scale**2
+        self.inertia_curve.setData(ks, scaled(self.inertia_plot, inertia, "inertia"))
+        self.inertia_plot.setTitle(f"inertia: sum of squared distances to the centres, {unit}² (lower is "
+                                   f"tighter); dashed: chosen k = {m.chosen_k_}")
         ok = np.isfinite(m.silhouette_)
         self.sil_curve.setData(ks[ok], m.silhouette_[ok])
         ok = np.isfinite(m.davies_bouldin_)
