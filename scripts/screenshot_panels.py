@@ -23,7 +23,7 @@ RUNS = {
     "k-means": [("kmeans", {"k": "2..12"})],
     "Band reduction": [("band-subsets", {}), ("band-clusters", {})],
     "SOM": [("som", {})],
-    "Gaussian mixture": [("gmm", {"k": "2..8", "covariance": "diag"})],
+    "Gaussian mixture": [("gmm", {"k": "2..5", "covariance": "diag"})],
     "Forest classification": [("forest", {"n_trees": 50}), ("cart", {})],
     "Hierarchical clustering": [("hac", {})],
 }
