@@ -141,6 +141,7 @@ def test_results_plots_are_readable(qtbot, win, land_hdr):
         assert plot.height() >= 200, plot.height()
     lo, hi = win.results.roc.getViewBox().viewRange()[1]
     assert lo >= -0.05 and hi <= 1.1
+    assert hi >= 1.03 and lo < 0  # room above 1.0 and below 0: neither tick label falls off the axis
     assert win.compare_view.minimumHeight() >= 200
 
 
