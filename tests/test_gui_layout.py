@@ -49,6 +49,10 @@ def test_every_tools_run_strip_is_on_screen(qtbot, win, land_hdr, size):
     qtbot.wait(20)
     for b in (forest.add_button, forest.mark_button, forest.remove_button):
         assert fully_shown(b, win), f"{b.text()} not on screen at {size}"
+    # the library tool fits its column: its plot (and the plot's axis) in view without scrolling
+    win.toolbox.choose(LIBRARY_TOOL)
+    qtbot.wait(20)
+    assert fully_shown(win.library_dock.plot.viewport(), win) and fully_shown(win.library_dock.status, win), size
     # the image keeps most of the window, and the results' plots stay readable
     assert win.view.width() >= 0.45 * size[0] and win.view.height() >= 0.4 * size[1]
     win.results_dock.raise_()

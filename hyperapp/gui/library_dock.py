@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QSize
 from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -35,6 +36,14 @@ ROLE_COLOURS = {"target": (230, 60, 60), "undesired": (60, 140, 255), "": (170, 
 #: spectra without a role: muted colours that stay clear of the target red and the undesired blue
 OTHER_COLOURS = [(188, 189, 34), (23, 190, 207), (148, 103, 189), (227, 119, 194), (140, 86, 75), (170, 170, 170)]
 LIBRARY_FILTER = "Spectral libraries (*.sli *.hdr *.csv *.txt *.asc);;All files (*)"
+
+
+class CompactPlot(pg.PlotWidget):
+    """A plot that asks for the room a narrow tool column has (pyqtgraph asks for 600 x 480): a tool's
+    page is as tall as its parts ask, and a taller one scrolls its plot's axis out of view."""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        return QSize(300, 220)
 
 
 class LibraryDock(QWidget):
@@ -85,7 +94,7 @@ class LibraryDock(QWidget):
         self.use.setToolTip("When on, Train & Run uses the spectra marked Target (and Undesired); clicked "
                             "targets, if any, are left out of the background statistics")
         lay.addWidget(self.use)
-        self.plot = pg.PlotWidget()
+        self.plot = CompactPlot()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setMinimumHeight(160)
         for ax in ("left", "bottom"):
@@ -316,16 +325,10 @@ def install_library_dock(window) -> LibraryDock:
     """Add the library (a tool of the window's toolbox, the MTMF scatter as its plots) to ``window``, and
     connect them: the scatter shows each mixture-tuned run, its selection the image."""
     from hyperapp.gui.mtmf_scatter import InfeasibilityScatter
+    from hyperapp.gui.run_controls import scrolled
 
     dock = LibraryDock(window)
-    from PySide6.QtWidgets import QScrollArea
-
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    from PySide6.QtCore import Qt
-
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # fit the column's width
-    area.setWidget(dock)
+    area = scrolled(dock)
     scatter = dock.scatter = InfeasibilityScatter()
     # one tool of the window's toolbox: its form on the right, the MTMF scatter as its plots below
     window.toolbox.add_tool(LIBRARY_TOOL, area, plots=scatter,
