@@ -202,7 +202,8 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
     res = blocker.args[0]
     assert res is not None and res.labels.shape == (128, 128)
     assert set(np.unique(res.labels)) <= {1, 2, 3}
-    assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "road"
+    assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "true road"
+    assert panel.confusion.horizontalHeaderItem(2).text() == "predicted road"
     assert "held-out accuracy" in panel.accuracy.text()
     assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
     # the overlay draws the classes in their colours

@@ -195,8 +195,9 @@ class ForestPanel(AnalysisPanel):
         t.setRowCount(k if C is not None else 0)
         t.setColumnCount(k if C is not None else 0)
         if C is not None:
-            t.setHorizontalHeaderLabels([f"→ {n}" for n in names])
-            t.setVerticalHeaderLabels(names)
+            # what the rows and columns are, on the headers a person reads (not only in a tooltip)
+            t.setHorizontalHeaderLabels([f"predicted {n}" for n in names])
+            t.setVerticalHeaderLabels([f"true {n}" for n in names])
             for i in range(k):
                 for j in range(k):
                     it = QTableWidgetItem(str(int(C[i, j])))
