@@ -321,8 +321,10 @@ def side_legend(plot):
     from PySide6.QtWidgets import QSizePolicy
 
     pi = plot.getPlotItem()
-    legend = pg.LegendItem(verSpacing=-4)
-    pi.layout.addItem(legend, 2, 3)
+    legend = pg.LegendItem(verSpacing=-4, labelTextSize="8pt")
+    # beside the title, the view and the x axis (rows 1-3): a legend taller than the view alone would
+    # push the x axis and its label out of the plot
+    pi.layout.addItem(legend, 1, 3, 3, 1)
     legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # its rows, not the plot's height
     pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
@@ -375,8 +377,11 @@ def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
     scale, ylabel = value_axis(cube)
     plot.setLabel("bottom", label)
     plot.setLabel("left", ylabel)
-    return [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
-            for j, name in enumerate(names)]
+    curves = [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
+              for j, name in enumerate(names)]
+    if legend is not None:  # many curves: the legend in columns of at most 6, so it stays as low as the plot
+        legend.setColumnCount(max(1, -(-len(names) // 6)))
+    return curves
 
 
 def plot_widget(x_label: str, y_label: str, title: str = ""):

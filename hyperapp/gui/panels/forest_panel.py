@@ -169,7 +169,7 @@ class ForestPanel(AnalysisPanel):
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self._export_dialog)
         lay.addWidget(self.export_button)
-        self.importance_plot = plot_widget("wavelength", "importance (share of the impurity decrease)",
+        self.importance_plot = plot_widget("wavelength", "importance",
                                            "band importance")
         self.importance_bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush=pg.mkBrush(80, 170, 255))
         self.importance_plot.addItem(self.importance_bars)
@@ -210,7 +210,8 @@ class ForestPanel(AnalysisPanel):
         self.importance_plot.setLabel("bottom", label)
         self.importance_bars.setOpts(x=x, height=m.feature_importances_, width=width)
         top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:5])
-        self.importance_plot.setTitle(f"band importance (top bands {top})")
+        # the axis says "importance" (a low plot has no room for more), the title what it is a share of
+        self.importance_plot.setTitle(f"band importance: share of the impurity decrease; top bands {top}")
         self.export_button.setEnabled(result.labels is not None)
         self.tabs.setCurrentIndex(0)
 

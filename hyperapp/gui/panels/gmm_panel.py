@@ -28,7 +28,8 @@ class GMMPanel(AnalysisPanel):
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
-        self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
+        self.ll_plot = plot_widget("EM iteration", "log-likelihood",
+                                   "average log-likelihood per spectrum at each EM iteration (higher fits better)")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
         self.mean_plot = plot_widget("wavelength", "mean value", "component means")
         side_legend(self.mean_plot)
