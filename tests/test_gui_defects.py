@@ -182,6 +182,11 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     assert "GeoTIFF (*.tif)" not in win.mask_filters()
     # a status message after an export
     mark_clicks(win, land_hdr)
+    k = win.session.roi.add_class("field")
+    win.session.roi.rectangle(20, 60, 24, 69, k)
+    n_target = int(win.session.roi.targets.sum())
+    # the marks of every class, the user's own included
+    assert win.detector.status.text() == f"pixels marked: {n_target} target, 0 background, 50 field"
     run_detector(qtbot, win, "sam")
     assert win.export("mask", tmp_path / "m", "envi") is not None
     assert "exported" in win.statusBar().currentMessage()

@@ -433,9 +433,9 @@ class MainWindow(QMainWindow):
         stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
         self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
                                  if k <= len(roi.classes)})
-        n = roi.counts()
-        if self.worker is None:
-            self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
+        if self.worker is None:  # every class's marks (a user class trains the forest, not the detector)
+            said = ", ".join(f"{int(c)} {name}" for (name, _), c in zip(roi.classes, roi.class_counts()))
+            self.detector.status.setText(f"pixels marked: {said}")
 
     # ------------------------------------------------------------------ running
     def run_detector(self):
