@@ -7,15 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import (
-    AnalysisPanel,
-    integer_ticks,
-    plot_spectra,
-    plot_widget,
-    scaled,
-    side_legend,
-    value_axis,
-)
+from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, scaled, side_legend
 
 
 class KMeansPanel(AnalysisPanel):
@@ -46,6 +38,8 @@ class KMeansPanel(AnalysisPanel):
     def show_result(self, result) -> None:
         m = result.model
         ks = np.asarray(m.k_values_, float)
+        from hyperapp.gui.panels import value_axis
+
         # squared distances on the Spectrum dock's scale (reflectance where the header says so)
         scale, unit = value_axis(self.host.session.cube)
         unit = unit.replace("value ", "")
