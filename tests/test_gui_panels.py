@@ -107,6 +107,7 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
         bp.run()
     assert len(bp.selected_bands()) == 5
     assert win.shown == "detection" and not win.legend.isVisibleTo(win) and bp.table.isColumnHidden(1)
+    assert "classes shown" not in win.statusBar().currentMessage()
 
 
 def test_som_panel(qtbot, win):

@@ -558,11 +558,13 @@ class MainWindow(QMainWindow):
         """Draw the chosen detection run again (after an analysis's map replaced it)."""
         self.legend.hide_classes()
         self.shown = "detection"
+        self.statusBar().clearMessage()  # "<map>: n classes shown on the image" is no longer true
         run = self.current_run()
         if run is None:
             self.view.set_overlay(None)
             self.view.set_mask(None)
             return
+        self.statusBar().showMessage(f"{run.name} shown on the image", 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()
