@@ -254,3 +254,17 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     with qtbot.waitSignal(panel.finished, timeout=60000) as blocker:
         panel.run()
     assert blocker.args == [None] and "clusters asked of 1000 spectra" in win.last_error
+
+
+def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
+    """A dendrogram of values as stored (300000) ticks 0..300 with "(x 10^3)" on its label's first line,
+    so the ticks do not run into a two-line label."""
+    import pyqtgraph as pg
+
+    from hyperapp.gui.panels import scaled, tick_power
+
+    p = pg.PlotWidget()
+    qtbot.addWidget(p)
+    v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
+    assert p.getAxis("left").labelText == "merge distance (x 10^3)<br>(as stored)" and v[1] == pytest.approx(300)
+    assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6

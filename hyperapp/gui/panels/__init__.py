@@ -345,19 +345,30 @@ def integer_ticks(plot, values, axis: str = "bottom", most: int = 16) -> None:
         plot.setXRange(v[0] - 1, v[0] + 1, padding=0) if axis == "bottom" else None
 
 
-def scaled(plot, values, label: str, axis: str = "left"):
-    """``values`` divided by a power of ten (a multiple of 3) when they are large, with the power in the
-    axis label ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label."""
+def tick_power(values) -> int:
+    """The power of ten (a multiple of 3; 0 for values within 10^-3..10^3) to divide ``values`` by so
+    their tick labels stay short."""
     import numpy as np
 
     v = np.asarray(values, float)
     finite = np.abs(v[np.isfinite(v)])
     top = float(finite.max()) if finite.size else 0.0
     p = int(np.floor(np.log10(top) / 3) * 3) if top > 0 else 0
-    if abs(p) < 3:
-        p = 0
-    plot.setLabel(axis, f"{label} (x 10^{p})" if p else label)
-    return v / 10.0 ** p
+    return 0 if abs(p) < 3 else p
+
+
+def scaled(plot, values, label: str, axis: str = "left"):
+    """``values`` divided by a power of ten (:func:`tick_power`), with the power in the axis label
+    ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label. A label of two lines
+    (``<br>``) gets the power on its first."""
+    import numpy as np
+
+    p = tick_power(values)
+    if p:
+        head, br, tail = label.partition("<br>")
+        label = f"{head} (x 10^{p}){br}{tail}"
+    plot.setLabel(axis, label)
+    return np.asarray(values, float) / 10.0 ** p
 
 
 def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:

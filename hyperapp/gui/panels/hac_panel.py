@@ -13,7 +13,15 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget, side_legend, value_axis
+from hyperapp.gui.panels import (
+    AnalysisPanel,
+    plot_spectra,
+    plot_widget,
+    scaled,
+    side_legend,
+    tick_power,
+    value_axis,
+)
 from hyperapp.gui.worker import Worker, start
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
@@ -72,7 +80,8 @@ class HACPanel(AnalysisPanel):
         tabs.addTab(self.means_plot, "Cluster spectra")
         self.lines: list = []
         self.mean_items: list = []
-        self._height_scale = 1.0  # the tree's heights divided by this are the dendrogram's
+        self._height_scale = 1.0  # the tree's heights divided by this are in the spectra's units
+        self._tick_scale = 1.0  # and those divided by this are the dendrogram's y values
         self.relabel_worker: Worker | None = None
         self.n_clusters.valueChanged.connect(self._count_changed)
         self.cut_line.sigPositionChangeFinished.connect(self._line_moved)
@@ -99,8 +108,10 @@ class HACPanel(AnalysisPanel):
         # one path of (x, y) per merge, drawn as a single item with breaks between paths
         xs = np.asarray(d["icoord"], float).reshape(-1, 4)
         self._height_scale, label = self.height_units(m)
-        ys = np.asarray(d["dcoord"], float).reshape(-1, 4) / self._height_scale
-        self.dendro.setLabel("left", label)
+        heights = Z[:, 2] / self._height_scale
+        self._tick_scale = 10.0 ** tick_power(heights)  # short tick labels, the power in the axis label
+        scaled(self.dendro, heights, label)
+        ys = np.asarray(d["dcoord"], float).reshape(-1, 4) / (self._height_scale * self._tick_scale)
         x = np.concatenate([xs, np.full((xs.shape[0], 1), np.nan)], axis=1).reshape(-1)
         y = np.concatenate([ys, np.full((ys.shape[0], 1), np.nan)], axis=1).reshape(-1)
         item = pg.PlotDataItem(x, y, pen=pg.mkPen((200, 200, 200), width=1.5), connect="finite")
@@ -138,7 +149,7 @@ class HACPanel(AnalysisPanel):
         hi = h[n - k] if n - k < h.size else lo * 1.05 + 1e-12
         f = self._height_scale
         self.cut_line.blockSignals(True)
-        self.cut_line.setValue(0.5 * (lo + hi) / f)
+        self.cut_line.setValue(0.5 * (lo + hi) / (f * self._tick_scale))
         self.cut_line.blockSignals(False)
         text = f"cut between merge distances {lo / f:.4g} and {hi / f:.4g}"
         if f != 1.0:  # the form's Cut height (and the CLI's) is in the values as stored
@@ -156,7 +167,7 @@ class HACPanel(AnalysisPanel):
         self.recut(n_clusters=k)
 
     def _line_moved(self) -> None:
-        self.recut(height=float(self.cut_line.value()) * self._height_scale)
+        self.recut(height=float(self.cut_line.value()) * self._height_scale * self._tick_scale)
 
     def recut(self, n_clusters: int | None = None, height: float | None = None):
         """Cut the fitted tree again and relabel the image in a worker; returns the worker."""
