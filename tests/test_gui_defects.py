@@ -142,6 +142,10 @@ def test_results_plots_are_readable(qtbot, win, land_hdr):
     lo, hi = win.results.roc.getViewBox().viewRange()[1]
     assert lo >= -0.05 and hi <= 1.1
     assert hi >= 1.03 and lo < 0  # room above 1.0 and below 0: neither tick label falls off the axis
+    # the log FAR axis ticks decades only (a wide plot labelled every minor tick, overlapping)
+    major, minor = win.results.roc.getAxis("bottom")._tickLevels
+    assert not minor and [v for v, _ in major] == list(range(int(major[0][0]), 1))
+    assert major[-1][1] == "1" and major[-2][1] == "0.1"
     assert win.compare_view.minimumHeight() >= 200
 
 

@@ -557,14 +557,17 @@ class MainWindow(QMainWindow):
     def show_detection(self) -> None:
         """Draw the chosen detection run again (after an analysis's map replaced it)."""
         self.legend.hide_classes()
+        was_map = self.shown != "detection"
         self.shown = "detection"
-        self.statusBar().clearMessage()  # "<map>: n classes shown on the image" is no longer true
+        if was_map:  # "<map>: n classes shown on the image" is no longer true
+            self.statusBar().clearMessage()
         run = self.current_run()
         if run is None:
             self.view.set_overlay(None)
             self.view.set_mask(None)
             return
-        self.statusBar().showMessage(f"{run.name} shown on the image", 5000)
+        if was_map:
+            self.statusBar().showMessage(f"{run.name} shown on the image again", 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()

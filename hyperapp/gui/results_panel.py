@@ -155,6 +155,10 @@ class ResultsPanel(QWidget):
             self.roc.setYRange(-0.02, 1.05, padding=0)  # room for the 0 and 1.0 tick labels
             self._auc = auc(self.scores, truth, exclude)
             self._min_far = float(fpr[keep].min()) if keep.any() else 1e-6
+            # a tick a decade (0.001, 0.01, ...): a wide log axis otherwise labels every minor tick,
+            # and 0.0003 0.0004 0.0005 ... run into each other
+            lo = int(np.floor(np.log10(self._min_far)))
+            self.roc.getAxis("bottom").setTicks([[(float(d), f"{10.0 ** d:g}") for d in range(lo, 1)], []])
         else:
             self.roc_curve.setData([], [])
             self.roc_point.setData([], [])
