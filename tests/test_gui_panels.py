@@ -144,7 +144,7 @@ def test_som_panel(qtbot, win):
         assert abs(img_px.x() / 7 - img_px.y() / 8) < 0.5  # square neurons
         assert plot.getAxis("bottom").labelText == "neuron column" and plot.getAxis("left").labelText == "neuron row"
     ticks = som.umat_plot.getAxis("left")._tickLevels[0]
-    assert [t for t in ticks] == [(i + 0.5, str(i)) for i in range(8)]  # each neuron's row at its centre
+    assert [t for t in ticks] == [(i + 0.5, str(i)) for i in range(0, 8, 2)]  # neuron rows at their centres
     # the image's legend says its colours are clusters of the codebook, not clusters of pixels
     names = win.legend.entries()
     assert names and all(n.startswith("codebook cluster ") for n in names)

@@ -501,14 +501,14 @@ def set_bar_label(bar, text: str) -> None:
 
 def fit_image(plot, image, cells: bool = False) -> None:
     """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data), nothing around it.
-    ``cells``: a small grid (a SOM's neurons), ticked at each cell's centre with its whole number (at
-    most 12 ticks an axis) rather than at the cells' edges."""
+    ``cells``: a small grid (a SOM's neurons), ticked at cells' centres with their whole numbers (at
+    most 6 ticks an axis) rather than at the cells' edges."""
     h, w = image.shape[:2]
     plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0)
     plot.frame.set_image_shape(h, w)
     for name, n in (("bottom", w), ("left", h)):
         if cells:
-            step = max(1, -(-n // 12))
+            step = max(1, -(-n // 6))  # a map in a low dock is ~100 px tall: 10 labels would touch
             plot.getAxis(name).setTicks([[(i + 0.5, str(i)) for i in range(0, n, step)], []])
         else:
             plot.getAxis(name).setTicks(None)
