@@ -205,6 +205,9 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
     assert set(np.unique(res.labels)) <= {1, 2, 3}
     assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "true road"
     assert panel.confusion.horizontalHeaderItem(2).text() == "predicted road"
+    fm = panel.confusion.horizontalHeader().fontMetrics()
+    for j in range(3):  # every header whole
+        assert panel.confusion.columnWidth(j) >= fm.horizontalAdvance(panel.confusion.horizontalHeaderItem(j).text())
     assert "held-out accuracy" in panel.accuracy.text()
     assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
     # the overlay draws the classes in their colours

@@ -205,6 +205,7 @@ class ForestPanel(AnalysisPanel):
                     if i == j:
                         it.setBackground(QBrush(QColor(*colours[i], 90)))
                     t.setItem(i, j, it)
+            t.resizeColumnsToContents()  # "predicted background" whole, not cut to the default width
         x, label = wavelength_axis(self.host.session.cube)
         width = float(np.median(np.diff(x))) * 0.8 if len(x) > 1 else 0.8
         self.importance_plot.setLabel("bottom", label)
