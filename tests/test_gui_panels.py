@@ -53,7 +53,7 @@ def test_kmeans_panel_runs_off_the_ui_thread(qtbot, win):
     y = km.inertia_curve.getData()[1]
     p = {"": 0, "(x 10^3)": 3, "(x 10^6)": 6}[km.inertia_plot.getAxis("left").labelText.replace("inertia", "").strip()]
     np.testing.assert_allclose(y * 10.0**p, np.asarray(res.model.inertia_) / 1e8, rtol=1e-6)
-    assert "reflectance²" in km.inertia_plot.plotItem.titleLabel.text
+    assert "(reflectance, squared;" in km.inertia_plot.plotItem.titleLabel.text
     assert len(km.spectrum_items) == k
     assert "chosen k" in km.quality_plot.plotItem.titleLabel.text
     assert win.view.overlay.image is not None and win.view.overlay.image.shape == (128, 128, 4)
@@ -243,12 +243,14 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert len(panel.mean_items) == 4
     # merge distances in the Spectrum dock's units (reflectance: the stored values / 10000), labelled so
     axis = panel.dendro.getAxis("left").labelText
-    assert "merge distance" in axis and "reflectance" in axis and "average linkage" in panel.dendro.getPlotItem().titleLabel.text
+    assert axis == "merge distance<br>(reflectance)" and "average linkage" in panel.dendro.getPlotItem().titleLabel.text
     y = panel.lines[0].getData()[1]
     assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
     h = res.model.linkage_[:, 2]
     assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
     assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text()
+    leaves = panel.dendro.getAxis("bottom")._tickLevels[0]
+    assert leaves and all(t.startswith("(") and t.endswith(")") for _, t in leaves)  # spectra per leaf
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
     qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
     assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2
@@ -260,8 +262,8 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
 
 
 def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
-    """A dendrogram of values as stored (300000) ticks 0..300 with "(x 10^3)" on its label's first line,
-    so the ticks do not run into a two-line label."""
+    """A dendrogram of values as stored (300000) ticks 0..300 with "x 10^3" on its label's second line,
+    so the ticks do not run into a two-line label, nor its first line past the plot."""
     import pyqtgraph as pg
 
     from hyperapp.gui.panels import scaled, tick_power
@@ -269,5 +271,5 @@ def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
     p = pg.PlotWidget()
     qtbot.addWidget(p)
     v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
-    assert p.getAxis("left").labelText == "merge distance (x 10^3)<br>(as stored)" and v[1] == pytest.approx(300)
+    assert p.getAxis("left").labelText == "merge distance<br>(as stored, x 10^3)" and v[1] == pytest.approx(300)
     assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6

@@ -298,6 +298,13 @@ def value_axis(cube) -> tuple[float, str]:
     return (float(f), "reflectance") if f else (1.0, "value (as stored)")
 
 
+def value_unit(cube) -> tuple[float, str]:
+    """(divisor, unit) of spectral values as a label's parenthesis names them: "reflectance" where the
+    header gives a reflectance scale factor, else "as stored" (:func:`value_axis`'s scale)."""
+    scale, label = value_axis(cube)
+    return scale, ("reflectance" if label == "reflectance" else "as stored")
+
+
 def band_wavelength(cube, b: int) -> str:
     """Band ``b``'s wavelength as a label writes it ("650 nm"), or "" where the cube gives none."""
     if cube.wavelengths is None or not 0 <= b < len(cube.wavelengths):
@@ -360,13 +367,17 @@ def tick_power(values) -> int:
 def scaled(plot, values, label: str, axis: str = "left"):
     """``values`` divided by a power of ten (:func:`tick_power`), with the power in the axis label
     ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label. A label of two lines
-    (``<br>``) gets the power on its first."""
+    (``<br>``) gets the power in its second's parenthesis ("merge distance<br>(as stored, x 10^3)"), so
+    neither line grows past a low plot."""
     import numpy as np
 
     p = tick_power(values)
     if p:
         head, br, tail = label.partition("<br>")
-        label = f"{head} (x 10^{p}){br}{tail}"
+        if br and tail.endswith(")"):
+            label = f"{head}{br}{tail[:-1]}, x 10^{p})"
+        else:
+            label = f"{label} (x 10^{p})"
     plot.setLabel(axis, label)
     return np.asarray(values, float) / 10.0 ** p
 

@@ -20,7 +20,7 @@ from hyperapp.gui.panels import (
     scaled,
     side_legend,
     tick_power,
-    value_axis,
+    value_unit,
 )
 from hyperapp.gui.worker import Worker, start
 
@@ -117,7 +117,8 @@ class HACPanel(AnalysisPanel):
         item = pg.PlotDataItem(x, y, pen=pg.mkPen((200, 200, 200), width=1.5), connect="finite")
         self.dendro.addItem(item)
         self.lines = [item]
-        ticks = [(5 + 10 * i, lab) for i, lab in enumerate(d["ivl"])]
+        # a leaf reads "(spectra it holds)"; SciPy names a leaf of one spectrum by its index instead
+        ticks = [(5 + 10 * i, lab if lab.startswith("(") else "(1)") for i, lab in enumerate(d["ivl"])]
         self.dendro.getAxis("bottom").setTicks([ticks if len(ticks) <= 24 else ticks[::max(1, len(ticks) // 24)]])
         link = {"ward": "Ward"}.get(m.linkage, m.linkage)
         metric = {"sam": "spectral angle"}.get(m.metric, m.metric)
@@ -138,8 +139,8 @@ class HACPanel(AnalysisPanel):
         angle tree's are angles, in radians. Two short lines, so a low plot does not cut the label."""
         if m.metric == "sam":
             return 1.0, "merge distance<br>(spectral angle, rad)"
-        scale, unit = value_axis(self.host.session.cube)
-        return scale, f"merge distance<br>({unit.replace('value ', '')})"
+        scale, unit = value_unit(self.host.session.cube)
+        return scale, f"merge distance<br>({unit})"
 
     def _place_line(self, m) -> None:
         h = m.linkage_[:, 2]

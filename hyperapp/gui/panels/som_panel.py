@@ -23,6 +23,7 @@ from hyperapp.gui.panels import (
     set_bar_label,
     side_legend,
     value_axis,
+    value_unit,
     wavelength_axis,
 )
 
@@ -108,8 +109,7 @@ class SOMPanel(AnalysisPanel):
 
     def _scale(self) -> tuple[float, str]:
         """(divisor, name) of the values: the Spectrum dock's ("reflectance", or "as stored")."""
-        scale, label = value_axis(self.host.session.cube)
-        return scale, ("reflectance" if label == "reflectance" else "as stored")
+        return value_unit(self.host.session.cube)
 
     def show_result(self, result) -> None:
         m = result.model
