@@ -101,8 +101,8 @@ class GMMPanel(AnalysisPanel):
             return
         j = min(self.component.value(), post.shape[2] - 1)
         self.post_img.setImage(post[:, :, j].astype(np.float32), autoLevels=False, levels=(0.0, 1.0))
-        fit_image(self.post_plot, post)
         self.post_plot.setTitle(f"component {j}", size="9pt")  # short: the plot is as narrow as the map
+        fit_image(self.post_plot, post)
         if self._m is not None:
             from hyperapp.io.writers import class_colour
 

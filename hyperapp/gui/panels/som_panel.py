@@ -147,16 +147,17 @@ class SOMPanel(AnalysisPanel):
         m = getattr(self, "_m", None)
         if m is None:
             return
-        scale, unit = self._scale()
+        scale, _ = self._scale()
+        cube, b = self.host.session.cube, self.band.value()
         W = to_host(m.codebook_)
-        plane = np.asarray(W[:, self.band.value()], float).reshape(int(m.rows), int(m.cols)) / scale
+        plane = np.asarray(W[:, b], float).reshape(int(m.rows), int(m.cols)) / scale
         self.plane_img.setImage(plane, autoLevels=True)
         self.plane_bar.setLevels((float(plane.min()), float(plane.max()) + 1e-12))
-        fit_image(self.plane_plot, plane, cells=True)
-        cube, b = self.host.session.cube, self.band.value()
         self.band_label.setText(band_wavelength(cube, b))
+        # title and bar label first: the plot is sized to the map around them
         self.plane_plot.setTitle(f"band {band_name(cube, b)}", size="9pt")
         set_bar_label(self.plane_bar, value_axis(cube)[1])
+        fit_image(self.plane_plot, plane, cells=True)
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
