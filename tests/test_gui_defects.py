@@ -182,6 +182,8 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     raw = open_cube(land_hdr).spectrum(10, 10)
     np.testing.assert_allclose(win.spectrum.cursor_curve.getData()[1], raw / 10000.0, rtol=1e-6)
     assert "reflectance" in win.spectrum.getAxis("left").labelText
+    # and the status bar's mean is on the same scale, named so
+    assert f"mean reflectance {raw.mean() / 10000.0:.4g}" in win.statusBar().currentMessage()
     # GeoTIFF only for cubes with map info
     assert "GeoTIFF (*.tif)" not in win.mask_filters()
     # a status message after an export

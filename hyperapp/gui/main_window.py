@@ -376,10 +376,14 @@ class MainWindow(QMainWindow):
     def _hover(self, r: int, c: int) -> None:
         if self.session is None:
             return
-        s = self.session.base_cube.spectrum(r, c)
+        from hyperapp.gui.panels import value_axis
+
+        cube = self.session.base_cube
+        s = cube.spectrum(r, c)
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
-        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {s.mean():.4g}{extra}")
+        scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
+        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {unit} {s.mean() / scale:.4g}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
