@@ -182,6 +182,12 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     raw = open_cube(land_hdr).spectrum(10, 10)
     np.testing.assert_allclose(win.spectrum.cursor_curve.getData()[1], raw / 10000.0, rtol=1e-6)
     assert "reflectance" in win.spectrum.getAxis("left").labelText
+    # one band shown: named as the tables name bands ("5 (460 nm)", not "5 (460.0 Nanometers)")
+    win.mode.setCurrentText("Band")
+    win.band.setValue(5)
+    w = win.session.cube.wavelengths[5]
+    assert win.band_label.text() == f"5 ({w:.4g} nm)"
+    win.mode.setCurrentText("RGB")
     # and the status bar's mean is on the same scale, named so
     assert f"mean reflectance {raw.mean() / 10000.0:.4g}" in win.statusBar().currentMessage()
     # GeoTIFF only for cubes with map info

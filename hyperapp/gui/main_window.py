@@ -369,8 +369,9 @@ class MainWindow(QMainWindow):
         else:
             b = self.band.value()
             img = stretch(_no_data_nan(cube.band(b), cube.nodata), lo, hi)
-            wl = f" ({cube.wavelengths[b]:.1f} {cube.wavelength_units or ''})" if cube.wavelengths is not None else ""
-            self.band_label.setText(f"{b}{wl}")
+            from hyperapp.gui.panels import band_name
+
+            self.band_label.setText(band_name(cube, b))  # "12 (650 nm)", as every table and title names it
         self.view.set_image(img)
 
     def _hover(self, r: int, c: int) -> None:
