@@ -135,3 +135,13 @@ def test_no_axis_label_is_cut_at_a_laptop(qtbot, win, land_hdr):
             panel.tabs.setCurrentIndex(i)
             qtbot.wait(20)
             assert not cut_axis_labels(panel.tabs), f"{title}, tab {panel.tabs.tabText(i)}"
+
+
+def test_the_empty_spectrum_says_what_it_is_for(win, land_hdr):
+    """Before a cube, and after one opens, the Spectrum plot says what shows there, not bare 0..1 axes."""
+    assert win.spectrum.getPlotItem().titleLabel.text.startswith("Open a cube")
+    assert win.spectrum.getAxis("bottom").labelText == "wavelength"
+    assert win.open_cube(land_hdr)
+    assert win.spectrum.getPlotItem().titleLabel.text.startswith("Hover the image")
+    win._hover(3, 3)
+    assert win.spectrum.getPlotItem().titleLabel.text == "pixel (3, 3)"
