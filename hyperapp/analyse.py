@@ -389,7 +389,8 @@ def _csv(header: list, rows: list) -> str:
 
 def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tuple[int, int, int]]]:
     """(label values, names, colours) of an analysis's class map: a classifier's classes with their ROI
-    names and colours, or one "cluster k" per cluster."""
+    names and colours, or one "cluster k" per cluster (a SOM's: "codebook cluster k", a cluster of its
+    neurons, or "neuron k")."""
     from hyperapp.io.writers import class_colour
 
     classes = getattr(result.model, "classes_", None) if get_analysis(result.method).needs_classes else None
@@ -403,8 +404,8 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
     if values.size:
         values = np.arange(int(values.max()) + 1)
     word = UNIT_NAMES.get(result.method, "cluster")
-    if result.method == "som" and not int(getattr(result.model, "codebook_clusters", 0) or 0):
-        word = "neuron"
+    if result.method == "som":  # the pixels take their best-matching neuron's class: a neuron, or its cluster
+        word = "codebook cluster" if int(getattr(result.model, "codebook_clusters", 0) or 0) else "neuron"
     return values, [f"{word} {int(v)}" for v in values], [class_colour(int(v)) for v in values]
 
 

@@ -19,8 +19,9 @@ def main(out_dir: str) -> int:
 
     import numpy as np
     from PySide6.QtCore import QThreadPool
-    from PySide6.QtWidgets import QApplication, QDockWidget
+    from PySide6.QtWidgets import QApplication
 
+    from hyperapp.gui.library_dock import LIBRARY_TOOL
     from hyperapp.gui.main_window import MainWindow
     from hyperapp.io import read_labels
     from hyperapp.io.speclib import SpectralLibrary, write_library
@@ -30,7 +31,7 @@ def main(out_dir: str) -> int:
     os.environ["HYPERAPP_SETTINGS"] = str(tmp / "settings.ini")  # the defaults
     app = QApplication(sys.argv)
     win = MainWindow()
-    win.resize(1600, 1250)
+    win.resize(1366, 768)
     win.show()
     land = sample_path("land")
     win.open_cube(land)
@@ -45,7 +46,7 @@ def main(out_dir: str) -> int:
                           np.array([np.interp(fine, wl, s) / 10000.0 for s in spectra]), fine, "micrometers")
     write_library(lib, tmp / "field.csv")
     dock = win.library_dock
-    win.findChild(QDockWidget, "Library").raise_()
+    win.toolbox.choose(LIBRARY_TOOL)
     dock.open_library(tmp / "field.csv")
     dock.set_role(["painted metal (field)"], "target")
     dock.set_role(["dry grass", "bare soil"], "undesired")
@@ -54,6 +55,7 @@ def main(out_dir: str) -> int:
     win.detector.set_params({})
     win.run_detector()
     QThreadPool.globalInstance().waitForDone()
+    win.toolbox.choose(LIBRARY_TOOL)  # the tool and, in the plots dock, its MTMF scatter
     for _ in range(30):
         app.processEvents()
     sc = dock.scatter
@@ -61,10 +63,7 @@ def main(out_dir: str) -> int:
     top = np.quantile(f[s > 0.5], 0.9) if (s > 0.5).any() else float(np.quantile(f, 0.5))
     sc.set_polygon([(0.5, 0.0), (float(s.max()) * 1.05, 0.0), (float(s.max()) * 1.05, top), (0.5, top)])
     dock.tree.topLevelItem(0).setSelected(True)
-    from PySide6.QtCore import Qt
-
-    win.results_dock.hide()  # the library's plot and the scatter are what this picture is for
-    win.resizeDocks([win.findChild(QDockWidget, "MTMF scatter")], [260], Qt.Orientation.Vertical)
+    win.plots_dock.raise_()  # the library's plot and the scatter are what this picture is for
     for _ in range(20):
         app.processEvents()
     out = Path(out_dir)

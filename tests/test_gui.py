@@ -105,10 +105,11 @@ def test_cancel_a_long_run(qtbot, win, tmp_path):
         qtbot.waitUntil(lambda: win.detector.progress.value() > 0 or True, timeout=1000)
         win.cancel_run()
     assert blocker.args == [None]
-    assert win.detector.status.text() == "cancelled"
+    assert win.detector.status.text() == "lrx run cancelled"
     assert w.progress.cancelled
     qtbot.waitUntil(lambda: win.worker is None, timeout=10000)
     assert win.detector.run_button.isEnabled()
+    assert win.detector.progress.value() == 0  # an ended run leaves no full (or half) bar behind
     assert not win.session.runs
 
 

@@ -108,6 +108,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.results.counts.text().startswith("no result yet")
     assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
     assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
+    assert win.compare_view.base.image is None  # not the last cube's picture either
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
     (x0, x1), (y0, y1) = win.view.vb.viewRange()
     assert x0 <= 0 and x1 >= 300  # fitted to the new cube
@@ -132,12 +133,19 @@ def test_results_plots_are_readable(qtbot, win, land_hdr):
     mark_clicks(win, land_hdr)
     run_detector(qtbot, win, "rbfn")
     qtbot.wait(50)
+    # the run is over: the bar is empty again and the status line says which run finished
+    assert win.detector.progress.value() == 0 and win.detector.status.text().startswith("rbfn #1 finished:")
     for plot in (win.results.hist, win.results.roc):
         win.results.tabs.setCurrentWidget(plot)
         qtbot.wait(20)
         assert plot.height() >= 200, plot.height()
     lo, hi = win.results.roc.getViewBox().viewRange()[1]
     assert lo >= -0.05 and hi <= 1.1
+    assert hi >= 1.03 and lo < 0  # room above 1.0 and below 0: neither tick label falls off the axis
+    # the log FAR axis ticks decades only (a wide plot labelled every minor tick, overlapping)
+    major, minor = win.results.roc.getAxis("bottom")._tickLevels
+    assert not minor and [v for v, _ in major] == list(range(int(major[0][0]), 1))
+    assert major[-1][1] == "1" and major[-2][1] == "0.1"
     assert win.compare_view.minimumHeight() >= 200
 
 
@@ -174,10 +182,23 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     raw = open_cube(land_hdr).spectrum(10, 10)
     np.testing.assert_allclose(win.spectrum.cursor_curve.getData()[1], raw / 10000.0, rtol=1e-6)
     assert "reflectance" in win.spectrum.getAxis("left").labelText
+    # one band shown: named as the tables name bands ("5 (460 nm)", not "5 (460.0 Nanometers)")
+    win.mode.setCurrentText("Band")
+    win.band.setValue(5)
+    w = win.session.cube.wavelengths[5]
+    assert win.band_label.text() == f"5 ({w:.4g} nm)"
+    win.mode.setCurrentText("RGB")
+    # and the status bar's mean is on the same scale, named so
+    assert f"mean reflectance {raw.mean() / 10000.0:.4g}" in win.statusBar().currentMessage()
     # GeoTIFF only for cubes with map info
     assert "GeoTIFF (*.tif)" not in win.mask_filters()
     # a status message after an export
     mark_clicks(win, land_hdr)
+    k = win.session.roi.add_class("field")
+    win.session.roi.rectangle(20, 60, 24, 69, k)
+    n_target = int(win.session.roi.targets.sum())
+    # the marks of every class, the user's own included
+    assert win.detector.status.text() == f"pixels marked: {n_target} target, 0 background, 50 field"
     run_detector(qtbot, win, "sam")
     assert win.export("mask", tmp_path / "m", "envi") is not None
     assert "exported" in win.statusBar().currentMessage()

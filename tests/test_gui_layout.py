@@ -49,6 +49,10 @@ def test_every_tools_run_strip_is_on_screen(qtbot, win, land_hdr, size):
     qtbot.wait(20)
     for b in (forest.add_button, forest.mark_button, forest.remove_button):
         assert fully_shown(b, win), f"{b.text()} not on screen at {size}"
+    # the library tool fits its column: its plot (and the plot's axis) in view without scrolling
+    win.toolbox.choose(LIBRARY_TOOL)
+    qtbot.wait(20)
+    assert fully_shown(win.library_dock.plot.viewport(), win) and fully_shown(win.library_dock.status, win), size
     # the image keeps most of the window, and the results' plots stay readable
     assert win.view.width() >= 0.45 * size[0] and win.view.height() >= 0.4 * size[1]
     win.results_dock.raise_()
@@ -63,3 +67,81 @@ def test_one_tool_list_no_overflowing_tabs(win):
     assert sorted(docks) == ["Analysis plots", "Compare", "Results", "Spectrum", "Tools"]
     assert win.toolbox.titles()[0] == "Detect targets"
     assert set(win.toolbox.titles()[1:]) == set(win.panels) | {"Spectral library"}
+
+
+def test_float_options_read_as_typed(qtbot, win):
+    """A float option shows the digits it needs ("0.001", "1e-06"), not five fixed decimals ("0.00100",
+    "0.00000" for 1e-6), and takes what a person types ("2.5e-3")."""
+    assert win.detector.far.text() == "0.001"
+    win.detector.set_method("rbfn")
+    texts = {k: w.text() for k, w in win.detector.param_form.editors.items() if hasattr(w, "text")}
+    assert texts["ridge"] == "0.003" and texts["width_scale"] == "3" and texts["min_fill"] == "0.3"
+    gmm = win.panels["Gaussian mixture"]
+    gmm.set_method("gmm")
+    box = gmm.form.editors["reg_covar"]
+    assert box.text() == "1e-06" and gmm.form.values()["reg_covar"] == pytest.approx(1e-6)
+    box.lineEdit().setText("2.5e-3")
+    box.interpretText()
+    assert gmm.form.values()["reg_covar"] == pytest.approx(2.5e-3) and box.text() == "0.0025"
+
+
+def cut_axis_labels(root) -> list[str]:
+    """The axis labels of the plots shown under ``root`` that run past their plot's edges (cut off)."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QRectF
+
+    cut = []
+    for plot in root.findChildren(pg.PlotWidget):
+        if not plot.isVisible():
+            continue
+        # a text item pads its text by 4 px: a label is cut when it runs further than that past the plot
+        shown = QRectF(plot.mapToScene(plot.viewport().rect()).boundingRect()).adjusted(-5, -5, 5, 5)
+        for name, axis in plot.getPlotItem().axes.items():
+            axis = axis["item"]
+            if not axis.isVisible() or not axis.label.isVisible() or not axis.labelText:
+                continue
+            if not shown.contains(axis.label.sceneBoundingRect()):
+                cut.append(f"{plot.getPlotItem().titleLabel.text!r} {name}: {axis.labelText!r}")
+    return cut
+
+
+def test_no_axis_label_is_cut_at_a_laptop(qtbot, win, land_hdr):
+    """At 1366 x 768 every plot of every tool, after a run, shows its axis labels whole."""
+    from .conftest import mark_clicks, run_detector
+
+    win.resize(1366, 768)
+    assert win.open_cube(land_hdr)
+    win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    mark_clicks(win, land_hdr)
+    win.session.roi.rectangle(100, 100, 110, 115, "background")
+    assert run_detector(qtbot, win, "sam") is not None
+    for i in range(win.results.tabs.count()):
+        win.results.tabs.setCurrentIndex(i)
+        qtbot.wait(20)
+        assert not cut_axis_labels(win.results)
+    light = {"k-means": ("kmeans", {"k": "2..4"}), "Band reduction": ("band-subsets", {"n_subsets": 20}),
+             "SOM": ("som", {"rows": 4, "cols": 4, "epochs": 2}), "Gaussian mixture": ("gmm", {"k": "3", "max_iter": 10}),
+             "Forest classification": ("forest", {"n_trees": 5}), "Hierarchical clustering": ("hac", {})}
+    for title, (method, params) in light.items():
+        panel = win.panels[title]
+        win.toolbox.choose(title)
+        panel.set_method(method)
+        panel.form.set_values(params)
+        panel.sample.setValue(500)
+        with qtbot.waitSignal(panel.finished, timeout=60000) as blocker:
+            panel.run()
+        assert blocker.args[0] is not None, win.last_error
+        for i in range(panel.tabs.count()):
+            panel.tabs.setCurrentIndex(i)
+            qtbot.wait(20)
+            assert not cut_axis_labels(panel.tabs), f"{title}, tab {panel.tabs.tabText(i)}"
+
+
+def test_the_empty_spectrum_says_what_it_is_for(win, land_hdr):
+    """Before a cube, and after one opens, the Spectrum plot says what shows there, not bare 0..1 axes."""
+    assert win.spectrum.getPlotItem().titleLabel.text.startswith("Open a cube")
+    assert win.spectrum.getAxis("bottom").labelText == "wavelength"
+    assert win.open_cube(land_hdr)
+    assert win.spectrum.getPlotItem().titleLabel.text.startswith("Hover the image")
+    win._hover(3, 3)
+    assert win.spectrum.getPlotItem().titleLabel.text == "pixel (3, 3)"

@@ -29,6 +29,11 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     assert dock.tree.topLevelItemCount() == 2
     assert "multiplied by 10000" in dock.status.text()
     assert dock.plot.getAxis("bottom").labelText.startswith("wavelength")
+    # drawn on the Spectrum dock's scale (reflectance), the list the legend: a swatch of each curve's colour
+    assert dock.plot.getAxis("left").labelText == "reflectance"
+    curves = dock.plot.getPlotItem().listDataItems()
+    np.testing.assert_allclose(curves[0].getData()[1], X[truth].mean(0) / 1e4, rtol=1e-3)
+    assert dock.plot.getPlotItem().legend is None and not dock.tree.topLevelItem(0).icon(0).isNull()
     assert not dock.use.isChecked()
     dock.set_role(["metal"], "target")
     assert dock.use.isChecked() and dock.names_with("target") == ["metal"]

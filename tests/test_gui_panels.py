@@ -1,6 +1,7 @@
 """The analysis panels, driven through the window (pytest-qt, offscreen)."""
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -48,6 +49,11 @@ def test_kmeans_panel_runs_off_the_ui_thread(qtbot, win):
     assert res is not None and res.labels.shape == (128, 128)
     k = res.model.chosen_k_
     assert len(km.inertia_curve.getData()[0]) == 5
+    # the inertia in the spectra's units (reflectance², the land header's scale 10000 squared)
+    y = km.inertia_curve.getData()[1]
+    p = {"": 0, "(x 10^3)": 3, "(x 10^6)": 6}[km.inertia_plot.getAxis("left").labelText.replace("inertia", "").strip()]
+    np.testing.assert_allclose(y * 10.0**p, np.asarray(res.model.inertia_) / 1e8, rtol=1e-6)
+    assert "(reflectance, squared;" in km.inertia_plot.plotItem.titleLabel.text
     assert len(km.spectrum_items) == k
     assert "chosen k" in km.quality_plot.plotItem.titleLabel.text
     assert win.view.overlay.image is not None and win.view.overlay.image.shape == (128, 128, 4)
@@ -65,7 +71,8 @@ def test_kmeans_panel_cancel_and_bad_input(qtbot, win):
     with qtbot.waitSignal(km.finished, timeout=60000) as blocker:
         km.run()
         km.cancel()
-    assert blocker.args == [None] and km.status.text() == "cancelled"
+    assert blocker.args == [None] and km.status.text() == "k-means (one k or a range) cancelled"
+    assert km.progress.value() == 0 and km.run_button.isEnabled()
 
 
 def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
@@ -91,12 +98,16 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     assert blocker.args[0].result.report["shape"][2] == 3
     bp.all_button.click()
     assert win.session.cube.bands == 64
-    # band clustering keeps one band per cluster
+    # band clustering keeps one band per cluster; it draws no map, so the band subsets' map goes
+    bp.show_labels(res)
+    assert win.shown == "Band reduction" and win.legend.entries()
     bp.set_method("band-clusters")
     bp.form.set_values({"n_clusters": 5})
     with qtbot.waitSignal(bp.finished, timeout=60000) as blocker:
         bp.run()
     assert len(bp.selected_bands()) == 5
+    assert win.shown == "detection" and not win.legend.isVisibleTo(win) and bp.table.isColumnHidden(1)
+    assert "classes shown" not in win.statusBar().currentMessage()
 
 
 def test_som_panel(qtbot, win):
@@ -117,6 +128,27 @@ def test_som_panel(qtbot, win):
     np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9] / 10000.0, rtol=1e-5)
     assert som.neuron_plot.getAxis("left").labelText == "reflectance"
     assert res.labels.max() < 56
+    # the three maps side by side, each a grid of square neurons filling its plot, axes counting neurons
+    som.tabs.setCurrentWidget(som.maps)
+    qtbot.wait(50)
+    for plot, img in ((som.umat_plot, som.umat_img), (som.hits_plot, som.hits_img), (som.plane_plot, som.plane_img)):
+        assert img.image.shape == (8, 7)
+        vb = plot.getPlotItem().vb
+        assert vb.state["aspectLocked"] == 1.0 and plot.isVisible()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        # the plot is sized to the image: its axes span the neurons, not a wide margin of nothing
+        assert x0 <= 0.01 and x1 >= 6.99 and y0 <= 0.01 and y1 >= 7.99
+        assert min(7 / (x1 - x0), 8 / (y1 - y0)) > 0.9
+        img_px = vb.mapViewToScene(pg.QtCore.QPointF(7, 8)) - vb.mapViewToScene(pg.QtCore.QPointF(0, 0))
+        assert img_px.y() > 0.8 * vb.height() or img_px.x() > 0.8 * vb.width()  # fills the plot's height or width
+        assert abs(img_px.x() / 7 - img_px.y() / 8) < 0.5  # square neurons
+        assert plot.getAxis("bottom").labelText == "neuron column" and plot.getAxis("left").labelText == "neuron row"
+    ticks = som.umat_plot.getAxis("left")._tickLevels[0]
+    assert [t for t in ticks] == [(i + 0.5, str(i)) for i in range(0, 8, 2)]  # neuron rows at their centres
+    # the image's legend says its colours are clusters of the codebook, not clusters of pixels
+    names = win.legend.entries()
+    assert names and all(n.startswith("codebook cluster ") for n in names)
+    assert "codebook" in win.legend.toolTip() and "best-matching neuron" in win.legend.item(1).toolTip()
 
 
 def test_gmm_panel_with_cancel(qtbot, win):
@@ -131,12 +163,19 @@ def test_gmm_panel_with_cancel(qtbot, win):
     assert res.extra.shape == (128, 128, res.model.chosen_k_)
     gp.component.setValue(1)
     assert gp.post_img.image.shape == (128, 128) and 0 <= gp.post_img.image.min() <= gp.post_img.image.max() <= 1
+    # the posterior map is sized to the scene (axes 0..128, not -400..600 in a wide plot), its
+    # component's mean spectrum beside it
+    gp.tabs.setCurrentIndex(gp.tabs.count() - 1)
+    qtbot.wait(50)
+    (x0, x1), (y0, y1) = gp.post_plot.getPlotItem().vb.viewRange()
+    assert -1 <= x0 and x1 <= 141 and -1 <= y0 and y1 <= 141 and gp.post_plot.isVisible()
+    np.testing.assert_allclose(gp.post_curve.getData()[1], np.asarray(res.model.means_[1]) / 10000.0, rtol=1e-5)
     gp.form.set_values({"k": "2..12", "covariance": "full", "max_iter": 10000, "tol": 0.0})
     gp.set_source("image")
     with qtbot.waitSignal(gp.finished, timeout=60000) as blocker:
         gp.run()
         gp.cancel()
-    assert blocker.args == [None] and gp.status.text() == "cancelled"
+    assert blocker.args == [None] and gp.status.text() == "Gaussian mixture (EM) cancelled"
 
 
 def _three_classes(win):
@@ -164,7 +203,11 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
     res = blocker.args[0]
     assert res is not None and res.labels.shape == (128, 128)
     assert set(np.unique(res.labels)) <= {1, 2, 3}
-    assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "road"
+    assert panel.confusion.rowCount() == 3 and panel.confusion.verticalHeaderItem(2).text() == "true road"
+    assert panel.confusion.horizontalHeaderItem(2).text() == "predicted road"
+    fm = panel.confusion.horizontalHeader().fontMetrics()
+    for j in range(3):  # every header whole
+        assert panel.confusion.columnWidth(j) >= fm.horizontalAdvance(panel.confusion.horizontalHeaderItem(j).text())
     assert "held-out accuracy" in panel.accuracy.text()
     assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
     # the overlay draws the classes in their colours
@@ -198,6 +241,16 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert res is not None and res.model.linkage_.shape == (999, 4)
     assert panel.lines and panel.cut_line.isVisible() and panel.n_clusters.value() == 4
     assert len(panel.mean_items) == 4
+    # merge distances in the Spectrum dock's units (reflectance: the stored values / 10000), labelled so
+    axis = panel.dendro.getAxis("left").labelText
+    assert axis == "merge distance<br>(reflectance)" and "average linkage" in panel.dendro.getPlotItem().titleLabel.text
+    y = panel.lines[0].getData()[1]
+    assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
+    h = res.model.linkage_[:, 2]
+    assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
+    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text()
+    leaves = panel.dendro.getAxis("bottom")._tickLevels[0]
+    assert leaves and all(t.startswith("(") and t.endswith(")") for _, t in leaves)  # spectra per leaf
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
     qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
     assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2
@@ -206,3 +259,17 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     with qtbot.waitSignal(panel.finished, timeout=60000) as blocker:
         panel.run()
     assert blocker.args == [None] and "clusters asked of 1000 spectra" in win.last_error
+
+
+def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
+    """A dendrogram of values as stored (300000) ticks 0..300 with "x 10^3" on its label's second line,
+    so the ticks do not run into a two-line label, nor its first line past the plot."""
+    import pyqtgraph as pg
+
+    from hyperapp.gui.panels import scaled, tick_power
+
+    p = pg.PlotWidget()
+    qtbot.addWidget(p)
+    v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
+    assert p.getAxis("left").labelText == "merge distance<br>(as stored, x 10^3)" and v[1] == pytest.approx(300)
+    assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6

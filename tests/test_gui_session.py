@@ -159,6 +159,8 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
     run = _run(qtbot, win, "rbfn")
     bar = win.view.colour_bar
     assert bar.isVisible()
+    # its label stands beside the tick values, not over the gradient
+    assert bar.getAxis("right").labelText == "score" and not bar.getAxis("left").labelText
     lo, hi = bar.levels()
     assert lo < hi and lo >= float(np.nanmin(run.result.scores)) - 1e-6
     # the ROC's dot sits at the threshold's (false-alarm rate, detection rate) and follows the slider
@@ -216,7 +218,8 @@ def test_som_planes_and_errors_on_the_spectrum_docks_scale(qtbot, win, land_hdr)
     # the land header's reflectance scale factor (10000) applied, as the Spectrum dock does
     plane = np.asarray(som.plane_img.image, float)
     np.testing.assert_allclose(plane, np.asarray(m.codebook_)[:, 7].reshape(4, 5) / 10000.0, rtol=1e-5)
-    assert plane.max() < 2.0 and "reflectance" in som.plane_plot.getPlotItem().titleLabel.text
+    assert plane.max() < 2.0 and som.plane_bar.getAxis("right").labelText == "reflectance"
+    assert "reflectance" in som.umat_bar.getAxis("right").labelText
     np.testing.assert_allclose(som.umat_img.image, np.asarray(m.umatrix_) / 10000.0, rtol=1e-5)
     np.testing.assert_allclose(som.qe_curve.getData()[1], m.quantization_error_ / 10000.0, rtol=1e-5)
     assert "reflectance" in som.err_plot.getAxis("left").labelText

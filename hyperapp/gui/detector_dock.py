@@ -6,7 +6,6 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QLabel,
     QVBoxLayout,
@@ -14,8 +13,8 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.backend import gpu_available, gpu_status
-from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
+from hyperapp.gui.param_form import FloatBox, ParamForm
+from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.models.registry import METHODS
 
 
@@ -32,7 +31,7 @@ class DetectorDock(QWidget):
         for name, m in METHODS.items():
             self.method.addItem(m.title, name)
             self.method.setItemData(self.method.count() - 1, m.help or m.title, Qt.ItemDataRole.ToolTipRole)
-        form.addRow("Method", self.method)
+        method_row(form, self.method)
         self.device = QComboBox()
         self.device.addItem("auto", "auto")
         gpu = gpu_available()
@@ -41,10 +40,8 @@ class DetectorDock(QWidget):
         if not gpu:
             self.device.model().item(1).setEnabled(False)
         form.addRow("Device", self.device)
-        self.far = QDoubleSpinBox()
-        self.far.setDecimals(5)
+        self.far = FloatBox()
         self.far.setRange(1e-5, 0.5)
-        self.far.setSingleStep(1e-3)
         self.far.setValue(1e-3)
         self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.")
         form.addRow("False-alarm rate", self.far)

@@ -63,8 +63,12 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.vb = self.addViewBox(row=0, col=0, lockAspect=True, invertY=True)
         # the score overlay's colour bar, beside the image (hidden while no scores are shown)
         self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get(SCORE_CMAP),
-                                          interactive=False, width=18, label="score")
+                                          interactive=False, width=18)
+        # the label beside the tick values (pyqtgraph's own label goes on the bar's narrow left edge,
+        # over the gradient)
         self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
+        self.colour_bar.getAxis("right").setLabel("score")
+        self.colour_bar.getAxis("right").setWidth(64)
         self.addItem(self.colour_bar, row=0, col=1)
         self.colour_bar.hide()
         self.base = pg.ImageItem(axisOrder="row-major")
@@ -236,8 +240,12 @@ class ClassLegend(QListWidget):
         self.title = ""
         self.hide()
 
-    def show_classes(self, title: str, names: list[str], colours: list, counts: list[int] | None = None) -> None:
+    def show_classes(self, title: str, names: list[str], colours: list, counts: list[int] | None = None,
+                     tip: str = "") -> None:
+        """List ``names`` in ``colours`` under ``title`` (with each class's pixel ``counts``); ``tip`` says
+        what the colours are (the legend's and every line's tooltip)."""
         self.clear()
+        self.setToolTip(tip or "The classes drawn on the image")
         self.title = title
         head = QListWidgetItem(title)
         f = head.font()
@@ -249,7 +257,9 @@ class ClassLegend(QListWidget):
             pix = QPixmap(14, 14)
             pix.fill(QColor(*[int(v) for v in c[:3]]))
             text = name if counts is None else f"{name} ({counts[i]} px)"
-            self.addItem(QListWidgetItem(QIcon(pix), text))
+            item = QListWidgetItem(QIcon(pix), text)
+            item.setToolTip(tip)
+            self.addItem(item)
         # as wide as the longest line (within reason), so no name is cut
         fm = self.fontMetrics()
         widest = max((fm.horizontalAdvance(self.item(i).text()) for i in range(self.count())), default=100)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QBrush, QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -28,12 +29,21 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.errors import HyperappError
+from hyperapp.gui.panels import value_axis, wavelength_axis
 
 ROLES = ("", "target", "undesired")
 ROLE_COLOURS = {"target": (230, 60, 60), "undesired": (60, 140, 255), "": (170, 170, 170)}
 #: spectra without a role: muted colours that stay clear of the target red and the undesired blue
 OTHER_COLOURS = [(188, 189, 34), (23, 190, 207), (148, 103, 189), (227, 119, 194), (140, 86, 75), (170, 170, 170)]
 LIBRARY_FILTER = "Spectral libraries (*.sli *.hdr *.csv *.txt *.asc);;All files (*)"
+
+
+class CompactPlot(pg.PlotWidget):
+    """A plot that asks for the room a narrow tool column has (pyqtgraph asks for 600 x 480): a tool's
+    page is as tall as its parts ask, and a taller one scrolls its plot's axis out of view."""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        return QSize(300, 220)
 
 
 class LibraryDock(QWidget):
@@ -84,14 +94,15 @@ class LibraryDock(QWidget):
         self.use.setToolTip("When on, Train & Run uses the spectra marked Target (and Undesired); clicked "
                             "targets, if any, are left out of the background statistics")
         lay.addWidget(self.use)
-        self.plot = pg.PlotWidget()
+        self.plot = CompactPlot()
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.plot.setMinimumHeight(230)
+        self.plot.setMinimumHeight(160)
         for ax in ("left", "bottom"):
             self.plot.getAxis(ax).enableAutoSIPrefix(False)
-        # the legend on a dark backing, so curves under it stay readable beside it
-        self.legend = self.plot.addLegend(offset=(-10, -10), brush=pg.mkBrush(0, 0, 0, 170),
-                                          pen=pg.mkPen(90, 90, 90))
+        # the list above is the legend (a swatch of each curve's colour by its name): a legend in this
+        # narrow plot would cover the curves
+        self.plot.setToolTip("Each spectrum in the colour of the swatch by its name in the list: targets red, "
+                             "undesired blue")
         lay.addWidget(self.plot, 1)
         self.status = QLabel("No library open.")
         self.status.setWordWrap(True)
@@ -241,6 +252,9 @@ class LibraryDock(QWidget):
             role = self.roles.get(n, "")
             it = QTreeWidgetItem([n, role or "—"])
             it.setForeground(1, QBrush(QColor(*ROLE_COLOURS[role])))
+            swatch = QPixmap(12, 12)
+            swatch.fill(QColor(*self.curve_colour(lib.names.index(n), n)))
+            it.setIcon(0, QIcon(swatch))
             self.tree.addTopLevelItem(it)
             it.setSelected(n in sel)
         self.tree.resizeColumnToContents(0)
@@ -249,11 +263,15 @@ class LibraryDock(QWidget):
     def cube_changed(self, *_):
         self.refresh()
 
+    def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
+        """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
+        role = self.roles.get(name, "")
+        return ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
+
     def _plot(self) -> None:
         from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
 
         self.plot.clear()
-        self.legend.clear()
         lib, cube = self.library, self._cube()
         if lib is None or not len(lib):
             self.status.setText("No library open." if lib is None else "The library is empty.")
@@ -265,13 +283,13 @@ class LibraryDock(QWidget):
                 y, how = resample_to_cube(lib, cube)
                 y, factor = match_scale(y, cube_level(cube))
                 note = f"{how}" + (f"; multiplied by {factor:g} to the cube's scale" if factor != 1 else "")
-                if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands:
-                    x = np.asarray(cube.wavelengths, float)
-                    self.plot.setLabel("bottom", f"wavelength ({cube.wavelength_units or 'as in the header'})")
-                else:
-                    x = np.arange(cube.bands, dtype=float)
-                    self.plot.setLabel("bottom", "band")
-                self.plot.setLabel("left", "value (cube units)")
+                # on the Spectrum dock's axes: its wavelengths, its value scale (reflectance where the
+                # header gives a scale factor)
+                x, xlabel = wavelength_axis(cube)
+                scale, ylabel = value_axis(cube)
+                y = y / scale
+                self.plot.setLabel("bottom", xlabel)
+                self.plot.setLabel("left", ylabel)
             except HyperappError as exc:
                 note = f"Not usable on this cube: {exc}"
         if y is None:  # the library as it is
@@ -282,9 +300,7 @@ class LibraryDock(QWidget):
             self.plot.setLabel("left", "value (library units)")
         for i, n in enumerate(lib.names):
             role = self.roles.get(n, "")
-            c = ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
-            self.plot.plot(x, y[i], pen=pg.mkPen(c, width=2.5 if role else 1.2), name=f"{n}" + (f" ({role})"
-                                                                                                 if role else ""))
+            self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))
         t, u = len(self.names_with("target")), len(self.names_with("undesired"))
         src = Path(lib.path).name if lib.path else "new library"
         self.status.setText(f"{src}: {len(lib)} spectra, {t} target, {u} undesired. {note}")
@@ -309,16 +325,10 @@ def install_library_dock(window) -> LibraryDock:
     """Add the library (a tool of the window's toolbox, the MTMF scatter as its plots) to ``window``, and
     connect them: the scatter shows each mixture-tuned run, its selection the image."""
     from hyperapp.gui.mtmf_scatter import InfeasibilityScatter
+    from hyperapp.gui.run_controls import scrolled
 
     dock = LibraryDock(window)
-    from PySide6.QtWidgets import QScrollArea
-
-    area = QScrollArea()
-    area.setWidgetResizable(True)
-    from PySide6.QtCore import Qt
-
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # fit the column's width
-    area.setWidget(dock)
+    area = scrolled(dock)
     scatter = dock.scatter = InfeasibilityScatter()
     # one tool of the window's toolbox: its form on the right, the MTMF scatter as its plots below
     window.toolbox.add_tool(LIBRARY_TOOL, area, plots=scatter,

@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.compare_view = ImageView()
         self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
+        self.compare_pick.setPlaceholderText("Pick a result to show beside the image (none yet: run a detector)")
         cw = QWidget()
         cwl = QVBoxLayout(cw)
         cwl.addWidget(self.compare_pick)
@@ -351,6 +352,7 @@ class MainWindow(QMainWindow):
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
         self.compare_view.clear_layers()
+        self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
         self.refresh_image()
         self.view.vb.autoRange(padding=0.02)  # fit the new cube, whatever the last one's zoom
@@ -368,17 +370,22 @@ class MainWindow(QMainWindow):
         else:
             b = self.band.value()
             img = stretch(_no_data_nan(cube.band(b), cube.nodata), lo, hi)
-            wl = f" ({cube.wavelengths[b]:.1f} {cube.wavelength_units or ''})" if cube.wavelengths is not None else ""
-            self.band_label.setText(f"{b}{wl}")
+            from hyperapp.gui.panels import band_name
+
+            self.band_label.setText(band_name(cube, b))  # "12 (650 nm)", as every table and title names it
         self.view.set_image(img)
 
     def _hover(self, r: int, c: int) -> None:
         if self.session is None:
             return
-        s = self.session.base_cube.spectrum(r, c)
+        from hyperapp.gui.panels import value_axis
+
+        cube = self.session.base_cube
+        s = cube.spectrum(r, c)
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
-        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {s.mean():.4g}{extra}")
+        scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
+        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {unit} {s.mean() / scale:.4g}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
@@ -432,9 +439,9 @@ class MainWindow(QMainWindow):
         stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
         self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
                                  if k <= len(roi.classes)})
-        n = roi.counts()
-        if self.worker is None:
-            self.detector.status.setText(f"{n['target']} target, {n['background']} background pixels marked")
+        if self.worker is None:  # every class's marks (a user class trains the forest, not the detector)
+            said = ", ".join(f"{int(c)} {name}" for (name, _), c in zip(roi.classes, roi.class_counts()))
+            self.detector.status.setText(f"pixels marked: {said}")
 
     # ------------------------------------------------------------------ running
     def run_detector(self):
@@ -477,7 +484,7 @@ class MainWindow(QMainWindow):
                                  image=image, progress=progress.sub(0.4, 1.0), **sig)
 
         return self._start_worker(job, lambda res: setattr(self, "_outcome",
-                                                           self._run_done(method, params, res, emit=False)))
+                                                           self._run_done(method, params, res, emit=False)), method)
 
     def _ready(self) -> bool:
         """Whether a worker may start: a cube is open (else a dialog says so) and no worker runs."""
@@ -486,15 +493,16 @@ class MainWindow(QMainWindow):
             return False
         return self.worker is None
 
-    def _start_worker(self, job, on_result) -> Worker:
+    def _start_worker(self, job, on_result, what: str) -> Worker:
         """Run ``job(progress)`` in a worker thread with the Detector tool's progress bar and Cancel;
-        ``on_result`` takes what it returns; errors go to a dialog."""
+        ``on_result`` takes what it returns; errors go to a dialog; ``what`` names the run in the
+        status line when it fails or is cancelled."""
         w = Worker(job)
         w.signals.progress.connect(self.detector.show_progress)
         self._outcome = None
         w.signals.result.connect(on_result)
-        w.signals.error.connect(self._run_failed)
-        w.signals.cancelled.connect(self._run_cancelled)
+        w.signals.error.connect(lambda message: self._run_failed(what, message))
+        w.signals.cancelled.connect(lambda: self._run_cancelled(what))
         w.signals.finished.connect(self._worker_finished)
         self.detector.set_busy(True)
         self.worker = w
@@ -512,19 +520,19 @@ class MainWindow(QMainWindow):
         self.detector.set_busy(False)
         self.run_finished.emit(self._outcome)
 
-    def _run_failed(self, message: str) -> None:
+    def _run_failed(self, method: str, message: str) -> None:
+        self.detector.status.setText(f"{method} run failed: {message.splitlines()[0] if message else ''}")
         self.show_error(message)
 
-    def _run_cancelled(self) -> None:
-        self.detector.status.setText("cancelled")
-        self.detector.progress.setValue(0)
+    def _run_cancelled(self, method: str) -> None:
+        self.detector.status.setText(f"{method} run cancelled")
 
     def _run_done(self, method: str, params: dict, result, emit: bool = True) -> Run:
         s = self.session
         run = Run(s.unique_run_name(method), method, params, result, result.threshold)
         s.runs.append(run)
         rep = result.report
-        msg = f"{run.name}: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
+        msg = f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
         if "evaluation" in rep:
             msg += f", AUC {rep['evaluation']['auc']:.4f}"
         self.detector.status.setText(msg)
@@ -540,10 +548,11 @@ class MainWindow(QMainWindow):
             self.run_finished.emit(run)
         return run
 
-    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None) -> None:
+    def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None,
+                    tip: str = "") -> None:
         """Show an analysis's class or cluster map over the image (-1 transparent), label ``values[i]``
-        in ``colours[i]`` where given, with its colour legend (``names[i]``); the Results dock then says
-        the image no longer shows the detection."""
+        in ``colours[i]`` where given, with its colour legend (``names[i]``; ``tip``: what the colours
+        are); the Results dock then says the image no longer shows the detection."""
         from hyperapp.io.writers import class_colour
 
         self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0, values, colours))
@@ -556,7 +565,7 @@ class MainWindow(QMainWindow):
         if names is None:
             names = [f"class {int(v)}" for v in values]
         counts = np.bincount(labels[labels >= 0].ravel(), minlength=int(max(values, default=-1)) + 1)
-        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values])
+        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {title} map")
         self.statusBar().showMessage(f"{title}: {len(values)} classes shown on the image (legend at the right)",
@@ -565,12 +574,17 @@ class MainWindow(QMainWindow):
     def show_detection(self) -> None:
         """Draw the chosen detection run again (after an analysis's map replaced it)."""
         self.legend.hide_classes()
+        was_map = self.shown != "detection"
         self.shown = "detection"
+        if was_map:  # "<map>: n classes shown on the image" is no longer true
+            self.statusBar().clearMessage()
         run = self.current_run()
         if run is None:
             self.view.set_overlay(None)
             self.view.set_mask(None)
             return
+        if was_map:
+            self.statusBar().showMessage(f"{run.name} shown on the image again", 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()
@@ -798,7 +812,8 @@ class MainWindow(QMainWindow):
             return train_on_scene(scene, "ffbp", truth, all_bands=s.all_bands, params=params, device=device,
                                   expected_bands=s.cube.bands, progress=progress)
 
-        return self._start_worker(job, lambda model: self._set_ffbp_model(model, f"trained on {Path(scene).name}"))
+        return self._start_worker(job, lambda model: self._set_ffbp_model(model, f"trained on {Path(scene).name}"),
+                                  "FFBP training")
 
     def _export_dialog(self, kind: str) -> None:
         if kind in ("mask", "scores"):

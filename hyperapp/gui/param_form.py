@@ -8,7 +8,11 @@ method adds no hand-built form.
 
 from __future__ import annotations
 
+import re
+
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -43,11 +47,48 @@ def editor(p: Param):
     if p.type is str:
         w = QLineEdit(str(p.default))
         return w, (lambda: w.text().strip()), (lambda v: w.setText(str(v)))
-    w = QDoubleSpinBox()
-    w.setDecimals(5)
+    w = FloatBox()
     w.setRange(float(p.minimum if p.minimum is not None else -1e9), float(p.maximum if p.maximum is not None else 1e9))
     w.setValue(float(p.default))
     return w, w.value, (lambda v: w.setValue(float(v)))
+
+
+def float_text(value: float) -> str:
+    """``value`` as a person types it: the shortest form that reads back the same to 10 significant
+    digits ("0.001", "3", "1e-06"), not a fixed number of decimals ("0.00100", "0.00000")."""
+    return f"{value:.10g}"
+
+
+class FloatBox(QDoubleSpinBox):
+    """A number box that shows a float the way a person types it (:func:`float_text`), accepts the forms
+    Python reads ("1e-6", ".5") and steps by a tenth of the value's leading digit (0.003 -> 0.0031)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setDecimals(12)  # what the value keeps; the text shows only the digits it needs
+        self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
+
+    def textFromValue(self, value: float) -> str:
+        return float_text(value)
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text.strip())
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        t = text.strip()
+        try:
+            v = float(t)
+        except ValueError:  # a number being typed ("-", "1e", "2.") is on its way, anything else is not
+            ok = re.fullmatch(r"[+-]?(\d*\.?\d*)([eE][+-]?)?", t) is not None
+            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
+        ok = self.minimum() <= v <= self.maximum()
+        return (QValidator.State.Acceptable if ok else QValidator.State.Intermediate), text, pos
+
+    def fixup(self, text: str) -> str:
+        return float_text(self.value())
 
 
 class ParamForm(QWidget):

@@ -89,7 +89,7 @@ class ResultsPanel(QWidget):
         self.roc.setLabel("bottom", "false-alarm rate (share of background pixels, log scale)")
         self.roc.setLabel("left", "detection rate")
         self.roc.setLogMode(x=True, y=False)
-        self.roc.setYRange(0.0, 1.02, padding=0)
+        self.roc.setYRange(-0.02, 1.05, padding=0)  # room for the 0 and 1.0 tick labels
         self.roc.getViewBox().setLimits(yMin=-0.02, yMax=1.05)
         self.roc.getViewBox().enableAutoRange(y=False)
         self.roc_curve = self.roc.plot(pen=pg.mkPen("c", width=2))
@@ -152,9 +152,13 @@ class ResultsPanel(QWidget):
             fpr, tpr = roc_curve(self.scores, truth, exclude)
             keep = fpr > 0
             self.roc_curve.setData(fpr[keep], tpr[keep])
-            self.roc.setYRange(0.0, 1.02, padding=0)
+            self.roc.setYRange(-0.02, 1.05, padding=0)  # room for the 0 and 1.0 tick labels
             self._auc = auc(self.scores, truth, exclude)
             self._min_far = float(fpr[keep].min()) if keep.any() else 1e-6
+            # a tick a decade (0.001, 0.01, ...): a wide log axis otherwise labels every minor tick,
+            # and 0.0003 0.0004 0.0005 ... run into each other
+            lo = int(np.floor(np.log10(self._min_far)))
+            self.roc.getAxis("bottom").setTicks([[(float(d), f"{10.0 ** d:g}") for d in range(lo, 1)], []])
         else:
             self.roc_curve.setData([], [])
             self.roc_point.setData([], [])

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
+    QFormLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -62,6 +63,14 @@ def run_strip(owner, run_text: str = "Run") -> QWidget:
     return strip
 
 
+def method_row(form: QFormLayout, combo: QComboBox) -> None:
+    """Add the method list to ``form`` under a "Method" line, as wide as the tool: method names are
+    long ("TCIMF (target-constrained interference min.)") and a list beside its label would cut them."""
+    form.addRow(QLabel("Method"))
+    form.addRow(combo)
+    combo.currentTextChanged.connect(combo.setToolTip)
+
+
 def narrow_editors(body: QWidget) -> None:
     """Let the editors of ``body`` (and of forms rebuilt in it later) shrink to the toolbox's width: a
     spin box's size hint comes from its range (a billion is wide), which would clip the form."""
@@ -83,10 +92,12 @@ def tool_page(owner: QWidget, body: QWidget, run_text: str = "Run") -> None:
 
 
 def set_busy(owner, busy: bool) -> None:
+    """Enable Cancel while a run goes, Run otherwise; the progress bar starts empty and is emptied again
+    when the run ends (finished, failed or cancelled), so a full bar never stands for a run long over."""
     owner.run_button.setEnabled(not busy)
     owner.cancel_button.setEnabled(busy)
-    if busy:
-        owner.progress.setValue(0)
+    owner.progress.setValue(0)
+    owner.progress.setToolTip("progress of the running job" if busy else "no job running")
 
 
 def show_progress(owner, fraction: float, message: str) -> None:

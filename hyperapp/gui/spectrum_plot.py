@@ -5,19 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
+#: the plot's title while it shows no pixel
+HINT_NO_CUBE = "Open a cube, then hover the image: the spectrum under the cursor shows here"
+HINT_HOVER = "Hover the image: the spectrum under the cursor shows here (P pins it)"
 PIN_COLOURS = [(255, 200, 0), (0, 200, 255), (255, 0, 200), (120, 255, 0), (255, 120, 0), (180, 180, 255)]
 
 
 class SpectrumPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
+        from hyperapp.gui.panels import side_legend
+
         self.showGrid(x=True, y=True, alpha=0.3)
-        # the legend beside the plot, never over the curves
-        legend = pg.LegendItem(verSpacing=-4)
-        self.getPlotItem().layout.addItem(legend, 2, 3)
-        legend.setSizePolicy(pg.QtWidgets.QSizePolicy.Policy.Preferred, pg.QtWidgets.QSizePolicy.Policy.Maximum)
-        self.getPlotItem().layout.setAlignment(legend, pg.QtCore.Qt.AlignmentFlag.AlignTop)
-        self.getPlotItem().legend = legend
+        side_legend(self)  # beside the plot, never over the curves (the analysis plots' legend)
+        # before a cube: what the plot is for, not bare 0..1 axes
+        self.setLabel("bottom", "wavelength")
+        self.setLabel("left", "value")
+        self.setTitle(HINT_NO_CUBE)
         self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
         self.pins: list = []
         self.roi_items: list = []
@@ -48,7 +52,7 @@ class SpectrumPlot(pg.PlotWidget):
 
     def clear_cursor(self) -> None:
         self.cursor_curve.setData([], [])
-        self.setTitle("")
+        self.setTitle(HINT_HOVER)
 
     def pin(self, spectrum: np.ndarray, label: str) -> None:
         colour = PIN_COLOURS[len(self.pins) % len(PIN_COLOURS)]

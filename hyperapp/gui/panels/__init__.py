@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
 from hyperapp.gui.param_form import ParamForm
-from hyperapp.gui.run_controls import set_busy, show_progress, tool_page
+from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
 
@@ -63,7 +63,7 @@ class AnalysisPanel(QWidget):
         self.method = QComboBox()
         for name in self.methods:
             self.method.addItem(ANALYSES[name].title, name)
-        top.addRow("Method", self.method)
+        method_row(top, self.method)
         self.source = QComboBox()
         for label, _, _ in SOURCES:
             self.source.addItem(label)
@@ -194,6 +194,7 @@ class AnalysisPanel(QWidget):
         w.signals.finished.connect(self._finished)
         set_busy(self, True)
         self._outcome = None
+        self._running = ANALYSES[method].title  # what the status line names when the run ends
         self.worker = w
         start(w)
         return w
@@ -209,12 +210,14 @@ class AnalysisPanel(QWidget):
     def _done(self, result) -> None:
         self.result = result
         rep = result.report
-        self.status.setText(f"{ANALYSES[result.method].title}: {rep['selection']['n_spectra']} spectra in "
+        self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
         self.plots.setCurrentWidget(self.tabs)
         self.show_result(result)
         if result.labels is not None:
             self.show_labels(result)
+        elif getattr(self.host, "shown", None) == self.title:  # this tool's last map is not this result's
+            self.host.show_detection()
         self.plots_shown.emit()
         self._outcome = result
 
@@ -223,15 +226,20 @@ class AnalysisPanel(QWidget):
         from hyperapp.analyse import class_table
 
         values, names, colours = class_table(result)
-        self.host.show_labels(result.labels, self.title, values, colours, names)
+        self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result))
+
+    def legend_tip(self, result) -> str:
+        """What the colours of the result's map are (the legend's tooltip)."""
+        return (f"{ANALYSES[result.method].title}: each colour is one of its classes; the number is the "
+                "pixels of the image in it")
 
     def _failed(self, message: str) -> None:
-        self.status.setText("failed")
+        self.status.setText(f"{self._running} failed: "
+                            f"{message.splitlines()[0] if message else ''}")
         self.host.show_error(message)
 
     def _cancelled(self) -> None:
-        self.status.setText("cancelled")
-        self.progress.setValue(0)
+        self.status.setText(f"{self._running} cancelled")
 
     def _finished(self) -> None:
         # ``finished`` goes out only once the worker is gone, so a listener may start the next run
@@ -290,14 +298,27 @@ def value_axis(cube) -> tuple[float, str]:
     return (float(f), "reflectance") if f else (1.0, "value (as stored)")
 
 
+def value_unit(cube) -> tuple[float, str]:
+    """(divisor, unit) of spectral values as a label's parenthesis names them: "reflectance" where the
+    header gives a reflectance scale factor, else "as stored" (:func:`value_axis`'s scale)."""
+    scale, label = value_axis(cube)
+    return scale, ("reflectance" if label == "reflectance" else "as stored")
+
+
+def band_wavelength(cube, b: int) -> str:
+    """Band ``b``'s wavelength as a label writes it ("650 nm"), or "" where the cube gives none."""
+    if cube.wavelengths is None or not 0 <= b < len(cube.wavelengths):
+        return ""
+    u = units_text(cube.wavelength_units)
+    u = SHORT_UNITS.get(u, u)
+    w = float(cube.wavelengths[b])
+    return f"{w:.4g} {u}" if u else f"{w:.4g}"
+
+
 def band_name(cube, b: int) -> str:
     """Band ``b`` as people read it: its index and wavelength ("12 (650 nm)"), or the index alone."""
-    u = units_text(cube.wavelength_units)
-    if cube.wavelengths is not None and 0 <= b < len(cube.wavelengths):
-        w = float(cube.wavelengths[b])
-        u = SHORT_UNITS.get(u, u)
-        return f"{b} ({w:.4g} {u})" if u else f"{b} ({w:.4g})"
-    return str(b)
+    w = band_wavelength(cube, b)
+    return f"{b} ({w})" if w else str(b)
 
 
 def side_legend(plot):
@@ -307,8 +328,10 @@ def side_legend(plot):
     from PySide6.QtWidgets import QSizePolicy
 
     pi = plot.getPlotItem()
-    legend = pg.LegendItem(verSpacing=-4)
-    pi.layout.addItem(legend, 2, 3)
+    legend = pg.LegendItem(verSpacing=-4, labelTextSize="8pt")
+    # beside the title, the view and the x axis (rows 1-3): a legend taller than the view alone would
+    # push the x axis and its label out of the plot
+    pi.layout.addItem(legend, 1, 3, 3, 1)
     legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # its rows, not the plot's height
     pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     pi.legend = legend
@@ -329,19 +352,34 @@ def integer_ticks(plot, values, axis: str = "bottom", most: int = 16) -> None:
         plot.setXRange(v[0] - 1, v[0] + 1, padding=0) if axis == "bottom" else None
 
 
-def scaled(plot, values, label: str, axis: str = "left"):
-    """``values`` divided by a power of ten (a multiple of 3) when they are large, with the power in the
-    axis label ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label."""
+def tick_power(values) -> int:
+    """The power of ten (a multiple of 3; 0 for values within 10^-3..10^3) to divide ``values`` by so
+    their tick labels stay short."""
     import numpy as np
 
     v = np.asarray(values, float)
     finite = np.abs(v[np.isfinite(v)])
     top = float(finite.max()) if finite.size else 0.0
     p = int(np.floor(np.log10(top) / 3) * 3) if top > 0 else 0
-    if abs(p) < 3:
-        p = 0
-    plot.setLabel(axis, f"{label} (x 10^{p})" if p else label)
-    return v / 10.0 ** p
+    return 0 if abs(p) < 3 else p
+
+
+def scaled(plot, values, label: str, axis: str = "left"):
+    """``values`` divided by a power of ten (:func:`tick_power`), with the power in the axis label
+    ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label. A label of two lines
+    (``<br>``) gets the power in its second's parenthesis ("merge distance<br>(as stored, x 10^3)"), so
+    neither line grows past a low plot."""
+    import numpy as np
+
+    p = tick_power(values)
+    if p:
+        head, br, tail = label.partition("<br>")
+        if br and tail.endswith(")"):
+            label = f"{head}{br}{tail[:-1]}, x 10^{p})"
+        else:
+            label = f"{label} (x 10^{p})"
+    plot.setLabel(axis, label)
+    return np.asarray(values, float) / 10.0 ** p
 
 
 def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
@@ -361,8 +399,11 @@ def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
     scale, ylabel = value_axis(cube)
     plot.setLabel("bottom", label)
     plot.setLabel("left", ylabel)
-    return [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
-            for j, name in enumerate(names)]
+    curves = [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
+              for j, name in enumerate(names)]
+    if legend is not None:  # many curves: the legend in columns of at most 6, so it stays as low as the plot
+        legend.setColumnCount(max(1, -(-len(names) // 6)))
+    return curves
 
 
 def plot_widget(x_label: str, y_label: str, title: str = ""):
@@ -380,28 +421,108 @@ def plot_widget(x_label: str, y_label: str, title: str = ""):
     return p
 
 
-def image_plot(title: str):
-    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the
-    image keeps its aspect and fills the plot; axes that mean nothing are hidden."""
+class ImageFrame(QWidget):
+    """The place of an image plot in a layout: it sizes the plot to its image's aspect and centres it, so
+    the image fills the plot and the plot's axes span the image alone (a square image in a wide dock is
+    a square plot, not a square in a wide plot with axes running far past the image)."""
+
+    def __init__(self, plot, min_width: int, min_height: int):
+        from PySide6.QtWidgets import QSizePolicy
+
+        super().__init__()
+        self.plot = plot
+        plot.setParent(self)
+        plot.setMinimumSize(0, 0)
+        self.setMinimumSize(min_width, min_height)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.aspect: float | None = None  # the image's width / height
+
+    def set_image_shape(self, rows: int, cols: int) -> None:
+        self.aspect = cols / max(rows, 1)
+        self.fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self.fit()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        """Lay the plot out at full size to measure what is not image (title, axes, colour bar), then
+        shrink it to the image's aspect."""
+        import numpy as np
+
+        W, H = self.width(), self.height()
+        self.plot.setGeometry(0, 0, W, H)
+        if not self.aspect:
+            return
+        item = self.plot.getPlotItem()
+        item.setGeometry(0, 0, W, H)  # laid out now, even while the plot is hidden (a tab behind)
+        view = item.vb.geometry()
+        ew, eh = W - view.width(), H - view.height()
+        vw, vh = max(W - ew, 1.0), max(H - eh, 1.0)
+        if vw / vh > self.aspect:
+            vw = vh * self.aspect
+        else:
+            vh = vw / self.aspect
+        # never narrower than the plot can be laid out (its title, its axes): then the view is wider
+        w = max(int(round(vw + ew)), int(np.ceil(self.plot.getPlotItem().minimumWidth())))
+        h = int(round(vh + eh))
+        self.plot.setGeometry((W - w) // 2, (H - h) // 2, w, h)
+
+
+def image_plot(title: str, x_label: str = "column", y_label: str = "row", min_width: int = 320,
+               bar_label: str = ""):
+    """A plot holding one image (a map of neurons, a posterior), with a colour bar, for a dock: the image
+    keeps its aspect (one cell is square) and fills the plot; its axes count its cells (``x_label``,
+    ``y_label``: image columns and rows, or neurons), row 0 at the top; the colour bar's label
+    (``bar_label``, :func:`bar_label`) says what its values are. Lay out ``plot.frame`` (an
+    :class:`ImageFrame`), not the plot: it sizes the plot to the image."""
     import pyqtgraph as pg
 
     p = pg.PlotWidget(title=title)
-    p.setMinimumSize(320, 130)
     p.setAspectLocked(True)
     p.invertY(True)
-    p.hideAxis("left")
-    p.hideAxis("bottom")
+    p.setLabel("bottom", x_label)
+    p.setLabel("left", y_label)
+    for name in ("bottom", "left"):
+        p.getAxis(name).enableAutoSIPrefix(False)
+    p.getAxis("left").setWidth(42)
+    p.setMenuEnabled(False)
     img = pg.ImageItem(axisOrder="row-major")
     p.addItem(img)
-    bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False)
+    bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False, width=14)
     bar.setImageItem(img, insert_in=p.getPlotItem())
+    bar.getAxis("right").enableAutoSIPrefix(False)
+    set_bar_label(bar, bar_label)
+    p.frame = ImageFrame(p, min_width, 160)
     return p, img, bar
 
 
-def fit_image(plot, image) -> None:
-    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data)."""
+def set_bar_label(bar, text: str) -> None:
+    """Name what a colour bar's values are ("spectra", "reflectance"), beside its tick values: the unit
+    lives on the bar, so the plot's title stays short enough for a narrow plot. A bar is short: break a
+    long label in two lines with ``<br>``."""
+    axis = bar.getAxis("right")
+    axis.setLabel(text)
+    axis.setWidth((76 if "<br>" in text else 62) if text else 45)
+
+
+def fit_image(plot, image, cells: bool = False) -> None:
+    """Frame ``plot`` on its image (after :func:`image_plot`'s image got new data), nothing around it.
+    ``cells``: a small grid (a SOM's neurons), ticked at cells' centres with their whole numbers (at
+    most 6 ticks an axis) rather than at the cells' edges."""
     h, w = image.shape[:2]
-    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0.02)
+    plot.getPlotItem().vb.setRange(xRange=(0, w), yRange=(0, h), padding=0)
+    plot.frame.set_image_shape(h, w)
+    for name, n in (("bottom", w), ("left", h)):
+        if cells:
+            step = max(1, -(-n // 6))  # a map in a low dock is ~100 px tall: 10 labels would touch
+            plot.getAxis(name).setTicks([[(i + 0.5, str(i)) for i in range(0, n, step)], []])
+        else:
+            plot.getAxis(name).setTicks(None)
 
 
 def analysis_panels() -> tuple:

@@ -77,6 +77,7 @@ class BandsPanel(AnalysisPanel):
             self.score_curve.setData([0, 1], [0])
         # band clustering scores no subsets: no empty "Score distribution" tab
         self.tabs.setTabVisible(self.tabs.indexOf(self.score_plot), result.method == "band-subsets")
+        self.table.setColumnHidden(1, result.method != "band-subsets")  # nor an empty score column
         self.table.setRowCount(len(self._rows))
         for i, (bands, sc) in enumerate(zip(self._rows, scores)):
             self.table.setItem(i, 0, QTableWidgetItem(", ".join(band_name(self.host.session.cube, b) for b in bands)))

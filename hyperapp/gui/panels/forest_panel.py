@@ -169,7 +169,7 @@ class ForestPanel(AnalysisPanel):
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self._export_dialog)
         lay.addWidget(self.export_button)
-        self.importance_plot = plot_widget("wavelength", "importance (share of the impurity decrease)",
+        self.importance_plot = plot_widget("wavelength", "importance",
                                            "band importance")
         self.importance_bars = pg.BarGraphItem(x=[], height=[], width=1.0, brush=pg.mkBrush(80, 170, 255))
         self.importance_plot.addItem(self.importance_bars)
@@ -195,8 +195,9 @@ class ForestPanel(AnalysisPanel):
         t.setRowCount(k if C is not None else 0)
         t.setColumnCount(k if C is not None else 0)
         if C is not None:
-            t.setHorizontalHeaderLabels([f"→ {n}" for n in names])
-            t.setVerticalHeaderLabels(names)
+            # what the rows and columns are, on the headers a person reads (not only in a tooltip)
+            t.setHorizontalHeaderLabels([f"predicted {n}" for n in names])
+            t.setVerticalHeaderLabels([f"true {n}" for n in names])
             for i in range(k):
                 for j in range(k):
                     it = QTableWidgetItem(str(int(C[i, j])))
@@ -204,12 +205,14 @@ class ForestPanel(AnalysisPanel):
                     if i == j:
                         it.setBackground(QBrush(QColor(*colours[i], 90)))
                     t.setItem(i, j, it)
+            t.resizeColumnsToContents()  # "predicted background" whole, not cut to the default width
         x, label = wavelength_axis(self.host.session.cube)
         width = float(np.median(np.diff(x))) * 0.8 if len(x) > 1 else 0.8
         self.importance_plot.setLabel("bottom", label)
         self.importance_bars.setOpts(x=x, height=m.feature_importances_, width=width)
         top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:5])
-        self.importance_plot.setTitle(f"band importance (top bands {top})")
+        # the axis says "importance" (a low plot has no room for more), the title what it is a share of
+        self.importance_plot.setTitle(f"band importance: share of the impurity decrease; top bands {top}")
         self.export_button.setEnabled(result.labels is not None)
         self.tabs.setCurrentIndex(0)
 

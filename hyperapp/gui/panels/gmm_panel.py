@@ -16,6 +16,8 @@ from hyperapp.gui.panels import (
     plot_widget,
     scaled,
     side_legend,
+    value_axis,
+    wavelength_axis,
 )
 
 
@@ -26,7 +28,8 @@ class GMMPanel(AnalysisPanel):
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
-        self.ll_plot = plot_widget("EM iteration", "average log-likelihood per spectrum")
+        self.ll_plot = plot_widget("EM iteration", "log-likelihood",
+                                   "average log-likelihood per spectrum at each EM iteration (higher fits better)")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
         self.mean_plot = plot_widget("wavelength", "mean value", "component means")
         side_legend(self.mean_plot)
@@ -39,15 +42,22 @@ class GMMPanel(AnalysisPanel):
         row.addWidget(self.component)
         row.addStretch(1)
         lay.addLayout(row)
-        self.post_plot, self.post_img, self.post_bar = image_plot("posterior probability")
+        self.post_plot, self.post_img, self.post_bar = image_plot("posterior", min_width=220, bar_label="probability")
         self.post_bar.setLevels((0.0, 1.0))
-        lay.addWidget(self.post_plot, 1)
+        # the scene's map at its own aspect, and beside it (in the width left) the component's mean spectrum
+        maps = QHBoxLayout()
+        maps.addWidget(self.post_plot.frame, 1)
+        self.post_spectrum = plot_widget("wavelength", "mean value", "the component's mean spectrum")
+        self.post_curve = self.post_spectrum.plot(pen=pg.mkPen("w", width=2))
+        maps.addWidget(self.post_spectrum, 1)
+        lay.addLayout(maps, 1)
         tabs.addTab(self.bic_plot, "BIC")
         tabs.addTab(self.ll_plot, "Log-likelihood")
         tabs.addTab(self.mean_plot, "Component spectra")
         tabs.addTab(box, "Posterior")
         self.mean_items: list = []
         self._post = None
+        self._m = None
         self.component.valueChanged.connect(self._posterior)
 
     def after_fit(self, result, image):
@@ -61,7 +71,7 @@ class GMMPanel(AnalysisPanel):
 
     def show_result(self, result) -> None:
         m = result.model
-        self._post = result.extra
+        self._post, self._m = result.extra, m
         ks = np.asarray(m.k_values_, float)
         bic = np.asarray(m.bic_, float)
         bic = scaled(self.bic_plot, bic, "BIC")
@@ -91,5 +101,16 @@ class GMMPanel(AnalysisPanel):
             return
         j = min(self.component.value(), post.shape[2] - 1)
         self.post_img.setImage(post[:, :, j].astype(np.float32), autoLevels=False, levels=(0.0, 1.0))
+        self.post_plot.setTitle(f"component {j}", size="9pt")  # short: the plot is as narrow as the map
         fit_image(self.post_plot, post)
-        self.post_plot.setTitle(f"posterior probability of component {j}")
+        if self._m is not None:
+            from hyperapp.io.writers import class_colour
+
+            cube = self.host.session.cube
+            x, xlabel = wavelength_axis(cube)
+            scale, ylabel = value_axis(cube)
+            self.post_curve.setData(x, np.asarray(self._m.means_[j], float) / scale)
+            self.post_curve.setPen(pg.mkPen(class_colour(j), width=2))
+            self.post_spectrum.setLabel("bottom", xlabel)
+            self.post_spectrum.setLabel("left", ylabel)
+            self.post_spectrum.setTitle(f"mean spectrum of component {j} (weight {self._m.weights_[j]:.3f})")

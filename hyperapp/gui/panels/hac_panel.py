@@ -13,7 +13,15 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from hyperapp.backend import to_host
-from hyperapp.gui.panels import AnalysisPanel, plot_spectra, plot_widget, side_legend
+from hyperapp.gui.panels import (
+    AnalysisPanel,
+    plot_spectra,
+    plot_widget,
+    scaled,
+    side_legend,
+    tick_power,
+    value_unit,
+)
 from hyperapp.gui.worker import Worker, start
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
@@ -60,7 +68,7 @@ class HACPanel(AnalysisPanel):
         self.cut_label = QLabel("")
         row.addWidget(self.cut_label, 1)
         lay.addLayout(row)
-        self.dendro = plot_widget("clusters (leaf: spectra it holds)", "merge height")
+        self.dendro = plot_widget("clusters (leaf: spectra it holds)", "merge distance")
         self.cut_line = pg.InfiniteLine(angle=0, movable=True, pen=pg.mkPen((255, 200, 0), width=2, style=pg.QtCore.Qt.PenStyle.DashLine))
         self.cut_line.setToolTip("Cut height: drag to cut the tree elsewhere")
         self.dendro.addItem(self.cut_line)
@@ -72,6 +80,8 @@ class HACPanel(AnalysisPanel):
         tabs.addTab(self.means_plot, "Cluster spectra")
         self.lines: list = []
         self.mean_items: list = []
+        self._height_scale = 1.0  # the tree's heights divided by this are in the spectra's units
+        self._tick_scale = 1.0  # and those divided by this are the dendrogram's y values
         self.relabel_worker: Worker | None = None
         self.n_clusters.valueChanged.connect(self._count_changed)
         self.cut_line.sigPositionChangeFinished.connect(self._line_moved)
@@ -97,15 +107,22 @@ class HACPanel(AnalysisPanel):
         d = dendrogram(Z, no_plot=True, truncate_mode="lastp" if n > p else None, p=p, show_leaf_counts=True)
         # one path of (x, y) per merge, drawn as a single item with breaks between paths
         xs = np.asarray(d["icoord"], float).reshape(-1, 4)
-        ys = np.asarray(d["dcoord"], float).reshape(-1, 4)
+        self._height_scale, label = self.height_units(m)
+        heights = Z[:, 2] / self._height_scale
+        self._tick_scale = 10.0 ** tick_power(heights)  # short tick labels, the power in the axis label
+        scaled(self.dendro, heights, label)
+        ys = np.asarray(d["dcoord"], float).reshape(-1, 4) / (self._height_scale * self._tick_scale)
         x = np.concatenate([xs, np.full((xs.shape[0], 1), np.nan)], axis=1).reshape(-1)
         y = np.concatenate([ys, np.full((ys.shape[0], 1), np.nan)], axis=1).reshape(-1)
         item = pg.PlotDataItem(x, y, pen=pg.mkPen((200, 200, 200), width=1.5), connect="finite")
         self.dendro.addItem(item)
         self.lines = [item]
-        ticks = [(5 + 10 * i, lab) for i, lab in enumerate(d["ivl"])]
+        # a leaf reads "(spectra it holds)"; SciPy names a leaf of one spectrum by its index instead
+        ticks = [(5 + 10 * i, lab if lab.startswith("(") else "(1)") for i, lab in enumerate(d["ivl"])]
         self.dendro.getAxis("bottom").setTicks([ticks if len(ticks) <= 24 else ticks[::max(1, len(ticks) // 24)]])
-        self.dendro.setTitle(f"{m.linkage} linkage, {m.metric} distance, {n} spectra"
+        link = {"ward": "Ward"}.get(m.linkage, m.linkage)
+        metric = {"sam": "spectral angle"}.get(m.metric, m.metric)
+        self.dendro.setTitle(f"{link} linkage of {metric} distances, {n} spectra"
                              + (f" (last {p - 1} merges)" if n > p else ""))
         self.cut_line.show()
         self.n_clusters.blockSignals(True)
@@ -116,16 +133,29 @@ class HACPanel(AnalysisPanel):
         self._show_means(m)
         self.tabs.setCurrentIndex(0)
 
+    def height_units(self, m) -> tuple[float, str]:
+        """(divisor, axis label) of the tree's merge heights: a Euclidean tree's are distances between
+        spectra, shown on the Spectrum dock's scale (reflectance where the header says so); a spectral
+        angle tree's are angles, in radians. Two short lines, so a low plot does not cut the label."""
+        if m.metric == "sam":
+            return 1.0, "merge distance<br>(spectral angle, rad)"
+        scale, unit = value_unit(self.host.session.cube)
+        return scale, f"merge distance<br>({unit})"
+
     def _place_line(self, m) -> None:
         h = m.linkage_[:, 2]
         k = m.n_clusters_
         n = h.size + 1
         lo = h[n - k - 1] if n - k - 1 >= 0 else 0.0  # the last merge below the cut
         hi = h[n - k] if n - k < h.size else lo * 1.05 + 1e-12
+        f = self._height_scale
         self.cut_line.blockSignals(True)
-        self.cut_line.setValue(0.5 * (lo + hi))
+        self.cut_line.setValue(0.5 * (lo + hi) / (f * self._tick_scale))
         self.cut_line.blockSignals(False)
-        self.cut_label.setText(f"cut between heights {lo:.4g} and {hi:.4g}")
+        text = f"cut between merge distances {lo / f:.4g} and {hi / f:.4g}"
+        if f != 1.0:  # the form's Cut height (and the CLI's) is in the values as stored
+            text += f" (the Cut height option takes the values as stored: {lo:.4g} to {hi:.4g})"
+        self.cut_label.setText(text)
 
     def _show_means(self, m) -> None:
         k = min(m.n_clusters_, 20)
@@ -138,7 +168,7 @@ class HACPanel(AnalysisPanel):
         self.recut(n_clusters=k)
 
     def _line_moved(self) -> None:
-        self.recut(height=float(self.cut_line.value()))
+        self.recut(height=float(self.cut_line.value()) * self._height_scale * self._tick_scale)
 
     def recut(self, n_clusters: int | None = None, height: float | None = None):
         """Cut the fitted tree again and relabel the image in a worker; returns the worker."""

@@ -38,7 +38,14 @@ class KMeansPanel(AnalysisPanel):
     def show_result(self, result) -> None:
         m = result.model
         ks = np.asarray(m.k_values_, float)
-        self.inertia_curve.setData(ks, scaled(self.inertia_plot, m.inertia_, "inertia"))
+        from hyperapp.gui.panels import value_unit
+
+        # squared distances on the Spectrum dock's scale (reflectance where the header says so)
+        scale, unit = value_unit(self.host.session.cube)
+        inertia = np.asarray(m.inertia_, float) / scale**2
+        self.inertia_curve.setData(ks, scaled(self.inertia_plot, inertia, "inertia"))
+        self.inertia_plot.setTitle(f"inertia: sum of squared distances to the centres ({unit}, squared; lower "
+                                   f"is tighter); dashed: chosen k = {m.chosen_k_}")
         ok = np.isfinite(m.silhouette_)
         self.sil_curve.setData(ks[ok], m.silhouette_[ok])
         ok = np.isfinite(m.davies_bouldin_)

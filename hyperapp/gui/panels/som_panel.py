@@ -15,14 +15,20 @@ from hyperapp.backend import to_host
 from hyperapp.gui.panels import (
     AnalysisPanel,
     band_name,
+    band_wavelength,
     fit_image,
     image_plot,
     integer_ticks,
     plot_widget,
+    set_bar_label,
     side_legend,
     value_axis,
+    value_unit,
     wavelength_axis,
 )
+
+#: the axes of a map of the neurons
+NEURON_AXES = ("neuron column", "neuron row")
 
 
 class SOMPanel(AnalysisPanel):
@@ -30,21 +36,33 @@ class SOMPanel(AnalysisPanel):
     title = "SOM"
 
     def build_plots(self, tabs) -> None:
-        self.umat_plot, self.umat_img, self.umat_bar = image_plot("U-matrix (mean distance to neighbours); click a neuron")
-        self.hits_plot, self.hits_img, self.hits_bar = image_plot("hit map (spectra per neuron)")
-        box = QWidget()
-        lay = QVBoxLayout(box)
+        # the three maps of the neurons side by side in one tab, each a square grid filling its plot: the
+        # wide, low plots dock gives each its own third, and a person reads them together
+        self.maps = QWidget()
+        lay = QVBoxLayout(self.maps)
+        lay.setContentsMargins(2, 2, 2, 2)
         row = QHBoxLayout()
-        row.addWidget(QLabel("Band"))
+        row.addWidget(QLabel("Component plane of band"))
         self.band = QSpinBox()
-        self.band.setToolTip("The band whose codebook values the plane shows")
+        self.band.setToolTip("The band whose codebook values the right-hand map shows")
         row.addWidget(self.band)
         self.band_label = QLabel("")
         row.addWidget(self.band_label)
         row.addStretch(1)
+        row.addWidget(QLabel("Click a neuron for its spectrum."))
         lay.addLayout(row)
-        self.plane_plot, self.plane_img, self.plane_bar = image_plot("component plane")
-        lay.addWidget(self.plane_plot, 1)
+        maps = QHBoxLayout()
+        self.umat_plot, self.umat_img, self.umat_bar = image_plot("U-matrix", *NEURON_AXES, min_width=200)
+        self.hits_plot, self.hits_img, self.hits_bar = image_plot("hits", *NEURON_AXES, min_width=200)
+        self.plane_plot, self.plane_img, self.plane_bar = image_plot("component plane", *NEURON_AXES,
+                                                                     min_width=200)
+        self.umat_plot.setToolTip("U-matrix: each neuron's mean distance to its neighbours in the codebook; "
+                                  "high ridges part the clusters of the map")
+        self.hits_plot.setToolTip("Hit map: how many of the fitted spectra each neuron is the best match of")
+        self.plane_plot.setToolTip("Component plane: each neuron's codebook value in the chosen band")
+        for plot in (self.umat_plot, self.hits_plot, self.plane_plot):
+            maps.addWidget(plot.frame, 1)
+        lay.addLayout(maps, 1)
         self.err_plot = plot_widget("epoch", "quantisation error")
         side_legend(self.err_plot)
         self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
@@ -72,18 +90,26 @@ class SOMPanel(AnalysisPanel):
         self.neuron_plot = plot_widget("wavelength", "codebook value", "neuron spectrum")
         self.neuron_curve = self.neuron_plot.plot(pen=pg.mkPen("w", width=2))
         self._m = None
-        tabs.addTab(self.umat_plot, "U-matrix")
-        tabs.addTab(self.hits_plot, "Hit map")
-        tabs.addTab(box, "Component planes")
+        tabs.addTab(self.maps, "U-matrix, hits, planes")
         tabs.addTab(self.err_plot, "Errors per epoch")
         tabs.addTab(self.neuron_plot, "Neuron spectrum")
         self.band.valueChanged.connect(self._plane)
-        self.umat_plot.scene().sigMouseClicked.connect(self._clicked)
+        for plot in (self.umat_plot, self.hits_plot, self.plane_plot):
+            plot.scene().sigMouseClicked.connect(lambda ev, plot=plot: self._clicked(ev, plot))
+
+    def legend_tip(self, result) -> str:
+        m = result.model
+        n = int(m.rows) * int(m.cols)
+        if m.cluster_of_unit_ is None:
+            return (f"Each colour is one of the map's {n} neurons: every pixel takes the neuron whose "
+                    "codebook spectrum is nearest to it (its best-matching neuron).")
+        k = int(np.max(m.cluster_of_unit_)) + 1
+        return (f"Each colour is a cluster of the SOM's codebook: its {n} neurons' spectra grouped into {k} "
+                "clusters (k-means), and every pixel takes the cluster of its best-matching neuron.")
 
     def _scale(self) -> tuple[float, str]:
         """(divisor, name) of the values: the Spectrum dock's ("reflectance", or "as stored")."""
-        scale, label = value_axis(self.host.session.cube)
-        return scale, ("reflectance" if label == "reflectance" else "as stored")
+        return value_unit(self.host.session.cube)
 
     def show_result(self, result) -> None:
         m = result.model
@@ -93,12 +119,15 @@ class SOMPanel(AnalysisPanel):
         umat = np.asarray(m.umatrix_, float) / scale
         self.umat_img.setImage(umat, autoLevels=True)
         self.umat_bar.setLevels((float(umat.min()), float(umat.max()) + 1e-12))
-        self.umat_plot.setTitle(f"U-matrix: mean distance to the neighbouring neurons ({unit}); click a neuron")
+        self.umat_plot.setTitle("U-matrix", size="9pt")
+        set_bar_label(self.umat_bar, f"distance<br>({unit})")
         hits = m.hits_.reshape(R, C).astype(float)
         self.hits_img.setImage(hits, autoLevels=True)
         self.hits_bar.setLevels((0.0, float(hits.max()) + 1e-12))
-        fit_image(self.umat_plot, umat)
-        fit_image(self.hits_plot, hits)
+        self.hits_plot.setTitle("hit map", size="9pt")
+        set_bar_label(self.hits_bar, "spectra<br>per neuron")
+        fit_image(self.umat_plot, umat, cells=True)
+        fit_image(self.hits_plot, hits, cells=True)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
         self._plane()
         ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
@@ -112,21 +141,23 @@ class SOMPanel(AnalysisPanel):
         self.err_plot.setTitle(f"final: quantisation {qe[-1]:.4g} ({unit}), "
                                f"topographic {m.topographic_error_[-1]:.3f}")
         self.show_neuron(0)
-        self.tabs.setCurrentWidget(self.umat_plot)
+        self.tabs.setCurrentWidget(self.maps)
 
     def _plane(self) -> None:
         m = getattr(self, "_m", None)
         if m is None:
             return
-        scale, unit = self._scale()
+        scale, _ = self._scale()
+        cube, b = self.host.session.cube, self.band.value()
         W = to_host(m.codebook_)
-        plane = np.asarray(W[:, self.band.value()], float).reshape(int(m.rows), int(m.cols)) / scale
+        plane = np.asarray(W[:, b], float).reshape(int(m.rows), int(m.cols)) / scale
         self.plane_img.setImage(plane, autoLevels=True)
         self.plane_bar.setLevels((float(plane.min()), float(plane.max()) + 1e-12))
-        fit_image(self.plane_plot, plane)
-        name = band_name(self.host.session.cube, self.band.value())
-        self.band_label.setText(name)
-        self.plane_plot.setTitle(f"component plane of band {name}: {unit}")
+        self.band_label.setText(band_wavelength(cube, b))
+        # title and bar label first: the plot is sized to the map around them
+        self.plane_plot.setTitle(f"band {band_name(cube, b)}", size="9pt")
+        set_bar_label(self.plane_bar, value_axis(cube)[1])
+        fit_image(self.plane_plot, plane, cells=True)
 
     def show_neuron(self, unit: int) -> None:
         m = getattr(self, "_m", None)
@@ -140,11 +171,11 @@ class SOMPanel(AnalysisPanel):
         self.neuron_plot.setTitle(f"neuron {unit} (row {unit // int(m.cols)}, col {unit % int(m.cols)}), "
                                   f"{int(m.hits_[unit])} spectra")
 
-    def _clicked(self, ev) -> None:
+    def _clicked(self, ev, plot) -> None:
         m = getattr(self, "_m", None)
         if m is None:
             return
-        p = self.umat_plot.getPlotItem().vb.mapSceneToView(ev.scenePos())
+        p = plot.getPlotItem().vb.mapSceneToView(ev.scenePos())
         r, c = int(np.floor(p.y())), int(np.floor(p.x()))
         if 0 <= r < int(m.rows) and 0 <= c < int(m.cols):
             self.show_neuron(r * int(m.cols) + c)
