@@ -710,8 +710,8 @@ def refine_in_boxes(X, y, inside, xp):
 
     The boxes say where to look first: among pixels the RBFN scores alike, those inside a box rank
     higher. They no longer decide alone: before, every pixel outside the boxes shared one floor score,
-    so a box that missed a target lost the whole target, which the RBFN would have found (issue 34:
-    mean pixel AUC 0.904 against the RBFN's 0.960 on four real scenes). A target the RBFN scores well
+    so a box that missed a target lost the whole target, which the RBFN would have found
+    (mean pixel AUC 0.904 against the RBFN's 0.960 on four real scenes). A target the RBFN scores well
     above the background still stands out where no box covers it.
     """
     from hyperapp.models.rbfn import RBFN

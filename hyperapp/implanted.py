@@ -1,6 +1,6 @@
 """Test scenes made by implanting real target spectra into a real scene's background.
 
-The detectors' wider quality check (issue 34): a generated scene says how a detector does on the
+The detectors' wider quality check: a generated scene says how a detector does on the
 generator's materials, one real scene on one kind of target. Here the background is a real scene's
 (the AVIRIS airport scene, ``abu-airport-1.mat``) with its own targets removed, and the targets are
 real spectra from it, implanted at known places with known fill, so one real background yields scenes

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -50,6 +51,10 @@ from hyperapp.progress import Progress
 DEPTH = 2
 #: seconds a stage waits on a queue before it looks whether the pipeline was closed
 POLL = 0.1
+#: the interpreter's thread switch interval while a pipeline runs (Python's default is 5 ms): a stage
+#: that comes back from a file read or a device wait needs the GIL for a moment, and with the default it
+#: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
+SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
 
 
@@ -162,6 +167,8 @@ class CubePipeline:
             if self._started:
                 return
             self._started = True
+            if sys.getswitchinterval() > SWITCH_INTERVAL:
+                sys.setswitchinterval(SWITCH_INTERVAL)
             for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
                                        ("compute", self._compute, self._to_compute, self._to_write),
                                        ("write", self._write, self._to_write, None)):

@@ -1,4 +1,4 @@
-"""Peak memory on a file larger than the memory budget (issue 16): a 7.5 GB uint16 BIL cube (4096 x 4096 x
+"""Peak memory on a file larger than the memory budget: a 7.5 GB uint16 BIL cube (4096 x 4096 x
 224, 15 GB as float32), written a block of rows at a time into ``$TMPDIR/hyperapp-7gb`` (kept for reruns);
 ``hyperapp --headless detect`` with default settings on the CPU for each method named (default: SAM, ACE,
 RBFN), printing wall time and the process's peak resident memory (``/usr/bin/time -v``).

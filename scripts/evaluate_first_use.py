@@ -1,5 +1,5 @@
-"""``detect --truth`` on a 2 GB file in fresh processes: the seconds of the evaluation stage (issue 35:
-it paid 0.28-0.45 s on the GPU for an import on first use; the goal is <= 0.1 s).
+"""``detect --truth`` on a 2 GB file in fresh processes: the seconds of the evaluation stage
+(it paid 0.28-0.45 s on the GPU for an import on first use; the goal is <= 0.1 s).
 
     python scripts/evaluate_first_use.py [--device gpu] [--runs 3]
 """

@@ -1,6 +1,6 @@
 """Detection quality over seeds of random clicks: mean AUC and Pd at FAR 1e-3 / 1e-2 per detector and scene.
 
-The protocol of issue 12: ``--seeds`` runs, each with ``--clicks`` target pixels drawn at random (seeded)
+The protocol: ``--seeds`` runs, each with ``--clicks`` target pixels drawn at random (seeded)
 from the truth; AUC and Pd over every other pixel (the clicks are left out). Scenes: the AVIRIS airport
 scene in ``../shared/cubes`` (when present), the bundled land and sea scenes, and generated beach, urban and
 vegetation scenes (``hyperapp.samples.make_background_scene``), and scenes made by implanting real

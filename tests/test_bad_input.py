@@ -1,4 +1,4 @@
-"""Bad input at the edges (issue 29): one line naming the file and the problem, exit 2, nothing under
+"""Bad input at the edges: one line naming the file and the problem, exit 2, nothing under
 the final names, earlier results intact; a job is valid or not before its first cube; batch keeps every
 result in its own folder; the CLI, a job and the window treat bad bands alike."""
 
@@ -341,7 +341,7 @@ def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
 
 
 def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cube(tmp_path, capsys):
-    """Spectral-library keys (issue 31) go through hyperapp.options: the CLI and a job refuse the same
+    """Spectral-library keys go through hyperapp.options: the CLI and a job refuse the same
     things with the same words, naming the option or the step's key, and a job reads its libraries
     (and finds the names it picks) before any cube."""
     from hyperapp.io.speclib import SpectralLibrary, write_library

@@ -1,4 +1,4 @@
-"""Property-based tests of the bad-input contract (issue 29): random job files, header fields, option
+"""Property-based tests of the bad-input contract: random job files, header fields, option
 strings and label arrays at the edges end in success or one clean refusal (exit 2, an InputError and
 its kin), never an internal error, and never a file outside the output folder."""
 

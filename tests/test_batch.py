@@ -1,4 +1,4 @@
-"""Batch mode (issue 15): job files, a local Dask cluster over 20 cubes with a broken one, resuming a
+"""Batch mode: job files, a local Dask cluster over 20 cubes with a broken one, resuming a
 killed run, and the README's example job."""
 
 import json

@@ -1,4 +1,4 @@
-"""Forest classification and hierarchical clustering (issue 14): agreement with scikit-learn and SciPy,
+"""Forest classification and hierarchical clustering: agreement with scikit-learn and SciPy,
 the analysis path and CLI, and clear errors on bad input."""
 
 import json

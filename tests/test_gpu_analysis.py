@@ -107,7 +107,7 @@ def test_online_som_kernel_matches_numpy(cp, scene):
     np.testing.assert_allclose(gpu.quantization_error_, cpu.quantization_error_, rtol=2e-2)
 
 
-# ------------------------------------------------------------------ forest and HAC (issue 14)
+# ------------------------------------------------------------------ forest and HAC
 
 
 def test_cart_gpu_matches_numpy(cp, scene):

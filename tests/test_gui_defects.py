@@ -1,4 +1,4 @@
-"""The window as a new user finds it: each defect of issue 17, driven through the window (pytest-qt)."""
+"""The window as a new user finds it: each defect a first walk found, driven through the window (pytest-qt)."""
 
 import json
 

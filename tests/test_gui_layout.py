@@ -1,5 +1,5 @@
 """The window at a laptop's 1366 x 768 and at 1920 x 1080: every tool's Run, Cancel and progress fully on
-screen, without scrolling, once the tool is chosen (issue 30)."""
+screen, without scrolling, once the tool is chosen."""
 
 import pytest
 

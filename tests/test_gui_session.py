@@ -1,4 +1,4 @@
-"""Issue 30: the window shows what is true now and computes nothing itself. A batch job saved from it
+"""The window shows what is true now and computes nothing itself. A batch job saved from it
 reproduces its masks; every plot, status line and legend tied to a cube or a run goes when they change;
 class maps have legends and the score overlay a colour bar (pytest-qt, offscreen)."""
 

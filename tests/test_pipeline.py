@@ -1,4 +1,4 @@
-"""The batch pipeline (issue 35): read, compute and write overlapped on three threads, cubes out in order,
+"""The batch pipeline: read, compute and write overlapped on three threads, cubes out in order,
 a broken cube alone failing, a stop that leaves only whole outputs, and the manifest written in batches."""
 
 import json

@@ -1,5 +1,5 @@
 """The GMM posterior has one home, hyperapp.analyse.posterior_image: the window's Posterior tab and the
-CLI's and batch's posterior.hdr both come from it (issue 30)."""
+CLI's and batch's posterior.hdr both come from it."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Kernels ahead of use (issue 35): ``prepare-gpu``, the window's warm-up, and no first-use import in
+"""Kernels ahead of use: ``prepare-gpu``, the window's warm-up, and no first-use import in
 ``evaluate`` on the GPU."""
 
 import json

@@ -1,4 +1,4 @@
-"""Cubes of any size (issue 16): the streaming reader, two-pass detection equal to the in-memory path,
+"""Cubes of any size: the streaming reader, two-pass detection equal to the in-memory path,
 no-data pixels, bounded memory, and a run killed mid-way."""
 
 import json

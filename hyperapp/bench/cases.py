@@ -349,7 +349,7 @@ def gmm_case(ctx) -> Measurement:
                        bytes_moved=X.nbytes * 4 * 100, notes=notes)
 
 
-# ------------------------------------------------------------------ forest and HAC (issue 14)
+# ------------------------------------------------------------------ forest and HAC
 @bench_case("forest-262144x128-depth12")
 def forest_case(ctx) -> list[Measurement]:
     """One CART tree and a 100-tree random forest of depth 12 on 262,144 spectra x 128 bands (8

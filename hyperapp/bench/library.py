@@ -1,4 +1,4 @@
-"""Benchmark cases of the library-target detectors (issue 31): OSP, TCIMF, MTMF, MTTCIMF scoring and the
+"""Benchmark cases of the library-target detectors: OSP, TCIMF, MTMF, MTTCIMF scoring and the
 MNF fit on 1024 x 1024 x 64, each checked against NumPy and set against the memory floor (one read of the
 cube, one write of each map); and the library-target click-to-result path of the live window."""
 
