@@ -202,14 +202,18 @@ class _Coherence:
         m = T.shape[0]
         z = (xp.concatenate([T, B]) - mu) @ self.W
         zt = z[:m]
-        # the host needs the clicks' whitened spectra, and every row's products with them and its z.z:
-        # one copy
-        both = xp.concatenate([z @ zt.T, (z * z).sum(axis=1, keepdims=True)], axis=1)
-        packed = to_host(xp.concatenate([zt.ravel(), both.ravel()])).astype(np.float64)
-        self.zt = packed[:zt.size].reshape(zt.shape)
-        both = packed[zt.size:].reshape(both.shape)
-        d, sq = both[:, :-1], both[:, -1]
-        self.dots = {"T": d[:m], "B": d[m:]}
+        # what the scores need of the products of every row with every click, reduced on the device
+        # (a library's thousand synthetic targets would make that matrix millions of numbers to copy):
+        # each background row's product with the mean click, each click's products summed over the
+        # clicks (its row of the Gram matrix G) and with itself, and every row's z.z; one copy
+        both = xp.concatenate([zt.ravel(), z[m:] @ zt.mean(axis=0), zt @ zt.sum(axis=0), (z * z).sum(axis=1)])
+        packed = to_host(both.astype(xp.float64))
+        k = zt.size
+        self.zt = packed[:k].reshape(zt.shape)
+        n_b = z.shape[0] - m
+        self.dot_b = packed[k:k + n_b]  # background rows . mean click
+        self.row_sums = packed[k + n_b:k + n_b + m]  # sum over clicks j of zt_i . zt_j
+        sq = packed[k + n_b + m:]
         self.sq = {"T": sq[:m], "B": sq[m:]}
 
     def target(self):
@@ -223,17 +227,17 @@ class _Coherence:
         every click looks coherent, and the output layer would trust the input more than it deserves on
         targets it has not seen. (With one click, against itself.)
         """
-        G = self.dots["T"]  # click-click products
-        m = G.shape[0]
+        m = self.row_sums.shape[0]
         if self.kind == "mf":  # the matched filter z.s / s.s instead
             def score(dot, sq, ss):
                 return dot / ss
         else:
             score = ace_from_products
-        background = score(self.dots["B"].mean(axis=1), self.sq["B"], float(G.mean()))
-        # the mean of the other clicks and its squared norm, for every click at once from G:
+        tot, own = self.row_sums, self.sq["T"]
+        total = float(tot.sum())
+        background = score(self.dot_b, self.sq["B"], total / m ** 2)
+        # the mean of the other clicks and its squared norm, for every click at once from G's row sums:
         # (sum - own) / (m - 1) and (total - 2 row sum + own) / (m - 1)^2
-        tot, total, own = G.sum(axis=1), float(G.sum()), np.diagonal(G)
         if m == 1:
             d_own, ss_own = tot, np.full(1, total)
         else:

@@ -159,18 +159,21 @@ class BackgroundStats:
         self.n = n
 
     @classmethod
-    def from_pixels(cls, X, exclude=None) -> BackgroundStats:
+    def from_pixels(cls, X, exclude=None, float64: bool = False) -> BackgroundStats:
         """Statistics of the rows of ``X`` (n, bands), less the rows ``exclude`` (indices, few).
 
         One pass of batched GEMMs over the rows, shifted by a rough mean first so nothing cancels (see
         :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums instead of
-        copying every other row.
+        copying every other row. ``float64``: float64 GEMMs over chunks of float32 rows (no float64
+        copy of the whole array), for statistics whose small eigenvalues matter (MNF's noise).
         """
         n, b = X.shape
         n_ex = 0 if exclude is None else int(exclude.size)
         if n - n_ex < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {n - n_ex}")
         shift = cls.shift_of(X)
+        if float64:
+            shift = shift.astype(get_namespace(X).float64)  # scatter's float64 path
         s, G = scatter(X, shift)
         if n_ex:
             se, Ge = scatter(X[exclude], shift)

@@ -190,6 +190,14 @@ def campaign(ctx) -> list[Measurement]:
                      "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE}
             out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-{method}", wall * 1e3, None,
                                    "parallel page-cache read of the files", read_s * 1e3, notes=notes))
+        # the same job through worker processes sharing the one GPU (the reads of one process are bound
+        # by its one interpreter; several overlap them)
+        m = F._processes_on_one_device(_job(d, "procs", "rbfn", "cubes/*.hdr"),
+                                       f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}", gb,
+                                       warm_cubes=F.SHARED_DEVICE_WORKERS)
+        m.peer, m.peer_ms = "parallel page-cache read of the files", read_s * 1e3
+        m.notes.update({"page_cache_GBps": _rate(gb, read_s), "share_of_page_cache_rate": round(read_s * 1e3 / m.gpu_ms, 3)})
+        out.append(m)
         if _gpu_count() >= 2:  # one Dask worker per GPU: two against one
             walls = {}
             for w in (1, 2):

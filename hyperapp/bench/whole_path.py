@@ -222,6 +222,40 @@ def large_file(ctx) -> list[Measurement]:
     return out
 
 
+#: worker processes sharing one device in the batch case's last variant
+SHARED_DEVICE_WORKERS = 3
+
+
+def _processes_on_one_device(job_path: Path, name: str, gb: float, warm_cubes: int | None = None) -> Measurement:
+    """The from-clicks job through :data:`SHARED_DEVICE_WORKERS` Dask worker processes that share the one
+    device, as ``--scheduler`` runs it on a cluster started beforehand (the cluster's start and each
+    worker's first cubes are left out: a warm-up job runs first). A cube's fit and bookkeeping are host
+    Python, one GIL per process: a second and third process overlap what threads of one cannot."""
+    from hyperapp.batch import _local_cluster, run_job
+    from hyperapp.jobfile import load_job
+
+    job = load_job(job_path)
+    cluster = _local_cluster(SHARED_DEVICE_WORKERS)
+    try:
+        addr = cluster.scheduler_address
+        warm = load_job(job_path)
+        warm.inputs = warm.inputs[:warm_cubes or 3 * SHARED_DEVICE_WORKERS]
+        warm.output = str(job_path.parent / "out-warm-workers")
+        if run_job(warm, scheduler=addr, device=DEVICE) != 0:
+            raise RuntimeError("the warm-up run on the workers failed; see its log")
+        job.output = str(job_path.parent / "out-workers")
+        t0 = time.perf_counter()
+        if run_job(job, scheduler=addr, device=DEVICE) != 0:
+            raise RuntimeError("the batch run on the workers failed; see its log")
+        wall = time.perf_counter() - t0
+    finally:
+        cluster.close()
+    n = len(job.inputs)
+    return Measurement(f"{name}-rbfn-{SHARED_DEVICE_WORKERS}-processes-one-device", wall * 1e3,
+                       notes={"cubes_per_s": round(n / wall, 2), "GBps": round(gb / wall, 2),
+                              "workers": SHARED_DEVICE_WORKERS, "device": DEVICE})
+
+
 @bench_case("batch-50x512x512x128")
 def batch_throughput(ctx) -> list[Measurement]:
     """A job of 50 cubes of 512 x 512 x 128 (float32, BIL), RBFN from clicks (fitted on each cube) and
@@ -284,6 +318,7 @@ def batch_throughput(ctx) -> list[Measurement]:
                      "device": DEVICE}
             out.append(Measurement(f"{name}-{variant}", wall * 1e3, None, "one cube alone x 50",
                                    single * n * 1e3, notes=notes))
+        out.append(_processes_on_one_device(d / "job-rbfn.toml", name, gb))
         try:
             import cupy
 
