@@ -332,3 +332,12 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
         rc, err = _run(capsys, "detect", land_hdr, "--method", "ace", "--target-spectra", db, *extra,
                        "--device", "cpu", "--out", tmp_path / "bad")
         assert rc == 2 and msg in err and str(db) in err and len(err.strip().splitlines()) == 1, err
+    # a job step reads the names it picks from the database before any cube
+    from hyperapp.jobfile import load_job
+
+    step = f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\ntarget_spectra = "{db}"\n'
+    (tmp_path / "job.toml").write_text(step + 'spectra = "avena fatua"\n[output]\nfolder = "out"\n')
+    assert load_job(tmp_path / "job.toml").steps[0].spectra == "avena fatua"
+    (tmp_path / "bad.toml").write_text(step + '[output]\nfolder = "out"\n')
+    with pytest.raises(InputError, match="holds 3 spectra: pick some"):
+        load_job(tmp_path / "bad.toml")
