@@ -318,6 +318,9 @@ def test_database_refusals_name_the_file(tmp_path):
     with pytest.raises(HyperappError, match=r"other\.sqlite: an SQLite file, but not a spectral database built by "
                                             r"Spectral Python .*its tables are Things"):
         read_library(other, "a")
+    (tmp_path / "broken.db").write_bytes(b"SQLite format 3\x00" + b"not a database" * 64)
+    with pytest.raises(HyperappError, match=r"broken\.db: cannot read the SQLite database"):
+        read_library(tmp_path / "broken.db", "a")
 
 
 def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
