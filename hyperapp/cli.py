@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--targets", help="CSV of row,col (0-based) or a mask image of target pixels")
     det.add_argument("--background", help="CSV of row,col or a mask image of background pixels")
     det.add_argument("--target-spectra", metavar="LIB",
-                     help="target spectra from a spectral library (ENVI .sli/.hdr, CSV, two-column ASCII), resampled "
+                     help="target spectra from a spectral library (ENVI .sli/.hdr, CSV, two-column ASCII, a Spectral "
+                          "Python ECOSTRESS/USGS database: name the spectra with --spectra), resampled "
                           "to the cube's bands: no clicks needed")
     det.add_argument("--spectra", metavar="NAMES", help="which spectra of --target-spectra (\"name,name\"; default all: one "
                                                         "detector each, the highest score kept)")

@@ -311,10 +311,10 @@ def load_job(path: str | Path) -> Job:
 
                 if s.target_spectra:
                     k = "target_spectra"
-                    read_library(s.target_spectra).select(s.spectra)
+                    read_library(s.target_spectra, s.spectra)
                 for j, u in enumerate(s.undesired_spectra):
                     k = f"undesired_spectra[{j}]"
-                    read_library(u).select(s.undesired_names)
+                    read_library(u, s.undesired_names)
         except HyperappError as exc:
             raise _err(p, f"{key}.{k}", str(exc)) from None
         if s.train:

@@ -193,3 +193,154 @@ def test_job_step_with_target_spectra(land_hdr, tmp_path):
                                        'spectra = "px"\n[output]\nfolder = "out"\n')
     with pytest.raises(InputError, match="give target_spectra too"):
         load_job(tmp_path / "bad.toml")
+
+
+# ------------------------------------------------------------------ Spectral Python databases
+def _curve(x_um, k):
+    return 0.2 + 0.1 * np.sin(3 * x_um + k) + 0.05 * x_um
+
+
+def _ecostress_db(tmp_path):
+    """An ECOSTRESS database built by ``spectral.EcostressDatabase.create`` from three files in the
+    ECOSTRESS v1 layout (header lines, a blank line, wavelength/percent columns in descending order):
+    two spectra named alike on one grid, and a grass spectrum on another. Each file is imported from its
+    own folder so the SpectrumIDs (1, 2, 3) do not hang on the order a folder lists its files."""
+    from spectral import EcostressDatabase
+
+    db = EcostressDatabase.create(str(tmp_path / "eco.db"))
+    files = (("mineral.silicate.tectosilicate.coarse.quartz1.jhu.becknic.spectrum.txt", "Quartz SiO2", 0.01, 0),
+             ("mineral.silicate.tectosilicate.fine.quartz2.jhu.nicolet.spectrum.txt", "Quartz SiO2", 0.01, 1),
+             ("vegetation.grass.avena.fatua.vswir.vh352.ucsb.asd.spectrum.txt", "Avena fatua", 0.004, 2))
+    for fname, name, step, k in files:
+        x = np.round(np.arange(2.6, 0.35 - 1e-9, -step), 4)  # descending, as ECOSTRESS writes them
+        head = (f"Name: {name}\nType: mineral\nClass: silicate\nSubclass: tectosilicate\nParticle Size: 125-500 um\n"
+                "Sample No.: 1\nOwner: JHU\nWavelength Range: VSWIR\nOrigin: a fixture\nCollection Date: N/A\n"
+                "Description: a test spectrum\nMeasurement: Directional (10 Degree) Hemispherical Reflectance\n"
+                "First Column: X\nSecond Column: Y\nX Units: Wavelength (micrometers)\nY Units: Reflectance (percent)\n"
+                f"First X Value: {x[0]}\nLast X Value: {x[-1]}\nNumber of X Values: {x.size}\n"
+                "Additional Information: none\n\n")
+        rows = "".join(f"{a:.4f}\t{100 * _curve(a, k):.5f}\n" for a in x)
+        src = tmp_path / f"eco{k}"
+        src.mkdir()
+        (src / fname).write_text(head + rows, encoding="iso-8859-1")
+        db._import_files(str(src))
+    db.db.close()
+    return tmp_path / "eco.db"
+
+
+def _usgs_db(tmp_path):
+    """A USGS database built by ``spectral.USGSDatabase.create`` from an splib07a-style ASCII tree: two
+    wavelength files (ASD in micrometres, Beckman in nanometres) beside a chapter of one-column samples,
+    one with deleted channels, one deleted throughout."""
+    from spectral import USGSDatabase
+
+    lib = tmp_path / "usgs" / "ASCIIdata_splib07a"
+    chapter = lib / "ChapterM_Minerals"
+    chapter.mkdir(parents=True)
+    asd = np.round(np.arange(0.35, 2.5 + 1e-9, 0.01), 4)
+    beck = np.arange(200.0, 3000.0 + 1e-9, 10.0)
+
+    def column(path, header, values):
+        path.write_text(header + "\n" + "".join(f"{v:.7g}\n" for v in values))
+
+    column(lib / "splib07a_Wavelengths_ASD_0.35-2.5_microns_216_ch.txt",
+           "splib07a Record=1: ASD Wavelengths in microns 0.35 to 2.5 (216 channels)", asd)
+    column(lib / "splib07a_Wavelengths_BECK_Beckman_0.2-3.0_nm.txt",
+           "splib07a Record=2: BECK Beckman Wavelengths in nm 200-3000 (281 channels)", beck)
+    alunite = _curve(asd, 0)
+    alunite[[5, 6]] = -1.23e34
+    column(chapter / "splib07a_Alunite_GDS82_Na82_ASDFRa_AREF.txt",
+           "splib07a Record=100: Alunite GDS82 Na82 ASDFRa AREF", alunite)
+    column(chapter / "splib07a_Kaolinite_CM9_BECKb_AREF.txt", "splib07a Record=200: Kaolinite CM9 BECKb AREF",
+           _curve(beck / 1000, 1))
+    column(chapter / "splib07a_Lost_X1_ASDFRc_AREF.txt", "splib07a Record=300: Lost X1 ASDFRc AREF",
+           np.full(asd.size, -1.23e34))
+    USGSDatabase.create(str(tmp_path / "usgs.db"), str(tmp_path / "usgs")).db.close()
+    return tmp_path / "usgs.db", asd, beck
+
+
+def test_ecostress_database_read_by_name_on_each_spectrums_own_samples(tmp_path, land_hdr):
+    from spectral import BandResampler
+
+    from hyperapp.io import open_cube
+
+    db = _ecostress_db(tmp_path)
+    lib = read_library(db, "Avena fatua,Quartz SiO2 #2")
+    assert lib.names == ["Avena fatua", "Quartz SiO2 #2"] and lib.units == "nm"
+    assert "percent" in lib.scale_note
+    for row, step, k in ((lib.spectra[0], 4.0, 2), (lib.spectra[1], 10.0, 1)):
+        wl = lib.wavelengths[np.isfinite(row)]
+        assert wl.size == round((2600 - 350) / step) + 1  # its own samples, none made up
+        np.testing.assert_allclose(row[np.isfinite(row)], _curve(wl / 1000, k), atol=1e-5)
+    # by ID, and ignoring case; the two grids are resampled one spectrum at a time
+    assert read_library(db, ["#1", "avena FATUA"]).names == ["Quartz SiO2 #1", "Avena fatua"]
+    cube = open_cube(land_hdr)
+    out, _ = resample_to_cube(lib, cube)
+    x = np.round(np.arange(0.35, 2.6 + 1e-9, 0.004), 4)
+    ref = BandResampler(list(x * 1000), list(cube.wavelengths), None, list(cube.fwhm))(_curve(x, 2))
+    np.testing.assert_allclose(out[0], ref, rtol=1e-4)
+    assert np.isfinite(out).all()
+
+
+def test_usgs_database_units_and_deleted_channels(tmp_path):
+    db, asd, beck = _usgs_db(tmp_path)
+    lib = read_library(db, ["Kaolinite CM9 BECKb AREF", "Alunite GDS82 Na82 ASDFRa AREF"])
+    kao, alu = lib.spectra
+    np.testing.assert_allclose(lib.wavelengths[np.isfinite(kao)], beck, rtol=1e-6)  # already nm
+    np.testing.assert_allclose(lib.wavelengths[np.isfinite(alu)], np.delete(asd, [5, 6]) * 1000, rtol=1e-6)
+    np.testing.assert_allclose(alu[np.isfinite(alu)], _curve(np.delete(asd, [5, 6]), 0), atol=1e-6)
+    assert lib.scale_note == ""  # USGS values are reflectance 0-1
+
+
+def test_database_refusals_name_the_file(tmp_path):
+    import sqlite3
+
+    db = _ecostress_db(tmp_path)
+    usgs, _, _ = _usgs_db(tmp_path)
+    cases = (
+        (db, None, r"eco\.db: the ECOSTRESS/ASTER spectral database holds 3 spectra: pick some with --spectra "
+                   r".*'Quartz SiO2 #1'"),
+        (db, "Quartz SiO2", r"eco\.db: 2 spectra in the database are named 'Quartz SiO2': pick one as "
+                            r"'Quartz SiO2 #1', 'Quartz SiO2 #2'"),
+        (db, "Avena fatu", r"no spectrum named 'Avena fatu' in the database \(did you mean 'Avena fatua'\?"),
+        (db, "#9", r"no spectrum #9 in the database"),
+        (usgs, "kaolinite", r"usgs\.db: no spectrum named 'kaolinite' .*did you mean 'Kaolinite CM9 BECKb AREF'\?"),
+        (usgs, "Lost X1 ASDFRc AREF", r"usgs\.db: spectrum 'Lost X1 ASDFRc AREF' in the database is empty"),
+    )
+    for path, names, msg in cases:
+        with pytest.raises(InputError, match=msg) as e:
+            read_library(path, names)
+        assert "\n" not in str(e.value)
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE Things (a INTEGER)")
+    con.close()
+    with pytest.raises(HyperappError, match=r"other\.sqlite: an SQLite file, but not a spectral database built by "
+                                            r"Spectral Python .*its tables are Things"):
+        read_library(other, "a")
+    (tmp_path / "broken.db").write_bytes(b"SQLite format 3\x00" + b"not a database" * 64)
+    with pytest.raises(HyperappError, match=r"broken\.db: cannot read the SQLite database"):
+        read_library(tmp_path / "broken.db", "a")
+
+
+def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
+    db = _ecostress_db(tmp_path)
+    rc, err = _run(capsys, "detect", land_hdr, "--method", "ace", "--target-spectra", db,
+                   "--spectra", "Avena fatua,Quartz SiO2 #1", "--device", "cpu", "--out", tmp_path / "out")
+    assert rc == 0, err
+    sig = json.loads((tmp_path / "out" / "report.json").read_text())["signatures"]
+    assert sig["target_names"] == ["Avena fatua", "Quartz SiO2 #1"]
+    for extra, msg in (([], "holds 3 spectra: pick some with --spectra"),
+                       (["--spectra", "Avena"], "did you mean 'Avena fatua'?")):
+        rc, err = _run(capsys, "detect", land_hdr, "--method", "ace", "--target-spectra", db, *extra,
+                       "--device", "cpu", "--out", tmp_path / "bad")
+        assert rc == 2 and msg in err and str(db) in err and len(err.strip().splitlines()) == 1, err
+    # a job step reads the names it picks from the database before any cube
+    from hyperapp.jobfile import load_job
+
+    step = f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\ntarget_spectra = "{db}"\n'
+    (tmp_path / "job.toml").write_text(step + 'spectra = "avena fatua"\n[output]\nfolder = "out"\n')
+    assert load_job(tmp_path / "job.toml").steps[0].spectra == "avena fatua"
+    (tmp_path / "bad.toml").write_text(step + '[output]\nfolder = "out"\n')
+    with pytest.raises(InputError, match="holds 3 spectra: pick some"):
+        load_job(tmp_path / "bad.toml")

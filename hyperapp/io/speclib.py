@@ -10,6 +10,10 @@ Formats (:func:`read_library` picks by the file):
 * **Two-column ASCII**, as the USGS (splib06) and ECOSTRESS libraries ship one spectrum per file: header
   lines, then ``wavelength value [more columns]`` rows. ECOSTRESS's ``Name:``, ``X Units:`` and
   ``Y Units:`` lines are read; USGS's deleted channels (-1.23e34) are dropped.
+* **Spectral Python database**: the SQLite file ``spectral.EcostressDatabase.create`` (also the older
+  ``AsterDatabase``) or ``spectral.USGSDatabase.create`` builds from the ECOSTRESS or USGS splib07 ASCII
+  files (recognised by its first bytes, any extension), read through those classes. It holds thousands of
+  spectra on many wavelength grids, so the caller names the ones to read (:func:`read_database`).
 
 :func:`resample_to_cube` converts units (nm, µm) and resamples each spectrum to the cube's band centres
 and FWHM with ``spectral.BandResampler``; :func:`match_scale` reconciles a reflectance scale (0-1,
@@ -24,6 +28,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +39,7 @@ from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError, Outp
 #: values at or below this are missing channels (USGS writes -1.23e34)
 MISSING_BELOW = -1e30
 ASCII_EXTENSIONS = (".txt", ".asc", ".ascii", ".dat")
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass
@@ -98,8 +104,7 @@ class SpectralLibrary:
             elif n.lower() in lower:
                 idx.append(lower[n.lower()])
             else:
-                have = ", ".join(repr(x) for x in self.names[:8]) + (", ..." if len(self.names) > 8 else "")
-                raise InputError(f"no spectrum named {n!r} in the library (it holds {have})", self.path)
+                raise InputError(no_such_spectrum(n, self.names, "library"), self.path)
         return SpectralLibrary([self.names[i] for i in idx], self.spectra[idx], self.wavelengths, self.units,
                                self.fwhm, self.path, self.description, self.scale_note)
 
@@ -108,6 +113,28 @@ class SpectralLibrary:
 
     def fwhm_nm(self) -> np.ndarray | None:
         return None if self.fwhm is None else self.fwhm * unit_factor(self.units, self.wavelengths)
+
+
+def no_such_spectrum(name: str, names: list[str], where: str) -> str:
+    """The message for a spectrum ``name`` missing from ``names`` (those of a library or database): the
+    closest names (``difflib``, else those containing it, case ignored) and a few of the others."""
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if not close:  # then ignoring case
+        lower = {n.lower(): n for n in names}
+        close = [lower[c] for c in difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.6)]
+    if not close:
+        close = [n for n in names if name.lower() in n.lower()][:3]
+    hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    return f"no spectrum named {name!r} in the {where} ({hint}it holds {few_names(names)})"
+
+
+def few_names(names: list[str], n: int = 8) -> str:
+    """The first ``n`` of ``names`` for a message: ``'a', 'b', ...``."""
+    if not names:
+        return "no spectra"
+    return ", ".join(repr(x) for x in names[:n]) + (f", ... ({len(names)} in all)" if len(names) > n else "")
 
 
 def unit_factor(units: str | None, values: np.ndarray | None = None) -> float:
@@ -135,22 +162,35 @@ def _units_in(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------- reading
-def read_library(path: str | os.PathLike) -> SpectralLibrary:
-    """Read an ENVI spectral library (``.sli`` or its ``.hdr``), a CSV or a two-column ASCII spectrum."""
+def read_library(path: str | os.PathLike, names: list[str] | str | None = None) -> SpectralLibrary:
+    """Read an ENVI spectral library (``.sli`` or its ``.hdr``), a CSV, a two-column ASCII spectrum or a
+    Spectral Python spectral database, keeping the spectra ``names`` (a list, or one comma-separated
+    string; all when None, which a database refuses: :func:`read_database`)."""
     p = Path(path)
     if not p.exists():
         raise CubeNotFoundError("spectral library not found", p)
     if p.is_dir():
         raise CubeFormatError("is a folder, not a spectral library", p)
+    if is_sqlite(p):
+        return read_database(p, names)
     ext = p.suffix.lower()
     if ext in (".sli", ".hdr"):
-        return _read_envi(p)
+        return _read_envi(p).select(names)
     if ext == ".csv":
-        return _read_csv(p)
+        return _read_csv(p).select(names)
     if ext in ASCII_EXTENSIONS or ext == "":
-        return _read_ascii(p)
-    raise CubeFormatError("unknown spectral library format: expected an ENVI .sli/.hdr, a .csv or a two-column "
-                          ".txt", p)
+        return _read_ascii(p).select(names)
+    raise CubeFormatError("unknown spectral library format: expected an ENVI .sli/.hdr, a .csv, a two-column "
+                          ".txt or a Spectral Python database (.db)", p)
+
+
+def is_sqlite(p: Path) -> bool:
+    """Whether the file starts with SQLite's magic bytes."""
+    try:
+        with open(p, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def _read_envi(p: Path) -> SpectralLibrary:
@@ -264,6 +304,129 @@ def _read_ascii(p: Path) -> SpectralLibrary:
     return SpectralLibrary([name or p.stem], spectrum[None, :], A[:, 0], units, None, str(p), "", note)
 
 
+# ------------------------------------------------------------------------------ Spectral Python databases
+#: per database layout: the Spectral Python class that reads it, the tables that tell it, every spectrum's
+#: (id, name), and a spectrum's (wavelength units, value units)
+_DATABASES = (
+    ("ECOSTRESS/ASTER", "EcostressDatabase", {"Samples", "Spectra"},
+     "SELECT Spectra.SpectrumID, Samples.Name FROM Samples, Spectra WHERE Samples.SampleID = Spectra.SampleID "
+     "ORDER BY Spectra.SpectrumID",
+     "SELECT XUnit, YUnit FROM Spectra WHERE SpectrumID = ?"),
+    ("USGS", "USGSDatabase", {"Samples", "SpectrometerData"},
+     "SELECT SampleID, Description FROM Samples ORDER BY SampleID",
+     "SELECT SpectrometerData.Unit, '' FROM Samples, SpectrometerData WHERE Samples.SampleID = ? AND "
+     "Samples.AssumedWLSpmeterDataID = SpectrometerData.SpectrometerDataID"),
+)
+
+
+def read_database(path: str | os.PathLike, names: list[str] | str | None) -> SpectralLibrary:
+    """The spectra ``names`` of a Spectral Python spectral database, each on its own wavelengths.
+
+    The SQLite file that ``spectral.EcostressDatabase.create`` (or ``AsterDatabase.create``) or
+    ``spectral.USGSDatabase.create`` builds is opened with that class and each spectrum read with its
+    ``get_spectrum``. A name is the sample's (ECOSTRESS ``Name:``, the USGS record's description), exact
+    or ignoring case; a name the database gives several spectra is picked as ``"NAME #ID"``, and any
+    spectrum as ``"#ID"`` (its SpectrumID, or the USGS SampleID). Without names the database is refused,
+    rather than loading thousands of spectra.
+
+    The spectra keep their own samples: the library's wavelengths (nm) are all of theirs together, each
+    spectrum NaN where it has no sample, which :func:`resample_to_cube` drops spectrum by spectrum.
+    Deleted channels (-1.23e34) are dropped too, and percent values divided by 100.
+
+    Parameters
+    ----------
+    path : path of the database
+    names : list of str, or one comma-separated str
+        The spectra to read, in that order.
+
+    Returns
+    -------
+    SpectralLibrary
+    """
+    import sqlite3
+
+    import spectral
+
+    p = Path(path)
+    try:
+        db = spectral.EcostressDatabase(str(p))
+        tables = {r[0] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise CubeFormatError(f"cannot read the SQLite database ({exc})", p) from exc
+    layout = next((d for d in _DATABASES if d[2] <= tables), None)
+    if layout is None:
+        db.db.close()
+        raise CubeFormatError("an SQLite file, but not a spectral database built by Spectral Python "
+                              "(EcostressDatabase, AsterDatabase or USGSDatabase): its tables are "
+                              f"{', '.join(sorted(tables)) or 'none'}", p)
+    kind, cls, _, catalogue, units_sql = layout
+    if cls != "EcostressDatabase":
+        db.db.close()
+        db = getattr(spectral, cls)(str(p))
+    try:
+        rows = db.query(catalogue).fetchall()
+        ids = [int(i) for i, _ in rows]
+        raw = [str(n if n is not None else f"#{i}").strip() for i, n in rows]
+        count = Counter(raw)
+        labels = [n if count[n] == 1 else f"{n} #{i}" for i, n in zip(ids, raw)]
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        if not names:
+            if not labels:
+                raise InputError(f"the {kind} spectral database holds no spectra", p)
+            raise InputError(f"the {kind} spectral database holds {len(labels)} spectra: pick some with --spectra "
+                             f"\"name,name\" (such as {few_names(labels, 4)})", p)
+        picked = [_pick_spectrum(n, ids, raw, labels, p) for n in names]
+        spectra, notes = [], []
+        for k in picked:
+            x, y = db.get_spectrum(ids[k])
+            xunit, yunit = db.query(units_sql, (ids[k],)).fetchone() or (None, None)
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            ok = np.isfinite(x) & np.isfinite(y) & (y > MISSING_BELOW)
+            if ok.sum() < 2:
+                raise InputError(f"spectrum {labels[k]!r} in the database is empty ({int(ok.sum())} valid samples)", p)
+            if "percent" in str(yunit or "").lower():
+                y = y / 100.0
+                notes.append(labels[k])
+            spectra.append((x[ok] * unit_factor(_units_in(str(xunit or "")), x[ok]), y[ok]))
+    except sqlite3.Error as exc:
+        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
+    except InputError:
+        raise
+    except Exception as exc:  # Spectral Python raises bare Exceptions for records it cannot find
+        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
+    finally:
+        db.db.close()
+    grid = np.unique(np.concatenate([x for x, _ in spectra]))
+    out = np.full((len(spectra), grid.size), np.nan)
+    for row, (x, y) in zip(out, spectra):
+        row[np.searchsorted(grid, x)] = y
+    note = ""
+    if notes:
+        note = "reflectance in percent, divided by 100" + ("" if len(notes) == len(picked) else
+                                                            f" ({', '.join(notes)})")
+    return SpectralLibrary([labels[k] for k in picked], out, grid, "nm", None, str(p), f"{kind} spectral database",
+                           note)
+
+
+def _pick_spectrum(name: str, ids: list[int], raw: list[str], labels: list[str], p: Path) -> int:
+    """The index of the database's spectrum ``name`` (a label, a name ignoring case, or ``#ID``)."""
+    m = re.fullmatch(r"#\s*(\d+)", name)
+    if m:
+        if int(m.group(1)) in ids:
+            return ids.index(int(m.group(1)))
+        raise InputError(f"no spectrum #{m.group(1)} in the database (it holds {few_names(labels)})", p)
+    for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+        hits = [k for k, label in enumerate(labels) if same(label, name)]
+        if hits:
+            return hits[0]
+        hits = [k for k, n in enumerate(raw) if same(n, name)]
+        if hits:
+            raise InputError(f"{len(hits)} spectra in the database are named {name!r}: pick one as "
+                             f"{few_names([labels[k] for k in hits], 4)}", p)
+    raise InputError(no_such_spectrum(name, labels, "database"), p)
+
+
 # ---------------------------------------------------------------------------------------- writing
 def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: str | None = None) -> Path:
     """Write ``lib`` as an ENVI spectral library (``.sli`` + ``.hdr``, through Spectral Python) or, for a
@@ -373,10 +536,14 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         r = BandResampler(list(centres), list(c_nm), None if fw is None else list(fw),
                           None if c_fwhm is None else list(c_fwhm))
         out[i] = r(s[ok][order])
-    bad = ~np.isfinite(out).all(axis=0)
+    bad = ~np.isfinite(out)
     if bad.any():
-        b = np.flatnonzero(bad)
-        raise InputError(f"the library ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        b = np.flatnonzero(bad[i])
+        own = l_nm[np.isfinite(lib.spectra[i])]
+        lo, hi = float(own.min()), float(own.max())
+        which = "" if (bad == bad[i]).all() else f"'s spectrum {lib.names[i]!r}"
+        raise InputError(f"the library{which} ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
                          f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
                          "library", where)
     how = f"resampled from {lib.spectra.shape[1]} samples to the cube's {nb} band centres"
@@ -419,10 +586,11 @@ class LibraryTargets:
 def resample_library(path_or_lib, cube, names=None) -> LibraryTargets:
     """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None)
     and resample them to ``cube``'s bands: :func:`library_targets` before the scale match."""
-    lib = path_or_lib if isinstance(path_or_lib, SpectralLibrary) else read_library(path_or_lib)
+    lib = path_or_lib if isinstance(path_or_lib, SpectralLibrary) else read_library(path_or_lib, names)
     if len(lib) == 0:
         raise InputError("the spectral library holds no spectra", lib.path)
-    lib = lib.select(names)
+    if isinstance(path_or_lib, SpectralLibrary):
+        lib = lib.select(names)
     spectra, how = resample_to_cube(lib, cube)
     return LibraryTargets(list(lib.names), spectra, [how] + ([lib.scale_note] if lib.scale_note else []))
 
