@@ -167,7 +167,7 @@ def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
     got = json.loads((tmp_path / "b.json").read_text())
     names = [c["name"] for c in got["cases"]]
     assert names == ["campaign-4x96x80x16-rbfn", "campaign-4x96x80x16-ace",
-                     "campaign-4x96x80x16-rbfn-3-processes-one-device"] and got["quick"]
+                     "campaign-4x96x80x16-rbfn-4-processes-one-device"] and got["quick"]
     notes = got["cases"][0]["notes"]
     assert notes["GBps"] > 0 and notes["page_cache_GBps"] > 0 and notes["device"] == "cpu"
     assert set(notes["stage_median_s"]) == {"read", "compute", "write", "wait"}

@@ -223,7 +223,7 @@ def large_file(ctx) -> list[Measurement]:
 
 
 #: worker processes sharing one device in the batch case's last variant
-SHARED_DEVICE_WORKERS = 3
+SHARED_DEVICE_WORKERS = 4
 
 
 def _processes_on_one_device(job_path: Path, name: str, gb: float, warm_cubes: int | None = None) -> Measurement:
