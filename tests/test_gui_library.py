@@ -112,15 +112,16 @@ def test_database_spectra_picked_in_a_dialog_and_detected(qtbot, win, land_hdr, 
         picker.list.item(2).setSelected(True)
         seen["count"] = picker.count.text()
         seen["tip"] = picker.list.item(2).toolTip()
+        assert picker.list.item(2).text() == seen["tip"]  # the description in the list, not only on hover
         picker.ok_button.click()
 
     _drive_picker(qtbot, dock, pick)
     assert dock.open_library(db)
     assert seen["total"] == "3 of 3 spectra shown, 0 chosen" and seen["count"] == "1 of 3 spectra shown, 2 chosen"
-    assert seen["tip"] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples; ECOSTRESS/ASTER database"
+    assert seen["tip"] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples"
     assert dock.library.names == ["Quartz SiO2 #2", "Avena fatua"]
     assert [dock.tree.topLevelItem(i).text(0) for i in range(2)] == dock.library.names
-    assert dock.status.text().startswith("eco.db: 2 spectra") and "resampled" in dock.status.text()
+    assert dock.status.text().startswith("eco.db: 2 spectra") and "resampled from each spectrum's own samples (226-563)" in dock.status.text()
     curves = dock.plot.getPlotItem().listDataItems()
     assert len(curves) == 2 and curves[0].getData()[0].size == win.session.cube.bands
     dock.set_role(["Avena fatua"], "target")

@@ -266,10 +266,10 @@ def test_usgs_database_units_and_deleted_channels(tmp_path):
 def test_database_entries_list_every_spectrum_by_the_name_the_reader_takes(tmp_path):
     eco = database_entries(ecostress_db(tmp_path))
     assert [n for n, _ in eco] == ["Quartz SiO2 #1", "Quartz SiO2 #2", "Avena fatua"]
-    assert eco[2][1] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples; ECOSTRESS/ASTER database"
+    assert eco[2][1] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples"
     assert read_library(tmp_path / "eco.db", [eco[1][0], eco[2][0]]).names == ["Quartz SiO2 #2", "Avena fatua"]
     usgs = dict(database_entries(_usgs_db(tmp_path)[0]))
-    assert usgs["Kaolinite CM9 BECKb AREF"].endswith(": 200-3000 nm, 281 samples; USGS database")
+    assert usgs["Kaolinite CM9 BECKb AREF"].endswith(": 200-3000 nm, 281 samples")
     assert "0.35-2.5 µm, 216 samples" in usgs["Alunite GDS82 Na82 ASDFRa AREF"]
     (tmp_path / "lib.csv").write_text("wavelength,a\n400,1\n")
     with pytest.raises(HyperappError, match=r"lib\.csv: not an SQLite file"):

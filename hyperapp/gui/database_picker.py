@@ -47,8 +47,8 @@ class DatabasePicker(QDialog):
         self.setModal(True)
         lay = QVBoxLayout(self)
         head = QLabel(f"<b>{name}</b> is a spectral database of {len(entries)} spectra, each measured on its own "
-                      "wavelengths. Click the ones to use (click again to drop one); each is resampled to the "
-                      "cube's bands.")
+                      "wavelengths. <b>Click the ones to use</b> (click again to drop one); each is resampled to "
+                      "the cube's bands. A <i>#number</i> after a name tells apart spectra that share it.")
         head.setWordWrap(True)
         lay.addWidget(head)
         self.filter = QLineEdit()
@@ -61,17 +61,12 @@ class DatabasePicker(QDialog):
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.MultiSelection)
         self.list.setUniformItemSizes(True)
         for label, text in entries:
-            it = QListWidgetItem(label)
+            it = QListWidgetItem(text)  # the name first, then what it is, its wavelengths and samples
             it.setToolTip(text)
             it.setData(Qt.ItemDataRole.UserRole, label)
-            it.setData(SEARCH_ROLE, f"{label} {text}".lower())
+            it.setData(SEARCH_ROLE, f"{label} {text}".lower())  # the name even where the text lacks it
             self.list.addItem(it)
         lay.addWidget(self.list, 1)
-        self.details = QLabel()
-        self.details.setWordWrap(True)
-        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details.setToolTip("The spectrum under the cursor, as the database describes it")
-        lay.addWidget(self.details)
         row = QHBoxLayout()
         self.count = QLabel()
         self.clear_button = QPushButton("Clear choice")
@@ -86,14 +81,10 @@ class DatabasePicker(QDialog):
         lay.addWidget(self.buttons)
         self.filter.textChanged.connect(self.set_filter)
         self.list.itemSelectionChanged.connect(self._update)
-        self.list.setMouseTracking(True)  # the details follow the cursor
-        self.list.itemEntered.connect(self._show_details)
-        self.list.currentItemChanged.connect(self._show_details)
         self.clear_button.clicked.connect(self.list.clearSelection)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         self.resize(620, 520)  # fits 1366 x 768 with room around it
-        self._show_details(None)
         self._update()
         self.filter.setFocus()
 
@@ -129,7 +120,3 @@ class DatabasePicker(QDialog):
         self.count.setText(f"{shown} of {total} spectra shown, {picked} chosen")
         self.ok_button.setEnabled(picked > 0)
         self.clear_button.setEnabled(picked > 0)
-
-    def _show_details(self, item, _previous=None) -> None:
-        self.details.setText(item.toolTip() if item is not None else "Hover over a spectrum, or click it, "
-                             "for its wavelength range and sample count.")

@@ -385,11 +385,11 @@ def database_entries(path: str | os.PathLike) -> list[tuple[str, str]]:
         raise CubeNotFoundError("spectral database not found", p)
     if not is_sqlite(p):
         raise CubeFormatError("not an SQLite file, so not a Spectral Python spectral database", p)
-    with _database(p) as (_, kind, _, rows, _, labels):
-        return [(label, _entry_description(label, kind, *r[2:])) for label, r in zip(labels, rows)]
+    with _database(p) as (_, _, _, rows, _, labels):
+        return [(label, _entry_description(label, *r[2:])) for label, r in zip(labels, rows)]
 
 
-def _entry_description(label: str, kind: str, xunit, lo, hi, count, *what) -> str:
+def _entry_description(label: str, xunit, lo, hi, count, *what) -> str:
     """``label`` (what it is): ``lo``-``hi`` units, ``count`` samples; for :func:`database_entries`."""
     words = [str(w).strip() for w in what if w is not None and str(w).strip()]
     head = label + (f" ({', '.join(words)})" if words else "")
@@ -402,7 +402,7 @@ def _entry_description(label: str, kind: str, xunit, lo, hi, count, *what) -> st
             units = "um" if unit_factor(None, np.array([lo, hi])) == 1000.0 else "nm"
         span = f"{lo:g}-{hi:g} {'µm' if units == 'um' else units}"
     samples = f", {int(count)} samples" if count else ""
-    return f"{head}: {span}{samples}; {kind} database"
+    return f"{head}: {span}{samples}"
 
 
 def read_database(path: str | os.PathLike, names: list[str] | str | None) -> SpectralLibrary:
@@ -601,7 +601,14 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         raise InputError(f"the library{which} ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
                          f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
                          "library", where)
-    how = f"resampled from {lib.spectra.shape[1]} samples to the cube's {nb} band centres"
+    own = np.isfinite(lib.spectra).sum(axis=1)  # a database's spectra: each on its own samples
+    if (own == lib.spectra.shape[1]).all():
+        src = f"{lib.spectra.shape[1]} samples"
+    elif own.min() == own.max():
+        src = f"each spectrum's own {own.min()} samples"
+    else:
+        src = f"each spectrum's own samples ({own.min()}-{own.max()})"
+    how = f"resampled from {src} to the cube's {nb} band centres"
     how += " and FWHM" if c_fwhm is not None else " (FWHM from the band spacing)"
     return out, how
 
