@@ -121,7 +121,8 @@ def test_database_spectra_picked_in_a_dialog_and_detected(qtbot, win, land_hdr, 
     assert seen["tip"] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples"
     assert dock.library.names == ["Quartz SiO2 #2", "Avena fatua"]
     assert [dock.tree.topLevelItem(i).text(0) for i in range(2)] == dock.library.names
-    assert dock.status.text().startswith("eco.db: 2 spectra") and "resampled from each spectrum's own samples (226-563)" in dock.status.text()
+    status = dock.status.text()
+    assert status.startswith("eco.db: 2 spectra") and "resampled from each spectrum's own samples (226-563)" in status
     curves = dock.plot.getPlotItem().listDataItems()
     assert len(curves) == 2 and curves[0].getData()[0].size == win.session.cube.bands
     dock.set_role(["Avena fatua"], "target")
