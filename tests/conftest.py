@@ -156,3 +156,37 @@ def run_detector(qtbot, win, method: str, timeout: int = 120000, **params):
     with qtbot.waitSignal(win.run_finished, timeout=timeout) as blocker:
         win.run_detector()
     return blocker.args[0]
+
+
+# ------------------------------------------------------------------ Spectral Python databases
+def spectrum_curve(x_um, k):
+    """A smooth reflectance curve (0-1) over wavelengths ``x_um`` (micrometres); ``k`` shifts it."""
+    return 0.2 + 0.1 * np.sin(3 * x_um + k) + 0.05 * x_um
+
+
+def ecostress_db(tmp_path):
+    """An ECOSTRESS database built by ``spectral.EcostressDatabase.create`` from three files in the
+    ECOSTRESS v1 layout (header lines, a blank line, wavelength/percent columns in descending order):
+    two spectra named alike on one grid, and a grass spectrum on another. Each file is imported from its
+    own folder so the SpectrumIDs (1, 2, 3) do not hang on the order a folder lists its files."""
+    from spectral import EcostressDatabase
+
+    db = EcostressDatabase.create(str(tmp_path / "eco.db"))
+    files = (("mineral.silicate.tectosilicate.coarse.quartz1.jhu.becknic.spectrum.txt", "Quartz SiO2", 0.01, 0),
+             ("mineral.silicate.tectosilicate.fine.quartz2.jhu.nicolet.spectrum.txt", "Quartz SiO2", 0.01, 1),
+             ("vegetation.grass.avena.fatua.vswir.vh352.ucsb.asd.spectrum.txt", "Avena fatua", 0.004, 2))
+    for fname, name, step, k in files:
+        x = np.round(np.arange(2.6, 0.35 - 1e-9, -step), 4)  # descending, as ECOSTRESS writes them
+        head = (f"Name: {name}\nType: mineral\nClass: silicate\nSubclass: tectosilicate\nParticle Size: 125-500 um\n"
+                "Sample No.: 1\nOwner: JHU\nWavelength Range: VSWIR\nOrigin: a fixture\nCollection Date: N/A\n"
+                "Description: a test spectrum\nMeasurement: Directional (10 Degree) Hemispherical Reflectance\n"
+                "First Column: X\nSecond Column: Y\nX Units: Wavelength (micrometers)\nY Units: Reflectance (percent)\n"
+                f"First X Value: {x[0]}\nLast X Value: {x[-1]}\nNumber of X Values: {x.size}\n"
+                "Additional Information: none\n\n")
+        rows = "".join(f"{a:.4f}\t{100 * spectrum_curve(a, k):.5f}\n" for a in x)
+        src = tmp_path / f"eco{k}"
+        src.mkdir()
+        (src / fname).write_text(head + rows, encoding="iso-8859-1")
+        db._import_files(str(src))
+    db.db.close()
+    return tmp_path / "eco.db"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from .conftest import run_detector
+from .conftest import ecostress_db, run_detector
 
 pytest.importorskip("pytestqt")
 
@@ -79,3 +79,78 @@ def test_bad_library_shows_one_error(qtbot, win, land_hdr, tmp_path):
     (tmp_path / "bad.csv").write_text("wavelength,a\n400,x\n")
     assert not win.library_dock.open_library(tmp_path / "bad.csv")
     assert "bad.csv" in win.last_error and "line 2" in win.last_error
+
+
+def _drive_picker(qtbot, dock, then):
+    """Run ``then(picker)`` on the database picker once the dock has it open (it is modal)."""
+    from PySide6.QtCore import QTimer
+
+    from hyperapp.gui.database_picker import DatabasePicker
+
+    def drive():
+        picker = dock.findChild(DatabasePicker)
+        if picker is None or not picker.isVisible():
+            QTimer.singleShot(20, drive)
+            return
+        then(picker)
+
+    QTimer.singleShot(0, drive)
+
+
+def test_database_spectra_picked_in_a_dialog_and_detected(qtbot, win, land_hdr, tmp_path):
+    db = ecostress_db(tmp_path)
+    assert win.open_cube(land_hdr)
+    dock = win.library_dock
+    seen = {}
+
+    def pick(picker):
+        seen["total"] = picker.count.text()
+        assert not picker.ok_button.isEnabled()  # nothing chosen yet
+        assert picker.set_filter("quartz") == 2
+        picker.select(["Quartz SiO2 #2"])
+        assert picker.set_filter("  AVENA ") == 1  # the chosen quartz stays chosen while hidden
+        picker.list.item(2).setSelected(True)
+        seen["count"] = picker.count.text()
+        seen["tip"] = picker.list.item(2).toolTip()
+        assert picker.list.item(2).text() == seen["tip"]  # the description in the list, not only on hover
+        picker.ok_button.click()
+
+    _drive_picker(qtbot, dock, pick)
+    assert dock.open_library(db)
+    assert seen["total"] == "3 of 3 spectra shown, 0 chosen" and seen["count"] == "1 of 3 spectra shown, 2 chosen"
+    assert seen["tip"] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples"
+    assert dock.library.names == ["Quartz SiO2 #2", "Avena fatua"]
+    assert [dock.tree.topLevelItem(i).text(0) for i in range(2)] == dock.library.names
+    status = dock.status.text()
+    assert status.startswith("eco.db: 2 spectra") and "resampled from each spectrum's own samples (226-563)" in status
+    curves = dock.plot.getPlotItem().listDataItems()
+    assert len(curves) == 2 and curves[0].getData()[0].size == win.session.cube.bands
+    dock.set_role(["Avena fatua"], "target")
+    dock.set_role(["Quartz SiO2 #2"], "undesired")
+    run = _run(qtbot, win, "osp")
+    sig = run.result.report["signatures"]
+    assert sig["target_names"] == ["Avena fatua"] and sig["undesired_names"] == ["Quartz SiO2 #2"]
+    assert np.isfinite(run.result.scores).all()
+
+
+def test_database_picker_cancel_and_bad_database(qtbot, win, land_hdr, tmp_path):
+    from hyperapp.io.speclib import SpectralLibrary
+
+    db = ecostress_db(tmp_path)
+    assert win.open_cube(land_hdr)
+    dock = win.library_dock
+    before = dock.library = SpectralLibrary(["mine"], np.ones((1, win.session.cube.bands)))
+    dock.refresh()
+    status = dock.status.text()
+
+    def cancel(picker):
+        picker.select(["Avena fatua"])
+        picker.reject()
+
+    _drive_picker(qtbot, dock, cancel)
+    assert not dock.open_library(db)
+    assert dock.library is before and dock.tree.topLevelItem(0).text(0) == "mine" and dock.status.text() == status
+    assert win.last_error is None
+    (tmp_path / "broken.db").write_bytes(b"SQLite format 3\x00" + b"not a database" * 64)
+    assert not dock.open_library(tmp_path / "broken.db")
+    assert "broken.db: cannot read the SQLite database" in win.last_error and dock.library is before

@@ -10,12 +10,15 @@ from hyperapp.cube import cube_from_array
 from hyperapp.errors import HyperappError, InputError
 from hyperapp.io.speclib import (
     SpectralLibrary,
+    database_entries,
     library_targets,
     match_scale,
     read_library,
     resample_to_cube,
     write_library,
 )
+
+from .conftest import ecostress_db, spectrum_curve
 
 
 def _lib(n=3, m=200):
@@ -196,38 +199,6 @@ def test_job_step_with_target_spectra(land_hdr, tmp_path):
 
 
 # ------------------------------------------------------------------ Spectral Python databases
-def _curve(x_um, k):
-    return 0.2 + 0.1 * np.sin(3 * x_um + k) + 0.05 * x_um
-
-
-def _ecostress_db(tmp_path):
-    """An ECOSTRESS database built by ``spectral.EcostressDatabase.create`` from three files in the
-    ECOSTRESS v1 layout (header lines, a blank line, wavelength/percent columns in descending order):
-    two spectra named alike on one grid, and a grass spectrum on another. Each file is imported from its
-    own folder so the SpectrumIDs (1, 2, 3) do not hang on the order a folder lists its files."""
-    from spectral import EcostressDatabase
-
-    db = EcostressDatabase.create(str(tmp_path / "eco.db"))
-    files = (("mineral.silicate.tectosilicate.coarse.quartz1.jhu.becknic.spectrum.txt", "Quartz SiO2", 0.01, 0),
-             ("mineral.silicate.tectosilicate.fine.quartz2.jhu.nicolet.spectrum.txt", "Quartz SiO2", 0.01, 1),
-             ("vegetation.grass.avena.fatua.vswir.vh352.ucsb.asd.spectrum.txt", "Avena fatua", 0.004, 2))
-    for fname, name, step, k in files:
-        x = np.round(np.arange(2.6, 0.35 - 1e-9, -step), 4)  # descending, as ECOSTRESS writes them
-        head = (f"Name: {name}\nType: mineral\nClass: silicate\nSubclass: tectosilicate\nParticle Size: 125-500 um\n"
-                "Sample No.: 1\nOwner: JHU\nWavelength Range: VSWIR\nOrigin: a fixture\nCollection Date: N/A\n"
-                "Description: a test spectrum\nMeasurement: Directional (10 Degree) Hemispherical Reflectance\n"
-                "First Column: X\nSecond Column: Y\nX Units: Wavelength (micrometers)\nY Units: Reflectance (percent)\n"
-                f"First X Value: {x[0]}\nLast X Value: {x[-1]}\nNumber of X Values: {x.size}\n"
-                "Additional Information: none\n\n")
-        rows = "".join(f"{a:.4f}\t{100 * _curve(a, k):.5f}\n" for a in x)
-        src = tmp_path / f"eco{k}"
-        src.mkdir()
-        (src / fname).write_text(head + rows, encoding="iso-8859-1")
-        db._import_files(str(src))
-    db.db.close()
-    return tmp_path / "eco.db"
-
-
 def _usgs_db(tmp_path):
     """A USGS database built by ``spectral.USGSDatabase.create`` from an splib07a-style ASCII tree: two
     wavelength files (ASD in micrometres, Beckman in nanometres) beside a chapter of one-column samples,
@@ -247,12 +218,12 @@ def _usgs_db(tmp_path):
            "splib07a Record=1: ASD Wavelengths in microns 0.35 to 2.5 (216 channels)", asd)
     column(lib / "splib07a_Wavelengths_BECK_Beckman_0.2-3.0_nm.txt",
            "splib07a Record=2: BECK Beckman Wavelengths in nm 200-3000 (281 channels)", beck)
-    alunite = _curve(asd, 0)
+    alunite = spectrum_curve(asd, 0)
     alunite[[5, 6]] = -1.23e34
     column(chapter / "splib07a_Alunite_GDS82_Na82_ASDFRa_AREF.txt",
            "splib07a Record=100: Alunite GDS82 Na82 ASDFRa AREF", alunite)
     column(chapter / "splib07a_Kaolinite_CM9_BECKb_AREF.txt", "splib07a Record=200: Kaolinite CM9 BECKb AREF",
-           _curve(beck / 1000, 1))
+           spectrum_curve(beck / 1000, 1))
     column(chapter / "splib07a_Lost_X1_ASDFRc_AREF.txt", "splib07a Record=300: Lost X1 ASDFRc AREF",
            np.full(asd.size, -1.23e34))
     USGSDatabase.create(str(tmp_path / "usgs.db"), str(tmp_path / "usgs")).db.close()
@@ -264,20 +235,20 @@ def test_ecostress_database_read_by_name_on_each_spectrums_own_samples(tmp_path,
 
     from hyperapp.io import open_cube
 
-    db = _ecostress_db(tmp_path)
+    db = ecostress_db(tmp_path)
     lib = read_library(db, "Avena fatua,Quartz SiO2 #2")
     assert lib.names == ["Avena fatua", "Quartz SiO2 #2"] and lib.units == "nm"
     assert "percent" in lib.scale_note
     for row, step, k in ((lib.spectra[0], 4.0, 2), (lib.spectra[1], 10.0, 1)):
         wl = lib.wavelengths[np.isfinite(row)]
         assert wl.size == round((2600 - 350) / step) + 1  # its own samples, none made up
-        np.testing.assert_allclose(row[np.isfinite(row)], _curve(wl / 1000, k), atol=1e-5)
+        np.testing.assert_allclose(row[np.isfinite(row)], spectrum_curve(wl / 1000, k), atol=1e-5)
     # by ID, and ignoring case; the two grids are resampled one spectrum at a time
     assert read_library(db, ["#1", "avena FATUA"]).names == ["Quartz SiO2 #1", "Avena fatua"]
     cube = open_cube(land_hdr)
     out, _ = resample_to_cube(lib, cube)
     x = np.round(np.arange(0.35, 2.6 + 1e-9, 0.004), 4)
-    ref = BandResampler(list(x * 1000), list(cube.wavelengths), None, list(cube.fwhm))(_curve(x, 2))
+    ref = BandResampler(list(x * 1000), list(cube.wavelengths), None, list(cube.fwhm))(spectrum_curve(x, 2))
     np.testing.assert_allclose(out[0], ref, rtol=1e-4)
     assert np.isfinite(out).all()
 
@@ -288,14 +259,29 @@ def test_usgs_database_units_and_deleted_channels(tmp_path):
     kao, alu = lib.spectra
     np.testing.assert_allclose(lib.wavelengths[np.isfinite(kao)], beck, rtol=1e-6)  # already nm
     np.testing.assert_allclose(lib.wavelengths[np.isfinite(alu)], np.delete(asd, [5, 6]) * 1000, rtol=1e-6)
-    np.testing.assert_allclose(alu[np.isfinite(alu)], _curve(np.delete(asd, [5, 6]), 0), atol=1e-6)
+    np.testing.assert_allclose(alu[np.isfinite(alu)], spectrum_curve(np.delete(asd, [5, 6]), 0), atol=1e-6)
     assert lib.scale_note == ""  # USGS values are reflectance 0-1
+
+
+def test_database_entries_list_every_spectrum_by_the_name_the_reader_takes(tmp_path):
+    eco = database_entries(ecostress_db(tmp_path))
+    assert [n for n, _ in eco] == ["Quartz SiO2 #1", "Quartz SiO2 #2", "Avena fatua"]
+    assert eco[2][1] == "Avena fatua (mineral, silicate): 0.352-2.6 µm, 563 samples"
+    assert read_library(tmp_path / "eco.db", [eco[1][0], eco[2][0]]).names == ["Quartz SiO2 #2", "Avena fatua"]
+    usgs = dict(database_entries(_usgs_db(tmp_path)[0]))
+    assert usgs["Kaolinite CM9 BECKb AREF"].endswith(": 200-3000 nm, 281 samples")
+    assert "0.35-2.5 µm, 216 samples" in usgs["Alunite GDS82 Na82 ASDFRa AREF"]
+    (tmp_path / "lib.csv").write_text("wavelength,a\n400,1\n")
+    with pytest.raises(HyperappError, match=r"lib\.csv: not an SQLite file"):
+        database_entries(tmp_path / "lib.csv")
+    with pytest.raises(HyperappError, match=r"nothing\.db: spectral database not found"):
+        database_entries(tmp_path / "nothing.db")
 
 
 def test_database_refusals_name_the_file(tmp_path):
     import sqlite3
 
-    db = _ecostress_db(tmp_path)
+    db = ecostress_db(tmp_path)
     usgs, _, _ = _usgs_db(tmp_path)
     cases = (
         (db, None, r"eco\.db: the ECOSTRESS/ASTER spectral database holds 3 spectra: pick some with --spectra "
@@ -324,7 +310,7 @@ def test_database_refusals_name_the_file(tmp_path):
 
 
 def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
-    db = _ecostress_db(tmp_path)
+    db = ecostress_db(tmp_path)
     rc, err = _run(capsys, "detect", land_hdr, "--method", "ace", "--target-spectra", db,
                    "--spectra", "Avena fatua,Quartz SiO2 #1", "--device", "cpu", "--out", tmp_path / "out")
     assert rc == 0, err

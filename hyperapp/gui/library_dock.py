@@ -35,7 +35,9 @@ ROLES = ("", "target", "undesired")
 ROLE_COLOURS = {"target": (230, 60, 60), "undesired": (60, 140, 255), "": (170, 170, 170)}
 #: spectra without a role: muted colours that stay clear of the target red and the undesired blue
 OTHER_COLOURS = [(188, 189, 34), (23, 190, 207), (148, 103, 189), (227, 119, 194), (140, 86, 75), (170, 170, 170)]
-LIBRARY_FILTER = "Spectral libraries (*.sli *.hdr *.csv *.txt *.asc);;All files (*)"
+DATABASE_PATTERNS = "*.db *.sqlite *.sqlite3"
+LIBRARY_FILTER = (f"Spectral libraries and databases (*.sli *.hdr *.csv *.txt *.asc {DATABASE_PATTERNS});;"
+                  f"Spectral Python databases ({DATABASE_PATTERNS});;All files (*)")
 
 
 class CompactPlot(pg.PlotWidget):
@@ -60,7 +62,8 @@ class LibraryDock(QWidget):
         self.open_button = QPushButton("Open library…")
         self.save_button = QPushButton("Save as…")
         self.open_button.setToolTip("An ENVI spectral library (.sli/.hdr), a CSV (wavelength column + one column "
-                                    "per spectrum) or a two-column ASCII spectrum (USGS, ECOSTRESS)")
+                                    "per spectrum), a two-column ASCII spectrum (USGS, ECOSTRESS) or a Spectral Python "
+                                    "database (ECOSTRESS, ASTER, USGS: you pick its spectra from a list)")
         self.save_button.setToolTip("Write the library as an ENVI spectral library (.sli + .hdr) or CSV")
         files.addWidget(self.open_button)
         files.addWidget(self.save_button)
@@ -124,11 +127,18 @@ class LibraryDock(QWidget):
                 self.window.show_error(str(exc))
         return run
 
-    def open_library(self, path) -> bool:
-        from hyperapp.io.speclib import read_library
+    def open_library(self, path, names: list[str] | None = None) -> bool:
+        """Open the library at ``path`` (its spectra ``names``, all when None). A Spectral Python database
+        without ``names`` asks for them (:meth:`pick_database_spectra`); cancelling leaves the tool as it
+        was. False after showing the error, or when cancelled."""
+        from hyperapp.io.speclib import is_sqlite, read_library
 
+        if names is None and is_sqlite(Path(path)):
+            names = self.pick_database_spectra(path)
+            if names is None:
+                return False
         try:
-            lib = read_library(path)
+            lib = read_library(path, names)
         except HyperappError as exc:
             self.window.show_error(str(exc))
             return False
@@ -136,6 +146,23 @@ class LibraryDock(QWidget):
         self.roles = {n: self.roles.get(n, "") for n in lib.names}
         self.refresh()
         return True
+
+    def pick_database_spectra(self, path) -> list[str] | None:
+        """The spectra of the database at ``path`` chosen in a :class:`DatabasePicker`; None when cancelled
+        (or after showing the error of a database that cannot be listed)."""
+        from hyperapp.gui.database_picker import DatabasePicker
+        from hyperapp.io.speclib import database_entries
+
+        try:
+            entries = database_entries(path)
+        except HyperappError as exc:
+            self.window.show_error(str(exc))
+            return None
+        picker = DatabasePicker(path, entries, self)
+        try:
+            return picker.chosen() if picker.exec() == DatabasePicker.DialogCode.Accepted else None
+        finally:
+            picker.deleteLater()
 
     def save_library(self, path) -> bool:
         from hyperapp.io.speclib import write_library

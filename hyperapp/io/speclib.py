@@ -29,12 +29,13 @@ import re
 import shutil
 import tempfile
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError, OutputError
+from hyperapp.errors import CubeFormatError, CubeNotFoundError, HyperappError, InputError, OutputError
 
 #: values at or below this are missing channels (USGS writes -1.23e34)
 MISSING_BELOW = -1e30
@@ -305,18 +306,103 @@ def _read_ascii(p: Path) -> SpectralLibrary:
 
 
 # ------------------------------------------------------------------------------ Spectral Python databases
-#: per database layout: the Spectral Python class that reads it, the tables that tell it, every spectrum's
-#: (id, name), and a spectrum's (wavelength units, value units)
+#: per database layout: the Spectral Python class that reads it, the tables that tell it, its catalogue (every
+#: spectrum's id, name, wavelength units, shortest and longest wavelength, sample count and a few words on
+#: what it is), and a spectrum's (wavelength units, value units)
 _DATABASES = (
     ("ECOSTRESS/ASTER", "EcostressDatabase", {"Samples", "Spectra"},
-     "SELECT Spectra.SpectrumID, Samples.Name FROM Samples, Spectra WHERE Samples.SampleID = Spectra.SampleID "
-     "ORDER BY Spectra.SpectrumID",
+     "SELECT Spectra.SpectrumID, Samples.Name, Spectra.XUnit, Spectra.MinWavelength, Spectra.MaxWavelength, "
+     "Spectra.NumValues, Samples.Type, Samples.Class FROM Samples, Spectra "
+     "WHERE Samples.SampleID = Spectra.SampleID ORDER BY Spectra.SpectrumID",
      "SELECT XUnit, YUnit FROM Spectra WHERE SpectrumID = ?"),
     ("USGS", "USGSDatabase", {"Samples", "SpectrometerData"},
-     "SELECT SampleID, Description FROM Samples ORDER BY SampleID",
+     "SELECT Samples.SampleID, Samples.Description, SpectrometerData.Unit, SpectrometerData.MinValue, "
+     "SpectrometerData.MaxValue, Samples.NumValues, Samples.Chapter, Samples.Spectrometer FROM Samples "
+     "LEFT JOIN SpectrometerData ON Samples.AssumedWLSpmeterDataID = SpectrometerData.SpectrometerDataID "
+     "ORDER BY Samples.SampleID",
      "SELECT SpectrometerData.Unit, '' FROM Samples, SpectrometerData WHERE Samples.SampleID = ? AND "
      "Samples.AssumedWLSpmeterDataID = SpectrometerData.SpectrometerDataID"),
 )
+
+
+@contextmanager
+def _database(p: Path):
+    """The open Spectral Python database at ``p`` (closed on leaving): (database, kind, units query,
+    catalogue rows, names, labels), a label being the spectrum's name, ``"NAME #ID"`` where several share it.
+    SQLite errors inside become one line naming the file."""
+    import sqlite3
+
+    import spectral
+
+    try:
+        db = spectral.EcostressDatabase(str(p))
+        tables = {r[0] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise CubeFormatError(f"cannot read the SQLite database ({exc})", p) from exc
+    layout = next((d for d in _DATABASES if d[2] <= tables), None)
+    if layout is None:
+        db.db.close()
+        raise CubeFormatError("an SQLite file, but not a spectral database built by Spectral Python "
+                              "(EcostressDatabase, AsterDatabase or USGSDatabase): its tables are "
+                              f"{', '.join(sorted(tables)) or 'none'}", p)
+    kind, cls, _, catalogue, units_sql = layout
+    if cls != "EcostressDatabase":
+        db.db.close()
+        db = getattr(spectral, cls)(str(p))
+    try:
+        rows = db.query(catalogue).fetchall()
+        raw = [str(r[1] if r[1] is not None else f"#{r[0]}").strip() for r in rows]
+        count = Counter(raw)
+        labels = [n if count[n] == 1 else f"{n} #{r[0]}" for r, n in zip(rows, raw)]
+        yield db, kind, units_sql, rows, raw, labels
+    except sqlite3.Error as exc:
+        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
+    except HyperappError:
+        raise
+    except Exception as exc:  # Spectral Python raises bare Exceptions for records it cannot find
+        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
+    finally:
+        db.db.close()
+
+
+def database_entries(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Every spectrum of a Spectral Python spectral database, for a picker: (name, description) pairs.
+
+    The name is what :func:`read_library` takes for that spectrum (``"NAME"``, or ``"NAME #ID"`` where
+    several spectra share the name); the description says what it is, its wavelength range and units and
+    its sample count, as the database's catalogue gives them (no spectrum is read).
+
+    Parameters
+    ----------
+    path : path of the database
+
+    Returns
+    -------
+    list of (str, str)
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise CubeNotFoundError("spectral database not found", p)
+    if not is_sqlite(p):
+        raise CubeFormatError("not an SQLite file, so not a Spectral Python spectral database", p)
+    with _database(p) as (_, _, _, rows, _, labels):
+        return [(label, _entry_description(label, *r[2:])) for label, r in zip(labels, rows)]
+
+
+def _entry_description(label: str, xunit, lo, hi, count, *what) -> str:
+    """``label`` (what it is): ``lo``-``hi`` units, ``count`` samples; for :func:`database_entries`."""
+    words = [str(w).strip() for w in what if w is not None and str(w).strip()]
+    head = label + (f" ({', '.join(words)})" if words else "")
+    units = _units_in(str(xunit or ""))
+    if lo is None or hi is None:
+        span = "wavelengths unknown"
+    else:
+        lo, hi = sorted((float(lo), float(hi)))
+        if units is None:  # guessed from the values, as the reader does
+            units = "um" if unit_factor(None, np.array([lo, hi])) == 1000.0 else "nm"
+        span = f"{lo:g}-{hi:g} {'µm' if units == 'um' else units}"
+    samples = f", {int(count)} samples" if count else ""
+    return f"{head}: {span}{samples}"
 
 
 def read_database(path: str | os.PathLike, names: list[str] | str | None) -> SpectralLibrary:
@@ -343,32 +429,9 @@ def read_database(path: str | os.PathLike, names: list[str] | str | None) -> Spe
     -------
     SpectralLibrary
     """
-    import sqlite3
-
-    import spectral
-
     p = Path(path)
-    try:
-        db = spectral.EcostressDatabase(str(p))
-        tables = {r[0] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error as exc:
-        raise CubeFormatError(f"cannot read the SQLite database ({exc})", p) from exc
-    layout = next((d for d in _DATABASES if d[2] <= tables), None)
-    if layout is None:
-        db.db.close()
-        raise CubeFormatError("an SQLite file, but not a spectral database built by Spectral Python "
-                              "(EcostressDatabase, AsterDatabase or USGSDatabase): its tables are "
-                              f"{', '.join(sorted(tables)) or 'none'}", p)
-    kind, cls, _, catalogue, units_sql = layout
-    if cls != "EcostressDatabase":
-        db.db.close()
-        db = getattr(spectral, cls)(str(p))
-    try:
-        rows = db.query(catalogue).fetchall()
-        ids = [int(i) for i, _ in rows]
-        raw = [str(n if n is not None else f"#{i}").strip() for i, n in rows]
-        count = Counter(raw)
-        labels = [n if count[n] == 1 else f"{n} #{i}" for i, n in zip(ids, raw)]
+    with _database(p) as (db, kind, units_sql, rows, raw, labels):
+        ids = [int(r[0]) for r in rows]
         if isinstance(names, str):
             names = [n.strip() for n in names.split(",") if n.strip()]
         if not names:
@@ -389,14 +452,6 @@ def read_database(path: str | os.PathLike, names: list[str] | str | None) -> Spe
                 y = y / 100.0
                 notes.append(labels[k])
             spectra.append((x[ok] * unit_factor(_units_in(str(xunit or "")), x[ok]), y[ok]))
-    except sqlite3.Error as exc:
-        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
-    except InputError:
-        raise
-    except Exception as exc:  # Spectral Python raises bare Exceptions for records it cannot find
-        raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
-    finally:
-        db.db.close()
     grid = np.unique(np.concatenate([x for x, _ in spectra]))
     out = np.full((len(spectra), grid.size), np.nan)
     for row, (x, y) in zip(out, spectra):
@@ -546,7 +601,14 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         raise InputError(f"the library{which} ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
                          f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
                          "library", where)
-    how = f"resampled from {lib.spectra.shape[1]} samples to the cube's {nb} band centres"
+    own = np.isfinite(lib.spectra).sum(axis=1)  # a database's spectra: each on its own samples
+    if (own == lib.spectra.shape[1]).all():
+        src = f"{lib.spectra.shape[1]} samples"
+    elif own.min() == own.max():
+        src = f"each spectrum's own {own.min()} samples"
+    else:
+        src = f"each spectrum's own samples ({own.min()}-{own.max()})"
+    how = f"resampled from {src} to the cube's {nb} band centres"
     how += " and FWHM" if c_fwhm is not None else " (FWHM from the band spacing)"
     return out, how
 
