@@ -235,7 +235,11 @@ def _local_cluster(workers: int):
 
     specs = {}
     for i in range(workers):
-        env = {"CUDA_VISIBLE_DEVICES": str(i % n_gpu)} if n_gpu > 1 else {}
+        # the workers' own logging at errors only: their INFO lines (start, stop, heartbeat) otherwise
+        # reach the user's terminal through the nanny, dozens per run
+        env = {"DASK_LOGGING__DISTRIBUTED": "error"}
+        if n_gpu > 1:
+            env["CUDA_VISIBLE_DEVICES"] = str(i % n_gpu)
         specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
     return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                        silence_logs=40)
