@@ -52,7 +52,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
 
     timer = Timer(backend)
     t0 = time.perf_counter()
-    est = _streaming_estimator(cube, method, params, model, target_mean)
+    est = _streaming_estimator(cube, method, params, model, target_mean, undesired)
     y = np.array(y, dtype=np.int8)
     n_targets = int(np.count_nonzero(y == TARGET))
     # which pixels hold data: found by pass 1 when it fits, else by pass 2
@@ -80,16 +80,17 @@ def fit_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                  progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
     """Pass 1 of :func:`run_streamed` alone: ``method`` fitted on ``cube`` from the label map ``y``, nothing
     scored (:func:`hyperapp.detect.train_on_scene` on a scene larger than memory). Returns the model."""
-    est = _streaming_estimator(cube, method, params, None, None)
+    est = _streaming_estimator(cube, method, params, None, None, None)
     valid_map = np.ones((cube.rows, cube.cols), bool)
     _fit_passes(est, cube, np.array(y, dtype=np.int8), valid_map, backend.xp, Timer(backend), progress, tile_bytes,
                 None, None)
     return est
 
 
-def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, target_mean):
+def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, target_mean, undesired):
     """The model to fit (or the fitted ``model``); a method that needs the whole image (a window
-    detector, a local one) or a library spectrum it cannot fit from sums is an :class:`InputError`."""
+    detector, a local one), a library spectrum it cannot fit from sums, or ATGP's undesired signatures
+    (OSP, TCIMF, MTTCIMF with none given) is an :class:`InputError`, before any pass."""
     m = get_method(method)
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
@@ -100,6 +101,10 @@ def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, ta
     if target_mean is not None and kind not in ("background", "correlation", "none", "mnf"):
         raise InputError(f"{method} trained from a library spectrum needs the cube in memory, and it exceeds the "
                          "memory budget: raise --memory, or crop the cube", cube.path)
+    if model is None and getattr(est, "uses_undesired", False):
+        from hyperapp.models.subspace import streamed_undesired_given
+
+        streamed_undesired_given(est, undesired, cube.path)
     return est
 
 

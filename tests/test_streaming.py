@@ -238,18 +238,25 @@ def _mixture_tuned_runs(cube, targets, method, **kw):
 
 
 @pytest.mark.parametrize("holes", [False, True])
-def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles):
+def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles, tmp_path):
     """MTMF streamed: the MNF's statistics summed tile by tile (the noise differences across each tile
-    boundary too) give the in-memory scores and infeasibility; no-data pixels (a few, one inside a
-    tile, a row across a boundary) take the mean of the others in both paths."""
+    boundary too) give the in-memory scores and infeasibility, and the infeasibility map is written
+    beside the scores; no-data pixels (part of a tile's first row, one inside a tile) take the mean of
+    the others in both paths."""
+    from hyperapp.detect import detect_to_folder
+
     cube, targets = _land(land_hdr)
     if holes:
         X = cube.to_float32()
-        X[9, :40] = np.nan
+        X[8, :40] = np.nan  # tiles of 4 float32 rows: the first row of a tile
         X[70, 3] = np.nan
         cube = cube_from_array(X, "holes")
     mem, st = _mixture_tuned_runs(cube, targets, "mtmf")
     assert st.report["nodata_pixels"] == mem.report["nodata_pixels"] == (41 if holes else 0)
+    if not holes:
+        res, paths = detect_to_folder(cube, "mtmf", targets, None, tmp_path / "out", device="cpu", memory=1e-4)
+        assert res.report["streamed"]
+        np.testing.assert_array_equal(open_cube(paths["infeasibility"]).band(0), st.maps["infeasibility"])
 
 
 def test_streamed_mttcimf_with_given_undesired_equals_in_memory(land_hdr, tmp_path, small_tiles, capsys):
@@ -266,5 +273,6 @@ def test_streamed_mttcimf_with_given_undesired_equals_in_memory(land_hdr, tmp_pa
                  str(land_hdr.with_name("land_targets.csv")), "--device", "cpu", "--memory", "0.0001",
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "cannot find undesired signatures by ATGP" in err and "\n" not in err, err
+    assert code == 2 and "\n" not in err and "land.hdr: streamed from its file, MTTCIMF cannot find undesired " \
+        "signatures by ATGP" in err, err
     assert not (tmp_path / "out" / "scores.hdr").exists()
