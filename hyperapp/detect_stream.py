@@ -7,11 +7,10 @@ tile boundaries included), the target pixels (every method), or exactly the pixe
 sampling names (read in a pass of their own, after a pass that finds the no-data pixels when the file
 can hold any). The fit is then the same function the in-memory path calls, so the scores agree with
 it. Pass 2 streams the tiles through the scoring; only the (rows, cols) score map (and MTMF's
-infeasibility map) is kept, so memory is bounded by one ring
-of tiles plus the 2-D maps, whatever the number of bands; given a file, pass 2 writes each tile's
-scores straight into it. Thresholding, objects (connected
-components over the whole mask, so objects across tile borders are whole) and evaluation are
-:func:`hyperapp.detect.finish_detection`, as in memory.
+infeasibility map) is kept, so memory is bounded by one ring of tiles plus the 2-D maps, whatever the
+number of bands; given a file, pass 2 writes each tile's scores straight into it. Thresholding,
+objects (connected components over the whole mask, so objects across tile borders are whole) and
+evaluation are :func:`hyperapp.detect.finish_detection`, as in memory.
 """
 
 from __future__ import annotations
@@ -188,12 +187,15 @@ def _fit_mnf(est, cube: Cube, y: np.ndarray, valid_map: np.ndarray, xp, timer, p
     pixels take the mean of the pixels with data; where pass 1 finds any, a second pass sums the
     statistics again with that mean filled in (the differences across them need it)."""
     tgt_flat = np.flatnonzero(y.reshape(-1) == TARGET)
+    # a file that can hold no data shares pass 1's progress with the pass that may fill it
+    share = 0.25 if cube.nodata is not None or cube.store.dtype.kind == "f" else 0.45
     with timer.stage("pass 1: statistics"):
-        signal, noise, t_sum = _mnf_sums(est, cube, xp, tile_bytes, y, tgt_flat, valid_map, None, progress)
+        signal, noise, t_sum = _mnf_sums(est, cube, xp, tile_bytes, y, tgt_flat, valid_map, None,
+                                         progress.sub(0.0, share))
         if not valid_map.all():
             # pass 1's image statistics were over the pixels with data: their mean is the fill
             signal, noise, _ = _mnf_sums(est, cube, xp, tile_bytes, y, tgt_flat, None,
-                                         signal.mean.astype(xp.float32), progress)
+                                         signal.mean.astype(xp.float32), progress.sub(share, 0.45))
     t_mean = t_sum / tgt_flat.size if tgt_flat.size else None
     if target_mean is not None:  # a library's spectrum instead of the clicks' mean
         t_mean = xp.asarray(target_mean, dtype=xp.float64)
@@ -206,8 +208,9 @@ def _mnf_sums(est, cube: Cube, xp, tile_bytes, y: np.ndarray, tgt_flat: np.ndarr
     """One pass of the sums of :meth:`hyperapp.models.mnf.MNF.fit` (float64): the image's scatter and that
     of its neighbour differences, the pairs across each tile boundary included (the previous tile's
     last row is kept). Without ``fill`` (the spectrum no-data pixels take) the image's sums are over the
-    pixels with data and ``valid_map`` is filled (and checked against the labels ``y``). Returns the image's and the differences'
-    :class:`BackgroundStats` and the sum of the target pixels."""
+    pixels with data and ``valid_map`` is filled (and checked against the labels ``y``). Returns the
+    image's and the differences' :class:`BackgroundStats` and the sum of the target pixels; ``progress``
+    runs from 0 to 1 over the pass."""
     from hyperapp.models.mnf import neighbour_differences
 
     cols, nb = cube.cols, cube.bands
@@ -223,7 +226,7 @@ def _mnf_sums(est, cube: Cube, xp, tile_bytes, y: np.ndarray, tgt_flat: np.ndarr
             sums[key].add(rows)
 
     for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
-        progress(0.45 * r1 / cube.rows, "pass 1: statistics" + ("" if fill is None else " (no data filled)"))
+        progress(r1 / cube.rows, "pass 1: statistics" + ("" if fill is None else " (no data filled)"))
         P, valid = _flat_valid(tile)
         if fill is None:
             valid_map[r0:r1] = to_host(valid).reshape(r1 - r0, cols)
