@@ -442,8 +442,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
                           threshold=threshold, model=model, progress=progress, scores_file=scores_file,
                           target_mean=None if target_spectra is None else target_spectra[0],
                           undesired=undesired_spectra)
-    if signature_info:
-        result.report["signatures"] = dict(signature_info)
+    _report_signatures(result, result.model, target_spectra, undesired_spectra, signature_info)
     return result
 
 
@@ -482,8 +481,9 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
 def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer):
     """The estimator to fit (built from ``params``, a library's defaults under them) or the given
     ``model`` on the run's backend, wrapped in MNF space for ``mnf``; returns it and the params used.
-    A window detector needs the image's geometry: its no-data pixels take the mean of the pixels with
-    data (their scores are dropped after scoring)."""
+    A window detector or an MNF (its noise from neighbouring pixels) needs the image's geometry: its
+    no-data pixels take the mean of the pixels with data (their scores are dropped after scoring; the
+    streamed MNF fills them alike)."""
     xp = get_namespace(px.X)
     if model is None and target_spectra is not None and m.library_params:
         params = {**m.library_params, **(params or {})}
@@ -492,7 +492,7 @@ def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, 
         from hyperapp.models.mnf import InMNF
 
         est = InMNF(est, int(mnf))
-    if px.n_nodata and (m.kind != "pixel" or getattr(est, "stream_stats", None) is None):
+    if px.n_nodata and (m.kind != "pixel" or getattr(est, "stream_stats", None) in (None, "mnf")):
         with timer.stage("no-data"):
             X = px.X
             fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(px.valid.reshape(-1))].mean(axis=0)
@@ -575,6 +575,15 @@ def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, 
                 if px.n_nodata and v.dtype.kind == "f":
                     v = xp.where(px.valid, v, xp.float32(np.nan))
                 result.maps[k] = to_host(v)
+    _report_signatures(result, est, target_spectra, undesired_spectra, signature_info)
+    if result.boxes:
+        result.report["boxes"] = len(result.boxes)
+        result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
+    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
+
+
+def _report_signatures(result: DetectionResult, est, target_spectra, undesired_spectra, signature_info) -> None:
+    """The report's ``signatures``: where the targets and undesired signatures came from (given, ATGP's)."""
     if signature_info or target_spectra is not None or undesired_spectra is not None:
         info = dict(signature_info or {})
         info.setdefault("targets", "library" if target_spectra is not None else "clicks")
@@ -584,10 +593,6 @@ def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, 
             info["undesired_source"] = src
             info["n_undesired_used"] = int(np.asarray(getattr(est, "undesired_", np.zeros((0, 1)))).shape[0])
         result.report["signatures"] = info
-    if result.boxes:
-        result.report["boxes"] = len(result.boxes)
-        result.report["windows_per_level"] = list(getattr(est, "windows_per_level_", []))
-    result.report["seconds"] = {k: round(v, 6) for k, v in timer.seconds.items()}
 
 
 def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS):

@@ -139,7 +139,8 @@ class PixelDetector(Estimator):
     uses_targets = True
     #: what the streamed (two-pass) path gathers in its first pass to fit the detector: "background"
     #: or "correlation" statistics, "none" (the target pixels alone), "sample" (the pixels the model
-    #: names, :meth:`sample_indices`), or None: the detector needs the whole image in memory
+    #: names, :meth:`sample_indices`), "mnf" (the image's statistics and its neighbour differences':
+    #: MTMF, MTTCIMF), or None: the detector needs the whole image in memory
     stream_stats: str | None = None
     #: whether ``fit`` works on the labels on the host (so callers holding both copies pass the host's)
     labels_on_host = False

@@ -42,7 +42,7 @@ from hyperapp.models.base import (
     labelled_target_mean,
 )
 from hyperapp.models.stats import BackgroundStats
-from hyperapp.models.subspace import _signature_matrix, atgp, tcimf_weights
+from hyperapp.models.subspace import _signature_matrix, _streamed_signatures, atgp, tcimf_weights
 
 DIRECTIONS = ("lowerright", "lowerleft", "right", "lower")
 CHUNK = 1 << 18
@@ -54,6 +54,15 @@ def shift_differences(X, direction: str = "lowerright"):
     ``spectral.noise_from_diffs`` takes them."""
     if X.ndim != 3:
         raise InputError("MNF needs the image as (rows, cols, bands): the noise comes from neighbouring pixels")
+    d = neighbour_differences(X, direction)
+    if d.shape[0] < 2:
+        raise InputError(f"the image ({X.shape[0]} x {X.shape[1]}) is too small to estimate the noise")
+    return d
+
+
+def neighbour_differences(X, direction: str = "lowerright"):
+    """:func:`shift_differences` of any block of rows (rows, cols, bands), however few: (n, bands), n
+    possibly 0. The streamed fit feeds it each tile, and the two rows across each tile boundary."""
     if direction not in DIRECTIONS:
         raise InputError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     if direction == "lowerright":
@@ -64,8 +73,6 @@ def shift_differences(X, direction: str = "lowerright"):
         d = X[:, :-1, :] - X[:, 1:, :]
     else:
         d = X[:-1, :, :] - X[1:, :, :]
-    if d.shape[0] * d.shape[1] < 2:
-        raise InputError(f"the image ({X.shape[0]} x {X.shape[1]}) is too small to estimate the noise")
     return d.reshape(-1, X.shape[2])
 
 
@@ -98,12 +105,13 @@ class MNF(Estimator):
         # per cent of each other, and TCIMF in MNF space weighs them; float32 sums moved MTTCIMF's scores
         # by 0.4 % of their range (NumPy against NumPy), and the GPU's block sums differently from NumPy
         noise = BackgroundStats.from_pixels(shift_differences(X, self.direction), float64=True)
-        noise.cov = noise.cov / 2.0
         signal = BackgroundStats.from_pixels(X.reshape(-1, X.shape[2]), float64=True)
         return self.fit_from_stats(signal, noise)
 
     def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats):
-        """Fit from the image's statistics and the noise's (covariance already halved)."""
+        """Fit from the image's statistics and its neighbour differences' (:func:`shift_differences`);
+        the noise covariance is half the differences' (the streamed path sums both tile by tile)."""
+        noise = BackgroundStats(noise.mean, noise.cov / 2.0, noise.n)
         Wn = np.asarray(to_host(noise.sqrt_inv_cov), np.float64)
         S = np.asarray(to_host(signal.cov), np.float64)
         C = Wn @ S @ Wn
@@ -170,8 +178,8 @@ class _MixtureTuned(PixelDetector):
     """Shared MNF fit, scoring and infeasibility of MTMF and MTTCIMF."""
 
     accepts_check_input = True
-    #: the MNF needs the image's neighbours: no two-pass streaming
-    stream_stats = None
+    #: the streamed path sums the image's statistics and its neighbour differences' (:meth:`fit_from_stats`)
+    stream_stats = "mnf"
 
     def fit(self, X, y, check_input: bool = True, undesired=None):
         _, _, y, t = labelled_target_mean(X, y, check_input)
@@ -183,8 +191,7 @@ class _MixtureTuned(PixelDetector):
             raise InputError(f"{type(self).__name__} needs the image as (rows, cols, bands) for its MNF")
         if check_input:
             check_finite(X)
-        mnf = MNF(self.n_components, self.snr_min).fit(X)
-        self.mnf_ = mnf
+        self.mnf_ = MNF(self.n_components, self.snr_min).fit(X)
         xp = get_namespace(X)
         D, U = _signature_matrix(target, undesired, X.shape[2])
         self.target_ = D[:, 0]
@@ -197,6 +204,21 @@ class _MixtureTuned(PixelDetector):
         else:
             self.undesired_source_ = "given" if U.shape[1] else "none"
         self.undesired_ = U.T
+        return self._fit_filter(D, U, float_dtype(X), xp)
+
+    def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats, target_mean, dtype=np.float32,
+                       undesired=None):
+        """Fit from the image's statistics, its neighbour differences' (:meth:`MNF.fit_from_stats`), the
+        target spectrum and given undesired signatures (the streamed path: ATGP needs every pixel)."""
+        self.mnf_ = MNF(self.n_components, self.snr_min).fit_from_stats(signal, noise)
+        D, U = _streamed_signatures(self, target_mean, undesired if self.uses_undesired else None)
+        return self._fit_filter(D, U, dtype, get_namespace(signal.cov))
+
+    def _fit_filter(self, D, U, dtype, xp):
+        """The abundance filter in the fitted MNF space from the (bands, p) targets and (bands, q)
+        undesired signatures; its arrays on ``xp``'s device."""
+        mnf = self.mnf_
+        bands = mnf.transform_full_.shape[0]
         n_sig = D.shape[1] + (U.shape[1] if self.uses_undesired else 0)
         if mnf.n_components_ < 2 * n_sig:
             # TCIMF solves with the (p + q) x (p + q) matrix MᵀΛ⁻¹M, singular when the kept components
@@ -204,9 +226,9 @@ class _MixtureTuned(PixelDetector):
             # amplifies float32 rounding: the GPU and NumPy differed by 2 % with one spare component):
             # keep twice as many components as signatures (the eigenvalues past the SNR cut are still
             # >= 1, so the extra components are noise-whitened, not empty)
-            if n_sig >= X.shape[2]:
+            if n_sig >= bands:
                 raise InputError(f"{type(self).__name__} needs fewer signatures ({n_sig}: targets and "
-                                 f"undesired) than bands ({X.shape[2]})")
+                                 f"undesired) than bands ({bands})")
             if int(self.n_components) and int(self.n_components) <= n_sig:
                 raise InputError(f"{type(self).__name__} with {n_sig} signatures (targets and undesired) "
                                  f"needs more than {n_sig} MNF components, got {self.n_components}")
@@ -224,11 +246,10 @@ class _MixtureTuned(PixelDetector):
             if not den > 0:
                 raise ModelError("the target equals the image mean in MNF space: nothing to match")
             w = (s / lam) / den
-        dtype = float_dtype(X)
         self.s_ = xp.asarray(s.astype(dtype))
         self.w_ = xp.asarray(w.astype(dtype))
         self.sqrt_lam_ = xp.asarray(np.sqrt(lam).astype(dtype))
-        self.n_bands_ = X.shape[2]
+        self.n_bands_ = bands
         return self
 
     def score_maps(self, X):

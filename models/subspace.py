@@ -204,16 +204,24 @@ class TCIMF(_SignatureDetector):
         return self
 
 
+def streamed_undesired_given(est, undesired, path=None) -> bool:
+    """Whether undesired signatures are given to ``est`` fitted from statistics; an :class:`InputError`
+    (naming the cube's ``path``) where it would need ATGP, which needs every pixel at once: the streamed
+    path asks before pass 1."""
+    given = undesired is not None and np.asarray(to_host(undesired)).size > 0
+    if not given and int(getattr(est, "n_undesired", 0)) > 0:
+        raise InputError(f"streamed from its file, {type(est).__name__} cannot find undesired signatures by ATGP "
+                         "(it needs every pixel at once): give them (--undesired-spectra, --undesired-rois) or set "
+                         "n_undesired=0", path)
+    return given
+
+
 def _streamed_signatures(est, target_mean, undesired):
     """Checked (bands, p) target and (bands, q) undesired matrices for a fit from statistics, where ATGP
     (which needs every pixel at once) cannot run; sets the fitted signature attributes."""
     if target_mean is None:
         raise InputError("no target: click target pixels or give target spectra")
-    given = undesired is not None and np.asarray(to_host(undesired)).size > 0
-    if not given and int(est.n_undesired) > 0:
-        raise InputError(f"streamed from its file, {type(est).__name__} cannot find undesired signatures by ATGP "
-                         "(it needs every pixel at once): give them (--undesired-spectra, --undesired-rois) or set "
-                         "n_undesired=0")
+    given = streamed_undesired_given(est, undesired)
     t = np.asarray(to_host(target_mean), np.float64)
     D, U = _signature_matrix(t, undesired if given else None, t.shape[-1])
     est.target_, est.undesired_ = D[:, 0], U.T

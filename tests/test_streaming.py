@@ -223,3 +223,56 @@ def test_hdf5_fill_value_is_no_data(tmp_path):
     assert a.nodata == -9999 and open_cube(tmp_path / "b.h5").nodata is None
     x = read_float32(a)
     assert np.isnan(x[10:]).all() and np.isfinite(x[:10]).all()
+
+
+def _mixture_tuned_runs(cube, targets, method, **kw):
+    """The in-memory and the streamed run (tiles of a few rows: many tile boundaries) of ``method``."""
+    mem = run_detection(cube, method, targets, device="cpu", **kw)
+    st = run_detection(cube, method, targets, device="cpu", memory=1e-4, **kw)
+    assert st.report["streamed"] and not mem.report["streamed"]
+    for name, a, b in [("scores", st.scores, mem.scores),
+                       ("infeasibility", st.maps["infeasibility"], mem.maps["infeasibility"])]:
+        assert np.array_equal(np.isnan(a), np.isnan(b)), name
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * float(np.nanmax(np.abs(b))), err_msg=name)
+    return mem, st
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles, tmp_path):
+    """MTMF streamed: the MNF's statistics summed tile by tile (the noise differences across each tile
+    boundary too) give the in-memory scores and infeasibility, and the infeasibility map is written
+    beside the scores; no-data pixels (part of a tile's first row, one inside a tile) take the mean of
+    the others in both paths."""
+    from hyperapp.detect import detect_to_folder
+
+    cube, targets = _land(land_hdr)
+    if holes:
+        X = cube.to_float32()
+        X[8, :40] = np.nan  # tiles of 4 float32 rows: the first row of a tile
+        X[70, 3] = np.nan
+        cube = cube_from_array(X, "holes")
+    mem, st = _mixture_tuned_runs(cube, targets, "mtmf")
+    assert st.report["nodata_pixels"] == mem.report["nodata_pixels"] == (41 if holes else 0)
+    if not holes:
+        res, paths = detect_to_folder(cube, "mtmf", targets, None, tmp_path / "out", device="cpu", memory=1e-4)
+        assert res.report["streamed"]
+        np.testing.assert_array_equal(open_cube(paths["infeasibility"]).band(0), st.maps["infeasibility"])
+
+
+def test_streamed_mttcimf_with_given_undesired_equals_in_memory(land_hdr, tmp_path, small_tiles, capsys):
+    """MTTCIMF streamed with undesired spectra given equals the in-memory run; needing ATGP (none
+    given), the streamed run is refused in one line, exit 2 through the CLI."""
+    from hyperapp.cli import main
+
+    cube, targets = _land(land_hdr)
+    X = cube.to_float32()
+    U = np.stack([X[5, 5], X[100, 20]]).astype(np.float64)
+    _, st = _mixture_tuned_runs(cube, targets, "mttcimf", undesired_spectra=U)
+    assert st.report["signatures"]["undesired_source"] == "given"
+    code = main(["--headless", "detect", str(land_hdr), "--method", "mttcimf", "--targets",
+                 str(land_hdr.with_name("land_targets.csv")), "--device", "cpu", "--memory", "0.0001",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "land.hdr: streamed from its file, MTTCIMF cannot find undesired " \
+        "signatures by ATGP" in err, err
+    assert not (tmp_path / "out" / "scores.hdr").exists()
