@@ -335,7 +335,7 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
             assert read_float32(cube, cp).shape == (70, 41, 12)
 
 
-@pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn"])
+@pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn", "mtmf"])
 def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
     import hyperapp.stream as stream
     from hyperapp.detect import run_detection
