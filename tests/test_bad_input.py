@@ -468,7 +468,8 @@ def _sli(names, spectra):
      ["the library (400-430 nm) does not cover 4 of the cube's 8 bands"]),
     (_csv("wavelength,a\n" + "".join(f"400,{0.3 + i / 100}\n" for i in range(8))), None,
      ["wavelength 400 repeats (samples 1 and 2)", "must be distinct"]),
-    (_csv("wavelength,a\n400,0.3\n440,0.3\n420,0.3\n470,0.3\n"), None, ["neither increasing nor decreasing"]),
+    (_csv("wavelength,a\n" + "".join(f"{w:g},0.3\n" for w in (*_WL, 430))), None,
+     ["wavelength 430 repeats (samples 4 and 9)"]),
     (_csv("wavelength,a,b\n" + "".join(f"{w:g},0.3,{1e300 if w == 430 else 0.2}\n" for w in _WL)), None,
      ["spectrum 'b' has a value that is not finite in float32 (1e+300 at wavelength 430)"]),
     (_csv("wavelength,a\n" + "".join(f"{w:g},{'inf' if w == 410 else 0.2}\n" for w in _WL)), None,
@@ -483,7 +484,7 @@ def _sli(names, spectra):
      ["2 spectra in the library are named 'A': pick one as 'a #1', 'a #3'"]),
     (_csv("wavelength,a\n"), None, ["the CSV holds no spectra"]),
     (lambda p: p.parent / "scene.hdr", None, ["this is an image cube's header, not a spectral library"]),
-], ids=["partial", "repeated-wavelengths", "disordered", "huge", "inf", "zero", "zero-on-the-cube",
+], ids=["partial", "repeated-wavelengths", "repeated-out-of-order", "huge", "inf", "zero", "zero-on-the-cube",
         "csv-repeated-names", "sli-repeated-names", "header-only", "cube-header"])
 def test_bad_spectral_libraries_get_one_line_naming_the_file(tmp_path, capsys, make, spectra, words):
     """Each bad library: exit 2, one line on stderr naming the library and what is wrong (no Spectral

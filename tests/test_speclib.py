@@ -333,7 +333,7 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
 
 
 def test_decreasing_wavelengths_are_reversed_and_repeated_names_labelled(tmp_path):
-    """ECOSTRESS-style decreasing wavelengths read in increasing order; names a library repeats become
+    """Decreasing wavelengths (ECOSTRESS) read in increasing order; names a library repeats become
     'NAME #N' (N the spectrum's place, as a database's shared names take its id) and '#N' picks one."""
     rows = "".join(f"{w},{w / 1e4},{1 - w / 1e4},0.5\n" for w in (2500, 1500, 900, 400))
     (tmp_path / "lib.csv").write_text("wavelength (nm),a,b,a\n" + rows)
@@ -347,6 +347,13 @@ def test_decreasing_wavelengths_are_reversed_and_repeated_names_labelled(tmp_pat
         read_library(tmp_path / "lib.csv", "a")
     with pytest.raises(InputError, match=r"no spectrum #4 in the library"):
         read_library(tmp_path / "lib.csv", "#4")
+    # back and forth (a cube's overlapping spectrometers): sorted; a spectrum of zeros blocks only itself
+    (tmp_path / "aviris.csv").write_text("wavelength,a,zero\n400,0.1,0\n1270,0.2,0\n1250,0.3,0\n2500,0.4,0\n")
+    lib = read_library(tmp_path / "aviris.csv", "a")
+    np.testing.assert_array_equal(lib.wavelengths, [400, 1250, 1270, 2500])
+    np.testing.assert_array_equal(lib.spectra[0], [0.1, 0.3, 0.2, 0.4])
+    with pytest.raises(InputError, match="spectrum 'zero' is zero at every wavelength"):
+        read_library(tmp_path / "aviris.csv")
 
 
 @pytest.mark.parametrize("spectra, words", [

@@ -175,11 +175,11 @@ def read_library(path: str | os.PathLike, names: list[str] | str | None = None) 
         return read_database(p, names)
     ext = p.suffix.lower()
     if ext in (".sli", ".hdr"):
-        return checked_library(_read_envi(p)).select(names)
+        return checked_library(_read_envi(p), names)
     if ext == ".csv":
-        return checked_library(_read_csv(p)).select(names)
+        return checked_library(_read_csv(p), names)
     if ext in ASCII_EXTENSIONS or ext == "":
-        return checked_library(_read_ascii(p)).select(names)
+        return checked_library(_read_ascii(p), names)
     raise CubeFormatError("unknown spectral library format: expected an ENVI .sli/.hdr, a .csv, a two-column "
                           ".txt or a Spectral Python database (.db)", p)
 
@@ -248,28 +248,30 @@ def refuse_unusable(names: list[str], spectra: np.ndarray, where, wavelengths: n
             raise InputError(f"spectrum {name!r} is zero at every {across}", where)
 
 
-def checked_library(lib: SpectralLibrary) -> SpectralLibrary:
-    """``lib`` as a file gave it, checked: its wavelengths distinct and in order (decreasing ones are
-    reversed), its values finite in float32 and no spectrum zero throughout (:func:`refuse_unusable`).
-    Anything else is refused in one line naming the file."""
+def checked_library(lib: SpectralLibrary, names: list[str] | str | None = None) -> SpectralLibrary:
+    """The spectra ``names`` of ``lib`` as a file gave it (:meth:`SpectralLibrary.select`), checked.
+
+    Its wavelengths are put in increasing order (ECOSTRESS files decrease; a library saved from a cube
+    whose spectrometers overlap goes back and forth) and must be distinct; the picked spectra's values
+    must be finite in float32 and none zero throughout (:func:`refuse_unusable`). Anything else is
+    refused in one line naming the file.
+    """
     wl = lib.wavelengths
     if wl is not None and wl.size > 1:
-        ok = np.flatnonzero(np.isfinite(wl))  # a NaN wavelength is a sample resampling drops
-        w = wl[ok]
-        step = np.diff(w)
-        if (step == 0).any():
-            j = int(np.flatnonzero(step == 0)[0])
+        order = np.argsort(wl, kind="stable")  # a NaN wavelength (last) is a sample resampling drops
+        w = wl[order]
+        repeat = np.flatnonzero(np.diff(w) == 0)
+        if repeat.size:
+            j = int(repeat[0])
             unit = f" {lib.units}" if lib.units else ""
-            raise InputError(f"wavelength {w[j]:g}{unit} repeats (samples {ok[j] + 1} and {ok[j + 1] + 1}): a "
-                             "library's wavelengths must be distinct", lib.path)
-        if (step < 0).all():
-            lib = SpectralLibrary(lib.names, lib.spectra[:, ::-1], wl[::-1], lib.units,
-                                  None if lib.fwhm is None else lib.fwhm[::-1], lib.path, lib.description,
+            first, second = sorted((int(order[j]) + 1, int(order[j + 1]) + 1))
+            raise InputError(f"wavelength {w[j]:g}{unit} repeats (samples {first} and {second}): a library's "
+                             "wavelengths must be distinct", lib.path)
+        if (order != np.arange(wl.size)).any():
+            lib = SpectralLibrary(lib.names, lib.spectra[:, order], w, lib.units,
+                                  None if lib.fwhm is None else lib.fwhm[order], lib.path, lib.description,
                                   lib.scale_note)
-        elif (step < 0).any():
-            j = int(np.flatnonzero(step < 0)[0])
-            raise InputError(f"wavelengths are neither increasing nor decreasing ({w[j]:g} then {w[j + 1]:g}, "
-                             f"samples {ok[j] + 1} and {ok[j + 1] + 1})", lib.path)
+    lib = lib.select(names)
     refuse_unusable(lib.names, lib.spectra, lib.path, lib.wavelengths, lib.units)
     return lib
 
@@ -398,9 +400,7 @@ def _read_ascii(p: Path) -> SpectralLibrary:
                               "wavelengths beside the values", p)
     A = np.array(data, dtype=np.float64)
     keep = A[:, 1] > MISSING_BELOW
-    A = A[keep]
-    order = np.argsort(A[:, 0], kind="stable")
-    A = A[order]
+    A = A[keep]  # (in wavelength order: checked_library)
     spectrum, note = A[:, 1], ""
     if "percent" in yunits:
         spectrum = spectrum / 100.0
