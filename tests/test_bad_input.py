@@ -443,3 +443,56 @@ def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
         assert rep["evaluation"]["auc"] > 0.9  # the pipeline's reports carry the truth's AUC
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
     assert set(next(iter(man.values()))["detections"]) == {"detect-rx", "again"}  # per step, not summed
+
+
+_WL = np.arange(400, 480, 10.0)  # the bands of _cube's 8-band cubes
+
+
+def _csv(rows: str):
+    """A fixture maker: the CSV library ``rows`` at ``p`` (.csv)."""
+    def make(p: Path) -> Path:
+        p.with_suffix(".csv").write_text(rows)
+        return p.with_suffix(".csv")
+    return make
+
+
+def _sli(names, spectra):
+    """A fixture maker: an ENVI library of ``spectra`` named ``names`` on _cube's wavelengths at ``p`` (.sli)."""
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    return lambda p: write_library(SpectralLibrary(names, np.asarray(spectra, float), _WL, "nm"), p.with_suffix(".sli"))
+
+
+@pytest.mark.parametrize("make, spectra, words", [
+    (_csv("wavelength,a\n400,0.3\n410,0.31\n420,0.32\n430,0.3\n"), None,
+     ["the library (400-430 nm) does not cover 4 of the cube's 8 bands"]),
+    (_csv("wavelength,a\n" + "".join(f"400,{0.3 + i / 100}\n" for i in range(8))), None,
+     ["wavelength 400 repeats (samples 1 and 2)", "must be distinct"]),
+    (_csv("wavelength,a\n" + "".join(f"{w:g},0.3\n" for w in (*_WL, 430))), None,
+     ["wavelength 430 repeats (samples 4 and 9)"]),
+    (_csv("wavelength,a,b\n" + "".join(f"{w:g},0.3,{1e300 if w == 430 else 0.2}\n" for w in _WL)), None,
+     ["spectrum 'b' has a value that is not finite in float32 (1e+300 at wavelength 430)"]),
+    (_csv("wavelength,a\n" + "".join(f"{w:g},{'inf' if w == 410 else 0.2}\n" for w in _WL)), None,
+     ["spectrum 'a' has a value that is not finite in float32 (inf at wavelength 410)"]),
+    (_csv("wavelength,grass,blank\n" + "".join(f"{w:g},0.3,0\n" for w in _WL)), None,
+     ["spectrum 'blank' is zero at every wavelength"]),
+    (_csv("wavelength,a\n" + "".join(f"{w:g},{0.0 if w < 480 else 0.3}\n" for w in range(400, 600, 10))), None,
+     ["spectrum 'a' is zero at every band of the cube"]),
+    (_csv("wavelength,a,a\n" + "".join(f"{w:g},0.3,0.4\n" for w in _WL)), "a",
+     ["2 spectra in the library are named 'a': pick one as 'a #1', 'a #2'"]),
+    (_sli(["a", "b", "a"], np.full((3, 8), 0.3)), "A",
+     ["2 spectra in the library are named 'A': pick one as 'a #1', 'a #3'"]),
+    (_csv("wavelength,a\n"), None, ["the CSV holds no spectra"]),
+    (lambda p: p.parent / "scene.hdr", None, ["this is an image cube's header, not a spectral library"]),
+], ids=["partial", "repeated-wavelengths", "repeated-out-of-order", "huge", "inf", "zero", "zero-on-the-cube",
+        "csv-repeated-names", "sli-repeated-names", "header-only", "cube-header"])
+def test_bad_spectral_libraries_get_one_line_naming_the_file(tmp_path, capsys, make, spectra, words):
+    """Each bad library: exit 2, one line on stderr naming the library and what is wrong (no Spectral
+    Python logging, no NumPy warnings), nothing written."""
+    cube = _cube(tmp_path / "scene.hdr")
+    lib = make(tmp_path / "lib")
+    argv = ["detect", cube, "--method", "ace", "--target-spectra", lib, "--device", "cpu", "--out", tmp_path / "out"]
+    rc, err = _cli(argv + (["--spectra", spectra] if spectra else []), capsys)
+    _one_clean_line(rc, err, *words)
+    assert Path(lib).stem in err
+    assert not (tmp_path / "out").exists()

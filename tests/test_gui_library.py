@@ -74,11 +74,26 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     assert sc.score is None and sc.info.text().startswith("Run MTMF") and not sc.plot.getPlotItem().titleLabel.isVisible()
 
 
-def test_bad_library_shows_one_error(qtbot, win, land_hdr, tmp_path):
+_ROWS = "".join(f"{w},0.3,0.4\n" for w in range(400, 2600, 100))
+
+
+@pytest.mark.parametrize("text, names, words", [
+    ("wavelength,a\n400,x\n", None, "line 2"),
+    ("wavelength,a\n400,0.3\n400,0.3\n", None, "wavelength 400 repeats"),
+    ("wavelength,a\n400,1e300\n500,0.3\n", None, "spectrum 'a' has a value that is not finite in float32"),
+    ("wavelength,a\n400,0\n500,0\n", None, "spectrum 'a' is zero at every wavelength"),
+    ("wavelength,a,a\n" + _ROWS, ["a"], "2 spectra in the library are named 'a'"),
+    ("wavelength,a\n", None, "the CSV holds no spectra"),
+    (None, None, "this is an image cube's header, not a spectral library"),
+])
+def test_bad_library_shows_one_error(qtbot, win, land_hdr, tmp_path, text, names, words):
+    """The window's library tool reads through read_library: the CLI's refusals, in its error dialog."""
     assert win.open_cube(land_hdr)
-    (tmp_path / "bad.csv").write_text("wavelength,a\n400,x\n")
-    assert not win.library_dock.open_library(tmp_path / "bad.csv")
-    assert "bad.csv" in win.last_error and "line 2" in win.last_error
+    path = land_hdr if text is None else tmp_path / "bad.csv"
+    if text is not None:
+        path.write_text(text)
+    assert not win.library_dock.open_library(path, names)
+    assert str(path) in win.last_error and words in win.last_error and "\n" not in win.last_error.strip()
 
 
 def _drive_picker(qtbot, dock, then):

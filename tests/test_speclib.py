@@ -330,3 +330,61 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
     (tmp_path / "bad.toml").write_text(step + '[output]\nfolder = "out"\n')
     with pytest.raises(InputError, match="holds 3 spectra: pick some"):
         load_job(tmp_path / "bad.toml")
+
+
+def test_decreasing_wavelengths_are_reversed_and_repeated_names_labelled(tmp_path):
+    """Decreasing wavelengths (ECOSTRESS) read in increasing order; names a library repeats become
+    'NAME #N' (N the spectrum's place, as a database's shared names take its id) and '#N' picks one."""
+    rows = "".join(f"{w},{w / 1e4},{1 - w / 1e4},0.5\n" for w in (2500, 1500, 900, 400))
+    (tmp_path / "lib.csv").write_text("wavelength (nm),a,b,a\n" + rows)
+    lib = read_library(tmp_path / "lib.csv")
+    np.testing.assert_array_equal(lib.wavelengths, [400, 900, 1500, 2500])
+    np.testing.assert_allclose(lib.spectra[0], [0.04, 0.09, 0.15, 0.25])
+    assert lib.names == ["a #1", "b", "a #3"]
+    assert read_library(tmp_path / "lib.csv", "#3,b").names == ["a #3", "b"]
+    assert read_library(tmp_path / "lib.csv", "A #1").names == ["a #1"]
+    with pytest.raises(InputError, match=r"2 spectra in the library are named 'a': pick one as 'a #1', 'a #3'"):
+        read_library(tmp_path / "lib.csv", "a")
+    with pytest.raises(InputError, match=r"no spectrum #4 in the library"):
+        read_library(tmp_path / "lib.csv", "#4")
+    # back and forth (a cube's overlapping spectrometers): sorted; a spectrum of zeros blocks only itself
+    (tmp_path / "aviris.csv").write_text("wavelength,a,zero\n400,0.1,0\n1270,0.2,0\n1250,0.3,0\n2500,0.4,0\n")
+    lib = read_library(tmp_path / "aviris.csv", "a")
+    np.testing.assert_array_equal(lib.wavelengths, [400, 1250, 1270, 2500])
+    np.testing.assert_array_equal(lib.spectra[0], [0.1, 0.3, 0.2, 0.4])
+    with pytest.raises(InputError, match="spectrum 'zero' is zero at every wavelength"):
+        read_library(tmp_path / "aviris.csv")
+
+
+@pytest.mark.parametrize("spectra, words", [
+    (np.full((1, 200), np.inf), "spectrum 'mat 0' has a value that is not finite in float32 (inf at wavelength 0.4 "
+                                "micrometers)"),
+    (np.zeros((1, 200)), "spectrum 'mat 0' is zero at every wavelength"),
+])
+def test_an_envi_library_is_checked_as_it_is_read(tmp_path, spectra, words):
+    """An ENVI library (as Spectral Python writes one) with infinite values, or a spectrum of zeros:
+    refused on reading, naming the file and the spectrum (values beyond float32 in a CSV: test_bad_input)."""
+    from spectral.io.envi import SpectralLibrary as Spy
+
+    lib = _lib(1)
+    Spy(spectra, {"spectra names": lib.names, "wavelength": list(lib.wavelengths),
+                  "wavelength units": "micrometers"}).save(str(tmp_path / "lib"))
+    with pytest.raises(InputError) as e:
+        read_library(tmp_path / "lib.sli")
+    assert str(e.value) == f"{tmp_path / 'lib.sli'}: {words}"
+
+
+def test_spectral_python_info_is_dropped_only_inside_the_quiet_block(caplog):
+    """quiet_spectral drops Spectral Python's INFO lines (one per uncovered band) in its thread; its
+    warnings pass, and so does INFO outside the block."""
+    import logging
+
+    from hyperapp.io.speclib import quiet_spectral
+
+    log = logging.getLogger("spectral")
+    with caplog.at_level(logging.INFO, logger="spectral"):
+        with quiet_spectral():
+            log.info("No overlap for target band 1")
+            log.warning("a real problem")
+        log.info("after")
+    assert [r.getMessage() for r in caplog.records] == ["a real problem", "after"]

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import os
 import re
 import shutil
 import tempfile
+import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -90,23 +92,20 @@ class SpectralLibrary:
 
     def select(self, names: list[str] | str | None) -> SpectralLibrary:
         """The library's spectra named in ``names`` (a list, or one comma-separated string), in that
-        order; exact names first, then ignoring case. None or empty: all of them."""
+        order; exact names first, then ignoring case, or ``"#N"`` for the N-th spectrum. None or empty:
+        all of them. Names the library repeats become labels (:func:`spectrum_labels`, ``"NAME #N"``):
+        picking the repeated name itself is refused, as a spectral database refuses it."""
+        ids = list(range(1, len(self.names) + 1))
+        labels = spectrum_labels(self.names, ids)
         if names is None or names == "" or names == []:
-            return self
-        if isinstance(names, str):
-            names = [n.strip() for n in names.split(",") if n.strip()]
-        idx = []
-        lower = {}
-        for i, n in enumerate(self.names):
-            lower.setdefault(n.lower(), i)
-        for n in names:
-            if n in self.names:
-                idx.append(self.names.index(n))
-            elif n.lower() in lower:
-                idx.append(lower[n.lower()])
-            else:
-                raise InputError(no_such_spectrum(n, self.names, "library"), self.path)
-        return SpectralLibrary([self.names[i] for i in idx], self.spectra[idx], self.wavelengths, self.units,
+            if labels == self.names:
+                return self
+            idx = list(range(len(self.names)))
+        else:
+            if isinstance(names, str):
+                names = [n.strip() for n in names.split(",") if n.strip()]
+            idx = [pick_spectrum(n, ids, self.names, labels, self.path, "library") for n in names]
+        return SpectralLibrary([labels[i] for i in idx], self.spectra[idx], self.wavelengths, self.units,
                                self.fwhm, self.path, self.description, self.scale_note)
 
     def wavelengths_nm(self) -> np.ndarray | None:
@@ -176,11 +175,11 @@ def read_library(path: str | os.PathLike, names: list[str] | str | None = None) 
         return read_database(p, names)
     ext = p.suffix.lower()
     if ext in (".sli", ".hdr"):
-        return _read_envi(p).select(names)
+        return checked_library(_read_envi(p), names)
     if ext == ".csv":
-        return _read_csv(p).select(names)
+        return checked_library(_read_csv(p), names)
     if ext in ASCII_EXTENSIONS or ext == "":
-        return _read_ascii(p).select(names)
+        return checked_library(_read_ascii(p), names)
     raise CubeFormatError("unknown spectral library format: expected an ENVI .sli/.hdr, a .csv, a two-column "
                           ".txt or a Spectral Python database (.db)", p)
 
@@ -194,6 +193,89 @@ def is_sqlite(p: Path) -> bool:
         return False
 
 
+class _QuietFilter(logging.Filter):
+    """Drops Spectral Python's records below WARNING in a thread inside :func:`quiet_spectral`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not getattr(_QUIET, "depth", 0)
+
+
+_QUIET = threading.local()
+_QUIET_FILTER = _QuietFilter()
+
+
+@contextmanager
+def quiet_spectral():
+    """Inside: Spectral Python's INFO logging (``No overlap for target band N``, one line a band) is
+    dropped in this thread, and NumPy's divide and invalid warnings ignored; its warnings and errors stay.
+    The callers check what comes out and say what is wrong in one line."""
+    logger = logging.getLogger("spectral")
+    if _QUIET_FILTER not in logger.filters:
+        logger.addFilter(_QUIET_FILTER)
+    _QUIET.depth = getattr(_QUIET, "depth", 0) + 1
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            yield
+    finally:
+        _QUIET.depth -= 1
+
+
+def _at(wavelengths: np.ndarray | None, units: str | None, j: int) -> str:
+    """Where sample ``j`` is, for a message: ``"at wavelength 400 nm"``, or ``"at sample 3"`` without
+    wavelengths."""
+    if wavelengths is None:
+        return f"at sample {j + 1}"
+    return f"at wavelength {wavelengths[j]:g}" + (f" {units}" if units else "")
+
+
+def refuse_unusable(names: list[str], spectra: np.ndarray, where, wavelengths: np.ndarray | None = None,
+                    units: str | None = None, across: str = "wavelength") -> None:
+    """Refuse, in one line naming ``where`` (the library's file) and the spectrum, a spectrum with a
+    value that is not finite in float32 (infinite, or beyond about 3.4e38: the detectors compute in
+    float32) or one that is zero at every ``across`` (``"wavelength"``, ``"band of the cube"``). NaN is
+    a missing sample, not refused here."""
+    s = np.asarray(spectra, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        s32 = s.astype(np.float32)
+    for i, name in enumerate(names):
+        big = np.flatnonzero(np.isinf(s32[i]))
+        if big.size:
+            j = int(big[0])
+            raise InputError(f"spectrum {name!r} has a value that is not finite in float32 ({s[i, j]:g} "
+                             f"{_at(wavelengths, units, j)})", where)
+        ok = np.isfinite(s32[i])
+        if ok.any() and not s32[i][ok].any():
+            raise InputError(f"spectrum {name!r} is zero at every {across}", where)
+
+
+def checked_library(lib: SpectralLibrary, names: list[str] | str | None = None) -> SpectralLibrary:
+    """The spectra ``names`` of ``lib`` as a file gave it (:meth:`SpectralLibrary.select`), checked.
+
+    Its wavelengths are put in increasing order (ECOSTRESS files decrease; a library saved from a cube
+    whose spectrometers overlap goes back and forth) and must be distinct; the picked spectra's values
+    must be finite in float32 and none zero throughout (:func:`refuse_unusable`). Anything else is
+    refused in one line naming the file.
+    """
+    wl = lib.wavelengths
+    if wl is not None and wl.size > 1:
+        order = np.argsort(wl, kind="stable")  # a NaN wavelength (last) is a sample resampling drops
+        w = wl[order]
+        repeat = np.flatnonzero(np.diff(w) == 0)
+        if repeat.size:
+            j = int(repeat[0])
+            unit = f" {lib.units}" if lib.units else ""
+            first, second = sorted((int(order[j]) + 1, int(order[j + 1]) + 1))
+            raise InputError(f"wavelength {w[j]:g}{unit} repeats (samples {first} and {second}): a library's "
+                             "wavelengths must be distinct", lib.path)
+        if (order != np.arange(wl.size)).any():
+            lib = SpectralLibrary(lib.names, lib.spectra[:, order], w, lib.units,
+                                  None if lib.fwhm is None else lib.fwhm[order], lib.path, lib.description,
+                                  lib.scale_note)
+    lib = lib.select(names)
+    refuse_unusable(lib.names, lib.spectra, lib.path, lib.wavelengths, lib.units)
+    return lib
+
+
 def _read_envi(p: Path) -> SpectralLibrary:
     from spectral.io import envi
 
@@ -201,10 +283,14 @@ def _read_envi(p: Path) -> SpectralLibrary:
     data = p.with_suffix(".sli") if p.suffix.lower() == ".hdr" else p
     if not hdr.is_file():
         raise CubeNotFoundError("the library's header (.hdr) is missing", hdr)
+    if _is_image_header(hdr):
+        raise CubeFormatError("this is an image cube's header, not a spectral library (no 'spectra names'; "
+                              "a library's header has them, file type = ENVI Spectral Library and bands = 1)", hdr)
     if not data.is_file():
         raise CubeNotFoundError("the library's data file (.sli) is missing", data)
     try:
-        lib = envi.open(str(hdr), str(data))
+        with quiet_spectral():
+            lib = envi.open(str(hdr), str(data))
     except Exception as exc:  # Spectral Python raises bare Exceptions on bad headers
         raise CubeFormatError(f"cannot read the ENVI spectral library ({exc})", hdr) from exc
     if not hasattr(lib, "names") or not hasattr(lib, "spectra"):
@@ -224,6 +310,23 @@ def _read_envi(p: Path) -> SpectralLibrary:
             pass
     return SpectralLibrary([str(n) for n in lib.names], spectra, centres, units, fwhm, str(data),
                            str(lib.metadata.get("description", "")).strip("{} "), note)
+
+
+def _is_image_header(hdr: Path) -> bool:
+    """Whether the ENVI header ``hdr`` describes an image cube: no ``spectra names``, and a file type other
+    than ENVI Spectral Library or more than one band. False when it cannot be read (``envi.open`` then
+    says why)."""
+    from spectral.io.envi import read_envi_header
+
+    try:
+        with quiet_spectral():
+            h = read_envi_header(str(hdr))
+        bands = int(h.get("bands", 1))
+    except Exception:  # Spectral Python raises bare Exceptions on bad headers
+        return False
+    if "spectra names" in h:
+        return False
+    return str(h.get("file type", "")).strip().lower() != "envi spectral library" or bands > 1
 
 
 def _read_csv(p: Path) -> SpectralLibrary:
@@ -249,6 +352,8 @@ def _read_csv(p: Path) -> SpectralLibrary:
         if v is None:
             raise CubeFormatError(f"line {i}: not a row of numbers ({','.join(r)[:60]!r})", p)
         vals.append(v)
+    if not vals:
+        raise CubeFormatError("the CSV holds no spectra: a header row and no rows of values", p)
     width = {len(v) for v in vals}
     if len(width) != 1:
         raise CubeFormatError(f"rows have different numbers of columns ({sorted(width)})", p)
@@ -295,9 +400,7 @@ def _read_ascii(p: Path) -> SpectralLibrary:
                               "wavelengths beside the values", p)
     A = np.array(data, dtype=np.float64)
     keep = A[:, 1] > MISSING_BELOW
-    A = A[keep]
-    order = np.argsort(A[:, 0], kind="stable")
-    A = A[order]
+    A = A[keep]  # (in wavelength order: checked_library)
     spectrum, note = A[:, 1], ""
     if "percent" in yunits:
         spectrum = spectrum / 100.0
@@ -329,7 +432,15 @@ _DATABASES = (
 def _database(p: Path):
     """The open Spectral Python database at ``p`` (closed on leaving): (database, kind, units query,
     catalogue rows, names, labels), a label being the spectrum's name, ``"NAME #ID"`` where several share it.
-    SQLite errors inside become one line naming the file."""
+    SQLite errors inside become one line naming the file; Spectral Python's chatter is dropped
+    (:func:`quiet_spectral`)."""
+    with quiet_spectral(), _open_database(p) as found:
+        yield found
+
+
+@contextmanager
+def _open_database(p: Path):
+    """:func:`_database`'s work."""
     import sqlite3
 
     import spectral
@@ -352,8 +463,7 @@ def _database(p: Path):
     try:
         rows = db.query(catalogue).fetchall()
         raw = [str(r[1] if r[1] is not None else f"#{r[0]}").strip() for r in rows]
-        count = Counter(raw)
-        labels = [n if count[n] == 1 else f"{n} #{r[0]}" for r, n in zip(rows, raw)]
+        labels = spectrum_labels(raw, [r[0] for r in rows])
         yield db, kind, units_sql, rows, raw, labels
     except sqlite3.Error as exc:
         raise CubeFormatError(f"cannot read the {kind} spectral database ({exc})", p) from exc
@@ -439,7 +549,7 @@ def read_database(path: str | os.PathLike, names: list[str] | str | None) -> Spe
                 raise InputError(f"the {kind} spectral database holds no spectra", p)
             raise InputError(f"the {kind} spectral database holds {len(labels)} spectra: pick some with --spectra "
                              f"\"name,name\" (such as {few_names(labels, 4)})", p)
-        picked = [_pick_spectrum(n, ids, raw, labels, p) for n in names]
+        picked = [pick_spectrum(n, ids, raw, labels, p) for n in names]
         spectra, notes = [], []
         for k in picked:
             x, y = db.get_spectrum(ids[k])
@@ -460,26 +570,35 @@ def read_database(path: str | os.PathLike, names: list[str] | str | None) -> Spe
     if notes:
         note = "reflectance in percent, divided by 100" + ("" if len(notes) == len(picked) else
                                                             f" ({', '.join(notes)})")
-    return SpectralLibrary([labels[k] for k in picked], out, grid, "nm", None, str(p), f"{kind} spectral database",
-                           note)
+    names = [labels[k] for k in picked]
+    refuse_unusable(names, out, p, grid, "nm")
+    return SpectralLibrary(names, out, grid, "nm", None, str(p), f"{kind} spectral database", note)
 
 
-def _pick_spectrum(name: str, ids: list[int], raw: list[str], labels: list[str], p: Path) -> int:
-    """The index of the database's spectrum ``name`` (a label, a name ignoring case, or ``#ID``)."""
+def spectrum_labels(raw: list[str], ids: list[int]) -> list[str]:
+    """Each spectrum's label: its name ``raw``, or ``"NAME #ID"`` where several spectra share the name
+    (``ids``: a database's record ids, a library's positions from 1)."""
+    count = Counter(raw)
+    return [n if count[n] == 1 else f"{n} #{i}" for i, n in zip(ids, raw)]
+
+
+def pick_spectrum(name: str, ids: list[int], raw: list[str], labels: list[str], p, where: str = "database") -> int:
+    """The index of the spectrum ``name`` (a label, a name ignoring case, or ``#ID``) in the ``where``
+    (a database or a library, at ``p``); a name several spectra share is refused, naming their labels."""
     m = re.fullmatch(r"#\s*(\d+)", name)
     if m:
         if int(m.group(1)) in ids:
             return ids.index(int(m.group(1)))
-        raise InputError(f"no spectrum #{m.group(1)} in the database (it holds {few_names(labels)})", p)
+        raise InputError(f"no spectrum #{m.group(1)} in the {where} (it holds {few_names(labels)})", p)
     for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
         hits = [k for k, label in enumerate(labels) if same(label, name)]
         if hits:
             return hits[0]
         hits = [k for k, n in enumerate(raw) if same(n, name)]
         if hits:
-            raise InputError(f"{len(hits)} spectra in the database are named {name!r}: pick one as "
+            raise InputError(f"{len(hits)} spectra in the {where} are named {name!r}: pick one as "
                              f"{few_names([labels[k] for k in hits], 4)}", p)
-    raise InputError(no_such_spectrum(name, labels, "database"), p)
+    raise InputError(no_such_spectrum(name, labels, where), p)
 
 
 # ---------------------------------------------------------------------------------------- writing
@@ -519,7 +638,8 @@ def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: st
         spy = SpyLibrary(np.asarray(lib.spectra, np.float32), header)
         if lib.wavelengths is None:
             spy.bands.band_unit = "Unknown"
-        spy.save(str(stage / base.name), description or lib.description or "hyperapp spectral library")
+        with quiet_spectral():
+            spy.save(str(stage / base.name), description or lib.description or "hyperapp spectral library")
         os.replace(stage / (base.name + ".sli"), final_sli)
         os.replace(stage / (base.name + ".hdr"), final_hdr)
     except OSError as exc:
@@ -588,9 +708,10 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         order = np.argsort(l_nm[ok], kind="stable")
         centres = l_nm[ok][order]
         fw = None if l_fwhm is None else l_fwhm[ok][order]
-        r = BandResampler(list(centres), list(c_nm), None if fw is None else list(fw),
-                          None if c_fwhm is None else list(c_fwhm))
-        out[i] = r(s[ok][order])
+        with quiet_spectral():  # its "No overlap for target band N" lines: the check below says it once
+            r = BandResampler(list(centres), list(c_nm), None if fw is None else list(fw),
+                              None if c_fwhm is None else list(c_fwhm))
+            out[i] = r(s[ok][order])
     bad = ~np.isfinite(out)
     if bad.any():
         i = int(np.flatnonzero(bad.any(axis=1))[0])
@@ -601,6 +722,7 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         raise InputError(f"the library{which} ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
                          f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
                          "library", where)
+    refuse_unusable(lib.names, out, where, c_nm, "nm", across="band of the cube")
     own = np.isfinite(lib.spectra).sum(axis=1)  # a database's spectra: each on its own samples
     if (own == lib.spectra.shape[1]).all():
         src = f"{lib.spectra.shape[1]} samples"
@@ -665,6 +787,7 @@ def library_targets(path_or_lib, cube, names=None, level: float | None = None,
     resampling (:class:`ResampledLibraries`: once for a job's many cubes)."""
     t = resampled(path_or_lib, cube, names)
     spectra, factor = match_scale(t.spectra, cube_level(cube) if level is None else level)
+    refuse_unusable(t.names, spectra, getattr(path_or_lib, "path", path_or_lib), across="band of the cube")
     notes = list(t.notes)
     if factor != 1.0:
         notes.append(f"multiplied by {factor:g} to match the cube's scale")
