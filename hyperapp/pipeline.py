@@ -43,7 +43,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from hyperapp.errors import Cancelled, HyperappError
+from hyperapp.errors import Cancelled, HyperappError, InputError
 from hyperapp.jobfile import Step
 from hyperapp.progress import Progress
 
@@ -380,7 +380,14 @@ class CubePipeline:
         key = (s.model, n_bands, s.method)
         with self._cache_lock:
             if key not in self._models:
-                self._models[key] = load_model(s.model, n_bands=n_bands, method=s.method)
+                try:
+                    self._models[key] = load_model(s.model, n_bands=n_bands, method=s.method)
+                except HyperappError as exc:
+                    if not s.train:
+                        raise
+                    # a model this run trained: the scene it came from, not the run's own copy of it
+                    raise InputError(f"the model trained on this scene cannot score the cube: {exc.message}",
+                                     s.train) from None
             return self._models[key]
 
 
