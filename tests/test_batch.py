@@ -266,3 +266,23 @@ def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypa
     kept = int(m.group(1))
     assert kept == sum((tmp_path / "out" / f"scene-{i:02d}" / "detect-sam" / "report.json").is_file()
                        for i in range(3)) >= 1
+
+
+def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_path, capsys):
+    """A cube changed after the job was checked (another band count): its failure names the scene the
+    model was trained on, never the run's internal copy of the model."""
+    from rich.console import Console
+
+    from hyperapp.batch import run_job
+
+    _scenes(tmp_path / "scenes", 2)
+    _scenes(tmp_path / "train", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = load_job(_job(tmp_path, BASIC.replace('detect = "sam"', 'detect = "ace"').replace(
+        'targets = "clicks.csv"', 'targets = "clicks.csv"\ntrain = "train/scene-00.hdr"')))
+    _scenes(tmp_path / "scenes", 1, bands=12)  # scene-00 now has 12 bands
+    console = Console(stderr=True, width=400)
+    assert run_job(job, device="cpu", console=console) == 1
+    err = capsys.readouterr().err
+    assert "train/scene-00.hdr" in err and "cannot score" in err and ".models" not in err, err
+    assert (tmp_path / "out" / "scene-01" / "detect-ace" / "report.json").is_file()
