@@ -194,7 +194,7 @@ def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
         d = asdict(s)
         if s.name in models:
             d["model"] = str(save_model(models[s.name], out / ".models" / f"{s.name}.npz", method=s.method))
-            d["targets"] = d["background"] = d["train"] = None
+            d["targets"] = d["background"] = None  # ``train`` stays: errors name the scene, not the cache
         steps.append(d)
     return steps
 
@@ -280,6 +280,11 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {msg}\n")
 
     say(f"job {job.path}: {len(job.inputs)} cube(s), {len(job.steps)} step(s), hyperapp {__version__}")
+    if job.skipped:
+        why = sorted(set(job.skipped.values()))
+        line = f"left out {len(job.skipped)} file(s) the inputs matched that are masks, not cubes: {'; '.join(why)}"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(line)
     for c in skipped:
         say(f"skip {c}: done by an earlier run with the same steps")
     rows: dict[str, dict] = {}
@@ -301,6 +306,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             flushed[0] = time.monotonic()
 
     t_start = time.perf_counter()
+    stopped: KeyboardInterrupt | None = None
     try:
         with bars:
             bars.show(0, f"{len(todo)} cube(s)")
@@ -324,6 +330,9 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             for row in done_iter:
                 finished(row)
                 bars.show(len(rows), f"{job.folder_of(row['cube'])} " + ("failed" if row["error"] else "done"))
+    except KeyboardInterrupt as exc:  # the finished cubes' folders stay: the CLI says how many
+        stopped = exc
+        raise
     finally:
         if pipe is not None:
             pipe.close()  # the cube being computed stops at its next check; the one being written finishes
@@ -337,6 +346,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 cluster.close()
         manifest.flush()
         log.flush()
+        if stopped is not None:  # counted once the pipeline has closed: cubes written while it stopped too
+            stopped.kept = len(skipped) + sum(not r["error"] for r in rows.values())
     wall = time.perf_counter() - t_start
     failed = _summary(console, job, rows, manifest, skipped)
     stats = stage_summary(list(rows.values()), wall)

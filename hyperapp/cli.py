@@ -191,13 +191,22 @@ def _settings(args, kind: str) -> dict:
     from hyperapp import options
     from hyperapp.io.atomic import check_out_dir
 
-    raw = {"params": dict(_parse_param(t) for t in args.param), "bands": args.bands,
-           "all_bands": args.all_bands}
+    params: dict = {}
+    for t in args.param:
+        k, v = _parse_param(t)
+        if k in params and params[k] != v:
+            raise InputError(f"--param {k} is given twice, as {params[k]!r} and {v!r}: give it once")
+        params[k] = v
+    raw = {"params": params, "bands": args.bands, "all_bands": args.all_bands}
     if kind == "detect":
         if args.hidden is not None:
-            raw["params"]["n_hidden"] = args.hidden
+            if "n_hidden" in params and str(params["n_hidden"]).strip() != str(args.hidden).strip():
+                raise InputError(f"--hidden {args.hidden} and --param n_hidden={params['n_hidden']} disagree: "
+                                 "give one of them")
+            params["n_hidden"] = args.hidden
         raw.update(far=args.far, threshold=args.threshold, targets=args.targets, background=args.background,
-                   truth=args.truth, model=args.model, train=args.train_from, target_spectra=args.target_spectra,
+                   truth=args.truth, model=args.model, train=args.train_from, train_truth=args.train_truth,
+                   target_spectra=args.target_spectra,
                    spectra=args.spectra, undesired_spectra=args.undesired_spectra,
                    undesired_names=args.undesired_names, undesired_rois=args.undesired_rois, mnf=args.mnf)
     else:
@@ -213,13 +222,10 @@ def cmd_detect(args) -> int:
     from hyperapp import options
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels
-    from hyperapp.io.masks import need_file
     from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
-    if args.train_truth:
-        need_file(args.train_truth, "mask file")
     if args.save_model:
         from hyperapp.io.atomic import check_out_dir
 
@@ -425,11 +431,15 @@ def headless(argv: list[str], debug: bool = False) -> int:
     except Cancelled:
         print("hyperapp: cancelled; nothing written", file=sys.stderr)
         return 130
-    except Terminated:
-        print("hyperapp: terminated; no partial output left", file=sys.stderr)
+    except Terminated as exc:
+        kept = getattr(exc, "kept", None)
+        print("hyperapp: terminated; " + ("no partial output left" if kept is None else
+              f"{kept} cube(s) done are kept; run again to resume"), file=sys.stderr)
         return 143
-    except KeyboardInterrupt:
-        print("\nhyperapp: interrupted; nothing written", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        kept = getattr(exc, "kept", None)  # a batch run's finished cubes stay for the next run to skip
+        print("\nhyperapp: interrupted; " + ("nothing written" if kept is None else
+              f"{kept} cube(s) done are kept; run again to resume"), file=sys.stderr)
         return 130
     except Exception as exc:  # an internal error: one line unless asked for the traceback
         if debug:

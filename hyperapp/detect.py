@@ -122,7 +122,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     image in ``fmt`` (:func:`hyperapp.io.writers.write_image`), ``objects`` (CSV), ``boxes`` (CSV and
     GeoJSON beside it) or ``report`` (JSON, with the threshold used). Returns the path written."""
     from hyperapp.io.atomic import atomic_write_text
-    from hyperapp.io.writers import write_envi, write_image
+    from hyperapp.io.writers import MASK_CLASSES, write_envi, write_image
 
     t = result.threshold if threshold is None else float(threshold)
     p = Path(path)
@@ -134,7 +134,8 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     if kind == "mask":
         data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)
         if fmt == "envi":
-            return write_envi(p, data, cube, f"hyperapp {result.method} detection mask, threshold {t:.6g}")
+            return write_envi(p, data, cube, f"hyperapp {result.method} detection mask, threshold {t:.6g}",
+                              classes=MASK_CLASSES)
         return write_image(p, data, fmt, cube)
     if kind == "objects":
         atomic_write_text(p, objects_csv(result.objects_at(t)))
@@ -356,6 +357,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     The fitted model.
     """
     from hyperapp.io import open_cube, read_labels
+    from hyperapp.io.masks import require_marks
 
     cube = open_cube(scene, dataset).run_bands(all_bands, bands)
     if expected_bands is not None and cube.bands != expected_bands:
@@ -363,7 +365,9 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     shape = (cube.rows, cube.cols)
     m = get_method(method)
     backend = get_backend(device)
-    y, _, _ = _check_inputs(m, cube, read_labels(targets, shape), read_labels(background, shape) if background else None,
+    marked = read_labels(targets, shape)
+    require_marks(marked, targets)
+    y, _, _ = _check_inputs(m, cube, marked, read_labels(background, shape) if background else None,
                             truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
                             undesired_spectra=None)
     if m.kind == "pixel" and needs_streaming(cube, backend, memory):
@@ -427,6 +431,9 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
+    if mnf is not None and int(mnf) > cube.bands:
+        raise InputError(f"--mnf {int(mnf)} asks for more MNF components than the cube's {cube.bands} bands",
+                         cube.path)
     return y, target_spectra, undesired_spectra
 
 

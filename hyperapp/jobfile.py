@@ -108,6 +108,8 @@ class Job:
     folders: dict[str, str] = field(default_factory=dict)
     #: absolute cube path -> its truth mask (absolute)
     truth: dict[str, str] = field(default_factory=dict)
+    #: files the inputs' paths matched that are masks, not cubes -> why each was left out
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
@@ -174,6 +176,47 @@ def _expect(path, key, value, types, what):
     return value
 
 
+def is_class_file(path: str) -> bool:
+    """Whether ``path`` is an ENVI classification file (``file type = ENVI Classification`` in its
+    header, as truth and detection masks and class maps are written): a mask, never a cube."""
+    from hyperapp.io.envi import read_header
+
+    hdr = Path(path).with_suffix(".hdr")
+    if not hdr.is_file():
+        return False
+    try:
+        return "classification" in str(read_header(hdr).get("file type", "")).lower()
+    except HyperappError:  # a broken header is the cube's own failure when it runs
+        return False
+
+
+def _check_train_bands(p: Path, steps: list, files: list[str], dataset: str | None) -> None:
+    """Each ``train`` scene against every input's header, on the step's bands as the run takes them: a
+    model trained on another band count could score no cube. Headers only; an input that cannot be
+    opened fails alone when it runs."""
+    from hyperapp.io import open_cube
+
+    counts: dict = {}
+    for i, s in enumerate(steps):
+        if not s.train:
+            continue
+        key = f"steps[{i}].train"
+        try:
+            n = open_cube(s.train, dataset).run_bands(s.all_bands, s.bands, "bands").bands
+        except HyperappError as exc:
+            raise _err(p, key, str(exc)) from None
+        for f in files:
+            sel = (f, s.all_bands, s.bands)
+            if sel not in counts:
+                try:
+                    counts[sel] = open_cube(f, dataset).run_bands(s.all_bands, s.bands, "bands").bands
+                except HyperappError:
+                    counts[sel] = None
+            if counts[sel] is not None and counts[sel] != n:
+                raise _err(p, key, f"the training scene {s.train} has {n} bands on this step's bands, the input "
+                           f"{f} has {counts[sel]}: the model it trains could not score it")
+
+
 def load_job(path: str | Path) -> Job:
     """Read and check a job file, every value as :func:`hyperapp.options.run_settings` checks the CLI's
     options, and every file it names; relative paths are taken from the job file's folder."""
@@ -231,6 +274,7 @@ def load_job(path: str | Path) -> Job:
         files.extend(str(Path(h).with_suffix(".hdr")) if h.lower().endswith(_DATA_SUFFIXES) and
                      Path(h).with_suffix(".hdr").is_file() else h for h in hits)
     files = list(dict.fromkeys(files))  # each cube once, in order
+    skipped = {f: "an ENVI classification file (a mask)" for f in files if is_class_file(f)}
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
@@ -244,7 +288,7 @@ def load_job(path: str | Path) -> Job:
         if cube_abs not in files:
             raise _err(p, key, "names a cube that is not among the inputs")
         if truth_abs in files:
-            raise _err(p, "inputs.paths", f"{truth_rel!r} is a truth mask, not a cube: leave it out of the inputs")
+            skipped.setdefault(truth_abs, "a truth mask of [inputs.truth]")
         try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
             options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
             check_labels_file(truth_abs)
@@ -255,6 +299,10 @@ def load_job(path: str | Path) -> Job:
         except HyperappError as exc:
             raise _err(p, key, str(exc)) from None
         truth[cube_abs] = truth_abs
+    files = [f for f in files if f not in skipped]
+    truth = {c: t for c, t in truth.items() if c not in skipped}
+    if not files:
+        raise _err(p, "inputs.paths", f"matches only masks ({len(skipped)}: truth or classification files), no cube")
     raw_steps = _expect(p, "steps", d.get("steps"), list, "a list of [[steps]] tables")
     if not raw_steps:
         raise _err(p, "steps", "the job has no step")
@@ -285,9 +333,9 @@ def load_job(path: str | Path) -> Job:
                 options._keyed("select", options.select, raw["select"], "select", JOB_SELECTIONS)
             got = options.run_settings(kind, method, raw)
             name = options._keyed("name", options.folder_name, st["name"], "name") if "name" in st else None
-        except InputError as exc:
+        except HyperappError as exc:  # a missing file too, named with its key
             k = getattr(exc, "key", None)
-            raise _err(p, f"{key}.{k}" if k and k != kind else (f"{key}.{kind}" if k else key), exc.message) from None
+            raise _err(p, f"{key}.{k}" if k and k != kind else (f"{key}.{kind}" if k else key), str(exc)) from None
         default = f"{kind}-{method}" + (f"-{i}" if any(x.get(kind) == method for x in raw_steps[:i]) else "")
         s = Step(kind, method, name or default, got["params"], targets=got.get("targets"),
                  background=got.get("background"), train=got.get("train"), model=got.get("model"),
@@ -300,7 +348,7 @@ def load_job(path: str | Path) -> Job:
         try:  # the files a step reads on every cube are read once now
             for k in ("targets", "background", "roi"):
                 if getattr(s, k):
-                    check_labels_file(getattr(s, k))
+                    check_labels_file(getattr(s, k), targets=k == "targets")
             if s.model:
                 from hyperapp.io.model_files import load_model
 
@@ -341,7 +389,8 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "output.folder", "is one of the inputs")
     for f in files:  # every input is a file (a glob's folders were left out above)
         need_file(f, "cube file")
-    return Job(str(p), files, dataset, steps, folder, output_names(files), truth)
+    _check_train_bands(p, steps, files, dataset)
+    return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped)
 
 
 def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,

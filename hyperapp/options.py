@@ -15,15 +15,13 @@ from __future__ import annotations
 import math
 import re
 
-from hyperapp.errors import InputError
+from hyperapp.errors import HyperappError, InputError
 
 #: the largest seed a method or a sample takes (the registry's seeds share it)
 SEED_MAX = 2**31 - 1
 #: the spectra selections of an analysis (:class:`hyperapp.analyse.Selection`)
 SELECTIONS = ("sample", "image", "roi", "rois", "objects")
 DEFAULT_SAMPLE = 20000
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
 
 
 def _num(x) -> str:
@@ -106,14 +104,11 @@ def number(value, name: str, lo: float | None = None, hi: float | None = None, *
 
 
 def flag(value, name: str) -> bool:
-    """``value`` (a bool, 0/1, or true/false/yes/no/on/off) as a bool."""
+    """``value``, a bool (TOML's and JSON's ``true``/``false``); text or a number is refused, so that
+    ``"no"`` or ``"false"`` in quotes never reads as a yes."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise InputError(f"{name} must be true or false, got {value!r}")
+    raise InputError(f"{name} must be true or false (unquoted), got {value!r}")
 
 
 def text(value, name: str, choices: tuple | list = (), what: str = "text") -> str:
@@ -243,7 +238,7 @@ def scheduler(value, name: str = "--scheduler") -> str:
 #: files a detect or analyse run may name, and what each must be
 FILES = {"targets": "mask or pixel list", "background": "mask or pixel list", "truth": "mask file",
          "roi": "class map or pixel list", "objects": "mask file", "model": "saved model file",
-         "train": "cube file", "target_spectra": "spectral library", "undesired_rois": "class map or pixel list"}
+         "train": "cube file", "train_truth": "mask file", "target_spectra": "spectral library", "undesired_rois": "class map or pixel list"}
 #: a detect run's keys that list files: each entry must be a file of this kind
 FILE_LISTS = {"undesired_spectra": "spectral library"}
 
@@ -324,7 +319,7 @@ def _keyed(key: str, fn, *args):
     """Run a check; an InputError it raises carries ``key`` (a job file names ``[steps[i].key]``)."""
     try:
         return fn(*args)
-    except InputError as exc:
+    except HyperappError as exc:  # a missing file too: a job names its key
         exc.key = key
         raise
 
@@ -382,6 +377,16 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
         _signature_settings(m, method, got, out, label)
         if "train" in out and "model" in out:
             _fail("train", f"give {label('train')} (a scene to train on) or {label('model')} (a saved model), not both")
+        if "model" in out and "targets" in out:
+            _fail("targets", f"give {label('model')} (a saved model scores the cube) or {label('targets')} "
+                             "(clicks to train on), not both")
+        if "train_truth" in out:
+            if "train" not in out:
+                _fail("train_truth", f"{label('train_truth')} marks the targets of {label('train')}: give "
+                                     f"{label('train')} too")
+            if "targets" in out:
+                _fail("targets", f"give {label('targets')} (clicks on this cube) or {label('train')} with "
+                                 f"{label('train_truth')} (targets on another scene), not both")
         if need_targets and m.uses_targets and not {"targets", "model", "target_spectra"} & set(out):
             _fail("targets", f"{method} needs {label('targets')} (training clicks), {label('target_spectra')} "
                              f"(a spectral library) or {label('model')} (a saved model)")

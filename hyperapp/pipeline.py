@@ -43,7 +43,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from hyperapp.errors import Cancelled, HyperappError
+from hyperapp.errors import Cancelled, HyperappError, InputError
 from hyperapp.jobfile import Step
 from hyperapp.progress import Progress
 
@@ -380,8 +380,22 @@ class CubePipeline:
         key = (s.model, n_bands, s.method)
         with self._cache_lock:
             if key not in self._models:
+                if s.train:  # a model this run trained: errors name its scene, not the run's copy of the model
+                    self._train_fits(s, n_bands)
                 self._models[key] = load_model(s.model, n_bands=n_bands, method=s.method)
             return self._models[key]
+
+    def _train_fits(self, s: Step, n_bands: int) -> None:
+        """An :class:`InputError` naming step ``s``'s training scene when the model trained on it (on the
+        step's bands) cannot score a cube of ``n_bands`` bands (its header read once)."""
+        from hyperapp.io import open_cube
+
+        key = ("train", s.train, s.all_bands, s.bands)
+        if key not in self._models:
+            self._models[key] = open_cube(s.train, self.dataset).run_bands(s.all_bands, s.bands, "bands").bands
+        if self._models[key] != n_bands:
+            raise InputError(f"the model trained on this scene ({self._models[key]} bands) cannot score a cube of "
+                             f"{n_bands} bands", s.train)
 
 
 def _cancel(item: _Item) -> None:

@@ -344,7 +344,7 @@ def write_scene(scene: Scene, folder: str | Path, interleave: str = "bip") -> di
     import spectral.io.envi as envi
 
     from hyperapp.io.atomic import atomic_paths, atomic_write_text
-    from hyperapp.io.writers import write_envi, write_png
+    from hyperapp.io.writers import MASK_CLASSES, write_envi, write_png
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -375,7 +375,7 @@ def write_scene(scene: Scene, folder: str | Path, interleave: str = "bip") -> di
             f.create_dataset("wavelength", data=scene.wavelengths, track_times=False).attrs["units"] = "nm"
             f.create_dataset("fwhm", data=scene.fwhm, track_times=False)
             f.create_dataset("truth", data=scene.truth, track_times=False)
-    write_envi(folder / f"{name}_truth", scene.truth)
+    write_envi(folder / f"{name}_truth", scene.truth, classes=MASK_CLASSES)
     write_png(folder / f"{name}_truth", scene.truth)
     atomic_write_text(folder / f"{name}_targets.csv", "row,col\n" + "".join(f"{r},{c}\n" for r, c in scene.clicks))
     return {"hdr": hdr, "h5": h5}

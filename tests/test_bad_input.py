@@ -496,3 +496,42 @@ def test_bad_spectral_libraries_get_one_line_naming_the_file(tmp_path, capsys, m
     _one_clean_line(rc, err, *words)
     assert Path(lib).stem in err
     assert not (tmp_path / "out").exists()
+
+@pytest.mark.parametrize("step, key, words", [
+    ('detect = "rx"\nall_bands = "yes"', "steps[0].all_bands", "true or false"),
+    ('detect = "rx"\nall_bands = 1', "steps[0].all_bands", "true or false"),
+    ('detect = "rbfn"\ntargets = "clicks.csv"\nparams = { normalize = "no" }', "steps[0].params", "normalize"),
+    ('detect = "sam"\ntargets = "empty.npy"', "steps[0].targets", "marks no target pixel"),
+    ('detect = "ace"\ntargets = "clicks.csv"\ntrain = "other/o.hdr"', "steps[0].train", "other/o.hdr"),
+    ('detect = "ace"\ntargets = "clicks.csv"\ntrain = "nosuch.hdr"', "steps[0].train", "nosuch.hdr"),
+    ('detect = "ace"\ntargets = "nosuch.csv"', "steps[0].targets", "nosuch.csv"),
+    ('detect = "ace"\nmodel = "nosuch.npz"', "steps[0].model", "nosuch.npz"),
+    ('detect = "osp"\ntargets = "clicks.csv"\nundesired_spectra = ["nosuch.sli"]', "steps[0].undesired_spectra",
+     "nosuch.sli"),
+])
+def test_a_job_names_its_file_the_key_and_the_problem_before_any_work(tmp_path, capsys, step, key, words):
+    from hyperapp.jobfile import load_job
+
+    _cube(tmp_path / "scenes" / "s1.hdr", bands=8)
+    _cube(tmp_path / "other" / "o.hdr", bands=6)
+    (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
+    np.save(tmp_path / "empty.npy", np.zeros((24, 24), np.uint8))
+    job = _scene_job(tmp_path, step)
+    with pytest.raises(InputError) as e:
+        load_job(job)
+    assert "job.toml" in str(e.value) and f"[{key}]" in str(e.value) and words in str(e.value), str(e.value)
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    _one_clean_line(rc, err, "job.toml", key, words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_train_scene_is_checked_on_the_steps_bands(tmp_path):
+    """The bands a step selects decide: a 6-band scene trains a model for the inputs' first six bands."""
+    from hyperapp.jobfile import load_job
+
+    _cube(tmp_path / "scenes" / "s1.hdr", bands=8)
+    _cube(tmp_path / "other" / "o.hdr", bands=6)
+    (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
+    job = load_job(_scene_job(tmp_path, 'detect = "ace"\ntargets = "clicks.csv"\ntrain = "other/o.hdr"\n'
+                                        'bands = "0-5"'))
+    assert job.steps[0].train.endswith("o.hdr")

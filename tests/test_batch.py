@@ -215,3 +215,74 @@ def test_a_step_trained_on_another_scene_scores_as_the_cli_does(tmp_path, capsys
                  str(tmp_path / "clicks.csv"), "--model", str(tmp_path / "out/.models/detect-ace.npz"),
                  "--out", str(tmp_path / "both")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_masks_a_glob_matches_are_left_out_and_said_so(tmp_path, capsys):
+    """Truth masks beside the cubes (ENVI classification files, as hyperapp writes them, or named in
+    [inputs.truth]) are not run as cubes; the run's first line says how many were left out and why."""
+    from hyperapp.io.writers import MASK_CLASSES, write_envi
+
+    _scenes(tmp_path / "scenes", 2)
+    truth = np.zeros((48, 48), np.uint8)
+    truth[10:14, 10:14] = 1
+    write_envi(tmp_path / "scenes" / "scene-00_truth", truth, classes=MASK_CLASSES)
+    write_envi(tmp_path / "scenes" / "plain_truth", truth)  # ENVI Standard, but named a truth below
+    assert "ENVI Classification" in (tmp_path / "scenes" / "scene-00_truth.hdr").read_text()
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    job = _job(tmp_path, BASIC.replace('paths = ["scenes/*.hdr"]', 'paths = ["scenes/*.hdr"]\n[inputs.truth]\n'
+                                       '"scenes/scene-01.hdr" = "scenes/plain_truth.hdr"'))
+    j = load_job(job)
+    assert [Path(c).name for c in j.inputs] == ["scene-00.hdr", "scene-01.hdr"]
+    assert len(j.skipped) == 2
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("left out 2 file(s)"), err
+    assert not (tmp_path / "out" / "scene-00_truth").exists() and not (tmp_path / "out" / "plain_truth").exists()
+    only_masks = _job(tmp_path, BASIC.replace("scenes/*.hdr", "scenes/scene-*_truth.hdr"))
+    with pytest.raises(InputError, match="only masks"):
+        load_job(only_masks)
+
+
+def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after the first cube: its folder stays for the next run, and the message says so."""
+    import hyperapp.batch as batch
+
+    _scenes(tmp_path / "scenes", 3)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    job = _job(tmp_path, BASIC)
+    real, calls = batch.detections_text, []
+
+    def stop_after_first(d):  # called once a cube is recorded as done
+        calls.append(d)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(d)
+
+    monkeypatch.setattr(batch, "detections_text", stop_after_first)
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 130
+    err = capsys.readouterr().err
+    m = re.search(r"interrupted; (\d+) cube\(s\) done are kept; run again to resume", err)
+    assert m and "nothing written" not in err, err
+    kept = int(m.group(1))
+    assert kept == sum((tmp_path / "out" / f"scene-{i:02d}" / "detect-sam" / "report.json").is_file()
+                       for i in range(3)) >= 1
+
+
+def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_path, capsys):
+    """A cube changed after the job was checked (another band count): its failure names the scene the
+    model was trained on, never the run's internal copy of the model."""
+    from rich.console import Console
+
+    from hyperapp.batch import run_job
+
+    _scenes(tmp_path / "scenes", 2)
+    _scenes(tmp_path / "train", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    job = load_job(_job(tmp_path, BASIC.replace('detect = "sam"', 'detect = "ace"').replace(
+        'targets = "clicks.csv"', 'targets = "clicks.csv"\ntrain = "train/scene-00.hdr"')))
+    _scenes(tmp_path / "scenes", 1, bands=12)  # scene-00 now has 12 bands
+    console = Console(stderr=True, width=400)
+    assert run_job(job, device="cpu", console=console) == 1
+    err = capsys.readouterr().err
+    assert "train/scene-00.hdr" in err and "cannot score" in err and ".models" not in err, err
+    assert (tmp_path / "out" / "scene-01" / "detect-ace" / "report.json").is_file()

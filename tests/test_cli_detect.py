@@ -210,3 +210,29 @@ def test_one_progress_display_bar_on_a_terminal_lines_on_request(monkeypatch):
             p(0.6, "scoring")
             p(1.0, "done")
         assert pipe.file.getvalue() == want
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--method", "ace", "--targets", "T", "--mnf", "65"], ["--mnf 65", "64 bands"]),
+    (["--method", "rbfn", "--targets", "T", "--mnf", "100"], ["--mnf 100", "64 bands"]),
+    (["--method", "ace", "--train-from", "S", "--train-truth", "E"], ["empty.npy", "marks no target pixel"]),
+    (["--method", "ace", "--train-from", "S", "--train-truth", "T", "--targets", "T"],
+     ["--targets", "--train-from", "not both"]),
+    (["--method", "ace", "--train-truth", "T"], ["--train-truth", "give --train-from too"]),
+    (["--method", "ace", "--targets", "T", "--model", "M"], ["--model", "--targets", "not both"]),
+    (["--method", "rbfn", "--targets", "T", "--param", "n_hidden=20", "--hidden", "10"],
+     ["--hidden 10", "n_hidden=20", "disagree"]),
+    (["--method", "rbfn", "--targets", "T", "--param", "anomaly=1", "--param", "anomaly=2"],
+     ["--param anomaly", "twice"]),
+    (["--method", "rbfn", "--targets", "T", "--param", "normalize=yes"], ["normalize", "true or false"]),
+])
+def test_conflicting_or_impossible_options_are_refused_in_one_line(tmp_path, capsys, land_hdr, args, words):
+    clicks = land_hdr.parent / "land_targets.csv"
+    np.save(tmp_path / "empty.npy", np.zeros((128, 128), np.uint8))
+    model = tmp_path / "m.npz"  # the combination is refused before the model is read
+    model.write_bytes(b"")
+    sub = {"T": clicks, "S": land_hdr.parent / "sea.hdr", "E": tmp_path / "empty.npy", "M": model}
+    line = _bad(capsys, tmp_path, "detect", land_hdr, *[sub.get(a, a) for a in args], "--device", "cpu")
+    for w in words:
+        assert w in line, (w, line)
+    assert not (tmp_path / "out").exists()

@@ -87,13 +87,23 @@ def need_file(path: str | os.PathLike, what: str) -> Path:
     return p
 
 
-def check_labels_file(path: str | os.PathLike) -> None:
+def require_marks(mask: np.ndarray, path: str | os.PathLike) -> None:
+    """An :class:`InputError` naming ``path`` when ``mask`` (the pixels it marks) holds no target pixel: a
+    model cannot learn a target from it."""
+    if not np.any(mask):
+        raise InputError("marks no target pixel: mark at least one (a nonzero mask pixel or a row,col line)", path)
+
+
+def check_labels_file(path: str | os.PathLike, targets: bool = False) -> None:
     """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
-    (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check)."""
+    (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check);
+    with ``targets``, so is a mask that marks no pixel (a pixel list with no row always is)."""
     if Path(path).suffix.lower() in (".csv", ".txt"):
         read_pixels(path, (2**62, 2**62))
     else:
-        read_mask(path, None)
+        mask = read_mask(path, None)
+        if targets:
+            require_marks(mask > 0, path)
 
 
 def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:

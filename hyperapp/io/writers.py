@@ -19,6 +19,9 @@ from hyperapp.errors import InputError, OutputError
 from hyperapp.io.atomic import atomic_paths
 
 FORMATS = ("envi", "tiff", "png", "npy")
+#: the classes of a 0/1 mask (truth, detections) written as an ENVI classification file: its header says
+#: ``file type = ENVI Classification``, so a job's glob over a folder tells the masks from the cubes
+MASK_CLASSES = {"class names": ["Unclassified", "target"], "class lookup": [0, 0, 0, 255, 0, 0]}
 
 
 def _stem(path: str | os.PathLike) -> Path:
