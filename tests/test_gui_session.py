@@ -246,3 +246,11 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     bands = win.panels["Band reduction"]
     bands.set_method("band-subsets")
     assert bands.form.values()["n_subsets"] == 500 and "CPU" in bands.note.text()
+    # the mixture too: a smaller sample and one start on the CPU, and its cost up front, following the form
+    gmm = win.panels["Gaussian mixture"]
+    assert gmm.sample.value() == 5000 and gmm.form.values()["n_init"] == 1
+    assert "Sample size 5,000" in gmm.note.text() and "Starts 1" in gmm.note.text()
+    assert "palette(mid)" not in gmm.note.styleSheet()  # readable, not pale grey
+    assert "5,000 spectra" in gmm.cost.text() and "1 start" in gmm.cost.text()
+    gmm.form.set_values({"k": "2..4"})
+    assert "k = 2..4 (3 fits)" in gmm.cost.text()

@@ -49,6 +49,8 @@ class AnalysisPanel(QWidget):
     cpu_defaults: dict[str, dict] = {}
     #: pixels a random sample draws by default
     sample_default = 20000
+    #: the same on a CPU, where it is smaller (None: as on the GPU)
+    cpu_sample: int | None = None
     finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
     plots_shown = Signal()  # a result was drawn: the window raises the plots' dock
 
@@ -76,12 +78,12 @@ class AnalysisPanel(QWidget):
         self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
         top.addRow("Sample size (pixels)", self.sample)
         lay.addLayout(top)
+        self.form = ParamForm()  # before the extra controls, which may follow its edits; laid out below them
         self.build_controls(lay)
-        self.form = ParamForm()
         lay.addWidget(self.form)
         self.note = QLabel("")
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid);")
+        self.note.setStyleSheet("font-style: italic;")  # in the text's colour: a pale grey was hard to read
         lay.addWidget(self.note)
         lay.addStretch(1)
         tool_page(self, body)
@@ -135,11 +137,24 @@ class AnalysisPanel(QWidget):
         if m.needs_classes:  # a classifier trains on the marked classes
             self.set_source("rois")
         self.note.setText("")
-        cpu = self.cpu_defaults.get(m.name)
-        if cpu and self.on_cpu():
+        cpu = self.cpu_defaults.get(m.name, {})
+        if (cpu or self.cpu_sample) and self.on_cpu():
             self.form.set_values(cpu)
-            said = ", ".join(f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu)
-            self.note.setText(f"Sized for the CPU: {said}.")
+            said = [f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu]
+            if self.cpu_sample:
+                self.sample.setValue(self.cpu_sample)
+                said.insert(0, f"Sample size {self.cpu_sample:,} (GPU default {self.sample_default:,})")
+            self.note.setText(f"Sized for the CPU: {', '.join(said)}.")
+
+    def spectra_count(self) -> int | None:
+        """How many spectra the chosen selection fits on (a random sample takes every marked pixel too);
+        None where that is known only at run time (the marked classes, detected objects)."""
+        s = self.host.session
+        kind = self.selection().kind
+        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
+        if s is not None and kind == "sample":
+            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
+        return n
 
     def on_cpu(self) -> bool:
         """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""

@@ -44,11 +44,7 @@ class HACPanel(AnalysisPanel):
 
     def _estimate(self) -> None:
         """The tree's cost up front: its pairwise distances grow with the square of the spectra."""
-        s = self.host.session
-        kind = self.selection().kind
-        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
-        if s is not None and kind == "sample":  # the sample takes every marked pixel too
-            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
+        n = self.spectra_count()
         if n is None:
             self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
             return
