@@ -207,3 +207,28 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     fake.write_text("shopping list\nmilk\n")
     assert not win.open_cube(fake)
     assert "not an ENVI header" in win.last_error
+
+
+def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
+    """The mask's colour is none of the score map's; a marked area is outlined, not filled; a key under
+    the image names every overlay drawn."""
+    import pyqtgraph as pg
+
+    from hyperapp.gui.image_view import MASK_COLOUR, SCORE_CMAP
+
+    assert win.open_cube(land_hdr)
+    assert win.view.key_entries() == []
+    mark_clicks(win, land_hdr)
+    win.session.roi.rectangle(100, 100, 110, 115, "background")
+    # the clicks ringed, the rectangle not (its outline shows it): the image inside stays visible
+    assert len(win.view.marks.data) == 5
+    rgba = win.view.roi_item.image
+    assert rgba[105, 107, 3] < 64 and rgba[100, 107, 3] == 255
+    assert win.view.key_entries() == ["target marks", "background marks"]
+    win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    assert run_detector(qtbot, win, "sam") is not None
+    assert win.view.key_entries() == ["truth outline", "detection mask", "target marks", "background marks"]
+    assert "detection mask" in win.view.key.text
+    # far from every colour of the score map
+    lut = pg.colormap.get(SCORE_CMAP).getLookupTable(0.0, 1.0, 256, alpha=False).astype(int)
+    assert np.abs(lut - np.asarray(MASK_COLOUR[:3])).sum(axis=1).min() > 200

@@ -435,7 +435,7 @@ class MainWindow(QMainWindow):
         from hyperapp.analyse import class_statistics
 
         roi = self.session.roi
-        self.view.set_rois(roi.labels, roi.colour_table())
+        self.view.set_rois(roi.labels, roi.colour_table(), roi.class_names())
         stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
         self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
                                  if k <= len(roi.classes)})
