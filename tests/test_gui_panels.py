@@ -210,6 +210,10 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
         assert panel.confusion.columnWidth(j) >= fm.horizontalAdvance(panel.confusion.horizontalHeaderItem(j).text())
     assert "held-out accuracy" in panel.accuracy.text()
     assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
+    # a short title, naming only bands that split (a long one widened the plot past the dock at 1366 x 768)
+    title = panel.importance_plot.getPlotItem().titleLabel.text
+    assert len(res.report["results"]["top_bands"]) <= 10 and title.count(",") <= 2 and len(title) < 120
+    assert "deepest" in panel.accuracy.text() and "leaves in all" in panel.accuracy.text()
     # the overlay draws the classes in their colours
     over = win.view.overlay.image
     road = res.labels == 3
