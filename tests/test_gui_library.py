@@ -69,8 +69,13 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
                                np.stack([X[r, c] for r, c in np.argwhere(truth)[:3]]).mean(0), rtol=1e-5)
     assert dock.save_library(tmp_path / "mine.sli")
     assert read_library(tmp_path / "mine.sli").names == dock.library.names
-    # another cube: nothing of the old run's scatter, its title or its pixel count stays
+    # another cube: nothing of the old run's scatter, its title or its pixel count stays; the library is
+    # kept, but Train & Run no longer takes its targets (unticked, and the status line says so)
+    dock.set_role([name], "target")
+    assert dock.use.isChecked()
     assert win.open_cube(land_hdr)
+    assert not dock.use.isChecked() and dock.tree.topLevelItemCount() == len(dock.library)
+    assert "no longer uses the library's targets" in dock.status.text()
     assert sc.score is None and sc.info.text().startswith("Run MTMF") and not sc.plot.getPlotItem().titleLabel.isVisible()
 
 

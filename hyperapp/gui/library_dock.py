@@ -288,7 +288,15 @@ class LibraryDock(QWidget):
         self._plot()
 
     def cube_changed(self, *_):
+        """Another cube: the library stays listed, but Train & Run stops taking its targets until they
+        are ticked again (a spectrum saved from the last scene is rarely this one's target), and the
+        status line says so."""
+        was = self.use.isChecked()
+        self.use.setChecked(False)
         self.refresh()
+        if was:
+            self.status.setText(f"{self.status.text()} Another cube: Train & Run no longer uses the library's "
+                                "targets; tick the box to use them on this cube.")
 
     def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
         """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
