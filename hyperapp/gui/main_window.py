@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         self.compare_view = ImageView()
         self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
-        self.compare_pick.setPlaceholderText("Pick a result to show beside the image (none yet: run a detector)")
+        self._compare_placeholder()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
         cwl.addWidget(self.compare_pick)
@@ -351,6 +351,7 @@ class MainWindow(QMainWindow):
         self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
+        self._compare_placeholder()
         self.compare_view.clear_layers()
         self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
@@ -541,6 +542,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{run.name}: click to result {sec['total'] * 1e3:.1f} ms ({stages} ms)", 15000)
         self.results.runs.addItem(run.name)
         self.compare_pick.addItem(run.name)
+        self._compare_placeholder()
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
         self._show_run(len(s.runs) - 1)
         self.results_dock.raise_()  # the scores' histogram, ROC and objects in front
@@ -642,6 +644,13 @@ class MainWindow(QMainWindow):
         scores = run.result.scores
         self.view.set_overlay(colourise(scores, self.opacity.value() / 100.0), score_levels(scores))
         self.view.set_mask(mask_at(scores, run.threshold))
+
+    def _compare_placeholder(self) -> None:
+        """The Compare picker's line while nothing is picked, following the runs it lists."""
+        n = self.compare_pick.count()
+        self.compare_pick.setPlaceholderText(
+            "Pick a result to show beside the image (none yet: run a detector)" if n == 0
+            else f"Pick a result to show beside the image ({n} run{'s' if n > 1 else ''} so far)")
 
     def _show_compare(self, i: int) -> None:
         if self.session is None or not (0 <= i < len(self.session.runs)):
