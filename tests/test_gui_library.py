@@ -46,6 +46,8 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     run = _run(qtbot, win, "mtmf")
     sc = dock.scatter
     assert sc.score is not None and sc.score.size == cube.rows * cube.cols
+    # brought forward: the plots dock in front, showing the scatter
+    assert win.toolbox.plots.currentWidget() is sc and not win.plots_dock.visibleRegion().isEmpty()
     mask = sc.set_polygon([(0.5, -1.0), (10.0, -1.0), (10.0, 100.0), (0.5, 100.0)])
     expect = (run.result.scores > 0.5) & (run.result.maps["infeasibility"] < 100.0)
     assert mask.shape == (cube.rows, cube.cols) and (mask == expect).all() and mask.any()

@@ -373,6 +373,7 @@ def install_library_dock(window) -> LibraryDock:
         res = getattr(run, "result", None)
         if res is not None and "infeasibility" in getattr(res, "maps", {}):
             scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility")
+            window._raise_plots(LIBRARY_TOOL)  # the scatter in front, not behind the Results tab
 
     def cube_opened(_session):
         scatter.clear()
