@@ -252,7 +252,17 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
     h = res.model.linkage_[:, 2]
     assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
-    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text()
+    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text() and "stored" not in panel.cut_label.text()
+    # the Cut height option takes the dendrogram's scale (reflectance), named on its row; the service
+    # layer gets it as stored
+    assert "Cut height (reflectance; 0 = by count)" in panel.form.labels()
+    mid = (h[995] + h[996]) / 2 / 1e4
+    panel.form.set_values({"height": mid})
+    assert panel.params()["height"] == pytest.approx(mid * 1e4)
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        panel.run()
+    assert blocker.args[0].model.n_clusters_ == 4
+    panel.form.set_values({"height": 0.0})
     leaves = panel.dendro.getAxis("bottom")._tickLevels[0]
     assert leaves and all(t.startswith("(") and t.endswith(")") for _, t in leaves)  # spectra per leaf
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker

@@ -156,6 +156,11 @@ class AnalysisPanel(QWidget):
             n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
         return n
 
+    def params(self) -> dict:
+        """The form's options as the service layer takes them (a panel whose form shows a value on
+        another scale converts it back here)."""
+        return self.form.values()
+
     def on_cpu(self) -> bool:
         """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""
         from hyperapp.backend import gpu_available
@@ -181,7 +186,7 @@ class AnalysisPanel(QWidget):
             return self.worker
         try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
             method, sel = self.method_name(), self.selection()
-            params = ANALYSES[method].check_params(self.form.values())
+            params = ANALYSES[method].check_params(self.params())
         except HyperappError as exc:
             self.host.show_error(str(exc))
             return None
