@@ -287,3 +287,30 @@ def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
     v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
     assert p.getAxis("left").labelText == "merge distance<br>(as stored, x 10^3)" and v[1] == pytest.approx(300)
     assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6
+
+
+def _cielab(rgb) -> np.ndarray:
+    """sRGB (0-255) to CIELAB (D65)."""
+    c = np.asarray(rgb, float) / 255
+    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ c / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_class_palette_is_well_separated(win):
+    """Every class map's colours come from one palette whose first eight are far apart, and far from the
+    overlays' own colours (target red, truth cyan, mask green, background blue)."""
+    from itertools import combinations
+
+    from hyperapp.gui.image_view import MASK_COLOUR, ROI_COLOURS, TRUTH_COLOUR, colourise_labels
+    from hyperapp.io.writers import CLASS_COLOURS, class_colour
+
+    first = [_cielab(c) for c in CLASS_COLOURS[:8]]
+    assert min(np.linalg.norm(a - b) for a, b in combinations(first, 2)) >= 40
+    for other in (ROI_COLOURS[1], ROI_COLOURS[2], TRUTH_COLOUR, MASK_COLOUR):
+        assert min(np.linalg.norm(_cielab(c) - _cielab(other[:3])) for c in CLASS_COLOURS) >= 40
+    # the maps draw from it, cluster j in colour j
+    rgba = colourise_labels(np.arange(8).reshape(2, 4), 1.0)
+    assert [tuple(rgba.reshape(-1, 4)[j, :3]) for j in range(8)] == [class_colour(j) for j in range(8)]
