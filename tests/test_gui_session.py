@@ -238,6 +238,12 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     # the detector's status line belongs to the method it ran
     _run(qtbot, win, "sam")
     assert win.detector.status.text().startswith("sam #1")
+    # the status bar says the total in words, the stages in its tooltip
+    msg = win.statusBar().currentMessage()
+    assert msg.startswith("sam #1 finished in ") and "click to result" not in msg and "(" not in msg
+    assert "fit:" in win.statusBar().toolTip() and " ms" in win.statusBar().toolTip()
+    win.statusBar().showMessage("something else")
+    assert win.statusBar().toolTip() == ""
     win.detector.set_method("ace")
     assert win.detector.status.text() == ""
     # the costly analyses say their cost, or start CPU-sized
