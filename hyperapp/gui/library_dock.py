@@ -295,8 +295,8 @@ class LibraryDock(QWidget):
         self.use.setChecked(False)
         self.refresh()
         if was:
-            self.status.setText(f"{self.status.text()} Another cube: Train & Run no longer uses the library's "
-                                "targets; tick the box to use them on this cube.")
+            self.status.setText("Another cube: Train & Run no longer uses the library's targets; tick the box to "
+                                f"use them on this cube. {self.status.text()}")
 
     def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
         """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
