@@ -108,6 +108,15 @@ class AnalysisPanel(QWidget):
     def build_controls(self, layout: QVBoxLayout) -> None:
         """Extra controls above the method's form (none here)."""
 
+    def cost_line(self, layout: QVBoxLayout) -> None:
+        """A line (:attr:`cost`) saying what a run will cost, which the panel's ``_estimate`` writes,
+        again whenever the spectra or their number change."""
+        self.cost = QLabel("")
+        self.cost.setWordWrap(True)
+        layout.addWidget(self.cost)
+        self.sample.valueChanged.connect(self._estimate)
+        self.source.currentIndexChanged.connect(self._estimate)
+
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
 

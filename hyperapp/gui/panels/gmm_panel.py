@@ -30,11 +30,7 @@ class GMMPanel(AnalysisPanel):
     cpu_sample = 5000
 
     def build_controls(self, layout) -> None:
-        self.cost = QLabel("")
-        self.cost.setWordWrap(True)
-        layout.addWidget(self.cost)
-        self.sample.valueChanged.connect(self._estimate)
-        self.source.currentIndexChanged.connect(self._estimate)
+        self.cost_line(layout)
         self.form.changed.connect(self._estimate)
 
     def _rebuild(self) -> None:

@@ -35,11 +35,7 @@ class HACPanel(AnalysisPanel):
     sample_default = 3000
 
     def build_controls(self, layout) -> None:
-        self.cost = QLabel("")
-        self.cost.setWordWrap(True)
-        layout.addWidget(self.cost)
-        self.sample.valueChanged.connect(self._estimate)
-        self.source.currentIndexChanged.connect(self._estimate)
+        self.cost_line(layout)
         self.form.changed.connect(self._height_label)
         self._estimate()
 
