@@ -257,6 +257,8 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     assert gmm.sample.value() == 5000 and gmm.form.values()["n_init"] == 1
     assert "Sample size 5,000" in gmm.note.text() and "Starts 1" in gmm.note.text()
     assert "palette(mid)" not in gmm.note.styleSheet()  # readable, not pale grey
-    assert "5,000 spectra" in gmm.cost.text() and "1 start" in gmm.cost.text()
+    assert "5,005 spectra" in gmm.cost.text() and "1 start" in gmm.cost.text()  # and the 5 clicks
+    win.session.roi.rectangle(100, 100, 110, 115, "background")  # the sample takes marked pixels too
+    assert f"{5000 + int((win.session.roi.labels > 0).sum()):,} spectra" in gmm.cost.text()
     gmm.form.set_values({"k": "2..4"})
     assert "k = 2..4 (3 fits)" in gmm.cost.text()

@@ -285,6 +285,9 @@ class AnalysisPanel(QWidget):
         self.progress.setValue(0)
         self.clear_plots()
         self.plots.setCurrentWidget(self.placeholder)
+        if hasattr(self, "cost") and self.host.session is not None:  # the sample takes the marked pixels too
+            self.host.session.roi.listeners.append(self._estimate)
+            self._estimate()
 
     def has_plots(self) -> bool:
         """Whether the plots dock shows this tool's plots (a result), not the "Run ..." line."""

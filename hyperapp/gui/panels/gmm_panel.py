@@ -63,10 +63,6 @@ class GMMPanel(AnalysisPanel):
                           f"{v.get('max_iter', 100)} EM iterations on {d} bands: up to {work:.2g} multiply-adds; "
                           "time grows with each (bands squared for full covariances).")
 
-    def reset(self) -> None:
-        super().reset()
-        self._estimate()
-
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)

@@ -224,5 +224,4 @@ class HACPanel(AnalysisPanel):
 
     def reset(self) -> None:
         super().reset()
-        self._estimate()
         self._height_label()
