@@ -387,6 +387,15 @@ def _csv(header: list, rows: list) -> str:
     return buf.getvalue()
 
 
+def forest_shape(res: dict) -> str:
+    """The trees of a forest or CART summary in words: the depth is the deepest tree's, the leaves are
+    counted over every tree ("100 trees, the deepest 1 level deep; 199 leaves in all, 2.0 a tree")."""
+    t, d, leaves = int(res["n_trees"]), int(res["depth"]), int(res["n_leaves"])
+    if t == 1:
+        return f"one tree, {d} level(s) deep, {leaves} leaves"
+    return f"{t} trees, the deepest {d} level(s) deep; {leaves} leaves in all, {leaves / t:.1f} a tree"
+
+
 def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tuple[int, int, int]]]:
     """(label values, names, colours) of an analysis's class map: a classifier's classes with their ROI
     names and colours, or one "cluster k" per cluster (a SOM's: "codebook cluster k", a cluster of its

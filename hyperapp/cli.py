@@ -291,7 +291,7 @@ def _open(args):
 
 
 def cmd_analyse(args) -> int:
-    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, forest_shape, run_analysis, write_analysis
     from hyperapp.io.masks import class_names_of, read_class_map
     from hyperapp.progress import ProgressDisplay
 
@@ -317,7 +317,7 @@ def cmd_analyse(args) -> int:
     if "representatives" in res:
         line += f", bands kept {res['representatives']}"
     if "test_accuracy" in res:
-        line += f", {res['n_trees']} tree(s) of depth {res['depth']}"
+        line += f", {forest_shape(res)}"
         if res["test_accuracy"] is not None:
             line += f", held-out accuracy {res['test_accuracy']:.4f} ({res['n_test']} px)"
         if res.get("oob_accuracy") is not None:

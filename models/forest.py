@@ -511,7 +511,9 @@ class RandomForest(Estimator):
             "n_trees": len(self.roots_),
             "depth": int(self.depth_),
             "n_leaves": self.n_leaves_,
-            "top_bands": [int(b) for b in np.argsort(-self.feature_importances_)[:10]],
+            # the ten most important bands, of those that split at all (a stump's forest has few)
+            "top_bands": [int(b) for b in np.argsort(-self.feature_importances_)[:10]
+                          if self.feature_importances_[b] > 0],
         }
 
     def tables(self) -> dict:

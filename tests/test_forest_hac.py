@@ -207,3 +207,21 @@ def test_cli_forest_and_hac(tmp_path, classes_scene, capsys):
                  "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert code == 2 and "5x5" in err and "Traceback" not in err
+
+
+def test_forest_summary_of_stumps(classes_scene):
+    """A forest of stumps: depth 1 is the deepest tree's, the leaves are counted over every tree (at most
+    two a tree), the words say both, and only bands that split are listed as the top bands."""
+    from hyperapp.analyse import forest_shape
+
+    X, y, _ = classes_scene
+    keep = y > 0
+    m = RandomForest(n_trees=20, max_depth=1, seed=0).fit(X[keep][::4], y[keep][::4])
+    res = m.summary()
+    assert res["depth"] == 1 and res["n_trees"] + 1 <= res["n_leaves"] <= 2 * res["n_trees"]
+    assert all(m.feature_importances_[b] > 0 for b in res["top_bands"])
+    assert len(res["top_bands"]) == min(10, int((m.feature_importances_ > 0).sum()))
+    text = forest_shape(res)
+    assert text.startswith("20 trees, the deepest 1 level(s) deep") and f"{res['n_leaves']} leaves in all" in text
+    one = cart(max_depth=1).fit(X[keep][::4], y[keep][::4]).summary()
+    assert forest_shape(one) == "one tree, 1 level(s) deep, 2 leaves" and len(one["top_bands"]) == 1

@@ -98,7 +98,10 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
 
     assert win.open_cube(land_hdr)
     mark_clicks(win, land_hdr)
+    assert "none yet" in win.compare_pick.placeholderText()
     run_detector(qtbot, win, "sam")
+    # the Compare picker's line follows the runs it lists
+    assert "none yet" not in win.compare_pick.placeholderText() and "1 run" in win.compare_pick.placeholderText()
     win._hover(3, 3)
     win.compare_pick.setCurrentIndex(0)
     wide = tmp_path / "wide.hdr"
@@ -108,6 +111,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.results.counts.text().startswith("no result yet")
     assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
     assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
+    assert "none yet" in win.compare_pick.placeholderText()
     assert win.compare_view.base.image is None  # not the last cube's picture either
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
     (x0, x1), (y0, y1) = win.view.vb.viewRange()
@@ -207,3 +211,28 @@ def test_smaller_items(qtbot, win, land_hdr, tmp_path):
     fake.write_text("shopping list\nmilk\n")
     assert not win.open_cube(fake)
     assert "not an ENVI header" in win.last_error
+
+
+def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
+    """The mask's colour is none of the score map's; a marked area is outlined, not filled; a key under
+    the image names every overlay drawn."""
+    import pyqtgraph as pg
+
+    from hyperapp.gui.image_view import MASK_COLOUR, SCORE_CMAP
+
+    assert win.open_cube(land_hdr)
+    assert win.view.key_entries() == []
+    mark_clicks(win, land_hdr)
+    win.session.roi.rectangle(100, 100, 110, 115, "background")
+    # the clicks ringed, the rectangle not (its outline shows it): the image inside stays visible
+    assert len(win.view.marks.data) == 5
+    rgba = win.view.roi_item.image
+    assert rgba[105, 107, 3] < 64 and rgba[100, 107, 3] == 255
+    assert win.view.key_entries() == ["target marks", "background marks"]
+    win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    assert run_detector(qtbot, win, "sam") is not None
+    assert win.view.key_entries() == ["truth outline", "detection mask", "target marks", "background marks"]
+    assert "detection mask" in win.view.key.text
+    # far from every colour of the score map
+    lut = pg.colormap.get(SCORE_CMAP).getLookupTable(0.0, 1.0, 256, alpha=False).astype(int)
+    assert np.abs(lut - np.asarray(MASK_COLOUR[:3])).sum(axis=1).min() > 200

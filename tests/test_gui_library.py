@@ -46,6 +46,8 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     run = _run(qtbot, win, "mtmf")
     sc = dock.scatter
     assert sc.score is not None and sc.score.size == cube.rows * cube.cols
+    # brought forward: the plots dock in front, showing the scatter
+    assert win.toolbox.plots.currentWidget() is sc and not win.plots_dock.visibleRegion().isEmpty()
     mask = sc.set_polygon([(0.5, -1.0), (10.0, -1.0), (10.0, 100.0), (0.5, 100.0)])
     expect = (run.result.scores > 0.5) & (run.result.maps["infeasibility"] < 100.0)
     assert mask.shape == (cube.rows, cube.cols) and (mask == expect).all() and mask.any()
@@ -69,8 +71,13 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
                                np.stack([X[r, c] for r, c in np.argwhere(truth)[:3]]).mean(0), rtol=1e-5)
     assert dock.save_library(tmp_path / "mine.sli")
     assert read_library(tmp_path / "mine.sli").names == dock.library.names
-    # another cube: nothing of the old run's scatter, its title or its pixel count stays
+    # another cube: nothing of the old run's scatter, its title or its pixel count stays; the library is
+    # kept, but Train & Run no longer takes its targets (unticked, and the status line says so)
+    dock.set_role([name], "target")
+    assert dock.use.isChecked()
     assert win.open_cube(land_hdr)
+    assert not dock.use.isChecked() and dock.tree.topLevelItemCount() == len(dock.library)
+    assert "no longer uses the library's targets" in dock.status.text()
     assert sc.score is None and sc.info.text().startswith("Run MTMF") and not sc.plot.getPlotItem().titleLabel.isVisible()
 
 

@@ -210,6 +210,10 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
         assert panel.confusion.columnWidth(j) >= fm.horizontalAdvance(panel.confusion.horizontalHeaderItem(j).text())
     assert "held-out accuracy" in panel.accuracy.text()
     assert len(panel.importance_bars.opts["height"]) == win.session.cube.bands
+    # a short title, naming only bands that split (a long one widened the plot past the dock at 1366 x 768)
+    title = panel.importance_plot.getPlotItem().titleLabel.text
+    assert len(res.report["results"]["top_bands"]) <= 10 and title.count(",") <= 2 and len(title) < 120
+    assert "deepest" in panel.accuracy.text() and "leaves in all" in panel.accuracy.text()
     # the overlay draws the classes in their colours
     over = win.view.overlay.image
     road = res.labels == 3
@@ -248,7 +252,17 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
     h = res.model.linkage_[:, 2]
     assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
-    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text()
+    assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text() and "stored" not in panel.cut_label.text()
+    # the Cut height option takes the dendrogram's scale (reflectance), named on its row; the service
+    # layer gets it as stored
+    assert "Cut height (reflectance; 0 = by count)" in panel.form.labels()
+    mid = (h[995] + h[996]) / 2 / 1e4
+    panel.form.set_values({"height": mid})
+    assert panel.params()["height"] == pytest.approx(mid * 1e4)
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        panel.run()
+    assert blocker.args[0].model.n_clusters_ == 4
+    panel.form.set_values({"height": 0.0})
     leaves = panel.dendro.getAxis("bottom")._tickLevels[0]
     assert leaves and all(t.startswith("(") and t.endswith(")") for _, t in leaves)  # spectra per leaf
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
@@ -273,3 +287,30 @@ def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
     v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
     assert p.getAxis("left").labelText == "merge distance<br>(as stored, x 10^3)" and v[1] == pytest.approx(300)
     assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6
+
+
+def _cielab(rgb) -> np.ndarray:
+    """sRGB (0-255) to CIELAB (D65)."""
+    c = np.asarray(rgb, float) / 255
+    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = m @ c / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_class_palette_is_well_separated(win):
+    """Every class map's colours come from one palette whose first eight are far apart, and far from the
+    overlays' own colours (target red, truth cyan, mask green, background blue)."""
+    from itertools import combinations
+
+    from hyperapp.gui.image_view import MASK_COLOUR, ROI_COLOURS, TRUTH_COLOUR, colourise_labels
+    from hyperapp.io.writers import CLASS_COLOURS, class_colour
+
+    first = [_cielab(c) for c in CLASS_COLOURS[:8]]
+    assert min(np.linalg.norm(a - b) for a, b in combinations(first, 2)) >= 40
+    for other in (ROI_COLOURS[1], ROI_COLOURS[2], TRUTH_COLOUR, MASK_COLOUR):
+        assert min(np.linalg.norm(_cielab(c) - _cielab(other[:3])) for c in CLASS_COLOURS) >= 40
+    # the maps draw from it, cluster j in colour j
+    rgba = colourise_labels(np.arange(8).reshape(2, 4), 1.0)
+    assert [tuple(rgba.reshape(-1, 4)[j, :3]) for j in range(8)] == [class_colour(j) for j in range(8)]

@@ -238,6 +238,12 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     # the detector's status line belongs to the method it ran
     _run(qtbot, win, "sam")
     assert win.detector.status.text().startswith("sam #1")
+    # the status bar says the total in words, the stages in its tooltip
+    msg = win.statusBar().currentMessage()
+    assert msg.startswith("sam #1 finished in ") and "click to result" not in msg and "(" not in msg
+    assert "fit:" in win.statusBar().toolTip() and " ms" in win.statusBar().toolTip()
+    win.statusBar().showMessage("something else")
+    assert win.statusBar().toolTip() == ""
     win.detector.set_method("ace")
     assert win.detector.status.text() == ""
     # the costly analyses say their cost, or start CPU-sized
@@ -246,3 +252,13 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     bands = win.panels["Band reduction"]
     bands.set_method("band-subsets")
     assert bands.form.values()["n_subsets"] == 500 and "CPU" in bands.note.text()
+    # the mixture too: a smaller sample and one start on the CPU, and its cost up front, following the form
+    gmm = win.panels["Gaussian mixture"]
+    assert gmm.sample.value() == 5000 and gmm.form.values()["n_init"] == 1
+    assert "Sample size 5,000" in gmm.note.text() and "Starts 1" in gmm.note.text()
+    assert "palette(mid)" not in gmm.note.styleSheet()  # readable, not pale grey
+    assert "5,005 spectra" in gmm.cost.text() and "1 start" in gmm.cost.text()  # and the 5 clicks
+    win.session.roi.rectangle(100, 100, 110, 115, "background")  # the sample takes marked pixels too
+    assert f"{5000 + int((win.session.roi.labels > 0).sum()):,} spectra" in gmm.cost.text()
+    gmm.form.set_values({"k": "2..4"})
+    assert "k = 2..4 (3 fits)" in gmm.cost.text()

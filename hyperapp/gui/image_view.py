@@ -10,8 +10,16 @@ from PySide6.QtGui import QColor, QIcon, QPen, QPixmap
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
 ROI_COLOURS = {1: (255, 40, 40, 200), 2: (40, 120, 255, 160)}
-#: marked pixels ringed by a screen-sized symbol up to this many (more: the filled pixels alone)
+#: marked pixels ringed by a screen-sized symbol up to this many (more: the outlines alone)
 MAX_RINGS = 2000
+#: a marked patch of at most this many pixels is ringed pixel by pixel; a larger one (a rectangle, a
+#: polygon) is outlined, so the image inside stays visible
+RING_PATCH = 9
+#: the detection mask's colour: green, which the score colour map (inferno: black, purple, red, orange,
+#: yellow) never uses, so a masked pixel cannot be read as a high score
+MASK_COLOUR = (0, 230, 0, 190)
+#: the truth mask's outline colour
+TRUTH_COLOUR = (0, 255, 255, 230)
 
 
 def stretch(img: np.ndarray, lo_pct: float = 2.0, hi_pct: float = 98.0) -> np.ndarray:
@@ -85,6 +93,11 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.marks.setZValue(9)
         self.vb.addItem(self.marks)
         self.box_items: list = []
+        # what the overlays on the image are: one line under it, kept to the layers drawn
+        self.key = pg.LabelItem("", justify="left", size="9pt")
+        self.addItem(self.key, row=1, col=0, colspan=2)
+        self._key: dict = {"truth": False, "mask": False, "marks": []}
+        self._update_key()
         self.shape: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._moved)
         self.scene().sigMouseClicked.connect(self._clicked)
@@ -106,25 +119,44 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.hint.show()
         self.vb.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
 
-    def set_truth(self, truth: np.ndarray | None, colour=(0, 255, 255, 230)) -> None:
+    def set_truth(self, truth: np.ndarray | None, colour=TRUTH_COLOUR) -> None:
         """Outline of a truth mask (its border pixels), so loading one shows where it is."""
+        self._key["truth"] = truth is not None and bool(np.any(truth))
+        self._update_key()
         if truth is None:
             self.truth_item.clear()
             return
-        from scipy import ndimage
-
         t = np.asarray(truth) > 0
-        edge = t & ~ndimage.binary_erosion(t)
         rgba = np.zeros(t.shape + (4,), np.uint8)
-        rgba[edge] = colour
+        rgba[edges(t.astype(np.int32))] = colour
         self.truth_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+
+    def _update_key(self) -> None:
+        """The key's line: a swatch and a name for each overlay drawn (nothing drawn: an empty line)."""
+        k = self._key
+        parts = []
+        if k["truth"]:
+            parts.append((TRUTH_COLOUR, "\u25a1", "truth outline"))
+        if k["mask"]:
+            parts.append((MASK_COLOUR, "\u25a0", "detection mask"))
+        parts += [(c, "\u25cb", f"{name} marks") for name, c in k["marks"]]
+        html = "&nbsp;&nbsp;&nbsp;".join(
+            f"<span style='color: rgb({c[0]},{c[1]},{c[2]}); font-weight: bold'>{sym}</span>&nbsp;{text}"
+            for c, sym, text in parts)
+        self.key.setText(html or "&nbsp;")
+
+    def key_entries(self) -> list[str]:
+        """The key's names (for tests)."""
+        k = self._key
+        return ((["truth outline"] if k["truth"] else []) + (["detection mask"] if k["mask"] else [])
+                + [f"{name} marks" for name, _ in k["marks"]])
 
     def clear_layers(self) -> None:
         """Remove every overlay (a new cube)."""
         self.overlay.clear()
         self.colour_bar.hide()
-        self.mask_item.clear()
-        self.truth_item.clear()
+        self.set_mask(None)
+        self.set_truth(None)
         self.set_boxes([])
         self.set_marks(None)
 
@@ -141,7 +173,10 @@ class ImageView(pg.GraphicsLayoutWidget):
         else:
             self.colour_bar.hide()
 
-    def set_mask(self, mask: np.ndarray | None, colour=(255, 230, 0, 170)) -> None:
+    def set_mask(self, mask: np.ndarray | None, colour=MASK_COLOUR) -> None:
+        """Fill the pixels of a detection mask (None: none)."""
+        self._key["mask"] = mask is not None and bool(np.any(mask))
+        self._update_key()
         if mask is None:
             self.mask_item.clear()
             return
@@ -149,21 +184,37 @@ class ImageView(pg.GraphicsLayoutWidget):
         rgba[mask.astype(bool)] = colour
         self.mask_item.setImage(rgba, autoLevels=False, levels=(0, 255))
 
-    def set_rois(self, labels: np.ndarray, lut: np.ndarray | None = None) -> None:
-        """Draw the ROI label map; ``lut`` holds an RGBA row per label value (row 0 transparent)."""
+    def set_rois(self, labels: np.ndarray, lut: np.ndarray | None = None, names: dict | None = None) -> None:
+        """Draw the ROI label map as outlines over a faint tint, so the image inside a marked area stays
+        visible; ``lut`` holds an RGBA row per label value (row 0 transparent), ``names`` the classes'
+        names by label value (for the key)."""
         if lut is None:
             lut = np.zeros((3, 4), np.uint8)
             for k, c in ROI_COLOURS.items():
                 lut[k] = c
         lab = np.minimum(labels, len(lut) - 1)
-        self.roi_item.setImage(lut[lab], autoLevels=False, levels=(0, 255))
-        self.set_marks(labels, lut)
+        rgba = lut[lab].copy()
+        rgba[..., 3] = np.where(lab > 0, 40, 0)
+        edge = edges(lab)
+        rgba[edge, 3] = 255
+        self.roi_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+        self.set_marks(labels, lut, names)
 
-    def set_marks(self, labels: np.ndarray | None, lut: np.ndarray | None = None) -> None:
-        """Ring every marked pixel with a symbol of fixed screen size in its class colour, so a single
-        click stays visible at any zoom (a large ROI, over :data:`MAX_RINGS` pixels, is drawn as filled
-        pixels only)."""
+    def set_marks(self, labels: np.ndarray | None, lut: np.ndarray | None = None, names: dict | None = None) -> None:
+        """Ring every pixel of a small marked patch (a click) with a symbol of fixed screen size in its
+        class colour, so a single click stays visible at any zoom; larger patches, and every patch past
+        :data:`MAX_RINGS` pixels, keep their outlines only."""
+        from scipy import ndimage
+
+        present = np.unique(labels[labels > 0]) if labels is not None else []
+        self._key["marks"] = [((names or {}).get(int(v), f"class {int(v)}"), tuple(int(x) for x in lut[v][:3]))
+                              for v in present if lut is not None and v < len(lut)]
+        self._update_key()
         rr, cc = (np.nonzero(labels) if labels is not None else (np.zeros(0, int), np.zeros(0, int)))
+        if rr.size and rr.size <= MAX_RINGS and lut is not None:
+            patches, _ = ndimage.label(labels > 0)
+            small = (np.bincount(patches.ravel()) <= RING_PATCH)[patches[rr, cc]]
+            rr, cc = rr[small], cc[small]
         if rr.size == 0 or rr.size > MAX_RINGS or lut is None:
             self.marks.setData([], [])
             return
@@ -207,6 +258,17 @@ class ImageView(pg.GraphicsLayoutWidget):
         px = self._pixel(ev.scenePos())
         if px is not None:
             self.pixel_clicked.emit(px[0], px[1], ev)
+
+
+def edges(labels: np.ndarray) -> np.ndarray:
+    """The border pixels of every labelled (non-zero) region: those with a 4-neighbour of another label
+    (or the image's edge)."""
+    lab = np.asarray(labels)
+    pad = np.pad(lab, 1, constant_values=0)
+    centre = pad[1:-1, 1:-1]
+    other = ((pad[:-2, 1:-1] != centre) | (pad[2:, 1:-1] != centre)
+             | (pad[1:-1, :-2] != centre) | (pad[1:-1, 2:] != centre))
+    return (lab > 0) & other
 
 
 def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=None) -> np.ndarray:

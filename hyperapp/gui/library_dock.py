@@ -288,7 +288,15 @@ class LibraryDock(QWidget):
         self._plot()
 
     def cube_changed(self, *_):
+        """Another cube: the library stays listed, but Train & Run stops taking its targets until they
+        are ticked again (a spectrum saved from the last scene is rarely this one's target), and the
+        status line says so."""
+        was = self.use.isChecked()
+        self.use.setChecked(False)
         self.refresh()
+        if was:
+            self.status.setText("Another cube: Train & Run no longer uses the library's targets; tick the box to "
+                                f"use them on this cube. {self.status.text()}")
 
     def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
         """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
@@ -365,6 +373,7 @@ def install_library_dock(window) -> LibraryDock:
         res = getattr(run, "result", None)
         if res is not None and "infeasibility" in getattr(res, "maps", {}):
             scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility")
+            window._raise_plots(LIBRARY_TOOL)  # the scatter in front, not behind the Results tab
 
     def cube_opened(_session):
         scatter.clear()

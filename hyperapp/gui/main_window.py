@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         self.compare_view = ImageView()
         self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
-        self.compare_pick.setPlaceholderText("Pick a result to show beside the image (none yet: run a detector)")
+        self._compare_placeholder()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
         cwl.addWidget(self.compare_pick)
@@ -170,6 +170,8 @@ class MainWindow(QMainWindow):
         self.results.run_selected.connect(self._show_run)
         self.results.show_detection_requested.connect(self.show_detection)
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
+        self._timing_message = ""
+        self.statusBar().messageChanged.connect(self._status_changed)
         self.detector.set_method("rbfn")  # the network the app is built around
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
@@ -351,6 +353,7 @@ class MainWindow(QMainWindow):
         self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
+        self._compare_placeholder()
         self.compare_view.clear_layers()
         self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
@@ -435,7 +438,7 @@ class MainWindow(QMainWindow):
         from hyperapp.analyse import class_statistics
 
         roi = self.session.roi
-        self.view.set_rois(roi.labels, roi.colour_table())
+        self.view.set_rois(roi.labels, roi.colour_table(), roi.class_names())
         stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
         self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
                                  if k <= len(roi.classes)})
@@ -537,10 +540,16 @@ class MainWindow(QMainWindow):
             msg += f", AUC {rep['evaluation']['auc']:.4f}"
         self.detector.status.setText(msg)
         sec = rep["seconds"]
-        stages = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sec.items() if k != "total" and v >= 5e-5)
-        self.statusBar().showMessage(f"{run.name}: click to result {sec['total'] * 1e3:.1f} ms ({stages} ms)", 15000)
+        stages = "\n".join(f"{k}: {v * 1e3:.1f} ms" for k, v in sec.items() if k != "total" and v >= 5e-5)
+        total = sec["total"]
+        said = f"{run.name} finished in {total * 1e3:.0f} ms" if total < 1 else f"{run.name} finished in {total:.1f} s"
+        # the total in words; the stages (for whoever tunes the detectors) in the tooltip while it shows
+        self._timing_message = said
+        self.statusBar().setToolTip(f"{run.name}, from the click to the result:\n{stages}")
+        self.statusBar().showMessage(said, 15000)
         self.results.runs.addItem(run.name)
         self.compare_pick.addItem(run.name)
+        self._compare_placeholder()
         self.results.runs.setCurrentIndex(len(s.runs) - 1)
         self._show_run(len(s.runs) - 1)
         self.results_dock.raise_()  # the scores' histogram, ROC and objects in front
@@ -642,6 +651,18 @@ class MainWindow(QMainWindow):
         scores = run.result.scores
         self.view.set_overlay(colourise(scores, self.opacity.value() / 100.0), score_levels(scores))
         self.view.set_mask(mask_at(scores, run.threshold))
+
+    def _status_changed(self, text: str) -> None:
+        """A run's stage timings stay in the status bar's tooltip only while its message shows."""
+        if text != self._timing_message:
+            self.statusBar().setToolTip("")
+
+    def _compare_placeholder(self) -> None:
+        """The Compare picker's line while nothing is picked, following the runs it lists."""
+        n = self.compare_pick.count()
+        self.compare_pick.setPlaceholderText(
+            "Pick a result to show beside the image (none yet: run a detector)" if n == 0
+            else f"Pick a result to show beside the image ({n} run{'s' if n > 1 else ''} so far)")
 
     def _show_compare(self, i: int) -> None:
         if self.session is None or not (0 <= i < len(self.session.runs)):

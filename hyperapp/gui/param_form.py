@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -53,6 +54,17 @@ def editor(p: Param):
     return w, w.value, (lambda v: w.setValue(float(v)))
 
 
+def edited(w):
+    """The signal an editor of :func:`editor` sends when its value changes."""
+    if isinstance(w, QComboBox):
+        return w.currentIndexChanged
+    if isinstance(w, QCheckBox):
+        return w.toggled
+    if isinstance(w, QLineEdit):
+        return w.textChanged
+    return w.valueChanged
+
+
 def float_text(value: float) -> str:
     """``value`` as a person types it: the shortest form that reads back the same to 10 significant
     digits ("0.001", "3", "1e-06"), not a fixed number of decimals ("0.00100", "0.00000")."""
@@ -94,6 +106,8 @@ class FloatBox(QDoubleSpinBox):
 class ParamForm(QWidget):
     """The editable options of one method; :meth:`values` returns ``{name: value}``."""
 
+    changed = Signal()  # any option was edited (a panel's cost line follows the values)
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.form = QFormLayout(self)
@@ -115,6 +129,7 @@ class ParamForm(QWidget):
                 w.setSizePolicy(QSizePolicy.Policy.Ignored, w.sizePolicy().verticalPolicy())
                 w.setMinimumWidth(90)
             w.setToolTip(p.help)
+            edited(w).connect(lambda *_: self.changed.emit())
             label = QLabel(p.title)
             label.setToolTip(f"{p.help}\n(option name: {p.name})")
             self.form.addRow(label, w)

@@ -52,7 +52,7 @@ class ResultsPanel(QWidget):
         lay.addLayout(top)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
-        self.slider.setToolTip("Pixels scoring above the threshold form the mask (yellow on the image)")
+        self.slider.setToolTip("Pixels scoring above the threshold form the mask (green on the image)")
         self.slider_label = QLabel("Threshold")
         lay.addWidget(self.slider_label)
         lay.addWidget(self.slider)

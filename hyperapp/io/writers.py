@@ -173,12 +173,12 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
     return out
 
 
-#: colours of classes and clusters without a colour of their own (distinct, then repeating)
-#: the class palette (ColorBrewer/Trubetskoy's distinct colours); no cyan, the window's truth outline
-CLASS_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
-                 (100, 70, 200), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
-                 (170, 110, 40), (255, 250, 200), (128, 0, 0), (170, 255, 195), (128, 128, 0), (255, 215, 180),
-                 (0, 0, 128), (128, 128, 128)]
+#: the one class palette of every class and cluster map (and its spectra) without a colour of its own:
+#: picked Glasbey-style (each colour the farthest in CIELAB from those before it) from bright colours,
+#: far from the window's target red, truth cyan, mask green, background blue, black and white; the
+#: first eight are at least 45 apart (CIELAB delta E), then they repeat
+CLASS_COLOURS = [(255, 0, 192), (192, 160, 0), (32, 128, 64), (160, 96, 128), (160, 0, 255), (0, 128, 160),
+                 (192, 255, 160), (224, 255, 0), (255, 160, 128), (255, 160, 255), (255, 64, 128), (128, 128, 96)]
 
 CLASS_FORMATS = ("envi", "tiff", "png")
 

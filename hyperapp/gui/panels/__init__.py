@@ -49,6 +49,8 @@ class AnalysisPanel(QWidget):
     cpu_defaults: dict[str, dict] = {}
     #: pixels a random sample draws by default
     sample_default = 20000
+    #: the same on a CPU, where it is smaller (None: as on the GPU)
+    cpu_sample: int | None = None
     finished = Signal(object)  # the AnalysisResult, or None when cancelled or failed
     plots_shown = Signal()  # a result was drawn: the window raises the plots' dock
 
@@ -76,12 +78,12 @@ class AnalysisPanel(QWidget):
         self.sample.setToolTip("Pixels drawn at random (seeded) for a random sample; marked ROI pixels are added.")
         top.addRow("Sample size (pixels)", self.sample)
         lay.addLayout(top)
+        self.form = ParamForm()  # before the extra controls, which may follow its edits; laid out below them
         self.build_controls(lay)
-        self.form = ParamForm()
         lay.addWidget(self.form)
         self.note = QLabel("")
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid);")
+        self.note.setStyleSheet("font-style: italic;")  # in the text's colour: a pale grey was hard to read
         lay.addWidget(self.note)
         lay.addStretch(1)
         tool_page(self, body)
@@ -105,6 +107,15 @@ class AnalysisPanel(QWidget):
     # ------------------------------------------------------------------ for subclasses
     def build_controls(self, layout: QVBoxLayout) -> None:
         """Extra controls above the method's form (none here)."""
+
+    def cost_line(self, layout: QVBoxLayout) -> None:
+        """A line (:attr:`cost`) saying what a run will cost, which the panel's ``_estimate`` writes,
+        again whenever the spectra or their number change."""
+        self.cost = QLabel("")
+        self.cost.setWordWrap(True)
+        layout.addWidget(self.cost)
+        self.sample.valueChanged.connect(self._estimate)
+        self.source.currentIndexChanged.connect(self._estimate)
 
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
@@ -135,11 +146,29 @@ class AnalysisPanel(QWidget):
         if m.needs_classes:  # a classifier trains on the marked classes
             self.set_source("rois")
         self.note.setText("")
-        cpu = self.cpu_defaults.get(m.name)
-        if cpu and self.on_cpu():
+        cpu = self.cpu_defaults.get(m.name, {})
+        if (cpu or self.cpu_sample) and self.on_cpu():
             self.form.set_values(cpu)
-            said = ", ".join(f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu)
-            self.note.setText(f"Sized for the CPU: {said}.")
+            said = [f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu]
+            if self.cpu_sample:
+                self.sample.setValue(self.cpu_sample)
+                said.insert(0, f"Sample size {self.cpu_sample:,} (GPU default {self.sample_default:,})")
+            self.note.setText(f"Sized for the CPU: {', '.join(said)}.")
+
+    def spectra_count(self) -> int | None:
+        """How many spectra the chosen selection fits on (a random sample takes every marked pixel too);
+        None where that is known only at run time (the marked classes, detected objects)."""
+        s = self.host.session
+        kind = self.selection().kind
+        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
+        if s is not None and kind == "sample":
+            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
+        return n
+
+    def params(self) -> dict:
+        """The form's options as the service layer takes them (a panel whose form shows a value on
+        another scale converts it back here)."""
+        return self.form.values()
 
     def on_cpu(self) -> bool:
         """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""
@@ -166,7 +195,7 @@ class AnalysisPanel(QWidget):
             return self.worker
         try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
             method, sel = self.method_name(), self.selection()
-            params = ANALYSES[method].check_params(self.form.values())
+            params = ANALYSES[method].check_params(self.params())
         except HyperappError as exc:
             self.host.show_error(str(exc))
             return None
@@ -256,6 +285,9 @@ class AnalysisPanel(QWidget):
         self.progress.setValue(0)
         self.clear_plots()
         self.plots.setCurrentWidget(self.placeholder)
+        if hasattr(self, "cost") and self.host.session is not None:  # the sample takes the marked pixels too
+            self.host.session.roi.listeners.append(self._estimate)
+            self._estimate()
 
     def has_plots(self) -> bool:
         """Whether the plots dock shows this tool's plots (a result), not the "Run ..." line."""

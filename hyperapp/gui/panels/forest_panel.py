@@ -177,13 +177,12 @@ class ForestPanel(AnalysisPanel):
         tabs.addTab(self.importance_plot, "Band importance")
 
     def show_result(self, result) -> None:
-        from hyperapp.analyse import class_table
+        from hyperapp.analyse import class_table, forest_shape
 
         m = result.model
         res = result.report["results"]
         _, names, colours = class_table(result)
-        parts = [f"{res['n_trees']} tree(s), depth {res['depth']}, {res['n_leaves']} leaves; "
-                 f"trained on {res['n_train']} pixels"]
+        parts = [f"{forest_shape(res)}; trained on {res['n_train']} pixels"]
         if res["test_accuracy"] is not None:
             parts.append(f"held-out accuracy {res['test_accuracy']:.1%} on {res['n_test']} pixels")
         if res.get("oob_accuracy") is not None:
@@ -210,9 +209,10 @@ class ForestPanel(AnalysisPanel):
         width = float(np.median(np.diff(x))) * 0.8 if len(x) > 1 else 0.8
         self.importance_plot.setLabel("bottom", label)
         self.importance_bars.setOpts(x=x, height=m.feature_importances_, width=width)
-        top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:5])
-        # the axis says "importance" (a low plot has no room for more), the title what it is a share of
-        self.importance_plot.setTitle(f"band importance: share of the impurity decrease; top bands {top}")
+        top = ", ".join(band_name(self.host.session.cube, int(b)) for b in res["top_bands"][:3])
+        # the axis says "importance" (a low plot has no room for more), the title what it is a share of;
+        # short, so it fits the dock at 1366 x 768 (a long title widened the plot past the dock's edge)
+        self.importance_plot.setTitle(f"band importance (share of the impurity decrease); top: {top}", size="9pt")
         self.export_button.setEnabled(result.labels is not None)
         self.tabs.setCurrentIndex(0)
 

@@ -35,20 +35,13 @@ class HACPanel(AnalysisPanel):
     sample_default = 3000
 
     def build_controls(self, layout) -> None:
-        self.cost = QLabel("")
-        self.cost.setWordWrap(True)
-        layout.addWidget(self.cost)
-        self.sample.valueChanged.connect(self._estimate)
-        self.source.currentIndexChanged.connect(self._estimate)
+        self.cost_line(layout)
+        self.form.changed.connect(self._height_label)
         self._estimate()
 
     def _estimate(self) -> None:
         """The tree's cost up front: its pairwise distances grow with the square of the spectra."""
-        s = self.host.session
-        kind = self.selection().kind
-        n = {"sample": self.sample.value(), "image": (s.cube.rows * s.cube.cols) if s else None}.get(kind)
-        if s is not None and kind == "sample":  # the sample takes every marked pixel too
-            n = min(n + int((s.roi.labels > 0).sum()), s.cube.rows * s.cube.cols)
+        n = self.spectra_count()
         if n is None:
             self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
             return
@@ -142,6 +135,28 @@ class HACPanel(AnalysisPanel):
         scale, unit = value_unit(self.host.session.cube)
         return scale, f"merge distance<br>({unit})"
 
+    def height_scale(self) -> tuple[float, str]:
+        """(divisor, unit) of the Cut height option as the form takes it: the dendrogram's scale
+        (reflectance where the header says so; angles as they are)."""
+        if self.host.session is None or self.form.values().get("metric") == "sam":
+            return 1.0, "rad" if self.host.session is not None else ""
+        return value_unit(self.host.session.cube)
+
+    def _height_label(self) -> None:
+        """Name the Cut height's scale on its row: the one the dendrogram's axis shows."""
+        w = self.form.editors.get("height")
+        label = self.form.form.labelForField(w) if w is not None else None
+        if label is not None:
+            unit = self.height_scale()[1]
+            label.setText(f"Cut height ({unit}; 0 = by count)" if unit else "Cut height (0 = by count)")
+
+    def params(self) -> dict:
+        """The form's options, the Cut height back in the values as stored (the service layer's)."""
+        v = super().params()
+        if v.get("height"):
+            v["height"] = float(v["height"]) * self.height_scale()[0]
+        return v
+
     def _place_line(self, m) -> None:
         h = m.linkage_[:, 2]
         k = m.n_clusters_
@@ -152,10 +167,8 @@ class HACPanel(AnalysisPanel):
         self.cut_line.blockSignals(True)
         self.cut_line.setValue(0.5 * (lo + hi) / (f * self._tick_scale))
         self.cut_line.blockSignals(False)
-        text = f"cut between merge distances {lo / f:.4g} and {hi / f:.4g}"
-        if f != 1.0:  # the form's Cut height (and the CLI's) is in the values as stored
-            text += f" (the Cut height option takes the values as stored: {lo:.4g} to {hi:.4g})"
-        self.cut_label.setText(text)
+        # on the dendrogram's scale, which the form's Cut height takes too
+        self.cut_label.setText(f"cut between merge distances {lo / f:.4g} and {hi / f:.4g}")
 
     def _show_means(self, m) -> None:
         k = min(m.n_clusters_, 20)
@@ -211,4 +224,4 @@ class HACPanel(AnalysisPanel):
 
     def reset(self) -> None:
         super().reset()
-        self._estimate()
+        self._height_label()
