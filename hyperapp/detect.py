@@ -288,6 +288,14 @@ def run_detection(
                                                          target_spectra=target_spectra,
                                                          undesired_spectra=undesired_spectra)
     t0 = time.perf_counter()
+    if image is None and (m.kind != "pixel" or mnf is not None) and \
+            cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
+        # a window detector, or any detector in MNF space, needs every pixel at once: refused before the
+        # load rather than exhausting the host's memory
+        what = f"{method} in MNF space (--mnf)" if mnf is not None else method
+        raise InputError(f"{what} needs the whole image in memory, and this cube's "
+                         f"{cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed the memory "
+                         "budget: raise --memory, or crop the cube", cube.path)
     if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
         return _run_streamed(cube, m, y, backend, params=params, truth=truth, far=far, threshold=threshold,
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,

@@ -221,7 +221,11 @@ class RoiSet:
             with atomic_paths(p) as (tmp,):
                 Image.fromarray(self.labels).save(tmp, format="PNG")
         else:
-            write_envi(p, self.labels)
+            # an ENVI classification file, as ENVI writes ROIs' class maps: its class names and colours
+            # travel with it, and a job's glob over the folder leaves it out as a mask, not a cube
+            lookup = [0, 0, 0] + [int(v) for _, colour in self.classes for v in colour]
+            write_envi(p, self.labels, classes={"class names": ["Unclassified", *(n for n, _ in self.classes)],
+                                                "class lookup": lookup})
 
     def _class_of(self, name: str) -> int:
         """The label of a class name from a CSV (a new class when the name is new)."""
@@ -255,5 +259,15 @@ class RoiSet:
             else:
                 self.set_labels(read_labels(p, self.shape).astype(np.uint8) * TARGET)
         else:
+            from hyperapp.io.masks import class_names_of
+
             m = read_mask(p, self.shape)
-            self.set_labels(np.where(m >= BACKGROUND, BACKGROUND, np.where(m > 0, TARGET, NONE)))
+            names = class_names_of(p)
+            if names:  # a classification file (:meth:`export` writes one): its classes by name
+                lab = np.zeros(self.shape, np.uint8)
+                for k, name in names.items():
+                    if (m == k).any():
+                        lab[m == k] = self._class_of(name)
+                self.set_labels(lab)
+            else:
+                self.set_labels(np.where(m >= BACKGROUND, BACKGROUND, np.where(m > 0, TARGET, NONE)))

@@ -64,6 +64,18 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["lib.sli", "lib.csv"])
+def test_values_beyond_float32_are_not_written(tmp_path, name):
+    """A spectrum the reader would refuse (a value beyond float32's range) is refused when saved, in one
+    line naming the file and the spectrum, and nothing is written."""
+    lib = _lib()
+    lib.spectra = lib.spectra.astype(np.float64)
+    lib.spectra[1, 7] = 1e300
+    with pytest.raises(InputError, match="mat 1") as err:
+        write_library(lib, tmp_path / name)
+    assert name in str(err.value) and list(tmp_path.iterdir()) == []
+
+
 def test_csv_and_ascii_libraries(tmp_path):
     (tmp_path / "lib.csv").write_text("Wavelength (um),grass,soil\n0.5,0.05,0.2\n1.0,0.5,0.3\n1.5,0.3,0.35\n")
     lib = read_library(tmp_path / "lib.csv")

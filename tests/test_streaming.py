@@ -276,3 +276,15 @@ def test_streamed_mttcimf_with_given_undesired_equals_in_memory(land_hdr, tmp_pa
     assert code == 2 and "\n" not in err and "land.hdr: streamed from its file, MTTCIMF cannot find undesired " \
         "signatures by ATGP" in err, err
     assert not (tmp_path / "out" / "scores.hdr").exists()
+
+
+@pytest.mark.parametrize("method, kw", [("ffbp", {}), ("ace", {"mnf": 5})])
+def test_whole_image_methods_over_the_budget_are_refused_before_loading(land_hdr, method, kw):
+    """A window detector, or a detector in MNF space, needs every pixel at once: over the memory budget it
+    is refused in one line naming the cube, before anything is loaded."""
+    from hyperapp.errors import InputError
+
+    cube, targets = _land(land_hdr)
+    with pytest.raises(InputError, match="needs the whole image in memory") as err:
+        run_detection(cube, method, targets, device="cpu", memory=1e-4, **kw)
+    assert str(cube.path) in str(err.value) and "\n" not in str(err.value)

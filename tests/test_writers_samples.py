@@ -95,3 +95,24 @@ def test_background_scenes():
         assert (a.fill == 1.0).any() and ((a.fill > 0.2) & (a.fill < 1.0)).any()
         assert 0.002 < a.truth.mean() < 0.05
         assert not np.array_equal(a.cube, make_background_scene(kind, 96, 96, 32, seed=1).cube)
+
+
+def test_roi_classes_round_trip_through_an_envi_classification_file(tmp_path):
+    """ROIs exported as ENVI are a classification file (class names and colours in the header, so a job's
+    glob over the folder leaves it out as a mask), and import restores every class by name."""
+    from hyperapp.io.envi import read_header
+    from hyperapp.roi import RoiSet
+
+    a = RoiSet((20, 30))
+    water = a.add_class("water")
+    lab = np.zeros((20, 30), np.uint8)
+    lab[2, 3], lab[5:8, 5:9], lab[10, 10:14] = 1, 2, water
+    a.set_labels(lab)
+    a.export(tmp_path / "rois.hdr")
+    head = read_header(tmp_path / "rois.hdr")
+    assert head["file type"] == "ENVI Classification"
+    assert [str(n) for n in head["class names"]][1:] == [n for n, _ in a.classes]
+    b = RoiSet((20, 30))
+    b.import_(tmp_path / "rois.hdr")
+    assert [n for n, _ in b.classes] == [n for n, _ in a.classes]
+    np.testing.assert_array_equal(b.labels, a.labels)

@@ -609,6 +609,12 @@ def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: st
     from spectral.io.envi import SpectralLibrary as SpyLibrary
 
     p = Path(path)
+    with np.errstate(over="ignore"):
+        bad = ~np.isfinite(np.asarray(lib.spectra, np.float64).astype(np.float32)) & np.isfinite(lib.spectra)
+    if bad.any():  # the reader refuses such a library: never write one
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise InputError(f"spectrum '{lib.names[i]}' has a value beyond float32's range "
+                         f"({float(lib.spectra[i, j]):.3g}): it cannot be saved", p)
     if p.suffix.lower() == ".csv":
         from hyperapp.io.atomic import atomic_write_text
 
