@@ -232,7 +232,8 @@ class _MixtureTuned(PixelDetector):
             if int(self.n_components) and int(self.n_components) <= n_sig:
                 raise InputError(f"{type(self).__name__} with {n_sig} signatures (targets and undesired) "
                                  f"needs more than {n_sig} MNF components, got {self.n_components}")
-            mnf.keep(2 * n_sig if not int(self.n_components) else mnf.n_components_)
+            if not int(self.n_components):
+                mnf.keep(2 * n_sig)
         k = mnf.n_components_
         A = mnf.transform_full_[:, :k]
         mu = np.asarray(to_host(mnf.mean_), np.float64)

@@ -674,10 +674,10 @@ class RBFN(PixelDetector):
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
         self.coherence_weight_ = float(self.coherence)
         kind = getattr(self, "_coherence_kind", "ace")
-        # the anomaly input weighs the clicks' evidence (is every clicked object a strong anomaly?); a
+        # the anomaly input weighs the clicks' evidence (is the median click a strong anomaly?); a
         # library spectrum's synthetic mixtures are no clicks, so it stays out of that training
         self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
-        coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ or self.anomaly_weight_ else None
+        coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
@@ -788,8 +788,8 @@ class RBFN(PixelDetector):
 
     def _add_coherence(self, P, out):
         """Add the coherence input's term (ACE in the whitened space of normalised spectra,
-        :class:`_Coherence`) and the anomaly input's (RX of the raw spectra, :func:`anomaly_input`), each
-        where its weight is not 0, in place."""
+        :class:`_Coherence`), then take the larger of that and the anomaly input's (RX of the raw spectra,
+        :func:`anomaly_input`), each where its weight is not 0, in place."""
         xp = get_namespace(P)
         step = CHUNK if xp is np else GPU_CHUNK
         for i in range(0, P.shape[0], step):
