@@ -204,6 +204,21 @@ def memory_budget(limit: float | None = None) -> int:
     return 4 << 30
 
 
+def whole_image_error(cube: Cube, what: str) -> InputError:
+    """The one-line refusal of a method that needs every pixel at once (a window or local detector, a
+    detector in MNF space) on a cube whose float32 pixels exceed the memory budget."""
+    return InputError(f"{what} needs the whole image in memory, and this cube's "
+                      f"{cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed the memory budget: "
+                      "raise --memory, or crop the cube", cube.path)
+
+
+def _refuse_whole_image_over_budget(cube: Cube, m, mnf, memory: float | None) -> None:
+    """A window detector, or any detector in MNF space, cannot stream: over the host budget it is refused
+    before the load rather than exhausting the host's memory."""
+    if (m.kind != "pixel" or mnf is not None) and cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
+        raise whole_image_error(cube, f"{m.name} in MNF space (--mnf)" if mnf is not None else m.name)
+
+
 def needs_streaming(cube: Cube, backend, memory: float | None = None) -> bool:
     """Whether the cube's float32 pixels exceed the host budget (or half the GPU's free memory): then
     :func:`run_detection` streams it in two passes instead of holding it."""
@@ -288,14 +303,8 @@ def run_detection(
                                                          target_spectra=target_spectra,
                                                          undesired_spectra=undesired_spectra)
     t0 = time.perf_counter()
-    if image is None and (m.kind != "pixel" or mnf is not None) and \
-            cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
-        # a window detector, or any detector in MNF space, needs every pixel at once: refused before the
-        # load rather than exhausting the host's memory
-        what = f"{method} in MNF space (--mnf)" if mnf is not None else method
-        raise InputError(f"{what} needs the whole image in memory, and this cube's "
-                         f"{cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed the memory "
-                         "budget: raise --memory, or crop the cube", cube.path)
+    if image is None:
+        _refuse_whole_image_over_budget(cube, m, mnf, memory)
     if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
         return _run_streamed(cube, m, y, backend, params=params, truth=truth, far=far, threshold=threshold,
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
@@ -378,6 +387,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     y, _, _ = _check_inputs(m, cube, marked, read_labels(background, shape) if background else None,
                             truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
                             undesired_spectra=None)
+    _refuse_whole_image_over_budget(cube, m, None, memory)
     if m.kind == "pixel" and needs_streaming(cube, backend, memory):
         from hyperapp.detect_stream import fit_streamed
 

@@ -94,9 +94,9 @@ def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, ta
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if m.kind != "pixel" or kind is None:
-        raise InputError(f"{method} needs the whole image in memory (it looks at windows of pixels), and "
-                         f"this cube's {cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed "
-                         "the memory budget: raise --memory, or crop the cube", cube.path)
+        from hyperapp.detect import whole_image_error
+
+        raise whole_image_error(cube, f"{method} (it looks at windows of pixels)")
     if target_mean is not None and kind not in ("background", "correlation", "none", "mnf"):
         raise InputError(f"{method} trained from a library spectrum needs the cube in memory, and it exceeds the "
                          "memory budget: raise --memory, or crop the cube", cube.path)
