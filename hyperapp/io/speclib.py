@@ -609,12 +609,7 @@ def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: st
     from spectral.io.envi import SpectralLibrary as SpyLibrary
 
     p = Path(path)
-    with np.errstate(over="ignore"):
-        bad = ~np.isfinite(np.asarray(lib.spectra, np.float64).astype(np.float32)) & np.isfinite(lib.spectra)
-    if bad.any():  # the reader refuses such a library: never write one
-        i, j = (int(v[0]) for v in np.nonzero(bad))
-        raise InputError(f"spectrum '{lib.names[i]}' has a value beyond float32's range "
-                         f"({float(lib.spectra[i, j]):.3g}): it cannot be saved", p)
+    refuse_unusable(lib.names, lib.spectra, p, lib.wavelengths, lib.units)  # what the reader refuses
     if p.suffix.lower() == ".csv":
         from hyperapp.io.atomic import atomic_write_text
 
@@ -814,8 +809,6 @@ class ResampledLibraries:
     (:func:`library_targets`). Safe to call from several threads."""
 
     def __init__(self):
-        import threading
-
         self._done: dict = {}
         self._lock = threading.Lock()
 
