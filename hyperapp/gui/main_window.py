@@ -806,8 +806,7 @@ class MainWindow(QMainWindow):
         self.detector.model_label.setText(f"FFBP model: {where}")
 
     def _train_model_dialog(self) -> None:
-        if self.session is None:
-            self.show_error("open a cube first")
+        if not self._ready():  # no cube (a dialog says so), or a run in progress: no file dialogs
             return
         scene, _ = QFileDialog.getOpenFileName(self, "Train FFBP on another scene", self._last_dir(), CUBE_FILTER)
         if not scene:
