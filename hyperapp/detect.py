@@ -9,6 +9,7 @@ with a truth mask, evaluates AUC and Pd. Every stage is timed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, get_namespace, to_host, to_host_pinned
+from hyperapp.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
@@ -534,7 +535,8 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
     # statistics over the pixels with data only
     keep = xp.flatnonzero(px.valid.reshape(-1)) if px.n_nodata and kind in ("background", "correlation", "none") \
         else None
-    with timer.stage("fit"):
+    # on the GPU the fit's host work is band-sized linear algebra: one BLAS thread (serial_host_blas)
+    with timer.stage("fit"), (serial_host_blas if xp is not np else contextlib.nullcontext()):
         if target_spectra is not None or undesired_spectra is not None:
             y_fit = px.y if getattr(est, "labels_on_host", False) else px.y_dev
             X_fit = X

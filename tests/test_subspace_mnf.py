@@ -70,6 +70,15 @@ def test_atgp_follows_ren_chang():
     np.testing.assert_allclose(sig, P[idx])
 
 
+def test_atgp_stops_when_nothing_is_left_and_never_picks_excluded_pixels():
+    rng = np.random.default_rng(2)
+    P = rng.uniform(0.1, 1.0, (6, 9)).astype(np.float32)
+    sig, idx = atgp(P, 10, exclude=np.array([0, 3]))
+    # four pixels may be picked, each once; none of the excluded ones
+    assert sorted(idx.tolist()) == [1, 2, 4, 5] and sig.shape == (4, 9)
+    np.testing.assert_allclose(sig, P[idx])
+
+
 def test_undesired_found_by_atgp_when_none_given():
     X, E, t = _scene()
     est = OSP(n_undesired=3).fit_signature(X, E[3])
@@ -237,6 +246,23 @@ def test_library_detectors_gpu_agree_with_cpu(cp, land_hdr, method):
     np.testing.assert_allclose(b, a, rtol=1e-3, atol=3e-4 * scale)
     for k in out[0].maps:
         np.testing.assert_allclose(out[1].maps[k], out[0].maps[k], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_atgp_gpu_picks_as_the_cpu(cp):
+    # more pixels than ATGP looks at (sampled every 2nd), a start signature and excluded pixels
+    from hyperapp.models.subspace import ATGP_MAX_PIXELS
+
+    rng = np.random.default_rng(4)
+    m = ATGP_MAX_PIXELS + 5000
+    E = rng.uniform(0.05, 0.9, (12, 40))
+    P = (rng.dirichlet(np.ones(12) * 0.3, m) @ E + rng.normal(0, 0.005, (m, 40))).astype(np.float32)
+    ex = rng.choice(m, 50, replace=False)
+    a_sig, a_idx = atgp(P, 9, start=E[0], exclude=ex)
+    b_sig, b_idx = atgp(cp.asarray(P), 9, start=E[0], exclude=cp.asarray(ex))
+    np.testing.assert_array_equal(b_idx, a_idx)
+    np.testing.assert_allclose(b_sig, a_sig)
+    assert a_idx.size == 9 and not np.isin(a_idx // 2, ex // 2).any()
 
 
 @pytest.mark.gpu
