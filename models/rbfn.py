@@ -258,7 +258,7 @@ def _rx_whitening(stats) -> np.ndarray:
     of the covariance (a few microseconds at 64 bands, where the eigendecomposition of
     ``stats.sqrt_inv_cov`` costs a millisecond on the live path), or that where the covariance is not
     positive definite (its floored eigenvalues then)."""
-    cov = np.asarray(to_host(stats.cov), np.float64)
+    cov = stats.host_cov
     try:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
@@ -623,8 +623,17 @@ class RBFN(PixelDetector):
         xp = get_namespace(T)
         nb = T.shape[1]
         T = T.astype(xp.float32)
-        # 1. whitening on (a sample of) the background
-        stats = BackgroundStats.from_pixels(self._normalized(S))
+        # 1. whitening on (a sample of) the background; where the anomaly input counts, the raw spectra's
+        # statistics (RX's) come from the same pass: one GEMM over both sets of columns, one host copy
+        # (the anomaly input weighs the clicks' evidence, so a library spectrum's synthetic mixtures,
+        # which are no clicks, leave it out)
+        self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
+        Sn = self._normalized(S)
+        if self.anomaly_weight_:
+            stats, raw = BackgroundStats.from_pixels(
+                xp.concatenate([Sn, S.astype(xp.float32, copy=False)], axis=1)).split(nb)
+        else:
+            stats = BackgroundStats.from_pixels(Sn)
         self.mean_ = stats.mean.astype(xp.float32)
         if self.whiten == "pca":
             self.proj_ = stats.pca_whitening(min(int(self.n_components), nb)).astype(xp.float32)
@@ -674,14 +683,10 @@ class RBFN(PixelDetector):
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
         self.coherence_weight_ = float(self.coherence)
         kind = getattr(self, "_coherence_kind", "ace")
-        # the anomaly input weighs the clicks' evidence (is the median click a strong anomaly?); a
-        # library spectrum's synthetic mixtures are no clicks, so it stays out of that training
-        self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
         coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
-            raw = BackgroundStats.from_pixels(S.astype(xp.float32, copy=False))
             a_mu, a_w = raw.mean.astype(xp.float32), xp.asarray(_rx_whitening(raw)).astype(xp.float32)
             zt, zb = (T - a_mu) @ a_w, (B.astype(xp.float32, copy=False) - a_mu) @ a_w
             sq = to_host(xp.concatenate([(zt * zt).sum(axis=1), (zb * zb).sum(axis=1)])).astype(np.float64)

@@ -205,11 +205,27 @@ class BackgroundStats:
         return self.cov.shape[0] <= HOST_EIGH_MAX
 
     @cached_property
+    def host_cov(self) -> np.ndarray:
+        """The covariance on the host, float64 (one copy, kept)."""
+        return np.asarray(to_host(self.cov), np.float64)
+
+    def split(self, nb: int) -> tuple[BackgroundStats, BackgroundStats]:
+        """Statistics of columns ``:nb`` and ``nb:`` of the rows these were computed from, from one pass
+        over both sets of columns (one GEMM, and one copy of the covariance to the host serving both)."""
+        host = self.host_cov
+        parts = []
+        for sl in (slice(None, nb), slice(nb, None)):
+            part = BackgroundStats(self.mean[sl], self.cov[sl, sl], self.n)
+            part.__dict__["host_cov"] = host[sl, sl]  # the cached property, already known
+            parts.append(part)
+        return parts[0], parts[1]
+
+    @cached_property
     def _eig_host(self):
         """(w, v) on the host, eigenvalues floored. A band covariance is small: LAPACK answers in well
         under a millisecond, cuSOLVER's syevd takes about two (launch-bound), and both backends then
         agree exactly; the whitening matrices are built here too and go to the device once."""
-        return _floored(*np.linalg.eigh(np.asarray(to_host(self.cov), np.float64)), np)
+        return _floored(*np.linalg.eigh(self.host_cov), np)
 
     @cached_property
     def _eig_device(self):
