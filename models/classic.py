@@ -272,7 +272,9 @@ class SAM(PixelDetector):
         norm = float(xp.linalg.norm(target_mean))
         if norm == 0:
             raise InputError("the mean target spectrum is all zeros: SAM needs a non-zero target")
-        self.t_ = (target_mean / norm).astype(dtype)
+        # ufuncs, not operators, where an operand is a scalar: hyperapp.backend, scalar operators (SAM's
+        # fresh runs imported cupyx.scipy.special for these two lines, 0.4-0.5 s of each run)
+        self.t_ = xp.divide(target_mean, norm).astype(dtype)
         return self
 
     def decision_function(self, X):
@@ -283,7 +285,8 @@ class SAM(PixelDetector):
         def score(c):
             c = c.astype(self.t_.dtype)
             n = xp.sqrt((c * c).sum(axis=1))
-            return xp.where(n > 0, (c @ self.t_) / xp.where(n > 0, n, 1), 0)
+            pos = xp.greater(n, 0)
+            return xp.where(pos, (c @ self.t_) / xp.where(pos, n, 1), 0)
 
         return _map_chunks(P, score, xp, self.t_.dtype).reshape(lead)
 

@@ -126,6 +126,37 @@ def test_evaluate_on_the_gpu_has_no_first_use_import(tmp_path):
     assert got["evaluate"] < 0.1, got
 
 
+SPECIAL_PROBE = r"""
+import json, sys
+import numpy as np
+from hyperapp.detect import run_detection
+from hyperapp.cube import cube_from_array
+from hyperapp.models.registry import METHODS
+rng = np.random.default_rng(0)
+X = rng.uniform(0.1, 0.9, (64, 64, 16)).astype(np.float32)
+t = np.zeros((64, 64), bool); t[10:12, 10:12] = True
+truth = np.zeros((64, 64), np.int8); truth[10:14, 10:14] = 1
+cube = cube_from_array(X, "probe")
+first = None
+for m in METHODS:
+    run_detection(cube, m, t, device="gpu", truth=truth)
+    if first is None and "cupyx.scipy.special" in sys.modules:
+        first = m
+print(json.dumps({"first": first}))
+"""
+
+
+@pytest.mark.gpu
+def test_no_detector_imports_cupyx_special_on_the_gpu():
+    """Every detector's fresh GPU run leaves ``cupyx.scipy.special`` unimported: an operator between a
+    CuPy array and a scalar imports it (0.4-0.5 s of the run; hyperapp.backend, scalar operators). SAM's
+    fit and score did, so its fresh runs paid it each time."""
+    r = subprocess.run([sys.executable, "-c", SPECIAL_PROBE], capture_output=True, text=True, env=cli_env(),
+                       cwd=OUTSIDE, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["first"] is None
+
+
 @pytest.mark.gpu
 def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
     from dataclasses import asdict
