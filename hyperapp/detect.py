@@ -21,7 +21,7 @@ from hyperapp.backend import Timer, get_backend, get_namespace, serial_host_blas
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
-from hyperapp.models.evaluation import evaluate, far_threshold
+from hyperapp.models.evaluation import MODE_SCORES, evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_table, objects_csv
 from hyperapp.models.registry import get_method
 from hyperapp.progress import NULL_PROGRESS, Progress
@@ -320,13 +320,16 @@ def run_detection(
     # the false-alarm rate sets the mask as for every pixel detector
     refine = m.kind == "window" and px.n_targets > 0 and (model is None or bool(getattr(est, "refine", False)))
     scores_dev, maps_dev, boxes, rbfn_dev = _score(est, px, refine, timer)
+    # the threshold's, not outputs: a cascade's are its RBFN's (its own threshold is the plain quantile)
+    mode_dev = maps_dev.pop(MODE_SCORES, None) if rbfn_dev is None else None
+    rbfn_mode_dev = maps_dev.pop(MODE_SCORES, None)
     if m.kind == "window" and not refine and threshold is None:
         threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     report = run_report(method, params, backend, cube, False, px.n_targets, px.n_background, px.n_nodata)
     result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, far=far,
-                              threshold=threshold, progress=progress)
+                              threshold=threshold, progress=progress, mode_scores=mode_dev)
     if rbfn_dev is not None:
-        boxes = _cascade_boxes(boxes, result, rbfn_dev, px.y_dev, far, threshold)
+        boxes = _cascade_boxes(boxes, result, rbfn_dev, px.y_dev, far, threshold, rbfn_mode_dev)
     result.model, result.boxes = est, boxes
     _complete_result(result, est, px, maps_dev, timer, mnf=mnf, target_spectra=target_spectra,
                      undesired_spectra=undesired_spectra, signature_info=signature_info)
@@ -570,20 +573,22 @@ def _score(est, px: _Pixels, refine: bool, timer):
     rbfn_dev = None
     if refine:
         with timer.stage("refine"):
-            scores_dev, rbfn_dev = refine_in_boxes(px.X, px.y_dev, scores_dev > 0, xp)
+            scores_dev, rbfn_dev, maps_dev = refine_in_boxes(px.X, px.y_dev, scores_dev > 0, xp)
     if px.n_nodata:
         scores_dev = xp.where(px.valid, scores_dev, xp.float32(np.nan)).astype(scores_dev.dtype)
     return scores_dev, maps_dev, boxes, rbfn_dev
 
 
-def _cascade_boxes(boxes: list[dict], result: DetectionResult, rbfn_dev, y_dev, far, threshold) -> list[dict]:
+def _cascade_boxes(boxes: list[dict], result: DetectionResult, rbfn_dev, y_dev, far, threshold,
+                   mode_dev=None) -> list[dict]:
     """The cascade's boxes: the RBFN's own default mask, as its run would draw it, adds a box for each of
     its objects that no box touches, so the cascade finds at least what the RBFN alone finds."""
     xp = get_namespace(rbfn_dev)
     yf = y_dev.reshape(-1)
     keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-    t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far,
-                           separate_targets=True)[0] if threshold is None else threshold
+    t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far, separate_targets=True,
+                           mode_scores=None if mode_dev is None else mode_dev.reshape(-1)[keep])[0] \
+        if threshold is None else threshold
     rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
     return add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
 
@@ -665,10 +670,12 @@ def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: 
 
 
 def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
-                     threshold=None, progress: Progress = NULL_PROGRESS) -> DetectionResult:
+                     threshold=None, progress: Progress = NULL_PROGRESS, mode_scores=None) -> DetectionResult:
     """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
     object count, evaluation and the host copies: the end every detection run shares, in memory or
-    streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN)."""
+    streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
+    detector gives them, are the scores the threshold's separate mode of targets is found in
+    (:func:`~hyperapp.models.evaluation.far_threshold`)."""
     from hyperapp.backend import get_namespace
 
     xp = get_namespace(scores_dev)
@@ -678,10 +685,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
             yf = y_dev.reshape(-1)
-            non_target = scores_dev.reshape(-1)[xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)]
+            sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
+            non_target = scores_dev.reshape(-1)[sel]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
-            threshold, mode, rule = far_threshold(non_target, far_used,
-                                                  separate_targets=m.uses_targets and m.kind == "pixel")
+            threshold, mode, rule = far_threshold(
+                non_target, far_used, separate_targets=m.uses_targets and m.kind == "pixel",
+                mode_scores=None if mode_scores is None else mode_scores.reshape(-1)[sel])
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
         else:
@@ -738,7 +747,8 @@ BOX_LIFT = 0.25
 def refine_in_boxes(X, y, inside, xp):
     """The cascade's last step: an RBFN trained from the clicks scores every pixel, and the pixels
     inside the window detector's boxes are lifted by :data:`BOX_LIFT` interquartile ranges of the
-    scores. Returns the cascade's scores and the RBFN's own.
+    scores. Returns the cascade's scores, the RBFN's own and its further maps (the network's output,
+    which its default mask's threshold takes its target mode from).
 
     The boxes say where to look first: among pixels the RBFN scores alike, those inside a box rank
     higher. They no longer decide alone: before, every pixel outside the boxes shared one floor score,
@@ -749,11 +759,12 @@ def refine_in_boxes(X, y, inside, xp):
     from hyperapp.models.rbfn import RBFN
 
     P = X.reshape(-1, X.shape[2])
-    s = RBFN().fit(X, y).decision_function(P)
+    s, maps = RBFN().fit(X, y).score_maps(P)
     q1, q3 = (float(v) for v in to_host(xp.quantile(s, xp.asarray([0.25, 0.75]))))
     lift = BOX_LIFT * max(q3 - q1, 1e-12)
     out = s + xp.float32(lift) * inside.reshape(-1).astype(xp.float32)
-    return out.astype(xp.float32).reshape(X.shape[:2]), s.reshape(X.shape[:2])
+    return (out.astype(xp.float32).reshape(X.shape[:2]), s.reshape(X.shape[:2]),
+            {k: v.reshape(X.shape[:2]) for k, v in maps.items()})
 
 
 def add_mask_boxes(boxes: list[dict], mask: np.ndarray, scores: np.ndarray) -> list[dict]:

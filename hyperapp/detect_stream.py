@@ -23,6 +23,7 @@ from hyperapp.backend import Timer, to_host
 from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.models.base import NODATA, TARGET
+from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
 from hyperapp.models.stats import BackgroundStats, ScatterSums, correlation_from_sums, scatter
 from hyperapp.progress import NULL_PROGRESS, Progress
@@ -65,7 +66,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     report = run_report(method, params, backend, cube, True, n_targets, int((y == 0).sum()), n_nodata)
     # the 2-D maps are small: threshold, objects and evaluation run on the host
     result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
-                              progress=progress)
+                              progress=progress, mode_scores=maps.pop(MODE_SCORES, None))
     result.model = est
     result.maps = maps
     result.scores = scores  # the file's map itself, so writing the outputs only adds its header

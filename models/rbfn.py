@@ -791,10 +791,11 @@ class RBFN(PixelDetector):
             out[i:i + CHUNK] = self.weights_ @ _hidden_t(Z, self.centres_, self.gamma_) + self.bias_
         return out
 
-    def _add_coherence(self, P, out):
+    def _add_coherence(self, P, out, network=None):
         """Add the coherence input's term (ACE in the whitened space of normalised spectra,
         :class:`_Coherence`), then take the larger of that and the anomaly input's (RX of the raw spectra,
-        :func:`anomaly_input`), each where its weight is not 0, in place."""
+        :func:`anomaly_input`), each where its weight is not 0, in place; ``network`` (an array like
+        ``out``), if given, receives the network's output before the anomaly input joins it."""
         xp = get_namespace(P)
         step = CHUNK if xp is np else GPU_CHUNK
         for i in range(0, P.shape[0], step):
@@ -809,6 +810,8 @@ class RBFN(PixelDetector):
                 else:
                     out[i:i + step] += self.coherence_v_ * whitened_rows(D @ self.coherence_w_, self.coherence_s_,
                                                                          ACE_MODE)
+            if network is not None:
+                network[i:i + step] = out[i:i + step]
             if getattr(self, "anomaly_v_", 0.0):  # (models saved before it have none)
                 Zr = (P[i:i + step].astype(xp.float32, copy=False) - self.anomaly_mu_) @ self.anomaly_w_
                 a = xp.multiply(anomaly_input(whitened_rows(Zr, None, RX_MODE), Zr.shape[1]), self.anomaly_v_)
@@ -818,6 +821,22 @@ class RBFN(PixelDetector):
 
     def decision_function(self, X):
         """RBFN output for every pixel (higher = more target-like)."""
+        return self._scores(X, None)
+
+    def score_maps(self, X):
+        """The scores, and where the anomaly input counts, the network's own output beside them under
+        :data:`~hyperapp.models.evaluation.MODE_SCORES` (not an output: the default threshold takes
+        its separate mode of targets from it, :func:`~hyperapp.models.evaluation.far_threshold`)."""
+        from hyperapp.models.evaluation import MODE_SCORES
+
+        if not getattr(self, "anomaly_v_", 0.0):
+            return self.decision_function(X), {}
+        xp = get_namespace(X)
+        network = xp.empty(X.shape[:-1], xp.float32).reshape(-1)
+        scores = self._scores(X, network)
+        return scores, {MODE_SCORES: network.reshape(X.shape[:-1])}
+
+    def _scores(self, X, network):
         self._check_fitted()
         P, lead = as_pixels(X)
         if P.shape[1] != self.n_bands_:
@@ -833,7 +852,7 @@ class RBFN(PixelDetector):
             out = self._score_reference(P)
         if getattr(self, "coherence_v_", 0.0) or getattr(self, "anomaly_v_", 0.0):
             self.coherence_v_ = getattr(self, "coherence_v_", 0.0)
-            out = self._add_coherence(P, out)
+            out = self._add_coherence(P, out, network)
         return out.reshape(lead)
 
     # ------------------------------------------------------------------ persistence
