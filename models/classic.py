@@ -112,7 +112,7 @@ class _WhitenedDetector(PixelDetector):
             if check_input:
                 check_finite(P)
             xp = get_namespace(P)
-            exclude = None if y is None else xp.flatnonzero(xp.asarray(y).reshape(-1) == TARGET)
+            exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
         # the background is every pixel but the clicks: their rows are subtracted from the sums
         return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
                                    self.target_ if self.uses_targets else None, float_dtype(P))
@@ -231,7 +231,7 @@ class CEM(PixelDetector):
         if target_mean is None:
             raise InputError("no target pixels marked: click at least one target pixel")
         d = target_mean
-        stats = BackgroundStats(xp.zeros_like(d), R_sum / n, n)  # reuse its floored inverse
+        stats = BackgroundStats(xp.zeros_like(d), xp.divide(R_sum, n), n)  # reuse its floored inverse; a ufunc: see below
         Rd = stats.inv_cov @ d
         self.w_ = (Rd / (d @ Rd)).astype(dtype)
         self.target_ = d
@@ -336,8 +336,8 @@ class LocalRX(PixelDetector):
         def bounds(n, w):
             # both windows keep their full width and shift inside the image at the borders, as
             # spectral's inner_outer_window_mask_creator places them
-            lo = xp.clip(xp.arange(n) - w // 2, 0, n - w)
-            return lo, lo + w
+            lo = xp.clip(xp.subtract(xp.arange(n), w // 2), 0, n - w)
+            return lo, xp.add(lo, w)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
 
         def box(r0, r1, c0, c1):
             return (S[r1][:, c1] - S[r0][:, c1] - S[r1][:, c0] + S[r0][:, c0])

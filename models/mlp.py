@@ -50,7 +50,7 @@ class TansigMLP:
         X = X.astype(xp.float32)
         y = xp.asarray(y).astype(xp.float32).reshape(-1)
         n, m = X.shape
-        n_pos = int((y > 0.5).sum())
+        n_pos = int(xp.greater(y, 0.5).sum())  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
         if n_pos == 0 or n_pos == n:
             raise ModelError("the training windows hold only one class: need windows with and without targets")
         rng = np.random.default_rng(self.seed)
@@ -58,10 +58,10 @@ class TansigMLP:
         order = rng.permutation(n)
         n_val = int(n * self.validation_fraction) if n >= 20 else 0
         val, tr = xp.asarray(order[:n_val]), xp.asarray(order[n_val:])
-        t = 2.0 * y - 1.0  # targets in [-1, 1] for the tansig output
+        t = xp.subtract(xp.multiply(2.0, y), 1.0)  # targets in [-1, 1] for the tansig output
         wpos = 0.5 / max(n_pos, 1)
         wneg = 0.5 / max(n - n_pos, 1)
-        sw = xp.where(y > 0.5, wpos, wneg).astype(xp.float32) * n
+        sw = xp.multiply(xp.where(xp.greater(y, 0.5), wpos, wneg).astype(xp.float32), xp.float32(n))
         k = int(self.n_hidden)
         params = {
             "U": xp.asarray(rng.normal(0, 1 / np.sqrt(m), (m, k)).astype(np.float32)),

@@ -111,7 +111,8 @@ class MNF(Estimator):
     def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats):
         """Fit from the image's statistics and its neighbour differences' (:func:`shift_differences`);
         the noise covariance is half the differences' (the streamed path sums both tile by tile)."""
-        noise = BackgroundStats(noise.mean, noise.cov / 2.0, noise.n)
+        noise = BackgroundStats(noise.mean, get_namespace(noise.cov).divide(noise.cov, 2.0), noise.n)
+        # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
         Wn = np.asarray(to_host(noise.sqrt_inv_cov), np.float64)
         S = np.asarray(to_host(signal.cov), np.float64)
         C = Wn @ S @ Wn

@@ -251,7 +251,7 @@ class TCIMF(_SignatureDetector):
 
     def _from_correlation(self, R_sum, n: int, D, U, dtype):
         xp = get_namespace(R_sum)
-        R = R_sum / n
+        R = xp.divide(R_sum, n)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
         Rinv = np.asarray(to_host(BackgroundStats(np.zeros(R.shape[0]), R, n).inv_cov), np.float64)
         self.w_ = xp.asarray(tcimf_weights(Rinv, D, U).astype(dtype))
 
