@@ -284,7 +284,8 @@ class FFBP(PixelDetector):
     def _scaled(self, F):
         xp = get_namespace(F)
         lo, hi = xp.asarray(self.fmin_), xp.asarray(self.fmax_)
-        return (2.0 * (F - lo) / xp.maximum(hi - lo, 1e-12) - 1.0).astype(xp.float32)
+        # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+        return xp.subtract(xp.divide(xp.multiply(2.0, F - lo), xp.maximum(hi - lo, 1e-12)), 1.0).astype(xp.float32)
 
     def _check_image(self, X):
         if X.ndim != 3:
@@ -459,4 +460,4 @@ class FFBP(PixelDetector):
 
 def _forward(F, U, b, w, b0, xp):
     h = xp.tanh(F @ U + b)
-    return (xp.tanh(h @ w + b0) + 1.0) / 2.0
+    return xp.multiply(xp.add(xp.tanh(h @ w + b0), 1.0), 0.5)  # ufuncs: see _scaled

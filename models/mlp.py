@@ -19,6 +19,12 @@ from hyperapp.backend import get_namespace
 from hyperapp.errors import ModelError
 
 
+def _unit(t, xp):
+    """(t + 1) / 2: a tansig output in [-1, 1] to [0, 1], by ufuncs (an operator with a scalar imports
+    cupyx.scipy.special on CuPy's first call: hyperapp.backend, scalar operators)."""
+    return xp.multiply(xp.add(t, 1.0), 0.5)
+
+
 class TansigMLP:
     """One hidden layer of tansig neurons, tansig output.
 
@@ -43,7 +49,7 @@ class TansigMLP:
         """Output in [0, 1] (eq. 2.9 de-normalised) for inputs already scaled to [-1, 1]."""
         xp = get_namespace(X)
         h = xp.tanh(X @ self.U_ + self.b_)
-        return (xp.tanh(h @ self.w_ + self.b0_) + 1.0) / 2.0
+        return _unit(xp.tanh(h @ self.w_ + self.b0_), xp)
 
     def fit(self, X, y, progress=None):
         xp = get_namespace(X)
