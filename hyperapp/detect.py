@@ -586,9 +586,8 @@ def _cascade_boxes(boxes: list[dict], result: DetectionResult, rbfn_dev, y_dev, 
     xp = get_namespace(rbfn_dev)
     yf = y_dev.reshape(-1)
     keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-    t_rbfn = far_threshold(rbfn_dev.reshape(-1)[keep], DEFAULT_FAR if far is None else far, separate_targets=True,
-                           mode_scores=None if mode_dev is None else mode_dev.reshape(-1)[keep])[0] \
-        if threshold is None else threshold
+    t_rbfn = far_threshold(rbfn_dev, DEFAULT_FAR if far is None else far, separate_targets=True,
+                           mode_scores=mode_dev, keep=keep)[0] if threshold is None else threshold
     rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
     return add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
 
@@ -686,11 +685,10 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             far_used = DEFAULT_FAR if far is None else far
             yf = y_dev.reshape(-1)
             sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-            non_target = scores_dev.reshape(-1)[sel]
             # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
             threshold, mode, rule = far_threshold(
-                non_target, far_used, separate_targets=m.uses_targets and m.kind == "pixel",
-                mode_scores=None if mode_scores is None else mode_scores.reshape(-1)[sel])
+                scores_dev.reshape(-1), far_used, separate_targets=m.uses_targets and m.kind == "pixel",
+                mode_scores=mode_scores, keep=sel)
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
         else:

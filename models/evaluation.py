@@ -81,7 +81,7 @@ def threshold_for_far(background_scores, far: float) -> float:
 
 
 def far_threshold(background_scores, far: float, separate_targets: bool = False,
-                  mode_scores=None) -> tuple[float, int, str]:
+                  mode_scores=None, keep=None) -> tuple[float, int, str]:
     """:func:`threshold_for_far`'s threshold, how many of the highest scores it left out as a separate
     mode of targets (0 without ``separate_targets``), and the rule that set it (``"quantile"``,
     ``"target mode split"`` or ``"exponential tail"``); the report carries all three.
@@ -110,25 +110,32 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     themselves took them for targets (the bundled land scene: 4.4e-3 false alarms at 1e-3). Its network's
     output holds the clicked material's mode alone, and the anomalies then count as what they are, the
     background's tail (land: 0.99e-3, Pd 0.99).
+
+    ``keep`` (a boolean mask of the same pixels): only those count (the unclicked pixels with data).
     """
     xp = get_namespace(background_scores)
-    s = background_scores.reshape(-1)
-    finite = xp.isfinite(s)
-    if mode_scores is not None and separate_targets:
-        ms = mode_scores.reshape(-1)
-        finite = xp.logical_and(finite, xp.isfinite(ms))
-        ms = ms[finite]
-    s = s[finite]
-    if s.size == 0:
-        raise InputError("no finite background scores to set a threshold from")
     if not 0.0 < far < 1.0:
         raise InputError(f"false-alarm rate must be in (0, 1), got {far}")
-    if mode_scores is not None and separate_targets:
-        order = xp.argsort(ms)  # ascending: the mode is the last ``mode`` of them
+    s = background_scores.reshape(-1)
+    use = xp.isfinite(s)
+    if keep is not None:
+        use = xp.logical_and(use, keep.reshape(-1))
+    by_mode = mode_scores is not None and separate_targets
+    if by_mode:
+        ms = mode_scores.reshape(-1)
+        use = xp.logical_and(use, xp.isfinite(ms))
+    # the pixels not used sort below every score (as -inf), so the used ones are the sorted array's top n:
+    # one count to the host, where a compaction per mask is a round trip each on the GPU
+    n = int(use.sum())
+    if n == 0:
+        raise InputError("no finite background scores to set a threshold from")
+    low = s.size - n
+    if by_mode:
+        order = xp.argsort(xp.where(use, ms, -xp.inf))[low:]  # the used pixels, ascending in ``mode_scores``
         mode = target_mode_size(ms[order], far)
-        if mode and mode < s.size:
-            return float(_at_far(xp.sort(s[order[:s.size - mode]]), far)), mode, "target mode split"
-    ascending = xp.sort(s)
+        if mode and mode < n:
+            return float(_at_far(xp.sort(s[order[:n - mode]]), far)), mode, "target mode split"
+    ascending = xp.sort(xp.where(use, s, -xp.inf))[low:]
     if not separate_targets:
         return float(_at_far(ascending, far)), 0, "quantile"
     mode = target_mode_size(ascending, far)
@@ -236,6 +243,8 @@ def evaluate(scores, truth, exclude=None) -> dict:
     """AUC and Pd at 1e-2 and 1e-3 false-alarm rate, as the report records them (one split of the
     pixels and one sort of the non-target scores serve all three)."""
     xp = get_namespace(scores)
+    if xp is not np:
+        return _evaluate_device(scores, truth, exclude)
     pos, neg = _split(scores, truth, exclude)
     n_p, n_n = int(pos.size), int(neg.size)
     _check_both(n_p, n_n)
@@ -247,5 +256,39 @@ def evaluate(scores, truth, exclude=None) -> dict:
     counts = [_twice_u(pos, srt)] + [xp.greater(pos, _at_far(srt, far)).sum(dtype=xp.int64) for far in (1e-2, 1e-3)]
     counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
     u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))
+    return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
+            "n_target_pixels": n_truth}
+
+
+def _evaluate_device(scores, truth, exclude=None) -> dict:
+    """:func:`evaluate` on the GPU with one copy to the host and no compaction: each boolean selection of
+    the targets and the non-targets is a round trip for its size there. The non-targets are sorted with
+    every other pixel after them (as +inf), and every pixel is looked up in them, the targets' counts then
+    summed over their mask (a million binary searches cost the GPU less than one round trip). The same
+    numbers as the NumPy path, which selects (its selections cost no round trip, its searches would)."""
+    xp = get_namespace(scores)
+    s = scores.reshape(-1)
+    t = xp.asarray(truth).reshape(-1).astype(bool)
+    if s.shape != t.shape:
+        raise InputError(f"truth has {t.size} pixels, scores have {s.size}")
+    keep = xp.isfinite(s)
+    if exclude is not None:
+        keep = xp.logical_and(keep, xp.logical_not(xp.asarray(exclude).reshape(-1).astype(bool)))
+    is_pos = xp.logical_and(keep, t)
+    is_neg = xp.logical_and(keep, xp.logical_not(t))
+    srt = xp.sort(xp.where(is_neg, s, xp.inf))  # the n_n non-targets first, ascending
+    n_p, n_n = is_pos.sum(dtype=xp.int64), is_neg.sum(dtype=xp.int64)
+    # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding
+    # is above every finite score)
+    both = xp.add(xp.searchsorted(srt, s, side="left"), xp.searchsorted(srt, s, side="right")).astype(xp.int64)
+    counts = [xp.where(is_pos, both, 0).sum(dtype=xp.int64)]
+    for far in (1e-2, 1e-3):
+        # _at_far's index, n_n - 1 - min(floor(far n_n), n_n - 1), on the device (ufuncs: no scalar operators)
+        last = xp.maximum(xp.subtract(n_n, 1), 0)
+        idx = xp.subtract(last, xp.minimum(xp.floor(xp.multiply(far, n_n)).astype(xp.int64), last))
+        counts.append(xp.logical_and(is_pos, xp.greater(s, srt[idx])).sum(dtype=xp.int64))
+    counts += [t.sum(dtype=xp.int64), n_p, n_n]
+    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.stack(counts)))
+    _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth}

@@ -95,6 +95,21 @@ def test_identical_spectra_singular_covariance_is_handled():
     assert np.isfinite(s).all() and s[2, 2] == s.max()
 
 
+def test_evaluation_without_selections_gives_the_same_numbers():
+    """The GPU's evaluate (no boolean selections: sorted non-targets padded with +inf, every pixel looked
+    up) computes what the NumPy path does, ties, NaN and left-out pixels included (run here on NumPy)."""
+    from hyperapp.models.evaluation import _evaluate_device, evaluate
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        truth = rng.random(20000) < 0.03
+        s = (rng.normal(size=20000) + 2 * truth).astype(np.float32)
+        s[:300] = np.round(s[:300], 1)
+        s[rng.choice(20000, 50)] = np.nan
+        ex = rng.random(20000) < 0.01
+        assert _evaluate_device(s, truth, exclude=ex) == evaluate(s, truth, exclude=ex)
+
+
 def test_evaluation_matches_sklearn():
     rng = np.random.default_rng(0)
     truth = rng.random(5000) < 0.05

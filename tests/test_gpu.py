@@ -136,6 +136,9 @@ def test_evaluation_on_gpu(cp):
     s = (rng.normal(size=100000) + 2 * truth).astype(np.float32)
     assert auc(cp.asarray(s), cp.asarray(truth)) == pytest.approx(auc(s, truth), abs=1e-9)
     assert evaluate(cp.asarray(s), cp.asarray(truth)) == pytest.approx(evaluate(s, truth))
+    s[:50] = np.nan
+    ex = rng.random(100000) < 0.01
+    assert evaluate(cp.asarray(s), cp.asarray(truth), cp.asarray(ex)) == evaluate(s, truth, ex)
 
 
 def test_detect_pipeline_on_gpu(land_hdr):
