@@ -129,12 +129,12 @@ def test_cascade_keeps_targets_outside_boxes():
     clicks = random_clicks(truth, 5, 0)
     y = np.where(clicks, 1, -1).astype(np.int8)
     none = np.zeros(truth.shape, bool)
-    out, rbfn = refine_in_boxes(X, y, none, np)
+    out, rbfn, _ = refine_in_boxes(X, y, none, np)
     np.testing.assert_array_equal(out, rbfn)
     assert auc(out, truth, clicks) > 0.99
     box = np.zeros(truth.shape, bool)
     box[:8, :8] = True
-    lifted, _ = refine_in_boxes(X, y, box, np)
+    lifted, _, _ = refine_in_boxes(X, y, box, np)
     assert np.all(lifted[box] > out[box]) and np.array_equal(lifted[~box], out[~box])
 
 
