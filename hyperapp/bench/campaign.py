@@ -251,8 +251,10 @@ def first_runs(ctx) -> list[Measurement]:
         prep_s = time.perf_counter() - t0
         if r.returncode != 0:
             raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+        fresh = [ln.strip() for ln in r.stdout.splitlines() if "fresh command-line run" in ln]
         out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
-                               notes={"summary": r.stdout.strip().splitlines()[-1]}))
+                               notes={"summary": r.stdout.strip().splitlines()[-1],
+                                      "fresh_run": fresh[0] if fresh else None}))
         from hyperapp.io import open_cube
 
         land = open_cube(hdr)
