@@ -726,6 +726,10 @@ def threshold_origin(report: dict) -> str:
         return ""
     head = f"Threshold for a false-alarm rate of {far:g} over the background"
     rule = report.get("threshold_rule", "quantile")
+    if rule == "network mode split":  # the RBFN with its anomaly input (far_threshold's mode_scores)
+        return (f"{head}: the {report.get('target_mode_pixels', 0)} pixels its network scores highest stand "
+                "apart as targets nobody clicked, and the rate is counted over the rest (the anomaly input "
+                "lifts other pixels too, which count as background)")
     if rule == "target mode split":
         return (f"{head}: the {report.get('target_mode_pixels', 0)} highest-scoring pixels stand apart as "
                 "targets nobody clicked, and the rate is counted over the rest")

@@ -104,7 +104,8 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     plain quantile).
 
     ``mode_scores`` (the same pixels, in the same order): where given, the separate mode is looked for
-    in them, and its pixels (the highest of ``mode_scores``) are left out of the quantile of the scores.
+    in them, and its pixels (the highest of ``mode_scores``) are left out of the quantile of the scores
+    (rule ``"network mode split"``; where they show no mode, the scores' own rules follow).
     The RBFN's score is the larger of its network's output and its anomaly input; the anomaly input
     lifts the scene's strongest anomalies into the top of the scores, where a mode found in the scores
     themselves took them for targets (the bundled land scene: 4.4e-3 false alarms at 1e-3). Its network's
@@ -134,7 +135,7 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         order = xp.argsort(xp.where(use, ms, -xp.inf))[low:]  # the used pixels, ascending in ``mode_scores``
         mode = target_mode_size(ms[order], far)
         if mode and mode < n:
-            return float(_at_far(xp.sort(s[order[:n - mode]]), far)), mode, "target mode split"
+            return float(_at_far(xp.sort(s[order[:n - mode]]), far)), mode, "network mode split"
     ascending = xp.sort(xp.where(use, s, -xp.inf))[low:]
     if not separate_targets:
         return float(_at_far(ascending, far)), 0, "quantile"

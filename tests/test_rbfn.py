@@ -283,9 +283,10 @@ def test_threshold_origin_names_the_rule():
 
     base = {"far": 1e-3, "target_mode_pixels": 0}
     texts = {rule: threshold_origin({**base, "threshold_rule": rule, "target_mode_pixels": 7})
-             for rule in ("target mode split", "exponential tail", "quantile")}
+             for rule in ("target mode split", "network mode split", "exponential tail", "quantile")}
     assert "7 highest-scoring" in texts["target mode split"] and "extrapolated" in texts["exponential tail"]
-    assert len(set(texts.values())) == 3 and all("0.001" in t for t in texts.values())
+    assert "7 pixels its network scores highest" in texts["network mode split"]
+    assert len(set(texts.values())) == 4 and all("0.001" in t for t in texts.values())
     assert threshold_origin({"far": None, "threshold_rule": "quantile"}) == ""  # a threshold that was given
 
 
