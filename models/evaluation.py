@@ -13,7 +13,9 @@ from hyperapp.backend import get_namespace, to_host
 from hyperapp.errors import InputError
 
 
-def _split(scores, truth, exclude=None):
+def _masks(scores, truth, exclude=None):
+    """The flat scores, the truth and the masks of the targets and the non-targets that count (finite
+    scores, not ``exclude``d)."""
     xp = get_namespace(scores)
     s = scores.reshape(-1)
     t = xp.asarray(truth).reshape(-1).astype(bool)
@@ -22,7 +24,12 @@ def _split(scores, truth, exclude=None):
     keep = xp.isfinite(s)
     if exclude is not None:
         keep = xp.logical_and(keep, xp.logical_not(xp.asarray(exclude).reshape(-1).astype(bool)))
-    return s[xp.logical_and(keep, t)], s[xp.logical_and(keep, xp.logical_not(t))]
+    return s, t, xp.logical_and(keep, t), xp.logical_and(keep, xp.logical_not(t))
+
+
+def _split(scores, truth, exclude=None):
+    s, _, is_pos, is_neg = _masks(scores, truth, exclude)
+    return s[is_pos], s[is_neg]
 
 
 def auc(scores, truth, exclude=None) -> float:
@@ -268,15 +275,7 @@ def _evaluate_device(scores, truth, exclude=None) -> dict:
     summed over their mask (a million binary searches cost the GPU less than one round trip). The same
     numbers as the NumPy path, which selects (its selections cost no round trip, its searches would)."""
     xp = get_namespace(scores)
-    s = scores.reshape(-1)
-    t = xp.asarray(truth).reshape(-1).astype(bool)
-    if s.shape != t.shape:
-        raise InputError(f"truth has {t.size} pixels, scores have {s.size}")
-    keep = xp.isfinite(s)
-    if exclude is not None:
-        keep = xp.logical_and(keep, xp.logical_not(xp.asarray(exclude).reshape(-1).astype(bool)))
-    is_pos = xp.logical_and(keep, t)
-    is_neg = xp.logical_and(keep, xp.logical_not(t))
+    s, t, is_pos, is_neg = _masks(scores, truth, exclude)
     srt = xp.sort(xp.where(is_neg, s, xp.inf))  # the n_n non-targets first, ascending
     n_p, n_n = is_pos.sum(dtype=xp.int64), is_neg.sum(dtype=xp.int64)
     # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding

@@ -44,6 +44,19 @@ for _ in range(2000):
     small += 1
 cupy.cuda.get_current_stream().synchronize()
 print(f"host: one small CuPy operation {(time.perf_counter() - t0) / 2000 * 1e6:.1f} us")
+
+
+def median_ms(fn, n=20):
+    """Median wall time of ``n`` calls of ``fn``, each started with the GPU idle."""
+    out = []
+    for _ in range(n):
+        cupy.cuda.get_current_stream().synchronize()
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(out)
+
+
 for method in a.methods:
     def click(method=method):
         if a.library:
@@ -52,28 +65,16 @@ for method in a.methods:
 
     for _ in range(2):
         click()
-    plain = []
-    for _ in range(20):
-        cupy.cuda.get_current_stream().synchronize()
-        t0 = time.perf_counter()
-        click()
-        plain.append((time.perf_counter() - t0) * 1e3)
-    line = f"{method}{' (library)' if a.library else ''}: {statistics.median(plain):.2f} ms median of 20"
+    line = f"{method}{' (library)' if a.library else ''}: {median_ms(click):.2f} ms median of 20"
     if a.unsynced:
         from hyperapp.backend import Backend
 
         sync = Backend.synchronize
         Backend.synchronize = lambda self: None
         try:
-            free = []
-            for _ in range(20):
-                cupy.cuda.get_current_stream().synchronize()
-                t0 = time.perf_counter()
-                click()
-                free.append((time.perf_counter() - t0) * 1e3)
+            line += f"; stage timer unsynchronised {median_ms(click):.2f} ms"
         finally:
             Backend.synchronize = sync
-        line += f"; stage timer unsynchronised {statistics.median(free):.2f} ms"
     print(line)
     walls, stages = [], []
     pr = cProfile.Profile()
