@@ -18,7 +18,7 @@ import time
 import cupy
 import numpy as np
 
-from hyperapp.bench.live import scene
+from hyperapp.bench.live import _wall, scene
 from hyperapp.cube import cube_from_array
 from hyperapp.detect import run_detection
 
@@ -46,16 +46,6 @@ cupy.cuda.get_current_stream().synchronize()
 print(f"host: one small CuPy operation {(time.perf_counter() - t0) / 2000 * 1e6:.1f} us")
 
 
-def median_ms(fn, n=20):
-    """Median wall time of ``n`` calls of ``fn``, each started with the GPU idle."""
-    out = []
-    for _ in range(n):
-        cupy.cuda.get_current_stream().synchronize()
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(out)
-
 
 for method in a.methods:
     def click(method=method):
@@ -65,14 +55,14 @@ for method in a.methods:
 
     for _ in range(2):
         click()
-    line = f"{method}{' (library)' if a.library else ''}: {median_ms(click):.2f} ms median of 20"
+    line = f"{method}{' (library)' if a.library else ''}: {_wall(click, 20):.2f} ms median of 20"
     if a.unsynced:
         from hyperapp.backend import Backend
 
         sync = Backend.synchronize
         Backend.synchronize = lambda self: None
         try:
-            line += f"; stage timer unsynchronised {median_ms(click):.2f} ms"
+            line += f"; stage timer unsynchronised {_wall(click, 20):.2f} ms"
         finally:
             Backend.synchronize = sync
     print(line)
