@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--truth-var", help="variable holding the truth in a .mat file (e.g. map)")
     g = det.add_mutually_exclusive_group()
     g.add_argument("--far", help="false-alarm rate over the background that sets the threshold (default "
-                   "1e-3); a separate mode of unclicked targets atop the scores is left out of the count, "
-                   "and without one the background's tail is extrapolated from the bulk of the scores")
+                   "1e-3); a separate mode of unclicked targets atop the scores (for the RBFN with its anomaly "
+                   "input, atop its network's output) is left out of the count, and without one the "
+                   "background's tail is extrapolated from the bulk of the scores")
     g.add_argument("--threshold", help="score threshold")
     det.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     det.add_argument("--memory", default=None, metavar="GB",
