@@ -431,6 +431,10 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         target_spectra = np.atleast_2d(np.asarray(target_spectra, np.float64))
         if not m.uses_targets:
             raise InputError(f"method {method} takes no target: drop --target-spectra")
+        if m.kind != "pixel":
+            from hyperapp.options import library_window_error
+
+            raise InputError(library_window_error(method, "--target-spectra"))
         if target_spectra.shape[1] != cube.bands:
             raise InputError(f"target spectra have {target_spectra.shape[1]} bands, the cube {cube.bands}")
     if undesired_spectra is not None:

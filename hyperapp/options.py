@@ -281,6 +281,13 @@ def file_list(value, name: str, what: str) -> list[str]:
     return out
 
 
+def library_window_error(method: str, option: str) -> str:
+    """Why a window detector refuses a library target (one line)."""
+    return (f"method {method} (the window detector) learns from clicked target pixels, not from a library "
+            f"spectrum: drop {option} and click targets, or pick a pixel detector (ACE, MF, CEM, SAM, OSP, "
+            "TCIMF, MTMF, MTTCIMF or the RBFN)")
+
+
 def library_use(method: str, targets: bool, undesired: str | None, label=lambda key: key) -> None:
     """Whether detector ``method`` takes target spectra (``targets``) and undesired signatures (given
     under the key ``undesired``, None when there are none); the window's library dock asks this too."""
@@ -289,6 +296,8 @@ def library_use(method: str, targets: bool, undesired: str | None, label=lambda 
     m = _keyed("detect", get_method, method)
     if targets and not m.uses_targets:
         _fail("target_spectra", f"method {method} takes no target: drop {label('target_spectra')}")
+    if targets and m.kind != "pixel":
+        _fail("target_spectra", library_window_error(method, label("target_spectra")))
     if undesired and not m.uses_undesired:
         _fail(undesired, f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the RBFN do")
 

@@ -708,6 +708,9 @@ class RBFN(PixelDetector):
             if kind == "mf":  # one vector: (x - mean) W s / s.s
                 sh = self.coherence_s_.astype(np.float64)
                 self.coherence_mf_ = xp.asarray((to_host(coh.W).astype(np.float64) @ sh / (sh @ sh)).astype(np.float32))
+        # the hidden layer has as many neurons as centres were placed: fewer than asked where the background
+        # sample holds fewer distinct pixels than centres (a tiny image)
+        nh = int(self.centres_.shape[0])
         self.coherence_v_ = float(beta[nh]) * self.coherence_weight_ if self.coherence_weight_ else 0.0
         scale, shift, self.anomaly_v_, self.anomaly_shift_ = 1.0, 0.0, 0.0, 0.0
         if self.anomaly_weight_:

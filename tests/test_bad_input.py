@@ -366,6 +366,9 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
          'detect = "ace"\ntarget_spectra = "lib.sli"\nundesired_spectra = "lib.sli"', "does not use undesired signatures"),
         (["--method", "rx", "--target-spectra", "lib.sli"], 'detect = "rx"\ntarget_spectra = "lib.sli"',
          "takes no target: drop {target_spectra}"),
+        # the window detector learns from clicks only (it crashed with a library target)
+        (["--method", "ffbp", "--target-spectra", "lib.sli"], 'detect = "ffbp"\ntarget_spectra = "lib.sli"',
+         "learns from clicked target pixels, not from a library spectrum: drop {target_spectra}"),
         (["--method", "ace"], 'detect = "ace"', "needs {targets} (training clicks), {target_spectra}"),
         (["--method", "ace", "--spectra", ","], 'detect = "ace"\nspectra = ","', "must be spectrum names"),
     ]
@@ -392,11 +395,16 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
     # --mnf: a number of components, for pixel detectors trained here
     for argv, words in [(["--mnf", "x"], "--mnf must be a number of MNF components"),
                         (["--mnf", "-1"], "--mnf must be a number of MNF components"),
-                        (["--method", "ffbp", "--mnf", "4"], "ffbp is not a pixel detector")]:
+                        # (the window detector refuses the library target first)
+                        (["--method", "ffbp", "--mnf", "4"], "learns from clicked target pixels")]:
         m = [] if "--method" in argv else ["--method", "ace"]
         rc, err = _cli(["detect", cube, *m, *argv, "--target-spectra", tmp_path / "lib.sli", "--device", "cpu",
                         "--out", tmp_path / "out"], capsys)
         _one_clean_line(rc, err, words)
+    (tmp_path / "clicks.csv").write_text("row,col\n1,1\n")
+    rc, err = _cli(["detect", cube, "--method", "ffbp", "--mnf", "4", "--targets", tmp_path / "clicks.csv",
+                    "--device", "cpu", "--out", tmp_path / "out"], capsys)
+    _one_clean_line(rc, err, "ffbp is not a pixel detector")
     assert not (tmp_path / "out").exists()
     job = load_job(_scene_job(tmp_path, 'detect = "osp"\ntarget_spectra = "lib.sli"\nspectra = ["a"]\n'
                                         'undesired_spectra = "lib.sli"\nundesired_names = ["b"]'))

@@ -394,3 +394,18 @@ def test_library_training_keeps_its_mf_coherence_without_the_anomaly_input():
     y[6, 6] = 1
     est = RBFN(n_hidden=8, n_background=300, seed=0, anomaly=1.0).fit(X, y)
     assert est.coherence_kind_ == "ace" and est.anomaly_weight_ == 1.0
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (1, 30), (3, 3)])
+def test_rbfn_on_an_image_with_fewer_pixels_than_neurons(shape):
+    """A background sample with fewer distinct pixels than background neurons places fewer centres; the
+    network has those neurons (it indexed its output weights by the number asked, and crashed)."""
+    from hyperapp.cube import cube_from_array
+    from hyperapp.detect import run_detection
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.1, 1.0, (*shape, 8)).astype(np.float32)
+    cube = cube_from_array(X, "small")
+    r = run_detection(cube, "rbfn", device="cpu", target_spectra=rng.uniform(0.1, 1.0, (1, 8)))
+    assert np.isfinite(r.scores).all() and r.model.centres_.shape[0] <= 32
+    assert r.model.weights_.shape[0] == r.model.centres_.shape[0]
