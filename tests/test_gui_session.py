@@ -131,7 +131,11 @@ def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_h
     hac, _ = _analyse(qtbot, win, "Hierarchical clustering", n_clusters=4)
     assert hac.lines
     # another cube: every plot, legend and status line of the old one is gone
+    win.results.show_button.click()
+    win.results.slider.setValue(win.results.slider.maximum() // 3)
     assert win.open_cube(sea_hdr)
+    assert win.results.slider.value() == 0  # the threshold slider and the histogram's axis start afresh
+    assert tuple(win.results.hist.getPlotItem().viewRange()[0]) == pytest.approx((0, 1))
     assert win.statusBar().currentMessage() == ""
     assert not win.legend.isVisibleTo(win) and not win.view.colour_bar.isVisible()
     for panel in win.panels.values():
@@ -262,3 +266,15 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     assert f"{5000 + int((win.session.roi.labels > 0).sum()):,} spectra" in gmm.cost.text()
     gmm.form.set_values({"k": "2..4"})
     assert "k = 2..4 (3 fits)" in gmm.cost.text()
+
+
+def test_a_run_with_no_targets_says_what_to_do_in_the_windows_words(qtbot, win, land_hdr):
+    """Nothing marked and no library target: the dialog names what to click, not the command line's
+    options (it said "--targets")."""
+    assert win.open_cube(land_hdr)
+    for method in ("ace", "ffbp"):
+        win.detector.set_method(method)
+        assert win.run_detector() is None
+        assert "click target pixels on the image" in win.last_error and "--" not in win.last_error
+    assert "Train FFBP on another scene" in win.last_error
+    assert run_detector(qtbot, win, "rx") is not None  # takes no targets: it runs

@@ -470,6 +470,16 @@ class MainWindow(QMainWindow):
         self._save_params(method, params)
         if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
             return None
+        from hyperapp.models.registry import get_method
+
+        if get_method(method).uses_targets and not targets.any() and "target_spectra" not in sig and model is None:
+            # the window's words (the checks after it name the command line's options)
+            label = self.detector.method.currentText()
+            self.show_error(f"{label} needs targets: click target pixels on the image (Tools > Mark pixels and "
+                            "Mark target, keys 1 and T), or tick a target spectrum in the Spectral library tool"
+                            + (", or train it on another scene (File > Train FFBP on another scene)"
+                               if method == "ffbp" else ""))
+            return None
         try:  # the CLI's and a job's words for a library the method cannot use
             from hyperapp import options
 

@@ -253,9 +253,15 @@ class ResultsPanel(QWidget):
         self.hist_curve.setData([], [])
         self.hist_line.hide()
         self.hist.setTitle("no result yet: the score histogram appears after a run")
+        for plot in (self.hist, self.roc):  # not the last cube's ranges; the next result sets its own
+            plot.getPlotItem().setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+            plot.getPlotItem().enableAutoRange()
         self.roc_curve.setData([], [])
         self.roc_point.setData([], [])
         self.roc.setTitle("")
+        self.slider.blockSignals(True)
+        self.slider.setValue(0)  # not where the last cube's threshold left it
+        self.slider.blockSignals(False)
         self.origin.setVisible(False)
         self.counts.setText("no result yet: mark targets, then Train & Run")
         self.set_detection_shown(True)
