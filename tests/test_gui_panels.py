@@ -314,3 +314,16 @@ def test_class_palette_is_well_separated(win):
     # the maps draw from it, cluster j in colour j
     rgba = colourise_labels(np.arange(8).reshape(2, 4), 1.0)
     assert [tuple(rgba.reshape(-1, 4)[j, :3]) for j in range(8)] == [class_colour(j) for j in range(8)]
+
+
+def test_band_labels_on_the_spectrum_do_not_share_a_row_when_close():
+    """Band clustering's labels on the mean spectrum: neighbouring bands go to different rows (one row
+    printed them over each other)."""
+    from hyperapp.gui.panels.bands_panel import LABEL_SPAN, label_rows
+
+    xs = [466.7, 533.3, 1033.3, 1233.3, 1500.0, 1966.7, 2066.7, 2400.0]
+    rows = label_rows(xs, 2100.0)
+    last: dict[float, float] = {}
+    for x, r in zip(xs, rows):
+        assert r not in last or x - last[r] >= LABEL_SPAN * 2100.0
+        last[r] = x

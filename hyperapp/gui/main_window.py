@@ -590,8 +590,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{title}: {len(values)} classes shown on the image (legend at the right)",
                                      5000)
 
-    def show_detection(self) -> None:
-        """Draw the chosen detection run again (after an analysis's map replaced it)."""
+    def show_detection(self, reason: str = "") -> None:
+        """Draw the chosen detection run again (after an analysis's map replaced it); ``reason`` says why
+        on the status line (an analysis whose result has no map of pixels)."""
         self.legend.hide_classes()
         was_map = self.shown != "detection"
         self.shown = "detection"
@@ -601,9 +602,12 @@ class MainWindow(QMainWindow):
         if run is None:
             self.view.set_overlay(None)
             self.view.set_mask(None)
+            if reason:
+                self.statusBar().showMessage(reason, 8000)
             return
         if was_map:
-            self.statusBar().showMessage(f"{run.name} shown on the image again", 5000)
+            self.statusBar().showMessage(f"{reason}; {run.name} shown on the image again" if reason
+                                         else f"{run.name} shown on the image again", 8000 if reason else 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()

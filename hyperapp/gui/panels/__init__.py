@@ -246,7 +246,8 @@ class AnalysisPanel(QWidget):
         if result.labels is not None:
             self.show_labels(result)
         elif getattr(self.host, "shown", None) == self.title:  # this tool's last map is not this result's
-            self.host.show_detection()
+            self.host.show_detection(f"{ANALYSES[result.method].title} gives no map of pixels (its result is in "
+                                     "the plots below)")
         self.plots_shown.emit()
         self._outcome = result
 

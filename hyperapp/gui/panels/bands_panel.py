@@ -9,6 +9,22 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidg
 
 from hyperapp.gui.panels import AnalysisPanel, band_name, plot_widget, value_axis, wavelength_axis
 
+#: heights (share of the plot from the bottom) of the rows the band labels are staggered over
+LABEL_ROWS = (0.93, 0.8, 0.67, 0.54)
+#: the share of the wavelength range a label such as "25 (1233.3 nm)" takes at the dock's usual width
+LABEL_SPAN = 0.14
+
+
+def label_rows(xs: list[float], span: float) -> list[float]:
+    """A height for each of the sorted positions ``xs``: the first row whose last label is far enough to the
+    left, so neighbouring bands' labels do not print over each other (they did, one row for all)."""
+    last = [-np.inf] * len(LABEL_ROWS)
+    out = []
+    for x in xs:
+        row = next((i for i, lx in enumerate(last) if x - lx >= LABEL_SPAN * span), int(np.argmin(last)))
+        last[row] = x
+        out.append(LABEL_ROWS[row])
+    return out
 
 class BandsPanel(AnalysisPanel):
     methods = ("band-subsets", "band-clusters")
@@ -99,9 +115,9 @@ class BandsPanel(AnalysisPanel):
         self.spectrum_plot.setLabel("left", ylabel)
         mean = np.asarray(s.mean_spectrum(), float) / scale
         self.band_items = [self.spectrum_plot.plot(x, mean, pen=pg.mkPen("w", width=2))]
-        for b in bands:
-            if b < len(x):
-                line = pg.InfiniteLine(x[b], angle=90, pen=pg.mkPen((255, 180, 0), width=2),
-                                       label=band_name(cube, b), labelOpts={"position": 0.9, "color": (255, 180, 0)})
-                self.spectrum_plot.addItem(line)
-                self.band_items.append(line)
+        kept = sorted((float(x[b]), b) for b in bands if b < len(x))
+        for (xb, b), pos in zip(kept, label_rows([xb for xb, _ in kept], float(np.ptp(x)) if len(x) > 1 else 1.0)):
+            line = pg.InfiniteLine(xb, angle=90, pen=pg.mkPen((255, 180, 0), width=2),
+                                   label=band_name(cube, b), labelOpts={"position": pos, "color": (255, 180, 0)})
+            self.spectrum_plot.addItem(line)
+            self.band_items.append(line)

@@ -44,7 +44,7 @@ class ForestPanel(AnalysisPanel):
         self.class_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.class_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.class_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.class_table.setMinimumHeight(140)
+        self._fit_table()
         self.class_table.setToolTip("Each marked class trains the forest. Double-click a name to rename it, a "
                                     "colour to change it; select a class and press Mark to draw it on the image.")
         lay.addWidget(self.class_table)
@@ -91,6 +91,15 @@ class ForestPanel(AnalysisPanel):
             n.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             t.setItem(k, 2, n)
         t.blockSignals(False)
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """The class table as tall as its rows (two to six; more scroll inside it): a fixed 140+ px table
+        left the form's last fields below the fold at 1366 x 768."""
+        t = self.class_table
+        rows = min(max(t.rowCount(), 2), 6)
+        t.setFixedHeight(t.horizontalHeader().sizeHint().height() + rows * t.verticalHeader().defaultSectionSize()
+                         + 2 * t.frameWidth())
 
     def add_class(self, name: str | None = None) -> int | None:
         roi = self.roi()
