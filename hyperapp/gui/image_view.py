@@ -20,6 +20,8 @@ RING_PATCH = 9
 MASK_COLOUR = (0, 230, 0, 190)
 #: the truth mask's outline colour
 TRUTH_COLOUR = (0, 255, 255, 230)
+#: the window detector's boxes: white and dashed, apart from the green mask they surround
+BOX_COLOUR = (255, 255, 255)
 
 
 def stretch(img: np.ndarray, lo_pct: float = 2.0, hi_pct: float = 98.0) -> np.ndarray:
@@ -96,7 +98,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         # what the overlays on the image are: one line under it, kept to the layers drawn
         self.key = pg.LabelItem("", justify="left", size="9pt")
         self.addItem(self.key, row=1, col=0, colspan=2)
-        self._key: dict = {"truth": False, "mask": False, "marks": []}
+        self._key: dict = {"truth": False, "mask": False, "boxes": False, "marks": []}
         self._update_key()
         self.shape: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._moved)
@@ -139,6 +141,8 @@ class ImageView(pg.GraphicsLayoutWidget):
             parts.append((TRUTH_COLOUR, "\u25a1", "truth outline"))
         if k["mask"]:
             parts.append((MASK_COLOUR, "\u25a0", "detection mask"))
+        if k["boxes"]:
+            parts.append((BOX_COLOUR, "\u2b1a", "window boxes"))
         parts += [(c, "\u25cb", f"{name} marks") for name, c in k["marks"]]
         html = "&nbsp;&nbsp;&nbsp;".join(
             f"<span style='color: rgb({c[0]},{c[1]},{c[2]}); font-weight: bold'>{sym}</span>&nbsp;{text}"
@@ -149,7 +153,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         """The key's names (for tests)."""
         k = self._key
         return ((["truth outline"] if k["truth"] else []) + (["detection mask"] if k["mask"] else [])
-                + [f"{name} marks" for name, _ in k["marks"]])
+                + (["window boxes"] if k["boxes"] else []) + [f"{name} marks" for name, _ in k["marks"]])
 
     def clear_layers(self) -> None:
         """Remove every overlay (a new cube)."""
@@ -226,9 +230,12 @@ class ImageView(pg.GraphicsLayoutWidget):
         for it in self.box_items:
             self.vb.removeItem(it)
         self.box_items = []
-        pen = QPen(QColor(0, 255, 120))
+        self._key["boxes"] = bool(boxes)
+        self._update_key()
+        pen = QPen(QColor(*BOX_COLOUR))
         pen.setCosmetic(True)
         pen.setWidth(2)
+        pen.setStyle(Qt.PenStyle.DashLine)
         for b in boxes:
             it = pg.QtWidgets.QGraphicsRectItem(b["col"], b["row"], b["width"], b["height"])
             it.setPen(pen)

@@ -479,6 +479,7 @@ class MainWindow(QMainWindow):
                             "Mark target, keys 1 and T), or tick a target spectrum in the Spectral library tool"
                             + (", or train it on another scene (File > Train FFBP on another scene)"
                                if method == "ffbp" else ""))
+            self.run_finished.emit(None)  # a failed run, as one that fails in its worker
             return None
         try:  # the CLI's and a job's words for a library the method cannot use
             from hyperapp import options
