@@ -77,7 +77,9 @@ class ImageView(pg.GraphicsLayoutWidget):
         # the label beside the tick values (pyqtgraph's own label goes on the bar's narrow left edge,
         # over the gradient)
         self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
-        self.colour_bar.getAxis("right").setLabel("score")
+        # (the colours span the 1st to the 99.9th percentile, score_levels: the scores beyond take the end
+        # colours, which a bar labelled "score" alone showed as the whole range)
+        self.colour_bar.getAxis("right").setLabel("score (1st to 99.9th percentile)")
         self.colour_bar.getAxis("right").setWidth(64)
         self.addItem(self.colour_bar, row=0, col=1)
         self.colour_bar.hide()
