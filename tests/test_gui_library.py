@@ -66,7 +66,9 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     dock.library = None  # a new library sampled like the cube
     name = dock.add_clicked_mean()
     added = dock.add_roi_means()
-    assert name in dock.library.names and len(added) == 2 and n0 == 2
+    # the target class's mean is the clicked targets' mean, already held: only the background is added
+    assert name in dock.library.names and len(added) == 1 and n0 == 2
+    assert "Not added again" in dock.status.text() and "target" in dock.status.text()
     np.testing.assert_allclose(dock.library.spectra[0],
                                np.stack([X[r, c] for r, c in np.argwhere(truth)[:3]]).mean(0), rtol=1e-5)
     assert dock.save_library(tmp_path / "mine.sli")

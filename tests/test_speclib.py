@@ -118,6 +118,18 @@ def test_resampling_uses_band_resampler_in_nanometres():
     assert "FWHM" in how
 
 
+def test_a_library_on_the_cubes_own_band_centres_is_taken_as_it_is():
+    """Spectra saved from this cube (its own wavelengths) come back unchanged, not smoothed by a resampling
+    of identical centres; the report says so."""
+    cube = _cube()
+    spectra = np.random.default_rng(1).uniform(0.1, 0.5, (2, cube.bands))
+    lib = SpectralLibrary(["a", "b"], spectra, np.asarray(cube.wavelengths, float), "nanometers",
+                          np.asarray(cube.fwhm, float))
+    out, how = resample_to_cube(lib, cube)
+    np.testing.assert_array_equal(out, spectra)
+    assert "own" in how and "band for band" in how
+
+
 def test_scale_reconciled_to_the_cube():
     lib, cube = _lib(), _cube(level=3000.0)  # reflectance 0-1 library, cube scaled 0-10000
     t = library_targets(lib, cube, "mat 2")

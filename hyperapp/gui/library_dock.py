@@ -229,8 +229,20 @@ class LibraryDock(QWidget):
         names = s.roi.class_names()
         _, means = roi_class_means(s.cube, s.roi.labels)
         values = [int(v) for v in np.unique(s.roi.labels) if v > 0]
-        added = [self._add(names.get(v, f"class {v}"), m) for v, m in zip(values, means)]
+        held = [] if self.library is None else list(self.library.spectra)
+        added, same = [], []
+        for v, m in zip(values, means):
+            name = names.get(v, f"class {v}")
+            # a class whose mean the library holds already (the clicked targets' mean, added before) is not
+            # added twice under another name
+            if any(h.shape == m.shape and np.allclose(h, m, rtol=1e-6, atol=0) for h in held):
+                same.append(name)
+                continue
+            added.append(self._add(name, m))
         self.refresh()
+        if same:
+            self.status.setText(self.status.text() + f" Not added again (the library holds the same mean): "
+                                f"{', '.join(same)}.")
         return added
 
     def set_role(self, names, role: str) -> None:

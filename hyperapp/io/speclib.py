@@ -700,6 +700,12 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
     if hi < c_nm.min() or lo > c_nm.max():
         raise InputError(f"the library ({lo:g}-{hi:g} nm) and the cube ({c_nm.min():g}-{c_nm.max():g} nm) do not "
                          "overlap in wavelength", where)
+    if l_nm.shape == c_nm.shape and np.allclose(l_nm, c_nm, rtol=1e-6, atol=1e-6) and np.isfinite(lib.spectra).all():
+        # on the cube's own band centres already (spectra saved from this cube or its twin): taken band for
+        # band, as they are (a resampling of identical centres would still smooth them by the FWHM)
+        out = lib.spectra.astype(np.float64)
+        refuse_unusable(lib.names, out, where, c_nm, "nm", across="band of the cube")
+        return out, f"on the cube's own {nb} band centres (taken band for band)"
     out = np.empty((len(lib), nb))
     for i in range(len(lib)):
         s = lib.spectra[i]
