@@ -327,3 +327,17 @@ def test_band_labels_on_the_spectrum_do_not_share_a_row_when_close():
     for x, r in zip(xs, rows):
         assert r not in last or x - last[r] >= LABEL_SPAN * 2100.0
         last[r] = x
+
+
+def test_ward_tree_heights_are_named_as_what_they_are(monkeypatch):
+    """Ward's merge heights grow with the clusters' sizes: not labelled a plain distance in reflectance
+    (values up to 40 read as implausible reflectance)."""
+    from types import SimpleNamespace
+
+    from hyperapp.gui.panels import hac_panel
+
+    monkeypatch.setattr(hac_panel, "value_unit", lambda cube: (10000.0, "reflectance"))
+    fake = SimpleNamespace(host=SimpleNamespace(session=SimpleNamespace(cube=None)))
+    for linkage, words in (("ward", "Ward merge cost"), ("average", "merge distance")):
+        _, label = hac_panel.HACPanel.height_units(fake, SimpleNamespace(metric="euclidean", linkage=linkage))
+        assert label.startswith(words) and "reflectance" in label
