@@ -282,7 +282,9 @@ def run_analysis(
         ok = to_host(backend.xp.isfinite(X).all(axis=1))
         n_nodata = int((~ok).sum())
         if not ok.any():
-            raise InputError("every selected pixel is no data (NaN or the cube's no-data value)", cube.path)
+            from hyperapp.stream import no_data_error
+
+            raise no_data_error(cube, "every selected pixel is no data (NaN or the cube's no-data value)")
         X, idx = X[backend.xp.asarray(np.flatnonzero(ok))], idx[ok]
         y = None if y is None else y[ok]
     progress(0.2, f"fitting {m.title}")
@@ -343,7 +345,7 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
     """A method fitted on the whole image (MNF: its noise comes from neighbouring pixels), then its images
     (the component images) made from it."""
     from hyperapp.detect import load_pixels
-    from hyperapp.stream import finite_pixels
+    from hyperapp.stream import finite_pixels, no_data_error
 
     xp = backend.xp
     with timer.stage("load"):
@@ -353,7 +355,7 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
         valid = finite_pixels(X)
         n_nodata = int(valid.size - int(valid.sum()))
         if n_nodata == valid.size:
-            raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
+            raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
         fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
         X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
     progress(0.3, f"fitting {m.title}")

@@ -410,6 +410,18 @@ def _on_sigterm(signum, frame):
 
 
 def headless(argv: list[str], debug: bool = False) -> int:
+    """Run a batch command; exit status 0, 1 (some cubes of a batch failed) or 2 (bad input)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        if not debug:
+            # NumPy's RuntimeWarnings (an overflow, an invalid value) and the like printed their source lines
+            # above the one-line error, or under a successful run; --debug shows them
+            warnings.simplefilter("ignore", RuntimeWarning)
+        return _headless(argv, debug)
+
+
+def _headless(argv: list[str], debug: bool) -> int:
     import signal
     import threading
 

@@ -482,7 +482,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
 def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
     """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
     no data in ``y``) and count the marks."""
-    from hyperapp.stream import finite_pixels
+    from hyperapp.stream import finite_pixels, no_data_error
 
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
@@ -501,9 +501,9 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
         if n_nodata:
             valid_h = to_host(valid)
             if ((y == TARGET) & ~valid_h).any():
-                raise InputError("a marked target pixel has no data (NaN or the no-data value)", cube.path)
+                raise no_data_error(cube, "a marked target pixel has no data (NaN or the no-data value)")
             if n_nodata == valid.size:
-                raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
+                raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
             y[~valid_h] = NODATA
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]

@@ -313,6 +313,12 @@ def _score_pass(est, cube: Cube, valid_map: np.ndarray | None, xp, timer, progre
 
 def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:
     if ((y == TARGET) & ~valid_map).any():
-        raise InputError("a marked target pixel has no data (NaN or the no-data value)", cube.path)
+        raise _no_data(cube, "a marked target pixel has no data (NaN or the no-data value)")
     if not valid_map.any():
-        raise InputError("every pixel is no data (NaN or the cube's no-data value)", cube.path)
+        raise _no_data(cube, "every pixel is no data (NaN or the cube's no-data value)")
+
+
+def _no_data(cube: Cube, message: str):
+    from hyperapp.stream import no_data_error
+
+    return no_data_error(cube, message)

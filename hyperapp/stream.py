@@ -245,6 +245,37 @@ def device_dtype(dtype: np.dtype) -> np.dtype:
 _ALL_FINITE = None
 
 
+def no_data_error(cube: Cube, message: str):
+    """The InputError for pixels with no data: ``message``, unless some bands of the cube hold no finite
+    value in any pixel; then those bands are named, since one all-NaN band makes every pixel count as no
+    data and the clicks or the pixels were not the problem. Reads the cube's tiles again (only on this
+    error's path: the loaded pixels have their no-data pixels blanked whole)."""
+    from hyperapp.errors import InputError
+
+    finite = np.zeros(cube.bands, bool)
+    big = 0.0  # the largest finite value as stored: beyond float32's range it became Inf, so no data
+    step = max(1, (64 << 20) // max(1, cube.cols * cube.bands * 4))  # rows of about 64 MB as stored
+    for r0 in range(0, cube.rows, step):  # the values as stored (the float tiles blank no-data pixels whole)
+        rows = np.asarray(cube.read(slice(r0, min(r0 + step, cube.rows)), dtype=None))  # as stored
+        ok = np.isfinite(rows)
+        finite |= ok.reshape(-1, cube.bands).any(axis=0)
+        if ok.any():
+            big = max(big, float(np.abs(rows[ok]).max()))
+    if big > float(np.finfo(np.float32).max):
+        return InputError(f"values up to {big:.3g} exceed the float32 range hyperapp computes in (up to 3.4e38): "
+                          "rescale the cube (or give its header a reflectance scale factor)", cube.path)
+    dead = np.flatnonzero(~finite)
+    if 0 < dead.size < cube.bands:
+        wl = cube.wavelengths
+        names = [f"{b}" + (f" at {float(wl[b]):g} {cube.wavelength_units or ''}".rstrip()
+                           if wl is not None and b < len(wl) else "") for b in dead[:6]]
+        message = (f"band{'s' if dead.size > 1 else ''} {', '.join(names)}{' ...' if dead.size > 6 else ''} "
+                   f"(counted from 0) hold{'s' if dead.size == 1 else ''} no finite value in any pixel, so every pixel "
+                   f"counts as no data: leave {'it' if dead.size == 1 else 'them'} out (--bands, or the "
+                   "header's bad band list)")
+    return InputError(message, cube.path)
+
+
 def finite_pixels(X):
     """Boolean (rows, cols): pixels whose every band is finite. On the GPU one reduction kernel
     reads the cube once (``isfinite(X).all(axis=2)`` writes and rereads a cube-sized temporary)."""

@@ -240,6 +240,12 @@ class _MixtureTuned(PixelDetector):
         mu = np.asarray(to_host(mnf.mean_), np.float64)
         s = (D[:, 0] - mu) @ A
         lam = mnf.eigenvalues_[:k]
+        if not (np.isfinite(lam).all() and (lam > 1e-9 * max(float(np.max(lam)), 1e-300)).all()):
+            # a component with no variance (flat, identical or too few spectra): dividing by its eigenvalue
+            # gave scores of 1e10 and an infeasibility of NaN
+            n_ok = int(np.count_nonzero(lam > 1e-9 * max(float(np.max(lam)), 1e-300)))
+            raise ModelError(f"{type(self).__name__}: the image's spectra vary in only {n_ok} of the {k} MNF "
+                             "components it uses (flat or identical spectra, or too few pixels)")
         if self.uses_undesired:
             Ms = np.concatenate([(D - mu[:, None]).T @ A, (U - mu[:, None]).T @ A]).T  # (k, p + q)
             w = tcimf_weights(np.diag(1.0 / lam), Ms[:, :D.shape[1]], Ms[:, D.shape[1]:])

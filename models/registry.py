@@ -355,8 +355,9 @@ register_analysis(Method("som", "Self-organising map (SOM)", _som, (
     Param("sigma_end", float, 1.0, "Neighbourhood radius at the last epoch; the radius shrinks exponentially.",
           0.01, 1000.0, label="End radius"),
     Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "
-          "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate"),
-    Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0, label="End learning rate"),
+          "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate (1 = batch)"),
+    Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0,
+          label="End learning rate (1 = batch)"),
     Param("codebook_clusters", int, 8, "k: colour the image by k-means clusters of the neurons (a readable "
           "number of classes); 0: by best-matching neuron (one class per neuron).", 0, 4096,
           label="Clusters of the codebook"),

@@ -119,6 +119,8 @@ class SOM(Estimator):
         w, v = np.linalg.eigh(to_host(cov))
         order = np.argsort(w)[::-1][:2]
         comp = v[:, order] * np.sqrt(np.maximum(w[order], 0))  # (bands, 2)
+        if comp.shape[1] < 2:  # one band: the plane is that band's line (the map's second axis adds nothing)
+            comp = np.column_stack([comp, np.zeros(comp.shape[0])])
         g = grid_coords(int(self.rows), int(self.cols))
         span = np.column_stack([np.linspace(-2, 2, int(self.rows))[g[:, 0].astype(int)],
                                 np.linspace(-2, 2, int(self.cols))[g[:, 1].astype(int)]])

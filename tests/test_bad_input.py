@@ -543,3 +543,51 @@ def test_a_train_scene_is_checked_on_the_steps_bands(tmp_path):
     job = load_job(_scene_job(tmp_path, 'detect = "ace"\ntargets = "clicks.csv"\ntrain = "other/o.hdr"\n'
                                         'bands = "0-5"'))
     assert job.steps[0].train.endswith("o.hdr")
+
+
+def _envi(path: Path, X: np.ndarray, wavelengths=None) -> Path:
+    import spectral.io.envi as envi
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {} if wavelengths is None else {"wavelength": [str(w) for w in wavelengths]}
+    envi.save_image(str(path), X, dtype=X.dtype, force=True, ext=".img", metadata=meta)
+    return path
+
+
+def test_numeric_edge_cases_get_one_line_naming_the_cause(tmp_path, capsys):
+    """Cubes a careless export makes: one all-NaN band, float64 values beyond float32, one band with a
+    library, spectra that vary in fewer MNF components than MTTCIMF uses. Each was an internal error, a
+    success with NaN maps, or a message that blamed the clicks."""
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    rng = np.random.default_rng(0)
+    wl = [400.0 + 50 * i for i in range(10)]
+    X = rng.uniform(0.1, 0.5, (20, 20, 10)).astype(np.float32)
+    nanband = X.copy()
+    nanband[..., 4] = np.nan
+    flat = np.repeat(rng.uniform(0.1, 0.5, (20, 20, 1)), 10, axis=2).astype(np.float32)  # flat spectra
+    write_library(SpectralLibrary(["a"], rng.uniform(0.1, 0.5, (1, 10)), np.asarray(wl), "nm"), tmp_path / "l.sli")
+    (tmp_path / "t.csv").write_text("row,col\n10,10\n")
+    out = tmp_path / "out"
+    cases = [
+        (["detect", _envi(tmp_path / "nanband.hdr", nanband, wl), "--method", "ace", "--targets", tmp_path / "t.csv"],
+         "band 4 at 600 (counted from 0) holds no finite value in any pixel"),
+        (["analyse", tmp_path / "nanband.hdr", "--method", "kmeans"], "band 4"),
+        (["detect", _envi(tmp_path / "f64.hdr", (X.astype(np.float64) * 1e300), wl), "--method", "rx"],
+         "exceed the float32 range"),
+        (["detect", _envi(tmp_path / "b1.hdr", X[..., :1], wl[:1]), "--method", "ace", "--target-spectra",
+          tmp_path / "l.sli"], "the cube has 1 band"),
+        (["detect", _envi(tmp_path / "flat.hdr", flat, wl), "--method", "mttcimf", "--targets", tmp_path / "t.csv"],
+         "MNF components it uses"),
+    ]
+    for argv, words in cases:
+        rc, err = _cli([*argv, "--device", "cpu", "--out", out], capsys)
+        _one_clean_line(rc, err, words)
+        assert not out.exists()
+    # a one-band cube: SOM's principal-component start runs on its one band; cube bands listed in
+    # descending wavelength take a library spectrum (they were called uncovered)
+    assert _cli(["analyse", tmp_path / "b1.hdr", "--method", "som", "--device", "cpu", "--out", out], capsys)[0] == 0
+    down = _envi(tmp_path / "down.hdr", X[..., ::-1].copy(), wl[::-1])
+    rc, err = _cli(["detect", down, "--method", "ace", "--target-spectra", tmp_path / "l.sli", "--device", "cpu",
+                    "--out", tmp_path / "out2"], capsys)
+    assert rc == 0 and not err.strip(), err

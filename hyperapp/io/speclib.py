@@ -681,6 +681,9 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
 
     nb = cube.bands
     where = lib.path
+    if nb < 2:
+        raise InputError(f"the cube has {nb} band: a library spectrum is matched over at least 2 bands (one band "
+                         "cannot tell spectra apart)", where)
     cwl = None if cube.wavelengths is None else np.asarray(cube.wavelengths, float)
     if cwl is not None and cwl.size != nb:
         cwl = None
@@ -695,6 +698,16 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
     cf = unit_factor(cube.wavelength_units, cwl)
     c_nm = cwl * cf
     c_fwhm = None if cube.fwhm is None or np.size(cube.fwhm) != nb else np.asarray(cube.fwhm, float) * cf
+    back = np.argsort(c_nm, kind="stable")
+    if (np.diff(c_nm) < 0).any():  # bands listed in descending or mixed order: resampled onto them sorted
+        from types import SimpleNamespace
+
+        ordered = SimpleNamespace(bands=nb, wavelengths=c_nm[back], wavelength_units="nm",
+                                  fwhm=None if c_fwhm is None else c_fwhm[back])
+        out, how = resample_to_cube(lib, ordered)
+        undo = np.empty_like(back)
+        undo[back] = np.arange(nb)
+        return out[:, undo], how + " (the cube's bands taken in wavelength order and put back in its own)"
     l_nm, l_fwhm = lib.wavelengths_nm(), lib.fwhm_nm()
     lo, hi = float(np.nanmin(l_nm)), float(np.nanmax(l_nm))
     if hi < c_nm.min() or lo > c_nm.max():
