@@ -287,6 +287,9 @@ def run_analysis(
             raise no_data_error(cube, "every selected pixel is no data (NaN or the cube's no-data value)")
         X, idx = X[backend.xp.asarray(np.flatnonzero(ok))], idx[ok]
         y = None if y is None else y[ok]
+    from hyperapp.stream import check_magnitude
+
+    check_magnitude(cube, X)
     progress(0.2, f"fitting {m.title}")
     with timer.stage("fit"):
         kw = {"progress": progress.sub(0.2, 0.85)} if getattr(est, "accepts_progress", False) else {}
@@ -345,7 +348,7 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
     """A method fitted on the whole image (MNF: its noise comes from neighbouring pixels), then its images
     (the component images) made from it."""
     from hyperapp.detect import load_pixels
-    from hyperapp.stream import finite_pixels, no_data_error
+    from hyperapp.stream import check_magnitude, finite_pixels, no_data_error
 
     xp = backend.xp
     with timer.stage("load"):
@@ -358,6 +361,7 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
             raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
         fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
         X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
+    check_magnitude(cube, X)
     progress(0.3, f"fitting {m.title}")
     with timer.stage("fit"):
         est.fit(X)

@@ -482,7 +482,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
 def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
     """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
     no data in ``y``) and count the marks."""
-    from hyperapp.stream import finite_pixels, no_data_error
+    from hyperapp.stream import check_magnitude, finite_pixels, no_data_error
 
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
@@ -505,6 +505,7 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
             if n_nodata == valid.size:
                 raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
             y[~valid_h] = NODATA
+        check_magnitude(cube, X)
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     return _Pixels(X, y, xp.asarray(y), valid, n_nodata, int(np.count_nonzero(marks == TARGET)),
