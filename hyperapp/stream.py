@@ -248,28 +248,23 @@ _ALL_FINITE = None
 #: the largest value hyperapp computes with: a spectrum's squares summed over its bands, and a covariance's over
 #: the pixels, stay within float32 (3.4e38) below it (1e30 values gave SAM and the RBFN scores of all 0 or 0.5)
 MAX_MAGNITUDE = 1e15
-_ABS_MAX = None
 
 
 def check_magnitude(cube: Cube, X) -> None:
-    """An :class:`InputError` where ``X``'s finite values reach :data:`MAX_MAGNITUDE` (one pass; on the GPU
-    one reduction kernel)."""
+    """An :class:`InputError` where ``X``'s finite values reach :data:`MAX_MAGNITUDE`: its largest and
+    smallest value (two reductions, on ``X``'s device), or where NaN or Inf are among them, the largest
+    magnitude of the finite ones."""
     from hyperapp.backend import get_namespace
     from hyperapp.errors import InputError
 
     xp = get_namespace(X)
-    if xp is np:
-        if X.size == 0:
-            return
-        hi, lo = float(X.max()), float(X.min())  # two passes, no temporary; NaN or Inf: the masked way
-        big = max(abs(hi), abs(lo)) if np.isfinite(hi) and np.isfinite(lo) else \
-            float(np.abs(X[np.isfinite(X)]).max(initial=0.0))
+    if X.size == 0:
+        return
+    hi, lo = float(X.max()), float(X.min())
+    if np.isfinite(hi) and np.isfinite(lo):
+        big = max(abs(hi), abs(lo))
     else:
-        global _ABS_MAX
-        if _ABS_MAX is None:
-            _ABS_MAX = xp.ReductionKernel("T x", "T y", "isfinite(x) ? fabs(x) : (T)0", "max(a, b)", "y = a", "0",
-                                          "hyperapp_finite_abs_max")
-        big = float(_ABS_MAX(X))
+        big = float(xp.abs(xp.where(xp.isfinite(X), X, 0)).max())
     if big >= MAX_MAGNITUDE:
         raise InputError(f"values up to {big:.3g}: hyperapp computes in float32, where spectra this large overflow "
                          f"(values below {MAX_MAGNITUDE:.0e} work): rescale the cube (or give its header a "
