@@ -270,7 +270,9 @@ def cmd_detect(args) -> int:
     if args.save_model:
         from hyperapp.io.model_files import save_model
 
-        save_model(result.model, args.save_model, method=args.method)
+        saved = save_model(result.model, args.save_model, method=args.method)
+        # (a name without .npz gets it: say where the model went, which --model then takes)
+        print(f"saved the model to {saved}")
     rep = result.report
     line = (f"{rep['method']} on {rep['device']}: {rep['detections']} pixels in {rep['objects']} objects "
             f"above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")

@@ -594,3 +594,21 @@ def test_numeric_edge_cases_get_one_line_naming_the_cause(tmp_path, capsys):
     rc, err = _cli(["detect", down, "--method", "ace", "--target-spectra", tmp_path / "l.sli", "--device", "cpu",
                     "--out", tmp_path / "out2"], capsys)
     assert rc == 0 and not err.strip(), err
+
+
+def test_a_second_run_into_a_folder_leaves_none_of_the_firsts_outputs(tmp_path, capsys):
+    """An MTMF run's infeasibility map stayed beside a later RX run's scores in the same --out; files
+    hyperapp did not write there stay, and a run that fails changes nothing."""
+    cube = _cube(tmp_path / "s.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    out = tmp_path / "out"
+    assert _cli(["detect", cube, "--method", "mtmf", "--targets", tmp_path / "t.csv", "--device", "cpu",
+                 "--out", out], capsys)[0] == 0
+    assert (out / "infeasibility.img").is_file()
+    (out / "notes.txt").write_text("mine")
+    assert _cli(["detect", cube, "--method", "ace", "--far", "2", "--targets", tmp_path / "t.csv", "--out", out],
+                capsys)[0] == 2
+    assert (out / "infeasibility.img").is_file()  # a refused run leaves the folder as it was
+    assert _cli(["detect", cube, "--method", "rx", "--device", "cpu", "--out", out], capsys)[0] == 0
+    assert not (out / "infeasibility.img").exists() and (out / "notes.txt").read_text() == "mine"
+    assert json.loads((out / "report.json").read_text())["method"] == "rx"

@@ -107,6 +107,41 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
         raise
 
 
+def _files_of_report(report: Path) -> list[str]:
+    """The ``files`` a run's ``report.json`` lists (what that run staged), [] where there are none."""
+    import json
+
+    try:
+        files = json.loads(report.read_text()).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [f for f in files if isinstance(f, str) and f and "/" not in f and "\\" not in f]
+
+
+def _list_files_in_report(stage: Path, names: list[str]) -> None:
+    """Add the staged file names to the staged ``report.json`` (``files``), so the next run into the same
+    folder knows what this one wrote."""
+    import json
+
+    report = stage / "report.json"
+    if report.is_file():
+        rep = json.loads(report.read_text())
+        if isinstance(rep, dict):
+            rep["files"] = names
+            report.write_text(json.dumps(rep, indent=1))
+
+
+def _forget_earlier_outputs(out: Path, earlier: list[str], names: list[str]) -> None:
+    """Remove the files an earlier run staged into ``out`` (its report's ``files``) that this one did not
+    write: an MTMF run's infeasibility map stayed beside a later RX run's scores. Files hyperapp did not
+    write there are never touched."""
+    for name in set(earlier) - set(names):
+        try:
+            (out / name).unlink()
+        except OSError:
+            pass
+
+
 @contextlib.contextmanager
 def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     """Write a set of outputs all or nothing: yield a hidden staging folder inside ``out``; when the
@@ -126,8 +161,11 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
         yield stage
         names = sorted(p.name for p in stage.iterdir())
         names.sort(key=lambda n: n == "report.json")  # the report moves last
+        earlier = _files_of_report(out / "report.json")
+        _list_files_in_report(stage, names)
         for name in names:
             os.replace(stage / name, out / name)
+        _forget_earlier_outputs(out, earlier, names)
         ok = True
     finally:
         shutil.rmtree(stage, ignore_errors=True)
