@@ -612,3 +612,13 @@ def test_a_second_run_into_a_folder_leaves_none_of_the_firsts_outputs(tmp_path, 
     assert _cli(["detect", cube, "--method", "rx", "--device", "cpu", "--out", out], capsys)[0] == 0
     assert not (out / "infeasibility.img").exists() and (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "report.json").read_text())["method"] == "rx"
+
+
+def test_a_pixel_lists_header_names_its_columns(tmp_path):
+    """A CSV headed "col,row" (or x,y) is read by its names; it was read as row,col, every pixel swapped."""
+    from hyperapp.io.masks import read_pixels
+
+    for text, want in [("col,row\n5,3\n", [[3, 5]]), ("row,col\n5,3\n", [[5, 3]]), ("x,y\n5,3\n", [[3, 5]]),
+                       ("id,col,row\n1,5,3\n", [[3, 5]]), ("5,3\n", [[5, 3]])]:
+        (tmp_path / "t.csv").write_text(text)
+        assert read_pixels(tmp_path / "t.csv", (10, 10)).tolist() == want, text

@@ -1,7 +1,8 @@
 """Truth masks, ROI masks and target/background pixel lists.
 
 A mask may come as an ENVI image (first band), PNG (any non-zero pixel), NumPy ``.npy`` or a ``.mat``
-variable; a pixel list as a CSV of ``row,col`` (0-based, an optional header line). Every reader checks
+variable; a pixel list as a CSV of ``row,col`` (0-based; a header line that names the columns, such as
+``col,row`` or ``x,y``, is read by its names). Every reader checks
 the result against the cube's shape and says which file and which line is wrong.
 """
 
@@ -132,10 +133,16 @@ def class_names_of(path: str | os.PathLike) -> dict[int, str] | None:
     return {k: str(n) for k, n in enumerate(names) if k > 0}
 
 
+#: header names of a pixel list's row and column (ENVI's ROI exports and spreadsheets use these)
+ROW_NAMES = ("row", "rows", "line", "lines", "r", "y")
+COL_NAMES = ("col", "cols", "column", "columns", "sample", "samples", "c", "x")
+
+
 def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """Read a CSV of ``row,col`` pixels (0-based) as an (n, 2) int array, checked against ``shape``."""
     p = need_file(path, "pixel list")
     pts: list[tuple[int, int]] = []
+    ri, ci = 0, 1  # the columns holding row and col: the first two, unless a header names them
     try:
         with open(p, newline="", encoding="utf-8") as fh:
             for lineno, row in enumerate(csv.reader(fh), start=1):
@@ -143,11 +150,18 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
                 if not cells or cells[0].startswith("#"):
                     continue
                 if lineno == 1 and not cells[0].lstrip("-").isdigit():
-                    continue  # header line ("row,col")
-                if len(cells) < 2:
+                    # a header line: "col,row" is read by its names (it was read as row,col, swapping every
+                    # pixel); names it does not know leave the first two columns as row and col
+                    names = [c.lower() for c in cells]
+                    r_at = [i for i, n in enumerate(names) if n in ROW_NAMES]
+                    c_at = [i for i, n in enumerate(names) if n in COL_NAMES]
+                    if r_at and c_at:
+                        ri, ci = r_at[0], c_at[0]
+                    continue
+                if len(cells) <= max(ri, ci):
                     raise InputError(f"line {lineno}: expected 'row,col', got {','.join(row)!r}", p)
                 try:
-                    r, c = int(cells[0]), int(cells[1])
+                    r, c = int(cells[ri]), int(cells[ci])
                 except ValueError as exc:
                     raise InputError(f"line {lineno}: row and col must be integers, got {','.join(row)!r}", p) from exc
                 if not (0 <= r < shape[0] and 0 <= c < shape[1]):
