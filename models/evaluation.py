@@ -136,7 +136,9 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     # one count to the host, where a compaction per mask is a round trip each on the GPU
     n = int(use.sum())
     if n == 0:
-        raise InputError("no finite background scores to set a threshold from")
+        raise InputError("the detector gave no pixel a finite score, so no threshold can be set: the spectra "
+                         "may not vary (a constant or all-zero cube), or the target may hold values far beyond "
+                         "the cube's")
     low = s.size - n
     if by_mode:
         order = xp.argsort(xp.where(use, ms, -xp.inf))[low:]  # the used pixels, ascending in ``mode_scores``
