@@ -99,7 +99,7 @@ class Selection:
         idx = np.flatnonzero(roi_flat == self.roi_class) if self.kind == "roi" else np.flatnonzero(roi_flat > 0)
         if not idx.size:
             what = f"ROI class {self.roi_class}" if self.kind == "roi" else "the ROIs"
-            raise InputError(f"{what} hold no pixels: the selection is empty")
+            raise InputError(f"{what} {'hold' if self.kind != 'roi' else 'holds'} no pixels: the selection is empty")
         return idx
 
     def describe(self) -> dict:

@@ -48,7 +48,7 @@ def _add_cube_args(p):
 
 
 def _parse_param(text: str) -> tuple[str, object]:
-    if "=" not in text:
+    if "=" not in text or not text.split("=", 1)[0].strip():
         raise InputError(f"--param expects NAME=VALUE, got {text!r}")
     k, v = text.split("=", 1)
     try:

@@ -103,7 +103,7 @@ class Method:
                 raise InputError(f"option names of {self.name} are text, got {k!r}")
             key = k.strip().replace("-", "_")
             if key not in schema:
-                raise InputError(f"method {self.name} takes no option(s) {k}; "
+                raise InputError(f"method {self.name} takes no option {k!r}; "
                                  f"it takes {', '.join(sorted(schema)) or 'none'}")
             default = est.get_params()[key]
             out[key] = None if v is None and default is None else schema[key].check(v, self.name)
