@@ -134,7 +134,7 @@ class HACPanel(AnalysisPanel):
             return 1.0, "merge distance<br>(spectral angle, rad)"
         scale, unit = value_unit(self.host.session.cube)
         if getattr(m, "linkage", "") == "ward":  # Ward's height grows with the clusters' sizes
-            return scale, f"Ward merge cost<br>({unit}, grows with cluster size)"
+            return scale, f"Ward merge cost<br>({unit} x size)"
         return scale, f"merge distance<br>({unit})"
 
     def height_scale(self) -> tuple[float, str]:
