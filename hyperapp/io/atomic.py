@@ -161,7 +161,9 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
         yield stage
         names = sorted(p.name for p in stage.iterdir())
         names.sort(key=lambda n: n == "report.json")  # the report moves last
-        earlier = _files_of_report(out / "report.json")
+        # only a run's outputs (they have a report) replace an earlier run's; other files staged here never
+        # remove anything
+        earlier = _files_of_report(out / "report.json") if "report.json" in names else []
         _list_files_in_report(stage, names)
         for name in names:
             os.replace(stage / name, out / name)
