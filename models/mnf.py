@@ -125,6 +125,8 @@ class MNF(Estimator):
         k = int(self.n_components)
         if k < 0:
             raise InputError(f"n_components must be 0 (automatic) or more, got {self.n_components}")
+        if k > lam.size:  # as --mnf refuses it (it was cut to the band count without a word)
+            raise InputError(f"n_components {k} is more than the {lam.size} bands")
         if k == 0:
             k = max(2, int(np.count_nonzero(lam - 1.0 >= float(self.snr_min))))
         xp = get_namespace(signal.cov)

@@ -587,6 +587,10 @@ def test_numeric_edge_cases_get_one_line_naming_the_cause(tmp_path, capsys):
         rc, err = _cli([*argv, "--device", "cpu", "--out", out], capsys)
         _one_clean_line(rc, err, words)
         assert not out.exists()
+    # MNF's analysis refuses more components than bands, as detect --mnf does (it cut them silently)
+    rc, err = _cli(["analyse", tmp_path / "nanband.hdr", "--bands", "0-3", "--method", "mnf", "--param",
+                    "n_components=5", "--device", "cpu", "--out", out], capsys)
+    _one_clean_line(rc, err, "n_components 5 is more than the 4 bands")
     # a one-band cube: SOM's principal-component start runs on its one band; cube bands listed in
     # descending wavelength take a library spectrum (they were called uncovered)
     assert _cli(["analyse", tmp_path / "b1.hdr", "--method", "som", "--device", "cpu", "--out", out], capsys)[0] == 0
