@@ -308,7 +308,7 @@ class LibraryDock(QWidget):
         self.refresh()
         if was:
             self.status.setText("Another cube: Train & Run no longer uses the library's targets; tick the box to "
-                                f"use them on this cube. {self.status.text()}")
+                                f"use them on this cube.\n{self.status.text()}")
 
     def curve_colour(self, i: int, name: str) -> tuple[int, int, int]:
         """The colour of library spectrum ``i`` (``name``) on the plot and its swatch in the list."""
@@ -349,7 +349,7 @@ class LibraryDock(QWidget):
             role = self.roles.get(n, "")
             self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))
         t, u = len(self.names_with("target")), len(self.names_with("undesired"))
-        src = Path(lib.path).name if lib.path else "new library"
+        src = Path(lib.path).name if lib.path else "Unsaved library"
         self.status.setText(f"{src}: {len(lib)} spectra, {t} target, {u} undesired. {note}")
 
     def _open_dialog(self) -> None:
