@@ -276,20 +276,20 @@ def run_analysis(
         if roi is not None:
             cls = np.asarray(roi).reshape(-1)[idx].astype(np.int64)
             y = np.where(cls > 0, cls, -1)
+    from hyperapp.stream import check_magnitude, extremes, no_data_error
+
     n_nodata = 0
-    if not bool(backend.xp.isfinite(X).all()):
+    ext = extremes(X)  # both finite: every value is (and the magnitude check's answer)
+    if not np.isfinite(ext).all():
         # no-data pixels (NaN, or the cube's no-data value) are left out of the selection
         ok = to_host(backend.xp.isfinite(X).all(axis=1))
         n_nodata = int((~ok).sum())
         if not ok.any():
-            from hyperapp.stream import no_data_error
-
             raise no_data_error(cube, "every selected pixel is no data (NaN or the cube's no-data value)")
         X, idx = X[backend.xp.asarray(np.flatnonzero(ok))], idx[ok]
         y = None if y is None else y[ok]
-    from hyperapp.stream import check_magnitude
-
-    check_magnitude(cube, X)
+        ext = None
+    check_magnitude(cube, X, ext)
     progress(0.2, f"fitting {m.title}")
     with timer.stage("fit"):
         kw = {"progress": progress.sub(0.2, 0.85)} if getattr(est, "accepts_progress", False) else {}
@@ -348,20 +348,22 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
     """A method fitted on the whole image (MNF: its noise comes from neighbouring pixels), then its images
     (the component images) made from it."""
     from hyperapp.detect import load_pixels
-    from hyperapp.stream import check_magnitude, finite_pixels, no_data_error
+    from hyperapp.stream import check_magnitude, extremes, finite_pixels, no_data_error
 
     xp = backend.xp
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.3))
     n_nodata = 0
-    if not bool(xp.isfinite(X.sum(dtype=xp.float64))):
+    ext = extremes(X)  # both finite: every value is (and the magnitude check's answer)
+    if not np.isfinite(ext).all():
+        ext = None
         valid = finite_pixels(X)
         n_nodata = int(valid.size - int(valid.sum()))
         if n_nodata == valid.size:
             raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
         fill = X.reshape(-1, X.shape[2])[xp.flatnonzero(valid.reshape(-1))].mean(axis=0)
         X = xp.where(valid[:, :, None], X, fill[None, None, :]).astype(xp.float32)
-    check_magnitude(cube, X)
+    check_magnitude(cube, X, ext)
     progress(0.3, f"fitting {m.title}")
     with timer.stage("fit"):
         est.fit(X)

@@ -320,9 +320,9 @@ def run_detection(
     # the false-alarm rate sets the mask as for every pixel detector
     refine = m.kind == "window" and px.n_targets > 0 and (model is None or bool(getattr(est, "refine", False)))
     scores_dev, maps_dev, boxes, rbfn_dev = _score(est, px, refine, timer)
-    # the threshold's, not outputs: a cascade's are its RBFN's (its own threshold is the plain quantile)
-    mode_dev = maps_dev.pop(MODE_SCORES, None) if rbfn_dev is None else None
-    rbfn_mode_dev = maps_dev.pop(MODE_SCORES, None)
+    # the threshold's, not an output: a cascade's are its RBFN's (its own threshold is the plain quantile)
+    mode = maps_dev.pop(MODE_SCORES, None)
+    mode_dev, rbfn_mode_dev = (mode, None) if rbfn_dev is None else (None, mode)
     if m.kind == "window" and not refine and threshold is None:
         threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     report = run_report(method, params, backend, cube, False, px.n_targets, px.n_background, px.n_nodata)
@@ -482,7 +482,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
 def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
     """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
     no data in ``y``) and count the marks."""
-    from hyperapp.stream import check_magnitude, finite_pixels, no_data_error
+    from hyperapp.stream import check_magnitude, extremes, finite_pixels, no_data_error
 
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
@@ -491,9 +491,10 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
     progress(0.45, "training")
     xp = backend.xp
     with timer.stage("no-data"):
-        # one bandwidth-bound sum answers the common case (every value finite: the sum is finite);
-        # only a cube with no-data pixels pays for the per-pixel test
-        if bool(xp.isfinite(X.sum(dtype=xp.float64))):
+        # the largest and smallest value answer the common case (both finite: every value is) and give the
+        # magnitude check its answer; only a cube with no-data pixels pays for the per-pixel test
+        ext = extremes(X)
+        if np.isfinite(ext).all():
             valid, n_nodata = None, 0
         else:
             valid = finite_pixels(X)
@@ -505,7 +506,7 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
             if n_nodata == valid.size:
                 raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
             y[~valid_h] = NODATA
-        check_magnitude(cube, X)
+        check_magnitude(cube, X, ext)
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     return _Pixels(X, y, xp.asarray(y), valid, n_nodata, int(np.count_nonzero(marks == TARGET)),

@@ -27,7 +27,7 @@ from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
 from hyperapp.models.stats import BackgroundStats, ScatterSums, correlation_from_sums, scatter
 from hyperapp.progress import NULL_PROGRESS, Progress
-from hyperapp.stream import finite_pixels, iter_float_tiles
+from hyperapp.stream import finite_pixels, iter_float_tiles, no_data_error
 
 
 def _flat_valid(tile):
@@ -313,12 +313,6 @@ def _score_pass(est, cube: Cube, valid_map: np.ndarray | None, xp, timer, progre
 
 def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:
     if ((y == TARGET) & ~valid_map).any():
-        raise _no_data(cube, "a marked target pixel has no data (NaN or the no-data value)")
+        raise no_data_error(cube, "a marked target pixel has no data (NaN or the no-data value)")
     if not valid_map.any():
-        raise _no_data(cube, "every pixel is no data (NaN or the cube's no-data value)")
-
-
-def _no_data(cube: Cube, message: str):
-    from hyperapp.stream import no_data_error
-
-    return no_data_error(cube, message)
+        raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")

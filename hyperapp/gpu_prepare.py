@@ -184,8 +184,8 @@ def _fresh_process_task(folder: Path) -> tuple[str, Callable[[], str]]:
                             str(hdr.with_name("land_truth.hdr")), "--device", "gpu", "--out", str(folder / "fresh")],
                            capture_output=True, text=True, cwd=str(folder))
         if r.returncode != 0:
-            raise RuntimeError((r.stderr or r.stdout).strip().splitlines()[-1] if (r.stderr or r.stdout).strip()
-                               else f"exit {r.returncode}")
+            said = (r.stderr or r.stdout).strip()
+            raise RuntimeError(said.splitlines()[-1] if said else f"exit {r.returncode}")
         return f"{len(_cache_files() - before)} kernels compiled by it"
     return "a fresh command-line run (detect, the land scene)", run
 

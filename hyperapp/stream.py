@@ -250,17 +250,24 @@ _ALL_FINITE = None
 MAX_MAGNITUDE = 1e15
 
 
-def check_magnitude(cube: Cube, X) -> None:
-    """An :class:`InputError` where ``X``'s finite values reach :data:`MAX_MAGNITUDE`: its largest and
-    smallest value (two reductions, on ``X``'s device), or where NaN or Inf are among them, the largest
-    magnitude of the finite ones."""
+def extremes(X) -> tuple[float, float]:
+    """(largest, smallest) value of ``X``: two reductions on its device. NaN propagates through both and
+    Inf shows in one, so both finite means every value is: the loaders' finiteness test, which then also
+    serves :func:`check_magnitude`."""
+    return float(X.max()), float(X.min())
+
+
+def check_magnitude(cube: Cube, X, extremes_: tuple[float, float] | None = None) -> None:
+    """An :class:`InputError` where ``X``'s finite values reach :data:`MAX_MAGNITUDE`: from its
+    :func:`extremes` (``extremes_`` where the caller has them), or where NaN or Inf are among them, from
+    the largest magnitude of the finite ones."""
     from hyperapp.backend import get_namespace
     from hyperapp.errors import InputError
 
     xp = get_namespace(X)
     if X.size == 0:
         return
-    hi, lo = float(X.max()), float(X.min())
+    hi, lo = extremes(X) if extremes_ is None else extremes_
     if np.isfinite(hi) and np.isfinite(lo):
         big = max(abs(hi), abs(lo))
     else:
@@ -274,7 +281,7 @@ def check_magnitude(cube: Cube, X) -> None:
 def no_data_error(cube: Cube, message: str):
     """The InputError for pixels with no data: ``message``, unless some bands of the cube hold no finite
     value in any pixel; then those bands are named, since one all-NaN band makes every pixel count as no
-    data and the clicks or the pixels were not the problem. Reads the cube's tiles again (only on this
+    data and the clicks or the pixels were not the problem. Reads the cube again, as stored (only on this
     error's path: the loaded pixels have their no-data pixels blanked whole)."""
     from hyperapp.errors import InputError
 

@@ -231,7 +231,8 @@ class CEM(PixelDetector):
         if target_mean is None:
             raise InputError("no target pixels marked: click at least one target pixel")
         d = target_mean
-        stats = BackgroundStats(xp.zeros_like(d), xp.divide(R_sum, n), n)  # reuse its floored inverse; a ufunc: see below
+        # its floored inverse reused; a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+        stats = BackgroundStats(xp.zeros_like(d), xp.divide(R_sum, n), n)
         Rd = stats.inv_cov @ d
         self.w_ = (Rd / (d @ Rd)).astype(dtype)
         self.target_ = d

@@ -111,8 +111,8 @@ class MNF(Estimator):
     def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats):
         """Fit from the image's statistics and its neighbour differences' (:func:`shift_differences`);
         the noise covariance is half the differences' (the streamed path sums both tile by tile)."""
+        # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
         noise = BackgroundStats(noise.mean, get_namespace(noise.cov).divide(noise.cov, 2.0), noise.n)
-        # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
         Wn = np.asarray(to_host(noise.sqrt_inv_cov), np.float64)
         S = np.asarray(to_host(signal.cov), np.float64)
         C = Wn @ S @ Wn
@@ -242,10 +242,11 @@ class _MixtureTuned(PixelDetector):
         mu = np.asarray(to_host(mnf.mean_), np.float64)
         s = (D[:, 0] - mu) @ A
         lam = mnf.eigenvalues_[:k]
-        if not (np.isfinite(lam).all() and (lam > 1e-9 * max(float(np.max(lam)), 1e-300)).all()):
+        varies = np.isfinite(lam) & (lam > 1e-9 * max(float(np.max(lam)), 1e-300))
+        if not varies.all():
             # a component with no variance (flat, identical or too few spectra): dividing by its eigenvalue
             # gave scores of 1e10 and an infeasibility of NaN
-            n_ok = int(np.count_nonzero(lam > 1e-9 * max(float(np.max(lam)), 1e-300)))
+            n_ok = int(np.count_nonzero(varies))
             raise ModelError(f"{type(self).__name__}: the image's spectra vary in only {n_ok} of the {k} MNF "
                              "components it uses (flat or identical spectra, or too few pixels)")
         if self.uses_undesired:

@@ -607,8 +607,8 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(reason, 8000)
             return
         if was_map:
-            self.statusBar().showMessage(f"{reason}; {run.name} shown on the image again" if reason
-                                         else f"{run.name} shown on the image again", 8000 if reason else 5000)
+            again = f"{run.name} shown on the image again"
+            self.statusBar().showMessage(f"{reason}; {again}" if reason else again, 8000 if reason else 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()

@@ -698,10 +698,10 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
     cf = unit_factor(cube.wavelength_units, cwl)
     c_nm = cwl * cf
     c_fwhm = None if cube.fwhm is None or np.size(cube.fwhm) != nb else np.asarray(cube.fwhm, float) * cf
-    back = np.argsort(c_nm, kind="stable")
     if (np.diff(c_nm) < 0).any():  # bands listed in descending or mixed order: resampled onto them sorted
         from types import SimpleNamespace
 
+        back = np.argsort(c_nm, kind="stable")
         ordered = SimpleNamespace(bands=nb, wavelengths=c_nm[back], wavelength_units="nm",
                                   fwhm=None if c_fwhm is None else c_fwhm[back])
         out, how = resample_to_cube(lib, ordered)

@@ -26,6 +26,7 @@ def label_rows(xs: list[float], span: float) -> list[float]:
         out.append(LABEL_ROWS[row])
     return out
 
+
 class BandsPanel(AnalysisPanel):
     methods = ("band-subsets", "band-clusters")
     title = "Band reduction"
