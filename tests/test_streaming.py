@@ -45,6 +45,40 @@ def test_reader_matches_the_plain_read(tmp_path, interleave, dtype, order, small
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
+@pytest.mark.parametrize("rows, cols, direct", [(slice(3, 30), slice(None), True),
+                                                (slice(3, 30), slice(2, 20), False),
+                                                (slice(0, 37, 2), slice(None), False)])
+def test_windows_read_through_preadv_or_the_memory_map(tmp_path, interleave, rows, cols, direct):
+    """Whole rows come straight from the file (``preadv``); a window of columns or every other row, which
+    is no longer one range of the file per band, through the memory map; both read the same pixels."""
+    import spectral.io.envi as envi
+
+    data = (np.random.default_rng(1).random((37, 23, 9)) * 1000).astype(">i2")
+    hdr = tmp_path / "c.hdr"
+    envi.save_image(str(hdr), data, interleave=interleave, byteorder=1, force=True)
+    cube = open_cube(hdr).subset(rows, cols)
+    assert (stream.TileReader(cube)._file is not None) is direct
+    for tile_bytes in (3 * 23 * 9 * 2, 1 << 24):  # many tiles (threaded reader), one tile
+        np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile_bytes), data[rows, cols].astype(np.float32))
+
+
+def test_a_data_file_cut_short_while_read_is_one_line(tmp_path):
+    import spectral.io.envi as envi
+
+    from hyperapp.errors import CubeFormatError
+
+    hdr = tmp_path / "c.hdr"
+    envi.save_image(str(hdr), np.ones((40, 10, 4), np.float32), interleave="bil", force=True)
+    cube = open_cube(hdr)
+    reader = stream.TileReader(cube, tile_bytes=10 * 10 * 4 * 4)
+    with open(tmp_path / "c.img", "r+b") as fh:  # another program truncates it after it was opened
+        fh.truncate(15 * 10 * 4 * 4)
+    with pytest.raises(CubeFormatError, match="ended early"):
+        for t in reader:
+            reader.release(t)
+
+
 def _land(land_hdr):
     cube = open_cube(land_hdr).good_bands()
     targets = read_labels(land_hdr.with_name("land_targets.csv"), (cube.rows, cube.cols)) > 0

@@ -1,0 +1,85 @@
+"""Where a campaign's time goes on the GPU: the read stage alone (raw tiles, and onto the GPU), then the
+whole job, each with the tiles read through ``preadv`` and through the memory map.
+
+    python3 scripts/profile_campaign.py [--cubes N] [--dir DIR] [--methods rbfn,ace]
+
+Writes ``N`` cubes of 2048 x 2048 x 128 float32 (as the campaign bench case does) into ``DIR`` (kept for
+a second run), reads them in parallel for the page-cache rate, then for each reader: every cube's raw
+tiles through one :class:`hyperapp.stream.TileReader` (host only), every cube onto the GPU
+(:func:`hyperapp.detect.load_pixels`), and the job (:func:`hyperapp.batch.run_job`) with its stage medians.
+"""
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from hyperapp import stream
+from hyperapp.backend import get_backend
+from hyperapp.batch import run_job
+from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, _write_campaign, parallel_read_s, stage_medians
+from hyperapp.detect import load_pixels
+from hyperapp.io import open_cube
+from hyperapp.jobfile import load_job
+from hyperapp.progress import Progress
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--cubes", type=int, default=6)
+ap.add_argument("--dir", default="/tmp/hyperapp-campaign-profile")
+ap.add_argument("--methods", default="rbfn,ace")
+a = ap.parse_args()
+
+d = Path(a.dir)
+(d / "cubes").mkdir(parents=True, exist_ok=True)
+hdrs = sorted((d / "cubes").glob("*.hdr"))
+if len(hdrs) < a.cubes:
+    t0 = time.perf_counter()
+    hdrs = _write_campaign(d / "cubes", a.cubes, CAMPAIGN_SHAPE)
+    print(f"wrote {a.cubes} cubes in {time.perf_counter() - t0:.1f} s")
+hdrs = hdrs[:a.cubes]
+rows, cols, _ = CAMPAIGN_SHAPE
+(d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
+imgs = [h.with_suffix(".img") for h in hdrs]
+gb = sum(p.stat().st_size for p in imgs) / 1e9
+ref = parallel_read_s(imgs)
+print(f"{len(imgs)} cubes, {gb:.1f} GB; parallel page-cache read {gb / ref:.1f} GB/s; copy threads {stream.COPY_THREADS}")
+backend = get_backend("gpu")
+prog = Progress()
+load_pixels(open_cube(hdrs[0]), backend, prog)
+backend.synchronize()
+
+for mode in ("pread", "mmap"):
+    layout = stream.TileReader._file_layout
+    if mode == "mmap":
+        stream.TileReader._file_layout = lambda self: None
+    try:
+        for pinned in (False, True):
+            t0 = time.perf_counter()
+            for h in hdrs:
+                r = stream.TileReader(open_cube(h), pinned=pinned)
+                for t in r:
+                    r.release(t)
+            w = time.perf_counter() - t0
+            print(f"{mode}: raw tiles, {'pinned' if pinned else 'pageable'} ring: {gb / w:.1f} GB/s")
+        t0 = time.perf_counter()
+        per = []
+        for h in hdrs:
+            t1 = time.perf_counter()
+            X = load_pixels(open_cube(h), backend, prog)
+            backend.synchronize()
+            per.append(time.perf_counter() - t1)
+            del X
+        w = time.perf_counter() - t0
+        print(f"{mode}: onto the GPU: {gb / w:.1f} GB/s, {statistics.median(per) * 1e3:.0f} ms a cube")
+        for method in a.methods.split(","):
+            warm = load_job(_job(d, f"warm-{mode}-{method}", method, "cubes/c00.hdr"))
+            run_job(warm, device="gpu")
+            job = load_job(_job(d, f"out-{mode}-{method}", method, "cubes/c*.hdr"))
+            job.inputs = job.inputs[:a.cubes]
+            t0 = time.perf_counter()
+            run_job(job, device="gpu")
+            w = time.perf_counter() - t0
+            print(f"{mode}: job {method}: {gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), "
+                  f"{w / len(hdrs) * 1e3:.0f} ms a cube; stage medians {stage_medians(Path(job.output))}")
+    finally:
+        stream.TileReader._file_layout = layout
