@@ -56,6 +56,8 @@ POLL = 0.1
 #: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
+#: stored bytes per tile the read stage reads (None: :data:`hyperapp.stream.TILE_BYTES`)
+READ_TILE_BYTES: int | None = None
 
 
 @dataclass
@@ -268,7 +270,7 @@ class CubePipeline:
         all_bands, bands = sel.pop()
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
-            item.image = load_pixels(cube, backend, self._progress)
+            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES)
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:

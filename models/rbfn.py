@@ -130,7 +130,7 @@ import threading
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
+from hyperapp.backend import get_namespace, to_device_together, to_host, to_host_together
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import (
     PixelDetector,
@@ -195,27 +195,27 @@ class _Coherence:
     gives each click's value against the mean of the others (:meth:`scores`).
     """
 
-    def __init__(self, stats, T, B, kind: str = "ace"):
+    def __init__(self, W, mu, T, B, kind: str = "ace"):
         self.kind = kind
         xp = get_namespace(T)
-        self.W = stats.sqrt_inv_cov.astype(xp.float32)  # the scoring uses the same whitening
-        mu = stats.mean.astype(xp.float32)
-        m = T.shape[0]
-        z = (xp.concatenate([T, B]) - mu) @ self.W
-        zt = z[:m]
+        self.W = W = W.astype(xp.float32, copy=False)  # the scoring uses the same whitening
+        self.m = T.shape[0]
+        z = (xp.concatenate([T, B]) - mu.astype(xp.float32, copy=False)) @ W
+        zt = z[:self.m]
         # what the scores need of the products of every row with every click, reduced on the device
         # (a library's thousand synthetic targets would make that matrix millions of numbers to copy):
         # each background row's product with the mean click, each click's products summed over the
-        # clicks (its row of the Gram matrix G) and with itself, and every row's z.z; one copy
-        both = xp.concatenate([zt.ravel(), z[m:] @ zt.mean(axis=0), zt @ zt.sum(axis=0), (z * z).sum(axis=1)])
-        packed = to_host(both.astype(xp.float64))
-        k = zt.size
-        self.zt = packed[:k].reshape(zt.shape)
-        n_b = z.shape[0] - m
-        self.dot_b = packed[k:k + n_b]  # background rows . mean click
-        self.row_sums = packed[k + n_b:k + n_b + m]  # sum over clicks j of zt_i . zt_j
-        sq = packed[k + n_b + m:]
-        self.sq = {"T": sq[:m], "B": sq[m:]}
+        # clicks (its row of the Gram matrix G) and with itself, and every row's z.z; they reach the host
+        # in the fit's one copy (:meth:`take`)
+        self.device = [zt, z[self.m:] @ zt.mean(axis=0), zt @ zt.sum(axis=0), (z * z).sum(axis=1)]
+
+    def take(self, zt, dot_b, row_sums, sq) -> None:
+        """The host copies of :attr:`device`, in that order."""
+        self.device = None
+        self.zt = zt
+        self.dot_b = dot_b  # background rows . mean click
+        self.row_sums = row_sums  # sum over clicks j of zt_i . zt_j
+        self.sq = {"T": sq[:self.m], "B": sq[self.m:]}
 
     def target(self):
         """The whitened target: the mean whitened click."""
@@ -263,7 +263,7 @@ def _rx_whitening(stats) -> np.ndarray:
     try:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
-        return np.asarray(to_host(stats.sqrt_inv_cov), np.float64)
+        return np.asarray(to_host(stats.sqrt_inv_cov_on_host()), np.float64)
     # NumPy's solve, not scipy.linalg.solve_triangular: SciPy's wheel carries its own OpenBLAS, whose
     # spinning threads then slow NumPy's next small LAPACK call (the whitening's eigh, 64 bands) from
     # under a millisecond to 50 ms on a 16-core host
@@ -275,18 +275,20 @@ def _rx_whitening(stats) -> np.ndarray:
 ANOMALY_GATE = (0.8, 0.9)
 
 
-def _fuse(net_b, an_t, an_b) -> tuple[float, float, float, float]:
+def _fuse(net_b: tuple[float, float], an_t, an_b) -> tuple[float, float, float, float]:
     """How the network's output and the anomaly input combine: (scale and shift of the network's
-    output, weight and shift of the anomaly input). Each is standardised by the background rows and
+    output, weight and shift of the anomaly input), from the network's mean and standard deviation over
+    the background rows ``net_b`` and the anomaly input's values on the clicks and the background rows.
+    Each is standardised by the background rows and
     the score is the larger of the two, the anomaly input weighted by the clicks' evidence that the
     targets are anomalies (see the module's docstring): the share of the background below the
     *median* click's RX, ramped over :data:`ANOMALY_GATE`. So RX counts where the clicks are mostly
     strong anomalies (one odd click, a sub-pixel one, does not switch it off) and not at all where they
     are ordinary."""
-    mn, sn = float(net_b.mean()), float(net_b.std()) + 1e-12
+    mn, sn = float(net_b[0]), float(net_b[1]) + 1e-12
     ma, sa = float(an_b.mean()), float(an_b.std()) + 1e-12
     lo, hi = ANOMALY_GATE
-    share = float(np.median([float((an_b < v).mean()) for v in an_t]))
+    share = float(np.median((an_b[None, :] < np.asarray(an_t)[:, None]).mean(axis=1)))
     wa = float(np.clip((share - lo) / (hi - lo), 0, 1))
     return 1.0 / sn, -mn / sn, wa / sa, -wa * ma / sa
 
@@ -620,7 +622,13 @@ class RBFN(PixelDetector):
 
     def fit_from_pixels(self, T, S, B, rng, progress=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
-        ``S`` and the background sample ``B`` (rows, in that order)."""
+        ``S`` and the background sample ``B`` (rows, in that order).
+
+        On the GPU the fit is a few hundred small operations, and each copy between host and device
+        waits for all of them: it makes three round trips (the covariances; every product the
+        centres, widths and extra inputs need; the output layer's Gram matrix), and moves what goes
+        the other way in one copy each.
+        """
         xp = get_namespace(T)
         nb = T.shape[1]
         T = T.astype(xp.float32)
@@ -629,20 +637,35 @@ class RBFN(PixelDetector):
         # (the anomaly input weighs the clicks' evidence, so a library spectrum's synthetic mixtures,
         # which are no clicks, leave it out)
         self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
+        self.coherence_weight_ = float(self.coherence)
+        kind = getattr(self, "_coherence_kind", "ace")
         Sn = self._normalized(S)
         if self.anomaly_weight_:
             stats, raw = BackgroundStats.from_pixels(
                 xp.concatenate([Sn, S.astype(xp.float32, copy=False)], axis=1)).split(nb)
         else:
             stats = BackgroundStats.from_pixels(Sn)
-        self.mean_ = stats.mean.astype(xp.float32)
+        # every whitening this fit needs, from the covariances on the host (a band covariance is
+        # decomposed there), to the device in one copy: the network's, the coherence input's full
+        # Σ^{-1/2} and RX's (raw spectra)
+        mats = []
         if self.whiten == "pca":
-            self.proj_ = stats.pca_whitening(min(int(self.n_components), nb)).astype(xp.float32)
+            mats.append(stats.pca_whitening(min(int(self.n_components), nb), host=True))
         elif self.whiten == "cov":
-            self.proj_ = stats.sqrt_inv_cov.astype(xp.float32)
-        else:
+            mats.append(stats.sqrt_inv_cov_on_host())
+        if self.coherence_weight_:
+            mats.append(stats.sqrt_inv_cov_on_host())
+        if self.anomaly_weight_:
+            mats.append(_rx_whitening(raw))
+        mats = to_device_together(xp, mats, np.float32)
+        if self.whiten == "std":
             std = xp.sqrt(xp.maximum(xp.diag(stats.cov), 1e-12 * float(xp.diag(stats.cov).max()) + 1e-30))
             self.proj_ = xp.diag(1.0 / std).astype(xp.float32)
+        else:
+            self.proj_ = mats.pop(0)
+        W_coh = mats.pop(0) if self.coherence_weight_ else None
+        a_w = mats.pop(0) if self.anomaly_weight_ else None
+        self.mean_ = stats.mean.astype(xp.float32)
         self.diagonal_ = self.whiten == "std"
         if progress:
             progress(0.3, "RBFN: sampling")
@@ -670,28 +693,30 @@ class RBFN(PixelDetector):
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
         km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
         k = Zb.shape[1]
-        nbc, m = km.centres.shape[0], Zt.shape[0]
-        # one copy to the host: the clicks, the centres, their counts and spreads (float64 holds each)
-        packed = to_host(xp.concatenate([Zt.astype(xp.float64).ravel(), km.centres.astype(xp.float64).ravel(),
-                                         km.counts.astype(xp.float64), km.ssq.astype(xp.float64)]))
-        Zt_h = packed[:m * k].reshape(m, k).astype(np.float32)
-        Cb = packed[m * k:(m + nbc) * k].reshape(nbc, k).astype(np.float32)
-        cnt, ssq = packed[(m + nbc) * k:(m + nbc) * k + nbc], packed[(m + nbc) * k + nbc:]
-        # each centre's mean squared member distance (k where a centre has no members)
-        sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
-        gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
-        self.coherence_weight_ = float(self.coherence)
-        kind = getattr(self, "_coherence_kind", "ace")
-        coh = _Coherence(stats, Tn, Bn, kind) if self.coherence_weight_ else None
+        coh = _Coherence(W_coh, self.mean_, Tn, Bn, kind) if self.coherence_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
-            a_mu, a_w = raw.mean.astype(xp.float32), xp.asarray(_rx_whitening(raw)).astype(xp.float32)
+            a_mu = raw.mean.astype(xp.float32)
             zt, zb = (T - a_mu) @ a_w, (B.astype(xp.float32, copy=False) - a_mu) @ a_w
-            sq = to_host(xp.concatenate([(zt * zt).sum(axis=1), (zb * zb).sum(axis=1)])).astype(np.float64)
-            an = anomaly_input(sq, nb)
+        # one copy to the host: the clicks, the centres, their counts and spreads, the coherence input's
+        # products, the anomaly input's squared distances (float64 holds each)
+        dev = [Zt, km.centres, km.counts, km.ssq]
+        if coh is not None:
+            dev += coh.device
+        if self.anomaly_weight_:
+            dev.append(xp.concatenate([(zt * zt).sum(axis=1), (zb * zb).sum(axis=1)]))
+        host = to_host_together(dev)
+        Zt_h, Cb, cnt, ssq = host[0].astype(np.float32), host[1].astype(np.float32), host[2], host[3]
+        if coh is not None:
+            coh.take(*host[4:8])
+        # each centre's mean squared member distance (k where a centre has no members)
+        sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
+        gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
+        if self.anomaly_weight_:
+            an = anomaly_input(host[-1], nb)
             an_t, an_b = an[:zt.shape[0]], an[zt.shape[0]:]
         if progress:
             progress(0.7, "RBFN: output layer")
@@ -732,8 +757,9 @@ class RBFN(PixelDetector):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
         threshold by class-balanced ridge regression on the hidden activations of the training targets
         ``Ztrain_t`` and background ``Zb`` (on their device), and the extra ``inputs`` (each a pair of
-        the clicks' and the background rows' values, host; the coherence and anomaly inputs):
-        (centres and gamma on the pixels' device, beta = [w_hidden, w_inputs..., bias] on the host)."""
+        the clicks' and the background rows' values, host; the coherence input): (centres and gamma on
+        the pixels' device, beta = [w_hidden, w_inputs..., bias] on the host, and the network's mean and
+        standard deviation over the background rows)."""
         xp = get_namespace(Zb)
         Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
             kmeans(Zt, n_tc, seed=self.seed)
@@ -746,28 +772,34 @@ class RBFN(PixelDetector):
         # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones;
         # targets are its first n_t columns, and each class carries half the weight
         n_t, n_b = Ztrain_t.shape[0], Zb.shape[0]
-        # centres and widths go to the pixels' device once (one copy), and stay as the fitted state
-        cg = xp.asarray(np.concatenate([centres.ravel(), gamma]))
-        centres, gamma = cg[:centres.size].reshape(centres.shape), cg[centres.size:]
+        # centres, widths and the extra inputs go to the pixels' device in one copy; centres and widths
+        # stay as the fitted state
+        up = to_device_together(xp, [centres, gamma] + [np.concatenate(e)[None, :] for e in inputs], np.float32)
+        centres, gamma = up[0], up[1]
         rows = [_hidden_t(xp.concatenate([Ztrain_t, Zb]), centres, gamma).astype(xp.float64)]
-        for extra in inputs:  # (no synthetic targets then: _validate_params)
-            rows.append(xp.asarray(np.concatenate(extra))[None, :])
+        rows += [e.astype(xp.float64) for e in up[2:]]  # (no synthetic targets then: _validate_params)
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
         At, Ab = AT[:, :n_t], AT[:, n_t:]
-        # one copy of the small products; the class weights are applied on the host
+        # one copy of the small products (the class weights are applied on the host), with the
+        # background's sums that give the network's mean and spread over it from beta on the host
         h = AT.shape[0]
-        parts = to_host(xp.concatenate([At @ At.T, Ab @ Ab.T, At.sum(axis=1)[:, None]], axis=1))
-        G = parts[:, :h] * (0.5 / n_t) + parts[:, h:2 * h] * (0.5 / n_b)
-        rhs = parts[:, -1] * (0.5 / n_t)
+        parts = to_host(xp.concatenate([At @ At.T, Ab @ Ab.T, At.sum(axis=1)[:, None], Ab.sum(axis=1)[:, None]],
+                                       axis=1))
+        Gt, Gb, st_, sb_ = parts[:, :h], parts[:, h:2 * h], parts[:, -2], parts[:, -1]
+        G = Gt * (0.5 / n_t) + Gb * (0.5 / n_b)
+        rhs = st_ * (0.5 / n_t)
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12
         reg = np.eye(AT.shape[0]) * pen
         reg[-1, -1] = 0.0
         if inputs and getattr(self, "_coherence_kind", "ace") == "mf":
             reg[-2, -2] = 0.0  # the library's abundance input (MF) is one linear term: not shrunk
         beta = np.linalg.solve(G + reg, rhs)
-        net_b = to_host(xp.asarray(beta) @ Ab)
-        return centres, gamma, beta, net_b
+        # the network's output over the background rows, beta . a: its mean beta . sum(a) / n and its
+        # mean square beta^T (sum a a^T / n) beta, from the products already here
+        mean = float(beta @ sb_) / n_b
+        var = max(float(beta @ Gb @ beta) / n_b - mean * mean, 0.0)
+        return centres, gamma, beta, (mean, float(np.sqrt(var)))
 
     # ------------------------------------------------------------------ forward pass
     def _normalized(self, P):

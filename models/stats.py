@@ -240,12 +240,13 @@ class BackgroundStats:
         w = xp.linalg.eigvalsh(self.cov)
         return bool(w.min() <= w.max() * EIG_FLOOR)
 
-    def _from_eig(self, fn):
-        """``fn(w, v, np_or_xp)`` on the host for a small covariance (then one copy to the device),
-        else on the device."""
+    def _from_eig(self, fn, host: bool = False):
+        """``fn(w, v, np_or_xp)`` on the host for a small covariance (then one copy to the device, or
+        none where ``host``: the caller gathers several matrices into one copy), else on the device."""
         xp = get_namespace(self.cov)
         if self._small:
-            return xp.asarray(fn(*self._eig_host, np))
+            out = fn(*self._eig_host, np)
+            return out if host else xp.asarray(out)
         return fn(*self._eig_device, xp)
 
     @cached_property
@@ -255,14 +256,24 @@ class BackgroundStats:
     @cached_property
     def sqrt_inv_cov(self):
         """Symmetric whitening matrix Σ^{-1/2}: (x - μ) Σ^{-1/2} has identity covariance."""
-        return self._from_eig(lambda w, v, m: (v / m.sqrt(w)) @ v.T)
+        return self._from_eig(_sym_inv_sqrt)
 
-    def pca_whitening(self, n_components: int | None):
-        """(bands, k) matrix projecting onto the leading k principal components, whitened."""
+    def sqrt_inv_cov_on_host(self):
+        """:attr:`sqrt_inv_cov` left on the host (float64) where the covariance is small enough to be
+        decomposed there; on the device otherwise."""
+        return self._from_eig(_sym_inv_sqrt, host=True)
+
+    def pca_whitening(self, n_components: int | None, host: bool = False):
+        """(bands, k) matrix projecting onto the leading k principal components, whitened (``host``: left
+        on the host where it was computed there, as :meth:`sqrt_inv_cov_on_host`)."""
         def fn(w, v, m):
             order = m.argsort(w)[::-1]
             k = w.shape[0] if n_components is None else min(int(n_components), w.shape[0])
             idx = order[:k]
             return v[:, idx] / m.sqrt(w[idx])
 
-        return self._from_eig(fn)
+        return self._from_eig(fn, host)
+
+
+def _sym_inv_sqrt(w, v, m):
+    return (v / m.sqrt(w)) @ v.T

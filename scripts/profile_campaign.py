@@ -11,10 +11,11 @@ tiles through one :class:`hyperapp.stream.TileReader` (host only), every cube on
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from hyperapp import stream
+from hyperapp import pipeline, stream
 from hyperapp.backend import get_backend
 from hyperapp.batch import run_job
 from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, _write_campaign, parallel_read_s, stage_medians
@@ -27,6 +28,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--cubes", type=int, default=6)
 ap.add_argument("--dir", default="/tmp/hyperapp-campaign-profile")
 ap.add_argument("--methods", default="rbfn,ace")
+ap.add_argument("--readers", default="pread,mmap", help="pread, mmap or both")
+ap.add_argument("--tiles", default="16", help="the read stage's tile sizes (MB) to try, comma-separated")
+ap.add_argument("--switch", default="0.0005", help="interpreter switch intervals (s) to try, comma-separated")
 a = ap.parse_args()
 
 d = Path(a.dir)
@@ -48,7 +52,7 @@ prog = Progress()
 load_pixels(open_cube(hdrs[0]), backend, prog)
 backend.synchronize()
 
-for mode in ("pread", "mmap"):
+for mode in a.readers.split(","):
     layout = stream.TileReader._file_layout
     if mode == "mmap":
         stream.TileReader._file_layout = lambda self: None
@@ -71,15 +75,22 @@ for mode in ("pread", "mmap"):
             del X
         w = time.perf_counter() - t0
         print(f"{mode}: onto the GPU: {gb / w:.1f} GB/s, {statistics.median(per) * 1e3:.0f} ms a cube")
-        for method in a.methods.split(","):
-            warm = load_job(_job(d, f"warm-{mode}-{method}", method, "cubes/c00.hdr"))
-            run_job(warm, device="gpu")
-            job = load_job(_job(d, f"out-{mode}-{method}", method, "cubes/c*.hdr"))
-            job.inputs = job.inputs[:a.cubes]
-            t0 = time.perf_counter()
-            run_job(job, device="gpu")
-            w = time.perf_counter() - t0
-            print(f"{mode}: job {method}: {gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), "
-                  f"{w / len(hdrs) * 1e3:.0f} ms a cube; stage medians {stage_medians(Path(job.output))}")
+        for tile_mb in (float(v) for v in a.tiles.split(",")):
+            for switch in (float(v) for v in a.switch.split(",")):
+                pipeline.READ_TILE_BYTES = int(tile_mb * (1 << 20))
+                pipeline.SWITCH_INTERVAL = switch
+                sys.setswitchinterval(switch)
+                for method in a.methods.split(","):
+                    tag = f"{mode}-{tile_mb:g}-{switch:g}-{method}"
+                    warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c00.hdr"))
+                    run_job(warm, device="gpu")
+                    job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
+                    job.inputs = job.inputs[:a.cubes]
+                    t0 = time.perf_counter()
+                    run_job(job, device="gpu")
+                    w = time.perf_counter() - t0
+                    print(f"{mode}: job {method}, tiles {tile_mb:g} MB, switch interval {switch:g} s: "
+                          f"{gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), {w / len(hdrs) * 1e3:.0f} ms "
+                          f"a cube; stage medians {stage_medians(Path(job.output))}")
     finally:
         stream.TileReader._file_layout = layout

@@ -87,7 +87,7 @@ def test_rbfn_anomaly_input_matches_numpy(cp, monkeypatch):
     here (it is computed on the host from what the device returns), so the term is always exercised."""
     import hyperapp.models.rbfn as rbfn
 
-    monkeypatch.setattr(rbfn, "_fuse", lambda nb, at, ab: (1 / nb.std(), -nb.mean() / nb.std(), 0.5 / ab.std(), -0.5 * ab.mean() / ab.std()))
+    monkeypatch.setattr(rbfn, "_fuse", lambda nb, at, ab: (1 / nb[1], -nb[0] / nb[1], 0.5 / ab.std(), -0.5 * ab.mean() / ab.std()))
     X, y = _data(80, 80, 64)
     a = RBFN()
     sa = a.fit(X, y).decision_function(X)

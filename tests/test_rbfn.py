@@ -75,6 +75,7 @@ def test_forward_pass_is_the_thesis_formula():
 
 def test_click_coherence_is_left_out():
     """Each click's coherence input is its ACE against the mean of the other clicks."""
+    from hyperapp.backend import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 
@@ -82,8 +83,9 @@ def test_click_coherence_is_left_out():
     B = rng.normal(size=(500, 6))
     T = rng.normal(size=(4, 6)) + 2
     stats = BackgroundStats.from_pixels(B)
-    c = _Coherence(stats, T, B)
     W = stats.sqrt_inv_cov
+    c = _Coherence(W, stats.mean, T, B)
+    c.take(*to_host_together(c.device))
     zt = (T - stats.mean) @ W
     got, background = c.scores()
     for j in range(4):
@@ -356,6 +358,7 @@ def test_coherence_against_the_other_clicks_matches_the_direct_sums():
     """Each click's coherence against the mean of the *other* clicks, from the product matrix in one
     vectorised step (a library's thousand synthetic targets), equals the direct per-click sums, for ACE
     and the library's matched filter alike; one click is scored against itself."""
+    from hyperapp.backend import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 
@@ -365,7 +368,8 @@ def test_coherence_against_the_other_clicks_matches_the_direct_sums():
         T = (rng.normal(size=(m, 6)) + 2.0).astype(np.float32)
         stats = BackgroundStats.from_pixels(B)
         for kind in ("ace", "mf"):
-            coh = _Coherence(stats, T, B, kind)
+            coh = _Coherence(stats.sqrt_inv_cov, stats.mean, T, B, kind)
+            coh.take(*to_host_together(coh.device))
             G = coh.zt @ coh.zt.T  # the click-click products
             got = coh.scores()[0]
             want = np.empty(m)
