@@ -195,12 +195,13 @@ class _Coherence:
     gives each click's value against the mean of the others (:meth:`scores`).
     """
 
-    def __init__(self, W, mu, T, B, kind: str = "ace"):
+    def __init__(self, W, mu, TB, m: int, kind: str = "ace"):
+        """``TB``: the clicks' normalised spectra (its first ``m`` rows), then the background rows'."""
         self.kind = kind
-        xp = get_namespace(T)
+        xp = get_namespace(TB)
         self.W = W = W.astype(xp.float32, copy=False)  # the scoring uses the same whitening
-        self.m = T.shape[0]
-        z = (xp.concatenate([T, B]) - mu.astype(xp.float32, copy=False)) @ W
+        self.m = m
+        z = (TB - mu.astype(xp.float32, copy=False)) @ W
         zt = z[:self.m]
         # what the scores need of the products of every row with every click, reduced on the device
         # (a library's thousand synthetic targets would make that matrix millions of numbers to copy):
@@ -631,7 +632,14 @@ class RBFN(PixelDetector):
         """
         xp = get_namespace(T)
         nb = T.shape[1]
-        T = T.astype(xp.float32)
+        m, n_b = T.shape[0], B.shape[0]
+        # the three sets in one array, the clicks and the background rows first (their projections and
+        # inner products are then one operation each), normalised once
+        R = xp.concatenate([T.astype(xp.float32, copy=False), B.astype(xp.float32, copy=False),
+                            S.astype(xp.float32, copy=False)])
+        Rn = self._normalized(R)
+        T, S = R[:m], R[m + n_b:]
+        TBn, Sn = Rn[:m + n_b], Rn[m + n_b:]
         # 1. whitening on (a sample of) the background; where the anomaly input counts, the raw spectra's
         # statistics (RX's) come from the same pass: one GEMM over both sets of columns, one host copy
         # (the anomaly input weighs the clicks' evidence, so a library spectrum's synthetic mixtures,
@@ -639,10 +647,8 @@ class RBFN(PixelDetector):
         self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
         self.coherence_weight_ = float(self.coherence)
         kind = getattr(self, "_coherence_kind", "ace")
-        Sn = self._normalized(S)
         if self.anomaly_weight_:
-            stats, raw = BackgroundStats.from_pixels(
-                xp.concatenate([Sn, S.astype(xp.float32, copy=False)], axis=1)).split(nb)
+            stats, raw = BackgroundStats.from_pixels(xp.concatenate([Sn, S], axis=1)).split(nb)
         else:
             stats = BackgroundStats.from_pixels(Sn)
         # every whitening this fit needs, from the covariances on the host (a band covariance is
@@ -670,9 +676,8 @@ class RBFN(PixelDetector):
         if progress:
             progress(0.3, "RBFN: sampling")
         # 2. training set (normalised once: the coherence input below takes the same spectra)
-        Tn, Bn = self._normalized(T), self._normalized(B)
-        Zb = self._project_normalised(Bn)
-        Zt = self._project_normalised(Tn)
+        Ztb = self._project_normalised(TBn)
+        Zt, Zb = Ztb[:m], Ztb[m:]
         if self.n_augment > 0:
             ti = xp.asarray(rng.integers(0, Zt.shape[0], self.n_augment))
             bi = xp.asarray(rng.integers(0, Zb.shape[0], self.n_augment))
@@ -695,19 +700,19 @@ class RBFN(PixelDetector):
         k = Zb.shape[1]
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
-        coh = _Coherence(W_coh, self.mean_, Tn, Bn, kind) if self.coherence_weight_ else None
+        coh = _Coherence(W_coh, self.mean_, TBn, m, kind) if self.coherence_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
             a_mu = raw.mean.astype(xp.float32)
-            zt, zb = (T - a_mu) @ a_w, (B.astype(xp.float32, copy=False) - a_mu) @ a_w
+            z = (R[:m + n_b] - a_mu) @ a_w  # the clicks', then the background rows' (raw spectra)
         # one copy to the host: the clicks, the centres, their counts and spreads, the coherence input's
         # products, the anomaly input's squared distances (float64 holds each)
         dev = [Zt, km.centres, km.counts, km.ssq]
         if coh is not None:
             dev += coh.device
         if self.anomaly_weight_:
-            dev.append(xp.concatenate([(zt * zt).sum(axis=1), (zb * zb).sum(axis=1)]))
+            dev.append((z * z).sum(axis=1))
         host = to_host_together(dev)
         Zt_h, Cb, cnt, ssq = host[0].astype(np.float32), host[1].astype(np.float32), host[2], host[3]
         if coh is not None:
@@ -717,7 +722,7 @@ class RBFN(PixelDetector):
         gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
         if self.anomaly_weight_:
             an = anomaly_input(host[-1], nb)
-            an_t, an_b = an[:zt.shape[0]], an[zt.shape[0]:]
+            an_t, an_b = an[:m], an[m:]
         if progress:
             progress(0.7, "RBFN: output layer")
         inputs = []

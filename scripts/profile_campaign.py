@@ -18,7 +18,14 @@ from pathlib import Path
 from hyperapp import pipeline, stream
 from hyperapp.backend import get_backend
 from hyperapp.batch import run_job
-from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, _write_campaign, parallel_read_s, stage_medians
+from hyperapp.bench.campaign import (
+    CAMPAIGN_SHAPE,
+    _job,
+    _write_campaign,
+    parallel_read_s,
+    settle_writes,
+    stage_medians,
+)
 from hyperapp.detect import load_pixels
 from hyperapp.io import open_cube
 from hyperapp.jobfile import load_job
@@ -41,6 +48,7 @@ if len(hdrs) < a.cubes:
     hdrs = _write_campaign(d / "cubes", a.cubes, CAMPAIGN_SHAPE)
     print(f"wrote {a.cubes} cubes in {time.perf_counter() - t0:.1f} s")
 hdrs = hdrs[:a.cubes]
+settle_writes()
 rows, cols, _ = CAMPAIGN_SHAPE
 (d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
 imgs = [h.with_suffix(".img") for h in hdrs]

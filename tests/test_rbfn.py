@@ -84,7 +84,7 @@ def test_click_coherence_is_left_out():
     T = rng.normal(size=(4, 6)) + 2
     stats = BackgroundStats.from_pixels(B)
     W = stats.sqrt_inv_cov
-    c = _Coherence(W, stats.mean, T, B)
+    c = _Coherence(W, stats.mean, np.concatenate([T, B]), len(T))
     c.take(*to_host_together(c.device))
     zt = (T - stats.mean) @ W
     got, background = c.scores()
@@ -368,7 +368,7 @@ def test_coherence_against_the_other_clicks_matches_the_direct_sums():
         T = (rng.normal(size=(m, 6)) + 2.0).astype(np.float32)
         stats = BackgroundStats.from_pixels(B)
         for kind in ("ace", "mf"):
-            coh = _Coherence(stats.sqrt_inv_cov, stats.mean, T, B, kind)
+            coh = _Coherence(stats.sqrt_inv_cov, stats.mean, np.concatenate([T, B]), m, kind)
             coh.take(*to_host_together(coh.device))
             G = coh.zt @ coh.zt.T  # the click-click products
             got = coh.scores()[0]

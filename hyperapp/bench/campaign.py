@@ -137,7 +137,15 @@ def _write_campaign(d: Path, n: int, shape: tuple[int, int, int]) -> list[Path]:
             f"ENVI\nsamples = {cols}\nlines = {rows}\nbands = {bands}\nheader offset = 0\n"
             "file type = ENVI Standard\ndata type = 4\ninterleave = bil\nbyte order = 0\n")
         out.append(stem.with_suffix(".hdr"))
+    settle_writes()
     return out
+
+
+def settle_writes() -> None:
+    """Wait until the files just written are on disk: the kernel's write-back of gigabytes of dirty
+    pages otherwise runs through the measurement and stalls its writes (a write stage of 40 ms a cube
+    measured at 420 ms while 21 GB of freshly written cubes were being flushed)."""
+    os.sync()
 
 
 def _job(d: Path, folder: str, method: str, pattern: str) -> Path:

@@ -280,6 +280,9 @@ def batch_throughput(ctx) -> list[Measurement]:
             ab = rng.dirichlet(np.ones(6), rows * cols).astype(np.float32)
             X = (ab @ ends).reshape(rows, cols, bands) + rng.normal(0, 0.01, (rows, cols, bands)).astype(np.float32)
             write_envi_raw(d / "scenes" / f"s{i:02d}", X, "bil")
+        from hyperapp.bench.campaign import settle_writes
+
+        settle_writes()
         (d / "t.csv").write_text(f"row,col\n10,10\n{rows // 2},{cols // 2}\n")
         gb = sum(p.stat().st_size for p in (d / "scenes").glob("*.img")) / 1e9
         variants = {"rbfn": "", "rbfn-trained-once": 'train = "scenes/s00.hdr"\n'}
