@@ -175,15 +175,52 @@ def _centred_normalised(P, mean, normalize: bool):
     centring: one reduction for the norms and one elementwise pass, instead of a pass per operator."""
     import cupy
 
-    if not _GPU_KERNELS:  # both at once: the GUI's worker threads may both be here
-        _GPU_KERNELS.update(
-            sq=cupy.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = a", "0", "hyperapp_row_sq"),
-            centre=cupy.ElementwiseKernel("float32 x, float32 n, float32 mu", "float32 d",
-                                          "d = (n > 0 ? x / n : x) - mu", "hyperapp_centred_normalised"))
+    _gpu_kernels()
     if not normalize:
         return P - mean
     n = cupy.sqrt(_GPU_KERNELS["sq"](P, axis=1))
     return _GPU_KERNELS["centre"](P, n[:, None], mean[None, :])
+
+
+def _gpu_kernels() -> dict:
+    """The fit's and the scoring's small CuPy kernels, made once (all at once: the GUI's worker threads
+    may both be here)."""
+    import cupy
+
+    if not _GPU_KERNELS:
+        _GPU_KERNELS.update(
+            sq=cupy.ReductionKernel("float32 x", "float32 y", "x * x", "a + b", "y = a", "0", "hyperapp_row_sq"),
+            centre=cupy.ElementwiseKernel("float32 x, float32 n, float32 mu", "float32 d",
+                                          "d = (n > 0 ? x / n : x) - mu", "hyperapp_centred_normalised"),
+            # the training rows' hidden outputs, (centres, rows) float64: element i is centre i / n and row
+            # i % n, so a warp's threads read consecutive rows of Z (k floats each, cached) and one centre
+            hidden=cupy.ElementwiseKernel(
+                "raw float32 Z, raw float32 C, raw float32 gamma, int32 k, int32 n", "float64 h",
+                """
+                const int c = i / n, r = i % n;
+                double d = 0.0;
+                for (int j = 0; j < k; ++j) {
+                    const double t = (double)Z[(long long)r * k + j] - (double)C[c * k + j];
+                    d += t * t;
+                }
+                h = exp(-(double)gamma[c] * d);
+                """, "hyperapp_rbfn_hidden"))
+    return _GPU_KERNELS
+
+
+def _hidden_design(Z, centres, gamma):
+    """The output layer's hidden rows, (centres, rows) float64: :func:`_hidden_t` (NumPy), or on the GPU
+    one kernel computing the same distances directly in float64 (instead of the expansion's dozen
+    operations, then two casts)."""
+    xp = get_namespace(Z)
+    if xp is np:
+        return _hidden_t(Z, centres, gamma).astype(np.float64)
+    Z = xp.ascontiguousarray(Z, dtype=xp.float32)
+    nc, (n, k) = centres.shape[0], Z.shape
+    h = xp.empty((nc, n), xp.float64)
+    _gpu_kernels()["hidden"](Z, xp.ascontiguousarray(centres, dtype=xp.float32),
+                             xp.ascontiguousarray(gamma, dtype=xp.float32), np.int32(k), np.int32(n), h)
+    return h
 
 
 class _Coherence:
@@ -663,6 +700,7 @@ class RBFN(PixelDetector):
             mats.append(stats.sqrt_inv_cov_on_host())
         if self.anomaly_weight_:
             mats.append(_rx_whitening(raw))
+        proj_h = mats[0] if self.whiten != "std" and isinstance(mats[0], np.ndarray) else None
         mats = to_device_together(xp, mats, np.float32)
         if self.whiten == "std":
             std = xp.sqrt(xp.maximum(xp.diag(stats.cov), 1e-12 * float(xp.diag(stats.cov).max()) + 1e-30))
@@ -683,9 +721,9 @@ class RBFN(PixelDetector):
             bi = xp.asarray(rng.integers(0, Zb.shape[0], self.n_augment))
             f = xp.asarray(rng.uniform(self.min_fill, 1.0, self.n_augment).astype(np.float32))[:, None]
             Za = f * Zt[ti] + (1 - f) * Zb[bi]
-            Ztrain_t = xp.concatenate([Zt, Za])
+            Ztrain = xp.concatenate([Zt, Za, Zb])  # the training targets, then the background rows
         else:
-            Ztrain_t = Zt
+            Ztrain = Ztb
         if progress:
             progress(0.5, "RBFN: centres")
         # 3. centres: k-means inside each class. What touches every training row stays where the
@@ -728,7 +766,7 @@ class RBFN(PixelDetector):
         inputs = []
         if self.coherence_weight_:
             inputs.append(tuple(self.coherence_weight_ * v for v in coh.scores()))
-        self.centres_, self.gamma_, beta, net_b = self._output_layer(Ztrain_t, Zt_h, Zb, Cb, gb, n_tc, inputs)
+        self.centres_, self.gamma_, beta, net_b, cg_h = self._output_layer(Ztrain, Ztrain.shape[0] - n_b, Zt_h, Cb, gb, n_tc, inputs)
         self.n_bands_ = nb
         self.n_target_centres_ = n_tc
         if coh is not None:
@@ -751,21 +789,29 @@ class RBFN(PixelDetector):
                 self.anomaly_mu_, self.anomaly_w_ = a_mu, a_w
             else:  # the network alone: its output as it was
                 scale, shift = 1.0, 0.0
-        self.weights_ = xp.asarray((scale * beta[:nh]).astype(np.float32))
+        w_h = (scale * beta[:nh]).astype(np.float32)
+        self.weights_ = xp.asarray(w_h)
         self.bias_ = scale * float(beta[-1]) + shift
         self.coherence_v_ *= scale
+        if xp is not np and proj_h is not None:
+            # the host values of what the fused scoring kernel's constants are made of, so its first
+            # scoring builds them without a copy back (rbfn_gpu._upload)
+            self.__dict__["_host_mirror"] = (
+                (self.weights_, self.centres_, self.gamma_, self.mean_, self.proj_),
+                (w_h, cg_h[0], cg_h[1], stats.host_mean.astype(np.float32), proj_h.astype(np.float32)))
         if progress:
             progress(1.0, "RBFN: trained")
         return self
 
-    def _output_layer(self, Ztrain_t, Zt, Zb, Cb, gb, n_tc, inputs):
+    def _output_layer(self, Ztrain, n_t, Zt, Cb, gb, n_tc, inputs):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
-        threshold by class-balanced ridge regression on the hidden activations of the training targets
-        ``Ztrain_t`` and background ``Zb`` (on their device), and the extra ``inputs`` (each a pair of
+        threshold by class-balanced ridge regression on the hidden activations of the training rows
+        ``Ztrain`` (on their device: the ``n_t`` training targets, then the background rows), and the
+        extra ``inputs`` (each a pair of
         the clicks' and the background rows' values, host; the coherence input): (centres and gamma on
-        the pixels' device, beta = [w_hidden, w_inputs..., bias] on the host, and the network's mean and
-        standard deviation over the background rows)."""
-        xp = get_namespace(Zb)
+        the pixels' device, beta = [w_hidden, w_inputs..., bias] on the host, the network's mean and
+        standard deviation over the background rows, and (centres, gamma) on the host)."""
+        xp = get_namespace(Ztrain)
         Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
             kmeans(Zt, n_tc, seed=self.seed)
         dtb = sq_distances(Ct, Cb).min(axis=1)
@@ -776,12 +822,11 @@ class RBFN(PixelDetector):
         gamma = np.concatenate([gt, gb]).astype(np.float32)
         # the design matrix transposed, (inputs, rows): hidden outputs, the coherence input, ones;
         # targets are its first n_t columns, and each class carries half the weight
-        n_t, n_b = Ztrain_t.shape[0], Zb.shape[0]
+        n_b = Ztrain.shape[0] - n_t
         # centres, widths and the extra inputs go to the pixels' device in one copy; centres and widths
         # stay as the fitted state
         up = to_device_together(xp, [centres, gamma] + [np.concatenate(e)[None, :] for e in inputs], np.float32)
-        centres, gamma = up[0], up[1]
-        rows = [_hidden_t(xp.concatenate([Ztrain_t, Zb]), centres, gamma).astype(xp.float64)]
+        rows = [_hidden_design(Ztrain, up[0], up[1])]
         rows += [e.astype(xp.float64) for e in up[2:]]  # (no synthetic targets then: _validate_params)
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
@@ -804,7 +849,7 @@ class RBFN(PixelDetector):
         # mean square beta^T (sum a a^T / n) beta, from the products already here
         mean = float(beta @ sb_) / n_b
         var = max(float(beta @ Gb @ beta) / n_b - mean * mean, 0.0)
-        return centres, gamma, beta, (mean, float(np.sqrt(var)))
+        return up[0], up[1], beta, (mean, float(np.sqrt(var))), (centres, gamma)
 
     # ------------------------------------------------------------------ forward pass
     def _normalized(self, P):
@@ -812,6 +857,9 @@ class RBFN(PixelDetector):
         P = P.astype(np.float32, copy=False)
         if not self.normalize:
             return P
+        if xp is not np:  # one reduction and one elementwise pass instead of six operations
+            k = _gpu_kernels()
+            return k["centre"](P, xp.sqrt(k["sq"](P, axis=1))[:, None], np.float32(0))
         n = xp.sqrt((P * P).sum(axis=1, keepdims=True))
         return P / xp.where(xp.greater(n, 0), n, 1)  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
 

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
+from hyperapp.backend import get_namespace, to_host_together
 from hyperapp.errors import ModelError
 
 EIG_FLOOR = 1e-9
@@ -205,18 +205,30 @@ class BackgroundStats:
         return self.cov.shape[0] <= HOST_EIGH_MAX
 
     @cached_property
+    def _host(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, covariance) on the host, float64: one copy of both, kept."""
+        mean, cov = to_host_together([self.mean, self.cov], np.float64)
+        return mean, cov
+
+    @property
     def host_cov(self) -> np.ndarray:
-        """The covariance on the host, float64 (one copy, kept)."""
-        return np.asarray(to_host(self.cov), np.float64)
+        """The covariance on the host, float64 (copied once, with the mean)."""
+        return self._host[1]
+
+    @property
+    def host_mean(self) -> np.ndarray:
+        """The mean on the host, float64 (copied once, with the covariance)."""
+        return self._host[0]
 
     def split(self, nb: int) -> tuple[BackgroundStats, BackgroundStats]:
         """Statistics of columns ``:nb`` and ``nb:`` of the rows these were computed from, from one pass
-        over both sets of columns (one GEMM, and one copy of the covariance to the host serving both)."""
-        host = self.host_cov
+        over both sets of columns (one GEMM, and one copy of the mean and covariance to the host serving
+        both)."""
+        mean, cov = self._host
         parts = []
         for sl in (slice(None, nb), slice(nb, None)):
             part = BackgroundStats(self.mean[sl], self.cov[sl, sl], self.n)
-            part.__dict__["host_cov"] = host[sl, sl]  # the cached property, already known
+            part.__dict__["_host"] = (mean[sl], cov[sl, sl])  # the cached property, already known
             parts.append(part)
         return parts[0], parts[1]
 
