@@ -56,8 +56,12 @@ POLL = 0.1
 #: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: stored bytes per tile the read stage reads (None: :data:`hyperapp.stream.TILE_BYTES`)
-READ_TILE_BYTES: int | None = None
+#: stored bytes per tile the read stage reads: four times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
+#: Each tile costs the read and copy threads a few hand-offs of the interpreter, which the compute and
+#: write threads hold much of the time; 16 cubes of 2 GB through one process read at 7 GB/s with 16 MB
+#: tiles and 12 GB/s with 64 MB (`scripts/profile_campaign.py`, H100 host, page cache 17.7 GB/s). The
+#: ring of four page-locked buffers (256 MB) is pinned once per process: the pinned pool keeps it
+READ_TILE_BYTES: int | None = 64 << 20
 
 
 @dataclass
