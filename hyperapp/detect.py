@@ -445,6 +445,10 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
                              "RBFN do")
         if undesired_spectra.shape[1] != cube.bands:
             raise InputError(f"undesired spectra have {undesired_spectra.shape[1]} bands, the cube {cube.bands}")
+        if target_spectra is not None:  # before a pixel is read (clicked targets: at fitting)
+            from hyperapp.models.subspace import check_undesired_apart
+
+            check_undesired_apart(target_spectra, undesired_spectra)
     if targets is None:
         if m.uses_targets and model is None and target_spectra is None:
             raise InputError(f"method {method} needs target pixels (--targets) or target spectra "

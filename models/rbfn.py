@@ -650,6 +650,9 @@ class RBFN(PixelDetector):
             U = np.atleast_2d(np.asarray(to_host(undesired), np.float32))
             if U.shape[1] != nb:
                 raise InputError(f"undesired signatures have {U.shape[1]} bands, the image has {nb}")
+            from hyperapp.models.subspace import check_undesired_apart
+
+            check_undesired_apart(t, U)
             B = xp.concatenate([B, xp.asarray(U)])
         self.library_targets_ = int(T.shape[0])
         self._coherence_kind = self.library_coherence

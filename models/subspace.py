@@ -135,6 +135,28 @@ def _atgp_device(S, basis, k0: int, n: int, ban):
     return out[:n].astype(np.int64), out[n:]
 
 
+def check_undesired_apart(targets, undesired) -> None:
+    """An :class:`InputError` where a given undesired signature is one of the targets (the same spectrum,
+    or a multiple of it): a detector told to suppress the target cannot find it (TCIMF's constraints
+    then contradict each other, the RBFN learns the target as background), and its scores would say
+    nothing. Similar materials are not refused: only a direction the same to 1e-6."""
+    D = np.atleast_2d(np.asarray(to_host(targets), np.float64))
+    U = np.atleast_2d(np.asarray(to_host(undesired), np.float64))
+    if not D.size or not U.size or D.shape[1] != U.shape[1]:
+        return
+    for i, t in enumerate(D):
+        tt = float(t @ t)
+        if not tt > 0:
+            continue
+        for j, u in enumerate(U):
+            resid = u - (float(u @ t) / tt) * t
+            if float(np.linalg.norm(resid)) <= 1e-6 * float(np.linalg.norm(u)):
+                which = f"target spectrum {i + 1}" if len(D) > 1 else "the target"
+                raise InputError(f"undesired signature {j + 1} is {which} (the same spectrum, up to scale): a "
+                                 "detector told to suppress it cannot find it; leave it out of the undesired "
+                                 "signatures")
+
+
 def _signature_matrix(target, undesired, nb: int, xp_host=np):
     """(bands, p) targets and (bands, q) undesired signatures as float64 host arrays, checked."""
     D = np.atleast_2d(np.asarray(to_host(target), np.float64))
@@ -144,6 +166,7 @@ def _signature_matrix(target, undesired, nb: int, xp_host=np):
             raise InputError(f"{name} signatures have {A.shape[1]} bands, the image has {nb}")
         if A.size and not np.isfinite(A).all():
             raise InputError(f"{name} signatures hold NaN or Inf values")
+    check_undesired_apart(D, U)
     return D.T, U.T
 
 

@@ -626,3 +626,40 @@ def test_a_pixel_lists_header_names_its_columns(tmp_path):
                        ("id,col,row\n1,5,3\n", [[3, 5]]), ("5,3\n", [[5, 3]])]:
         (tmp_path / "t.csv").write_text(text)
         assert read_pixels(tmp_path / "t.csv", (10, 10)).tolist() == want, text
+
+
+@pytest.mark.parametrize("method", ["osp", "tcimf", "mttcimf", "rbfn"])
+def test_an_undesired_signature_that_is_the_target_is_refused(tmp_path, capsys, method):
+    """A library's target given again as an undesired signature (or a multiple of it): every detector that
+    suppresses undesired signatures refuses it in one line before reading a pixel (TCIMF's constraints
+    would contradict each other, the RBFN would learn its target as background)."""
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    cube = _cube(tmp_path / "scene.hdr")
+    rng = np.random.default_rng(4)
+    spectra = rng.uniform(0.1, 0.5, (2, 8))
+    write_library(SpectralLibrary(["grass", "roof"], spectra, _WL, "nm"), tmp_path / "lib.sli")
+    write_library(SpectralLibrary(["grass x2"], 2 * spectra[:1], _WL, "nm"), tmp_path / "same.sli")
+    rc, err = _cli(["detect", cube, "--method", method, "--target-spectra", tmp_path / "lib.sli", "--spectra", "grass",
+                    "--undesired-spectra", tmp_path / "same.sli", "--out", tmp_path / "out"], capsys)
+    _one_clean_line(rc, err, "undesired signature 1 is the target", "up to scale")
+    assert not (tmp_path / "out").exists()
+    # a different material is no reason to refuse
+    rc, err = _cli(["detect", cube, "--method", method, "--target-spectra", tmp_path / "lib.sli", "--spectra", "grass",
+                    "--undesired-spectra", tmp_path / "lib.sli", "--undesired-names", "roof", "--out", tmp_path / "ok"],
+                   capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("method", ["tcimf", "rbfn"])
+def test_undesired_equal_to_the_clicked_target_is_refused_at_fitting(method):
+    from hyperapp.cube import cube_from_array
+    from hyperapp.detect import run_detection
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0.1, 0.5, (20, 20, 8)).astype(np.float32)
+    targets = np.zeros((20, 20), bool)
+    targets[5, 5] = True
+    with pytest.raises(InputError, match="is the target"):
+        run_detection(cube_from_array(X, "s"), method, targets, device="cpu",
+                      undesired_spectra=X[5, 5][None].astype(np.float64) * 3)
