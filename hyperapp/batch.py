@@ -126,6 +126,16 @@ class Manifest:
             and (Path(str(rec[name].get("output"))) / "report.json").is_file()
             for name, fp in self.steps.items())
 
+    def detections(self, path: str) -> dict:
+        """This job's steps' detection counts recorded for ``path`` (a cube a rerun skips): only its own
+        steps' records, made with its settings, so another job writing into the same folder does not
+        lend its counts."""
+        e = self.data["cubes"].get(path)
+        rec = e.get("steps") if isinstance(e, dict) and isinstance(e.get("steps"), dict) else {}
+        return {name: rec[name]["detections"] for name, fp in self.steps.items()
+                if isinstance(rec.get(name), dict) and rec[name].get("fingerprint") == fp
+                and "detections" in rec[name]}
+
     def record(self, row: dict) -> None:
         """Enter a finished cube (with its seconds per stage); the file is rewritten when its last
         write is :data:`FLUSH_SECONDS` old (rewriting it after every cube costs a run of many cubes
@@ -140,8 +150,11 @@ class Manifest:
             old = self.data["cubes"].get(path)
             old = old if isinstance(old, dict) and self._same_cube(old, key) else {}
             steps = dict(old.get("steps") or {})
+            found = row.get("detections") or {}
             for name, folder in row.get("steps", {}).items():  # the folders this run rewrote
                 steps[name] = {"fingerprint": self.steps.get(name), "output": folder}
+                if isinstance(found, dict) and name in found:  # each step's own count, for a later summary
+                    steps[name]["detections"] = found[name]
             ours = [steps[n]["output"] for n in self.steps if n in steps]
             outputs = ours + [v["output"] for n, v in steps.items() if n not in self.steps]
             entry = {**key, "version": __version__, "seconds": row["seconds"], "detections": row["detections"],
@@ -390,9 +403,8 @@ def _summary(console, job: Job, rows: dict, manifest: Manifest, skipped: list) -
         r = rows.get(c)
         if r is None:
             if every:
-                e = manifest.data["cubes"].get(c, {})
                 table.add_row(job.folder_of(c), "skipped" if c in skipped else "not run",
-                              detections_text(e.get("detections")), "")
+                              detections_text(manifest.detections(c)), "")
             continue
         if every or r["error"]:
             table.add_row(job.folder_of(c), f"{r['seconds']:.2f}",

@@ -286,3 +286,23 @@ def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_p
     err = capsys.readouterr().err
     assert "train/scene-00.hdr" in err and "cannot score" in err and ".models" not in err, err
     assert (tmp_path / "out" / "scene-01" / "detect-ace" / "report.json").is_file()
+
+
+def test_a_skipped_cube_shows_its_own_jobs_detections(tmp_path, capsys):
+    """Two jobs writing into one output folder: a rerun of the first skips its finished cubes, and their
+    summary rows show the first job's counts, not the second job's."""
+    _scenes(tmp_path / "scenes", 2)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
+    first = _job(tmp_path, BASIC)
+    second = tmp_path / "second.toml"
+    second.write_text(BASIC.replace('detect = "sam"', 'detect = "ace"').replace("far = 0.01", "far = 0.2"))
+    assert main(["--headless", "run", str(first)]) == 0
+    out1 = "".join(capsys.readouterr())
+    assert main(["--headless", "run", str(second)]) == 0
+    out2 = "".join(capsys.readouterr())
+    counts1 = re.findall(r"detect-sam (\d+)", out1)
+    assert counts1 and re.findall(r"detect-ace (\d+)", out2), out2
+    assert main(["--headless", "run", str(first)]) == 0
+    again = "".join(capsys.readouterr())
+    assert "skipped" in again and "detect-ace" not in again, again
+    assert re.findall(r"detect-sam (\d+)", again) == counts1, again
