@@ -74,10 +74,14 @@ def to_host_together(arrays: list, dtype=np.float64) -> list[np.ndarray]:
     """Several arrays of one device on the host through one copy (one synchronisation instead of one
     each: on the live path every copy is a round trip): each raveled, cast to ``dtype`` and
     concatenated there, split and reshaped here."""
-    xp = get_namespace(*arrays)
-    flat = to_host(xp.concatenate([a.astype(dtype, copy=False).ravel() for a in arrays]))
+    on_device = [a for a in arrays if not isinstance(a, np.ndarray)]  # (host arrays are taken as they are)
+    flat = to_host(get_namespace(*on_device).concatenate([a.astype(dtype, copy=False).ravel() for a in on_device])) \
+        if on_device else None
     out, i = [], 0
     for a in arrays:
+        if isinstance(a, np.ndarray):
+            out.append(a.astype(dtype, copy=False))
+            continue
         out.append(flat[i:i + a.size].reshape(a.shape))
         i += a.size
     return out

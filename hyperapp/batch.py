@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 from dataclasses import asdict
@@ -250,7 +251,10 @@ def _local_cluster(workers: int):
     for i in range(workers):
         # the workers' own logging at errors only: their INFO lines (start, stop, heartbeat) otherwise
         # reach the user's terminal through the nanny, dozens per run
-        env = {"DASK_LOGGING__DISTRIBUTED": "error"}
+        env = {"DASK_LOGGING__DISTRIBUTED": "error",
+               # the machine's cores shared out: each worker's readers would otherwise start a thread per
+               # core, and four workers' 64 threads slowed a campaign's reads fourfold
+               "HYPERAPP_READ_THREADS": str(max(2, (os.cpu_count() or 2) // max(workers, 1)))}
         if n_gpu > 1:
             env["CUDA_VISIBLE_DEVICES"] = str(i % n_gpu)
         specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}

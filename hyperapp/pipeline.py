@@ -62,6 +62,9 @@ STAGES = ("read", "compute", "write")
 #: tiles and 12 GB/s with 64 MB (`scripts/profile_campaign.py`, H100 host, page cache 17.7 GB/s). The
 #: ring of four page-locked buffers (256 MB) is pinned once per process: the pinned pool keeps it
 READ_TILE_BYTES: int | None = 64 << 20
+#: cubes smaller than this read with a lone read's tiles: the larger ring's pinning (0.3 GB/s on these
+#: hosts: most of a second for 256 MB, in each worker process) pays only over cubes of a gigabyte or more
+LARGE_CUBE_BYTES = 1 << 30
 
 
 @dataclass
@@ -274,7 +277,8 @@ class CubePipeline:
         all_bands, bands = sel.pop()
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
-            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES)
+            large = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES
+            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None)
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:

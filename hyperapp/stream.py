@@ -33,13 +33,21 @@ import numpy as np
 
 from hyperapp.cube import Cube
 
+
+def _read_threads() -> int:
+    given = os.environ.get("HYPERAPP_READ_THREADS", "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else max(2, min(16, os.cpu_count() or 2))
+
+
 #: bytes of stored data per tile. Small tiles keep the page-locked ring small: pinning host memory
 #: is slow (about 0.3 GB/s measured on an H100 host), and a fresh process pays it before reading.
 TILE_BYTES = 16 << 20
 #: host threads reading one tile (``preadv`` and NumPy's copy both release the interpreter): one per
 #: core up to 16. A kernel copy out of the page cache runs at 1-2 GB/s a core on the H100 hosts, so the
 #: rate of the machine's page cache (16-25 GB/s read by 16 threads) needs as many; eight read 10 GB/s
-COPY_THREADS = max(2, min(16, os.cpu_count() or 2))
+#: ``HYPERAPP_READ_THREADS`` sets it (a local cluster's workers share the cores out this way).
+
+COPY_THREADS = _read_threads()
 #: buffers in the ring: one being filled, the others converted or in flight to the device
 RING = 4
 
