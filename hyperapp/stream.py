@@ -25,6 +25,7 @@ import mmap
 import os
 import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ TILE_BYTES = 16 << 20
 COPY_THREADS = _read_threads()
 #: buffers in the ring: one being filled, the others converted or in flight to the device
 RING = 4
+#: tiles being read at once (at most RING - 2: the consumer holds two while their copies to the GPU run)
+AHEAD = 2
 
 
 def _mmap_of(a) -> mmap.mmap | None:
@@ -195,6 +198,15 @@ class TileReader:
 
     def _fill(self, k: int, r0: int, r1: int, pool: ThreadPoolExecutor | None = None) -> np.ndarray:
         """Ring buffer ``k`` holding cube rows r0:r1 as stored; returns its view."""
+        view, futures = self._start(k, r0, r1, pool)
+        for f in futures:
+            f.result()
+        return view
+
+    def _start(self, k: int, r0: int, r1: int, pool: ThreadPoolExecutor | None = None) -> tuple[np.ndarray, list]:
+        """Start filling ring buffer ``k`` with cube rows r0:r1 as stored: (its view, the futures of the
+        reads still running; the buffer holds the rows once they are done). From the memory map the copy
+        is done before this returns."""
         view = self.view(k, r1 - r0)
         if self._file is None:
             ax = self.cube.store.axes[0]
@@ -204,7 +216,7 @@ class TileReader:
                     self._mm.madvise(mmap.MADV_DONTNEED)
                 except (OSError, ValueError, AttributeError):
                     pass
-            return view
+            return view, []
         name, offset, first, inner, outer, stored_rows = self._file
         if self._fd is None:
             self._fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -212,13 +224,11 @@ class TileReader:
         ranges = [(o * n * inner, offset + (o * stored_rows + first + r0) * inner, n * inner) for o in range(outer)]
         buf = memoryview(self.bufs[k].view(np.uint8)).cast("B")
         groups = _split_ranges(ranges, COPY_THREADS)
-        if len(groups) == 1:
+        if len(groups) == 1 and pool is None:
             _read_ranges(self._fd, buf, groups[0], name)
-        else:
-            pool = pool or copy_pool()
-            for f in [pool.submit(_read_ranges, self._fd, buf, g, name) for g in groups]:
-                f.result()
-        return view
+            return view, []
+        pool = pool or copy_pool()
+        return view, [pool.submit(_read_ranges, self._fd, buf, g, name) for g in groups]
 
     def _block(self, r0: int, r1: int):
         """The stored hyperslab of cube rows r0:r1 (a view of the memory map, or an HDF5 read)."""
@@ -230,17 +240,47 @@ class TileReader:
         return st.source[tuple(idx)]
 
     def _produce(self) -> None:
+        """Read the tiles into the ring, up to :data:`AHEAD` at once: the copy threads start on the next
+        tile's reads while the last ones of the tile before finish, instead of all waiting for the
+        slowest at the end of every tile. Tiles are handed over in order, each once all of its reads
+        are done; a buffer is never waited for while a finished tile is held back (the consumer may
+        need it to give one back)."""
         pool = copy_pool()
+        inflight: deque = deque()  # (Tile, futures of its reads)
+
+        def hand_over() -> None:
+            tile, futures = inflight.popleft()
+            for f in futures:
+                f.result()
+            self._ready.put(tile)
+
         try:
             for r0 in range(0, self.cube.rows, self.rows_per):
                 r1 = min(r0 + self.rows_per, self.cube.rows)
-                k = self._free.get()
+                while True:
+                    try:
+                        k = self._free.get_nowait()
+                        break
+                    except queue.Empty:
+                        if not inflight:
+                            k = self._free.get()
+                            break
+                        hand_over()
                 if self._stop.is_set() or k is None:
                     return
-                self._ready.put(Tile(r0, r1, self._fill(k, r0, r1, pool), k))
+                view, futures = self._start(k, r0, r1, pool)
+                inflight.append((Tile(r0, r1, view, k), futures))
+                while inflight and (len(inflight) > AHEAD or all(f.done() for f in inflight[0][1])):
+                    hand_over()
+            while inflight:
+                hand_over()
         except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
             self._ready.put(exc)
             return
+        finally:
+            for _, futures in inflight:  # no read may still write into the ring once the reader stops
+                for f in futures:
+                    f.exception()
         self._ready.put(None)
 
     def _one_tile(self) -> Iterator[Tile]:
