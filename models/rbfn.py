@@ -769,7 +769,8 @@ class RBFN(PixelDetector):
         inputs = []
         if self.coherence_weight_:
             inputs.append(tuple(self.coherence_weight_ * v for v in coh.scores()))
-        self.centres_, self.gamma_, beta, net_b, cg_h = self._output_layer(Ztrain, Ztrain.shape[0] - n_b, Zt_h, Cb, gb, n_tc, inputs)
+        self.centres_, self.gamma_, beta, net_b, cg_h = self._output_layer(Ztrain, Ztrain.shape[0] - n_b, Zt_h, Cb,
+                                                                           gb, n_tc, inputs)
         self.n_bands_ = nb
         self.n_target_centres_ = n_tc
         if coh is not None:
@@ -810,10 +811,10 @@ class RBFN(PixelDetector):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
         threshold by class-balanced ridge regression on the hidden activations of the training rows
         ``Ztrain`` (on their device: the ``n_t`` training targets, then the background rows), and the
-        extra ``inputs`` (each a pair of
-        the clicks' and the background rows' values, host; the coherence input): (centres and gamma on
-        the pixels' device, beta = [w_hidden, w_inputs..., bias] on the host, the network's mean and
-        standard deviation over the background rows, and (centres, gamma) on the host)."""
+        extra ``inputs`` (each a pair of the clicks' and the background rows' values, host; the coherence
+        input). Returns the centres and gamma on the pixels' device, beta = [w_hidden, w_inputs...,
+        bias] on the host, the network's mean and standard deviation over the background rows, and
+        (centres, gamma) on the host."""
         xp = get_namespace(Ztrain)
         Ct, lt = (Zt.mean(axis=0, keepdims=True), np.zeros(Zt.shape[0], int)) if n_tc == 1 else \
             kmeans(Zt, n_tc, seed=self.seed)
