@@ -135,11 +135,12 @@ def _atgp_device(S, basis, k0: int, n: int, ban):
     return out[:n].astype(np.int64), out[n:]
 
 
-def check_undesired_apart(targets, undesired) -> None:
+def check_undesired_apart(targets, undesired, target_names=None, undesired_names=None) -> None:
     """An :class:`InputError` where a given undesired signature is one of the targets (the same spectrum,
     or a multiple of it): a detector told to suppress the target cannot find it (TCIMF's constraints
     then contradict each other, the RBFN learns the target as background), and its scores would say
-    nothing. Similar materials are not refused: only a direction the same to 1e-6."""
+    nothing. Similar materials are not refused: only a direction the same to 1e-6. ``target_names`` and
+    ``undesired_names`` (as the libraries call them) name the pair in the message."""
     D = np.atleast_2d(np.asarray(to_host(targets), np.float64))
     U = np.atleast_2d(np.asarray(to_host(undesired), np.float64))
     if not D.size or not U.size or D.shape[1] != U.shape[1]:
@@ -152,7 +153,12 @@ def check_undesired_apart(targets, undesired) -> None:
             resid = u - (float(u @ t) / tt) * t
             if float(np.linalg.norm(resid)) <= 1e-6 * float(np.linalg.norm(u)):
                 which = f"target spectrum {i + 1}" if len(D) > 1 else "the target"
-                raise InputError(f"undesired signature {j + 1} is {which} (the same spectrum, up to scale): a "
+                if target_names is not None and i < len(target_names):
+                    which += f" {target_names[i]!r}"
+                und = f"undesired signature {j + 1}"
+                if undesired_names is not None and j < len(undesired_names):
+                    und += f" {undesired_names[j]!r}"
+                raise InputError(f"{und} is {which} (the same spectrum, up to scale): a "
                                  "detector told to suppress it cannot find it; leave it out of the undesired "
                                  "signatures")
 

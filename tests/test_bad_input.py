@@ -642,7 +642,7 @@ def test_an_undesired_signature_that_is_the_target_is_refused(tmp_path, capsys, 
     write_library(SpectralLibrary(["grass x2"], 2 * spectra[:1], _WL, "nm"), tmp_path / "same.sli")
     rc, err = _cli(["detect", cube, "--method", method, "--target-spectra", tmp_path / "lib.sli", "--spectra", "grass",
                     "--undesired-spectra", tmp_path / "same.sli", "--out", tmp_path / "out"], capsys)
-    _one_clean_line(rc, err, "undesired signature 1 is the target", "up to scale")
+    _one_clean_line(rc, err, "undesired signature 1 'grass x2' is the target 'grass'", "up to scale")
     assert not (tmp_path / "out").exists()
     # a different material is no reason to refuse
     rc, err = _cli(["detect", cube, "--method", method, "--target-spectra", tmp_path / "lib.sli", "--spectra", "grass",
