@@ -36,6 +36,8 @@ from hyperapp.cube import Cube
 
 
 def _read_threads() -> int:
+    """:data:`COPY_THREADS`: ``HYPERAPP_READ_THREADS`` where it is a positive whole number, else one per
+    core up to 16."""
     given = os.environ.get("HYPERAPP_READ_THREADS", "").strip()
     return int(given) if given.isdigit() and int(given) > 0 else max(2, min(16, os.cpu_count() or 2))
 
@@ -47,7 +49,6 @@ TILE_BYTES = 16 << 20
 #: core up to 16. A kernel copy out of the page cache runs at 1-2 GB/s a core on the H100 hosts, so the
 #: rate of the machine's page cache (16-25 GB/s read by 16 threads) needs as many; eight read 10 GB/s
 #: ``HYPERAPP_READ_THREADS`` sets it (a local cluster's workers share the cores out this way).
-
 COPY_THREADS = _read_threads()
 #: buffers in the ring: one being filled, the others converted or in flight to the device
 RING = 4

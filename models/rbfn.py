@@ -171,15 +171,15 @@ _GPU_KERNELS: dict = {}
 
 
 def _centred_normalised(P, mean, normalize: bool):
-    """CuPy: ``P / ||P|| - mean`` row by row (or ``P - mean``), as :meth:`RBFN._normalized` then the
-    centring: one reduction for the norms and one elementwise pass, instead of a pass per operator."""
+    """CuPy: ``P / ||P|| - mean`` row by row (or ``P - mean``; ``mean`` None: no centring), as
+    :meth:`RBFN._normalized` then the centring: one reduction for the norms and one elementwise pass,
+    instead of a pass per operator."""
     import cupy
 
-    _gpu_kernels()
     if not normalize:
-        return P - mean
-    n = cupy.sqrt(_GPU_KERNELS["sq"](P, axis=1))
-    return _GPU_KERNELS["centre"](P, n[:, None], mean[None, :])
+        return P if mean is None else P - mean
+    k = _gpu_kernels()
+    return k["centre"](P, cupy.sqrt(k["sq"](P, axis=1))[:, None], np.float32(0) if mean is None else mean[None, :])
 
 
 def _gpu_kernels() -> dict:
@@ -862,8 +862,7 @@ class RBFN(PixelDetector):
         if not self.normalize:
             return P
         if xp is not np:  # one reduction and one elementwise pass instead of six operations
-            k = _gpu_kernels()
-            return k["centre"](P, xp.sqrt(k["sq"](P, axis=1))[:, None], np.float32(0))
+            return _centred_normalised(P, None, True)
         n = xp.sqrt((P * P).sum(axis=1, keepdims=True))
         return P / xp.where(xp.greater(n, 0), n, 1)  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
 

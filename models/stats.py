@@ -266,14 +266,18 @@ class BackgroundStats:
         return self._from_eig(lambda w, v, m: (v / w) @ v.T)
 
     @cached_property
+    def _sqrt_inv_cov_either(self):
+        return self._from_eig(_sym_inv_sqrt, host=True)
+
+    @cached_property
     def sqrt_inv_cov(self):
         """Symmetric whitening matrix Σ^{-1/2}: (x - μ) Σ^{-1/2} has identity covariance."""
-        return self._from_eig(_sym_inv_sqrt)
+        return get_namespace(self.cov).asarray(self._sqrt_inv_cov_either)
 
     def sqrt_inv_cov_on_host(self):
         """:attr:`sqrt_inv_cov` left on the host (float64) where the covariance is small enough to be
-        decomposed there; on the device otherwise."""
-        return self._from_eig(_sym_inv_sqrt, host=True)
+        decomposed there; on the device otherwise (computed once for both)."""
+        return self._sqrt_inv_cov_either
 
     def pca_whitening(self, n_components: int | None, host: bool = False):
         """(bands, k) matrix projecting onto the leading k principal components, whitened (``host``: left
