@@ -303,7 +303,8 @@ def run_detection(
     y, target_spectra, undesired_spectra = _check_inputs(m, cube, targets, background, truth=truth, far=far,
                                                          threshold=threshold, model=model, mnf=mnf,
                                                          target_spectra=target_spectra,
-                                                         undesired_spectra=undesired_spectra)
+                                                         undesired_spectra=undesired_spectra,
+                                                         signature_info=signature_info)
     t0 = time.perf_counter()
     if image is None:
         _refuse_whole_image_over_budget(cube, m, mnf, memory)
@@ -423,9 +424,10 @@ class _Pixels:
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
-                  undesired_spectra):
+                  undesired_spectra, signature_info=None):
     """Check the run's inputs against the method and the cube before any pixel is read; returns the label
-    map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays."""
+    map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays.
+    ``signature_info`` (:func:`hyperapp.signatures.signature_kwargs`') names the spectra in messages."""
     method = m.name
     shape = (cube.rows, cube.cols)
     if target_spectra is not None:
@@ -448,7 +450,9 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         if target_spectra is not None:  # before a pixel is read (clicked targets: at fitting)
             from hyperapp.models.subspace import check_undesired_apart
 
-            check_undesired_apart(target_spectra, undesired_spectra)
+            info = signature_info or {}
+            check_undesired_apart(target_spectra, undesired_spectra, info.get("target_names"),
+                                  info.get("undesired_names"))
     if targets is None:
         if m.uses_targets and model is None and target_spectra is None:
             raise InputError(f"method {method} needs target pixels (--targets) or target spectra "

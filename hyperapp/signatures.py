@@ -82,10 +82,6 @@ def signature_kwargs(cube, target_spectra=None, spectra=None, undesired_spectra=
     if U:
         out["undesired_spectra"] = np.concatenate(U)
         info.update(undesired_names=names, undesired_notes=sorted(set(notes)))
-        if "target_spectra" in out:  # named here, where the libraries' names are known
-            from hyperapp.models.subspace import check_undesired_apart
-
-            check_undesired_apart(out["target_spectra"], out["undesired_spectra"], info.get("target_names"), names)
     if info:
         out["signature_info"] = info
     return out
