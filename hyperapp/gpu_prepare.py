@@ -272,11 +272,9 @@ def prepare_gpu(cubes: list[str] = (), progress: Progress = NULL_PROGRESS,
         from hyperapp.io.atomic import atomic_write_text
 
         atomic_write_text(stamp, json.dumps(summary, indent=1) + "\n")
-    # give back the device memory the warm-ups' pools hold now, not at the process's exit: the first fresh
-    # run after prepare-gpu paid about a second more than the next (bench first-run-every-method) even after
-    # the fresh command-line run above, and a driver releasing a large pool as the last process exits is
-    # one cost the next process's start may wait for (not measured apart: a plausible cause, freed here
-    # either way)
+    # give back the device memory the warm-ups' pools hold now, not at the process's exit (a candidate cause
+    # of the first fresh run's extra second after prepare-gpu; with it the bench still measured SAM's first
+    # run at 1.96x its second, so that cause is elsewhere; the memory is freed here either way)
     import cupy
 
     cupy.get_default_memory_pool().free_all_blocks()
