@@ -10,9 +10,11 @@ tiles through one :class:`hyperapp.stream.TileReader` (host only), every cube on
 """
 
 import argparse
+import json
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hyperapp import pipeline, stream
@@ -38,6 +40,8 @@ ap.add_argument("--methods", default="rbfn,ace")
 ap.add_argument("--readers", default="pread,mmap", help="pread, mmap or both")
 ap.add_argument("--tiles", default="16", help="the read stage's tile sizes (MB) to try, comma-separated")
 ap.add_argument("--switch", default="0.0005", help="interpreter switch intervals (s) to try, comma-separated")
+ap.add_argument("--pipe-readers", default=str(pipeline.READERS),
+                help="the read stage's threads (cubes read at once) to try, comma-separated")
 a = ap.parse_args()
 
 d = Path(a.dir)
@@ -73,6 +77,23 @@ for mode in a.readers.split(","):
                     r.release(t)
             w = time.perf_counter() - t0
             print(f"{mode}: raw tiles, {'pinned' if pinned else 'pageable'} ring: {gb / w:.1f} GB/s")
+
+        def raw(h):
+            r = stream.TileReader(open_cube(h), pinned=True)
+            for t in r:
+                r.release(t)
+
+        def onto_gpu(h):
+            X = load_pixels(open_cube(h), backend, prog)
+            backend.synchronize()
+            del X
+
+        for what, fn in (("raw tiles, pinned ring", raw), ("onto the GPU", onto_gpu)):
+            with ThreadPoolExecutor(2) as two:
+                t0 = time.perf_counter()
+                list(two.map(fn, hdrs))
+                w = time.perf_counter() - t0
+            print(f"{mode}: {what}, two cubes at once: {gb / w:.1f} GB/s")
         t0 = time.perf_counter()
         per = []
         for h in hdrs:
@@ -83,22 +104,28 @@ for mode in a.readers.split(","):
             del X
         w = time.perf_counter() - t0
         print(f"{mode}: onto the GPU: {gb / w:.1f} GB/s, {statistics.median(per) * 1e3:.0f} ms a cube")
-        for tile_mb in (float(v) for v in a.tiles.split(",")):
-            for switch in (float(v) for v in a.switch.split(",")):
-                pipeline.READ_TILE_BYTES = int(tile_mb * (1 << 20))
-                pipeline.SWITCH_INTERVAL = switch
-                sys.setswitchinterval(switch)
-                for method in a.methods.split(","):
-                    tag = f"{mode}-{tile_mb:g}-{switch:g}-{method}"
-                    warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c00.hdr"))
-                    run_job(warm, device="gpu")
-                    job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
-                    job.inputs = job.inputs[:a.cubes]
-                    t0 = time.perf_counter()
-                    run_job(job, device="gpu")
-                    w = time.perf_counter() - t0
-                    print(f"{mode}: job {method}, tiles {tile_mb:g} MB, switch interval {switch:g} s: "
-                          f"{gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), {w / len(hdrs) * 1e3:.0f} ms "
-                          f"a cube; stage medians {stage_medians(Path(job.output))}")
+        for tile_mb, switch, readers in ((float(t), float(sw), int(n)) for t in a.tiles.split(",")
+                                         for sw in a.switch.split(",") for n in a.pipe_readers.split(",")):
+            pipeline.READ_TILE_BYTES = int(tile_mb * (1 << 20))
+            pipeline.SWITCH_INTERVAL = switch
+            pipeline.READERS = readers
+            sys.setswitchinterval(switch)
+            for method in a.methods.split(","):
+                tag = f"{mode}-{tile_mb:g}-{switch:g}-{readers}-{method}"
+                warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[01].hdr"))
+                run_job(warm, device="gpu")
+                job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
+                job.inputs = job.inputs[:a.cubes]
+                t0 = time.perf_counter()
+                run_job(job, device="gpu")
+                w = time.perf_counter() - t0
+                steps = [json.loads(p.read_text()).get("seconds", {})
+                         for p in Path(job.output).glob("*/*/report.json")]
+                inside = {k: round(statistics.median(s.get(k, 0.0) for s in steps) * 1e3, 1)
+                          for k in steps[0]} if steps else {}
+                print(f"{mode}: job {method}, tiles {tile_mb:g} MB, switch interval {switch:g} s, {readers} "
+                      f"readers: {gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), "
+                      f"{w / len(hdrs) * 1e3:.0f} ms a cube; stage medians {stage_medians(Path(job.output))}; "
+                      f"inside the compute stage (median ms) {inside}")
     finally:
         stream.TileReader._file_layout = layout

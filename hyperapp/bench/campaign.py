@@ -255,7 +255,7 @@ def first_runs(ctx) -> list[Measurement]:
         env = {"CUPY_CACHE_DIR": str(d / "kernel-cache")}
         t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
-                           text=True, cwd=tempfile.gettempdir(), env={**os.environ, **env})
+                           text=True, cwd=tempfile.gettempdir(), env=F.fresh_env(env))
         prep_s = time.perf_counter() - t0
         if r.returncode != 0:
             raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")

@@ -59,16 +59,25 @@ def page_cache_read(path: Path, repeats: int = 2) -> float:
     return best
 
 
-def fresh_run(args: list[str], env: dict | None = None) -> tuple[float, dict]:
-    """Wall seconds of ``hyperapp --headless ARGS`` in a new process, and its report.
+def fresh_env(env: dict | None = None) -> dict:
+    """The environment of the bench's fresh processes: this one's, with ``env`` over it.
 
     Python may cache bytecode (``PYTHONPYCACHEPREFIX`` when the environment forbids writing it next to
     the sources), as on an installed system, where pip compiles it once: a process that recompiles
-    every module it imports would time the interpreter, not hyperapp (0.6-0.7 s on the H100 host).
+    every module it imports would time the interpreter, not hyperapp (0.6-0.7 s on the H100 host). Every
+    process a case starts must share it: with the prefix, Python reads bytecode only from there, so the
+    first process to use it compiles every module it imports (the first-run case's first method paid
+    this, about a second, when ``prepare-gpu`` before it ran without the prefix).
     """
     env = {**os.environ, **(env or {})}
     if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None or not os.access(Path(__file__).parent, os.W_OK):
         env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "hyperapp-bench-pycache"))
+    return env
+
+
+def fresh_run(args: list[str], env: dict | None = None) -> tuple[float, dict]:
+    """Wall seconds of ``hyperapp --headless ARGS`` in a new process (:func:`fresh_env`), and its report."""
+    env = fresh_env(env)
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", *args], capture_output=True, text=True,
                        cwd=tempfile.gettempdir(),
