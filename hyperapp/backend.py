@@ -124,6 +124,14 @@ def to_host_pinned(a) -> np.ndarray:
     return np.asarray(a)
 
 
+def gpu_free_bytes(xp) -> int:
+    """Bytes of the current GPU free for new arrays: the driver's free memory plus the blocks CuPy's pool
+    holds unused (freed arrays stay in the pool, which the driver counts as used: after a few large
+    cubes, the driver alone would call the GPU nearly full)."""
+    free, _ = xp.cuda.runtime.memGetInfo()
+    return int(free) + int(xp.get_default_memory_pool().free_bytes())
+
+
 def get_namespace(*arrays):
     """Array module of the inputs (``cupy`` if any is a CuPy array, else ``numpy``)."""
     for a in arrays:

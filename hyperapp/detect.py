@@ -35,8 +35,9 @@ def needs_tiling(cube: Cube, backend) -> bool:
     """Whether the cube is too large to hold on the GPU at once."""
     if not backend.is_gpu:
         return False
-    free, _ = backend.xp.cuda.runtime.memGetInfo()
-    return cube.rows * cube.cols * cube.bands * 4 > GPU_FRACTION * free
+    from hyperapp.backend import gpu_free_bytes
+
+    return cube.rows * cube.cols * cube.bands * 4 > GPU_FRACTION * gpu_free_bytes(backend.xp)
 
 
 @dataclass

@@ -1,14 +1,14 @@
 """A batch job's cubes through three overlapped stages: read, compute, write.
 
-Threads joined by bounded queues, so that cubes n+1 and n+2 are read while cube n is computed and cube
-n-1 is written::
+One thread per stage, joined by bounded queues, so that cube n+1 is read while cube n is computed and
+cube n-1 is written::
 
-    submit -> [inbox] -> read (x readers) -> in order -> [depth] -> compute -> [depth] -> write -> future's result
+    submit -> [inbox] -> read -> [depth] -> compute -> [depth] -> write -> future's result (a summary row)
 
 - **read** opens the cube and brings its pixels (good bands, float32, no-data NaN) to where they are
   computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.load_pixels`), or into
-  host memory, :data:`READERS` cubes at once. A cube too large to hold ``depth + readers + 1`` times
-  (host budget, half the GPU's free memory) is not read ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`,
+  host memory. A cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory)
+  is not read ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`,
   which streams it), as a cube alone would.
 - **compute** runs every step on those pixels through the one detection and analysis path
   (:func:`hyperapp.detect.run_detection`, :func:`hyperapp.analyse.run_analysis`) and finishes on the
@@ -36,7 +36,6 @@ for it, so a worker with three or more threads overlaps the stages of its cubes 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import queue
 import sys
 import threading
@@ -57,10 +56,6 @@ POLL = 0.1
 #: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: threads of the read stage, each reading a cube of its own. One cube's read (``preadv`` on every copy
-#: thread, one file) stays below the page cache's rate for many files read at once; two cubes read side by
-#: side come nearer to it. The cubes still go on to the compute stage in the order they were submitted.
-READERS = 2
 #: stored bytes per tile the read stage reads: four times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
 #: Each tile costs the read and copy threads a few hand-offs of the interpreter, which the compute and
 #: write threads hold much of the time; 16 cubes of 2 GB through one process read at 7 GB/s with 16 MB
@@ -85,27 +80,6 @@ class _Item:
     image: object = None  # the cube's pixels where they are computed; None: each step reads itself
     results: list = field(default_factory=list)  # (step, folder, result or None when already written)
     t_ready: float = 0.0  # when the read stage handed it on
-    seq: int = 0  # its place in the submission order
-
-
-class _InOrder:
-    """The read stage's way on to the compute stage when several threads read: a cube goes on only after
-    the cube submitted before it, whichever read finished first (``put`` raises ``queue.Full`` after
-    ``timeout`` seconds, as a queue does, so the reader looks whether the pipeline was closed)."""
-
-    def __init__(self, dst: queue.Queue):
-        self.dst = dst
-        self.next = 0
-        self._turn = threading.Condition()
-
-    def put(self, item: _Item, timeout: float) -> None:
-        with self._turn:
-            if not self._turn.wait_for(lambda: item.seq == self.next, timeout):
-                raise queue.Full
-        self.dst.put(item, timeout=timeout)  # only the cube whose turn it is gets here
-        with self._turn:
-            self.next += 1
-            self._turn.notify_all()
 
 
 class CubePipeline:
@@ -124,18 +98,15 @@ class CubePipeline:
         Host memory (GB) one cube may hold (``--memory``).
     depth : int
         Cubes waiting between two stages.
-    readers : int
-        Cubes read at once (:data:`READERS`).
     """
 
     def __init__(self, steps: list[dict], out: str, dataset: str | None = None, device: str = "auto",
-                 memory: float | None = None, depth: int = DEPTH, readers: int | None = None):
+                 memory: float | None = None, depth: int = DEPTH):
         from hyperapp.io.speclib import ResampledLibraries
 
         self.steps = [Step(**d) for d in steps]
         self.out, self.dataset, self.device, self.memory = str(out), dataset, device, memory
         self.depth = max(1, int(depth))
-        self.readers = max(1, int(READERS if readers is None else readers))
         self._progress = Progress()  # no display: a cancel flag that every long computation checks
         self._labels: dict = {}
         self._models: dict = {}
@@ -145,9 +116,6 @@ class CubePipeline:
         self._libraries = ResampledLibraries()
         self._inbox: queue.Queue = queue.Queue()
         self._to_compute: queue.Queue = queue.Queue(self.depth)
-        self._in_order = _InOrder(self._to_compute)
-        self._seq = itertools.count()
-        self._submit_lock = threading.Lock()
         self._to_write: queue.Queue = queue.Queue(self.depth)
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -166,8 +134,7 @@ class CubePipeline:
         row = {"cube": path, "seconds": 0.0, "detections": None, "outputs": [], "steps": {}, "error": None,
                "stages": {s: 0.0 for s in STAGES}}
         row["stages"]["wait"] = 0.0
-        with self._submit_lock:  # the inbox's order is the submission order the readers keep
-            self._inbox.put(_Item(path, fut, row, folder, truth, seq=next(self._seq)))
+        self._inbox.put(_Item(path, fut, row, folder, truth))
         if self._closed:  # closed meanwhile, by another thread: nothing will take it
             self._drain(self._inbox)
         return fut
@@ -211,15 +178,14 @@ class CubePipeline:
             self._started = True
             if sys.getswitchinterval() > SWITCH_INTERVAL:
                 sys.setswitchinterval(SWITCH_INTERVAL)
-            stages = [(f"read-{k}", self._read, self._inbox, self._in_order) for k in range(self.readers)]
-            stages += [("compute", self._compute, self._to_compute, self._to_write),
-                       ("write", self._write, self._to_write, None)]
-            for name, fn, src, dst in stages:
+            for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
+                                       ("compute", self._compute, self._to_compute, self._to_write),
+                                       ("write", self._write, self._to_write, None)):
                 t = threading.Thread(target=self._loop, args=(fn, src, dst), name=f"hyperapp-{name}", daemon=True)
                 t.start()
                 self._threads.append(t)
 
-    def _loop(self, fn, src: queue.Queue, dst: queue.Queue | _InOrder | None) -> None:
+    def _loop(self, fn, src: queue.Queue, dst: queue.Queue | None) -> None:
         """One stage: take a cube, do ``fn`` on it (on this thread's own stream on the GPU), pass it on,
         until the pipeline is closed. Waits on the queues time out every :data:`POLL` seconds to look
         at the flag, so a stage whose neighbour has stopped never waits for it for ever."""
@@ -316,14 +282,14 @@ class CubePipeline:
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:
-        """Whether ``depth + readers + 1`` cubes of this size fit where they are computed (being read,
-        waiting, being computed; else the compute stage reads the cube itself, streaming it when it must)."""
+        """Whether ``depth + 2`` cubes of this size fit where they are computed (else the compute
+        stage reads the cube itself, streaming it when it must)."""
+        from hyperapp.backend import gpu_free_bytes
         from hyperapp.detect import GPU_FRACTION, memory_budget
 
-        need = cube.rows * cube.cols * cube.bands * 4 * (self.depth + self.readers + 1)
+        need = cube.rows * cube.cols * cube.bands * 4 * (self.depth + 2)
         if backend.is_gpu:
-            free, _ = backend.xp.cuda.runtime.memGetInfo()
-            return need <= GPU_FRACTION * free
+            return need <= GPU_FRACTION * gpu_free_bytes(backend.xp)
         return need <= memory_budget(self.memory)
 
     def _compute(self, item: _Item) -> None:

@@ -111,7 +111,9 @@ def check_linkage_size(n: int, xp) -> None:
         except (ValueError, OSError, AttributeError):
             free = 8 << 30
     else:
-        free = xp.cuda.runtime.memGetInfo()[0]
+        from hyperapp.backend import gpu_free_bytes
+
+        free = gpu_free_bytes(xp)
     if need > MATRIX_SHARE * free:
         cap = int((MATRIX_SHARE * free / 8) ** 0.5)
         raise InputError(f"clustering {n} spectra needs a {need / 2**30:.1f} GiB distance matrix; "

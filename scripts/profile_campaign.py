@@ -40,8 +40,6 @@ ap.add_argument("--methods", default="rbfn,ace")
 ap.add_argument("--readers", default="pread,mmap", help="pread, mmap or both")
 ap.add_argument("--tiles", default="16", help="the read stage's tile sizes (MB) to try, comma-separated")
 ap.add_argument("--switch", default="0.0005", help="interpreter switch intervals (s) to try, comma-separated")
-ap.add_argument("--pipe-readers", default=str(pipeline.READERS),
-                help="the read stage's threads (cubes read at once) to try, comma-separated")
 a = ap.parse_args()
 
 d = Path(a.dir)
@@ -104,14 +102,12 @@ for mode in a.readers.split(","):
             del X
         w = time.perf_counter() - t0
         print(f"{mode}: onto the GPU: {gb / w:.1f} GB/s, {statistics.median(per) * 1e3:.0f} ms a cube")
-        for tile_mb, switch, readers in ((float(t), float(sw), int(n)) for t in a.tiles.split(",")
-                                         for sw in a.switch.split(",") for n in a.pipe_readers.split(",")):
+        for tile_mb, switch in ((float(t), float(sw)) for t in a.tiles.split(",") for sw in a.switch.split(",")):
             pipeline.READ_TILE_BYTES = int(tile_mb * (1 << 20))
             pipeline.SWITCH_INTERVAL = switch
-            pipeline.READERS = readers
             sys.setswitchinterval(switch)
             for method in a.methods.split(","):
-                tag = f"{mode}-{tile_mb:g}-{switch:g}-{readers}-{method}"
+                tag = f"{mode}-{tile_mb:g}-{switch:g}-{method}"
                 warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[01].hdr"))
                 run_job(warm, device="gpu")
                 job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
@@ -123,8 +119,8 @@ for mode in a.readers.split(","):
                          for p in Path(job.output).glob("*/*/report.json")]
                 inside = {k: round(statistics.median(s.get(k, 0.0) for s in steps) * 1e3, 1)
                           for k in steps[0]} if steps else {}
-                print(f"{mode}: job {method}, tiles {tile_mb:g} MB, switch interval {switch:g} s, {readers} "
-                      f"readers: {gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), "
+                print(f"{mode}: job {method}, tiles {tile_mb:g} MB, switch interval {switch:g} s: "
+                      f"{gb / w:.1f} GB/s ({ref / w:.0%} of the page-cache rate), "
                       f"{w / len(hdrs) * 1e3:.0f} ms a cube; stage medians {stage_medians(Path(job.output))}; "
                       f"inside the compute stage (median ms) {inside}")
     finally:
