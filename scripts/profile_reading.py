@@ -11,7 +11,10 @@ unless they are there, brings them into the page cache, then prints GB/s of:
   into page-locked buffers;
 - one file at a time, its 16 stripes on 16 threads in 64 MB pieces, into pageable and page-locked buffers;
 - :class:`hyperapp.stream.TileReader` (raw tiles into its page-locked ring) with several tile sizes and
-  thread counts.
+  thread counts;
+- where there is a GPU: copies from one page-locked buffer to the GPU, and whole cubes onto the GPU
+  (:func:`hyperapp.detect.load_pixels`) by tile size, alone and beside a thread running Python (as a
+  batch's compute stage does beside its read stage).
 """
 
 import argparse
@@ -52,7 +55,7 @@ def rate(label: str, fn, repeats: int = 2) -> None:
 
 
 print(f"{len(imgs)} cubes, {gb:.1f} GB, {os.cpu_count()} cores")
-rate("every file at once, pageable 64 MB buffers (the bench's reference)", lambda: parallel_read_s(imgs, repeats=1), 1)
+rate("every file at once, pageable 64 MB buffers (the bench's reference)", lambda: parallel_read_s(imgs), 1)
 pinned = [empty_pinned((PIECE,), np.uint8) for _ in range(THREADS)]
 pageable = [np.empty(PIECE, np.uint8) for _ in range(THREADS)]
 
@@ -105,3 +108,55 @@ for threads in (16, 32):
     stream.COPY_THREADS, stream._POOL = threads, ThreadPoolExecutor(threads)
     for tile_mb in (16, 64, 256):
         rate(f"TileReader, {tile_mb} MB tiles, {threads} threads, page-locked ring", lambda t=tile_mb: tiles(t))
+
+
+stream.COPY_THREADS, stream._POOL = 16, ThreadPoolExecutor(16)
+try:
+    import cupy
+except ImportError:
+    cupy = None
+if cupy is not None and cupy.cuda.runtime.getDeviceCount() > 0:
+    import threading
+
+    from hyperapp.backend import get_backend
+    from hyperapp.detect import load_pixels
+    from hyperapp.progress import Progress
+
+    dev = cupy.empty(PIECE, np.uint8)
+    s = cupy.cuda.Stream(non_blocking=True)
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(32):
+            dev.set(pinned[0], stream=s)
+        s.synchronize()
+        w = time.perf_counter() - t0
+    print(f"page-locked 64 MB -> GPU copies: {32 * PIECE / w / 1e9:.1f} GB/s", flush=True)
+    del dev
+    backend = get_backend("gpu")
+
+    def onto_gpu(tile_mb: int) -> None:
+        for h in hdrs:
+            X = load_pixels(open_cube(h), backend, Progress(), tile_bytes=tile_mb << 20)
+            backend.synchronize()
+            del X
+
+    for tile_mb in (16, 64, 256):
+        onto_gpu(tile_mb)  # the ring's page-locked buffers pinned once
+        rate(f"onto the GPU (load_pixels), {tile_mb} MB tiles", lambda t=tile_mb: onto_gpu(t))
+    stop = threading.Event()
+
+    def python_work() -> None:
+        a = np.ones(64)
+        while not stop.is_set():
+            for _ in range(1000):
+                a = a + 1.0
+
+    import sys
+
+    sys.setswitchinterval(0.0005)  # as a batch pipeline sets it
+    busy = threading.Thread(target=python_work, daemon=True)
+    busy.start()
+    for tile_mb in (16, 64, 256):
+        rate(f"onto the GPU (load_pixels), {tile_mb} MB tiles, beside a thread running Python",
+             lambda t=tile_mb: onto_gpu(t))
+    stop.set()
