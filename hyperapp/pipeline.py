@@ -56,14 +56,15 @@ POLL = 0.1
 #: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: stored bytes per tile the read stage reads: four times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
-#: Each tile costs the read and copy threads a few hand-offs of the interpreter, which the compute and
-#: write threads hold much of the time; 16 cubes of 2 GB through one process read at 7 GB/s with 16 MB
-#: tiles and 12 GB/s with 64 MB (`scripts/profile_campaign.py`, H100 host, page cache 17.7 GB/s). The
-#: ring of four page-locked buffers (256 MB) is pinned once per process: the pinned pool keeps it
-READ_TILE_BYTES: int | None = 64 << 20
-#: cubes smaller than this read with a lone read's tiles: the larger ring's pinning (0.3 GB/s on these
-#: hosts: most of a second for 256 MB, in each worker process) pays only over cubes of a gigabyte or more
+#: stored bytes per tile the read stage reads: sixteen times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
+#: Each tile costs the read and copy threads a few dozen hand-offs of the interpreter, which the compute
+#: and write threads hold much of the time, so the read stage's rate grows with the tile: onto the GPU
+#: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
+#: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). The ring of four page-locked buffers (1 GB)
+#: is pinned once per process: the pinned pool keeps it
+READ_TILE_BYTES: int | None = 256 << 20
+#: cubes smaller than this read with a lone read's tiles: the larger ring's pinning (a second or more,
+#: in each worker process) pays only over cubes of a gigabyte or more
 LARGE_CUBE_BYTES = 1 << 30
 
 
