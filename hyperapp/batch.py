@@ -227,10 +227,11 @@ def _connect(scheduler: str):
                          f"({exc.__class__.__name__})") from None
 
 
-def _local_cluster(workers: int):
+def _local_cluster(workers: int, gpus: int | None = None):
     """A local Dask cluster of ``workers`` processes of :data:`WORKER_THREADS` threads each (one cube in
     each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
-    (``CUDA_VISIBLE_DEVICES``); dask-cuda's cluster where it is installed."""
+    (``CUDA_VISIBLE_DEVICES``, the workers dealt out over the first ``gpus`` of them, default all);
+    dask-cuda's cluster where it is installed."""
     from hyperapp.backend import gpu_available
 
     n_gpu = 0
@@ -238,7 +239,9 @@ def _local_cluster(workers: int):
         import cupy
 
         n_gpu = cupy.cuda.runtime.getDeviceCount()
-    if n_gpu > 1:
+    pinned = gpus is not None and gpus < n_gpu  # workers on fewer GPUs than the machine has
+    n_gpu = min(n_gpu, gpus) if gpus is not None else n_gpu
+    if n_gpu > 1 and not pinned:
         try:
             from dask_cuda import LocalCUDACluster
 
@@ -255,7 +258,7 @@ def _local_cluster(workers: int):
                # the machine's cores shared out: each worker's readers would otherwise start a thread per
                # core, and four workers' 64 threads slowed a campaign's reads fourfold
                "HYPERAPP_READ_THREADS": str(max(2, (os.cpu_count() or 2) // max(workers, 1)))}
-        if n_gpu > 1:
+        if n_gpu > 1 or pinned:
             env["CUDA_VISIBLE_DEVICES"] = str(i % n_gpu)
         specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
     return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},

@@ -216,28 +216,10 @@ def campaign(ctx) -> list[Measurement]:
         m.peer, m.peer_ms = "parallel page-cache read of the files", read_s * 1e3
         m.notes.update({"page_cache_GBps": _rate(gb, read_s), "share_of_page_cache_rate": round(read_s * 1e3 / m.gpu_ms, 3)})
         out.append(m)
-        if _gpu_count() >= 2:  # one Dask worker per GPU: two against one
-            walls = {}
-            for w in (1, 2):
-                job = load_job(_job(d, f"out-w{w}", "rbfn", "cubes/*.hdr"))
-                t0 = time.perf_counter()
-                if run_job(job, workers=w, device=F.DEVICE) != 0:
-                    raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")
-                walls[w] = time.perf_counter() - t0
-            out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-rbfn-two-workers",
-                                   walls[2] * 1e3, None, "one worker", walls[1] * 1e3,
-                                   notes={"speedup": round(walls[1] / walls[2], 2), "GBps_two": _rate(gb, walls[2]),
-                                          "GBps_one": _rate(gb, walls[1])}))
+        if F.gpu_count() >= 2:  # one Dask worker per GPU: two against one
+            out.append(F.one_worker_per_gpu(_job(d, "workers", "rbfn", "cubes/*.hdr"),
+                                            f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-rbfn", gb, "GBps"))
     return out
-
-
-def _gpu_count() -> int:
-    try:
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001  (no CuPy or no driver: none)
-        return 0
 
 
 def _class_map(d: Path, truth: np.ndarray) -> Path:
