@@ -227,6 +227,25 @@ def _connect(scheduler: str):
                          f"({exc.__class__.__name__})") from None
 
 
+def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[dict[str, str]]:
+    """The environment of each of a local cluster's ``workers`` processes on a machine of ``n_gpu`` GPUs
+    and ``cores`` cores: each sees one GPU (``CUDA_VISIBLE_DEVICES``, the workers dealt out over the first
+    ``gpus`` GPUs, default all) and reads with its share of the cores."""
+    use = min(n_gpu, max(1, gpus)) if gpus is not None else n_gpu
+    envs = []
+    for i in range(workers):
+        # the workers' own logging at errors only: their INFO lines (start, stop, heartbeat) otherwise
+        # reach the user's terminal through the nanny, dozens per run
+        env = {"DASK_LOGGING__DISTRIBUTED": "error",
+               # the machine's cores shared out: each worker's readers would otherwise start a thread per
+               # core, and four workers' 64 threads slowed a campaign's reads fourfold
+               "HYPERAPP_READ_THREADS": str(max(2, cores // max(workers, 1)))}
+        if use > 1 or use < n_gpu:  # several GPUs, or fewer than the machine has: the worker's own
+            env["CUDA_VISIBLE_DEVICES"] = str(i % use)
+        envs.append(env)
+    return envs
+
+
 def _local_cluster(workers: int, gpus: int | None = None):
     """A local Dask cluster of ``workers`` processes of :data:`WORKER_THREADS` threads each (one cube in
     each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
@@ -240,7 +259,6 @@ def _local_cluster(workers: int, gpus: int | None = None):
 
         n_gpu = cupy.cuda.runtime.getDeviceCount()
     pinned = gpus is not None and gpus < n_gpu  # workers on fewer GPUs than the machine has
-    n_gpu = min(n_gpu, gpus) if gpus is not None else n_gpu
     if n_gpu > 1 and not pinned:
         try:
             from dask_cuda import LocalCUDACluster
@@ -250,17 +268,8 @@ def _local_cluster(workers: int, gpus: int | None = None):
             pass
     from distributed import Nanny, Scheduler, SpecCluster
 
-    specs = {}
-    for i in range(workers):
-        # the workers' own logging at errors only: their INFO lines (start, stop, heartbeat) otherwise
-        # reach the user's terminal through the nanny, dozens per run
-        env = {"DASK_LOGGING__DISTRIBUTED": "error",
-               # the machine's cores shared out: each worker's readers would otherwise start a thread per
-               # core, and four workers' 64 threads slowed a campaign's reads fourfold
-               "HYPERAPP_READ_THREADS": str(max(2, (os.cpu_count() or 2) // max(workers, 1)))}
-        if n_gpu > 1 or pinned:
-            env["CUDA_VISIBLE_DEVICES"] = str(i % n_gpu)
-        specs[f"hyperapp-{i}"] = {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
+    specs = {f"hyperapp-{i}": {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
+             for i, env in enumerate(worker_envs(workers, n_gpu, gpus, os.cpu_count() or 2))}
     return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                        silence_logs=40)
 

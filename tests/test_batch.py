@@ -306,3 +306,20 @@ def test_a_skipped_cube_shows_its_own_jobs_detections(tmp_path, capsys):
     again = "".join(capsys.readouterr())
     assert "skipped" in again and "detect-ace" not in again, again
     assert re.findall(r"detect-sam (\d+)", again) == counts1, again
+
+
+def test_worker_envs_deal_gpus_and_cores_out():
+    from hyperapp.batch import worker_envs
+
+    # two GPUs, two workers: one GPU each, half the cores each
+    envs = worker_envs(2, n_gpu=2, gpus=None, cores=32)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "1"]
+    assert {e["HYPERAPP_READ_THREADS"] for e in envs} == {"16"}
+    # four workers held to the first GPU of two (the bench's "processes on one device")
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in worker_envs(4, n_gpu=2, gpus=1, cores=32)] == ["0"] * 4
+    # three workers over four GPUs use three of them; one GPU or none: no device named
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in worker_envs(3, n_gpu=4, gpus=None, cores=8)] == ["0", "1", "2"]
+    assert all("CUDA_VISIBLE_DEVICES" not in e for e in worker_envs(2, n_gpu=1, gpus=None, cores=8))
+    assert all("CUDA_VISIBLE_DEVICES" not in e for e in worker_envs(2, n_gpu=0, gpus=1, cores=8))
+    # never fewer than two read threads
+    assert worker_envs(8, n_gpu=0, gpus=None, cores=4)[0]["HYPERAPP_READ_THREADS"] == "2"

@@ -195,11 +195,30 @@ def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
             monkeypatch.setattr(mod, n, getattr(mod, n))
     with pytest.raises(BackendError, match="--quick"):
         run_bench(["campaign-16x2048x2048x128"])
+    # as on a machine of two GPUs (the CPU's workers stand in): the two-worker row too
+    monkeypatch.setattr(F, "gpu_count", lambda: 2)
     assert run_bench(["campaign-16x2048x2048x128"], json_path=str(tmp_path / "b.json"), quick=True) == 0
     got = json.loads((tmp_path / "b.json").read_text())
     names = [c["name"] for c in got["cases"]]
     assert names == ["campaign-4x96x80x16-rbfn", "campaign-4x96x80x16-ace",
-                     "campaign-4x96x80x16-rbfn-4-processes-one-device"] and got["quick"]
+                     "campaign-4x96x80x16-rbfn-4-processes-one-device",
+                     "campaign-4x96x80x16-rbfn-two-workers"] and got["quick"]
     notes = got["cases"][0]["notes"]
     assert notes["GBps"] > 0 and notes["page_cache_GBps"] > 0 and notes["device"] == "cpu"
     assert set(notes["stage_median_s"]) == {"read", "compute", "write", "wait"}
+    two = got["cases"][-1]
+    assert two["gpu_ms"] > 0 and two["peer_ms"] > 0 and two["notes"]["speedup"] > 0
+    assert two["notes"]["GBps_one"] > 0 and set(two["notes"]["with_cluster_start"]) == {
+        "speedup", "seconds_one", "seconds_two"}
+
+
+def test_bench_processes_share_one_bytecode_cache(monkeypatch):
+    from hyperapp.bench.whole_path import fresh_env
+
+    # where bytecode may not be written beside the sources, every fresh process of a case reads and writes
+    # it under one prefix (prepare-gpu included: the first timed run otherwise compiled every module)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    a, b = fresh_env({"CUPY_CACHE_DIR": "/x"}), fresh_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in a and a["PYTHONPYCACHEPREFIX"] == b["PYTHONPYCACHEPREFIX"]
+    assert a["CUPY_CACHE_DIR"] == "/x"
