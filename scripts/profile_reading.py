@@ -153,10 +153,11 @@ if cupy is not None and cupy.cuda.runtime.getDeviceCount() > 0:
 
     import sys
 
-    sys.setswitchinterval(0.0005)  # as a batch pipeline sets it
     busy = threading.Thread(target=python_work, daemon=True)
     busy.start()
-    for tile_mb in (16, 64, 256):
-        rate(f"onto the GPU (load_pixels), {tile_mb} MB tiles, beside a thread running Python",
-             lambda t=tile_mb: onto_gpu(t))
+    for switch in (0.0005, 0.0001, 0.00002):  # the batch pipeline's interval (0.5 ms), and shorter
+        sys.setswitchinterval(switch)
+        for tile_mb in (16, 64, 256):
+            rate(f"onto the GPU (load_pixels), {tile_mb} MB tiles, beside a thread running Python, switch "
+                 f"interval {switch * 1e3:g} ms", lambda t=tile_mb: onto_gpu(t))
     stop.set()
