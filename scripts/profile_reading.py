@@ -157,7 +157,7 @@ if cupy is not None and cupy.cuda.runtime.getDeviceCount() > 0:
     busy.start()
     for switch in (0.0005, 0.0001, 0.00002):  # the batch pipeline's interval (0.5 ms), and shorter
         sys.setswitchinterval(switch)
-        for tile_mb in (16, 64, 256):
+        for tile_mb in (64, 256):
             rate(f"onto the GPU (load_pixels), {tile_mb} MB tiles, beside a thread running Python, switch "
-                 f"interval {switch * 1e3:g} ms", lambda t=tile_mb: onto_gpu(t))
+                 f"interval {switch * 1e3:g} ms", lambda t=tile_mb: onto_gpu(t), repeats=1)
     stop.set()
