@@ -53,7 +53,9 @@ DEPTH = 2
 POLL = 0.1
 #: the interpreter's thread switch interval while a pipeline runs (Python's default is 5 ms): a stage
 #: that comes back from a file read or a device wait needs the GIL for a moment, and with the default it
-#: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube
+#: waited up to 5 ms for the compute thread's Python each time, eight tiles a cube. Shorter intervals
+#: (0.1, 0.02 ms) sped the read stage a little and slowed the compute and write stages as much: a
+#: campaign ran no faster (`scripts/profile_campaign.py --switch`, H100 host)
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
 #: stored bytes per tile the read stage reads: sixteen times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
