@@ -241,6 +241,37 @@ def gpu_count() -> int:
         return 0
 
 
+def _timed_run(job_path: Path, output: str, inputs: int | None = None, **kw) -> float:
+    """Wall seconds of :func:`hyperapp.batch.run_job` on the job of ``job_path`` into folder ``output``
+    (of its first ``inputs`` cubes where given); ``kw``: ``workers`` or ``scheduler``. A failed cube
+    fails the measurement."""
+    from hyperapp.batch import run_job
+    from hyperapp.jobfile import load_job
+
+    job = load_job(job_path)
+    job.inputs = job.inputs[:inputs] if inputs else job.inputs
+    job.output = str(job_path.parent / output)
+    t0 = time.perf_counter()
+    if run_job(job, device=DEVICE, **kw) != 0:
+        raise RuntimeError(f"the run into {job.output} failed; see its hyperapp-batch.log")
+    return time.perf_counter() - t0
+
+
+def _on_warm_cluster(job_path: Path, tag: str, workers: int, warm_cubes: int, gpus: int | None = None) -> float:
+    """Wall seconds of the job on a local cluster of ``workers`` processes (over the first ``gpus`` GPUs,
+    default all), as ``--scheduler`` runs it on a cluster started beforehand: the cluster's start and
+    each worker's first cubes are left out (a warm-up job of ``warm_cubes`` cubes runs first)."""
+    from hyperapp.batch import _local_cluster
+
+    cluster = _local_cluster(workers, gpus=gpus)
+    try:
+        addr = cluster.scheduler_address
+        _timed_run(job_path, f"out-warm-{tag}", warm_cubes, scheduler=addr)
+        return _timed_run(job_path, f"out-{tag}", scheduler=addr)
+    finally:
+        cluster.close()
+
+
 def one_worker_per_gpu(job_path: Path, name: str, gb: float, rate: str) -> Measurement:
     """The job on two Dask workers, one per GPU, against one worker: each cluster started by hand and
     warmed first (as ``--scheduler`` runs it on a cluster of ``dask worker`` processes started with
@@ -248,33 +279,10 @@ def one_worker_per_gpu(job_path: Path, name: str, gb: float, rate: str) -> Measu
     whose wall time includes the cluster's start and each worker's first cubes, goes into the notes.
 
     ``rate``: the notes' name of the figure per second (``cubes_per_s`` or ``GBps``)."""
-    from hyperapp.batch import _local_cluster, run_job
     from hyperapp.jobfile import load_job
 
-    warm_walls, cold_walls = {}, {}
-    for w in (1, 2):
-        cluster = _local_cluster(w)
-        try:
-            addr = cluster.scheduler_address
-            warm = load_job(job_path)
-            warm.inputs = warm.inputs[:4 * w]
-            warm.output = str(job_path.parent / f"out-warm-w{w}")
-            if run_job(warm, scheduler=addr, device=DEVICE) != 0:
-                raise RuntimeError("the warm-up run on the workers failed; see its log")
-            job = load_job(job_path)
-            job.output = str(job_path.parent / f"out-w{w}")
-            t0 = time.perf_counter()
-            if run_job(job, scheduler=addr, device=DEVICE) != 0:
-                raise RuntimeError(f"the run on {w} worker(s) failed; see {job.output}")
-            warm_walls[w] = time.perf_counter() - t0
-        finally:
-            cluster.close()
-        job = load_job(job_path)
-        job.output = str(job_path.parent / f"out-cold-w{w}")
-        t0 = time.perf_counter()
-        if run_job(job, workers=w, device=DEVICE) != 0:
-            raise RuntimeError(f"the run through --workers {w} failed; see {job.output}")
-        cold_walls[w] = time.perf_counter() - t0
+    warm_walls = {w: _on_warm_cluster(job_path, f"w{w}", w, 4 * w) for w in (1, 2)}
+    cold_walls = {w: _timed_run(job_path, f"out-cold-w{w}", workers=w) for w in (1, 2)}
     n = len(load_job(job_path).inputs)
 
     def per_s(wall: float) -> float:
@@ -295,29 +303,14 @@ SHARED_DEVICE_WORKERS = 4
 
 def _processes_on_one_device(job_path: Path, name: str, gb: float, warm_cubes: int | None = None) -> Measurement:
     """The from-clicks job through :data:`SHARED_DEVICE_WORKERS` Dask worker processes that share the one
-    device, as ``--scheduler`` runs it on a cluster started beforehand (the cluster's start and each
-    worker's first cubes are left out: a warm-up job runs first). A cube's fit and bookkeeping are host
-    Python, one GIL per process: a second and third process overlap what threads of one cannot."""
-    from hyperapp.batch import _local_cluster, run_job
+    device (the first GPU), as ``--scheduler`` runs it on a cluster started beforehand
+    (:func:`_on_warm_cluster`). A cube's fit and bookkeeping are host Python, one GIL per process: a
+    second and third process overlap what threads of one cannot."""
     from hyperapp.jobfile import load_job
 
-    job = load_job(job_path)
-    cluster = _local_cluster(SHARED_DEVICE_WORKERS, gpus=1)
-    try:
-        addr = cluster.scheduler_address
-        warm = load_job(job_path)
-        warm.inputs = warm.inputs[:warm_cubes or 3 * SHARED_DEVICE_WORKERS]
-        warm.output = str(job_path.parent / "out-warm-workers")
-        if run_job(warm, scheduler=addr, device=DEVICE) != 0:
-            raise RuntimeError("the warm-up run on the workers failed; see its log")
-        job.output = str(job_path.parent / "out-workers")
-        t0 = time.perf_counter()
-        if run_job(job, scheduler=addr, device=DEVICE) != 0:
-            raise RuntimeError("the batch run on the workers failed; see its log")
-        wall = time.perf_counter() - t0
-    finally:
-        cluster.close()
-    n = len(job.inputs)
+    wall = _on_warm_cluster(job_path, "workers", SHARED_DEVICE_WORKERS, warm_cubes or 3 * SHARED_DEVICE_WORKERS,
+                            gpus=1)
+    n = len(load_job(job_path).inputs)
     return Measurement(f"{name}-rbfn-{SHARED_DEVICE_WORKERS}-processes-one-device", wall * 1e3,
                        notes={"cubes_per_s": round(n / wall, 2), "GBps": round(gb / wall, 2),
                               "workers": SHARED_DEVICE_WORKERS, "device": DEVICE})
