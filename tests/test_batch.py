@@ -323,3 +323,19 @@ def test_worker_envs_deal_gpus_and_cores_out():
     assert all("CUDA_VISIBLE_DEVICES" not in e for e in worker_envs(2, n_gpu=0, gpus=1, cores=8))
     # never fewer than two read threads
     assert worker_envs(8, n_gpu=0, gpus=None, cores=4)[0]["HYPERAPP_READ_THREADS"] == "2"
+
+
+def test_step_folder_refuses_names_and_links_that_lead_elsewhere(tmp_path):
+    from hyperapp.batch import step_folder
+    from hyperapp.errors import InputError
+
+    cube_out = tmp_path / "out" / "c00"
+    cube_out.mkdir(parents=True)
+    assert step_folder(cube_out, "detect-rbfn") == cube_out / "detect-rbfn"
+    for bad in ("../x", "a/b", "..", ".hidden", ""):
+        with pytest.raises(InputError, match="step name"):
+            step_folder(cube_out, bad)
+    (tmp_path / "elsewhere").mkdir()
+    (cube_out / "linked").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InputError, match="symbolic link"):
+        step_folder(cube_out, "linked")
