@@ -72,7 +72,7 @@ def parallel_read_s(paths: list[Path], threads: int = READ_THREADS, repeats: int
         for i in range(repeats + 1):
             t0 = time.perf_counter()
             list(pool.map(read, paths))
-            if i:
+            if i or not repeats:
                 best = min(best, time.perf_counter() - t0)
     return best
 
