@@ -341,3 +341,23 @@ def test_ward_tree_heights_are_named_as_what_they_are(monkeypatch):
     for linkage, words in (("ward", "Ward merge cost"), ("average", "merge distance")):
         _, label = hac_panel.HACPanel.height_units(fake, SimpleNamespace(metric="euclidean", linkage=linkage))
         assert label.startswith(words) and "reflectance" in label
+
+
+def test_truth_outline_runs_along_pixel_edges_and_leaves_the_pixels_visible():
+    """The truth is drawn as lines between pixels, so a one-pixel target's detection stays visible."""
+    from hyperapp.gui.image_view import outline_segments
+
+    def segments(mask):
+        xs, ys = outline_segments(np.asarray(mask, bool))
+        return sorted({tuple(sorted(((xs[i], ys[i]), (xs[i + 1], ys[i + 1])))) for i in range(0, len(xs), 2)})
+
+    assert len(outline_segments(np.zeros((4, 5), bool))[0]) == 0
+    one = np.zeros((3, 4), bool)
+    one[1, 2] = True  # pixel (row 1, col 2) spans x 2..3, y 1..2: the four sides of that square
+    assert segments(one) == [((2.0, 1.0), (2.0, 2.0)), ((2.0, 1.0), (3.0, 1.0)), ((2.0, 2.0), (3.0, 2.0)),
+                             ((3.0, 1.0), (3.0, 2.0))]
+    # two pixels side by side: six outer edges, none between them; a region at the image's edge closes there
+    two = np.zeros((2, 3), bool)
+    two[0, 0:2] = True
+    got = segments(two)
+    assert len(got) == 6 and ((1.0, 0.0), (1.0, 1.0)) not in got and ((0.0, 0.0), (1.0, 0.0)) in got

@@ -87,7 +87,9 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.overlay = pg.ImageItem(axisOrder="row-major")
         self.mask_item = pg.ImageItem(axisOrder="row-major")
         self.roi_item = pg.ImageItem(axisOrder="row-major")
-        self.truth_item = pg.ImageItem(axisOrder="row-major")
+        # the truth drawn as lines along its pixels' edges (one screen pixel wide at any zoom), not as
+        # filled border pixels: on targets of one or two pixels those hid the detection mask beneath
+        self.truth_item = pg.PlotCurveItem(pen=pg.mkPen(TRUTH_COLOUR, width=1, cosmetic=True), connect="pairs")
         for z, item in enumerate((self.base, self.overlay, self.mask_item, self.truth_item, self.roi_item)):
             item.setZValue(z)
             self.vb.addItem(item)
@@ -123,17 +125,16 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.hint.show()
         self.vb.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
 
-    def set_truth(self, truth: np.ndarray | None, colour=TRUTH_COLOUR) -> None:
-        """Outline of a truth mask (its border pixels), so loading one shows where it is."""
+    def set_truth(self, truth: np.ndarray | None) -> None:
+        """Outline of a truth mask (lines along the edges of its regions), so loading one shows where it
+        is while the detection mask and the image inside it stay visible."""
         self._key["truth"] = truth is not None and bool(np.any(truth))
         self._update_key()
         if truth is None:
-            self.truth_item.clear()
+            self.truth_item.setData([], [])
             return
-        t = np.asarray(truth) > 0
-        rgba = np.zeros(t.shape + (4,), np.uint8)
-        rgba[edges(t.astype(np.int32))] = colour
-        self.truth_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+        xs, ys = outline_segments(np.asarray(truth) > 0)
+        self.truth_item.setData(xs, ys)
 
     def _update_key(self) -> None:
         """The key's line: a swatch and a name for each overlay drawn (nothing drawn: an empty line)."""
@@ -278,6 +279,19 @@ def edges(labels: np.ndarray) -> np.ndarray:
     other = ((pad[:-2, 1:-1] != centre) | (pad[2:, 1:-1] != centre)
              | (pad[1:-1, :-2] != centre) | (pad[1:-1, 2:] != centre))
     return (lab > 0) & other
+
+
+def outline_segments(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The outline of a boolean mask's regions as line segments, for a curve drawn with
+    ``connect="pairs"``: every pixel edge between a masked pixel and an unmasked one (or the image's
+    edge), in image coordinates, where pixel (row r, column c) spans x in [c, c + 1] and y in [r, r + 1].
+    Returns ``(xs, ys)``, two points a segment."""
+    pad = np.pad(np.asarray(mask, bool), 1)
+    hr, hc = np.nonzero(pad[1:, 1:-1] != pad[:-1, 1:-1])  # edge along y = hr, x from hc to hc + 1
+    vr, vc = np.nonzero(pad[1:-1, 1:] != pad[1:-1, :-1])  # edge along x = vc, y from vr to vr + 1
+    xs = np.concatenate([np.stack([hc, hc + 1], 1).ravel(), np.repeat(vc, 2)]).astype(np.float64)
+    ys = np.concatenate([np.repeat(hr, 2), np.stack([vr, vr + 1], 1).ravel()]).astype(np.float64)
+    return xs, ys
 
 
 def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=None) -> np.ndarray:
