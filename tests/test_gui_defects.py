@@ -103,7 +103,9 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     # the Compare picker's line follows the runs it lists
     assert "none yet" not in win.compare_pick.placeholderText() and "1 run" in win.compare_pick.placeholderText()
     win._hover(3, 3)
+    assert "pick a run" in win.compare_note.text()  # the empty view below says what it is for
     win.compare_pick.setCurrentIndex(0)
+    assert win.compare_note.text().startswith(win.session.runs[0].name)
     wide = tmp_path / "wide.hdr"
     envi.save_image(str(wide), np.random.default_rng(0).random((40, 300, 8), dtype=np.float32), ext=".img")
     assert win.open_cube(wide)
@@ -111,7 +113,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.results.counts.text().startswith("no result yet")
     assert win.results.hist_curve.getData()[0] is None or len(win.results.hist_curve.getData()[0]) == 0
     assert win.compare_view.overlay.image is None and win.compare_pick.count() == 0
-    assert "none yet" in win.compare_pick.placeholderText()
+    assert "none yet" in win.compare_pick.placeholderText() and "pick a run" in win.compare_note.text()
     assert win.compare_view.base.image is None  # not the last cube's picture either
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
     (x0, x1), (y0, y1) = win.view.vb.viewRange()

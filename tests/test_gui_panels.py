@@ -286,6 +286,9 @@ def test_large_values_tick_short_with_the_power_on_the_label(qtbot):
     qtbot.addWidget(p)
     v = scaled(p, [1.0, 3e5], "merge distance<br>(as stored)")
     assert p.getAxis("left").labelText == "merge distance<br>(as stored, x 10^3)" and v[1] == pytest.approx(300)
+    # a second line that the power would make too long for a low plot: the power on a third
+    scaled(p, [1.0, 3e5], "Ward merge cost<br>(as stored x size)")
+    assert p.getAxis("left").labelText == "Ward merge cost<br>(as stored x size)<br>(x 10^3)"
     assert tick_power([0.5, 40.0]) == 0 and tick_power([2e7]) == 6
 
 

@@ -176,9 +176,12 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
     assert y[0] == pytest.approx(pd) and 10 ** x[0] == pytest.approx(max(far, win.results._min_far), rel=1e-6)
     assert f"{pd:.3f}" in win.results.roc.plotItem.titleLabel.text
     # class maps: a legend naming each class in its colour (forest: the ROI classes' names)
+    from hyperapp.models.registry import ANALYSES
+
     for title, params in (("Gaussian mixture", {"k": "3", "covariance": "diag"}), ("SOM", {"epochs": 3})):
         panel, res = _analyse(qtbot, win, title, **params)
-        assert win.legend.isVisibleTo(win) and win.legend.title == title
+        # headed by the method that drew it, and the tool that drew it is remembered
+        assert win.legend.isVisibleTo(win) and win.legend.title == ANALYSES[res.method].title and win.shown == title
         n = len(np.unique(res.labels[res.labels >= 0]))
         assert len(win.legend.entries()) >= n and not bar.isVisible()
         assert len(win.legend.entries()) <= 12  # a readable number of classes (SOM: 8 codebook clusters)

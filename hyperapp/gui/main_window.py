@@ -122,11 +122,17 @@ class MainWindow(QMainWindow):
         self.compare_view = ImageView()
         self.compare_view.setMinimumSize(320, 200)
         self.compare_pick = QComboBox()
-        self._compare_placeholder()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
         cwl.addWidget(self.compare_pick)
+        # what the view below shows (until a run is picked: what it is for); two lines always, so that a
+        # change of text never resizes the view, which is linked to the main view's zoom
+        self.compare_note = QLabel("")
+        self.compare_note.setWordWrap(True)
+        self.compare_note.setFixedHeight(2 * self.compare_note.fontMetrics().lineSpacing() + 4)
+        cwl.addWidget(self.compare_note)
         cwl.addWidget(self.compare_view, 1)
+        self._compare_placeholder()
         self.compare_view.vb.setXLink(self.view.vb)
         self.compare_view.vb.setYLink(self.view.vb)
         self.toolbox = ToolBox()
@@ -569,10 +575,12 @@ class MainWindow(QMainWindow):
         return run
 
     def show_labels(self, labels: np.ndarray, title: str = "", values=None, colours=None, names=None,
-                    tip: str = "") -> None:
+                    tip: str = "", heading: str | None = None) -> None:
         """Show an analysis's class or cluster map over the image (-1 transparent), label ``values[i]``
         in ``colours[i]`` where given, with its colour legend (``names[i]``; ``tip``: what the colours
-        are); the Results dock then says the image no longer shows the detection."""
+        are); the Results dock then says the image no longer shows the detection. ``title``: the tool
+        that drew it (:attr:`shown`); ``heading``: the method named on the legend and the status line
+        (default ``title``: one tool runs several methods, a decision tree among a forest's)."""
         from hyperapp.io.writers import class_colour
 
         self.view.set_overlay(colourise_labels(labels, self.opacity.value() / 100.0, values, colours))
@@ -585,10 +593,11 @@ class MainWindow(QMainWindow):
         if names is None:
             names = [f"class {int(v)}" for v in values]
         counts = np.bincount(labels[labels >= 0].ravel(), minlength=int(max(values, default=-1)) + 1)
-        self.legend.show_classes(title, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
+        heading = heading or title
+        self.legend.show_classes(heading, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
-        self.results.set_detection_shown(False, f"the {title} map")
-        self.statusBar().showMessage(f"{title}: {len(values)} classes shown on the image (legend at the right)",
+        self.results.set_detection_shown(False, f"the {heading} map")
+        self.statusBar().showMessage(f"{heading}: {len(values)} classes shown on the image (legend at the right)",
                                      5000)
 
     def show_detection(self, reason: str = "") -> None:
@@ -675,6 +684,9 @@ class MainWindow(QMainWindow):
     def _compare_placeholder(self) -> None:
         """The Compare picker's line while nothing is picked, following the runs it lists."""
         n = self.compare_pick.count()
+        if self.compare_pick.currentIndex() < 0:
+            self.compare_note.setText("Run a detector, then pick a run above: its scores and mask show here, "
+                                      "beside the image, zoomed and panned with it.")
         self.compare_pick.setPlaceholderText(
             "Pick a result to show beside the image (none yet: run a detector)" if n == 0
             else f"Pick a result to show beside the image ({n} run{'s' if n > 1 else ''} so far)")
@@ -683,6 +695,7 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
+        self.compare_note.setText(f"{run.name}: its scores and mask, zoomed and panned with the image.")
         self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
         self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
         self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))

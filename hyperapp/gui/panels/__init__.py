@@ -260,7 +260,8 @@ class AnalysisPanel(QWidget):
         from hyperapp.analyse import class_table
 
         values, names, colours = class_table(result)
-        self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result))
+        self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result),
+                              heading=ANALYSES[result.method].title)
 
     def legend_tip(self, result) -> str:
         """What the colours of the result's map are (the legend's tooltip)."""
@@ -389,6 +390,11 @@ def integer_ticks(plot, values, axis: str = "bottom", most: int = 16) -> None:
         plot.setXRange(v[0] - 1, v[0] + 1, padding=0) if axis == "bottom" else None
 
 
+#: characters of one line of a vertical axis label that a low plot (the analysis dock at 1366 x 768, about
+#: 150 pixels of axis) still shows whole
+LABEL_LINE = 20
+
+
 def tick_power(values) -> int:
     """The power of ten (a multiple of 3; 0 for values within 10^-3..10^3) to divide ``values`` by so
     their tick labels stay short."""
@@ -404,15 +410,18 @@ def tick_power(values) -> int:
 def scaled(plot, values, label: str, axis: str = "left"):
     """``values`` divided by a power of ten (:func:`tick_power`), with the power in the axis label
     ("BIC (x 10^6)"), so the tick labels stay short and clear of the axis label. A label of two lines
-    (``<br>``) gets the power in its second's parenthesis ("merge distance<br>(as stored, x 10^3)"), so
-    neither line grows past a low plot."""
+    (``<br>``) gets the power in its second's parenthesis ("merge distance<br>(as stored, x 10^3)"), or
+    on a third line where the second would grow past :data:`LABEL_LINE` characters ("Ward merge
+    cost<br>(as stored x size)<br>(x 10^3)"): a low plot's vertical label cuts a longer line off."""
     import numpy as np
 
     p = tick_power(values)
     if p:
         head, br, tail = label.partition("<br>")
-        if br and tail.endswith(")"):
+        if br and tail.endswith(")") and len(tail) + len(f", x 10^{p}") <= LABEL_LINE:
             label = f"{head}{br}{tail[:-1]}, x 10^{p})"
+        elif br:
+            label = f"{label}<br>(x 10^{p})"
         else:
             label = f"{label} (x 10^{p})"
     plot.setLabel(axis, label)

@@ -92,6 +92,7 @@ class BandsPanel(AnalysisPanel):
             scores = [None]
             self.table.setHorizontalHeaderLabels(["bands kept", ""])
             self.score_curve.setData([0, 1], [0])
+            self.score_plot.setTitle("")  # nothing of an earlier band-subset search stays behind the hidden tab
         # band clustering scores no subsets: no empty "Score distribution" tab
         self.tabs.setTabVisible(self.tabs.indexOf(self.score_plot), result.method == "band-subsets")
         self.table.setColumnHidden(1, result.method != "band-subsets")  # nor an empty score column
