@@ -30,12 +30,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import HyperappError, InputError
-from hyperapp.jobfile import Job
+from hyperapp.errors import HyperappError, InputError, OutputError
+from hyperapp.jobfile import LOG, MANIFEST, MODELS, Job
 from hyperapp.pipeline import CubePipeline
 
-MANIFEST = "manifest.json"
-LOG = "hyperapp-batch.log"
 #: the manifest (and the log) are rewritten at most this often while cubes finish, and at the end
 FLUSH_SECONDS = 0.5
 #: the summary lists every cube up to this many; beyond, the failed ones and the totals
@@ -210,7 +208,7 @@ def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
     for s in job.steps:
         d = asdict(s)
         if s.name in models:
-            d["model"] = str(save_model(models[s.name], out / ".models" / f"{s.name}.npz", method=s.method))
+            d["model"] = str(save_model(models[s.name], out / MODELS / f"{s.name}.npz", method=s.method))
             d["targets"] = d["background"] = None  # ``train`` stays: errors name the scene, not the cache
         steps.append(d)
     return steps
@@ -290,9 +288,17 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     memory = options.memory(memory, "--memory") if memory is not None else None
     scheduler = options.scheduler(scheduler, "--scheduler") if scheduler is not None else None
     console = console or Console(stderr=True)
+    for own, what in ((MANIFEST, "manifest"), (LOG, "log")):  # before anything is read or written
+        if (Path(job.output) / own).exists() and not (Path(job.output) / own).is_file():
+            raise OutputError(f"is not a file: the run keeps its {what} under this name; move it away",
+                              Path(job.output) / own)
     manifest = Manifest(Path(job.output), job.step_fingerprints())
     todo = [c for c in job.inputs if not manifest.done(c)]
     skipped = [c for c in job.inputs if c not in todo]
+    if todo and scheduler is None and device == "gpu":
+        from hyperapp.backend import get_backend
+
+        get_backend("gpu")  # no GPU on this machine (or its local workers'): one line, before anything is written
     client = _connect(scheduler) if scheduler and todo else None  # before anything is written
     try:
         models = _train_models(job, device) if todo else {}

@@ -222,7 +222,7 @@ def _settings(args, kind: str) -> dict:
 def cmd_detect(args) -> int:
     from hyperapp import options
     from hyperapp.detect import detect_to_folder
-    from hyperapp.io import read_labels
+    from hyperapp.io import read_labels, read_truth
     from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
@@ -237,7 +237,7 @@ def cmd_detect(args) -> int:
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     background = read_labels(args.background, shape) if args.background else None
-    truth = read_labels(args.truth, shape, args.truth_var) if args.truth else None
+    truth = read_truth(args.truth, shape, args.truth_var) if args.truth else None
     params = st["params"]
     model = None
     if args.model:
@@ -353,14 +353,18 @@ def cmd_bench(args) -> int:
     from hyperapp import options
 
     repeats = options.whole(args.repeats, "--repeats", 1, 10**6)
-    return run_bench(args.case or None, repeats=repeats, json_path=args.json, quick=args.quick)
+    json_path = options.out_file(args.json, "--json") if args.json is not None else None  # before any work
+    return run_bench(args.case or None, repeats=repeats, json_path=json_path, quick=args.quick)
 
 
 def cmd_prepare_gpu(args) -> int:
     from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.gpu_prepare import cache_dir, prepare_gpu
+    from hyperapp.io import open_cube
     from hyperapp.progress import ProgressDisplay
 
+    for c in args.cubes:  # a cube named that cannot be opened is one line, with or without a GPU
+        open_cube(c)
     if not gpu_available():
         print(f"hyperapp: no GPU here ({gpu_status()}): nothing to prepare; the CPU path needs no kernels")
         return 0

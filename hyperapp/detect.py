@@ -464,6 +464,12 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         raise InputError("give either a false-alarm rate or a threshold, not both")
     if truth is not None and np.asarray(truth).shape != shape:
         raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
+    if truth is not None:  # the evaluation leaves the clicked pixels out: before any work, not after it
+        scored = ~np.asarray(targets, bool)
+        t = np.asarray(truth, bool)
+        if not (t & scored).any() or (t | ~scored).all():
+            raise InputError("the truth mask has no " + ("target pixels" if not (t & scored).any() else
+                             "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out")
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")

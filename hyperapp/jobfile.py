@@ -134,10 +134,17 @@ class Job:
         return self.folders.get(cube) or Path(cube).stem
 
 
+#: a job's output folder's own files: the manifest, the log, the trained models' folder
+MANIFEST, LOG, MODELS = "manifest.json", "hyperapp-batch.log", ".models"
+#: names no cube's output folder may take
+RESERVED_NAMES = (MANIFEST, LOG, MODELS)
+
+
 def output_names(inputs: list[str]) -> dict[str, str]:
     """One output folder name per input: its file name's stem, or where two inputs share a stem (in any
     case: folders on case-insensitive disks), their paths below the folder they share, joined with
-    ``-``; any name still taken gets ``-2``, ``-3``... Deterministic for a given list of inputs."""
+    ``-``; any name still taken, or one of the run's own files' (:data:`RESERVED_NAMES`), gets ``-2``,
+    ``-3``... Deterministic for a given list of inputs."""
     import os
     from collections import defaultdict
 
@@ -155,7 +162,7 @@ def output_names(inputs: list[str]) -> dict[str, str]:
         if len({v.casefold() for v in plain.values()}) < len(group):  # same folder: x.hdr and x.h5
             plain = {c: "-".join((*r.parent.parts, r.name)) for c, r in rel.items()}
         names.update(plain)
-    taken: set[str] = set()
+    taken: set[str] = {r.casefold() for r in RESERVED_NAMES}
     for c in inputs:
         n, base, i = names[c], names[c], 1
         while n.casefold() in taken:
@@ -292,10 +299,10 @@ def load_job(path: str | Path) -> Job:
         try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
             options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
             check_labels_file(truth_abs)
-            from hyperapp.io import open_cube, read_labels
+            from hyperapp.io import open_cube, read_truth
 
             c = open_cube(cube_abs, dataset)  # the header only: the mask must be the cube's size
-            read_labels(truth_abs, (c.rows, c.cols))
+            read_truth(truth_abs, (c.rows, c.cols))
         except HyperappError as exc:
             raise _err(p, key, str(exc)) from None
         truth[cube_abs] = truth_abs

@@ -307,9 +307,9 @@ class CubePipeline:
         cube_out = cube_folder(self.out, item.path, item.folder)
         truth = None
         if item.truth:
-            from hyperapp.io import read_labels
+            from hyperapp.io import read_truth
 
-            truth = read_labels(item.truth, (raw.rows, raw.cols))
+            truth = read_truth(item.truth, (raw.rows, raw.cols))
         for s in self.steps:
             cube = raw.run_bands(s.all_bands, s.bands, "bands")
             image = X  # read ahead only when every step runs on the same bands (the read stage)

@@ -92,9 +92,9 @@ class Session:
         return cls(cube, dataset, all_bands=bool(all_bands))
 
     def load_truth(self, path: str | os.PathLike, variable: str | None = None) -> None:
-        from hyperapp.io import read_labels
+        from hyperapp.io import read_truth
 
-        self.truth = read_labels(path, (self.cube.rows, self.cube.cols), variable)
+        self.truth = read_truth(path, (self.cube.rows, self.cube.cols), variable)
         self.truth_path = str(path)
 
     def pixels_on(self, device: str, progress=None):

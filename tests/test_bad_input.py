@@ -425,8 +425,11 @@ def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
     np.save(tmp_path / "small.npy", truth[:10])
     np.save(tmp_path / "halves.npy", np.full((24, 24), 0.5))
     (tmp_path / "afolder").mkdir()
+    np.save(tmp_path / "empty.npy", np.zeros((24, 24), np.uint8))
     cases = [('"scenes/s1.hdr" = "missing.npy"', "not found"),
              ('"scenes/s1.hdr" = "afolder"', "is a folder"),
+             ('"scenes/s1.hdr" = "empty.npy"', "marks no pixel"),
+             ('"scenes/s1.hdr" = "scenes/s1.hdr"', "a mask has one band"),
              ('"scenes/s1.hdr" = "halves.npy"', "inputs.truth.scenes/s1.hdr"),
              ('"scenes/s1.hdr" = "small.npy"', "inputs.truth.scenes/s1.hdr"),
              ('"scenes/other.hdr" = "truth.npy"', "not among the inputs"),
@@ -663,3 +666,64 @@ def test_undesired_equal_to_the_clicked_target_is_refused_at_fitting(method):
     with pytest.raises(InputError, match="is the target"):
         run_detection(cube_from_array(X, "s"), method, targets, device="cpu",
                       undesired_spectra=X[5, 5][None].astype(np.float64) * 3)
+
+
+def test_a_truth_mask_that_cannot_score_is_refused_before_any_work(tmp_path, capsys):
+    """--truth that marks nothing, everything, only the clicked targets, or is a cube: one line, exit 2,
+    nothing written."""
+    cube = _cube(tmp_path / "c.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    np.save(tmp_path / "none.npy", np.zeros((24, 24), np.uint8))
+    np.save(tmp_path / "all.npy", np.ones((24, 24), np.uint8))
+    for truth, words in (("none.npy", "marks no pixel"), ("all.npy", "marks every pixel"),
+                         ("t.csv", "besides the clicked targets"), ("c.hdr", "a mask has one band")):
+        rc, err = _cli(["detect", cube, "--method", "sam", "--targets", tmp_path / "t.csv", "--truth",
+                        tmp_path / truth, "--device", "cpu", "--out", tmp_path / "out"], capsys)
+        _one_clean_line(rc, err, words)
+        assert not (tmp_path / "out").exists(), truth
+
+
+def test_the_runs_own_file_names_never_clash(tmp_path, capsys):
+    """Cubes named like the run's own files get folders of their own; an output folder whose manifest or
+    log is a folder is refused in one line before anything is written."""
+    for stem in ("manifest.json", "hyperapp-batch.log", "x"):
+        _cube(tmp_path / "scenes" / f"{stem}.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    job = _scene_job(tmp_path, 'detect = "sam"\ntargets = "t.csv"')
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 0, err
+    out = tmp_path / "out"
+    assert (out / "manifest.json").is_file() and (out / "hyperapp-batch.log").is_file()
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"manifest.json-2", "hyperapp-batch.log-2", "x"}
+    assert len(json.loads((out / "manifest.json").read_text())["cubes"]) == 3
+    (tmp_path / "out2" / "hyperapp-batch.log").mkdir(parents=True)
+    job = _scene_job(tmp_path, 'detect = "sam"\ntargets = "t.csv"', out="out2")
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    _one_clean_line(rc, err, "hyperapp-batch.log", "is not a file")
+    assert not (tmp_path / "out2" / "manifest.json").exists()
+
+
+def test_bench_and_prepare_gpu_check_their_files_before_any_work(tmp_path, capsys):
+    (tmp_path / "afolder").mkdir()
+    for value, words in ((tmp_path / "afolder", "is a folder"), ("", "must name a file"),
+                         (tmp_path / "a-file" / "x.json", "is a file")):
+        if "a-file" in str(value):
+            (tmp_path / "a-file").write_text("")
+        rc, err = _cli(["bench", "--quick", "--json", value], capsys)
+        _one_clean_line(rc, err, "--json", words)
+    for cube, words in ((tmp_path / "nope.hdr", "not found"), (tmp_path / "afolder", "is a folder")):
+        rc, err = _cli(["prepare-gpu", cube], capsys)
+        _one_clean_line(rc, err, str(cube), words)
+
+
+def test_run_on_a_gpu_this_machine_lacks_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from hyperapp.backend import gpu_available
+
+    if gpu_available():
+        pytest.skip("needs a machine without a GPU")
+    _cube(tmp_path / "scenes" / "s.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    job = _scene_job(tmp_path, 'detect = "sam"\ntargets = "t.csv"')
+    rc, err = _cli(["run", job, "--device", "gpu"], capsys)
+    _one_clean_line(rc, err, "--device gpu")
+    assert not (tmp_path / "out").exists()

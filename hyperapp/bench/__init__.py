@@ -150,11 +150,13 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
         got = CASES[name](ctx)
         for m in got if isinstance(got, list) else [got]:  # a case may measure several variants
             _report(m, bw, results)
-        if json_path:  # after every case, so a run cut short keeps what it measured
-            with open(json_path, "w") as fh:
-                json.dump({"device": ctx.device, "bandwidth_gbs": bw, "command": command, "quick": quick,
-                           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                           "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, fh, indent=2)
+        if json_path:  # after every case (atomically), so a run cut short keeps what it measured
+            from hyperapp.io.atomic import atomic_write_text
+
+            atomic_write_text(json_path, json.dumps(
+                {"device": ctx.device, "bandwidth_gbs": bw, "command": command, "quick": quick,
+                 "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                 "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, indent=2))
     return 0
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from hyperapp.cube import Cube
 from hyperapp.errors import CubeFormatError, CubeNotFoundError
-from hyperapp.io.masks import read_labels, read_mask, read_pixels, write_pixels
+from hyperapp.io.masks import read_labels, read_mask, read_pixels, read_truth, write_pixels
 from hyperapp.io.writers import write_envi, write_geotiff, write_image, write_npy, write_png
 
 HDF5_EXTENSIONS = (".h5", ".hdf5", ".he5", ".nc", ".hdf")
 
 __all__ = [
-    "open_cube", "read_mask", "read_labels", "read_pixels", "write_pixels",
+    "open_cube", "read_mask", "read_labels", "read_pixels", "read_truth", "write_pixels",
     "write_envi", "write_geotiff", "write_image", "write_npy", "write_png",
 ]
 

@@ -93,7 +93,10 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
     try:
         for f in finals_p:
             ensure_dir(f.parent)
-            fd, tmp = tempfile.mkstemp(prefix=f".{f.stem}.", suffix=".part" + f.suffix, dir=f.parent)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{f.stem}.", suffix=".part" + f.suffix, dir=f.parent)
+            except OSError as exc:  # a folder that cannot hold new files (/proc, a read-only mount)
+                raise OutputError(f"cannot write ({exc.strerror or exc})", f) from exc
             os.close(fd)
             os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
             temps.append(Path(tmp))

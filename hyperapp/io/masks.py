@@ -50,7 +50,10 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int] | None = None, var
         else:
             from hyperapp.io.envi import open_envi
 
-            m = open_envi(p).band(0)
+            img = open_envi(p)
+            if img.bands != 1:  # a cube given where a mask goes
+                raise InputError(f"a mask has one band; this file has {img.bands} (a cube, not a mask?)", p)
+            m = img.band(0)
     except (InputError, CubeFormatError, CubeNotFoundError):
         raise
     except Exception as exc:
@@ -185,6 +188,17 @@ def read_labels(path: str | os.PathLike, shape: tuple[int, int], variable: str |
         m[pts[:, 0], pts[:, 1]] = True
         return m
     return read_mask(p, shape, variable) > 0
+
+
+def read_truth(path: str | os.PathLike, shape: tuple[int, int], variable: str | None = None) -> np.ndarray:
+    """A truth mask (:func:`read_labels`) that can score a detection: it marks some pixels and leaves
+    some unmarked (AUC and Pd need both), else an :class:`InputError` naming the file, before any work."""
+    m = read_labels(path, shape, variable)
+    if not m.any():
+        raise InputError("the truth mask marks no pixel: AUC and Pd need target pixels", path)
+    if m.all():
+        raise InputError("the truth mask marks every pixel: AUC and Pd need pixels that are not targets", path)
+    return m
 
 
 def write_pixels(path: str | os.PathLike, mask: np.ndarray) -> None:
