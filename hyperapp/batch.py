@@ -223,9 +223,13 @@ def _connect(scheduler: str):
 
     try:
         return Client(scheduler, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError, asyncio.TimeoutError, ValueError, TypeError) as exc:
+    except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
         raise InputError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} s "
                          f"({exc.__class__.__name__})") from None
+    except (ValueError, TypeError) as exc:  # refused at once: not a matter of waiting
+        why = ("a tls:// address needs Dask's TLS settings (distributed.comm.tls: certificates)"
+               if scheduler.startswith("tls://") else f"{exc.__class__.__name__}: {exc}")
+        raise InputError(f"cannot connect to the Dask scheduler at {scheduler}: {why}") from None
 
 
 def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[dict[str, str]]:
@@ -235,12 +239,9 @@ def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[
     use = min(n_gpu, max(1, gpus)) if gpus is not None else n_gpu
     envs = []
     for i in range(workers):
-        # the workers' own logging at errors only: their INFO lines (start, stop, heartbeat) otherwise
-        # reach the user's terminal through the nanny, dozens per run
-        env = {"DASK_LOGGING__DISTRIBUTED": "error",
-               # the machine's cores shared out: each worker's readers would otherwise start a thread per
-               # core, and four workers' 64 threads slowed a campaign's reads fourfold
-               "HYPERAPP_READ_THREADS": str(max(2, cores // max(workers, 1)))}
+        # the machine's cores shared out: each worker's readers would otherwise start a thread per core,
+        # and four workers' 64 threads slowed a campaign's reads fourfold
+        env = {"HYPERAPP_READ_THREADS": str(max(2, cores // max(workers, 1)))}
         if use > 1 or use < n_gpu:  # several GPUs, or fewer than the machine has: the worker's own
             env["CUDA_VISIBLE_DEVICES"] = str(i % use)
         envs.append(env)
@@ -267,12 +268,17 @@ def _local_cluster(workers: int, gpus: int | None = None):
             return LocalCUDACluster(n_workers=min(workers, n_gpu), threads_per_worker=WORKER_THREADS)
         except ImportError:
             pass
+    import dask
     from distributed import Nanny, Scheduler, SpecCluster
 
     specs = {f"hyperapp-{i}": {"cls": Nanny, "options": {"nthreads": WORKER_THREADS, "env": env, "memory_limit": 0}}
              for i, env in enumerate(worker_envs(workers, n_gpu, gpus, os.cpu_count() or 2))}
-    return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
-                       silence_logs=40)
+    # a worker reads its logging settings when it imports Dask, before the nanny's ``env`` reaches it:
+    # only an environment set before the process is spawned quiets its INFO lines (dozens a run)
+    quiet = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), "DASK_LOGGING__DISTRIBUTED": "error"}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": quiet}):
+        return SpecCluster(workers=specs, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+                           silence_logs=40)
 
 
 def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: str = "auto",

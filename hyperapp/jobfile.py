@@ -237,7 +237,7 @@ def load_job(path: str | Path) -> Job:
     if not p.is_file():
         raise InputError("job file not found", p)
     try:
-        d = tomllib.loads(p.read_text(encoding="utf-8"))
+        d = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # the byte-order mark some editors write, skipped
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid TOML: {exc}", p) from exc
     base = p.resolve().parent

@@ -259,6 +259,8 @@ class CubePipeline:
         item.row["stages"][fn.__name__.lstrip("_")] = round(time.perf_counter() - t0, 6)
 
     def _finish(self, item: _Item) -> None:
+        if item.row["error"] is not None:  # nothing of a failed cube was kept: no counts beside its error
+            item.row["detections"] = None
         st = item.row["stages"]
         item.row["seconds"] = round(st["read"] + st["compute"] + st["write"], 3)
         if item.row["error"] == "cancelled":

@@ -727,3 +727,34 @@ def test_run_on_a_gpu_this_machine_lacks_is_one_line_and_writes_nothing(tmp_path
     rc, err = _cli(["run", job, "--device", "gpu"], capsys)
     _one_clean_line(rc, err, "--device gpu")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_job_saved_with_a_byte_order_mark_runs(tmp_path, capsys):
+    """Some editors start UTF-8 files with a byte-order mark; the job is read as written."""
+    _cube(tmp_path / "scenes" / "s.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    job = _scene_job(tmp_path, 'detect = "sam"\ntargets = "t.csv"')
+    job.write_bytes(b"\xef\xbb\xbf" + job.read_bytes())
+    rc, err = _cli(["run", job, "--device", "cpu"], capsys)
+    assert rc == 0, err
+
+
+def test_a_file_that_is_not_a_model_says_what_it_is_in_a_few_words(tmp_path):
+    from hyperapp.errors import ModelError
+    from hyperapp.io.model_files import load_model
+
+    (tmp_path / "text.npz").write_text("hello")
+    np.savez(tmp_path / "objects.npz", __meta__=np.array([object()], dtype=object))
+    for name, words in (("text.npz", "not a NumPy .npz archive"), ("objects.npz", "Python objects")):
+        with pytest.raises(ModelError) as e:
+            load_model(tmp_path / name)
+        assert words in str(e.value) and name in str(e.value) and "allow_pickle" not in str(e.value)
+
+
+def test_a_tls_scheduler_without_certificates_is_not_called_a_timeout(tmp_path, capsys):
+    _cube(tmp_path / "scenes" / "s.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    job = _scene_job(tmp_path, 'detect = "sam"\ntargets = "t.csv"')
+    rc, err = _cli(["run", job, "--scheduler", "tls://127.0.0.1:1", "--device", "cpu"], capsys)
+    _one_clean_line(rc, err, "tls://127.0.0.1:1", "TLS settings")
+    assert "within" not in err and not (tmp_path / "out").exists()

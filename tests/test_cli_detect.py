@@ -8,6 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from hyperapp.cli import main
+from hyperapp.errors import InputError
 from hyperapp.io import open_cube, read_labels, read_mask
 
 from .conftest import random_clicks
@@ -163,6 +164,14 @@ def test_error_mask_shape_and_pixels_outside(tmp_path, capsys, land_hdr):
     (tmp_path / "t.csv").write_text("row,col\n5,5\n130,2\n")
     line = _bad(capsys, tmp_path, "detect", land_hdr, "--method", "sam", "--targets", tmp_path / "t.csv")
     assert "outside the 128x128 image" in line
+    # a negative row is wrong whatever the image: said so, by the CLI and by a job's check alike
+    (tmp_path / "neg.csv").write_text("row,col\n-1,5\n")
+    line = _bad(capsys, tmp_path, "detect", land_hdr, "--method", "sam", "--targets", tmp_path / "neg.csv")
+    assert "neg.csv" in line and "negative row or column" in line
+    from hyperapp.io.masks import check_labels_file
+
+    with pytest.raises(InputError, match="negative row or column"):
+        check_labels_file(tmp_path / "neg.csv")
 
 
 def test_error_output_folder_not_writable(tmp_path, capsys, land_hdr):

@@ -267,3 +267,19 @@ def test_a_steps_library_is_resampled_once_per_wavelength_grid(tmp_path, monkeyp
     assert len(reads) == 1
     np.testing.assert_array_equal(cached["target_spectra"], uncached["target_spectra"])
     assert cached["signature_info"] == uncached["signature_info"]
+
+
+def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
+    """Its detections were computed but not kept: the row shows the error, not counts beside it."""
+    import hyperapp.detect as detect
+    from hyperapp.errors import OutputError
+
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 2)]
+
+    def refuse(res, folder, cube):
+        raise OutputError("disk full", folder)
+
+    monkeypatch.setattr(detect, "write_detection", refuse)
+    with CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu") as pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    assert all("disk full" in r["error"] and r["detections"] is None for r in rows)

@@ -167,7 +167,10 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
                     r, c = int(cells[ri]), int(cells[ci])
                 except ValueError as exc:
                     raise InputError(f"line {lineno}: row and col must be integers, got {','.join(row)!r}", p) from exc
-                if not (0 <= r < shape[0] and 0 <= c < shape[1]):
+                if r < 0 or c < 0:  # wrong whatever the image (a job's check knows no image yet)
+                    raise InputError(f"line {lineno}: pixel ({r}, {c}) has a negative row or column: they "
+                                     "count from 0", p)
+                if not (r < shape[0] and c < shape[1]):
                     raise InputError(
                         f"line {lineno}: pixel ({r}, {c}) is outside the {shape[0]}x{shape[1]} image", p
                     )

@@ -84,7 +84,15 @@ def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str 
             meta = json.loads(bytes(z["__meta__"]).decode())
             arrays = {k: z[k] for k in z.files if k != "__meta__"}
     except Exception as exc:
-        raise ModelError(f"not a hyperapp model file ({exc.__class__.__name__}: {exc})", p) from exc
+        # what the file holds instead, in a few words (NumPy's own text advises loading pickles unsafely)
+        text = str(exc)
+        if "Object arrays" in text:
+            why = "it holds Python objects, which hyperapp never loads"
+        elif "pickle" in text:  # neither .npy nor .npz: NumPy took it for a pickle
+            why = "not a NumPy .npz archive"
+        else:
+            why = f"{exc.__class__.__name__}: {text.splitlines()[0][:120] if text else ''}"
+        raise ModelError(f"not a hyperapp model file ({why})", p) from exc
     try:
         if meta.get("format") != FORMAT:
             raise ModelError("not a hyperapp model file", p)
