@@ -64,6 +64,10 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     win.results.table.cellClicked.emit(0, 0)
     r = win.results.table.item(0, 0)
     assert r is not None and int(r.text()) == rows[0]["label"]
+    # the box as the first and last rows and columns it covers (inclusive), not as slices
+    b = rows[0]
+    first_last = win.results.table.item(0, 5).text().replace("\u2013", " ").replace(",", " ").split()
+    assert int(first_last[0]) == b["row0"] and int(first_last[-1]) == b["col1"] - 1
     vr = win.view.vb.viewRange()  # zoomed to the first object's box (and a margin)
     assert vr[0][0] <= rows[0]["col0"] and vr[0][1] >= rows[0]["col1"]
     box = rows[0]

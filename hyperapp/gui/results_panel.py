@@ -96,7 +96,11 @@ class ResultsPanel(QWidget):
         self.roc_point = self.roc.plot([], [], pen=None, symbol="o", symbolSize=11,
                                        symbolBrush=pg.mkBrush(255, 230, 0), symbolPen=pg.mkPen("k", width=1))
         self.table = QTableWidget(0, 6)
-        self.table.setHorizontalHeaderLabels(["label", "pixels", "row", "col", "peak score", "rows, cols (box)"])
+        self.table.setHorizontalHeaderLabels(["label", "pixels", "centre row", "centre col", "peak score",
+                                              "box: rows, cols"])
+        self.table.horizontalHeaderItem(0).setToolTip("The object's id, as objects.csv names it (the rows are "
+                                                      "sorted by peak score)")
+        self.table.horizontalHeaderItem(5).setToolTip("The first and last row and column the object covers")
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -269,9 +273,12 @@ class ResultsPanel(QWidget):
     def _fill_table(self, rows: list[dict]) -> None:
         self._objects = rows
         self.table.setRowCount(len(rows))
+        def span(first: int, end: int) -> str:  # an exclusive end shown as the last index covered
+            return str(first) if end - 1 == first else f"{first}\u2013{end - 1}"
+
         for i, r in enumerate(rows):
             vals = [r["label"], r["pixels"], f"{r['centroid_row']:.1f}", f"{r['centroid_col']:.1f}",
-                    f"{r['peak_score']:.4g}", f"{r['row0']}:{r['row1']}, {r['col0']}:{r['col1']}"]
+                    f"{r['peak_score']:.4g}", f"{span(r['row0'], r['row1'])}, {span(r['col0'], r['col1'])}"]
             for j, v in enumerate(vals):
                 self.table.setItem(i, j, QTableWidgetItem(str(v)))
 

@@ -35,6 +35,10 @@ def scrolled(widget: QWidget) -> QScrollArea:
     return area
 
 
+#: the progress bar's text while no job runs
+IDLE = "progress (no job running)"
+
+
 def run_strip(owner, run_text: str = "Run") -> QWidget:
     """A strip with Run, Cancel, the progress bar and the status line; sets ``owner.run_button``,
     ``cancel_button``, ``progress`` and ``status``."""
@@ -49,7 +53,8 @@ def run_strip(owner, run_text: str = "Run") -> QWidget:
     owner.cancel_button.setEnabled(False)
     owner.progress = QProgressBar()
     owner.progress.setRange(0, 1000)
-    owner.progress.setTextVisible(False)
+    owner.progress.setFormat(IDLE)  # says what the bar is while it is empty
+    owner.progress.setToolTip("no job running")
     row.addWidget(owner.run_button)
     row.addWidget(owner.cancel_button)
     row.addWidget(owner.progress, 1)
@@ -97,6 +102,7 @@ def set_busy(owner, busy: bool) -> None:
     owner.run_button.setEnabled(not busy)
     owner.cancel_button.setEnabled(busy)
     owner.progress.setValue(0)
+    owner.progress.setFormat("%p %" if busy else IDLE)
     owner.progress.setToolTip("progress of the running job" if busy else "no job running")
 
 

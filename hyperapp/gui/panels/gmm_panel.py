@@ -59,7 +59,7 @@ class GMMPanel(AnalysisPanel):
         per = d * d if v.get("covariance") == "full" else d
         work = n * sum(ks) * per * v.get("n_init", 1) * v.get("max_iter", 100)
         tried = f"{ks[0]} components" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} fits)"
-        self.cost.setText(f"Cost: {n:,} spectra, {tried}, {v.get('n_init', 1)} start(s), up to "
+        self.cost.setText(f"Cost: about {n:,} spectra, {tried}, {v.get('n_init', 1)} start(s), up to "
                           f"{v.get('max_iter', 100)} EM iterations on {d} bands: up to {work:.2g} multiply-adds; "
                           "time grows with each (bands squared for full covariances).")
 

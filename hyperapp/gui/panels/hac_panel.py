@@ -46,7 +46,7 @@ class HACPanel(AnalysisPanel):
             self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
             return
         mb = n * (n - 1) / 2 * 8 / 2**20
-        self.cost.setText(f"Cost: {n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB); "
+        self.cost.setText(f"Cost: about {n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB); "
                           "time and memory grow with the square of the spectra.")
 
     def build_plots(self, tabs) -> None:
