@@ -227,12 +227,12 @@ def cmd_detect(args) -> int:
 
     st = _settings(args, "detect")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
-    if args.save_model:
-        from hyperapp.io.atomic import check_out_dir
+    if args.save_model:  # the file it will write (.npz added), checked before any work or output
+        from hyperapp.io.model_files import model_path
 
-        if Path(args.save_model).is_dir():
-            raise InputError("is a folder; --save-model names the model file to write", args.save_model)
-        check_out_dir(Path(args.save_model).absolute().parent)
+        if Path(args.save_model).is_dir() or model_path(args.save_model).is_dir():
+            raise InputError("is a folder; --save-model names the model file to write", model_path(args.save_model))
+        options.out_file(str(model_path(args.save_model)), "--save-model")
     cube = _open(args)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
@@ -262,6 +262,11 @@ def cmd_detect(args) -> int:
     sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
                            st.get("undesired_names"),
                            read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
+    if args.save_model and model is None:  # a model that could not be saved: refused before any output
+        from hyperapp.io.model_files import check_savable, model_path
+
+        several = sig.get("target_spectra") is not None and len(sig["target_spectra"]) > 1
+        check_savable(args.method, st.get("mnf") is not None, several, model_path(args.save_model))
     with ProgressDisplay() as shown:
         result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                          device=args.device, truth=truth, far=st.get("far"),
@@ -383,9 +388,11 @@ def cmd_prepare_gpu(args) -> int:
 
 
 def cmd_samples(args) -> int:
+    from hyperapp.io.atomic import check_out_dir
     from hyperapp.samples import build_samples, sample_folder
 
     folder = args.folder or sample_folder()
+    check_out_dir(folder)  # a file, or a folder that cannot be made: one line before anything is written
     build_samples(folder)
     print(f"wrote sample scenes to {folder}")
     return 0
@@ -460,6 +467,13 @@ def _headless(argv: list[str], debug: bool) -> int:
         print("\nhyperapp: interrupted; " + ("nothing written" if kept is None else
               f"{kept} cube(s) done are kept; run again to resume"), file=sys.stderr)
         return 130
+    except OSError as exc:  # the system refused a file operation (an I/O error, a path that cannot be
+        # made): the user's environment, not hyperapp's fault; one line naming the file where the system does
+        if debug:
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"hyperapp: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # an internal error: one line unless asked for the traceback
         if debug:
             raise

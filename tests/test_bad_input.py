@@ -758,3 +758,39 @@ def test_a_tls_scheduler_without_certificates_is_not_called_a_timeout(tmp_path, 
     rc, err = _cli(["run", job, "--scheduler", "tls://127.0.0.1:1", "--device", "cpu"], capsys)
     _one_clean_line(rc, err, "tls://127.0.0.1:1", "TLS settings")
     assert "within" not in err and not (tmp_path / "out").exists()
+
+
+def test_save_model_is_checked_before_any_output(tmp_path, capsys):
+    """--save-model that names a folder (with the .npz it gets), a place that cannot hold files, or a model
+    that cannot be saved: one line, exit 2, and an earlier run's outputs untouched."""
+    cube = _cube(tmp_path / "c.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    good = tmp_path / "good"
+    rc, err = _cli(["detect", cube, "--method", "ace", "--targets", tmp_path / "t.csv", "--device", "cpu",
+                    "--out", good], capsys)
+    assert rc == 0, err
+    before = {p.name: p.read_bytes() for p in good.iterdir()}
+    (tmp_path / "mdl.npz").mkdir()
+    (tmp_path / "a-file").write_text("")
+    for save, extra, words in (("mdl", [], "is a folder"), (tmp_path / "a-file" / "m", [], "is a file"),
+                               ("m2", ["--mnf", "3"], "MNF space")):
+        rc, err = _cli(["detect", cube, "--method", "rx", "--targets", tmp_path / "t.csv", "--device", "cpu",
+                        "--save-model", tmp_path / save if isinstance(save, str) else save, "--out", good, *extra],
+                       capsys)
+        _one_clean_line(rc, err, words)
+        assert {p.name: p.read_bytes() for p in good.iterdir()} == before, save
+
+
+def test_samples_into_a_file_and_system_refusals_are_one_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    rc, err = _cli(["samples", tmp_path / "a-file"], capsys)
+    _one_clean_line(rc, err, "a-file", "is a file")
+    # an operation the system refuses (here: an I/O error reading a header) is the user's environment
+    import hyperapp.cli as cli
+
+    def refuse(args):
+        raise OSError(5, "Input/output error", str(tmp_path / "c.hdr"))
+
+    monkeypatch.setitem(cli.COMMANDS, "info", refuse)
+    rc, err = _cli(["info", tmp_path / "c.hdr"], capsys)
+    _one_clean_line(rc, err, "c.hdr", "Input/output error")

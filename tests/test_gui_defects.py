@@ -221,7 +221,7 @@ def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
     the image names every overlay drawn."""
     import pyqtgraph as pg
 
-    from hyperapp.gui.image_view import MASK_COLOUR, SCORE_CMAP
+    from hyperapp.gui.image_view import FALSE_ALARM_COLOUR, MASK_COLOUR, SCORE_CMAP
 
     assert win.open_cube(land_hdr)
     assert win.view.key_entries() == []
@@ -234,8 +234,19 @@ def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
     assert win.view.key_entries() == ["target marks", "background marks"]
     win.load_truth(land_hdr.with_name("land_truth.hdr"))
     assert run_detector(qtbot, win, "sam") is not None
-    assert win.view.key_entries() == ["truth outline", "detection mask", "target marks", "background marks"]
-    assert "detection mask" in win.view.key.text
+    # over a truth, the mask shows its hits and its false alarms apart, and the key names both
+    assert win.view.key_entries() == ["truth outline", "detection on the truth", "false alarm", "target marks",
+                                      "background marks"]
+    assert "false alarm" in win.view.key.text
+    mask = win.view.mask_item.image[..., 3] > 0
+    truth = win.session.truth > 0
+    rgb = win.view.mask_item.image[..., :3]
+    assert (rgb[mask & truth] == MASK_COLOUR[:3]).all() and (rgb[mask & ~truth] == FALSE_ALARM_COLOUR[:3]).all()
+    win.view.set_truth(None)  # no truth: one colour again
+    assert "detection mask" in win.view.key_entries()
+    rgb = win.view.mask_item.image[..., :3]
+    assert (rgb[win.view.mask_item.image[..., 3] > 0] == MASK_COLOUR[:3]).all()
     # far from every colour of the score map
     lut = pg.colormap.get(SCORE_CMAP).getLookupTable(0.0, 1.0, 256, alpha=False).astype(int)
-    assert np.abs(lut - np.asarray(MASK_COLOUR[:3])).sum(axis=1).min() > 200
+    for colour in (MASK_COLOUR, FALSE_ALARM_COLOUR):
+        assert np.abs(lut - np.asarray(colour[:3])).sum(axis=1).min() > 200

@@ -20,6 +20,9 @@ RING_PATCH = 9
 MASK_COLOUR = (0, 230, 0, 190)
 #: the truth mask's outline colour
 TRUTH_COLOUR = (0, 255, 255, 230)
+#: with a truth shown, the detected pixels off it (false alarms): magenta, far from the score colour map,
+#: the mask's green, the truth's cyan and the marks' red and blue
+FALSE_ALARM_COLOUR = (255, 0, 255, 210)
 #: the window detector's boxes: white and dashed, apart from the green mask they surround
 BOX_COLOUR = (255, 255, 255)
 
@@ -103,6 +106,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.key = pg.LabelItem("", justify="left", size="9pt")
         self.addItem(self.key, row=1, col=0, colspan=2)
         self._key: dict = {"truth": False, "mask": False, "boxes": False, "marks": []}
+        self._truth: np.ndarray | None = None  # the truth shown (bool), which colours the mask
+        self._mask: np.ndarray | None = None  # the detection mask shown (bool)
         self._update_key()
         self.shape: tuple[int, int] | None = None
         self.scene().sigMouseMoved.connect(self._moved)
@@ -129,34 +134,41 @@ class ImageView(pg.GraphicsLayoutWidget):
         """Outline of a truth mask (lines along the edges of its regions), so loading one shows where it
         is while the detection mask and the image inside it stay visible."""
         self._key["truth"] = truth is not None and bool(np.any(truth))
+        self._truth = None if truth is None else np.asarray(truth) > 0
+        if self._mask is not None:  # the mask shown is coloured by the truth: hits and false alarms
+            self.set_mask(self._mask)
         self._update_key()
         if truth is None:
             self.truth_item.setData([], [])
             return
-        xs, ys = outline_segments(np.asarray(truth) > 0)
+        xs, ys = outline_segments(self._truth)
         self.truth_item.setData(xs, ys)
 
-    def _update_key(self) -> None:
-        """The key's line: a swatch and a name for each overlay drawn (nothing drawn: an empty line)."""
+    def _key_parts(self) -> list[tuple]:
+        """(colour, symbol, name) of each overlay drawn; a mask over a truth is two: its pixels on the
+        truth and its false alarms."""
         k = self._key
         parts = []
         if k["truth"]:
             parts.append((TRUTH_COLOUR, "\u25a1", "truth outline"))
-        if k["mask"]:
+        if k["mask"] and self._truth is not None:
+            parts += [(MASK_COLOUR, "\u25a0", "detection on the truth"), (FALSE_ALARM_COLOUR, "\u25a0", "false alarm")]
+        elif k["mask"]:
             parts.append((MASK_COLOUR, "\u25a0", "detection mask"))
         if k["boxes"]:
             parts.append((BOX_COLOUR, "\u2b1a", "window boxes"))
-        parts += [(c, "\u25cb", f"{name} marks") for name, c in k["marks"]]
+        return parts + [(c, "\u25cb", f"{name} marks") for name, c in k["marks"]]
+
+    def _update_key(self) -> None:
+        """The key's line: a swatch and a name for each overlay drawn (nothing drawn: an empty line)."""
         html = "&nbsp;&nbsp;&nbsp;".join(
             f"<span style='color: rgb({c[0]},{c[1]},{c[2]}); font-weight: bold'>{sym}</span>&nbsp;{text}"
-            for c, sym, text in parts)
+            for c, sym, text in self._key_parts())
         self.key.setText(html or "&nbsp;")
 
     def key_entries(self) -> list[str]:
         """The key's names (for tests)."""
-        k = self._key
-        return ((["truth outline"] if k["truth"] else []) + (["detection mask"] if k["mask"] else [])
-                + (["window boxes"] if k["boxes"] else []) + [f"{name} marks" for name, _ in k["marks"]])
+        return [text for _, _, text in self._key_parts()]
 
     def clear_layers(self) -> None:
         """Remove every overlay (a new cube)."""
@@ -181,14 +193,18 @@ class ImageView(pg.GraphicsLayoutWidget):
             self.colour_bar.hide()
 
     def set_mask(self, mask: np.ndarray | None, colour=MASK_COLOUR) -> None:
-        """Fill the pixels of a detection mask (None: none)."""
+        """Fill the pixels of a detection mask (None: none); with a truth shown, its pixels on the truth
+        in ``colour`` and those off it (false alarms) in :data:`FALSE_ALARM_COLOUR`."""
         self._key["mask"] = mask is not None and bool(np.any(mask))
+        self._mask = None if mask is None else np.asarray(mask, bool)
         self._update_key()
         if mask is None:
             self.mask_item.clear()
             return
-        rgba = np.zeros(mask.shape + (4,), np.uint8)
-        rgba[mask.astype(bool)] = colour
+        rgba = np.zeros(self._mask.shape + (4,), np.uint8)
+        rgba[self._mask] = colour
+        if self._truth is not None and self._truth.shape == self._mask.shape:
+            rgba[self._mask & ~self._truth] = FALSE_ALARM_COLOUR
         self.mask_item.setImage(rgba, autoLevels=False, levels=(0, 255))
 
     def set_rois(self, labels: np.ndarray, lut: np.ndarray | None = None, names: dict | None = None) -> None:

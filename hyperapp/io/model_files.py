@@ -34,12 +34,7 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
     """Write ``model`` to ``path`` (``.npz``) atomically."""
     from hyperapp.io.atomic import atomic_write_bytes
 
-    if hasattr(model, "detector_"):
-        raise ModelError(f"a {method} model fitted in MNF space cannot be saved yet: run it without --mnf to save it",
-                         path)
-    if isinstance(getattr(model, "estimators_", None), list):
-        raise ModelError(f"a {method} model fitted to several library targets cannot be saved: run it with one "
-                         "target spectrum (--spectra NAME) to save it", path)
+    check_savable(method, hasattr(model, "detector_"), isinstance(getattr(model, "estimators_", None), list), path)
     arrays, scalars, nested = {}, {}, {}
     for k, v in vars(model).items():
         if not k.endswith("_") or k.startswith("_"):
@@ -66,10 +61,28 @@ def save_model(model, path: str | os.PathLike, method: str) -> Path:
             "class": type(model).__name__, "params": model.get_params(), "scalars": scalars, "nested": nested}
     buf = io.BytesIO()
     np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    p = model_path(path)
+    atomic_write_bytes(p, buf.getvalue())
+    return p
+
+
+def check_savable(method: str, mnf: bool, several_targets: bool, path: str | os.PathLike) -> None:
+    """A :class:`ModelError` where a model of ``method`` cannot be saved: one fitted in MNF space, or to
+    several library targets (known from the run's options, so the CLI refuses before any work)."""
+    if mnf:
+        raise ModelError(f"a {method} model fitted in MNF space cannot be saved yet: run it without --mnf to save it",
+                         path)
+    if several_targets:
+        raise ModelError(f"a {method} model fitted to several library targets cannot be saved: run it with one "
+                         "target spectrum (--spectra NAME) to save it", path)
+
+
+def model_path(path: str | os.PathLike) -> Path:
+    """The file :func:`save_model` writes for ``path``: ``.npz`` added where it is missing (which ``--model``
+    then takes)."""
     p = Path(path)
     if p.suffix != ".npz":
         p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
-    atomic_write_bytes(p, buf.getvalue())
     return p
 
 
