@@ -240,24 +240,29 @@ class RandomForest(Estimator):
             train.append(idx[k:])
         return np.sort(np.concatenate(train)), np.sort(np.concatenate(test))
 
+    def _what(self) -> str:
+        """How messages name this model: one tree (CART) or a forest."""
+        return "the decision tree" if int(self.n_trees) == 1 else "the forest"
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, progress=None):
         """Grow the trees on spectra ``X`` (n, bands) with class labels ``y`` (n,; < 0 = unlabelled)."""
         xp = get_namespace(X)
         if X.ndim != 2:
             raise InputError(f"expected spectra (n, bands), got shape {X.shape}")
+        what = self._what()
         if y is None:
-            raise InputError("the forest needs classes: mark ROIs of two or more classes, or pass --labels")
+            raise InputError(f"{what} needs classes: mark ROIs of two or more classes, or pass --labels")
         y = np.asarray(to_host(y)).reshape(-1)
         if y.shape[0] != X.shape[0]:
             raise InputError(f"{y.shape[0]} labels for {X.shape[0]} spectra")
         keep = np.flatnonzero(y >= 0)
         classes, yi, counts = np.unique(y[keep], return_inverse=True, return_counts=True)
         if classes.size < 2:
-            raise InputError(f"the forest needs at least two classes; the labels hold {classes.size}"
+            raise InputError(f"{what} needs at least two classes; the labels hold {classes.size}"
                              + (f" (class {classes[0]})" if classes.size else ""))
         if classes.size > MAX_CLASSES:
-            raise InputError(f"{classes.size} classes: the forest handles {MAX_CLASSES} at most")
+            raise InputError(f"{classes.size} classes: {what} handles {MAX_CLASSES} at most")
         need = 2 if float(self.test_fraction) > 0 else 1
         few = classes[counts < need]
         if few.size:

@@ -794,3 +794,15 @@ def test_samples_into_a_file_and_system_refusals_are_one_line(tmp_path, capsys, 
     monkeypatch.setitem(cli.COMMANDS, "info", refuse)
     rc, err = _cli(["info", tmp_path / "c.hdr"], capsys)
     _one_clean_line(rc, err, "c.hdr", "Input/output error")
+
+
+def test_an_image_or_a_table_given_as_a_cube_says_what_it_is(tmp_path, capsys):
+    """A PNG mask beside an ENVI header of its name was read as that header's data file ("truncated")."""
+    from PIL import Image
+
+    _cube(tmp_path / "truth.hdr")
+    Image.fromarray(np.zeros((24, 24), np.uint8)).save(tmp_path / "truth.png")
+    np.save(tmp_path / "m.npy", np.zeros((24, 24), np.uint8))
+    for name, words in (("truth.png", "PNG image"), ("m.npy", "NumPy array")):
+        rc, err = _cli(["info", tmp_path / name], capsys)
+        _one_clean_line(rc, err, name, words, "not a cube")

@@ -225,3 +225,15 @@ def test_forest_summary_of_stumps(classes_scene):
     assert text.startswith("20 trees, the deepest 1 level(s) deep") and f"{res['n_leaves']} leaves in all" in text
     one = cart(max_depth=1).fit(X[keep][::4], y[keep][::4]).summary()
     assert forest_shape(one) == "one tree, 1 level(s) deep, 2 leaves" and len(one["top_bands"]) == 1
+
+
+def test_one_tree_is_named_as_a_tree_in_its_messages():
+    from hyperapp.errors import InputError
+    from hyperapp.models.forest import RandomForest, cart
+
+    X = np.random.default_rng(0).random((20, 4))
+    y = np.zeros(20, int)
+    with pytest.raises(InputError, match="the decision tree needs at least two classes"):
+        cart().fit(X, y)
+    with pytest.raises(InputError, match="the forest needs at least two classes"):
+        RandomForest(n_trees=3).fit(X, y)

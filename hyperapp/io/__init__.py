@@ -22,6 +22,12 @@ __all__ = [
 ]
 
 
+#: file types that are never a cube's data, by extension: what they are
+NOT_CUBES = {".png": "PNG image", ".jpg": "JPEG image", ".jpeg": "JPEG image", ".gif": "GIF image",
+             ".bmp": "bitmap image", ".npy": "NumPy array (a mask?)", ".npz": "NumPy archive (a model?)",
+             ".csv": "CSV table", ".txt": "text", ".json": "JSON", ".toml": "TOML (a job? use run)"}
+
+
 def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
     """Open a cube from ENVI, HDF5 or MATLAB ``.mat`` without reading its pixels.
 
@@ -48,6 +54,9 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
         return open_hdf5(p, dataset)
     from hyperapp.io.envi import DATA_EXTENSIONS, is_envi, open_envi
 
+    if ext in NOT_CUBES:  # an image, a mask or a table given where a cube goes (even beside a header of its name)
+        raise CubeFormatError(f"is a {NOT_CUBES[ext]} file, not a cube: a cube is ENVI (.hdr + data), HDF5 or "
+                              "MATLAB .mat", p)
     if is_envi(p) or ext in DATA_EXTENSIONS[1:]:
         return open_envi(p)
     with open(p, "rb") as fh:
