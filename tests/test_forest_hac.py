@@ -228,9 +228,6 @@ def test_forest_summary_of_stumps(classes_scene):
 
 
 def test_one_tree_is_named_as_a_tree_in_its_messages():
-    from hyperapp.errors import InputError
-    from hyperapp.models.forest import RandomForest, cart
-
     X = np.random.default_rng(0).random((20, 4))
     y = np.zeros(20, int)
     with pytest.raises(InputError, match="the decision tree needs at least two classes"):
