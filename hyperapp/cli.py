@@ -58,6 +58,11 @@ def _parse_param(text: str) -> tuple[str, object]:
     return k.strip().replace("-", "_"), val
 
 
+def _method_name(text: str) -> str:
+    """A method as typed: names are lower case ("RBFN" and " rbfn " are rbfn)."""
+    return text.strip().lower()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hyperapp --headless", description="hyperapp batch commands")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -68,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     det = sub.add_parser("detect", help="run a detector and write scores, mask and report")
     _add_cube_args(det)
-    det.add_argument("--method", required=True)
+    det.add_argument("--method", required=True, type=_method_name)
     det.add_argument("--targets", help="CSV of row,col (0-based) or a mask image of target pixels")
     det.add_argument("--background", help="CSV of row,col or a mask image of background pixels")
     det.add_argument("--target-spectra", metavar="LIB",
@@ -111,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
-    ana.add_argument("--method", required=True, help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac "
+    ana.add_argument("--method", required=True, type=_method_name, help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac "
                                                      "or mnf")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")

@@ -108,7 +108,7 @@ def flag(value, name: str) -> bool:
     ``"no"`` or ``"false"`` in quotes never reads as a yes."""
     if isinstance(value, bool):
         return value
-    raise InputError(f"{name} must be true or false (unquoted), got {value!r}")
+    raise InputError(f"{name} must be true or false (in a job file without quotes), got {value!r}")
 
 
 def text(value, name: str, choices: tuple | list = (), what: str = "text") -> str:

@@ -245,3 +245,11 @@ def test_conflicting_or_impossible_options_are_refused_in_one_line(tmp_path, cap
     for w in words:
         assert w in line, (w, line)
     assert not (tmp_path / "out").exists()
+
+
+def test_method_names_as_typed(tmp_path, capsys, land_hdr):
+    """RBFN, Ace, " sam ": the method names are lower case, whatever the user types."""
+    rc = main(["--headless", "detect", str(land_hdr), "--method", "SAM", "--targets",
+               str(land_hdr.with_name("land_targets.csv")), "--device", "cpu", "--out", str(tmp_path / "o")])
+    assert rc == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / "report.json").read_text())["method"] == "sam"
