@@ -327,8 +327,8 @@ register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _
 register_analysis(Method("band-clusters", "Band clustering (one band per cluster)", _band_clusters, (
     Param("n_clusters", int, 8, "Bands kept: the bands are clustered by how they vary together, and the band "
           "nearest each cluster's centre is kept.", 1, 1024, label="Bands to keep"),
-    Param("max_pixels", int, 20000, "Spectra (a random sample) the band vectors are built from.", 100, 10**7,
-          label="Spectra used"),
+    Param("max_pixels", int, 20000, "Of the spectra chosen above, at most this many (a random subset of them) "
+          "build the band vectors.", 100, 10**7, label="Of them, use at most"),
     Param("seed", int, 0, "Seed of the sample and of k-means.", 0, 2**31 - 1, label="Random seed"),
 ), uses_targets=False, kind="analysis"))
 
