@@ -749,13 +749,11 @@ def threshold_origin(report: dict) -> str:
     head = f"Threshold for a false-alarm rate of {far:g} over the background"
     rule = report.get("threshold_rule", "quantile")
     if rule == "network mode split":  # the RBFN with its anomaly input (far_threshold's mode_scores)
-        return (f"{head}: the {report.get('target_mode_pixels', 0)} pixels its network scores highest stand "
-                "apart and are taken for targets nobody clicked (likely ones, not confirmed), and the rate is "
-                "counted over the rest (the anomaly input lifts other pixels too, which count as background)")
+        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} pixels its network scores "
+                "highest: they stand apart, likely targets nobody clicked")
     if rule == "target mode split":
-        return (f"{head}: the {report.get('target_mode_pixels', 0)} highest-scoring pixels stand apart and are "
-                "taken for targets nobody clicked (likely ones, not confirmed), and the rate is counted over the "
-                "rest")
+        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} highest-scoring pixels: they "
+                "stand apart, likely targets nobody clicked")
     if rule == "exponential tail":
         return (f"{head}: no separate group of targets shows, so the background's tail is extrapolated "
                 "from the bulk of the scores")
