@@ -160,6 +160,7 @@ def test_gmm_panel_with_cancel(qtbot, win):
     res = blocker.args[0]
     assert res is not None, win.last_error
     assert len(gp.bic_curve.getData()[0]) == 3 and len(gp.mean_items) == res.model.chosen_k_
+    assert gp.chosen_line.isVisible() and gp.chosen_line.value() == res.model.chosen_k_  # dashed at the chosen k
     assert res.extra.shape == (128, 128, res.model.chosen_k_)
     gp.component.setValue(1)
     assert gp.post_img.image.shape == (128, 128) and 0 <= gp.post_img.image.min() <= gp.post_img.image.max() <= 1

@@ -66,6 +66,10 @@ class GMMPanel(AnalysisPanel):
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC")
         self.bic_curve = self.bic_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=6)
+        # the chosen k, dashed, as the k-means panel marks its own
+        self.chosen_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("w", style=pg.QtCore.Qt.PenStyle.DashLine))
+        self.bic_plot.addItem(self.chosen_line)
+        self.chosen_line.hide()
         self.ll_plot = plot_widget("EM iteration", "log-likelihood",
                                    "average log-likelihood per spectrum at each EM iteration (higher fits better)")
         self.ll_curve = self.ll_plot.plot(pen=pg.mkPen("y", width=2), symbol="o", symbolSize=4)
@@ -115,6 +119,8 @@ class GMMPanel(AnalysisPanel):
         bic = scaled(self.bic_plot, bic, "BIC")
         self.bic_curve.setData(ks, bic)
         integer_ticks(self.bic_plot, ks)
+        self.chosen_line.setValue(m.chosen_k_)
+        self.chosen_line.setVisible(len(ks) > 1)
         if len(ks) == 1:  # one k: one point, and a y range around it rather than a zero-height one
             pad = max(abs(bic[0]) * 0.01, 1e-9)
             self.bic_plot.setYRange(bic[0] - pad, bic[0] + pad, padding=0)
@@ -122,7 +128,7 @@ class GMMPanel(AnalysisPanel):
                                    "give a range (2..10) to compare k")
         else:
             self.bic_plot.enableAutoRange()
-            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_}: the lowest BIC ({m.covariance} covariances)")
+            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} (dashed): the lowest BIC ({m.covariance} covariances)")
         its = np.arange(1, len(m.ll_curve_) + 1, dtype=float)
         self.ll_curve.setData(its, m.ll_curve_)
         integer_ticks(self.ll_plot, its)
