@@ -165,8 +165,9 @@ def _report(m: Measurement, bw: float, results: list) -> None:
         m.floor_ms = m.bytes_moved / (bw * 1e9) * 1e3
     results.append(m)
     r = m.ratios()
+    where = "cpu" if (m.notes or {}).get("device") == "cpu" else "gpu"  # bench --quick runs some cases on the CPU
     print(
-        f"{m.name:<34} gpu {_fmt(m.gpu_ms, ' ms'):>11}  numpy {_fmt(m.numpy_ms, ' ms'):>11}  "
+        f"{m.name:<34} {where} {_fmt(m.gpu_ms, ' ms'):>11}  numpy {_fmt(m.numpy_ms, ' ms'):>11}  "
         f"{(m.peer or 'peer')} {_fmt(m.peer_ms, ' ms')}  floor {_fmt(m.floor_ms, ' ms')}  | "
         + "  ".join(f"{k} {v:.2f}x" for k, v in r.items())
         + ("  " + " ".join(f"{k}={v}" for k, v in m.notes.items()) if m.notes else ""),
