@@ -198,8 +198,9 @@ class RoiSet:
         return True
 
     # ------------------------------------------------------------------ files
-    def export(self, path) -> None:
-        """Write the ROIs: ``.csv`` as ``row,col,class`` lines, else a label mask (``.npy``/``.png``/ENVI)."""
+    def export(self, path):
+        """Write the ROIs: ``.csv`` as ``row,col,class`` lines, else a label mask (``.npy``/``.png``/ENVI);
+        returns the file written (for ENVI, its header)."""
         from pathlib import Path
 
         from hyperapp.io.atomic import atomic_write_text
@@ -211,21 +212,22 @@ class RoiSet:
             names = self.class_names()
             atomic_write_text(p, "row,col,class\n" + "".join(
                 f"{r},{c},{names[int(self.labels[r, c])]}\n" for r, c in zip(rr, cc)))
-        elif p.suffix.lower() == ".npy":
-            write_npy(p, self.labels)
-        elif p.suffix.lower() == ".png":
+            return p
+        if p.suffix.lower() == ".npy":
+            return write_npy(p, self.labels)
+        if p.suffix.lower() == ".png":
             from PIL import Image
 
             from hyperapp.io.atomic import atomic_paths
 
             with atomic_paths(p) as (tmp,):
                 Image.fromarray(self.labels).save(tmp, format="PNG")
-        else:
-            # an ENVI classification file, as ENVI writes ROIs' class maps: its class names and colours
-            # travel with it, and a job's glob over the folder leaves it out as a mask, not a cube
-            lookup = [0, 0, 0] + [int(v) for _, colour in self.classes for v in colour]
-            write_envi(p, self.labels, classes={"class names": ["Unclassified", *(n for n, _ in self.classes)],
-                                                "class lookup": lookup})
+            return p
+        # an ENVI classification file, as ENVI writes ROIs' class maps: its class names and colours travel
+        # with it, and a job's glob over the folder leaves it out as a mask, not a cube
+        lookup = [0, 0, 0] + [int(v) for _, colour in self.classes for v in colour]
+        return write_envi(p, self.labels, classes={"class names": ["Unclassified", *(n for n, _ in self.classes)],
+                                                   "class lookup": lookup})
 
     def _class_of(self, name: str) -> int:
         """The label of a class name from a CSV (a new class when the name is new)."""

@@ -250,3 +250,27 @@ def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
     lut = pg.colormap.get(SCORE_CMAP).getLookupTable(0.0, 1.0, 256, alpha=False).astype(int)
     for colour in (MASK_COLOUR, FALSE_ALARM_COLOUR):
         assert np.abs(lut - np.asarray(colour[:3])).sum(axis=1).min() > 200
+
+
+def test_exports_and_projects_name_what_they_wrote_and_refuse_folders(qtbot, win, land_hdr, tmp_path):
+    """An export names the file it wrote; a folder, or a path under a file, is one clear message and
+    writes nothing; errors do not pile up; a truth mask needs a cube first."""
+    assert not win.load_truth(land_hdr.with_name("land_truth.hdr"))  # no cube yet: said, not a crash
+    assert "open a cube first" in win.last_error
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
+    out = tmp_path / "exp"
+    out.mkdir()
+    assert win.export("rois", out / "r.txt") == out / "r.hdr"  # an ENVI class map: the file it wrote
+    assert (out / "r.hdr").is_file() and not (out / "r.txt").exists()
+    (tmp_path / "afile").write_text("")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert win.export("mask", out) is None and "is a folder" in win.last_error
+    assert win.export("scores", tmp_path / "afile" / "s") is None and "is a file" in win.last_error
+    assert not win.save_project(out) and "is a folder" in win.last_error
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing beside the folder
+    from PySide6.QtWidgets import QMessageBox
+
+    boxes = [w for w in win.findChildren(QMessageBox) if w.isVisible()]
+    assert len(boxes) == 1  # the last error's box; the earlier ones closed

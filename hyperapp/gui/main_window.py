@@ -301,6 +301,8 @@ class MainWindow(QMainWindow):
         """Log the error and show it in a (non-blocking) dialog; the window stays usable."""
         log.error(message)
         self.last_error = message
+        if self.error_box is not None:  # one box at a time: the last error replaces the one before
+            self.error_box.close()
         box = QMessageBox(QMessageBox.Icon.Warning, "hyperapp", message, QMessageBox.StandardButton.Ok, self)
         box.setInformativeText("Check the file or the inputs and try again; nothing was changed.")
         box.setModal(False)
@@ -709,6 +711,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ files
     def load_truth(self, path, variable: str | None = None) -> bool:
+        if self.session is None:
+            self.show_error("open a cube first: a truth mask marks the pixels of a cube")
+            return False
         try:
             self.session.load_truth(path, variable)
         except HyperappError as exc:
@@ -739,7 +744,9 @@ class MainWindow(QMainWindow):
         from hyperapp.detect import write_detection_item
 
         try:
-            p = Path(path)
+            from hyperapp import options
+
+            p = Path(options.out_file(str(path), "the export"))  # not a folder, in a folder that takes files
             if kind in ("mask", "scores", "objects", "boxes"):
                 run = self.current_run()
                 if run is None:
@@ -753,8 +760,7 @@ class MainWindow(QMainWindow):
                         raise HyperappError("could not write the screenshot", p)
                 return p
             if kind == "rois":
-                self.session.roi.export(p)
-                return p
+                return self.session.roi.export(p)  # the file written (an ENVI class map: its .hdr)
             raise HyperappError(f"unknown export {kind!r}")
         except HyperappError as exc:
             self.show_error(str(exc))
@@ -813,9 +819,12 @@ class MainWindow(QMainWindow):
             self.open_cube(path)
 
     def _truth_dialog(self) -> None:
+        if self.session is None:
+            self.show_error("open a cube first: a truth mask marks the pixels of a cube")
+            return
         path, _ = QFileDialog.getOpenFileName(self, "Truth mask", self._last_dir(),
                                               "Masks (*.hdr *.png *.npy *.mat *.tif);;All files (*)")
-        if path and self.session is not None:
+        if path:
             self.load_truth(path, "map" if path.endswith(".mat") else None)
 
     def _model_dialog(self) -> None:
