@@ -700,6 +700,7 @@ class MainWindow(QMainWindow):
         self.compare_note.setText(f"{run.name}: its scores and mask, zoomed and panned with the image.")
         self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
         self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
+        self.compare_view.set_truth(self.session.truth)  # hits and false alarms apart, as in the main view
         self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))
         self.compare_view.set_boxes(run.result.boxes)
 

@@ -212,7 +212,10 @@ class ResultsPanel(QWidget):
         if self.truth is not None:
             far, pd = operating_point(self.scores, self.truth, t, self.exclude)
             self.roc_point.setData([max(far, self._min_far)], [pd])
-            self.roc.setTitle(f"AUC {self._auc:.4f}; threshold (dot): detection {pd:.3f}, false alarms {far:.2g}")
+            # a log axis has no 0: a threshold with no false alarm is drawn at the axis' left end, and says so
+            where = " (drawn at the axis' left end)" if far < self._min_far else ""
+            self.roc.setTitle(f"AUC {self._auc:.4f}; threshold (dot): detection {pd:.3f}, false alarms "
+                              f"{far:.2g}{where}")
             self.operating_point = (far, pd)
         else:
             self.operating_point = None
