@@ -116,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
-    ana.add_argument("--method", required=True, type=_method_name, help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac "
-                                                     "or mnf")
+    ana.add_argument("--method", required=True, type=_method_name,
+                     help="kmeans, band-subsets, band-clusters, som, gmm, forest, cart, hac or mnf")
     ana.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="method option, repeatable (e.g. --param k=2..16)")
     ana.add_argument("--roi", "--labels", dest="roi",
