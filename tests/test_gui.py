@@ -41,6 +41,11 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     rbfn = _run(qtbot, win, "rbfn", n_hidden=4)
     assert rbfn.result.report["evaluation"]["auc"] > 0.95
     assert win.results.runs.count() == 2 and "AUC" in win.results.roc.plotItem.titleLabel.text
+    # the Tools dock's line follows the run picked in the Results dock, not the last run made
+    win.results.runs.setCurrentIndex(0)
+    assert win.detector.status.text().startswith(sam.name)
+    win.results.runs.setCurrentIndex(1)
+    assert win.detector.status.text().startswith(rbfn.name)
     # the default threshold says how it was chosen (land: the unclicked targets stand apart)
     assert rbfn.result.report["threshold_rule"] == "network mode split"  # land's clicks are anomalies
     mode = rbfn.result.report["target_mode_pixels"]

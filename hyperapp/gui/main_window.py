@@ -66,6 +66,16 @@ def settings() -> QSettings:
     return QSettings("hyperapp", "hyperapp")
 
 
+
+def _run_summary(run: Run) -> str:
+    """The Tools dock's line for a detection run: its counts, time, device and (with a truth) AUC."""
+    rep = run.result.report
+    msg = (f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects in "
+           f"{rep['seconds']['total']:.3f} s on {rep['device']}")
+    if "evaluation" in rep:
+        msg += f", AUC {rep['evaluation']['auc']:.4f}"
+    return msg
+
 class MainWindow(QMainWindow):
     run_finished = Signal(object)  # the new Run, or None when cancelled or failed
     cube_opened = Signal(object)
@@ -554,10 +564,7 @@ class MainWindow(QMainWindow):
         run = Run(s.unique_run_name(method), method, params, result, result.threshold)
         s.runs.append(run)
         rep = result.report
-        msg = f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects in {rep['seconds']['total']:.3f} s on {rep['device']}"
-        if "evaluation" in rep:
-            msg += f", AUC {rep['evaluation']['auc']:.4f}"
-        self.detector.status.setText(msg)
+        self.detector.status.setText(_run_summary(run))
         sec = rep["seconds"]
         stages = "\n".join(f"{k}: {v * 1e3:.1f} ms" for k, v in sec.items() if k != "total" and v >= 5e-5)
         total = sec["total"]
@@ -656,6 +663,7 @@ class MainWindow(QMainWindow):
         from hyperapp.detect import threshold_origin
 
         res = run.result
+        self.detector.status.setText(_run_summary(run))  # the run shown, not the last one made
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
