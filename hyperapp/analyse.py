@@ -429,8 +429,10 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
 def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: str = "envi") -> Path:
     """The labels as a class map file (ENVI classification, palette TIFF/GeoTIFF or PNG) with the class
     names and colours of :func:`class_table`."""
+    from hyperapp import options
     from hyperapp.io.writers import write_classification
 
+    options.out_file(str(path))  # not a folder, in a folder that takes files: before any write
     if result.labels is None:
         raise InputError(f"{result.method} does not label the image: there is no class map to export")
     values, names, colours = class_table(result)

@@ -221,23 +221,25 @@ def out_folder(value, name: str = "--out") -> str:
     return value
 
 
-def out_file(value, name: str) -> str:
+def out_file(value, name: str = "") -> str:
     """An output file's path, checked before any work: non-empty text, not a folder, in a folder that can
-    be made or written (:func:`hyperapp.io.atomic.check_out_dir`, whose error names the file)."""
+    be made or written (:func:`hyperapp.io.atomic.check_out_dir`). The error names the file, and the
+    option ``name`` where one is given (``--json``)."""
     from pathlib import Path
 
     from hyperapp.errors import OutputError
     from hyperapp.io.atomic import check_out_dir
 
+    said = f"{name}: " if name else ""
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{name} must name a file, got {value!r}")
+        raise InputError(f"{name or 'the output'} must name a file, got {value!r}")
     p = Path(value)
     if p.is_dir():
-        raise OutputError(f"{name}: is a folder; a file name is needed here", p)
+        raise OutputError(f"{said}is a folder; a file name is needed here", p)
     try:
         check_out_dir(p.parent)
-    except OutputError as exc:
-        raise OutputError(f"{name}: {exc.message} ({exc.path})", p) from None
+    except OutputError as exc:  # its message names the blocking file or folder already
+        raise OutputError(f"{said}{exc.message}", p) from None
     if p.parent.is_dir():  # a folder that says it is writable and is not (/proc, a read-only mount)
         import os
         import tempfile
@@ -245,7 +247,7 @@ def out_file(value, name: str) -> str:
         try:
             fd, probe = tempfile.mkstemp(prefix=".probe-", dir=p.parent)
         except OSError as exc:
-            raise OutputError(f"{name}: cannot write in its folder ({exc.strerror or exc})", p) from None
+            raise OutputError(f"{said}cannot write in its folder ({exc.strerror or exc})", p) from None
         os.close(fd)
         os.unlink(probe)
     return value

@@ -159,7 +159,7 @@ class Session:
         from hyperapp.io.atomic import atomic_write_text
         from hyperapp.io.model_files import save_model
 
-        p = Path(options.out_file(str(path), "the project"))  # not a folder, in a folder that takes files
+        p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files
         mdir = p.with_suffix(".models")
         tmp = Path(tempfile.mkdtemp(prefix=f".{mdir.name}.", dir=p.parent)) if p.parent.is_dir() else None
         if tmp is None:

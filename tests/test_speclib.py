@@ -412,3 +412,22 @@ def test_spectral_python_info_is_dropped_only_inside_the_quiet_block(caplog):
             log.warning("a real problem")
         log.info("after")
     assert [r.getMessage() for r in caplog.records] == ["a real problem", "after"]
+
+
+def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothing(tmp_path):
+    """A folder's name, or a path under a file, is one message; nothing appears beside the folder."""
+    from hyperapp.analyse import Selection, run_analysis, write_class_map
+    from hyperapp.errors import OutputError
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for path, words in ((tmp_path / "folder", "is a folder"), (tmp_path / "a-file" / "lib.sli", "is a file")):
+        with pytest.raises(OutputError, match=words):
+            write_library(_lib(), path)
+    X = np.random.default_rng(0).random((12, 10, 4)).astype(np.float32)
+    cube = cube_from_array(X)
+    res = run_analysis(cube, "kmeans", {"k": 2}, Selection("image"), device="cpu")
+    with pytest.raises(OutputError, match="is a folder"):
+        write_class_map(res, tmp_path / "folder", cube)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

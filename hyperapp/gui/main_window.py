@@ -755,7 +755,7 @@ class MainWindow(QMainWindow):
         try:
             from hyperapp import options
 
-            p = Path(options.out_file(str(path), "the export"))  # not a folder, in a folder that takes files
+            p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files
             if kind in ("mask", "scores", "objects", "boxes"):
                 run = self.current_run()
                 if run is None:

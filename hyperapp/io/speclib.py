@@ -608,7 +608,9 @@ def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: st
     file's path."""
     from spectral.io.envi import SpectralLibrary as SpyLibrary
 
-    p = Path(path)
+    from hyperapp import options
+
+    p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files: before any write
     refuse_unusable(lib.names, lib.spectra, p, lib.wavelengths, lib.units)  # what the reader refuses
     if p.suffix.lower() == ".csv":
         from hyperapp.io.atomic import atomic_write_text

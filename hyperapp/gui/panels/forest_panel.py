@@ -241,6 +241,7 @@ class ForestPanel(AnalysisPanel):
         try:
             out = self.export_class_map(path, EXPORT_FILTERS.get(filt, "envi"))
         except HyperappError as exc:
+            self.status.setText("the class map was not exported (see the message)")  # not an earlier "wrote"
             self.host.show_error(str(exc))
             return
         self.status.setText(f"wrote {out}")
