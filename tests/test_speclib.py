@@ -431,3 +431,10 @@ def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothin
     with pytest.raises(OutputError, match="is a folder"):
         write_class_map(res, tmp_path / "folder", cube)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_missing_samples_inside_a_spectrum_are_called_missing_not_a_narrow_library():
+    lib = _lib()
+    lib.spectra[1, 80:120] = np.nan  # about 1.24-1.66 um missing inside the 0.4-2.5 um range
+    with pytest.raises(InputError, match=r"spectrum 'mat 1' has missing values \(NaN\) at"):
+        resample_to_cube(lib, _cube())

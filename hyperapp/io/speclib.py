@@ -740,6 +740,12 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         b = np.flatnonzero(bad[i])
         own = l_nm[np.isfinite(lib.spectra[i])]
         lo, hi = float(own.min()), float(own.max())
+        gap = l_nm[~np.isfinite(lib.spectra[i]) & (l_nm > lo) & (l_nm < hi)]
+        if gap.size and lo <= c_nm[b].min() and c_nm[b].max() <= hi:  # inside its range: missing samples
+            raise InputError(f"the library's spectrum {lib.names[i]!r} has missing values (NaN) at "
+                             f"{gap.min():g}-{gap.max():g} nm, where {b.size} of the cube's {nb} bands lie "
+                             f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): fill them, or leave that spectrum or "
+                             "those bands out", where)
         which = "" if (bad == bad[i]).all() else f"'s spectrum {lib.names[i]!r}"
         raise InputError(f"the library{which} ({lo:g}-{hi:g} nm) does not cover {b.size} of the cube's {nb} bands "
                          f"({c_nm[b].min():g}-{c_nm[b].max():g} nm): drop those bands (--bands) or use a wider "
