@@ -295,9 +295,9 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     scheduler = options.scheduler(scheduler, "--scheduler") if scheduler is not None else None
     console = console or Console(stderr=True)
     for own, what in ((MANIFEST, "manifest"), (LOG, "log")):  # before anything is read or written
-        if (Path(job.output) / own).exists() and not (Path(job.output) / own).is_file():
-            raise OutputError(f"is not a file: the run keeps its {what} under this name; move it away",
-                              Path(job.output) / own)
+        p = Path(job.output) / own
+        if p.exists() and not p.is_file():
+            raise OutputError(f"is not a file: the run keeps its {what} under this name; move it away", p)
     manifest = Manifest(Path(job.output), job.step_fingerprints())
     todo = [c for c in job.inputs if not manifest.done(c)]
     skipped = [c for c in job.inputs if c not in todo]

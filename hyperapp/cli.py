@@ -235,8 +235,8 @@ def cmd_detect(args) -> int:
     if args.save_model:  # the file it will write (.npz added), checked before any work or output
         from hyperapp.io.model_files import model_path
 
-        if Path(args.save_model).is_dir() or model_path(args.save_model).is_dir():
-            raise InputError("is a folder; --save-model names the model file to write", model_path(args.save_model))
+        if Path(args.save_model).is_dir():
+            raise InputError("is a folder; --save-model names the model file to write", args.save_model)
         options.out_file(str(model_path(args.save_model)), "--save-model")
     cube = _open(args)
     shape = (cube.rows, cube.cols)

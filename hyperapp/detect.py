@@ -462,11 +462,12 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     y = labels_from_masks(shape, targets, background)
     if far is not None and threshold is not None:
         raise InputError("give either a false-alarm rate or a threshold, not both")
-    if truth is not None and np.asarray(truth).shape != shape:
-        raise InputError(f"truth mask is {np.asarray(truth).shape}, the image is {shape}")
-    if truth is not None:  # the evaluation leaves the clicked pixels out: before any work, not after it
-        scored = ~np.asarray(targets, bool)
+    if truth is not None:
         t = np.asarray(truth, bool)
+        if t.shape != shape:
+            raise InputError(f"truth mask is {t.shape}, the image is {shape}")
+        # the evaluation leaves the clicked pixels out: checked before any work, not after it
+        scored = ~np.asarray(targets, bool)
         if not (t & scored).any() or (t | ~scored).all():
             raise InputError("the truth mask has no " + ("target pixels" if not (t & scored).any() else
                              "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out")

@@ -105,7 +105,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         # what the overlays on the image are: one line under it, kept to the layers drawn
         self.key = pg.LabelItem("", justify="left", size="9pt")
         self.addItem(self.key, row=1, col=0, colspan=2)
-        self._key: dict = {"truth": False, "mask": False, "boxes": False, "marks": []}
+        self._key: dict = {"boxes": False, "marks": []}  # (the truth and the mask: from what is shown)
         self._truth: np.ndarray | None = None  # the truth shown (bool), which colours the mask
         self._mask: np.ndarray | None = None  # the detection mask shown (bool)
         self._update_key()
@@ -133,7 +133,6 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_truth(self, truth: np.ndarray | None) -> None:
         """Outline of a truth mask (lines along the edges of its regions), so loading one shows where it
         is while the detection mask and the image inside it stay visible."""
-        self._key["truth"] = truth is not None and bool(np.any(truth))
         self._truth = None if truth is None else np.asarray(truth) > 0
         if self._mask is not None:  # the mask shown is coloured by the truth: hits and false alarms
             self.set_mask(self._mask)
@@ -148,13 +147,11 @@ class ImageView(pg.GraphicsLayoutWidget):
         """(colour, symbol, name) of each overlay drawn; a mask over a truth is two: its pixels on the
         truth and its false alarms."""
         k = self._key
-        parts = []
-        if k["truth"]:
-            parts.append((TRUTH_COLOUR, "\u25a1", "truth outline"))
-        if k["mask"] and self._truth is not None:
-            parts += [(MASK_COLOUR, "\u25a0", "detection on the truth"), (FALSE_ALARM_COLOUR, "\u25a0", "false alarm")]
-        elif k["mask"]:
-            parts.append((MASK_COLOUR, "\u25a0", "detection mask"))
+        truth = self._truth is not None and bool(self._truth.any())
+        parts = [(TRUTH_COLOUR, "\u25a1", "truth outline")] if truth else []
+        if self._mask is not None and self._mask.any():
+            parts += ([(MASK_COLOUR, "\u25a0", "detection on the truth"), (FALSE_ALARM_COLOUR, "\u25a0", "false alarm")]
+                      if self._truth is not None else [(MASK_COLOUR, "\u25a0", "detection mask")])
         if k["boxes"]:
             parts.append((BOX_COLOUR, "\u2b1a", "window boxes"))
         return parts + [(c, "\u25cb", f"{name} marks") for name, c in k["marks"]]
@@ -195,7 +192,6 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_mask(self, mask: np.ndarray | None, colour=MASK_COLOUR) -> None:
         """Fill the pixels of a detection mask (None: none); with a truth shown, its pixels on the truth
         in ``colour`` and those off it (false alarms) in :data:`FALSE_ALARM_COLOUR`."""
-        self._key["mask"] = mask is not None and bool(np.any(mask))
         self._mask = None if mask is None else np.asarray(mask, bool)
         self._update_key()
         if mask is None:

@@ -66,6 +66,9 @@ def settings() -> QSettings:
     return QSettings("hyperapp", "hyperapp")
 
 
+#: the message of a truth mask chosen before any cube (the menu's and the call's)
+NO_CUBE_FOR_TRUTH = "open a cube first: a truth mask marks the pixels of a cube"
+
 
 def _run_summary(run: Run) -> str:
     """The Tools dock's line for a detection run: its counts, time, device and (with a truth) AUC."""
@@ -75,6 +78,7 @@ def _run_summary(run: Run) -> str:
     if "evaluation" in rep:
         msg += f", AUC {rep['evaluation']['auc']:.4f}"
     return msg
+
 
 class MainWindow(QMainWindow):
     run_finished = Signal(object)  # the new Run, or None when cancelled or failed
@@ -721,7 +725,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ files
     def load_truth(self, path, variable: str | None = None) -> bool:
         if self.session is None:
-            self.show_error("open a cube first: a truth mask marks the pixels of a cube")
+            self.show_error(NO_CUBE_FOR_TRUTH)
             return False
         try:
             self.session.load_truth(path, variable)
@@ -829,7 +833,7 @@ class MainWindow(QMainWindow):
 
     def _truth_dialog(self) -> None:
         if self.session is None:
-            self.show_error("open a cube first: a truth mask marks the pixels of a cube")
+            self.show_error(NO_CUBE_FOR_TRUTH)
             return
         path, _ = QFileDialog.getOpenFileName(self, "Truth mask", self._last_dir(),
                                               "Masks (*.hdr *.png *.npy *.mat *.tif);;All files (*)")

@@ -26,9 +26,7 @@ def ensure_dir(folder: str | os.PathLike) -> Path:
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        blocker = next((a for a in (p, *p.parents) if a.exists() and not a.is_dir()), None)
-        if blocker is not None:  # a file where a folder of the path should be: say which
-            raise OutputError(f"cannot create output folder: {blocker} is a file, not a folder", p) from exc
+        check_out_dir(p)  # a file where a folder of the path should be, or one not writable: says which
         raise OutputError(f"cannot create output folder ({exc.strerror or exc})", p) from exc
     if not os.access(p, os.W_OK | os.X_OK):
         raise OutputError("output folder is not writable", p)
