@@ -283,7 +283,8 @@ class CubePipeline:
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
             large = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES
-            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None)
+            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
+                                     helper=large)
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hyperapp import reader_process
 from hyperapp.cube import Cube
+from hyperapp.reader_process import ShortRead, read_ranges, split_ranges
 
 
 def _read_threads() -> int:
@@ -92,33 +94,14 @@ def copy_parallel(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor | N
 
 
 def _read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]], name: str) -> None:
-    """``buf[b:b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``, through ``os.preadv``
-    (which releases the interpreter while the kernel copies)."""
-    for b, f, n in ranges:
-        while n > 0:
-            got = os.preadv(fd, [buf[b:b + n]], f)
-            if got <= 0:
-                from hyperapp.errors import CubeFormatError
+    """:func:`hyperapp.reader_process.read_ranges` in this process; a file that ends early is the cube's
+    one-line error."""
+    try:
+        read_ranges(fd, buf, ranges)
+    except ShortRead:
+        from hyperapp.errors import CubeFormatError
 
-                raise CubeFormatError("the data file ended early (was it truncated while being read?)", name)
-            b, f, n = b + got, f + got, n - got
-
-
-def _split_ranges(ranges: list[tuple[int, int, int]], parts: int) -> list[list[tuple[int, int, int]]]:
-    """``ranges`` (buffer offset, file offset, bytes) cut into ``parts`` lists of about equal bytes."""
-    total = sum(n for _, _, n in ranges)
-    share = max(1 << 20, -(-total // max(parts, 1)))
-    groups: list[list[tuple[int, int, int]]] = [[]]
-    room = share
-    for b, f, n in ranges:
-        while n > 0:
-            take = min(n, room)
-            groups[-1].append((b, f, take))
-            b, f, n, room = b + take, f + take, n - take, room - take
-            if room == 0:
-                groups.append([])
-                room = share
-    return [g for g in groups if g]
+        raise CubeFormatError("the data file ended early (was it truncated while being read?)", name) from None
 
 
 @dataclass
@@ -142,9 +125,14 @@ class TileReader:
         Stored bytes per tile (the last one is shorter).
     pinned : bool
         Page-locked buffers (for asynchronous copies to the GPU).
+    helper : bool
+        Read in the process's reading helper (:mod:`hyperapp.reader_process`), into its shared ring,
+        where the file allows ``preadv`` and the helper can be had: for a batch's read stage, whose
+        copy threads would otherwise wait on the compute stage's Python for the interpreter. Else, and
+        where it cannot, this process's copy threads read.
     """
 
-    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False):
+    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False, helper: bool = False):
         self.cube = cube
         st = cube.store
         self.stored_shape = list(st.source.shape)
@@ -158,7 +146,15 @@ class TileReader:
         # flat buffers of at least tile_bytes: page-locked ones of exactly TILE_BYTES come back from
         # CuPy's pinned pool (which reuses equal sizes), where cuda_start.prewarm put them
         n = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
-        if pinned:
+        self._mm = _mmap_of(st.source)
+        self._file = self._file_layout()
+        self._fd: int | None = None
+        self._helper = None
+        if helper and self._file is not None:
+            self._helper = reader_process.lease(n * st.dtype.itemsize, RING, pinned, COPY_THREADS)
+        if self._helper is not None:
+            self.bufs = [self._helper.slot(k)[: n * st.dtype.itemsize].view(st.dtype) for k in range(RING)]
+        elif pinned:
             from hyperapp.backend import empty_pinned
 
             self.bufs = [empty_pinned((n * st.dtype.itemsize,), np.uint8).view(st.dtype) for _ in range(RING)]
@@ -170,9 +166,8 @@ class TileReader:
         self._ready: queue.Queue = queue.Queue(maxsize=RING)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._mm = _mmap_of(st.source)
-        self._file = self._file_layout()
-        self._fd: int | None = None
+        self._held: set[int] = set()  # slots handed to the consumer and not given back
+        self._closed = False
 
     def _file_layout(self) -> tuple[str, int, int, int, int, int] | None:
         """Where ``preadv`` can read a tile's stored bytes straight from the file: ``(file name, byte
@@ -219,12 +214,14 @@ class TileReader:
                     pass
             return view, []
         name, offset, first, inner, outer, stored_rows = self._file
-        if self._fd is None:
-            self._fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         n = r1 - r0
         ranges = [(o * n * inner, offset + (o * stored_rows + first + r0) * inner, n * inner) for o in range(outer)]
+        if self._helper is not None:  # one message to the helper, one reply (see hyperapp.reader_process)
+            return view, [self._helper.read(k, name, ranges)]
+        if self._fd is None:
+            self._fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         buf = memoryview(self.bufs[k].view(np.uint8)).cast("B")
-        groups = _split_ranges(ranges, COPY_THREADS)
+        groups = split_ranges(ranges, COPY_THREADS)
         if len(groups) == 1 and pool is None:
             _read_ranges(self._fd, buf, groups[0], name)
             return view, []
@@ -300,23 +297,28 @@ class TileReader:
 
     def release(self, tile: Tile) -> None:
         """Give the tile's buffer back for the reader to fill again."""
+        self._held.discard(tile.slot)
         self._free.put(tile.slot)
+        self._let_helper_go()
 
     def __iter__(self) -> Iterator[Tile]:
-        if self.rows_per >= self.cube.rows:
-            # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
-            # overlap there is; a batch of small cubes pays them per cube)
-            yield from self._one_tile()
-            return
-        self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
-        self._thread.start()
         try:
+            if self.rows_per >= self.cube.rows:
+                # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
+                # overlap there is; a batch of small cubes pays them per cube)
+                for tile in self._one_tile():
+                    self._held.add(tile.slot)
+                    yield tile
+                return
+            self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
+            self._thread.start()
             while True:
                 item = self._ready.get()
                 if item is None:
                     return
                 if isinstance(item, BaseException):
                     raise item
+                self._held.add(item.slot)
                 yield item
         finally:
             self.close()
@@ -332,6 +334,16 @@ class TileReader:
                     pass
                 self._thread.join(timeout=0.05)
         self._close_file()
+        self._closed = True
+        self._let_helper_go()
+
+    def _let_helper_go(self) -> None:
+        """Give the helper back once the reader is closed (every read asked of it has been answered: the
+        producer waits for them) and the consumer has given back every tile it was handed (a copy to the
+        GPU may still read a slot the consumer holds)."""
+        if self._closed and not self._held and self._helper is not None:
+            helper, self._helper = self._helper, None
+            helper.release()
 
     def _close_file(self) -> None:
         fd, self._fd = self._fd, None
@@ -473,7 +485,7 @@ def mark_nodata(tile, nodata: float | None) -> None:
         tile[bad] = np.nan
 
 
-def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None):
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None, helper: bool = False):
     """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
 
     Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
@@ -482,11 +494,13 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None)
     converted straight into ``out[r0:r1]``, with no second copy.
     """
     gpu = xp is not np
-    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu)
+    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, helper=helper)
     if not gpu:
         for t in reader:
-            tile = convert_tile(t.raw, cube, np, None if out is None else out[t.r0:t.r1])
-            reader.release(t)
+            try:
+                tile = convert_tile(t.raw, cube, np, None if out is None else out[t.r0:t.r1])
+            finally:
+                reader.release(t)
             yield t.r0, t.r1, tile
         return
     import cupy
@@ -533,11 +547,11 @@ def copy_stream():
     return streams[dev]
 
 
-def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None):
+def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, helper: bool = False):
     """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
-    NaN, read with :func:`iter_float_tiles`."""
+    NaN, read with :func:`iter_float_tiles` (``helper``: see :class:`TileReader`)."""
     out = xp.empty(cube.shape, xp.float32)
-    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out):
+    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out, helper):
         if progress is not None:
             progress(r1 / max(cube.rows, 1), "reading the cube" if xp is np else "moving the cube to the GPU")
     if xp is not np:

@@ -7,6 +7,8 @@ same object, as targets are not aligned with the pixel grid).
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
@@ -124,15 +126,26 @@ def object_table(mask, scores, labels=None, n: int | None = None) -> list[dict]:
         "row0": r[start], "col0": col0, "row1": xp.add(r[last], 1), "col1": xp.add(col1, 1),
         "peak_score": s[by_score[top]],
     }
-    host = {k: to_host(v).tolist() for k, v in table.items()}
-    rows = [dict(zip(TABLE_COLUMNS, vals)) for vals in zip(*(host[k] for k in TABLE_COLUMNS))]
-    rows.sort(key=lambda row: -row["peak_score"])
-    return rows
+    host = {k: np.asarray(to_host(v)) for k, v in table.items()}
+    order = np.argsort(-host["peak_score"], kind="stable")  # highest peak first, ties in label order
+    return [dict(zip(TABLE_COLUMNS, vals)) for vals in zip(*(host[k][order].tolist() for k in TABLE_COLUMNS))]
 
 
 def objects_csv(rows: list[dict]) -> str:
+    """The object table as CSV text: floats to six significant digits, other values as they print.
+
+    Formatted a column at a time with ``map`` (C loops), not a cell at a time in Python: a batch's write
+    stage formats thousands of objects a cube while its compute stage needs the interpreter (a quarter
+    of the write stage's own time went here)."""
     cols = TABLE_COLUMNS
-    lines = [",".join(cols)]
-    for r in rows:
-        lines.append(",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c]) for c in cols))
-    return "\n".join(lines) + "\n"
+    text = []
+    for c in cols:
+        values = [r[c] for r in rows]
+        kinds = set(map(type, values))
+        if kinds <= {float}:
+            text.append(list(map(format, values, repeat(".6g"))))
+        elif kinds <= {int}:
+            text.append(list(map(str, values)))
+        else:
+            text.append([f"{v:.6g}" if isinstance(v, float) else str(v) for v in values])
+    return "\n".join([",".join(cols), *map(",".join, zip(*text))]) + "\n"

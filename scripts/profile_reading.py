@@ -33,6 +33,9 @@ from hyperapp.io import open_cube
 ap = argparse.ArgumentParser()
 ap.add_argument("--cubes", type=int, default=8)
 ap.add_argument("--dir", default="/tmp/hyperapp-reading-profile")
+ap.add_argument("--helper", action="store_true",
+                help="only whole cubes onto the GPU (256 MB tiles), read in this process against the reading "
+                     "helper process, alone and beside a thread running Python")
 a = ap.parse_args()
 d = Path(a.dir)
 (d / "cubes").mkdir(parents=True, exist_ok=True)
@@ -56,6 +59,40 @@ def rate(label: str, fn, repeats: int = 2) -> None:
 
 print(f"{len(imgs)} cubes, {gb:.1f} GB, {os.cpu_count()} cores")
 rate("every file at once, pageable 64 MB buffers (the bench's reference)", lambda: parallel_read_s(imgs), 1)
+if a.helper:
+    import sys
+    import threading
+
+    from hyperapp.backend import get_backend
+    from hyperapp.detect import load_pixels
+    from hyperapp.progress import Progress
+
+    backend = get_backend("gpu")
+    stop = threading.Event()
+
+    def gpu_load(helper: bool) -> None:
+        for h in hdrs:
+            X = load_pixels(open_cube(h), backend, Progress(), tile_bytes=256 << 20, helper=helper)
+            backend.synchronize()
+            del X
+
+    def python_work() -> None:
+        b = np.ones(64)
+        while not stop.is_set():
+            for _ in range(1000):
+                b = b + 1.0
+
+    sys.setswitchinterval(0.0005)
+    for helper in (False, True):
+        gpu_load(helper)  # rings pinned, helper started
+        rate(f"onto the GPU, 256 MB tiles, helper process {helper}", lambda h=helper: gpu_load(h))
+    busy = threading.Thread(target=python_work, daemon=True)
+    busy.start()
+    for helper in (False, True, False, True):
+        rate(f"onto the GPU, 256 MB tiles, helper process {helper}, beside a thread running Python",
+             lambda h=helper: gpu_load(h))
+    stop.set()
+    raise SystemExit(0)
 pinned = [empty_pinned((PIECE,), np.uint8) for _ in range(THREADS)]
 pageable = [np.empty(PIECE, np.uint8) for _ in range(THREADS)]
 

@@ -331,11 +331,15 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
                             metadata={"data ignore value": 5, "bbl": [1] * 12 + [0]})
             cube = open_cube(hdr).good_bands()
             ref = read_float32(cube, tile_bytes=9 * 41 * 13 * 8)
-            got = read_float32(cube, cp, tile_bytes=9 * 41 * 13 * 8).get()
-            np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-            np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(ref))
-            assert np.isnan(got[50, 3]).all()
+            for helper in (False, True):  # read here, and by the reading helper into its pinned ring
+                got = read_float32(cube, cp, tile_bytes=9 * 41 * 13 * 8, helper=helper).get()
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+                np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(ref))
+                assert np.isnan(got[50, 3]).all()
             assert read_float32(cube, cp).shape == (70, 41, 12)
+    from hyperapp import reader_process
+
+    assert not reader_process.available() or reader_process._HELPER._pinned
 
 
 @pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn", "mtmf"])

@@ -283,3 +283,28 @@ def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
     with CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu") as pipe:
         rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
     assert all("disk full" in r["error"] and r["detections"] is None for r in rows)
+
+
+def test_large_cubes_are_read_by_the_reading_helper_with_the_same_results(tmp_path, monkeypatch):
+    """The read stage reads cubes of LARGE_CUBE_BYTES or more through the reading helper process (in
+    large tiles); the outputs are those of a read in this process."""
+    from hyperapp import pipeline, reader_process
+
+    if not reader_process.available():
+        pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
+    monkeypatch.setattr(pipeline, "LARGE_CUBE_BYTES", 1)
+    monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 9 * 48 * 16 * 4)  # six tiles a cube
+    used = []
+    lease = reader_process.lease
+    monkeypatch.setattr(reader_process, "lease", lambda *a: used.append(lease(*a)) or used[-1])
+    scores = {}
+    for mode in ("1", "0"):
+        monkeypatch.setenv("HYPERAPP_READ_PROCESS", mode)
+        with CubePipeline(_steps(tmp_path), str(tmp_path / f"out{mode}"), device="cpu") as pipe:
+            rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+        assert all(r["error"] is None for r in rows)
+        scores[mode] = [np.fromfile(Path(r["outputs"][0]) / "scores.img", np.float32) for r in rows]
+    assert len(used) == 6 and all(h is not None for h in used[:3]) and all(h is None for h in used[3:])
+    for a, b in zip(scores["1"], scores["0"]):
+        np.testing.assert_array_equal(a, b)

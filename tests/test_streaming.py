@@ -63,6 +63,68 @@ def test_windows_read_through_preadv_or_the_memory_map(tmp_path, interleave, row
         np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile_bytes), data[rows, cols].astype(np.float32))
 
 
+@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+                    reason="the reading helper needs Linux (memfd_create, preadv)")
+@pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
+def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
+    """Tiles read by the helper process into the shared ring equal the plain read, in every interleave,
+    many tiles or one; the helper is given back after each read, also after a read left early."""
+    import spectral.io.envi as envi
+
+    from hyperapp import reader_process
+    from hyperapp.stream import iter_float_tiles
+
+    data = (np.random.default_rng(2).random((41, 23, 9)) * 1000).astype(">i2")
+    hdr = tmp_path / "c.hdr"
+    envi.save_image(str(hdr), data, interleave=interleave, byteorder=1, force=True)
+    cube = open_cube(hdr)
+    for tile_bytes in (4 * 23 * 9 * 2, 1 << 20):
+        got = read_float32(cube, tile_bytes=tile_bytes, helper=True)
+        np.testing.assert_array_equal(got, data.astype(np.float32))
+        helper = reader_process._HELPER
+        assert helper is not None and not helper.broken and helper.lease()  # used, and given back
+        helper.release()
+    for _ in iter_float_tiles(cube, tile_bytes=4 * 23 * 9 * 2, helper=True):
+        break  # a consumer that stops early gives the helper back too
+    assert reader_process._HELPER.lease()
+    reader_process._HELPER.release()
+
+
+@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+                    reason="the reading helper needs Linux (memfd_create, preadv)")
+def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path, monkeypatch):
+    """A file cut short is the cube's one line through the helper too; a helper that was killed fails
+    the read it owed with one line, and the next read starts a new one; ``HYPERAPP_READ_PROCESS=0``
+    reads in this process."""
+    import spectral.io.envi as envi
+
+    from hyperapp import reader_process
+    from hyperapp.errors import BackendError, CubeFormatError
+
+    data = np.arange(40 * 10 * 4, dtype=np.float32).reshape(40, 10, 4)
+    hdr = tmp_path / "c.hdr"
+    envi.save_image(str(hdr), data, interleave="bil", force=True)
+    cube = open_cube(hdr)
+    tile = 10 * 10 * 4 * 4
+    read_float32(cube, tile_bytes=tile, helper=True)
+    envi.save_image(str(tmp_path / "cut.hdr"), data, interleave="bil", force=True)
+    cut = open_cube(tmp_path / "cut.hdr")
+    with open(tmp_path / "cut.img", "r+b") as fh:
+        fh.truncate(15 * 10 * 4 * 4)
+    with pytest.raises(CubeFormatError, match="ended early"):
+        read_float32(cut, tile_bytes=tile, helper=True)
+    old = reader_process._HELPER
+    assert not old.broken
+    old._proc.kill()
+    old._proc.wait()
+    with pytest.raises(BackendError, match="reading helper process stopped"):
+        read_float32(cube, tile_bytes=tile, helper=True)
+    np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile, helper=True), data)
+    assert reader_process._HELPER is not old and not reader_process._HELPER.broken
+    monkeypatch.setenv("HYPERAPP_READ_PROCESS", "0")
+    assert stream.TileReader(cube, tile, helper=True)._helper is None
+
+
 def test_a_data_file_cut_short_while_read_is_one_line(tmp_path):
     import spectral.io.envi as envi
 

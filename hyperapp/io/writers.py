@@ -29,16 +29,22 @@ def _stem(path: str | os.PathLike) -> Path:
     return p.with_suffix("") if p.suffix.lower() in (".hdr", ".img", ".tif", ".tiff", ".png", ".npy") else p
 
 
+def _single_band_header(image: np.ndarray, meta: dict) -> dict:
+    """ENVI header fields of a single-band (rows, cols) image stored as BSQ, little-endian."""
+    import spectral.io.envi as envi
+
+    return {"samples": image.shape[1], "lines": image.shape[0], "bands": 1, "header offset": 0,
+            "file type": "ENVI Standard", "data type": envi.dtype_to_envi[image.dtype.char], "interleave": "bsq",
+            "byte order": 0, **meta}
+
+
 def _write_header(hdr: Path, image: np.ndarray, meta: dict) -> Path:
     """The ENVI header of a single-band BSQ data file already in place beside it."""
     import spectral.io.envi as envi
 
-    head = {"samples": image.shape[1], "lines": image.shape[0], "bands": 1, "header offset": 0,
-            "file type": "ENVI Standard", "data type": envi.dtype_to_envi[image.dtype.char], "interleave": "bsq",
-            "byte order": 0, **meta}
     with atomic_paths(hdr) as (tmp,):
         try:
-            envi.write_envi_header(str(tmp), head)
+            envi.write_envi_header(str(tmp), _single_band_header(image, meta))
         except OSError as exc:
             raise OutputError(f"cannot write ({exc.strerror or exc})", hdr) from exc
     return hdr
@@ -80,6 +86,14 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
                                          metadata=meta, interleave="bsq", byteorder=0,
                                          class_names=list(classes["class names"]),
                                          class_colors=[lookup[i:i + 3] for i in range(0, len(lookup), 3)])
+            elif img.shape[2] == 1 and img.dtype.char in envi.dtype_to_envi:
+                # one band: the data file is the image's bytes in row order. NumPy's tofile writes them
+                # from the array and lets go of the interpreter meanwhile, where save_image first copies
+                # them into a bytes object holding it (a batch's write stage runs beside its compute stage)
+                band = np.ascontiguousarray(img[:, :, 0], img.dtype.newbyteorder("<"))
+                band.tofile(tdat)
+                envi.write_envi_header(str(thdr), _single_band_header(band, meta))
+                return hdr  # atomic_paths moves both files into place on the way out
             else:
                 envi.save_image(str(tmp_hdr), img, dtype=img.dtype, ext=".img", force=True, metadata=meta,
                                 interleave="bsq", byteorder=0)

@@ -1,0 +1,334 @@
+"""Reading a raw file's ranges in a helper process, into a ring of shared (page-locked) memory.
+
+Why a second process: a batch reads cube n+1 while the compute stage runs cube n's Python on another
+thread. A tile's read is a few dozen ``preadv`` calls on the copy threads (one per thread and range),
+and each of them, and each future it completes, needs the interpreter for a moment on its way back.
+Beside a thread running Python, those moments wait their turn: a 2 GB cube came onto the GPU at 15-20
+GB/s where alone it came at 30-33 GB/s (``scripts/profile_reading.py``, H100 hosts), and the compute
+stage slowed by as much. The helper process has an interpreter of its own. It does every system call of
+a tile there, and this process meets it twice a tile: one message out, one back.
+
+The ring is one ``memfd`` (anonymous shared memory, Linux), mapped by both processes; for the GPU this
+process pins it (``cudaHostRegister``), so the tiles the helper writes go to the device on asynchronous
+copies, as the page-locked ring of :class:`hyperapp.stream.TileReader` does. The helper is started once
+per process, on the first cube that uses it, and ends with it (it reads until its socket closes).
+
+The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library: its
+start costs about 50 ms, once. Where it cannot run (not Linux, a frozen application, a start that
+fails, ``HYPERAPP_READ_PROCESS=0``) readers read in this process, as before.
+
+The wire format is :mod:`multiprocessing.connection`'s pickled messages over a socket pair:
+
+- request ``(id, path, [(ring offset, file offset, bytes), ...])``;
+- reply ``(id, None)`` when every byte was read, else ``(id, (kind, errno, text))`` with kind
+  ``"short"`` (the file ended early) or ``"os"`` (the system refused; errno and text from it).
+
+Replies come in the order of the requests.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+#: seconds a new helper has to say it is ready before this process reads without it
+START_TIMEOUT = 20.0
+
+
+class ShortRead(Exception):
+    """The file ended before a range did."""
+
+
+def read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]]) -> None:
+    """``buf[b:b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``, through ``os.preadv``
+    (which releases the interpreter while the kernel copies). Raises :class:`ShortRead` where the file
+    ends early."""
+    for b, f, n in ranges:
+        while n > 0:
+            got = os.preadv(fd, [buf[b:b + n]], f)
+            if got <= 0:
+                raise ShortRead
+            b, f, n = b + got, f + got, n - got
+
+
+def split_ranges(ranges: list[tuple[int, int, int]], parts: int) -> list[list[tuple[int, int, int]]]:
+    """``ranges`` (buffer offset, file offset, bytes) cut into ``parts`` lists of about equal bytes."""
+    total = sum(n for _, _, n in ranges)
+    share = max(1 << 20, -(-total // max(parts, 1)))
+    groups: list[list[tuple[int, int, int]]] = [[]]
+    room = share
+    for b, f, n in ranges:
+        while n > 0:
+            take = min(n, room)
+            groups[-1].append((b, f, take))
+            b, f, n, room = b + take, f + take, n - take, room - take
+            if room == 0:
+                groups.append([])
+                room = share
+    return [g for g in groups if g]
+
+
+def _failure(exc: BaseException) -> tuple[str, int, str]:
+    """A reply's description of a failed read (what crosses the socket: no exception objects)."""
+    if isinstance(exc, ShortRead):
+        return "short", 0, ""
+    if isinstance(exc, OSError):
+        return "os", exc.errno or 0, exc.strerror or str(exc)
+    return "other", 0, f"{exc.__class__.__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------- the helper
+def serve(sock_fd: int, ring_fd: int, size: int, threads: int) -> None:
+    """The helper's loop: read each request's ranges into the ring on ``threads`` threads, and answer
+    in order; return when the socket closes (this process's parent ended or let the helper go)."""
+    from multiprocessing.connection import Connection
+    from queue import Queue
+
+    conn = Connection(sock_fd)
+    ring = memoryview(mmap.mmap(ring_fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)))
+    os.close(ring_fd)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="hyperapp-helper-read")
+    answers: Queue = Queue()  # (request id, futures, fd or None, error): answered in order
+
+    def answer() -> None:
+        while (job := answers.get()) is not None:
+            rid, futures, fd, error = job
+            for f in futures:
+                exc = f.exception()
+                if exc is not None and error is None:
+                    error = _failure(exc)
+            if fd is not None:
+                os.close(fd)
+            try:
+                conn.send((rid, error))
+            except OSError:  # the parent is gone
+                return
+
+    replier = threading.Thread(target=answer, daemon=True)
+    replier.start()
+    conn.send(("ready", threads))
+    while True:
+        try:
+            rid, path, ranges = conn.recv()
+        except (EOFError, OSError):
+            break
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            answers.put((rid, [], None, _failure(exc)))
+            continue
+        groups = split_ranges(ranges, threads)
+        answers.put((rid, [pool.submit(read_ranges, fd, ring, g) for g in groups], fd, None))
+    answers.put(None)
+    replier.join()
+    pool.shutdown(wait=True)
+
+
+# ---------------------------------------------------------------------------------------- this side
+def _stopped_error(message: str, path: str | None = None):
+    """The one-line error of a helper that ended (or never started) while a read was owed."""
+    from hyperapp.errors import BackendError
+
+    return BackendError(message, path)
+
+
+class _Reply:
+    """One request's outcome, future-like (``done``, ``result``, ``exception``) for the reader thread
+    that made it: waiting reads replies off the socket, in order."""
+
+    def __init__(self, helper: ReaderProcess, rid: int, path: str):
+        self.helper, self.rid, self.path = helper, rid, path
+
+    def done(self) -> bool:
+        return self.helper._poll(self.rid)
+
+    def exception(self) -> BaseException | None:
+        try:
+            self.result()
+        except BaseException as exc:  # noqa: BLE001  (what result() raises, handed over)
+            return exc
+        return None
+
+    def result(self) -> None:
+        error = self.helper._wait(self.rid)
+        if error is None:
+            return
+        kind, errno, text = error
+        if kind == "short":
+            from hyperapp.errors import CubeFormatError
+
+            raise CubeFormatError("the data file ended early (was it truncated while being read?)", self.path)
+        if kind == "os":
+            raise OSError(errno, text, self.path)
+        raise _stopped_error(f"the reading helper failed: {text}", self.path)
+
+
+class ReaderProcess:
+    """A helper process reading file ranges into ``slots`` shared slots of ``slot_bytes`` each.
+
+    One reader at a time uses it (:meth:`lease`); :meth:`slot` gives slot ``k`` as a NumPy byte array
+    of this process, and :meth:`read` starts filling it.
+    """
+
+    def __init__(self, slot_bytes: int, slots: int, threads: int):
+        import socket
+        import subprocess
+
+        import numpy as np
+
+        self.slot_bytes, self.slots, self.size = int(slot_bytes), int(slots), int(slot_bytes) * int(slots)
+        ring_fd = os.memfd_create("hyperapp-read-ring")
+        try:
+            os.ftruncate(ring_fd, self.size)
+            self._mm = mmap.mmap(ring_fd, self.size)
+            ours, theirs = socket.socketpair()
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "hyperapp.reader_process", str(theirs.fileno()), str(ring_fd),
+                     str(self.size), str(threads)],
+                    pass_fds=(theirs.fileno(), ring_fd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, cwd="/")
+            finally:
+                theirs.close()
+        finally:
+            os.close(ring_fd)
+        from multiprocessing.connection import Connection
+
+        self._conn = Connection(ours.detach())
+        self._ring = np.frombuffer(self._mm, np.uint8)
+        self._pinned = False
+        self._next = 0
+        self._replies: dict[int, object] = {}
+        self._lease = threading.Lock()
+        self.broken = False
+        if not self._conn.poll(START_TIMEOUT):
+            self.close()
+            raise OSError("the reading helper did not start")
+        try:
+            self._conn.recv()  # ("ready", threads)
+        except (EOFError, OSError) as exc:
+            self.close()
+            raise OSError("the reading helper did not start") from exc
+
+    def pin(self) -> None:
+        """Page-lock the ring for asynchronous copies to the GPU (once; slow, like any pinning)."""
+        if not self._pinned:
+            import cupy
+
+            cupy.cuda.runtime.hostRegister(self._ring.ctypes.data, self.size, 0)
+            self._pinned = True
+
+    def lease(self) -> bool:
+        """Take the helper for one reader (False when another reader has it)."""
+        return self._lease.acquire(blocking=False)
+
+    def release(self) -> None:
+        self._lease.release()
+
+    def slot(self, k: int):
+        """Slot ``k`` of the ring: a NumPy byte array shared with the helper."""
+        return self._ring[k * self.slot_bytes:(k + 1) * self.slot_bytes]
+
+    def read(self, k: int, path: str, ranges: list[tuple[int, int, int]]) -> _Reply:
+        """Start reading ``ranges`` ((offset in slot k, file offset, bytes)) of file ``path`` into slot
+        ``k``; the reply says when the bytes are there."""
+        rid, self._next = self._next, self._next + 1
+        base = k * self.slot_bytes
+        try:
+            self._conn.send((rid, path, [(base + b, f, n) for b, f, n in ranges]))
+        except OSError as exc:
+            self._stopped(exc)
+        return _Reply(self, rid, path)
+
+    def _take_one(self) -> None:
+        try:
+            rid, error = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            self._stopped(exc)
+        self._replies[rid] = error
+
+    def _wait(self, rid: int):
+        while rid not in self._replies:
+            self._take_one()
+        return self._replies.pop(rid)
+
+    def _poll(self, rid: int) -> bool:
+        while rid not in self._replies:
+            if self.broken or not self._conn.poll(0):
+                return self.broken
+            self._take_one()
+        return True
+
+    def _stopped(self, exc: BaseException | None = None):
+        self.broken = True
+        raise _stopped_error("the reading helper process stopped (was it killed, or out of memory?)") from exc
+
+    def close(self) -> None:
+        """End the helper (it sees its socket close) and let the ring go."""
+        self.broken = True
+        try:
+            self._conn.close()
+        except OSError:
+            pass
+        try:
+            self._proc.wait(timeout=5)
+        except Exception:  # noqa: BLE001  (a helper that does not end is killed)
+            self._proc.kill()
+        if self._pinned:
+            import cupy
+
+            try:
+                cupy.cuda.runtime.hostUnregister(self._ring.ctypes.data)
+            except Exception:  # noqa: BLE001
+                pass
+            self._pinned = False
+
+
+_HELPER: ReaderProcess | None = None
+_HELPER_LOCK = threading.Lock()
+
+
+def available() -> bool:
+    """Whether readers may use a helper process here (Linux's ``memfd_create`` and ``preadv``, a Python
+    to run it with, and not turned off by ``HYPERAPP_READ_PROCESS=0``)."""
+    return (os.environ.get("HYPERAPP_READ_PROCESS", "1").strip() != "0" and hasattr(os, "memfd_create")
+            and hasattr(os, "preadv") and bool(sys.executable) and not getattr(sys, "frozen", False))
+
+
+def lease(slot_bytes: int, slots: int, pinned: bool, threads: int) -> ReaderProcess | None:
+    """The process's helper, leased to the caller (who must :meth:`ReaderProcess.release` it), with
+    ``slots`` slots of at least ``slot_bytes``, page-locked when ``pinned``; None where there is none to
+    be had (not :func:`available`, leased by another reader, or its start failed): then the caller
+    reads itself. A helper with smaller slots, or a stopped one, is replaced."""
+    global _HELPER
+    if not available():
+        return None
+    with _HELPER_LOCK:
+        h = _HELPER
+        if h is not None and (h.broken or h.slot_bytes < slot_bytes or h.slots < slots):
+            if not h.lease():
+                return None  # in use: a reader of a cube that does not fit reads itself meanwhile
+            h.close()
+            h.release()
+            _HELPER = h = None
+        if h is None:
+            try:
+                h = _HELPER = ReaderProcess(slot_bytes, slots, threads)
+            except (OSError, ValueError):
+                return None
+        if not h.lease():
+            return None
+        try:
+            if pinned:
+                h.pin()
+        except Exception:  # noqa: BLE001  (no pinning, no helper: the reader pins its own ring)
+            h.release()
+            return None
+        return h
+
+
+if __name__ == "__main__":
+    serve(*(int(a) for a in sys.argv[1:5]))

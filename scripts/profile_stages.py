@@ -1,0 +1,150 @@
+"""Where a campaign's per-cube time goes, stage by stage, in one process on the GPU.
+
+    python3 scripts/profile_stages.py [--cubes N] [--dir DIR] [--methods rbfn,ace] [--modes helper,local]
+                                      [--repeats 2] [--cprofile]
+
+Writes ``N`` campaign cubes (2048 x 2048 x 128 float32, as the bench case does) into ``DIR`` unless they
+are there, then runs the job (one detect step per method) ``--repeats`` times per reading mode
+(``helper``: the read stage reads through the reading helper process; ``local``: its own copy threads)
+and prints, per run:
+
+- GB/s and the share of the parallel page-cache read rate (the bench's reference);
+- each stage's median wall and thread CPU seconds per cube (CPU time in a stage's own thread: Python,
+  and system calls made there; CUDA waits that spin count too);
+- the process's CPU seconds per cube (every thread, the kernel's share included);
+- how late a probe thread that sleeps 1 ms wakes, on average: the time it waits for the interpreter
+  lock, a direct measure of the lock's contention.
+
+``--cprofile compute,write`` also profiles those stages' threads (cProfile across the cubes; one run per
+stage, as Python 3.12 lets one profiler run at a time) per method, and prints the top functions by own
+time.
+"""
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+from hyperapp import pipeline, stream
+from hyperapp.batch import run_job
+from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, _write_campaign, parallel_read_s, settle_writes
+from hyperapp.jobfile import load_job
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--cubes", type=int, default=8)
+ap.add_argument("--dir", default="/tmp/hyperapp-stage-profile")
+ap.add_argument("--methods", default="rbfn,ace")
+ap.add_argument("--modes", default="helper,local")
+ap.add_argument("--repeats", type=int, default=2)
+ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
+ap.add_argument("--device", default="gpu")
+ap.add_argument("--shape", default="x".join(map(str, CAMPAIGN_SHAPE)), help="rows x cols x bands of each cube")
+a = ap.parse_args()
+
+d = Path(a.dir)
+(d / "cubes").mkdir(parents=True, exist_ok=True)
+hdrs = sorted((d / "cubes").glob("*.hdr"))
+if len(hdrs) < a.cubes:
+    hdrs = _write_campaign(d / "cubes", a.cubes, tuple(int(v) for v in a.shape.split("x")))
+hdrs = hdrs[:a.cubes]
+settle_writes()
+rows, cols, _ = (int(v) for v in a.shape.split("x"))
+(d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
+imgs = [h.with_suffix(".img") for h in hdrs]
+gb = sum(p.stat().st_size for p in imgs) / 1e9
+ref = parallel_read_s(imgs)
+print(f"{len(imgs)} cubes, {gb:.1f} GB, {os.cpu_count()} cores; parallel page-cache read {gb / ref:.1f} GB/s; "
+      f"copy threads {stream.COPY_THREADS}", flush=True)
+
+CPU: dict[str, list[float]] = {}
+PROFILES: dict[str, cProfile.Profile] | None = None
+PROFILED = ""
+timed = pipeline.CubePipeline._timed
+
+
+def _timed(self, fn, item):
+    """The pipeline's stage timer, with the stage thread's CPU seconds (and its profile) beside it."""
+    name = fn.__name__.lstrip("_")
+    c0 = time.thread_time()
+    prof = PROFILES.setdefault(name, cProfile.Profile()) if PROFILES is not None and name == PROFILED else None
+    if prof is not None:
+        prof.enable()
+    try:
+        timed(self, fn, item)
+    finally:
+        if prof is not None:
+            prof.disable()
+        CPU.setdefault(name, []).append(time.thread_time() - c0)
+
+
+pipeline.CubePipeline._timed = _timed
+
+
+class Probe:
+    """A thread that sleeps 1 ms at a time and records how late it wakes (waiting for the GIL)."""
+
+    def __enter__(self):
+        self.late: list[float] = []
+        self.stop = threading.Event()
+
+        def run():
+            while not self.stop.is_set():
+                t0 = time.perf_counter()
+                time.sleep(0.001)
+                self.late.append(time.perf_counter() - t0 - 0.001)
+
+        self.t = threading.Thread(target=run, daemon=True)
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+
+
+def one_run(method: str, mode: str, tag: str) -> None:
+    os.environ["HYPERAPP_READ_PROCESS"] = "1" if mode == "helper" else "0"
+    warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[0-3].hdr"))
+    run_job(warm, device=a.device)
+    CPU.clear()
+    job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
+    job.inputs = job.inputs[:a.cubes]
+    t = os.times()
+    with Probe() as probe:
+        t0 = time.perf_counter()
+        run_job(job, device=a.device)
+        w = time.perf_counter() - t0
+    t1 = os.times()
+    proc_cpu = (t1.user + t1.system - t.user - t.system) / len(hdrs)
+    import json
+
+    man = json.loads((Path(job.output) / "manifest.json").read_text())["cubes"].values()
+    st = [c["stages"] for c in man if c.get("status") == "done"]
+    walls = {k: round(statistics.median(s[k] for s in st) * 1e3) for k in ("read", "compute", "write", "wait")}
+    cpus = {k: round(statistics.median(v) * 1e3) for k, v in CPU.items()}
+    print(f"{tag}: {gb / w:.1f} GB/s ({ref / w:.0%} of page cache), {w / len(hdrs) * 1e3:.0f} ms a cube; "
+          f"stage wall ms {walls}; stage thread CPU ms {cpus}; process CPU {proc_cpu * 1e3:.0f} ms a cube; "
+          f"probe late {statistics.mean(probe.late) * 1e3:.2f} ms mean, "
+          f"{statistics.quantiles(probe.late, n=10)[-1] * 1e3:.2f} ms p90", flush=True)
+
+
+sys.setswitchinterval(pipeline.SWITCH_INTERVAL)
+for method in a.methods.split(","):
+    for r in range(a.repeats):
+        for mode in a.modes.split(","):
+            one_run(method, mode, f"{method}-{mode}-{r}")
+    for stage in filter(None, a.cprofile.split(",")):
+        PROFILES, PROFILED = {}, stage
+        one_run(method, a.modes.split(",")[0], f"{method}-cprofile-{stage}")
+        for name, prof in PROFILES.items():
+            s = io.StringIO()
+            pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(22)
+            print(f"--- {method}: {name} stage, by own time (cProfile, {len(hdrs)} cubes)")
+            print("\n".join(s.getvalue().splitlines()[6:32]))
+        PROFILES = None
