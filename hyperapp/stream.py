@@ -624,10 +624,7 @@ def _direct_tiles(reader: TileReader, pages: FilePages, out, stream, ddt):
             with stream:
                 d = cupy.empty(reader.view_shape(r1 - r0), ddt)  # from CuPy's pool, as in the ring's way
                 for b, f, n in ranges:
-                    while n > 0:  # a copy from inside one registered chunk at a time
-                        m = min(n, REGISTER_CHUNK - f % REGISTER_CHUNK)
-                        runtime.memcpyAsync(d.data.ptr + b, pages.base + f, m, runtime.memcpyHostToDevice, stream.ptr)
-                        b, f, n = b + m, f + m, n - m
+                    runtime.memcpyAsync(d.data.ptr + b, pages.base + f, n, runtime.memcpyHostToDevice, stream.ptr)
                 pending.append((k, stream.record()))
                 tile = convert_tile(d, cube, cupy, None if out is None else out[r0:r1], mark=out is None)
             cupy.cuda.get_current_stream().wait_event(stream.record())

@@ -127,44 +127,6 @@ def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path,
     assert reader._helper is None
 
 
-@pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
-def test_file_pages_bookkeeping_without_a_gpu(tmp_path, monkeypatch, interleave):
-    """The GPU's file-pages way (:class:`hyperapp.stream.FilePages`), run on a stand-in for CuPy: every
-    copy comes from inside one registered chunk, registrations never overlap, none is left when the
-    read ends (whole, stopped early, or on a file cut short), and the pixels are the plain read's."""
-    import spectral.io.envi as envi
-
-    from hyperapp.errors import CubeFormatError
-    from hyperapp.stream import iter_float_tiles
-
-    from .fake_cupy import install
-
-    monkeypatch.setattr(stream, "REGISTER_CHUNK", 2 * 4096)  # a few pages: tiles straddle chunks
-    monkeypatch.setitem(stream._DIRECT, "ok", None)
-    data = (np.random.default_rng(3).random((70, 41, 13)) * 3000).astype(">i2")
-    hdr = tmp_path / "c.hdr"
-    envi.save_image(str(hdr), data, interleave=interleave, byteorder=1, force=True)
-    cube = open_cube(hdr)
-    ref = read_float32(cube)
-    cp = install(monkeypatch)
-    rt = cp.cuda.runtime
-    got = read_float32(cube, cp, tile_bytes=9 * 41 * 13 * 2, offload=True)
-    np.testing.assert_array_equal(np.asarray(got), ref)
-    assert stream._DIRECT["ok"] is True and rt.registrations >= -(-data.nbytes // stream.REGISTER_CHUNK)
-    assert not rt.registered
-    for _ in iter_float_tiles(cube, cp, tile_bytes=9 * 41 * 13 * 2, offload=True):
-        break
-    assert not rt.registered
-    tiles = iter_float_tiles(cube, cp, tile_bytes=9 * 41 * 13 * 2, offload=True)
-    next(tiles)
-    with open(tmp_path / "c.img", "r+b") as fh:
-        fh.truncate(data.nbytes // 3)
-    with pytest.raises(CubeFormatError, match="ended early"):
-        for _ in tiles:
-            pass
-    assert not rt.registered
-
-
 def test_a_data_file_cut_short_while_read_is_one_line(tmp_path):
     import spectral.io.envi as envi
 
