@@ -178,17 +178,17 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
 
 
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_bytes: int | None = None,
-                offload: bool = False):
+                helper: bool = False):
     """The cube (good bands) as a (rows, cols, bands) array on the backend, no-data pixels NaN.
 
     Raw tiles (``tile_bytes`` of stored data each; :data:`hyperapp.stream.TILE_BYTES` by default) are
-    read ahead on a thread and converted where the pixels go (on the GPU after an asynchronous copy
-    through page-locked memory): :func:`hyperapp.stream.read_float32`. ``offload``: read without this
-    process's copy threads (see :func:`hyperapp.stream.iter_float_tiles`).
+    read ahead on a thread (``helper``: in the reading helper process, :mod:`hyperapp.reader_process`)
+    and converted where the pixels go (on the GPU after an asynchronous copy through page-locked
+    memory): :func:`hyperapp.stream.read_float32`.
     """
     from hyperapp.stream import read_float32
 
-    data = read_float32(cube, backend.xp, progress, tile_bytes, offload)
+    data = read_float32(cube, backend.xp, progress, tile_bytes, helper)
     return data if dtype == np.float32 else data.astype(dtype)
 
 

@@ -58,18 +58,15 @@ POLL = 0.1
 #: campaign ran no faster (`scripts/profile_campaign.py --switch`, H100 host)
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: stored bytes per tile the read stage reads of a large cube: sixteen times a lone read's
-#: (:data:`hyperapp.stream.TILE_BYTES`). Large cubes are read without this process's copy threads
-#: (``offload``): on the GPU straight from the file's registered page-cache pages, else through the
-#: reading helper process's shared ring of four such tiles (1 GB, pinned once per process). With the
-#: copy threads here, each tile cost a few dozen hand-offs of the interpreter, which the compute and
-#: write threads hold much of the time: onto the GPU beside a thread running Python, 2.2 / 7.3 / 19.8
-#: GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 / 33 GB/s alone (`scripts/profile_reading.py`,
-#: H100 host)
+#: stored bytes per tile the read stage reads: sixteen times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
+#: Each tile costs the read and copy threads a few dozen hand-offs of the interpreter, which the compute
+#: and write threads hold much of the time, so the read stage's rate grows with the tile: onto the GPU
+#: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
+#: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). The ring of four page-locked buffers (1 GB)
+#: is pinned once per process: the pinned pool keeps it
 READ_TILE_BYTES: int | None = 256 << 20
-#: cubes smaller than this read with a lone read's tiles and this process's copy threads: the helper's
-#: ring pinning (about 0.3 GB/s on these hosts, so seconds for 1 GB, once in each process) pays only
-#: over cubes of a gigabyte or more
+#: cubes smaller than this read with a lone read's tiles: the larger ring's pinning (about 0.3 GB/s on
+#: these hosts, so seconds for 1 GB, once in each process) pays only over cubes of a gigabyte or more
 LARGE_CUBE_BYTES = 1 << 30
 
 
@@ -287,7 +284,7 @@ class CubePipeline:
         if self._read_ahead(cube, backend):
             large = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES
             item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
-                                     offload=large)
+                                     helper=large)
             backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _read_ahead(self, cube, backend) -> bool:

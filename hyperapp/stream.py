@@ -145,13 +145,21 @@ class TileReader:
         self.buf_shape = tuple(shape)
         # flat buffers of at least tile_bytes: page-locked ones of exactly TILE_BYTES come back from
         # CuPy's pinned pool (which reuses equal sizes), where cuda_start.prewarm put them
-        self._ring_items = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
-        self._pinned, self._want_helper = pinned, helper
+        n = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
         self._mm = _mmap_of(st.source)
         self._file = self._file_layout()
         self._fd: int | None = None
         self._helper = None
-        self._bufs: list[np.ndarray] | None = None
+        if helper and self._file is not None:
+            self._helper = reader_process.lease(n * st.dtype.itemsize, RING, pinned, COPY_THREADS)
+        if self._helper is not None:
+            self.bufs = [self._helper.slot(k)[: n * st.dtype.itemsize].view(st.dtype) for k in range(RING)]
+        elif pinned:
+            from hyperapp.backend import empty_pinned
+
+            self.bufs = [empty_pinned((n * st.dtype.itemsize,), np.uint8).view(st.dtype) for _ in range(RING)]
+        else:
+            self.bufs = [np.empty(n, st.dtype) for _ in range(RING)]
         self._free: queue.Queue = queue.Queue()
         for k in range(RING):
             self._free.put(k)
@@ -160,32 +168,6 @@ class TileReader:
         self._thread: threading.Thread | None = None
         self._held: set[int] = set()  # slots handed to the consumer and not given back
         self._closed = False
-
-    @property
-    def bufs(self) -> list[np.ndarray]:
-        """The ring's buffers, made on first use (a reader whose tiles go to the GPU another way, see
-        :class:`FilePages`, never makes them): the reading helper's shared slots where it was asked for
-        and can be had, else page-locked buffers from CuPy's pool (``pinned``), else plain ones."""
-        if self._bufs is None:
-            dtype, n = self.cube.store.dtype, self._ring_items
-            if self._want_helper and self._file is not None:
-                self._helper = reader_process.lease(n * dtype.itemsize, RING, self._pinned, COPY_THREADS)
-            if self._helper is not None:
-                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(RING)]
-            elif self._pinned:
-                from hyperapp.backend import empty_pinned
-
-                self._bufs = [empty_pinned((n * dtype.itemsize,), np.uint8).view(dtype) for _ in range(RING)]
-            else:
-                self._bufs = [np.empty(n, dtype) for _ in range(RING)]
-        return self._bufs
-
-    def file_ranges(self, r0: int, r1: int) -> list[tuple[int, int, int]]:
-        """``(offset in the tile's buffer, offset in the file, bytes)`` of cube rows r0:r1 as stored
-        (where :attr:`_file` says the file holds them as whole ranges)."""
-        _, offset, first, inner, outer, stored_rows = self._file
-        n = r1 - r0
-        return [(o * n * inner, offset + (o * stored_rows + first + r0) * inner, n * inner) for o in range(outer)]
 
     def _file_layout(self) -> tuple[str, int, int, int, int, int] | None:
         """Where ``preadv`` can read a tile's stored bytes straight from the file: ``(file name, byte
@@ -231,8 +213,9 @@ class TileReader:
                 except (OSError, ValueError, AttributeError):
                     pass
             return view, []
-        name = self._file[0]
-        ranges = self.file_ranges(r0, r1)
+        name, offset, first, inner, outer, stored_rows = self._file
+        n = r1 - r0
+        ranges = [(o * n * inner, offset + (o * stored_rows + first + r0) * inner, n * inner) for o in range(outer)]
         if self._helper is not None:  # one message to the helper, one reply (see hyperapp.reader_process)
             return view, [self._helper.read(k, name, ranges)]
         if self._fd is None:
@@ -306,15 +289,10 @@ class TileReader:
             self._close_file()
         yield Tile(0, self.cube.rows, view, k)
 
-    def view_shape(self, n_rows: int) -> tuple[int, ...]:
-        """The stored shape of a tile of ``n_rows`` rows (the stored rows axis cut to them)."""
-        shape = list(self.buf_shape)
-        shape[self.cube.store.axes[0]] = n_rows
-        return tuple(shape)
-
     def view(self, k: int, n_rows: int) -> np.ndarray:
         """Ring buffer ``k`` as a contiguous array of ``n_rows`` rows (along the stored rows axis)."""
-        shape = self.view_shape(n_rows)
+        shape = list(self.buf_shape)
+        shape[self.cube.store.axes[0]] = n_rows
         return self.bufs[k].reshape(-1)[: int(np.prod(shape))].reshape(shape)
 
     def release(self, tile: Tile) -> None:
@@ -324,7 +302,6 @@ class TileReader:
         self._let_helper_go()
 
     def __iter__(self) -> Iterator[Tile]:
-        self.bufs  # noqa: B018  (the ring made here, before the reading thread starts)
         try:
             if self.rows_per >= self.cube.rows:
                 # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
@@ -508,159 +485,16 @@ def mark_nodata(tile, nodata: float | None) -> None:
         tile[bad] = np.nan
 
 
-#: bytes of a file registered for the GPU at a time (:class:`FilePages`; chunks aligned in the file)
-REGISTER_CHUNK = 64 << 20
-#: cudaHostRegisterReadOnly: the device only reads the pages (what lets a read-only file mapping in)
-_REGISTER_READ_ONLY = 8
-#: whether :class:`FilePages` worked in this process (None: not tried; False: a registration failed,
-#: and tiles go through the ring from then on)
-_DIRECT: dict[str, bool | None] = {"ok": None}
-
-
-class FilePages:
-    """A raw file's page-cache pages, registered with CUDA a chunk at a time, for copies to the GPU
-    straight from them.
-
-    The ring's way copies each byte three times through host memory: the kernel from the page cache
-    into the ring, then the GPU's DMA out of it. Where the host's memory bandwidth is the limit (a
-    batch moves tens of GB/s), this way copies once: the file is mapped read-only, the chunks a tile
-    covers are page-locked where they lie (``cudaHostRegister`` with the read-only flag, about 45-60
-    GB/s on the H100 hosts, the interpreter let go meanwhile) and the DMA reads them (49-54 GB/s);
-    the next tile's chunks are registered while this tile's copy runs, and a chunk is let go once the
-    last tile that needs it has been copied.
-
-    :meth:`open` returns None where this cannot be done (no GPU, a file the driver will not register,
-    ``HYPERAPP_DIRECT_READ=0``): the caller then reads through the ring.
-    """
-
-    def __init__(self, name: str):
-        self.name = name
-        self._fd = os.open(name, os.O_RDONLY)
-        try:
-            size = os.fstat(self._fd).st_size
-            self._mm = mmap.mmap(self._fd, size, prot=mmap.PROT_READ, flags=mmap.MAP_SHARED)
-        except (OSError, ValueError):
-            os.close(self._fd)
-            raise
-        self._host = np.frombuffer(self._mm, np.uint8)
-        self.base = self._host.ctypes.data
-        self._last: dict[int, int] = {}  # registered chunk -> the last tile known to need it
-
-    @classmethod
-    def open(cls, reader: TileReader, first: list[tuple[int, int, int]]) -> FilePages | None:
-        """The pages of ``reader``'s file, with the chunks of its first tile (``first``: its
-        :meth:`TileReader.file_ranges`) registered; None where they cannot be."""
-        if reader._file is None or _DIRECT["ok"] is False or os.environ.get("HYPERAPP_DIRECT_READ", "1") == "0":
-            return None
-        try:
-            pages = cls(reader._file[0])
-        except (OSError, ValueError):
-            return None
-        try:
-            pages.need(first, 0)
-        except Exception:  # noqa: BLE001  (a file system or driver that will not: the ring's way, for good)
-            pages.close()
-            _DIRECT["ok"] = False
-            return None
-        _DIRECT["ok"] = True
-        return pages
-
-    def need(self, ranges: list[tuple[int, int, int]], k: int) -> None:
-        """Register the chunks that tile ``k``'s ``ranges`` (buffer offset, file offset, bytes) cover."""
-        from cupy.cuda import runtime
-
-        size = len(self._host)
-        for _, f, n in ranges:
-            if f + n > os.fstat(self._fd).st_size or f + n > size:
-                from hyperapp.errors import CubeFormatError
-
-                raise CubeFormatError("the data file ended early (was it truncated while being read?)", self.name)
-            for c in range(f // REGISTER_CHUNK, (f + n - 1) // REGISTER_CHUNK + 1):
-                if c not in self._last:
-                    start = c * REGISTER_CHUNK
-                    try:
-                        runtime.hostRegister(self.base + start, min(REGISTER_CHUNK, size - start),
-                                             _REGISTER_READ_ONLY)
-                    except runtime.CUDARuntimeError as exc:
-                        if k == 0:
-                            raise  # open() falls back to the ring
-                        _DIRECT["ok"] = False  # the next cubes go through the ring
-                        from hyperapp.errors import BackendError
-
-                        raise BackendError(f"the GPU driver would not take the data file's pages ({exc}); "
-                                           "HYPERAPP_DIRECT_READ=0 reads through host buffers", self.name) from None
-                self._last[c] = k
-
-    def done_through(self, k: int) -> None:
-        """Let go of the chunks no tile after ``k`` needs (call once tile ``k``'s copy is done)."""
-        from cupy.cuda import runtime
-
-        for c in [c for c, last in self._last.items() if last <= k]:
-            runtime.hostUnregister(self.base + c * REGISTER_CHUNK)
-            del self._last[c]
-
-    def close(self) -> None:
-        """Let go of every chunk and of the mapping (the caller has waited for the copies)."""
-        try:
-            self.done_through(1 << 62)
-        finally:
-            del self._host
-            self._mm.close()
-            os.close(self._fd)
-
-
-def _direct_tiles(reader: TileReader, pages: FilePages, out, stream, ddt):
-    """:func:`iter_float_tiles` on the GPU through :class:`FilePages`: each tile's ranges copied from
-    the file's registered pages into a raw device tile, then converted there, as the ring's way does."""
-    import cupy
-
-    cube = reader.cube
-    runtime = cupy.cuda.runtime
-    bounds = [(r0, min(r0 + reader.rows_per, cube.rows)) for r0 in range(0, cube.rows, reader.rows_per)]
-    pending: deque = deque()  # (tile index, event of its copy)
-    try:
-        for k, (r0, r1) in enumerate(bounds):
-            ranges = reader.file_ranges(r0, r1)
-            with stream:
-                d = cupy.empty(reader.view_shape(r1 - r0), ddt)  # from CuPy's pool, as in the ring's way
-                for b, f, n in ranges:
-                    runtime.memcpyAsync(d.data.ptr + b, pages.base + f, n, runtime.memcpyHostToDevice, stream.ptr)
-                pending.append((k, stream.record()))
-                tile = convert_tile(d, cube, cupy, None if out is None else out[r0:r1], mark=out is None)
-            cupy.cuda.get_current_stream().wait_event(stream.record())
-            if k + 1 < len(bounds):  # the next tile's pages are pinned while this tile's copy runs
-                pages.need(reader.file_ranges(*bounds[k + 1]), k + 1)
-            while pending and (len(pending) > 1 or pending[0][1].done):
-                j, ev = pending.popleft()
-                ev.synchronize()
-                pages.done_through(j)
-            yield r0, r1, tile
-    finally:
-        for _, ev in pending:
-            ev.synchronize()
-        pages.close()
-
-
-def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None, offload: bool = False):
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None, helper: bool = False):
     """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
 
     Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
     an asynchronous copy and are converted on the device while the next tile is read. A tile is valid
     until the next one is asked for, unless ``out`` (the whole cube's array) is given: then each tile is
     converted straight into ``out[r0:r1]``, with no second copy.
-
-    ``offload`` (a batch's read stage, beside a compute stage that needs the interpreter): read without
-    this process's copy threads. On the GPU the tiles are copied straight from the file's page-cache
-    pages (:class:`FilePages`) where the file allows; otherwise, and on the CPU, the reading helper
-    process reads them into its shared ring (:mod:`hyperapp.reader_process`).
     """
     gpu = xp is not np
-    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, helper=offload)
-    if gpu and offload and reader._file is not None:
-        pages = FilePages.open(reader, reader.file_ranges(0, min(reader.rows_per, cube.rows)))
-        if pages is not None:
-            yield from _direct_tiles(reader, pages, out, copy_stream(), device_dtype(cube.store.dtype))
-            return
+    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, helper=helper)
     if not gpu:
         for t in reader:
             try:
@@ -713,11 +547,11 @@ def copy_stream():
     return streams[dev]
 
 
-def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, offload: bool = False):
+def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, helper: bool = False):
     """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
-    NaN, read with :func:`iter_float_tiles` (``offload``: see there)."""
+    NaN, read with :func:`iter_float_tiles` (``helper``: see :class:`TileReader`)."""
     out = xp.empty(cube.shape, xp.float32)
-    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out, offload):
+    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out, helper):
         if progress is not None:
             progress(r1 / max(cube.rows, 1), "reading the cube" if xp is np else "moving the cube to the GPU")
     if xp is not np:

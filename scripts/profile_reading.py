@@ -72,7 +72,7 @@ if a.helper:
 
     def gpu_load(helper: bool) -> None:
         for h in hdrs:
-            X = load_pixels(open_cube(h), backend, Progress(), tile_bytes=256 << 20, offload=helper)
+            X = load_pixels(open_cube(h), backend, Progress(), tile_bytes=256 << 20, helper=helper)
             backend.synchronize()
             del X
 

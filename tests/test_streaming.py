@@ -79,12 +79,12 @@ def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
     envi.save_image(str(hdr), data, interleave=interleave, byteorder=1, force=True)
     cube = open_cube(hdr)
     for tile_bytes in (4 * 23 * 9 * 2, 1 << 20):
-        got = read_float32(cube, tile_bytes=tile_bytes, offload=True)
+        got = read_float32(cube, tile_bytes=tile_bytes, helper=True)
         np.testing.assert_array_equal(got, data.astype(np.float32))
         helper = reader_process._HELPER
         assert helper is not None and not helper.broken and helper.lease()  # used, and given back
         helper.release()
-    for _ in iter_float_tiles(cube, tile_bytes=4 * 23 * 9 * 2, offload=True):
+    for _ in iter_float_tiles(cube, tile_bytes=4 * 23 * 9 * 2, helper=True):
         break  # a consumer that stops early gives the helper back too
     assert reader_process._HELPER.lease()
     reader_process._HELPER.release()
@@ -106,25 +106,23 @@ def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path,
     envi.save_image(str(hdr), data, interleave="bil", force=True)
     cube = open_cube(hdr)
     tile = 10 * 10 * 4 * 4
-    read_float32(cube, tile_bytes=tile, offload=True)
+    read_float32(cube, tile_bytes=tile, helper=True)
     envi.save_image(str(tmp_path / "cut.hdr"), data, interleave="bil", force=True)
     cut = open_cube(tmp_path / "cut.hdr")
     with open(tmp_path / "cut.img", "r+b") as fh:
         fh.truncate(15 * 10 * 4 * 4)
     with pytest.raises(CubeFormatError, match="ended early"):
-        read_float32(cut, tile_bytes=tile, offload=True)
+        read_float32(cut, tile_bytes=tile, helper=True)
     old = reader_process._HELPER
     assert not old.broken
     old._proc.kill()
     old._proc.wait()
     with pytest.raises(BackendError, match="reading helper process stopped"):
-        read_float32(cube, tile_bytes=tile, offload=True)
-    np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile, offload=True), data)
+        read_float32(cube, tile_bytes=tile, helper=True)
+    np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile, helper=True), data)
     assert reader_process._HELPER is not old and not reader_process._HELPER.broken
     monkeypatch.setenv("HYPERAPP_READ_PROCESS", "0")
-    reader = stream.TileReader(cube, tile, helper=True)
-    reader.bufs  # noqa: B018  (the ring, made where the helper would be leased)
-    assert reader._helper is None
+    assert stream.TileReader(cube, tile, helper=True)._helper is None
 
 
 def test_a_data_file_cut_short_while_read_is_one_line(tmp_path):

@@ -209,8 +209,7 @@ def campaign(ctx) -> list[Measurement]:
                      "GBps": _rate(gb, wall), "page_cache_GBps": _rate(gb, read_s),
                      "share_of_page_cache_rate": round(read_s / wall, 3), "read_threads": READ_THREADS,
                      "gpu_busy_share": busy.share, "busy_source": getattr(busy, "source", None),
-                     "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE,
-                     "read_way": _read_way()}
+                     "stage_median_s": stage_medians(Path(job.output)), "device": F.DEVICE}
             out.append(Measurement(f"campaign-{CAMPAIGN_CUBES}x{rows}x{cols}x{bands}-{method}", wall * 1e3, None,
                                    "parallel page-cache read of the files", read_s * 1e3, notes=notes))
         # the same job through worker processes sharing the one GPU (the reads of one process are bound
@@ -278,17 +277,6 @@ def first_runs(ctx) -> list[Measurement]:
                                    walls[0] * 1e3, notes={"first_over_second": round(ratio, 2),
                                                           "within_1.5x": ratio <= 1.5}))
     return out
-
-
-def _read_way() -> str:
-    """How this process's batch read stage brought large cubes in (see :func:`hyperapp.stream.iter_float_tiles`)."""
-    from hyperapp import reader_process, stream
-
-    if stream._DIRECT["ok"]:
-        return "file pages registered for the GPU (one copy)"
-    if reader_process._HELPER is not None:
-        return "reading helper process, shared ring"
-    return "this process's copy threads, ring"
 
 
 def _rate(gb: float, seconds: float) -> float:
