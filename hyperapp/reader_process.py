@@ -185,12 +185,16 @@ class ReaderProcess:
             os.ftruncate(ring_fd, self.size)
             self._mm = mmap.mmap(ring_fd, self.size)
             ours, theirs = socket.socketpair()
+            # the helper imports this package from where this process did (an embedding application may
+            # have put it on sys.path by hand)
+            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))}
             try:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "hyperapp.reader_process", str(theirs.fileno()), str(ring_fd),
                      str(self.size), str(threads)],
                     pass_fds=(theirs.fileno(), ring_fd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, cwd="/")
+                    stderr=subprocess.DEVNULL, cwd="/", env=env)
             finally:
                 theirs.close()
         finally:
