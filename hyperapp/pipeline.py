@@ -8,9 +8,10 @@ cube n-1 is written::
 - **read** opens the cube and brings its pixels (good bands, float32, no-data NaN) to where they are
   computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.load_pixels`), or into
   host memory. Cubes of :data:`LARGE_CUBE_BYTES` or more are read by the reading helper process
-  (:mod:`hyperapp.reader_process`), so that their reads do not wait on the compute stage's Python. A cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory)
-  is not read ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`,
-  which streams it), as a cube alone would.
+  (:mod:`hyperapp.reader_process`), so that their reads do not wait on the compute stage's Python. A
+  cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory) is not read
+  ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`, which
+  streams it), as a cube alone would.
 - **compute** runs every step on those pixels through the one detection and analysis path
   (:func:`hyperapp.detect.run_detection`, :func:`hyperapp.analyse.run_analysis`) and finishes on the
   device what the outputs need (the object table), so that the writer touches host memory only.

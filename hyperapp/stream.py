@@ -145,21 +145,13 @@ class TileReader:
         self.buf_shape = tuple(shape)
         # flat buffers of at least tile_bytes: page-locked ones of exactly TILE_BYTES come back from
         # CuPy's pinned pool (which reuses equal sizes), where cuda_start.prewarm put them
-        n = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
+        self._ring_items = max(tile_bytes, int(np.prod(self.buf_shape)) * st.dtype.itemsize) // st.dtype.itemsize
+        self._pinned, self._want_helper = pinned, helper
         self._mm = _mmap_of(st.source)
         self._file = self._file_layout()
         self._fd: int | None = None
         self._helper = None
-        if helper and self._file is not None:
-            self._helper = reader_process.lease(n * st.dtype.itemsize, RING, pinned, COPY_THREADS)
-        if self._helper is not None:
-            self.bufs = [self._helper.slot(k)[: n * st.dtype.itemsize].view(st.dtype) for k in range(RING)]
-        elif pinned:
-            from hyperapp.backend import empty_pinned
-
-            self.bufs = [empty_pinned((n * st.dtype.itemsize,), np.uint8).view(st.dtype) for _ in range(RING)]
-        else:
-            self.bufs = [np.empty(n, st.dtype) for _ in range(RING)]
+        self._bufs: list[np.ndarray] | None = None
         self._free: queue.Queue = queue.Queue()
         for k in range(RING):
             self._free.put(k)
@@ -168,6 +160,25 @@ class TileReader:
         self._thread: threading.Thread | None = None
         self._held: set[int] = set()  # slots handed to the consumer and not given back
         self._closed = False
+
+    @property
+    def bufs(self) -> list[np.ndarray]:
+        """The ring's buffers, made when the reading starts (so that a reader made and never read
+        leases no helper): the reading helper's shared slots where it was asked for and can be had, else
+        page-locked buffers from CuPy's pool (``pinned``), else plain ones."""
+        if self._bufs is None:
+            dtype, n = self.cube.store.dtype, self._ring_items
+            if self._want_helper and self._file is not None:
+                self._helper = reader_process.lease(n * dtype.itemsize, RING, self._pinned, COPY_THREADS)
+            if self._helper is not None:
+                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(RING)]
+            elif self._pinned:
+                from hyperapp.backend import empty_pinned
+
+                self._bufs = [empty_pinned((n * dtype.itemsize,), np.uint8).view(dtype) for _ in range(RING)]
+            else:
+                self._bufs = [np.empty(n, dtype) for _ in range(RING)]
+        return self._bufs
 
     def _file_layout(self) -> tuple[str, int, int, int, int, int] | None:
         """Where ``preadv`` can read a tile's stored bytes straight from the file: ``(file name, byte
@@ -302,6 +313,7 @@ class TileReader:
         self._let_helper_go()
 
     def __iter__(self) -> Iterator[Tile]:
+        self.bufs  # noqa: B018  (the ring made here, before the reading thread starts)
         try:
             if self.rows_per >= self.cube.rows:
                 # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
