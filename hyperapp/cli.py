@@ -35,11 +35,34 @@ from hyperapp import __version__
 from hyperapp.errors import Cancelled, HyperappError, InputError
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given twice: argparse keeps the last value without a word,
+    and a command line with ``--bands 3-9 ... --bands 40`` most often meant one of them, or both."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = namespace.__dict__.setdefault("_options_given", {})
+        if option_string is not None and self.dest in seen:
+            raise InputError(f"{option_string} given twice ({seen[self.dest]!r} and {values!r}): give it once")
+        seen[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so usage errors share the one-line exit-2 path."""
+    """argparse that raises instead of exiting, so usage errors share the one-line exit-2 path, and that
+    refuses a single-value option given twice (:class:`_StoreOnce`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message):
         raise InputError(f"{self.prog}: {message}")
+
+    def parse_args(self, args=None, namespace=None):
+        ns = super().parse_args(args, namespace)
+        ns.__dict__.pop("_options_given", None)  # the bookkeeping of _StoreOnce, not an option
+        return ns
 
 
 def _add_cube_args(p):
@@ -163,10 +186,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_info(args) -> int:
-    from hyperapp.io import open_cube
+def _open_cube(path: str, dataset: str | None):
+    """:func:`hyperapp.io.open_cube`, refusing a ``--dataset`` that the cube's format would ignore (an
+    ENVI cube holds one image: a dataset name given with it is a mistake, perhaps of file)."""
+    from hyperapp.io import HDF5_EXTENSIONS, open_cube
 
-    cube = open_cube(args.cube, args.dataset)
+    if dataset is not None and Path(path).suffix.lower() not in (".mat", *HDF5_EXTENSIONS):
+        raise InputError(f"--dataset ({dataset!r}) names an HDF5 dataset or a .mat variable; this cube is not HDF5 "
+                         "or .mat, and holds one image: leave --dataset out", path)
+    return open_cube(path, dataset)
+
+
+def cmd_info(args) -> int:
+    cube = _open_cube(args.cube, args.dataset)
     d = cube.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -228,6 +260,7 @@ def cmd_detect(args) -> int:
     from hyperapp import options
     from hyperapp.detect import detect_to_folder
     from hyperapp.io import read_labels, read_truth
+    from hyperapp.io.masks import check_background
     from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
@@ -242,6 +275,7 @@ def cmd_detect(args) -> int:
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     background = read_labels(args.background, shape) if args.background else None
+    check_background(background, targets, args.background)
     truth = read_truth(args.truth, shape, args.truth_var) if args.truth else None
     params = st["params"]
     model = None
@@ -298,9 +332,7 @@ def cmd_detect(args) -> int:
 
 def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
-    from hyperapp.io import open_cube
-
-    return open_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
+    return _open_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
 
 
 def cmd_analyse(args) -> int:

@@ -383,7 +383,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     The fitted model.
     """
     from hyperapp.io import open_cube, read_labels
-    from hyperapp.io.masks import require_marks
+    from hyperapp.io.masks import check_background, require_marks
 
     cube = open_cube(scene, dataset).run_bands(all_bands, bands)
     if expected_bands is not None and cube.bands != expected_bands:
@@ -393,7 +393,9 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     backend = get_backend(device)
     marked = read_labels(targets, shape)
     require_marks(marked, targets)
-    y, _, _ = _check_inputs(m, cube, marked, read_labels(background, shape) if background else None,
+    bg = read_labels(background, shape) if background else None
+    check_background(bg, marked, background)
+    y, _, _ = _check_inputs(m, cube, marked, bg,
                             truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
                             undesired_spectra=None)
     _refuse_whole_image_over_budget(cube, m, None, memory)

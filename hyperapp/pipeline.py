@@ -115,6 +115,7 @@ class CubePipeline:
         self._progress = Progress()  # no display: a cancel flag that every long computation checks
         self._labels: dict = {}
         self._models: dict = {}
+        self._backgrounds_checked: set = set()
         self._cache_lock = threading.Lock()
         # the steps' spectral libraries, each read and resampled once per cube wavelength grid (the scale
         # match to each cube's values stays per cube)
@@ -305,6 +306,7 @@ class CubePipeline:
         from hyperapp.backend import get_backend
         from hyperapp.batch import cube_folder, step_folder
         from hyperapp.detect import detect_to_folder, run_detection
+        from hyperapp.io.masks import check_background
 
         backend = get_backend(self.device)
         raw, X = item.cube, item.image
@@ -324,6 +326,9 @@ class CubePipeline:
                 model = self._model(s, cube.bands)
                 targets = self._mask(s.targets, shape) if s.targets and model is None else None
                 background = self._mask(s.background, shape) if s.background and model is None else None
+                if (s.background, s.targets, shape) not in self._backgrounds_checked:  # once per job and shape
+                    check_background(background, targets, s.background)
+                    self._backgrounds_checked.add((s.background, s.targets, shape))
                 kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
                           memory=self.memory, progress=self._progress, truth=truth)
                 if model is None:  # targets and undesired signatures from spectral libraries, where given

@@ -806,3 +806,40 @@ def test_an_image_or_a_table_given_as_a_cube_says_what_it_is(tmp_path, capsys):
     for name, words in (("truth.png", "PNG image"), ("m.npy", "NumPy array")):
         rc, err = _cli(["info", tmp_path / name], capsys)
         _one_clean_line(rc, err, name, words, "not a cube")
+
+
+def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
+    """What argparse or a reader would drop without a word is one line, exit 2, nothing written: an option
+    given twice, --dataset with an ENVI cube, a .mat variable with another mask format, and a background
+    that marks no pixel or only target pixels (the targets' file given twice). The same background in a
+    job fails its cube with the same line."""
+    from hyperapp.batch import run_job
+    from hyperapp.jobfile import load_job
+
+    cube = _cube(tmp_path / "c.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    (tmp_path / "b.csv").write_text("row,col\n20,20\n")
+    np.save(tmp_path / "empty.npy", np.zeros((24, 24), np.uint8))
+    truth = np.zeros((24, 24), np.uint8)
+    truth[4:7, 4:7] = 1
+    np.save(tmp_path / "truth.npy", truth)
+    out = tmp_path / "out"
+    base = ["detect", cube, "--method", "ace", "--targets", tmp_path / "t.csv", "--out", out]
+    for extra, words in (
+        (["--far", "0.01", "--far", "0.02"], ("--far given twice", "'0.01'", "'0.02'")),
+        (["--dataset", "data"], ("--dataset", "c.hdr", "leave --dataset out")),
+        (["--truth", tmp_path / "truth.npy", "--truth-var", "map"], ("truth.npy", "'map'", ".mat")),
+        (["--background", tmp_path / "t.csv"], ("t.csv", "target pixel too")),
+        (["--background", tmp_path / "empty.npy"], ("empty.npy", "marks no pixel")),
+    ):
+        _one_clean_line(*_cli(base + extra, capsys), *words)
+        assert not out.exists()
+    _one_clean_line(*_cli(["info", cube, "--dataset", "data"], capsys), "leave --dataset out")
+    rc, err = _cli(base + ["--background", tmp_path / "b.csv", "--truth", tmp_path / "truth.npy"], capsys)
+    assert rc == 0, err  # the same options, given right, run
+    job = tmp_path / "job.toml"
+    job.write_text('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
+                   'background = "t.csv"\n[output]\nfolder = "jobout"\n')
+    assert run_job(load_job(job), device="cpu") == 1
+    log = (tmp_path / "jobout" / "hyperapp-batch.log").read_text()
+    assert "target pixel too" in log and "t.csv" in log

@@ -28,6 +28,7 @@ def read_mask(path: str | os.PathLike, shape: tuple[int, int] | None = None, var
         Variable name for ``.mat`` files.
     """
     p = need_file(path, "mask file")
+    _no_variable_outside_mat(p, variable)
     ext = p.suffix.lower()
     try:
         if ext == ".npy":
@@ -96,6 +97,19 @@ def require_marks(mask: np.ndarray, path: str | os.PathLike) -> None:
     model cannot learn a target from it."""
     if not np.any(mask):
         raise InputError("marks no target pixel: mark at least one (a nonzero mask pixel or a row,col line)", path)
+
+
+def check_background(background: np.ndarray | None, targets: np.ndarray | None, path: str | os.PathLike) -> None:
+    """An :class:`InputError` naming ``path`` (the background file) when its mask would be dropped without a
+    word: it marks no pixel, or only pixels that are targets too (a target wins where both mark a pixel),
+    most often the targets' file given twice."""
+    if background is None:
+        return
+    if not np.any(background):
+        raise InputError("the background marks no pixel: mark some, or leave the background out", path)
+    if targets is not None and not np.any(np.asarray(background, bool) & ~np.asarray(targets, bool)):
+        raise InputError("every pixel the background marks is a target pixel too (the targets' file given twice?): "
+                         "the background must mark other pixels", path)
 
 
 def check_labels_file(path: str | os.PathLike, targets: bool = False) -> None:
@@ -182,9 +196,18 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     return np.asarray(pts, dtype=np.int64)
 
 
+def _no_variable_outside_mat(p: Path, variable: str | None) -> None:
+    """A variable name picks one array out of a MATLAB ``.mat`` file; given with any other mask it would be
+    ignored without a word, so it is refused (the user may have meant another file)."""
+    if variable is not None and p.suffix.lower() != ".mat":
+        raise InputError(f"a variable name ({variable!r}) picks an array out of a MATLAB .mat file; this "
+                         f"{p.suffix or 'extension-less'} file holds one mask: leave the variable out", p)
+
+
 def read_labels(path: str | os.PathLike, shape: tuple[int, int], variable: str | None = None) -> np.ndarray:
     """Pixels marked by a CSV pixel list or a mask image, as a boolean (rows, cols) mask."""
     p = Path(path)
+    _no_variable_outside_mat(p, variable)
     if p.suffix.lower() in (".csv", ".txt"):
         pts = read_pixels(p, shape)
         m = np.zeros(shape, dtype=bool)
