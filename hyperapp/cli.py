@@ -187,13 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _open_cube(path: str, dataset: str | None):
-    """:func:`hyperapp.io.open_cube`, refusing a ``--dataset`` that the cube's format would ignore (an
-    ENVI cube holds one image: a dataset name given with it is a mistake, perhaps of file)."""
-    from hyperapp.io import HDF5_EXTENSIONS, open_cube
+    """:func:`hyperapp.io.open_cube`, refusing a ``--dataset`` that the cube's format would ignore
+    (:func:`hyperapp.io.check_dataset_applies`)."""
+    from hyperapp.io import check_dataset_applies, open_cube
 
-    if dataset is not None and Path(path).suffix.lower() not in (".mat", *HDF5_EXTENSIONS):
-        raise InputError(f"--dataset ({dataset!r}) names an HDF5 dataset or a .mat variable; this cube is not HDF5 "
-                         "or .mat, and holds one image: leave --dataset out", path)
+    check_dataset_applies(path, dataset)
     return open_cube(path, dataset)
 
 

@@ -245,3 +245,14 @@ def test_ffbp_trained_on_another_scene_scores_this_one(qtbot, win, sea_hdr, tmp_
     with qtbot.waitSignal(win.run_finished, timeout=60000):
         win.train_ffbp_model(str(tmp_path / "train/train.hdr"), str(tmp_path / "nothing.hdr"))
     assert len(errors) == 1 and "nothing.hdr" in errors[0] and win.ffbp_model is model
+
+
+def test_a_dataset_name_with_an_envi_cube_is_a_dialog_not_ignored(win, land_hdr):
+    """``hyperapp CUBE --dataset X`` with an ENVI cube: the window says the name does not apply (as the
+    command line does) and keeps the cube it had, instead of opening the cube as if it were not given."""
+    errors = []
+    win.show_error = errors.append
+    before = win.session
+    assert win.open_cube(str(land_hdr), "data") is False
+    assert len(errors) == 1 and "leave --dataset out" in errors[0] and "land.hdr" in errors[0]
+    assert win.session is before

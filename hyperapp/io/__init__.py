@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from hyperapp.cube import Cube
-from hyperapp.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError
 from hyperapp.io.masks import read_labels, read_mask, read_pixels, read_truth, write_pixels
 from hyperapp.io.writers import write_envi, write_geotiff, write_image, write_npy, write_png
 
@@ -26,6 +26,16 @@ __all__ = [
 NOT_CUBES = {".png": "PNG image", ".jpg": "JPEG image", ".jpeg": "JPEG image", ".gif": "GIF image",
              ".bmp": "bitmap image", ".npy": "NumPy array (a mask?)", ".npz": "NumPy archive (a model?)",
              ".csv": "CSV table", ".txt": "text", ".json": "JSON", ".toml": "TOML (a job? use run)"}
+
+
+def check_dataset_applies(path: str | os.PathLike, dataset: str | None) -> None:
+    """Refuse a ``--dataset`` that the cube's format would ignore: only HDF5 and ``.mat`` files hold several
+    arrays to choose from, and a dataset name given with another cube is a mistake (perhaps of file).
+    The command line and the window's start check it; a job's ``dataset`` applies to its HDF5 and ``.mat``
+    inputs among others, and is not checked here."""
+    if dataset is not None and Path(path).suffix.lower() not in (".mat", *HDF5_EXTENSIONS):
+        raise InputError(f"--dataset ({dataset!r}) names an HDF5 dataset or a .mat variable; this cube is not HDF5 "
+                         "or .mat, and holds one image: leave --dataset out", path)
 
 
 def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
