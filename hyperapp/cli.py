@@ -262,6 +262,8 @@ def cmd_detect(args) -> int:
     from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "detect")
+    if args.truth_var is not None and args.truth is None:
+        raise InputError("--truth-var names the truth's variable in a .mat file: give --truth too")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
     if args.save_model:  # the file it will write (.npz added), checked before any work or output
         from hyperapp.io.model_files import model_path
@@ -441,6 +443,9 @@ def cmd_run(args) -> int:
     workers = options.workers(args.workers, "--workers")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
     scheduler = options.scheduler(args.scheduler, "--scheduler") if args.scheduler is not None else None
+    if scheduler is not None and workers:
+        raise InputError("give --workers (worker processes started here) or --scheduler (a running cluster's "
+                         "workers), not both")
     job = load_job(args.job)
     return run_job(job, workers=workers, scheduler=scheduler, device=args.device, memory=memory)
 

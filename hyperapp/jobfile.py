@@ -396,6 +396,14 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "output.folder", "is one of the inputs")
     for f in files:  # every input is a file (a glob's folders were left out above)
         need_file(f, "cube file")
+    from hyperapp.io import HDF5_EXTENSIONS
+
+    if dataset is not None and not any(Path(f).suffix.lower() in (".mat", *HDF5_EXTENSIONS) for f in files):
+        # (among HDF5 or .mat inputs, the other cubes simply hold one image)
+        raise _err(p, "inputs.dataset", f"names an HDF5 dataset or .mat variable ({dataset!r}), and no input is HDF5 "
+                                        "or .mat: leave it out")
+    if truth and not any(s.kind == "detect" for s in steps):
+        raise _err(p, "inputs.truth", "scores detections (AUC, Pd), and the job has no detect step: leave it out")
     _check_train_bands(p, steps, files, dataset)
     return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped)
 

@@ -431,6 +431,8 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
         if need_targets and m.uses_targets and not {"targets", "model", "target_spectra"} & set(out):
             _fail("targets", f"{method} needs {label('targets')} (training clicks), {label('target_spectra')} "
                              f"(a spectral library) or {label('model')} (a saved model)")
+        _idle_detect_inputs(m, method, out, label)
+        _idle_params(m, out, label)
         return out
     if "sample" in got:
         out["sample"] = _keyed("sample", sample, got["sample"], label("sample"))
@@ -450,4 +452,71 @@ def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, ne
         e.key = "roi"
         raise e
     out["select"] = sel
+    _idle_selection(m, method, got, out, label)
+    _idle_params(m, out, label)
     return out
+
+
+def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
+    """Refuse a detector's input that this run would drop without a word (the same class as an option given
+    twice): background pixels for a method that does not learn from them, or for a saved or trained model;
+    a saved model's options or library spectra; a false-alarm rate that a window detector's saved model,
+    scoring without clicks, does not use."""
+    given_model = "model" in out
+    if "background" in out:
+        if not m.uses_background:
+            from hyperapp.models.registry import METHODS
+
+            users = " and ".join(x.name for x in METHODS.values() if x.uses_background)
+            _fail("background", f"{method} does not learn from background pixels (only {users} do; it estimates "
+                                f"the background from every pixel but the targets): leave {label('background')} out")
+        if given_model or "train" in out:
+            why = "is used as it was trained" if given_model else "is trained on that scene's truth"
+            _fail("background", f"the model ({label('model' if given_model else 'train')}) {why}, without "
+                                f"background pixels from this cube: leave {label('background')} out")
+    if given_model:
+        for key in ("target_spectra", "undesired_spectra", "undesired_rois"):
+            if key in out:
+                _fail(key, f"a saved model ({label('model')}) scores with the targets it was trained on: "
+                           f"leave {label(key)} out")
+        if out["params"]:
+            _fail("params", f"a saved model ({label('model')}) scores with the options it was trained with "
+                            f"({', '.join(sorted(out['params']))}): leave {label('params')} out")
+        if m.kind == "window" and "far" in out:
+            _fail("far", f"a saved {method} model without clicks marks its boxes; {label('far')} sets the "
+                         f"threshold of an RBFN trained from clicks: give {label('threshold')} instead")
+
+
+def _idle_params(m, out: dict, label) -> None:
+    """Refuse method options the user gave that the run would not use (:attr:`Method.idle`)."""
+    if m.idle is None or not out["params"]:
+        return
+    merged = {**m.factory().get_params(), **out["params"]}
+    for key, why in m.idle(set(out["params"]), merged, out):
+        _fail("params", f"{label('params')} {key} {why}: leave it out")
+
+
+def _idle_selection(m, method: str, got: dict, out: dict, label) -> None:
+    """Refuse selection inputs the analysis would drop without a word: an MNF fits the whole image, so it
+    takes no selection; a forest trains on every pixel of its classes, so a random sample (its size, its
+    seed) or the whole image adds only pixels it leaves out; the sample's size and seed are ``select =
+    sample``'s, the ROI class ``select = roi``'s, the objects ``select = objects``'s. (ROIs themselves
+    are read by every selection: they are the class-aware methods' classes.)"""
+    sel = out["select"]
+    if m.needs_image:
+        chosen = [k for k in ("select", "sample", "seed", "roi_class", "objects", "roi") if k in got]
+        if chosen:
+            _fail(chosen[0], f"{method} is fitted on the whole image: leave {label(chosen[0])} out")
+        return
+    if m.needs_classes:
+        for k in ("sample", "seed"):
+            if k in got:
+                _fail(k, f"{method} trains on every pixel of the classes ({label('roi')}), never on a random "
+                         f"sample: leave {label(k)} out")
+        if "select" in got and sel in ("sample", "image"):
+            _fail("select", f"{method} trains on every pixel of the classes ({label('roi')}): {label('select')} "
+                            f"{sel} adds only pixels it leaves out; leave {label('select')} out")
+    for k, owner in (("sample", "sample"), ("seed", "sample"), ("roi_class", "roi"), ("objects", "objects")):
+        if k in got and sel != owner:
+            _fail(k, f"{label(k)} is for {label('select')} {owner}, and the selection is {sel}: leave "
+                     f"{label(k)} out")

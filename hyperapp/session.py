@@ -264,10 +264,17 @@ class Session:
             latest[run.method] = run
         steps = []
         for run in latest.values():
-            st = {"detect": run.method, "params": {k: v for k, v in (run.params or {}).items()}}
-            if get_method(run.method).uses_targets:
+            m = get_method(run.method)
+            defaults = m.factory().get_params()
+            # the options the run set, less those it did not use (a job refuses those, as the CLI does)
+            params = {k: v for k, v in (run.params or {}).items() if k not in defaults or defaults[k] != v}
+            if m.idle is not None:
+                for k, _ in m.idle(set(params), {**defaults, **params}, {}):
+                    params.pop(k, None)
+            st = {"detect": run.method, "params": params}
+            if m.uses_targets:
                 st["targets"] = clicks.name
-                if has_bg:
+                if has_bg and m.uses_background:  # the other detectors do not learn from background marks
                     st["background"] = bg.name
             if self.bands is not None:
                 st["bands"] = ",".join(map(str, self.bands))

@@ -73,6 +73,12 @@ class Method:
     #: method-specific rules on the checked options (a range of k that parses, odd windows), from the
     #: models' own parsers; raises InputError
     rules: Callable | None = None
+    #: detectors: whether background pixels the user marks are learnt from (the others estimate the
+    #: background from every pixel but the targets, and would drop them without a word)
+    uses_background: bool = False
+    #: options the user gave that this run would not use: ``idle(given, merged, settings)`` -> [(option,
+    #: why)], from the names given, every option's value, and the run's other settings (library keys)
+    idle: Callable | None = None
 
     def schema(self, est=None) -> dict[str, Param]:
         """Every option the method takes: the declared :attr:`params`, and the estimator's other
@@ -203,6 +209,43 @@ def _mnf_model(name):
     return make
 
 
+def _mnf_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    return ([("snr_min", "chooses the MNF components only when n_components is 0")]
+            if "snr_min" in given and int(merged["n_components"]) != 0 else [])
+
+
+def _undesired_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    return ([("n_undesired", "counts the signatures found automatically, and undesired spectra are given")]
+            if "n_undesired" in given and (settings.get("undesired_spectra") or settings.get("undesired_rois"))
+            else [])
+
+
+def _mnf_undesired_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    return _mnf_idle(given, merged, settings) + _undesired_idle(given, merged, settings)
+
+
+def _rbfn_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    out = []
+    if "n_components" in given and merged["whiten"] != "pca":
+        out.append(("n_components", f"is the pca whitening's, and whiten is {merged['whiten']}"))
+    if not settings.get("target_spectra"):
+        out += [(k, "shapes the training from a library spectrum, and no target spectra are given")
+                for k in ("n_library_targets", "min_fill") if k in given]
+    return out
+
+
+def _hac_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    return ([("n_clusters", "is not used when height cuts the tree")]
+            if "n_clusters" in given and float(merged["height"]) > 0 else [])
+
+
+def _kmeans_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, str]]:
+    from hyperapp.models.kmeans import parse_k
+
+    return ([("criterion", "chooses among a range of k, and k is one number")]
+            if "criterion" in given and len(parse_k(merged["k"])) == 1 else [])
+
+
 _N_UNDESIRED = Param("n_undesired", int, 8, "Undesired (background) signatures found automatically by ATGP, "
                      "started from the target, when none are given from a library or ROI classes; 0 uses none.",
                      0, 64, label="Undesired found (ATGP)")
@@ -215,16 +258,17 @@ _MNF_PARAMS = (
 
 register(Method("osp", "OSP (orthogonal subspace projection)", _subspace("OSP"), (_N_UNDESIRED,),
                 help="Harsanyi and Chang 1994: projects out the undesired signatures, then scores each pixel's "
-                     "target abundance (1 = pure target).", uses_undesired=True))
+                     "target abundance (1 = pure target).", uses_undesired=True, idle=_undesired_idle))
 register(Method("tcimf", "TCIMF (target-constrained interference min.)", _subspace("TCIMF"), (_N_UNDESIRED,),
                 help="Ren and Chang 2000: a filter with gain 1 on the target, 0 on the undesired signatures, "
-                     "least output energy otherwise (CEM when there are none).", uses_undesired=True))
+                     "least output energy otherwise (CEM when there are none).", uses_undesired=True,
+                idle=_undesired_idle))
 register(Method("mtmf", "MTMF (mixture-tuned matched filter)", _mnf_model("MTMF"), _MNF_PARAMS,
                 help="Boardman 1998: matched filter in MNF space, plus an infeasibility map (noise-sigma units); "
-                     "targets score high with low infeasibility."))
+                     "targets score high with low infeasibility.", idle=_mnf_idle))
 register(Method("mttcimf", "MTTCIMF (mixture-tuned TCIMF)", _mnf_model("MTTCIMF"), _MNF_PARAMS + (_N_UNDESIRED,),
                 help="TCIMF in MNF space with the mixture-tuning infeasibility map, suppressing undesired "
-                     "signatures.", uses_undesired=True))
+                     "signatures.", uses_undesired=True, idle=_mnf_undesired_idle))
 
 
 def _rbfn(**kw):
@@ -248,7 +292,8 @@ register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
     Param("min_fill", float, 0.3, "Smallest target abundance of the synthetic sub-pixel targets.", 0.01, 1.0, label="Smallest fill"),
     Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
 ), help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
-        "sub-pixel mixtures with the background.", uses_undesired=True, rules=_rbfn_rule,
+        "sub-pixel mixtures with the background.", uses_undesired=True, rules=_rbfn_rule, uses_background=True,
+    idle=_rbfn_idle,
     # measured on abu-airport-1 from the truth's mean spectrum (README, "Targets from a spectral library"):
     # mixtures are linear in the cube's units, so spectra keep their brightness; wide units and a firm
     # ridge keep the network near the matched-filter input that the synthetic abundances teach it
@@ -267,7 +312,7 @@ register(Method("ffbp", "FFBP multi-resolution windows", _ffbp, (
     Param("min_window", int, 8, "The search stops at windows of this side.", 2, 256, label="Smallest window (px)"),
     Param("pad", int, 3, "Pixels added around each detected box.", 0, 32, label="Box margin (px)"),
     Param("epochs", int, 300, "Training epochs at most (training stops early when the validation error stops falling).", 1, 10000, label="Training epochs"),
-), kind="window"))
+), kind="window", uses_background=True))  # background marks train the RBFN that refines its boxes
 
 
 # ------------------------------------------------------------------ analysis methods (side panels)
@@ -312,7 +357,7 @@ register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, (
           label="Silhouette sample"),
     Param("seed", int, 0, "Seed of the k-means++ seeding and the silhouette sample.", 0, 2**31 - 1,
           label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule))
+), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule, idle=_kmeans_idle))
 
 register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _band_subsets, (
     Param("n_subsets", int, 10000, "Random band subsets explored, each with its own small k-means.", 1, 1000000,
@@ -443,7 +488,7 @@ register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, (
     Param("n_clusters", int, 8, "Clusters the tree is cut into.", 1, 100000, label="Clusters"),
     Param("height", float, 0.0, "Cut the tree at this merge height instead (0: cut into the number of clusters "
           "above).", 0.0, 1e12, label="Cut height (0 = by count)"),
-), uses_targets=False, kind="analysis", labels_image=True))
+), uses_targets=False, kind="analysis", labels_image=True, idle=_hac_idle))
 
 
 register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"), (
@@ -453,7 +498,7 @@ register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"
           label="SNR kept down to"),
     Param("direction", str, "lowerright", "Which neighbour the noise is estimated from (shift differences).",
           choices=("lowerright", "lowerleft", "right", "lower"), label="Noise from neighbour"),
-), uses_targets=False, kind="analysis", needs_image=True,
+), uses_targets=False, kind="analysis", needs_image=True, idle=_mnf_idle,
     help="Green et al. 1988: components ordered by signal-to-noise ratio (noise from neighbouring-pixel "
          "differences); eigenvalue plot and component images."))
 

@@ -824,7 +824,7 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     truth[4:7, 4:7] = 1
     np.save(tmp_path / "truth.npy", truth)
     out = tmp_path / "out"
-    base = ["detect", cube, "--method", "ace", "--targets", tmp_path / "t.csv", "--out", out]
+    base = ["detect", cube, "--method", "rbfn", "--targets", tmp_path / "t.csv", "--out", out]
     for extra, words in (
         (["--far", "0.01", "--far", "0.02"], ("--far given twice", "'0.01'", "'0.02'")),
         (["--dataset", "data"], ("--dataset", "c.hdr", "leave --dataset out")),
@@ -838,8 +838,85 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     rc, err = _cli(base + ["--background", tmp_path / "b.csv", "--truth", tmp_path / "truth.npy"], capsys)
     assert rc == 0, err  # the same options, given right, run
     job = tmp_path / "job.toml"
-    job.write_text('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
+    job.write_text('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "rbfn"\ntargets = "t.csv"\n'
                    'background = "t.csv"\n[output]\nfolder = "jobout"\n')
     assert run_job(load_job(job), device="cpu") == 1
     log = (tmp_path / "jobout" / "hyperapp-batch.log").read_text()
     assert "target pixel too" in log and "t.csv" in log
+
+
+def test_inputs_a_run_would_not_use_are_refused(tmp_path, capsys):
+    """The class of the silently ignored input, for each kind of run: background pixels for a detector that
+    does not learn from them or for a saved model, a saved model's options, library spectra or (window
+    detector) false-alarm rate, selection inputs an analysis does not read, method options another option
+    turns off, --truth-var without --truth, --workers with --scheduler. One line, exit 2, nothing written;
+    the same keys in a job stop it before its first cube."""
+    from hyperapp.jobfile import load_job
+
+    cube = _cube(tmp_path / "c.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    (tmp_path / "b.csv").write_text("row,col\n20,20\n")
+    roi = np.zeros((24, 24), np.uint8)
+    roi[4:7, 4:7], roi[15:20, 15:20] = 1, 2
+    np.save(tmp_path / "roi.npy", roi)
+    (tmp_path / "lib.csv").write_text("band,x\n" + "".join(f"{i},0.5\n" for i in range(8)))
+    out = tmp_path / "out"
+    assert _cli(["detect", cube, "--method", "rbfn", "--targets", tmp_path / "t.csv", "--save-model",
+                 tmp_path / "m", "--out", tmp_path / "made"], capsys)[0] == 0
+    det = ["detect", cube, "--out", out]
+    ana = ["analyse", cube, "--out", out]
+    cases = [
+        (det + ["--method", "ace", "--targets", tmp_path / "t.csv", "--background", tmp_path / "b.csv"],
+         ("ace does not learn from background", "--background")),
+        (det + ["--method", "rbfn", "--model", tmp_path / "m.npz", "--background", tmp_path / "b.csv"],
+         ("--model", "leave --background out")),
+        (det + ["--method", "rbfn", "--model", tmp_path / "m.npz", "--param", "n_hidden=4"], ("n_hidden", "--param")),
+        (det + ["--method", "rbfn", "--model", tmp_path / "m.npz", "--undesired-spectra", tmp_path / "lib.csv"],
+         ("leave --undesired-spectra out",)),
+        (det + ["--method", "mtmf", "--targets", tmp_path / "t.csv", "--param", "n_components=3",
+                "--param", "snr_min=5"], ("snr_min", "n_components is 0")),
+        (det + ["--method", "rbfn", "--targets", tmp_path / "t.csv", "--param", "whiten=std",
+                "--param", "n_components=2"], ("n_components", "whiten is std")),
+        (det + ["--method", "rbfn", "--targets", tmp_path / "t.csv", "--param", "min_fill=0.5"],
+         ("min_fill", "library")),
+        (det + ["--method", "ace", "--targets", tmp_path / "t.csv", "--truth-var", "map"], ("give --truth too",)),
+        (ana + ["--method", "kmeans", "--param", "k=3", "--select", "image", "--sample", "50"],
+         ("--sample is for --select sample",)),
+        (ana + ["--method", "kmeans", "--param", "k=3", "--select", "image", "--seed", "4"], ("--seed",)),
+        (ana + ["--method", "kmeans", "--param", "k=3", "--sample", "50", "--roi-class", "2"], ("--roi-class",)),
+        (ana + ["--method", "mnf", "--sample", "50"], ("whole image", "--sample")),
+        (ana + ["--method", "forest", "--roi", tmp_path / "roi.npy", "--select", "sample"], ("leave --select out",)),
+        (ana + ["--method", "forest", "--roi", tmp_path / "roi.npy", "--sample", "50"], ("random sample",)),
+        (ana + ["--method", "hac", "--param", "height=2", "--param", "n_clusters=3"], ("n_clusters", "height")),
+        (ana + ["--method", "kmeans", "--param", "k=3", "--param", "criterion=elbow"], ("criterion", "one number")),
+    ]
+    for argv, words in cases:
+        _one_clean_line(*_cli(argv, capsys), *words)
+        assert not out.exists(), argv
+    (tmp_path / "j.toml").write_text('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
+                                     '[output]\nfolder = "jo"\n')
+    _one_clean_line(*_cli(["run", tmp_path / "j.toml", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+                          capsys), "--workers", "--scheduler", "not both")
+    for body, words in (
+        ('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\nbackground = "b.csv"\n',
+         ("background", "ace does not learn")),
+        ('[inputs]\npaths = ["c.hdr"]\ndataset = "data"\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n',
+         ("inputs.dataset", "no input is HDF5")),
+        ('[inputs]\npaths = ["c.hdr"]\n[inputs.truth]\n"c.hdr" = "t.csv"\n[[steps]]\nanalyse = "kmeans"\n',
+         ("inputs.truth", "no detect step")),
+        ('[inputs]\npaths = ["c.hdr"]\n[[steps]]\nanalyse = "kmeans"\nselect = "image"\nsample = 10\n',
+         ("sample", "select")),
+    ):
+        (tmp_path / "j.toml").write_text(body + '[output]\nfolder = "jo"\n')
+        with pytest.raises(InputError) as e:
+            load_job(tmp_path / "j.toml")
+        assert all(w in str(e.value) for w in words), (body, str(e.value))
+    # given right, the same inputs run
+    for argv in (det + ["--method", "rbfn", "--targets", tmp_path / "t.csv", "--background", tmp_path / "b.csv"],
+                 ana + ["--method", "kmeans", "--param", "k=3", "--select", "sample", "--sample", "50", "--seed", "4"],
+                 ana + ["--method", "forest", "--roi", tmp_path / "roi.npy"]):
+        rc, err = _cli(argv, capsys)
+        assert rc == 0, (argv, err)
+        import shutil
+
+        shutil.rmtree(out)

@@ -174,12 +174,20 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
     assert win.open_cube(land_hdr)
     win.session.roi.mark_pixels(np.argwhere(read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))),
                                 "target")
-    win.detector.set_method("sam")
+    win.session.roi.mark_pixels(np.array([[100, 100], [101, 101]]), "background")
     win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
-    with qtbot.waitSignal(win.run_finished, timeout=60000):
-        win.run_detector()
+    for method in ("sam", "rbfn"):
+        win.detector.set_method(method)
+        with qtbot.waitSignal(win.run_finished, timeout=60000):
+            win.run_detector()
     assert win.save_batch_job(tmp_path / "campaign")
+    # the job loads: the background marks go to the step that learns from them (RBFN), not to SAM's, and
+    # no step carries an option its run did not use (a job refuses both)
     job = load_job(tmp_path / "campaign.toml")
+    assert [s.method for s in job.steps] == ["sam", "rbfn"]
+    assert job.steps[0].background is None and Path(job.steps[1].background).name == "campaign-background.csv"
+    assert "n_library_targets" not in job.steps[1].params and "min_fill" not in job.steps[1].params
+    job.steps = job.steps[:1]
     assert job.steps[0].method == "sam" and Path(job.steps[0].targets).name == "campaign-clicks.csv"
     assert str(land_hdr.resolve()) in job.inputs
     job.inputs = [str(land_hdr.resolve())]
