@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,12 +37,13 @@ from hyperapp.errors import Cancelled, HyperappError, InputError
 
 
 class _StoreOnce(argparse._StoreAction):
-    """argparse's ``store``, refusing an option given twice: argparse keeps the last value without a word,
-    and a command line with ``--bands 3-9 ... --bands 40`` most often meant one of them, or both."""
+    """argparse's ``store``, refusing an option given twice with different values: argparse keeps the last
+    one without a word, and a command line with ``--bands 3-9 ... --bands 40`` most often meant one of
+    them, or both."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         seen = namespace.__dict__.setdefault("_options_given", {})
-        if option_string is not None and self.dest in seen:
+        if option_string is not None and self.dest in seen and seen[self.dest] != values:  # the same twice: harmless
             raise InputError(f"{option_string} given twice ({seen[self.dest]!r} and {values!r}): give it once")
         seen[self.dest] = values
         super().__call__(parser, namespace, values, option_string)
@@ -507,6 +509,12 @@ def _headless(argv: list[str], debug: bool) -> int:
         print("\nhyperapp: interrupted; " + ("nothing written" if kept is None else
               f"{kept} cube(s) done are kept; run again to resume"), file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output left (`hyperapp ... | head`): quiet, as Unix tools are
+        try:  # what is still buffered for stdout goes nowhere, not into an error at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141  # 128 + SIGPIPE, as a shell reports a pipe's writer that stopped
     except OSError as exc:  # the system refused a file operation (an I/O error, a path that cannot be
         # made): the user's environment, not hyperapp's fault; one line naming the file where the system does
         if debug:

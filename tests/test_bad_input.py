@@ -920,3 +920,17 @@ def test_inputs_a_run_would_not_use_are_refused(tmp_path, capsys):
         import shutil
 
         shutil.rmtree(out)
+
+
+def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly(tmp_path, capsys, monkeypatch):
+    """``hyperapp --headless info CUBE | head -1``: the output's reader leaves; the command ends with the
+    shell's code for it (141), and no error line (it was "error: Broken pipe")."""
+    import hyperapp.cli as cli
+
+    def info(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(cli.COMMANDS, "info", info)
+    monkeypatch.setattr(cli.os, "dup2", lambda *a: None)  # pytest's captured stdout stays as it is
+    rc, err = _cli(["info", _cube(tmp_path / "c.hdr")], capsys)
+    assert rc == 141 and err == ""
