@@ -99,9 +99,11 @@ def test_headless_commands_on_the_shipped_sample(installed, tmp_path):
     small = {"band-subsets": ["--param", "n_subsets=50"], "som": ["--param", "rows=4", "--param", "cols=4"],
              "kmeans": ["--param", "k=2..4"], "gmm": ["--param", "k=3"], "forest": ["--param", "n_trees=10"]}
     for name, method in ANALYSES.items():
-        extra = ["--roi", str(tmp_path / "roi.npy")] if method.needs_classes else []
+        # classes for the class-aware methods; a random sample for the rest but MNF (the whole image)
+        extra = (["--roi", str(tmp_path / "roi.npy")] if method.needs_classes else
+                 [] if method.needs_image else ["--sample", "3000"])
         out = tmp_path / f"analyse-{name}"
-        _run(["--headless", "analyse", str(land), "--method", name, "--sample", "3000", "--device", "cpu",
+        _run(["--headless", "analyse", str(land), "--method", name, "--device", "cpu",
               *extra, *small.get(name, []), "--out", str(out)], tmp_path)
         assert (out / "report.json").is_file(), name
 
