@@ -207,6 +207,8 @@ class RoiSet:
         from hyperapp.io.writers import write_envi, write_npy
 
         p = Path(path)
+        if not self.labels.any():  # an empty file would pass for ROIs that were lost
+            raise InputError("no pixels are marked: mark ROIs first (nothing was written)", p)
         if p.suffix.lower() == ".csv":
             rr, cc = np.nonzero(self.labels)
             names = self.class_names()

@@ -256,3 +256,13 @@ def test_a_dataset_name_with_an_envi_cube_is_a_dialog_not_ignored(win, land_hdr)
     assert win.open_cube(str(land_hdr), "data") is False
     assert len(errors) == 1 and "leave --dataset out" in errors[0] and "land.hdr" in errors[0]
     assert win.session is before
+
+
+def test_exporting_rois_with_none_marked_says_so(win, land_hdr, tmp_path):
+    """File > Export ROIs before any pixel is marked: a message, and no empty file that would pass for
+    ROIs."""
+    errors = []
+    win.show_error = errors.append
+    assert win.open_cube(str(land_hdr))
+    assert win.export("rois", tmp_path / "rois.csv") is None
+    assert len(errors) == 1 and "no pixels are marked" in errors[0] and not (tmp_path / "rois.csv").exists()
