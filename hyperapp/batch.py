@@ -326,7 +326,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     say(f"job {job.path}: {len(job.inputs)} cube(s), {len(job.steps)} step(s), hyperapp {__version__}")
     if job.skipped:
         why = sorted(set(job.skipped.values()))
-        line = f"left out {len(job.skipped)} file(s) the inputs matched that are masks, not cubes: {'; '.join(why)}"
+        line = f"left out {len(job.skipped)} file(s) the inputs matched that are not cubes: {'; '.join(why)}"
         console.print(line, markup=False, highlight=False, soft_wrap=True)
         say(line)
     for c in skipped:

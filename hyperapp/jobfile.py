@@ -108,7 +108,7 @@ class Job:
     folders: dict[str, str] = field(default_factory=dict)
     #: absolute cube path -> its truth mask (absolute)
     truth: dict[str, str] = field(default_factory=dict)
-    #: files the inputs' paths matched that are masks, not cubes -> why each was left out
+    #: files the inputs' paths matched that are not cubes (masks, tables, images) -> why each was left out
     skipped: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
@@ -264,24 +264,33 @@ def load_job(path: str | Path) -> Job:
     _expect(p, "inputs.paths", pats, list, "a list of paths or globs")
     if not pats:
         raise _err(p, "inputs.paths", "lists no cube")
+    from hyperapp.io import NOT_CUBES
+
     files: list[str] = []
+    not_cubes: dict[str, str] = {}  # files a glob matched that are no cube, by their kind (left out)
     for i, pat in enumerate(pats):
         key = f"inputs.paths[{i}]"
         full = rel(pat, key)
         if any(ch in pat for ch in "*?["):
             hits = [h for h in sorted(glob.glob(full)) if Path(h).is_file()]  # a glob takes files, not folders
+            not_cubes.update({h: f"a {NOT_CUBES[Path(h).suffix.lower()]} file, not a cube"
+                              for h in hits if Path(h).suffix.lower() in NOT_CUBES})
         elif Path(full).is_dir():
             raise _err(p, key, f"{pat!r} is a folder; name cube files (a glob like '{pat.rstrip('/')}/*.hdr' "
                        "takes a folder's cubes)")
         else:
             hits = [full] if Path(full).is_file() else []
+            if hits and Path(full).suffix.lower() in NOT_CUBES:  # named as an input: a mistake, not a glob's catch
+                raise _err(p, key, f"{pat!r} is a {NOT_CUBES[Path(full).suffix.lower()]} file, not a cube: a cube is "
+                                   "ENVI (.hdr + data), HDF5 or MATLAB .mat")
         if not hits:
             raise _err(p, key, f"{pat!r} matches no file")
         # an ENVI data file whose header is beside it is the cube of that header
         files.extend(str(Path(h).with_suffix(".hdr")) if h.lower().endswith(_DATA_SUFFIXES) and
                      Path(h).with_suffix(".hdr").is_file() else h for h in hits)
     files = list(dict.fromkeys(files))  # each cube once, in order
-    skipped = {f: "an ENVI classification file (a mask)" for f in files if is_class_file(f)}
+    skipped = {f: "an ENVI classification file (a mask)" for f in files if f not in not_cubes and is_class_file(f)}
+    skipped.update({f: kind for f, kind in not_cubes.items() if f in files})
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
@@ -294,7 +303,7 @@ def load_job(path: str | Path) -> Job:
             cube_abs = str(Path(cube_abs).with_suffix(".hdr"))
         if cube_abs not in files:
             raise _err(p, key, "names a cube that is not among the inputs")
-        if truth_abs in files:
+        if truth_abs in files and truth_abs != cube_abs:  # (a .mat file may hold a cube and its own truth)
             skipped.setdefault(truth_abs, "a truth mask of [inputs.truth]")
         try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
             options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
@@ -306,10 +315,12 @@ def load_job(path: str | Path) -> Job:
         except HyperappError as exc:
             raise _err(p, key, str(exc)) from None
         truth[cube_abs] = truth_abs
+    matched = files
     files = [f for f in files if f not in skipped]
     truth = {c: t for c, t in truth.items() if c not in skipped}
     if not files:
-        raise _err(p, "inputs.paths", f"matches only masks ({len(skipped)}: truth or classification files), no cube")
+        raise _err(p, "inputs.paths", f"matches no cube, only {len(skipped)} other file(s): "
+                                      f"{'; '.join(sorted(set(skipped.values())))}")
     raw_steps = _expect(p, "steps", d.get("steps"), list, "a list of [[steps]] tables")
     if not raw_steps:
         raise _err(p, "steps", "the job has no step")
@@ -398,7 +409,7 @@ def load_job(path: str | Path) -> Job:
         need_file(f, "cube file")
     from hyperapp.io import HDF5_EXTENSIONS
 
-    if dataset is not None and not any(Path(f).suffix.lower() in (".mat", *HDF5_EXTENSIONS) for f in files):
+    if dataset is not None and not any(Path(f).suffix.lower() in (".mat", *HDF5_EXTENSIONS) for f in matched):
         # (among HDF5 or .mat inputs, the other cubes simply hold one image)
         raise _err(p, "inputs.dataset", f"names an HDF5 dataset or .mat variable ({dataset!r}), and no input is HDF5 "
                                         "or .mat: leave it out")

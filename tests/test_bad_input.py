@@ -934,3 +934,17 @@ def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly(tmp_path, capsys
     monkeypatch.setattr(cli.os, "dup2", lambda *a: None)  # pytest's captured stdout stays as it is
     rc, err = _cli(["info", _cube(tmp_path / "c.hdr")], capsys)
     assert rc == 141 and err == ""
+
+
+def test_a_pixel_list_is_read_by_its_header_even_from_a_spreadsheet(tmp_path):
+    """A CSV saved with a byte-order mark (spreadsheets do) keeps its col,row header: the pixel is not
+    swapped; a header whose columns are not named row and col is refused, not read as row,col."""
+    from hyperapp.io.masks import read_pixels
+
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfcol,row\n4,3\n")
+    assert read_pixels(tmp_path / "bom.csv", (10, 10)).tolist() == [[3, 4]]
+    (tmp_path / "unknown.csv").write_text("x_px,y_px\n4,3\n")
+    with pytest.raises(InputError, match="names no row and column"):
+        read_pixels(tmp_path / "unknown.csv", (10, 10))
+    (tmp_path / "classes.csv").write_text("row,col,class\n4,3,target\n")  # as ROIs are exported
+    assert read_pixels(tmp_path / "classes.csv", (10, 10)).tolist() == [[4, 3]]

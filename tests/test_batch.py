@@ -248,8 +248,16 @@ def test_masks_a_glob_matches_are_left_out_and_said_so(tmp_path, capsys):
     assert err.splitlines()[0].startswith("left out 2 file(s)"), err
     assert not (tmp_path / "out" / "scene-00_truth").exists() and not (tmp_path / "out" / "plain_truth").exists()
     only_masks = _job(tmp_path, BASIC.replace("scenes/*.hdr", "scenes/scene-*_truth.hdr"))
-    with pytest.raises(InputError, match="only masks"):
+    with pytest.raises(InputError, match="matches no cube, only 1 other file"):
         load_job(only_masks)
+    # a glob's tables, images and job files are left out too, and said so; one named as an input is refused
+    (tmp_path / "scenes" / "notes.csv").write_text("row,col\n1,1\n")
+    (tmp_path / "scenes" / "job.toml").write_text("")
+    j = load_job(_job(tmp_path, BASIC.replace("scenes/*.hdr", "scenes/*")))
+    assert [Path(c).name for c in j.inputs] == ["plain_truth.hdr", "scene-00.hdr", "scene-01.hdr"]
+    assert "a CSV table file, not a cube" in j.skipped[str(tmp_path / "scenes" / "notes.csv")]
+    with pytest.raises(InputError, match=r"inputs.paths\[0\].*CSV table file, not a cube"):
+        load_job(_job(tmp_path, BASIC.replace("scenes/*.hdr", "scenes/notes.csv")))
 
 
 def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypatch):
@@ -348,3 +356,28 @@ def test_step_folder_refuses_names_and_links_that_lead_elsewhere(tmp_path):
     (cube_out / "linked").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(InputError, match="symbolic link"):
         step_folder(cube_out, "linked")
+
+
+def test_a_mat_file_holding_a_cube_and_its_truth_scores_in_a_job(tmp_path):
+    """A .mat scene with its truth beside the cube in the same file (as the ABU scenes are) is named as its
+    own [inputs.truth]: it runs as a cube and its report carries AUC (it was left out as a mask), and the
+    job's dataset counts it as a .mat input."""
+    from scipy.io import savemat
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.1, 0.5, (30, 30, 12)).astype(np.float32)
+    X[5:8, 5:8] += 0.4
+    truth = np.zeros((30, 30), np.uint8)
+    truth[5:8, 5:8] = 1
+    savemat(tmp_path / "scene.mat", {"data": X, "map": truth})
+    (tmp_path / "clicks.csv").write_text("row,col\n6,6\n")
+    job = _job(tmp_path, '[inputs]\npaths = ["scene.mat"]\ndataset = "data"\n[inputs.truth]\n'
+                         '"scene.mat" = "scene.mat"\n[[steps]]\ndetect = "ace"\ntargets = "clicks.csv"\n'
+                         '[output]\nfolder = "out"\n')
+    j = load_job(job)
+    assert [Path(c).name for c in j.inputs] == ["scene.mat"] and not j.skipped
+    from hyperapp.batch import run_job
+
+    assert run_job(j, device="cpu") == 0
+    rep = json.loads((tmp_path / "out" / "scene" / "detect-ace" / "report.json").read_text())
+    assert rep["evaluation"]["auc"] > 0.9

@@ -161,7 +161,9 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     pts: list[tuple[int, int]] = []
     ri, ci = 0, 1  # the columns holding row and col: the first two, unless a header names them
     try:
-        with open(p, newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a spreadsheet's CSV often starts with a byte-order mark, which would hide its header
+        # ("\ufeffcol" is not a column name) and swap every pixel of a col,row file
+        with open(p, newline="", encoding="utf-8-sig") as fh:
             for lineno, row in enumerate(csv.reader(fh), start=1):
                 cells = [c.strip() for c in row if c.strip()]
                 if not cells or cells[0].startswith("#"):
@@ -174,6 +176,9 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
                     c_at = [i for i, n in enumerate(names) if n in COL_NAMES]
                     if r_at and c_at:
                         ri, ci = r_at[0], c_at[0]
+                    elif r_at or c_at or len(names) >= 2:  # a header, but not one whose columns are known
+                        raise InputError(f"line 1: the header {','.join(cells)!r} names no row and column "
+                                         f"columns: name them {ROW_NAMES[0]},{COL_NAMES[0]} (or y,x; line,sample)", p)
                     continue
                 if len(cells) <= max(ri, ci):
                     raise InputError(f"line {lineno}: expected 'row,col', got {','.join(row)!r}", p)
