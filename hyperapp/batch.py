@@ -31,7 +31,7 @@ from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.errors import HyperappError, InputError, OutputError
-from hyperapp.jobfile import LOG, MANIFEST, MODELS, Job
+from hyperapp.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
 from hyperapp.pipeline import CubePipeline
 
 #: the manifest (and the log) are rewritten at most this often while cubes finish, and at the end
@@ -317,6 +317,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             client.close()
         raise
     out = ensure_dir(job.output)
+    lock = _lock_output(out)  # held to the end: a second run into this folder is refused, not interleaved
     steps = _save_models(job, models, out)
     log = open(out / LOG, "a", encoding="utf-8")  # noqa: SIM115  (closed below)
 
@@ -351,6 +352,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
 
     t_start = time.perf_counter()
     stopped: KeyboardInterrupt | None = None
+    ended = False
     try:
         with bars:
             bars.show(0, f"{len(todo)} cube(s)")
@@ -374,6 +376,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
             for row in done_iter:
                 finished(row)
                 bars.show(len(rows), f"{job.folder_of(row['cube'])} " + ("failed" if row["error"] else "done"))
+        ended = True
     except KeyboardInterrupt as exc:  # the finished cubes' folders stay: the CLI says how many
         stopped = exc
         raise
@@ -392,6 +395,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         log.flush()
         if stopped is not None:  # counted once the pipeline has closed: cubes written while it stopped too
             stopped.kept = len(skipped) + sum(not r["error"] for r in rows.values())
+        if not ended:
+            _unlock(lock)
     wall = time.perf_counter() - t_start
     failed = _summary(console, job, rows, manifest, skipped)
     stats = stage_summary(list(rows.values()), wall)
@@ -400,7 +405,32 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         say(stats)
     say(f"finished: {len(rows) - failed} done, {failed} failed, {len(skipped)} skipped")
     log.close()
+    _unlock(lock)
     return 1 if failed else 0
+
+
+def _lock_output(out: Path):
+    """An exclusive lock on the job's output folder (``flock`` on :data:`LOCK` in it), held by the open file
+    this returns until :func:`_unlock`: two runs into one folder would rewrite each other's manifest (a
+    finished cube's record lost, so the next run computes it again) and interleave their outputs and log.
+    Another run holding it is one line; None where files cannot be locked (not POSIX)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    fh = open(out / LOCK, "a")  # noqa: SIM115  (held open: the lock lasts as long as the file)
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise InputError("another hyperapp run is writing into this output folder: wait for it to end, or give "
+                         "the job another [output] folder", out) from None
+    return fh
+
+
+def _unlock(lock) -> None:
+    if lock is not None:
+        lock.close()
 
 
 def stage_summary(rows: list[dict], wall: float) -> str:

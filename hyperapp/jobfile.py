@@ -135,9 +135,9 @@ class Job:
 
 
 #: a job's output folder's own files: the manifest, the log, the trained models' folder
-MANIFEST, LOG, MODELS = "manifest.json", "hyperapp-batch.log", ".models"
+MANIFEST, LOG, MODELS, LOCK = "manifest.json", "hyperapp-batch.log", ".models", ".hyperapp-run.lock"
 #: names no cube's output folder may take
-RESERVED_NAMES = (MANIFEST, LOG, MODELS)
+RESERVED_NAMES = (MANIFEST, LOG, MODELS, LOCK)
 
 
 def output_names(inputs: list[str]) -> dict[str, str]:

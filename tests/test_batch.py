@@ -381,3 +381,23 @@ def test_a_mat_file_holding_a_cube_and_its_truth_scores_in_a_job(tmp_path):
     assert run_job(j, device="cpu") == 0
     rep = json.loads((tmp_path / "out" / "scene" / "detect-ace" / "report.json").read_text())
     assert rep["evaluation"]["auc"] > 0.9
+
+
+def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
+    """Two runs into one output folder rewrote each other's manifest (a finished cube's record lost) and
+    interleaved their outputs: while one run holds the folder, another is one line and writes nothing."""
+    fcntl = pytest.importorskip("fcntl")
+    from hyperapp.batch import run_job
+    from hyperapp.jobfile import LOCK
+
+    _scenes(tmp_path / "scenes", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    job = load_job(_job(tmp_path, BASIC))
+    (tmp_path / "out").mkdir()
+    with open(tmp_path / "out" / LOCK, "a") as held:  # another run's lock
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(InputError, match="another hyperapp run is writing into this output folder"):
+            run_job(job, device="cpu")
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [LOCK]
+    assert run_job(job, device="cpu") == 0  # once it is free
+    assert run_job(job, device="cpu") == 0  # and its own lock was let go
