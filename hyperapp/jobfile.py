@@ -224,6 +224,79 @@ def _check_train_bands(p: Path, steps: list, files: list[str], dataset: str | No
                            f"{f} has {counts[sel]}: the model it trains could not score it")
 
 
+def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], dataset: str | None,
+                               truth: dict[str, str]) -> None:
+    """What the job's values need of each input, checked on the inputs' headers before any work: the
+    dataset, each step's bands, its pixel lists and masks on the image's size, its background against its
+    targets, its ROI class, each truth against the clicks. A value that fits no input is the job's error
+    (every cube would fail on it), naming the key and the first input's problem; one that fits some fails
+    only the others, alone, when they run (a batch's inputs may differ). Headers and masks are read once
+    per distinct image size."""
+    from hyperapp.io import open_cube, read_labels
+    from hyperapp.io.masks import check_background, read_class_map
+
+    cubes, failed = [], None
+    for f in files:
+        try:
+            cubes.append((f, open_cube(f, dataset)))
+        except HyperappError as exc:
+            failed = failed or (f, exc)
+    if not cubes:  # (an input that opens alone is checked below; those that do not fail alone when run)
+        f, exc = failed
+        raise _err(p, "inputs.dataset" if dataset is not None else "inputs.paths", str(exc)) from None
+    done: dict = {}
+
+    def fits(i: int, s, cube) -> tuple[str, HyperappError] | None:
+        """The first (key, problem) of step ``s`` on ``cube``, None when it fits."""
+        shape = (cube.rows, cube.cols)
+        checks = [("bands", lambda: cube.run_bands(s.all_bands, s.bands, "bands"))]
+        if s.targets:
+            checks.append(("targets", lambda: read_labels(s.targets, shape)))
+        if s.background:
+            checks.append(("background", lambda: check_background(
+                read_labels(s.background, shape), read_labels(s.targets, shape) if s.targets else None,
+                s.background)))
+        if s.roi:
+            def roi_class():
+                m = read_class_map(s.roi, shape)
+                if s.select == "roi" and not (m == s.roi_class).any():
+                    raise InputError(f"ROI class {s.roi_class} holds no pixels", s.roi)
+            checks.append(("roi", roi_class))
+        for key, check in checks:
+            memo = (i, key, shape, cube.store.shape[2])
+            if memo not in done:
+                try:
+                    check()
+                    done[memo] = None
+                except HyperappError as exc:
+                    done[memo] = (key, exc)
+            if done[memo] is not None:
+                return done[memo]
+        return None
+
+    for i, s in enumerate(steps):
+        problems = [fits(i, s, cube) for _, cube in cubes]
+        if all(problems):
+            key, exc = problems[0]
+            raise _err(p, f"steps[{i}].{key}", f"fits no input: {exc} (as in {Path(cubes[0][0]).name})") from None
+    for cube_path, truth_path in truth.items():
+        cube = dict(cubes).get(cube_path)
+        marks = [s.targets for s in steps if s.kind == "detect" and s.targets]
+        if cube is None or not marks:
+            continue
+        from hyperapp.io import read_truth
+
+        t = read_truth(truth_path, (cube.rows, cube.cols))
+        for tg in marks:
+            try:
+                clicks = read_labels(tg, (cube.rows, cube.cols))
+            except HyperappError:
+                continue
+            if not (t & ~clicks).any():
+                raise _err(p, f"inputs.truth.{Path(cube_path).name}", "marks only the clicked targets, which AUC "
+                           "and Pd leave out: the truth needs other target pixels")
+
+
 def load_job(path: str | Path) -> Job:
     """Read and check a job file, every value as :func:`hyperapp.options.run_settings` checks the CLI's
     options, and every file it names; relative paths are taken from the job file's folder."""
@@ -416,6 +489,7 @@ def load_job(path: str | Path) -> Job:
     if truth and not any(s.kind == "detect" for s in steps):
         raise _err(p, "inputs.truth", "scores detections (AUC, Pd), and the job has no detect step: leave it out")
     _check_train_bands(p, steps, files, dataset)
+    _check_steps_fit_some_cube(p, steps, files, dataset, truth)
     return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped)
 
 

@@ -234,25 +234,27 @@ def test_inputs_sharing_a_name_get_their_own_folders(tmp_path, capsys):
 
 
 def test_a_failing_job_keeps_an_earlier_runs_records(tmp_path, capsys):
+    """A cube that fails in a later run keeps the earlier run's record and outputs (the next good run skips
+    it). The later job's clicks fit only the other, larger cube: the job is valid, and the small cube
+    fails alone when it runs."""
     _cube(tmp_path / "scenes" / "s1.hdr")
-    _cube(tmp_path / "scenes" / "s2.hdr", seed=4)
+    _cube(tmp_path / "scenes" / "s2.hdr", rows=32, cols=32, seed=4)
     good = _scene_job(tmp_path, 'detect = "rx"')
     assert _cli(["run", good, "--device", "cpu"], capsys)[0] == 0
     man_path = tmp_path / "out" / "manifest.json"
     first = json.loads(man_path.read_text())["cubes"]
-    stamps = {c: (Path(e["outputs"][0]) / "report.json").stat().st_mtime_ns for c, e in first.items()}
-    (tmp_path / "far.csv").write_text("row,col\n500,500\n")  # outside every cube: fails on each
+    s1 = str(tmp_path / "scenes" / "s1.hdr")
+    stamp = (Path(first[s1]["outputs"][0]) / "report.json").stat().st_mtime_ns
+    (tmp_path / "far.csv").write_text("row,col\n30,30\n")  # outside s1 (24 x 24), inside s2
     bad = _job(tmp_path, '[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "sam"\ntargets = "far.csv"\n'
                          'name = "detect-rx"\n[output]\nfolder = "out"\n', "bad.toml")
     rc, err = _cli(["run", bad, "--device", "cpu"], capsys)
     assert rc == 1 and "outside" in err
-    after = json.loads(man_path.read_text())["cubes"]
-    for c, e in after.items():
-        assert e["status"] == "done" and e["outputs"] == first[c]["outputs"] and "outside" in e["last_failure"]
+    e = json.loads(man_path.read_text())["cubes"][s1]
+    assert e["status"] == "done" and e["outputs"] == first[s1]["outputs"] and "outside" in e["last_failure"]
     rc, err = _cli(["run", good, "--device", "cpu"], capsys)
     assert rc == 0 and "skipped" in err
-    for c, ns in stamps.items():  # nothing recomputed
-        assert (Path(after[c]["outputs"][0]) / "report.json").stat().st_mtime_ns == ns
+    assert (Path(e["outputs"][0]) / "report.json").stat().st_mtime_ns == stamp  # s1 not recomputed
 
 
 def test_no_data_cube_leaves_no_empty_folders(tmp_path, capsys):
@@ -812,8 +814,7 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     """What argparse or a reader would drop without a word is one line, exit 2, nothing written: an option
     given twice, --dataset with an ENVI cube, a .mat variable with another mask format, and a background
     that marks no pixel or only target pixels (the targets' file given twice). The same background in a
-    job fails its cube with the same line."""
-    from hyperapp.batch import run_job
+    job stops it before any work."""
     from hyperapp.jobfile import load_job
 
     cube = _cube(tmp_path / "c.hdr")
@@ -840,9 +841,8 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     job = tmp_path / "job.toml"
     job.write_text('[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "rbfn"\ntargets = "t.csv"\n'
                    'background = "t.csv"\n[output]\nfolder = "jobout"\n')
-    assert run_job(load_job(job), device="cpu") == 1
-    log = (tmp_path / "jobout" / "hyperapp-batch.log").read_text()
-    assert "target pixel too" in log and "t.csv" in log
+    with pytest.raises(InputError, match=r"steps\[0\]\.background.*target pixel too"):
+        load_job(job)  # before any work: it fits no input
 
 
 def test_inputs_a_run_would_not_use_are_refused(tmp_path, capsys):

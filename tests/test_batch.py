@@ -401,3 +401,41 @@ def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
         assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [LOCK]
     assert run_job(job, device="cpu") == 0  # once it is free
     assert run_job(job, device="cpu") == 0  # and its own lock was let go
+
+
+def test_a_value_that_fits_no_input_stops_the_job_and_one_that_fits_some_fails_the_others_alone(tmp_path):
+    """Checked on the inputs' headers before any work: clicks outside every cube, bands beyond every cube's,
+    a background that is the targets, an ROI class no map holds, a truth that is the clicks, a dataset no
+    input has -- each a job error naming its key. Clicks inside one cube of two: the job loads, and only
+    the other cube fails when it runs."""
+    small = _scenes(tmp_path / "small", 1, size=24)[0]
+    big = _scenes(tmp_path / "big", 1, size=48)[0]
+    (tmp_path / "in-big.csv").write_text("row,col\n11,11\n40,40\n")
+    (tmp_path / "outside.csv").write_text("row,col\n60,60\n")
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    roi = np.zeros((24, 24), np.uint8)
+    roi[:4, :4] = 1
+    np.save(tmp_path / "roi.npy", roi)
+
+    def job(inputs: str, step: str, extra: str = "") -> Path:
+        p = tmp_path / f"job-{len(list(tmp_path.glob('job-*.toml')))}.toml"
+        p.write_text(f"[inputs]\npaths = [{inputs}]\n{extra}[[steps]]\n{step}\n[output]\nfolder = \"out\"\n")
+        return p
+
+    one = f'"{small.as_posix()}"'
+    for path, key in (
+        (job(one, 'detect = "ace"\ntargets = "outside.csv"'), "steps[0].targets"),
+        (job(one, 'detect = "ace"\ntargets = "clicks.csv"\nbands = "0-40"'), "steps[0].bands"),
+        (job(one, 'detect = "rbfn"\ntargets = "clicks.csv"\nbackground = "clicks.csv"'), "steps[0].background"),
+        (job(one, 'analyse = "kmeans"\nparams = { k = 3 }\nselect = "roi"\nroi = "roi.npy"\nroi_class = 4'),
+         "steps[0].roi"),
+        (job(one, 'detect = "ace"\ntargets = "clicks.csv"', f'[inputs.truth]\n{one} = "clicks.csv"\n'), "inputs.truth"),
+    ):
+        with pytest.raises(InputError, match=re.escape(f"[{key}")):
+            load_job(path)
+    both = load_job(job(f'{one}, "{big.as_posix()}"', 'detect = "ace"\ntargets = "in-big.csv"'))
+    from hyperapp.batch import run_job
+
+    assert run_job(both, device="cpu") == 1  # the small cube fails alone; the big one is done
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
+    assert man[str(big)]["status"] == "done" and man[str(small)]["status"] == "failed"
