@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import HyperappError, InputError, OutputError
+from hyperapp.errors import HyperappError, InputError
 from hyperapp.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
 from hyperapp.pipeline import CubePipeline
 
@@ -297,7 +297,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     for own, what in ((MANIFEST, "manifest"), (LOG, "log")):  # before anything is read or written
         p = Path(job.output) / own
         if p.exists() and not p.is_file():
-            raise OutputError(f"is not a file: the run keeps its {what} under this name; move it away", p)
+            raise _folder_error(job, f"{p} is not a file: the run keeps its {what} under this name; move it away")
     manifest = Manifest(Path(job.output), job.step_fingerprints())
     todo = [c for c in job.inputs if not manifest.done(c)]
     skipped = [c for c in job.inputs if c not in todo]
@@ -316,8 +316,13 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         if client is not None:
             client.close()
         raise
-    out = ensure_dir(job.output)
-    lock = _lock_output(out)  # held to the end: a second run into this folder is refused, not interleaved
+    try:
+        out = ensure_dir(job.output)
+        lock = _lock_output(out)  # held to the end: a second run into this folder is refused, not interleaved
+    except HyperappError as exc:
+        if client is not None:
+            client.close()
+        raise _folder_error(job, str(exc)) from None
     steps = _save_models(job, models, out)
     log = open(out / LOG, "a", encoding="utf-8")  # noqa: SIM115  (closed below)
 
@@ -379,6 +384,8 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         ended = True
     except KeyboardInterrupt as exc:  # the finished cubes' folders stay: the CLI says how many
         stopped = exc
+        say(f"{'terminated' if exc.__class__.__name__ == 'Terminated' else 'interrupted'}: "
+            f"{sum(not r['error'] for r in rows.values())} cube(s) done in this run are kept")
         raise
     finally:
         if pipe is not None:
@@ -409,6 +416,14 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     return 1 if failed else 0
 
 
+def _folder_error(job: Job, what: str) -> InputError:
+    """A problem with the job's output folder found when the run starts (the system's answer, another
+    run), named as the job file's key, as the job's own checks name theirs."""
+    from hyperapp.jobfile import _err
+
+    return _err(Path(job.path), "output.folder", what)
+
+
 def _lock_output(out: Path):
     """An exclusive lock on the job's output folder (``flock`` on :data:`LOCK` in it), held by the open file
     this returns until :func:`_unlock`: two runs into one folder would rewrite each other's manifest (a
@@ -423,8 +438,8 @@ def _lock_output(out: Path):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         fh.close()
-        raise InputError("another hyperapp run is writing into this output folder: wait for it to end, or give "
-                         "the job another [output] folder", out) from None
+        raise InputError(f"{out}: another hyperapp run is writing into this folder: wait for it to end, or give "
+                         "the job another folder") from None
     return fh
 
 

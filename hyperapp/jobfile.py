@@ -462,7 +462,9 @@ def load_job(path: str | Path) -> Job:
         steps.append(s)
     names = [s.name.casefold() for s in steps]
     if len(set(names)) != len(names):
-        raise _err(p, "steps", "two steps share a name; give one of them name = \"...\"")
+        clash = next(s.name for i, s in enumerate(steps) if names.index(names[i]) != i)
+        raise _err(p, "steps", f"two steps share the name {clash!r} (their output folder; a name may be given or "
+                               "made from the method); give one of them name = \"...\"")
     out = _expect(p, "output", d.get("output"), dict, "a table: [output] folder = \"...\"")
     only(out, "output", {"folder"})
     if out.get("folder") is None:

@@ -197,7 +197,11 @@ def band_indices(value: str, name: str = "bands") -> list[int]:
             raise InputError(f"{name} must be band indices like 3,17,40 or 10-20 (0-based), got {value!r}")
     if not out:
         raise InputError(f"{name} lists no band")
-    return sorted(set(out))
+    if len(set(out)) != len(out):  # "3,3,3" is one band: most often a typing slip for other bands
+        twice = sorted({b for b in out if out.count(b) > 1})
+        raise InputError(f"{name} lists band{'s' if len(twice) > 1 else ''} {', '.join(map(str, twice[:5]))} more "
+                         "than once: list each band once")
+    return sorted(out)
 
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f<>:\"|?*]")

@@ -948,3 +948,20 @@ def test_a_pixel_list_is_read_by_its_header_even_from_a_spreadsheet(tmp_path):
         read_pixels(tmp_path / "unknown.csv", (10, 10))
     (tmp_path / "classes.csv").write_text("row,col,class\n4,3,target\n")  # as ROIs are exported
     assert read_pixels(tmp_path / "classes.csv", (10, 10)).tolist() == [[4, 3]]
+
+
+def test_the_batch_edges_a_job_probe_found(tmp_path, capsys):
+    """A band listed twice ("3,3,3" is one band), two steps sharing a name (the message names it), and an
+    output folder the system refuses when the run starts (named as the job's key)."""
+    cube = _cube(tmp_path / "c.hdr")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    _one_clean_line(*_cli(["detect", cube, "--method", "sam", "--targets", tmp_path / "t.csv", "--bands", "3,3,3",
+                           "--out", tmp_path / "o"], capsys), "band 3 more than once")
+    two = _job(tmp_path, '[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
+                         'name = "detect-ace-1"\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n[[steps]]\n'
+                         'detect = "ace"\ntargets = "t.csv"\n[output]\nfolder = "o"\n')
+    _one_clean_line(*_cli(["run", two, "--device", "cpu"], capsys), "'detect-ace-1'", "[steps]")
+    if Path("/proc/self").is_dir():
+        proc = _job(tmp_path, '[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
+                              '[output]\nfolder = "/proc/hyperapp-out"\n', "proc.toml")
+        _one_clean_line(*_cli(["run", proc, "--device", "cpu"], capsys), "proc.toml", "[output.folder]")

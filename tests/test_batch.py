@@ -283,6 +283,7 @@ def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypa
     kept = int(m.group(1))
     assert kept == sum((tmp_path / "out" / f"scene-{i:02d}" / "detect-sam" / "report.json").is_file()
                        for i in range(3)) >= 1
+    assert "interrupted: " in (tmp_path / "out" / "hyperapp-batch.log").read_text()  # the log says so too
 
 
 def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_path, capsys):
@@ -396,7 +397,7 @@ def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
     (tmp_path / "out").mkdir()
     with open(tmp_path / "out" / LOCK, "a") as held:  # another run's lock
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(InputError, match="another hyperapp run is writing into this output folder"):
+        with pytest.raises(InputError, match=r"\[output.folder\].*another hyperapp run is writing into this folder"):
             run_job(job, device="cpu")
         assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [LOCK]
     assert run_job(job, device="cpu") == 0  # once it is free
