@@ -471,10 +471,9 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         if t.shape != shape:
             raise InputError(f"truth mask is {t.shape}, the image is {shape}")
         # the evaluation leaves the clicked pixels out: checked before any work, not after it
-        scored = ~np.asarray(targets, bool)
-        if not (t & scored).any() or (t | ~scored).all():
-            raise InputError("the truth mask has no " + ("target pixels" if not (t & scored).any() else
-                             "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out")
+        from hyperapp.io.masks import check_truth_beside_clicks
+
+        check_truth_beside_clicks(t, targets)
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")

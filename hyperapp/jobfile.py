@@ -197,53 +197,79 @@ def is_class_file(path: str) -> bool:
         return False
 
 
-def _check_train_bands(p: Path, steps: list, files: list[str], dataset: str | None) -> None:
+class _Reads:
+    """The job checks' reads, each done once: cube headers (:func:`hyperapp.io.open_cube`, no pixels) and
+    masks on an image size. A read that fails raises its error again each time it is asked for."""
+
+    def __init__(self, dataset: str | None):
+        self.dataset = dataset
+        self._done: dict = {}
+
+    def _once(self, key, read):
+        if key not in self._done:
+            try:
+                self._done[key] = read()
+            except HyperappError as exc:
+                self._done[key] = exc
+        got = self._done[key]
+        if isinstance(got, HyperappError):
+            raise got
+        return got
+
+    def cube(self, path: str):
+        from hyperapp.io import open_cube
+
+        return self._once(("cube", path), lambda: open_cube(path, self.dataset))
+
+    def mask(self, path: str, shape: tuple[int, int], reader=None):
+        """``reader(path, shape)`` (:func:`hyperapp.io.read_labels` by default)."""
+        from hyperapp.io import read_labels
+
+        reader = reader or read_labels
+        return self._once((reader, path, shape), lambda: reader(path, shape))
+
+
+def _check_train_bands(p: Path, steps: list, files: list[str], reads: _Reads) -> None:
     """Each ``train`` scene against every input's header, on the step's bands as the run takes them: a
     model trained on another band count could score no cube. Headers only; an input that cannot be
     opened fails alone when it runs."""
-    from hyperapp.io import open_cube
-
-    counts: dict = {}
     for i, s in enumerate(steps):
         if not s.train:
             continue
         key = f"steps[{i}].train"
         try:
-            n = open_cube(s.train, dataset).run_bands(s.all_bands, s.bands, "bands").bands
+            n = reads.cube(s.train).run_bands(s.all_bands, s.bands, "bands").bands
         except HyperappError as exc:
             raise _err(p, key, str(exc)) from None
         for f in files:
-            sel = (f, s.all_bands, s.bands)
-            if sel not in counts:
-                try:
-                    counts[sel] = open_cube(f, dataset).run_bands(s.all_bands, s.bands, "bands").bands
-                except HyperappError:
-                    counts[sel] = None
-            if counts[sel] is not None and counts[sel] != n:
+            try:
+                count = reads.cube(f).run_bands(s.all_bands, s.bands, "bands").bands
+            except HyperappError:
+                continue
+            if count != n:
                 raise _err(p, key, f"the training scene {s.train} has {n} bands on this step's bands, the input "
-                           f"{f} has {counts[sel]}: the model it trains could not score it")
+                           f"{f} has {count}: the model it trains could not score it")
 
 
-def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], dataset: str | None,
+def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _Reads,
                                truth: dict[str, str]) -> None:
     """What the job's values need of each input, checked on the inputs' headers before any work: the
     dataset, each step's bands, its pixel lists and masks on the image's size, its background against its
     targets, its ROI class, each truth against the clicks. A value that fits no input is the job's error
     (every cube would fail on it), naming the key and the first input's problem; one that fits some fails
-    only the others, alone, when they run (a batch's inputs may differ). Headers and masks are read once
-    per distinct image size."""
-    from hyperapp.io import open_cube, read_labels
-    from hyperapp.io.masks import check_background, read_class_map
+    only the others, alone, when they run (a batch's inputs may differ). Masks are read once per distinct
+    image size (:class:`_Reads`)."""
+    from hyperapp.io import read_truth
+    from hyperapp.io.masks import check_background, check_truth_beside_clicks, read_class_map
 
     cubes, failed = [], None
     for f in files:
         try:
-            cubes.append((f, open_cube(f, dataset)))
+            cubes.append((f, reads.cube(f)))
         except HyperappError as exc:
-            failed = failed or (f, exc)
+            failed = failed or exc
     if not cubes:  # (an input that opens alone is checked below; those that do not fail alone when run)
-        f, exc = failed
-        raise _err(p, "inputs.dataset" if dataset is not None else "inputs.paths", str(exc)) from None
+        raise _err(p, "inputs.dataset" if reads.dataset is not None else "inputs.paths", str(failed)) from None
     done: dict = {}
 
     def fits(i: int, s, cube) -> tuple[str, HyperappError] | None:
@@ -251,14 +277,14 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], dataset: 
         shape = (cube.rows, cube.cols)
         checks = [("bands", lambda: cube.run_bands(s.all_bands, s.bands, "bands"))]
         if s.targets:
-            checks.append(("targets", lambda: read_labels(s.targets, shape)))
+            checks.append(("targets", lambda: reads.mask(s.targets, shape)))
         if s.background:
             checks.append(("background", lambda: check_background(
-                read_labels(s.background, shape), read_labels(s.targets, shape) if s.targets else None,
+                reads.mask(s.background, shape), reads.mask(s.targets, shape) if s.targets else None,
                 s.background)))
         if s.roi:
             def roi_class():
-                m = read_class_map(s.roi, shape)
+                m = reads.mask(s.roi, shape, read_class_map)
                 if s.select == "roi" and not (m == s.roi_class).any():
                     raise InputError(f"ROI class {s.roi_class} holds no pixels", s.roi)
             checks.append(("roi", roi_class))
@@ -279,22 +305,21 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], dataset: 
         if all(problems):
             key, exc = problems[0]
             raise _err(p, f"steps[{i}].{key}", f"fits no input: {exc} (as in {Path(cubes[0][0]).name})") from None
+    marks = [s.targets for s in steps if s.kind == "detect" and s.targets]
     for cube_path, truth_path in truth.items():
         cube = dict(cubes).get(cube_path)
-        marks = [s.targets for s in steps if s.kind == "detect" and s.targets]
-        if cube is None or not marks:
+        if cube is None:
             continue
-        from hyperapp.io import read_truth
-
-        t = read_truth(truth_path, (cube.rows, cube.cols))
+        shape = (cube.rows, cube.cols)
         for tg in marks:
             try:
-                clicks = read_labels(tg, (cube.rows, cube.cols))
+                clicks = reads.mask(tg, shape)
             except HyperappError:
                 continue
-            if not (t & ~clicks).any():
-                raise _err(p, f"inputs.truth.{Path(cube_path).name}", "marks only the clicked targets, which AUC "
-                           "and Pd leave out: the truth needs other target pixels")
+            try:
+                check_truth_beside_clicks(reads.mask(truth_path, shape, read_truth), clicks, truth_path)
+            except HyperappError as exc:
+                raise _err(p, f"inputs.truth.{Path(cube_path).name}", str(exc)) from None
 
 
 def load_job(path: str | Path) -> Job:
@@ -368,6 +393,7 @@ def load_job(path: str | Path) -> Job:
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
     truth: dict[str, str] = {}
+    reads = _Reads(dataset)
     for cube_rel, truth_rel in _expect(p, "inputs.truth", inp.get("truth", {}), dict,
                                        "a table: [inputs.truth] \"CUBE\" = \"TRUTH MASK\"").items():
         key = f"inputs.truth.{cube_rel}"
@@ -381,10 +407,10 @@ def load_job(path: str | Path) -> Job:
         try:  # read once now, as a step's masks are: a bad truth mask stops the job before the first cube
             options._keyed("truth", need_file, truth_abs, options.FILES["truth"])
             check_labels_file(truth_abs)
-            from hyperapp.io import open_cube, read_truth
+            from hyperapp.io import read_truth
 
-            c = open_cube(cube_abs, dataset)  # the header only: the mask must be the cube's size
-            read_truth(truth_abs, (c.rows, c.cols))
+            c = reads.cube(cube_abs)  # the header only: the mask must be the cube's size
+            reads.mask(truth_abs, (c.rows, c.cols), read_truth)
         except HyperappError as exc:
             raise _err(p, key, str(exc)) from None
         truth[cube_abs] = truth_abs
@@ -482,16 +508,16 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "output.folder", "is one of the inputs")
     for f in files:  # every input is a file (a glob's folders were left out above)
         need_file(f, "cube file")
-    from hyperapp.io import HDF5_EXTENSIONS
+    from hyperapp.io import holds_datasets
 
-    if dataset is not None and not any(Path(f).suffix.lower() in (".mat", *HDF5_EXTENSIONS) for f in matched):
+    if dataset is not None and not any(holds_datasets(f) for f in matched):
         # (among HDF5 or .mat inputs, the other cubes simply hold one image)
         raise _err(p, "inputs.dataset", f"names an HDF5 dataset or .mat variable ({dataset!r}), and no input is HDF5 "
                                         "or .mat: leave it out")
     if truth and not any(s.kind == "detect" for s in steps):
         raise _err(p, "inputs.truth", "scores detections (AUC, Pd), and the job has no detect step: leave it out")
-    _check_train_bands(p, steps, files, dataset)
-    _check_steps_fit_some_cube(p, steps, files, dataset, truth)
+    _check_train_bands(p, steps, files, reads)
+    _check_steps_fit_some_cube(p, steps, files, reads, truth)
     return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped)
 
 

@@ -493,10 +493,7 @@ def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
 
 def _idle_params(m, out: dict, label) -> None:
     """Refuse method options the user gave that the run would not use (:attr:`Method.idle`)."""
-    if m.idle is None or not out["params"]:
-        return
-    merged = {**m.factory().get_params(), **out["params"]}
-    for key, why in m.idle(set(out["params"]), merged, out):
+    for key, why in m.idle_options(out["params"], out):
         _fail("params", f"{label('params')} {key} {why}: leave it out")
 
 

@@ -64,11 +64,13 @@ STAGES = ("read", "compute", "write")
 #: Each tile costs the read and copy threads a few dozen hand-offs of the interpreter, which the compute
 #: and write threads hold much of the time, so the read stage's rate grows with the tile: onto the GPU
 #: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
-#: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). The ring of four page-locked buffers (1 GB)
-#: is pinned once per process: the pinned pool keeps it
+#: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). Such cubes are read by the reading helper
+#: process (its calls moved out of this interpreter), into its shared ring of four tiles (1 GB), pinned
+#: once per process
 READ_TILE_BYTES: int | None = 256 << 20
-#: cubes smaller than this read with a lone read's tiles: the larger ring's pinning (about 0.3 GB/s on
-#: these hosts, so seconds for 1 GB, once in each process) pays only over cubes of a gigabyte or more
+#: cubes smaller than this read with a lone read's tiles, in this process: the large ring's pinning (about
+#: 0.3 GB/s on these hosts, so seconds for 1 GB, once in each process) pays only over cubes of a gigabyte
+#: or more
 LARGE_CUBE_BYTES = 1 << 30
 
 

@@ -42,6 +42,13 @@ class ShortRead(Exception):
     """The file ended before a range did."""
 
 
+def ended_early(path: str):
+    """The cube's one-line error for a data file shorter than its header says (cut while being read)."""
+    from hyperapp.errors import CubeFormatError
+
+    return CubeFormatError("the data file ended early (was it truncated while being read?)", path)
+
+
 def read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]]) -> None:
     """``buf[b:b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``, through ``os.preadv``
     (which releases the interpreter while the kernel copies). Raises :class:`ShortRead` where the file
@@ -158,9 +165,7 @@ class _Reply:
             return
         kind, errno, text = error
         if kind == "short":
-            from hyperapp.errors import CubeFormatError
-
-            raise CubeFormatError("the data file ended early (was it truncated while being read?)", self.path)
+            raise ended_early(self.path)
         if kind == "os":
             raise OSError(errno, text, self.path)
         raise _stopped_error(f"the reading helper failed: {text}", self.path)

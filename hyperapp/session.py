@@ -268,9 +268,8 @@ class Session:
             defaults = m.factory().get_params()
             # the options the run set, less those it did not use (a job refuses those, as the CLI does)
             params = {k: v for k, v in (run.params or {}).items() if k not in defaults or defaults[k] != v}
-            if m.idle is not None:
-                for k, _ in m.idle(set(params), {**defaults, **params}, {}):
-                    params.pop(k, None)
+            for k, _ in m.idle_options(params, {}):
+                params.pop(k, None)
             st = {"detect": run.method, "params": params}
             if m.uses_targets:
                 st["targets"] = clicks.name

@@ -34,7 +34,7 @@ import numpy as np
 
 from hyperapp import reader_process
 from hyperapp.cube import Cube
-from hyperapp.reader_process import ShortRead, read_ranges, split_ranges
+from hyperapp.reader_process import ShortRead, ended_early, read_ranges, split_ranges
 
 
 def _read_threads() -> int:
@@ -99,9 +99,7 @@ def _read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]], n
     try:
         read_ranges(fd, buf, ranges)
     except ShortRead:
-        from hyperapp.errors import CubeFormatError
-
-        raise CubeFormatError("the data file ended early (was it truncated while being read?)", name) from None
+        raise ended_early(name) from None
 
 
 @dataclass

@@ -80,6 +80,13 @@ class Method:
     #: why)], from the names given, every option's value, and the run's other settings (library keys)
     idle: Callable | None = None
 
+    def idle_options(self, given: dict, settings: dict) -> list[tuple[str, str]]:
+        """(option, why) for each of the options ``given`` (checked values) that a run with ``settings``
+        (its library keys) would not use (:attr:`idle`); [] for a method without such rules."""
+        if self.idle is None or not given:
+            return []
+        return self.idle(set(given), {**self.factory().get_params(), **given}, settings)
+
     def schema(self, est=None) -> dict[str, Param]:
         """Every option the method takes: the declared :attr:`params`, and the estimator's other
         ``__init__`` parameters typed by their defaults (advanced options the window does not show)."""

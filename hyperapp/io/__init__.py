@@ -28,12 +28,17 @@ NOT_CUBES = {".png": "PNG image", ".jpg": "JPEG image", ".jpeg": "JPEG image", "
              ".csv": "CSV table", ".txt": "text", ".json": "JSON", ".toml": "TOML (a job? use run)"}
 
 
+def holds_datasets(path: str | os.PathLike) -> bool:
+    """Whether the file's format holds several arrays a dataset name chooses among (HDF5, MATLAB .mat)."""
+    return Path(path).suffix.lower() in (".mat", *HDF5_EXTENSIONS)
+
+
 def check_dataset_applies(path: str | os.PathLike, dataset: str | None) -> None:
     """Refuse a ``--dataset`` that the cube's format would ignore: only HDF5 and ``.mat`` files hold several
     arrays to choose from, and a dataset name given with another cube is a mistake (perhaps of file).
     The command line and the window's start check it; a job's ``dataset`` applies to its HDF5 and ``.mat``
     inputs among others, and is not checked here."""
-    if dataset is not None and Path(path).suffix.lower() not in (".mat", *HDF5_EXTENSIONS):
+    if dataset is not None and not holds_datasets(path):
         raise InputError(f"--dataset ({dataset!r}) names an HDF5 dataset or a .mat variable; this cube is not HDF5 "
                          "or .mat, and holds one image: leave --dataset out", path)
 

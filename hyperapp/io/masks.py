@@ -112,6 +112,15 @@ def check_background(background: np.ndarray | None, targets: np.ndarray | None, 
                          "the background must mark other pixels", path)
 
 
+def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str | os.PathLike | None = None) -> None:
+    """An :class:`InputError` when the truth has no target pixels, or no other pixels, besides the clicked
+    targets: AUC and Pd leave the clicked pixels out, so such a truth cannot score the run."""
+    t, scored = np.asarray(truth, bool), ~np.asarray(targets, bool)
+    if not (t & scored).any() or (t | ~scored).all():
+        raise InputError("the truth mask has no " + ("target pixels" if not (t & scored).any() else
+                         "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out", path)
+
+
 def check_labels_file(path: str | os.PathLike, targets: bool = False) -> None:
     """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
     (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check);
