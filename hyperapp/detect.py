@@ -178,17 +178,18 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
 
 
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_bytes: int | None = None,
-                helper: bool = False):
+                helper: bool = False, reader=None):
     """The cube (good bands) as a (rows, cols, bands) array on the backend, no-data pixels NaN.
 
     Raw tiles (``tile_bytes`` of stored data each; :data:`hyperapp.stream.TILE_BYTES` by default) are
     read ahead on a thread (``helper``: in the reading helper process, :mod:`hyperapp.reader_process`)
     and converted where the pixels go (on the GPU after an asynchronous copy through page-locked
-    memory): :func:`hyperapp.stream.read_float32`.
+    memory): :func:`hyperapp.stream.read_float32`. ``reader``: the cube's
+    :class:`hyperapp.stream.TileReader`, made by the caller (a batch starts it early).
     """
     from hyperapp.stream import read_float32
 
-    data = read_float32(cube, backend.xp, progress, tile_bytes, helper)
+    data = read_float32(cube, backend.xp, progress, tile_bytes, helper, reader)
     return data if dtype == np.float32 else data.astype(dtype)
 
 

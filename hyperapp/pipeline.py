@@ -87,6 +87,9 @@ class _Item:
     image: object = None  # the cube's pixels where they are computed; None: each step reads itself
     results: list = field(default_factory=list)  # (step, folder, result or None when already written)
     t_ready: float = 0.0  # when the read stage handed it on
+    planned: bool = False  # opened, and its read planned (:meth:`CubePipeline._plan`)
+    plan: tuple | None = None  # (the cube on the steps' bands, whether large), when the read stage reads it
+    reader: object = None  # its TileReader, made while the cube before it was read (started once that one's reads end)
 
 
 class CubePipeline:
@@ -129,6 +132,7 @@ class CubePipeline:
         self._started = False
         self._start_lock = threading.Lock()
         self._closed = False
+        self._ahead: _Item | None = None  # the next cube for the read stage, taken from the inbox early
 
     # ------------------------------------------------------------------ public
     def submit(self, path: str, folder: str | None = None, truth: str | None = None) -> Future:
@@ -159,6 +163,7 @@ class CubePipeline:
         if wait:
             for t in self._threads:
                 t.join()
+            self._drop_ahead()
         for q in (self._inbox, self._to_compute, self._to_write):
             self._drain(q)
 
@@ -197,31 +202,48 @@ class CubePipeline:
         """One stage: take a cube, do ``fn`` on it (on this thread's own stream on the GPU), pass it on,
         until the pipeline is closed. Waits on the queues time out every :data:`POLL` seconds to look
         at the flag, so a stage whose neighbour has stopped never waits for it for ever."""
-        with self._own_stream():
-            while not self._closed:
+        try:
+            with self._own_stream():
+                self._run_stage(fn, src, dst)
+        finally:
+            if fn == self._read:  # the cube taken early for the read stage goes with it
+                self._drop_ahead()
+
+    def _run_stage(self, fn, src: queue.Queue, dst: queue.Queue | None) -> None:
+        while not self._closed:
+            try:
+                item = self._take_ahead() if fn == self._read else None
+                item = item or src.get(timeout=POLL)
+            except queue.Empty:
+                continue
+            if self._closed:
+                _cancel(item)
+                return
+            if fn == self._compute:
+                item.row["stages"]["wait"] = round(max(time.perf_counter() - item.t_ready, 0.0), 6)
+            self._timed(fn, item)
+            if fn == self._read:
+                item.t_ready = time.perf_counter()
+            if dst is None:
+                self._finish(item)
+                continue
+            while True:
                 try:
-                    item = src.get(timeout=POLL)
-                except queue.Empty:
-                    continue
-                if self._closed:
-                    _cancel(item)
-                    return
-                if fn is self._compute:
-                    item.row["stages"]["wait"] = round(max(time.perf_counter() - item.t_ready, 0.0), 6)
-                self._timed(fn, item)
-                if fn is self._read:
-                    item.t_ready = time.perf_counter()
-                if dst is None:
-                    self._finish(item)
-                    continue
-                while True:
-                    try:
-                        dst.put(item, timeout=POLL)
-                        break
-                    except queue.Full:
-                        if self._closed:
-                            _cancel(item)
-                            return
+                    dst.put(item, timeout=POLL)
+                    break
+                except queue.Full:
+                    if self._closed:
+                        _cancel(item)
+                        return
+
+    def _take_ahead(self) -> _Item | None:
+        item, self._ahead = self._ahead, None
+        return item
+
+    def _drop_ahead(self) -> None:
+        item = self._take_ahead()
+        if item is not None:
+            _cancel(item)
 
     def _drain(self, q: queue.Queue) -> None:
         while True:
@@ -277,10 +299,37 @@ class CubePipeline:
     def _read(self, item: _Item) -> None:
         from hyperapp.backend import get_backend
         from hyperapp.detect import load_pixels
+        from hyperapp.stream import TileReader
+
+        backend = get_backend(self.device)
+        if not item.planned:
+            self._plan(item, backend)
+        reader, item.reader = item.reader, None
+        if item.plan is None:
+            if reader is not None:
+                reader.close()
+            return  # steps on different bands, or a cube too large to read ahead: the compute stage reads it
+        cube, large = item.plan
+        if large:
+            # a large cube's reads start now; the next cube's reader is made meanwhile and starts as soon as
+            # this one's reads end, while this cube's last tiles still go to the device (no gap between cubes)
+            reader = reader or TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
+            reader.start()
+            nxt = self._look_ahead(backend)
+            if nxt is not None and nxt.reader is not None:
+                reader.then(nxt.reader)
+        item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
+                                 helper=large, reader=reader)
+        backend.synchronize()  # the pixels are on the device before the compute stage gets them
+
+    def _plan(self, item: _Item, backend) -> None:
+        """Open the cube and plan its read: ``item.plan`` is (the cube on the steps' bands, whether it is
+        large) when the read stage reads it, None when the compute stage does (steps on different bands,
+        or too large to read ahead)."""
         from hyperapp.io import open_cube
 
+        item.planned, item.plan = True, None
         item.cube = open_cube(item.path, self.dataset)
-        backend = get_backend(self.device)
         sel = {(s.all_bands, s.bands) for s in self.steps}
         if len(sel) != 1:
             return  # steps on different bands: each reads its own (compute stage)
@@ -288,9 +337,28 @@ class CubePipeline:
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
             large = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES
-            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
-                                     helper=large)
-            backend.synchronize()  # the pixels are on the device before the compute stage gets them
+            item.plan = (cube, large)
+
+    def _look_ahead(self, backend) -> _Item | None:
+        """The read stage's next cube, taken from the inbox now (None if none is waiting), opened, with a
+        reader made for it when it is large. Where any of that fails, the cube is opened again in its
+        turn, and the failure is its own."""
+        from hyperapp.stream import TileReader
+
+        if self._ahead is not None or self._closed:
+            return None
+        try:
+            nxt = self._inbox.get_nowait()
+        except queue.Empty:
+            return None
+        self._ahead = nxt
+        try:
+            self._plan(nxt, backend)
+            if nxt.plan is not None and nxt.plan[1]:
+                nxt.reader = TileReader(nxt.plan[0], READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
+        except Exception:  # noqa: BLE001  (see above)
+            nxt.planned, nxt.plan, nxt.cube, nxt.reader = False, None, None, None
+        return nxt
 
     def _read_ahead(self, cube, backend) -> bool:
         """Whether ``depth + 2`` cubes of this size fit where they are computed (else the compute
@@ -424,8 +492,11 @@ class CubePipeline:
 
 
 def _cancel(item: _Item) -> None:
-    """Drop a cube: its future is cancelled (nothing of it was written)."""
+    """Drop a cube: its future is cancelled (nothing of it was written), its reader (if made) stopped."""
     item.image = None
+    reader, item.reader = item.reader, None
+    if reader is not None:
+        reader.close()
     item.future.cancel()
 
 

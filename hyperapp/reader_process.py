@@ -10,8 +10,10 @@ a tile there, and this process meets it twice a tile: one message out, one back.
 
 The ring is one ``memfd`` (anonymous shared memory, Linux), mapped by both processes; for the GPU this
 process pins it (``cudaHostRegister``), so the tiles the helper writes go to the device on asynchronous
-copies, as the page-locked ring of :class:`hyperapp.stream.TileReader` does. The helper is started once
-per process, on the first cube that uses it, and ends with it (it reads until its socket closes).
+copies, as the page-locked ring of :class:`hyperapp.stream.TileReader` does. A helper is started on the first
+cube that needs it and ends with this process (it reads until its socket closes). A process keeps up to
+two, each with its ring: while this cube's last tiles go to the GPU from one, the next cube's first
+tiles are read into the other.
 
 The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library: its
 start costs about 50 ms, once. Where it cannot run (not Linux, a frozen application, a start that
@@ -296,7 +298,10 @@ class ReaderProcess:
             self._pinned = False
 
 
-_HELPER: ReaderProcess | None = None
+#: the process's helpers: two, so that the next cube's reader can read ahead into a ring of its own while
+#: the consumer of this cube's still holds tiles of the first (see :meth:`hyperapp.stream.TileReader.then`)
+MAX_HELPERS = 2
+_HELPERS: list[ReaderProcess] = []
 _HELPER_LOCK = threading.Lock()
 
 
@@ -308,28 +313,30 @@ def available() -> bool:
 
 
 def lease(slot_bytes: int, slots: int, pinned: bool, threads: int) -> ReaderProcess | None:
-    """The process's helper, leased to the caller (who must :meth:`ReaderProcess.release` it), with
-    ``slots`` slots of at least ``slot_bytes``, page-locked when ``pinned``; None where there is none to
-    be had (not :func:`available`, leased by another reader, or its start failed): then the caller
-    reads itself. A helper with smaller slots, or a stopped one, is replaced."""
-    global _HELPER
+    """One of the process's helpers (at most :data:`MAX_HELPERS`), leased to the caller (who must
+    :meth:`ReaderProcess.release` it), with ``slots`` slots of at least ``slot_bytes``, page-locked when
+    ``pinned``; None where there is none to be had (not :func:`available`, every helper leased by another
+    reader, or its start failed): then the caller reads itself. A helper with smaller slots, or a stopped
+    one, is replaced when it is free."""
     if not available():
         return None
     with _HELPER_LOCK:
-        h = _HELPER
-        if h is not None and (h.broken or h.slot_bytes < slot_bytes or h.slots < slots):
-            if not h.lease():
-                return None  # in use: a reader of a cube that does not fit reads itself meanwhile
-            h.close()
-            h.release()
-            _HELPER = h = None
+        for h in list(_HELPERS):
+            if (h.broken or h.slot_bytes < slot_bytes or h.slots < slots) and h.lease():
+                h.close()
+                h.release()
+                _HELPERS.remove(h)
+        h = next((h for h in _HELPERS if not h.broken and h.slot_bytes >= slot_bytes and h.slots >= slots
+                  and h.lease()), None)
         if h is None:
+            if len(_HELPERS) >= MAX_HELPERS:
+                return None  # all in use: a reader of a cube that does not fit reads itself meanwhile
             try:
-                h = _HELPER = ReaderProcess(slot_bytes, slots, threads)
+                h = ReaderProcess(slot_bytes, slots, threads)
             except (OSError, ValueError):
                 return None
-        if not h.lease():
-            return None
+            _HELPERS.append(h)
+            h.lease()
         try:
             if pinned:
                 h.pin()

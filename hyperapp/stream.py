@@ -158,6 +158,9 @@ class TileReader:
         self._thread: threading.Thread | None = None
         self._held: set[int] = set()  # slots handed to the consumer and not given back
         self._closed = False
+        self._chain_lock = threading.Lock()
+        self._next: TileReader | None = None  # started once this reader's reads are all done (then())
+        self._read_all = False
 
     @property
     def bufs(self) -> list[np.ndarray]:
@@ -246,6 +249,39 @@ class TileReader:
         idx[st.axes[1]] = cube.cols_sel
         return st.source[tuple(idx)]
 
+    def start(self) -> None:
+        """Start reading ahead now, before the consumer asks for the first tile: the ring is made and the
+        first tiles read into it (as many as it holds) while the consumer is still busy elsewhere. A
+        cube of one tile is read when it is iterated."""
+        with self._chain_lock:
+            if self._thread is not None or self._stop.is_set() or self.rows_per >= self.cube.rows:
+                return
+            self.bufs  # noqa: B018  (the ring made here, before the reading thread starts)
+            self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
+            self._thread.start()
+
+    def then(self, nxt: TileReader) -> None:
+        """Start reader ``nxt`` (the next cube's) as soon as this one's reads are all done, so that the
+        file system stays busy while this cube's last tiles still go to the GPU and its consumer
+        finishes: a batch's read stage then has no gap between two cubes. Its ring is another one (the
+        process's second reading helper, or page-locked buffers of its own)."""
+        with self._chain_lock:
+            if not self._read_all:
+                self._next = nxt
+                return
+        nxt.start()
+
+    def _all_read(self) -> None:
+        """Every tile is read: start the next reader (:meth:`then`), if one waits."""
+        with self._chain_lock:
+            self._read_all = True
+            nxt, self._next = self._next, None
+        if nxt is not None and not self._stop.is_set():
+            try:
+                nxt.start()
+            except Exception:  # noqa: BLE001  (its own consumer starts it again, and meets the error as its own)
+                pass
+
     def _produce(self) -> None:
         """Read the tiles into the ring, up to :data:`AHEAD` at once: the copy threads start on the next
         tile's reads while the last ones of the tile before finish, instead of all waiting for the
@@ -281,6 +317,7 @@ class TileReader:
                     hand_over()
             while inflight:
                 hand_over()
+            self._all_read()
         except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
             self._ready.put(exc)
             return
@@ -296,6 +333,7 @@ class TileReader:
             view = self._fill(k, 0, self.cube.rows)
         finally:
             self._close_file()
+        self._all_read()
         yield Tile(0, self.cube.rows, view, k)
 
     def view(self, k: int, n_rows: int) -> np.ndarray:
@@ -311,17 +349,16 @@ class TileReader:
         self._let_helper_go()
 
     def __iter__(self) -> Iterator[Tile]:
-        self.bufs  # noqa: B018  (the ring made here, before the reading thread starts)
         try:
             if self.rows_per >= self.cube.rows:
                 # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
                 # overlap there is; a batch of small cubes pays them per cube)
+                self.bufs  # noqa: B018
                 for tile in self._one_tile():
                     self._held.add(tile.slot)
                     yield tile
                 return
-            self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
-            self._thread.start()
+            self.start()
             while True:
                 item = self._ready.get()
                 if item is None:
@@ -334,7 +371,9 @@ class TileReader:
             self.close()
 
     def close(self) -> None:
-        self._stop.set()
+        with self._chain_lock:  # a reader that stops early starts no next one (its consumer may be gone)
+            self._stop.set()
+            self._next = None
         self._free.put(None)
         if self._thread is not None:
             while self._thread.is_alive():
@@ -495,16 +534,19 @@ def mark_nodata(tile, nodata: float | None) -> None:
         tile[bad] = np.nan
 
 
-def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None, helper: bool = False):
+def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None, helper: bool = False,
+                     reader: TileReader | None = None):
     """Yield ``(r0, r1, tile)``: float32 (rows, cols, bands) tiles on ``xp``'s device, no-data pixels NaN.
 
     Tiles are read ahead on a thread; on the GPU each tile's raw bytes go through page-locked memory on
     an asynchronous copy and are converted on the device while the next tile is read. A tile is valid
     until the next one is asked for, unless ``out`` (the whole cube's array) is given: then each tile is
-    converted straight into ``out[r0:r1]``, with no second copy.
+    converted straight into ``out[r0:r1]``, with no second copy. ``reader``: the cube's
+    :class:`TileReader`, made (and perhaps started) by the caller, page-locked on the GPU; by default
+    one of ``tile_bytes`` tiles (``helper``: see :class:`TileReader`).
     """
     gpu = xp is not np
-    reader = TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, helper=helper)
+    reader = reader or TileReader(cube, tile_bytes or TILE_BYTES, pinned=gpu, helper=helper)
     if not gpu:
         for t in reader:
             try:
@@ -557,11 +599,12 @@ def copy_stream():
     return streams[dev]
 
 
-def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, helper: bool = False):
+def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, helper: bool = False,
+                 reader: TileReader | None = None):
     """The whole cube as float32 (rows, cols, bands) on ``xp``'s device (NumPy or CuPy), no-data pixels
-    NaN, read with :func:`iter_float_tiles` (``helper``: see :class:`TileReader`)."""
+    NaN, read with :func:`iter_float_tiles` (``helper``, ``reader``: see there)."""
     out = xp.empty(cube.shape, xp.float32)
-    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out, helper):
+    for _, r1, _ in iter_float_tiles(cube, xp, tile_bytes, out, helper, reader):
         if progress is not None:
             progress(r1 / max(cube.rows, 1), "reading the cube" if xp is np else "moving the cube to the GPU")
     if xp is not np:

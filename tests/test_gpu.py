@@ -338,8 +338,17 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
                 assert np.isnan(got[50, 3]).all()
             assert read_float32(cube, cp).shape == (70, 41, 12)
     from hyperapp import reader_process
+    from hyperapp.stream import TileReader
 
-    assert not reader_process.available() or reader_process._HELPER._pinned
+    # a reader chained to the next cube's (a batch's read stage): the second reads into its own pinned ring
+    # while the first one's last tiles go to the device
+    first, second = (TileReader(cube, 9 * 41 * 13 * 8, pinned=True, helper=True) for _ in range(2))
+    first.then(second)
+    a = read_float32(cube, cp, reader=first).get()
+    b = read_float32(cube, cp, reader=second).get()
+    np.testing.assert_array_equal(np.nan_to_num(a), np.nan_to_num(ref))
+    np.testing.assert_array_equal(np.nan_to_num(b), np.nan_to_num(ref))
+    assert not reader_process.available() or all(h._pinned for h in reader_process._HELPERS)
 
 
 @pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn", "mtmf"])

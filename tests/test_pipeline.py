@@ -308,3 +308,41 @@ def test_large_cubes_are_read_by_the_reading_helper_with_the_same_results(tmp_pa
     assert len(used) == 6 and all(h is not None for h in used[:3]) and all(h is None for h in used[3:])
     for a, b in zip(scores["1"], scores["0"]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_next_large_cube_is_read_while_this_one_finishes_and_a_close_stops_it(tmp_path, monkeypatch):
+    """The read stage takes the next cube early, opens it and starts its reader as soon as this cube's
+    reads end (its tiles are in the second helper's ring before the stage asks for them); closing the
+    pipeline then stops that reader, gives every helper back and cancels the cube."""
+    from hyperapp import pipeline, reader_process
+
+    if not reader_process.available():
+        pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 5)]
+    monkeypatch.setattr(pipeline, "LARGE_CUBE_BYTES", 1)
+    monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 9 * 48 * 16 * 4)
+    pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu")
+    compute = pipe._compute
+    gate = threading.Event()
+    monkeypatch.setattr(pipe, "_compute", lambda item: gate.wait(30) and compute(item))
+    futures = [pipe.submit(c) for c in cubes]
+    deadline = time.monotonic() + 30
+    # cube 1 held in the compute stage, cubes 2 and 3 waiting for it, cube 4 read and waiting to be handed
+    # on, cube 5 read ahead
+    while time.monotonic() < deadline:
+        ahead = pipe._ahead
+        if ahead is not None and ahead.reader is not None and ahead.reader._ready.qsize() > 0:
+            break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the fifth cube was not read ahead")
+    reader = ahead.reader
+    pipe.close(wait=False)
+    gate.set()  # the compute stage goes on, sees the pipeline closed and stops
+    for t in pipe._threads:
+        t.join(30)
+    assert futures[4].cancelled() and reader._stop.is_set() and not reader._thread.is_alive()
+    helpers = reader_process._HELPERS
+    assert all(h.lease() for h in helpers)
+    for h in helpers:
+        h.release()

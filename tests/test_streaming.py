@@ -81,14 +81,61 @@ def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
     for tile_bytes in (4 * 23 * 9 * 2, 1 << 20):
         got = read_float32(cube, tile_bytes=tile_bytes, helper=True)
         np.testing.assert_array_equal(got, data.astype(np.float32))
-        helper = reader_process._HELPER
-        assert helper is not None and not helper.broken and helper.lease()  # used, and given back
-        helper.release()
+        _all_given_back(reader_process)  # used, and given back
     for _ in iter_float_tiles(cube, tile_bytes=4 * 23 * 9 * 2, helper=True):
         break  # a consumer that stops early gives the helper back too
     stream.TileReader(cube, 4 * 23 * 9 * 2, helper=True)  # and a reader never read leases nothing
-    assert reader_process._HELPER.lease()
-    reader_process._HELPER.release()
+    _all_given_back(reader_process)
+
+
+@pytest.mark.parametrize("helper", [True, False])
+def test_a_reader_chained_with_then_starts_the_next_cube_once_its_reads_end(tmp_path, helper):
+    """``then``: the next cube's reader starts as soon as this one's reads end, before anyone iterates
+    it, and its first tiles are read into a ring of its own (the second helper); it then gives the same
+    pixels. A reader stopped early starts nothing."""
+    import spectral.io.envi as envi
+
+    from hyperapp import reader_process
+
+    if helper and not reader_process.available():
+        pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
+    data = (np.random.default_rng(3).random((40, 10, 4)) * 100).astype(np.float32)
+    cubes = []
+    for i in range(3):
+        envi.save_image(str(tmp_path / f"c{i}.hdr"), data + i, interleave="bil", force=True)
+        cubes.append(open_cube(tmp_path / f"c{i}.hdr"))
+    tile = 4 * 10 * 4 * 4  # ten tiles a cube: more than the ring holds, so no reader ends before its consumer takes some
+    first, second, third = (stream.TileReader(c, tile, helper=helper) for c in cubes)
+    first.then(second)
+    tiles = iter(first)
+    t = next(tiles)
+    assert second._thread is None  # not before the first reader's reads have ended
+    first.release(t)
+    for t in tiles:
+        first.release(t)
+    deadline = time.monotonic() + 10
+    while second._ready.qsize() < stream.RING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert second._thread is not None and second._ready.qsize() == stream.RING  # read ahead, not yet asked for
+    if helper:
+        assert first._helper is None and second._helper is not None  # the first given back, the second leased
+    np.testing.assert_array_equal(read_float32(cubes[1], reader=second), data + 1)
+    stopped = stream.TileReader(cubes[0], tile, helper=helper)
+    stopped.then(third)
+    for t in stopped:
+        stopped.release(t)
+        break  # left early: its reads never all end, and the next reader is not started
+    assert third._thread is None
+    np.testing.assert_array_equal(read_float32(cubes[2], reader=third), data + 2)
+    if helper:
+        _all_given_back(reader_process)
+
+
+def _all_given_back(reader_process) -> None:
+    helpers = reader_process._HELPERS
+    assert helpers and all(not h.broken and h.lease() for h in helpers)
+    for h in helpers:
+        h.release()
 
 
 @pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
@@ -114,14 +161,14 @@ def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path,
         fh.truncate(15 * 10 * 4 * 4)
     with pytest.raises(CubeFormatError, match="ended early"):
         read_float32(cut, tile_bytes=tile, helper=True)
-    old = reader_process._HELPER
-    assert not old.broken
-    old._proc.kill()
-    old._proc.wait()
+    for old in reader_process._HELPERS:  # the helper the next read leases is killed
+        assert not old.broken
+        old._proc.kill()
+        old._proc.wait()
     with pytest.raises(BackendError, match="reading helper process stopped"):
         read_float32(cube, tile_bytes=tile, helper=True)
     np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile, helper=True), data)
-    assert reader_process._HELPER is not old and not reader_process._HELPER.broken
+    assert old not in reader_process._HELPERS and not any(h.broken for h in reader_process._HELPERS)
     monkeypatch.setenv("HYPERAPP_READ_PROCESS", "0")
     reader = stream.TileReader(cube, tile, helper=True)
     reader.bufs  # noqa: B018  (the ring, made where the helper would be leased)
