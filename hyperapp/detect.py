@@ -22,7 +22,7 @@ from hyperapp.cube import Cube
 from hyperapp.errors import InputError
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import MODE_SCORES, evaluate, far_threshold
-from hyperapp.models.postprocess import label_objects, object_table, objects_csv
+from hyperapp.models.postprocess import label_objects, object_columns, object_table, objects_csv, table_rows
 from hyperapp.models.registry import get_method
 from hyperapp.progress import NULL_PROGRESS, Progress
 
@@ -58,18 +58,27 @@ class DetectionResult:
     #: further per-pixel maps the detector gives beside its scores (MTMF's "infeasibility"), host arrays
     maps: dict = field(default_factory=dict)
     _objects: list[dict] | None = None
+    _columns: dict | None = None
     #: (labels, scores, object count) on the run's device, kept until the table is built from them
     _device: tuple | None = None
 
     @property
-    def objects(self) -> list[dict]:
-        if self._objects is None:
+    def object_columns(self) -> dict:
+        """The object table as columns (:func:`hyperapp.models.postprocess.object_columns`)."""
+        if self._columns is None:
             if self._device is not None:
                 labels, scores, n = self._device
-                self._objects = object_table(None, scores, labels=labels, n=n)
+                self._columns = object_columns(None, scores, labels=labels, n=n)
                 self._device = None
             else:
-                self._objects = object_table(self.mask, self.scores)
+                self._columns = object_columns(self.mask, self.scores)
+        return self._columns
+
+    @property
+    def objects(self) -> list[dict]:
+        """The object table's rows, highest peak score first."""
+        if self._objects is None:
+            self._objects = table_rows(self.object_columns)
         return self._objects
 
     def remask(self, threshold: float) -> np.ndarray:
@@ -140,7 +149,8 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
                               classes=MASK_CLASSES)
         return write_image(p, data, fmt, cube)
     if kind == "objects":
-        atomic_write_text(p, objects_csv(result.objects_at(t)))
+        table = result.object_columns if t == result.threshold else result.objects_at(t)
+        atomic_write_text(p, objects_csv(table))
         return p
     if kind == "boxes":
         from hyperapp.io.objects import boxes_csv, boxes_geojson

@@ -408,7 +408,7 @@ class CubePipeline:
                     item.results.append((s, folder, None, cube))
                 else:
                     res = run_detection(cube, s.method, targets, background, image=image, **kw)
-                    res.objects  # noqa: B018  (the object table, built on the device before the writer)
+                    res.object_columns  # noqa: B018  (the object table, built on the device before the writer)
                     item.results.append((s, folder, res, cube))
                 item.row["detections"] = {**(item.row["detections"] or {}), s.name: int(res.report["detections"])}
             else:

@@ -44,6 +44,7 @@ ap.add_argument("--modes", default="helper,local")
 ap.add_argument("--repeats", type=int, default=2)
 ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
 ap.add_argument("--device", default="gpu")
+ap.add_argument("--label", default="", help="prefix of the runs' output folders (a second version's runs start afresh)")
 ap.add_argument("--shape", default="x".join(map(str, CAMPAIGN_SHAPE)), help="rows x cols x bands of each cube")
 a = ap.parse_args()
 
@@ -110,6 +111,7 @@ class Probe:
 
 def one_run(method: str, mode: str, tag: str) -> None:
     os.environ["HYPERAPP_READ_PROCESS"] = "1" if mode == "helper" else "0"
+    tag = a.label + tag
     warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[0-3].hdr"))
     run_job(warm, device=a.device)
     CPU.clear()
@@ -127,11 +129,14 @@ def one_run(method: str, mode: str, tag: str) -> None:
     man = json.loads((Path(job.output) / "manifest.json").read_text())["cubes"].values()
     st = [c["stages"] for c in man if c.get("status") == "done"]
     walls = {k: round(statistics.median(s[k] for s in st) * 1e3) for k in ("read", "compute", "write", "wait")}
+    reps = [json.loads(p.read_text())["seconds"] for p in Path(job.output).glob("*/*/report.json")]
+    inside = {k: round(statistics.median(r.get(k, 0.0) for r in reps) * 1e3, 1) for k in reps[0]} if reps else {}
     cpus = {k: round(statistics.median(v) * 1e3) for k, v in CPU.items()}
     print(f"{tag}: {gb / w:.1f} GB/s ({ref / w:.0%} of page cache), {w / len(hdrs) * 1e3:.0f} ms a cube; "
           f"stage wall ms {walls}; stage thread CPU ms {cpus}; process CPU {proc_cpu * 1e3:.0f} ms a cube; "
           f"probe late {statistics.mean(probe.late) * 1e3:.2f} ms mean, "
-          f"{statistics.quantiles(probe.late, n=10)[-1] * 1e3:.2f} ms p90", flush=True)
+          f"{statistics.quantiles(probe.late, n=10)[-1] * 1e3:.2f} ms p90; compute's report seconds (ms, median) "
+          f"{inside}", flush=True)
 
 
 sys.setswitchinterval(pipeline.SWITCH_INTERVAL)

@@ -191,6 +191,12 @@ def test_object_table_matches_scipy_measurements():
         assert (r["row0"], r["col0"], r["row1"], r["col1"]) == (sl[0].start, sl[1].start, sl[0].stop, sl[1].stop)
     assert [r["peak_score"] for r in rows] == sorted((r["peak_score"] for r in rows), reverse=True)
     assert object_table(np.zeros((5, 5), bool), np.zeros((5, 5))) == []
+    # the table's columns (what a batch builds and writes) give the rows' CSV, byte for byte, also empty
+    from hyperapp.models.postprocess import object_columns, objects_csv
+
+    assert objects_csv(object_columns(mask, scores)) == objects_csv(rows)
+    empty = object_columns(np.zeros((5, 5), bool), np.zeros((5, 5)))
+    assert objects_csv(empty) == objects_csv([]) == "label,pixels,centroid_row,centroid_col,row0,col0,row1,col1,peak_score\n"
 
 
 @pytest.mark.parametrize("name,method", [
