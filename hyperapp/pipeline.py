@@ -160,6 +160,11 @@ class CubePipeline:
             return
         self._closed = True
         self._progress.cancel()
+        for q in (self._inbox, self._to_compute, self._to_write):
+            # wakes a stage waiting on its queue at once (it would notice the flag only at its next
+            # POLL: a run's last 0.1 s spent doing nothing); a full queue has no stage waiting on it
+            with contextlib.suppress(queue.Full):
+                q.put_nowait(_WAKE)
         if wait:
             for t in self._threads:
                 t.join()
@@ -216,6 +221,8 @@ class CubePipeline:
                 item = item or src.get(timeout=POLL)
             except queue.Empty:
                 continue
+            if item is _WAKE:
+                continue
             if self._closed:
                 _cancel(item)
                 return
@@ -251,7 +258,8 @@ class CubePipeline:
                 item = q.get_nowait()
             except queue.Empty:
                 return
-            _cancel(item)
+            if item is not _WAKE:
+                _cancel(item)
 
     def _own_stream(self):
         """A non-blocking CUDA stream for this thread on the GPU (so the reader's copies and the compute
@@ -350,6 +358,8 @@ class CubePipeline:
         try:
             nxt = self._inbox.get_nowait()
         except queue.Empty:
+            return None
+        if nxt is _WAKE:  # the pipeline is closing
             return None
         self._ahead = nxt
         try:
@@ -489,6 +499,10 @@ class CubePipeline:
         if self._models[key] != n_bands:
             raise InputError(f"the model trained on this scene ({self._models[key]} bands) cannot score a cube of "
                              f"{n_bands} bands", s.train)
+
+
+#: put on each queue by :meth:`CubePipeline.close` to wake the stage waiting on it
+_WAKE = object()
 
 
 def _cancel(item: _Item) -> None:
