@@ -52,6 +52,24 @@ TILE_BYTES = 16 << 20
 #: rate of the machine's page cache (16-25 GB/s read by 16 threads) needs as many; eight read 10 GB/s
 #: ``HYPERAPP_READ_THREADS`` sets it (a local cluster's workers share the cores out this way).
 COPY_THREADS = _read_threads()
+#: cores the reading helper process leaves to this one (its three stage threads, the tile reader's): a
+#: batch's campaign of 2 GB cubes on a 16-core H100 host ran at 28.3-29.3 GB/s with 12 helper threads
+#: against 25.3-28.7 with 16 (the stage threads then waited for a core: a probe thread woke 1.2-1.5 ms
+#: late against 0.3) and 21.6-23.2 with 8; on a 32-core host 16 and 24 ran alike (``profile_stages.py``,
+#: ``HYPERAPP_READ_THREADS``)
+HELPER_SPARE_CORES = 4
+
+
+def _helper_threads() -> int:
+    """Threads of the reading helper process: ``HYPERAPP_READ_THREADS`` where given, else
+    :data:`COPY_THREADS` less than the :data:`HELPER_SPARE_CORES` this process's stages need."""
+    given = os.environ.get("HYPERAPP_READ_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return COPY_THREADS
+    return max(2, min(COPY_THREADS, (os.cpu_count() or 2) - HELPER_SPARE_CORES))
+
+
+HELPER_THREADS = _helper_threads()
 #: buffers in the ring: one being filled, the others converted or in flight to the device
 RING = 4
 #: tiles being read at once (at most RING - 2: the consumer holds two while their copies to the GPU run)
@@ -170,7 +188,7 @@ class TileReader:
         if self._bufs is None:
             dtype, n = self.cube.store.dtype, self._ring_items
             if self._want_helper and self._file is not None:
-                self._helper = reader_process.lease(n * dtype.itemsize, RING, self._pinned, COPY_THREADS)
+                self._helper = reader_process.lease(n * dtype.itemsize, RING, self._pinned, HELPER_THREADS)
             if self._helper is not None:
                 self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(RING)]
             elif self._pinned:
