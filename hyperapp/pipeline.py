@@ -326,8 +326,13 @@ class CubePipeline:
             nxt = self._look_ahead(backend)
             if nxt is not None and nxt.reader is not None:
                 reader.then(nxt.reader)
-        item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
-                                 helper=large, reader=reader)
+        try:
+            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
+                                     helper=large, reader=reader)
+        except BaseException:
+            if reader is not None:  # stopped and its ring given back, even where the load failed before reading
+                reader.close()
+            raise
         backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _plan(self, item: _Item, backend) -> None:

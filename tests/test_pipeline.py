@@ -361,3 +361,32 @@ def test_closing_a_pipeline_wakes_its_idle_stages_at_once(tmp_path, monkeypatch)
     t0 = time.perf_counter()
     pipe.close()
     assert time.perf_counter() - t0 < 5 and not any(t.is_alive() for t in pipe._threads)
+
+
+def test_a_large_cube_whose_load_fails_gives_its_reader_and_helper_back(tmp_path, monkeypatch):
+    """A load that fails after the cube's reader was started (here: its pixels' array cannot be made)
+    fails that cube alone with its one line, stops the reader and gives every helper back; the other
+    cubes are read and scored."""
+    from hyperapp import pipeline, reader_process, stream
+    from hyperapp.errors import InputError
+
+    if not reader_process.available():
+        pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
+    monkeypatch.setattr(pipeline, "LARGE_CUBE_BYTES", 1)
+    monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 9 * 48 * 16 * 4)
+    real = stream.read_float32
+
+    def read_float32(cube, *a, **k):
+        if cube.path.endswith(Path(cubes[1]).name):
+            raise InputError("no memory for this cube's pixels", cube.path)
+        return real(cube, *a, **k)
+
+    monkeypatch.setattr(stream, "read_float32", read_float32)
+    with CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu") as pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    assert [r["error"] is None for r in rows] == [True, False, True] and "no memory" in rows[1]["error"]
+    helpers = reader_process._HELPERS
+    assert helpers and all(h.lease() for h in helpers)
+    for h in helpers:
+        h.release()
