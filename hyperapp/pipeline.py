@@ -242,6 +242,10 @@ class CubePipeline:
                     if self._closed:
                         _cancel(item)
                         return
+            if self._closed:
+                # closed while this stage worked (close(wait=False) does not wait for it): the next stage may
+                # have gone already, so what was just handed on is cancelled here, not left waiting for ever
+                self._drain(dst)
 
     def _take_ahead(self) -> _Item | None:
         item, self._ahead = self._ahead, None
@@ -318,15 +322,16 @@ class CubePipeline:
                 reader.close()
             return  # steps on different bands, or a cube too large to read ahead: the compute stage reads it
         cube, large = item.plan
-        if large:
-            # a large cube's reads start now; the next cube's reader is made meanwhile and starts as soon as
-            # this one's reads end, while this cube's last tiles still go to the device (no gap between cubes)
-            reader = reader or TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
-            reader.start()
-            nxt = self._look_ahead(backend)
-            if nxt is not None and nxt.reader is not None:
-                reader.then(nxt.reader)
         try:
+            if large:
+                # a large cube's reads start now; the next cube's reader is made meanwhile and starts as soon
+                # as this one's reads end, while this cube's last tiles still go to the device (no gap
+                # between cubes)
+                reader = reader or TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
+                reader.start()
+                nxt = self._look_ahead(backend)
+                if nxt is not None and nxt.reader is not None:
+                    reader.then(nxt.reader)
             item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
                                      helper=large, reader=reader)
         except BaseException:

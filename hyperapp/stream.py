@@ -275,8 +275,16 @@ class TileReader:
             if self._thread is not None or self._stop.is_set() or self.rows_per >= self.cube.rows:
                 return
             self.bufs  # noqa: B018  (the ring made here, before the reading thread starts)
-            self._thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._produce, name="hyperapp-tile-reader", daemon=True)
+            try:
+                thread.start()
+            except BaseException:
+                # no thread, so nothing reads into the ring: the helper goes back, and a later start tries again
+                helper, self._helper, self._bufs = self._helper, None, None
+                if helper is not None:
+                    helper.release()
+                raise
+            self._thread = thread
 
     def then(self, nxt: TileReader) -> None:
         """Start reader ``nxt`` (the next cube's) as soon as this one's reads are all done, so that the
@@ -287,18 +295,15 @@ class TileReader:
             if not self._read_all:
                 self._next = nxt
                 return
-        nxt.start()
+        _start_quietly(nxt)
 
-    def _all_read(self) -> None:
-        """Every tile is read: start the next reader (:meth:`then`), if one waits."""
+    def _all_read(self) -> TileReader | None:
+        """Every tile is read: the next reader waiting to start (:meth:`then`), if any (the caller starts
+        it with :func:`_start_quietly` once its own consumer has all it needs)."""
         with self._chain_lock:
             self._read_all = True
             nxt, self._next = self._next, None
-        if nxt is not None and not self._stop.is_set():
-            try:
-                nxt.start()
-            except Exception:  # noqa: BLE001  (its own consumer starts it again, and meets the error as its own)
-                pass
+        return nxt
 
     def _produce(self) -> None:
         """Read the tiles into the ring, up to :data:`AHEAD` at once: the copy threads start on the next
@@ -335,7 +340,7 @@ class TileReader:
                     hand_over()
             while inflight:
                 hand_over()
-            self._all_read()
+            nxt = self._all_read()
         except BaseException as exc:  # noqa: BLE001  (handed to the consumer, which raises it)
             self._ready.put(exc)
             return
@@ -344,6 +349,8 @@ class TileReader:
                 for f in futures:
                     f.exception()
         self._ready.put(None)
+        if nxt is not None:  # after the end is handed over: the next reader's set-up never delays this cube
+            _start_quietly(nxt)
 
     def _one_tile(self) -> Iterator[Tile]:
         k = self._free.get()
@@ -351,7 +358,9 @@ class TileReader:
             view = self._fill(k, 0, self.cube.rows)
         finally:
             self._close_file()
-        self._all_read()
+        nxt = self._all_read()
+        if nxt is not None:
+            _start_quietly(nxt)
         yield Tile(0, self.cube.rows, view, k)
 
     def view(self, k: int, n_rows: int) -> np.ndarray:
@@ -416,6 +425,15 @@ class TileReader:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def _start_quietly(reader: TileReader) -> None:
+    """Start a chained reader early; where that fails, its own consumer starts it again in its turn and
+    meets the error as its own (the cube before it is not failed by it)."""
+    try:
+        reader.start()
+    except Exception:  # noqa: BLE001  (see above)
+        pass
 
 
 def convert_tile(raw, cube: Cube, xp=np, out=None, mark: bool = True):
@@ -581,8 +599,12 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None,
     try:
         for t in reader:
             with stream:
-                d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
-                d.set(t.raw.view(ddt), stream=stream)
+                try:
+                    d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
+                    d.set(t.raw.view(ddt), stream=stream)
+                except BaseException:
+                    reader.release(t)  # not yet pending: given back here, or the reader's helper never goes back
+                    raise
                 pending.append((t, stream.record()))
                 # queued on the same stream, after the copy; the no-data test of a whole cube runs once
                 # in read_float32, so no tile waits on the host for it

@@ -390,3 +390,58 @@ def test_a_large_cube_whose_load_fails_gives_its_reader_and_helper_back(tmp_path
     assert helpers and all(h.lease() for h in helpers)
     for h in helpers:
         h.release()
+
+
+def test_a_next_cube_whose_early_start_fails_fails_alone(tmp_path, monkeypatch):
+    """A cube read whole before the next one is opened starts the next reader at once; where that start
+    fails (here: no memory for the next cube's ring) the next cube fails alone in its turn with its one
+    line, the cube before it is written, and no reader or helper is left behind."""
+    from hyperapp import pipeline, reader_process, stream
+
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
+    monkeypatch.setattr(pipeline, "LARGE_CUBE_BYTES", 1)
+    monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 12 * 48 * 16 * 4)  # four tiles: the ring holds the cube
+    bufs = stream.TileReader.bufs.fget
+
+    def failing_bufs(self):
+        if self._bufs is None and self.cube.path.endswith(Path(cubes[1]).name):
+            raise MemoryError("no memory for this cube's ring")
+        return bufs(self)
+
+    monkeypatch.setattr(stream.TileReader, "bufs", property(failing_bufs))
+    pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu")
+    plan = pipe._plan
+
+    def slow_plan(item, backend):  # the next cube's header takes longer to open than this cube to read
+        if item.path == cubes[1]:
+            time.sleep(0.3)
+        plan(item, backend)
+
+    monkeypatch.setattr(pipe, "_plan", slow_plan)
+    with pipe:
+        rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
+    assert [r["error"] is None for r in rows] == [True, False, True] and "no memory" in rows[1]["error"]
+    time.sleep(0.2)
+    assert not [t for t in threading.enumerate() if t.name == "hyperapp-tile-reader"]
+    helpers = reader_process._HELPERS
+    assert all(h.lease() for h in helpers)
+    for h in helpers:
+        h.release()
+
+
+def test_a_cube_handed_on_after_close_without_waiting_is_cancelled(tmp_path, monkeypatch):
+    """close(wait=False) (a Dask worker letting an old job's pipeline go) drains the queues at once; a
+    cube its stage finishes afterwards and hands on is cancelled, not left in a queue whose stage has
+    gone, where its future (a task waiting in run_on_worker) would never end."""
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 1)]
+    pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu")
+    compute, gate, entered = pipe._compute, threading.Event(), threading.Event()
+    monkeypatch.setattr(pipe, "_compute", lambda item: (entered.set(), gate.wait(30), compute(item)))
+    fut = pipe.submit(cubes[0])
+    assert entered.wait(30)
+    pipe.close(wait=False)
+    time.sleep(0.3)  # the write stage sees the pipeline closed and leaves
+    gate.set()
+    for t in pipe._threads:
+        t.join(30)
+    assert fut.done()

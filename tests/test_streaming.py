@@ -131,6 +131,38 @@ def test_a_reader_chained_with_then_starts_the_next_cube_once_its_reads_end(tmp_
         _all_given_back(reader_process)
 
 
+@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+                    reason="the reading helper needs Linux (memfd_create, preadv)")
+def test_a_reader_whose_thread_cannot_start_gives_its_helper_back_and_starts_later(tmp_path, monkeypatch):
+    """A reading thread that fails to start (the system's thread limit) leaves no helper leased and no
+    reader that looks started: the next start, or the reader's iteration, reads the cube."""
+    import threading
+
+    import spectral.io.envi as envi
+
+    from hyperapp import reader_process
+
+    data = np.arange(40 * 10 * 4, dtype=np.float32).reshape(40, 10, 4)
+    envi.save_image(str(tmp_path / "c.hdr"), data, interleave="bil", force=True)
+    cube = open_cube(tmp_path / "c.hdr")
+    reader = stream.TileReader(cube, 4 * 10 * 4 * 4, helper=True)
+    start = threading.Thread.start
+
+    def refuse(self):
+        if self.name == "hyperapp-tile-reader":
+            raise RuntimeError("can't start new thread")
+        return start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        reader.start()
+    assert reader._thread is None and reader._helper is None
+    _all_given_back(reader_process)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    np.testing.assert_array_equal(read_float32(cube, reader=reader), data)
+    _all_given_back(reader_process)
+
+
 def _all_given_back(reader_process) -> None:
     helpers = reader_process._HELPERS
     assert helpers and all(not h.broken and h.lease() for h in helpers)
