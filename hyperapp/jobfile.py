@@ -140,6 +140,18 @@ MANIFEST, LOG, MODELS, LOCK = "manifest.json", "hyperapp-batch.log", ".models", 
 RESERVED_NAMES = (MANIFEST, LOG, MODELS, LOCK)
 
 
+def _own_output(table, base: Path) -> Path | None:
+    """The job's output folder, resolved, where ``[output]`` names one at all (its checks come later,
+    in their turn); None otherwise."""
+    folder = table.get("folder") if isinstance(table, dict) else None
+    if not isinstance(folder, str) or not folder.strip() or "\0" in folder:
+        return None
+    try:
+        return (base / folder).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
 def output_names(inputs: list[str]) -> dict[str, str]:
     """One output folder name per input: its file name's stem, or where two inputs share a stem (in any
     case: folders on case-insensitive disks), their paths below the folder they share, joined with
@@ -366,11 +378,20 @@ def load_job(path: str | Path) -> Job:
 
     files: list[str] = []
     not_cubes: dict[str, str] = {}  # files a glob matched that are no cube, by their kind (left out)
+    # the job's own output folder (checked as [output] folder below): a glob never takes its outputs as
+    # cubes ('**/*.hdr' would take the score maps of the run before)
+    own, own_hits = _own_output(d.get("output"), base), {}
     for i, pat in enumerate(pats):
         key = f"inputs.paths[{i}]"
         full = rel(pat, key)
         if any(ch in pat for ch in "*?["):
-            hits = [h for h in sorted(glob.glob(full)) if Path(h).is_file()]  # a glob takes files, not folders
+            # '**' is any depth of folders, as in a shell with globstar
+            hits = [h for h in sorted(glob.glob(full, recursive=True)) if Path(h).is_file()]  # files, not folders
+            mine = {h for h in hits if own is not None and Path(h).resolve().is_relative_to(own)}
+            own_hits.update(dict.fromkeys(mine, "files in the job's own output folder"))
+            hits = [h for h in hits if h not in mine]
+            if not hits and mine:
+                raise _err(p, key, f"{pat!r} matches only files in the job's own output folder")
             not_cubes.update({h: f"a {NOT_CUBES[Path(h).suffix.lower()]} file, not a cube"
                               for h in hits if Path(h).suffix.lower() in NOT_CUBES})
         elif Path(full).is_dir():
@@ -389,6 +410,7 @@ def load_job(path: str | Path) -> Job:
     files = list(dict.fromkeys(files))  # each cube once, in order
     skipped = {f: "an ENVI classification file (a mask)" for f in files if f not in not_cubes and is_class_file(f)}
     skipped.update({f: kind for f, kind in not_cubes.items() if f in files})
+    skipped.update(own_hits)
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")

@@ -440,3 +440,30 @@ def test_a_value_that_fits_no_input_stops_the_job_and_one_that_fits_some_fails_t
     assert run_job(both, device="cpu") == 1  # the small cube fails alone; the big one is done
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
     assert man[str(big)]["status"] == "done" and man[str(small)]["status"] == "failed"
+
+
+def test_a_double_star_glob_takes_every_depth_and_never_the_jobs_own_outputs(tmp_path, capsys):
+    """``**`` in an input glob is any depth of folders (as a shell's globstar); a glob that reaches the
+    job's own output folder leaves the outputs of the run before out (said so), and a second run finds
+    the same cubes done."""
+    import shutil
+
+    for sub, seed in (("scenes", 0), ("scenes/a", 1), ("scenes/a/b", 2)):
+        for i, hdr in enumerate(_scenes(tmp_path / sub, 1, seed=seed)):
+            for f in (hdr, hdr.with_suffix(".img")):
+                shutil.move(f, tmp_path / sub / f"{sub.replace('/', '-')}-{i}{f.suffix}")
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    body = BASIC.replace('paths = ["scenes/*.hdr"]', 'paths = ["scenes/**/*.hdr"]').replace('folder = "out"',
+                                                                                          'folder = "scenes/out"')
+    job = _job(tmp_path, body)
+    assert sorted(Path(c).name for c in load_job(job).inputs) == ["scenes-0.hdr", "scenes-a-0.hdr", "scenes-a-b-0.hdr"]
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 0
+    capsys.readouterr()
+    j = load_job(job)  # the outputs (score maps are ENVI images too) are now under the glob
+    assert sorted(Path(c).name for c in j.inputs) == ["scenes-0.hdr", "scenes-a-0.hdr", "scenes-a-b-0.hdr"]
+    assert j.skipped and set(j.skipped.values()) == {"files in the job's own output folder"}
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "files in the job's own output folder" in err.splitlines()[0] and err.count(" skipped ") == 3
+    with pytest.raises(InputError, match=r"inputs.paths\[0\].*only files in the job's own output folder"):
+        load_job(_job(tmp_path, body.replace("scenes/**/*.hdr", "scenes/out/**/*.hdr")))
