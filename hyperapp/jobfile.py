@@ -487,7 +487,7 @@ def load_job(path: str | Path) -> Job:
         try:  # the files a step reads on every cube are read once now
             for k in ("targets", "background", "roi"):
                 if getattr(s, k):
-                    check_labels_file(getattr(s, k), targets=k == "targets")
+                    check_labels_file(getattr(s, k), targets=k == "targets", classes=k == "roi")
             if s.model:
                 from hyperapp.io.model_files import load_model
 

@@ -240,28 +240,21 @@ class RoiSet:
 
     def import_(self, path) -> None:
         """Read ROIs written by :meth:`export`, a ``row,col`` CSV (targets) or any label mask."""
-        import csv
         from pathlib import Path
 
-        from hyperapp.io import read_labels, read_mask
+        from hyperapp.io import read_mask
+        from hyperapp.io.masks import read_pixel_classes
 
         p = Path(path)
         if p.suffix.lower() == ".csv":
-            with open(p, newline="", encoding="utf-8") as fh:
-                rows = list(csv.reader(fh))
-            if rows and len(rows[0]) >= 3 and rows[0][2].strip() == "class":
-                lab = np.zeros(self.shape, np.uint8)
-                for i, row in enumerate(rows[1:], start=2):
-                    try:
-                        r, c, k = int(row[0]), int(row[1]), row[2].strip()
-                    except (ValueError, IndexError) as exc:
-                        raise InputError(f"line {i}: expected row,col,class", p) from exc
-                    if not (0 <= r < self.shape[0] and 0 <= c < self.shape[1]):
-                        raise InputError(f"line {i}: pixel ({r}, {c}) is outside the image", p)
+            pts, names = read_pixel_classes(p, self.shape)  # the one reader of pixel lists (CLI and jobs too)
+            lab = np.zeros(self.shape, np.uint8)
+            if names is None:  # a row,col list: targets
+                lab[pts[:, 0], pts[:, 1]] = TARGET
+            else:  # the classes by name, as exported (a name not yet here becomes a class)
+                for (r, c), k in zip(pts.tolist(), names):
                     lab[r, c] = self._class_of(k)
-                self.set_labels(lab)
-            else:
-                self.set_labels(read_labels(p, self.shape).astype(np.uint8) * TARGET)
+            self.set_labels(lab)
         else:
             from hyperapp.io.masks import class_names_of
 

@@ -116,3 +116,43 @@ def test_roi_classes_round_trip_through_an_envi_classification_file(tmp_path):
     b.import_(tmp_path / "rois.hdr")
     assert [n for n, _ in b.classes] == [n for n, _ in a.classes]
     np.testing.assert_array_equal(b.labels, a.labels)
+
+
+def test_roi_csv_classes_are_read_as_classes_everywhere_and_refused_as_one_set(tmp_path, capsys):
+    """The window's ROI export (``row,col,class``) is read by its classes where classes are read (the window's
+    import, ``analyse --roi``, a job's ``roi``: target 1, background 2, other names from 3); where one set of
+    pixels is read (targets, background, truth) a list of several classes is refused in one line, as every
+    pixel would have counted whatever its class; a list of one class, or of numbered classes, reads."""
+    from hyperapp.cli import main
+    from hyperapp.errors import InputError
+    from hyperapp.io import read_labels
+    from hyperapp.io.masks import check_labels_file, read_class_map
+    from hyperapp.roi import RoiSet
+
+    a = RoiSet((20, 30))
+    water = a.add_class("water")
+    lab = np.zeros((20, 30), np.uint8)
+    lab[2, 3], lab[5:8, 5:9], lab[10, 10:14] = water, 1, 2  # "water" first in raster order
+    a.set_labels(lab)
+    a.export(tmp_path / "rois.csv")
+    b = RoiSet((20, 30))
+    b.import_(tmp_path / "rois.csv")
+    np.testing.assert_array_equal(b.labels, a.labels)
+    np.testing.assert_array_equal(read_class_map(tmp_path / "rois.csv", (20, 30)), lab)
+    check_labels_file(tmp_path / "rois.csv", classes=True)
+    for read in (lambda: read_labels(tmp_path / "rois.csv", (20, 30)), lambda: check_labels_file(tmp_path / "rois.csv")):
+        with pytest.raises(InputError, match="3 classes in its class column"):
+            read()
+    (tmp_path / "one.csv").write_text("row,col,class\n4,3,target\n5,3,target\n")
+    assert read_labels(tmp_path / "one.csv", (20, 30)).sum() == 2
+    (tmp_path / "numbered.csv").write_text("y,x,label\n4,3,7\n5,3,2\n6,3,0\n")
+    m = read_class_map(tmp_path / "numbered.csv", (20, 30))
+    assert (m[4, 3], m[5, 3], m[6, 3], int(m.sum())) == (7, 2, 0, 9)
+    import spectral.io.envi as envi
+
+    cube = np.random.default_rng(0).random((20, 30, 6)).astype(np.float32)
+    envi.save_image(str(tmp_path / "c.hdr"), cube, force=True)
+    rc = main(["--headless", "detect", str(tmp_path / "c.hdr"), "--method", "ace", "--targets", str(tmp_path / "rois.csv"),
+               "--out", str(tmp_path / "det")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "an ROI file" in err and not (tmp_path / "det").exists()

@@ -121,12 +121,15 @@ def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str 
                          "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out", path)
 
 
-def check_labels_file(path: str | os.PathLike, targets: bool = False) -> None:
+def check_labels_file(path: str | os.PathLike, targets: bool = False, classes: bool = False) -> None:
     """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
     (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check);
-    with ``targets``, so is a mask that marks no pixel (a pixel list with no row always is)."""
+    with ``targets``, so is a mask that marks no pixel (a pixel list with no row always is); without
+    ``classes`` (ROI classes), so is a pixel list of several classes (:func:`one_class`)."""
     if Path(path).suffix.lower() in (".csv", ".txt"):
-        read_pixels(path, (2**62, 2**62))
+        _, names = read_pixel_classes(path, (2**62, 2**62))
+        if not classes:
+            one_class(path, names)
     else:
         mask = read_mask(path, None)
         if targets:
@@ -135,9 +138,13 @@ def check_labels_file(path: str | os.PathLike, targets: bool = False) -> None:
 
 def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """ROI classes (``analyse --roi``, a job's ``roi``): an integer class map as it is (values below 0
-    count as no class, 0), a CSV pixel list as class 1."""
+    count as no class, 0); a CSV pixel list with a class column (the window's ROI export) by its classes
+    (:func:`class_numbers`), one without as class 1."""
     if Path(path).suffix.lower() in (".csv", ".txt"):
-        return read_labels(path, shape).astype("int32")
+        pts, names = read_pixel_classes(path, shape)
+        m = np.zeros(shape, np.int32)
+        m[pts[:, 0], pts[:, 1]] = 1 if names is None else class_numbers(names)
+        return m
     m = read_mask(path, shape)
     if (m < 0).any():
         m = m.copy()
@@ -164,11 +171,48 @@ ROW_NAMES = ("row", "rows", "line", "lines", "r", "y")
 COL_NAMES = ("col", "cols", "column", "columns", "sample", "samples", "c", "x")
 
 
+#: header names of a pixel list's class column (the window's ROI export writes ``row,col,class``)
+CLASS_NAMES = ("class", "classes", "label", "roi")
+
+
 def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """Read a CSV of ``row,col`` pixels (0-based) as an (n, 2) int array, checked against ``shape``."""
+    return read_pixel_classes(path, shape)[0]
+
+
+def one_class(path, names: list[str] | None) -> None:
+    """Refuse a pixel list of several classes where one set of pixels is read (targets, background,
+    truth): every listed pixel would count, whatever its class (the window's ROI export lists targets
+    and background in one file)."""
+    kinds = sorted(set(names or ()))
+    if len(kinds) > 1:
+        shown = ", ".join(kinds[:4]) + (", ..." if len(kinds) > 4 else "")
+        raise InputError(f"lists pixels of {len(kinds)} classes in its class column ({shown}): it is an ROI file, "
+                         "read here as one set of pixels; give it where classes are read (analyse --roi, a job's "
+                         "roi), or keep one class's rows", path)
+
+
+def class_numbers(names: list[str]) -> np.ndarray:
+    """Class numbers of a pixel list's class column: the numbers themselves where every value is a whole
+    number (below 1: no class, 0), else the window's classes by name (target 1, background 2, as its ROI
+    import reads them) and other names from 3 in the order they first appear."""
+    if all(n.lstrip("-").isdigit() for n in names):
+        return np.maximum(np.asarray([int(n) for n in names], np.int64), 0)
+    from hyperapp.roi import CLASSES
+
+    numbers = dict(CLASSES)
+    for n in names:
+        numbers.setdefault(n, max(numbers.values()) + 1)
+    return np.asarray([numbers[n] for n in names], np.int64)
+
+
+def read_pixel_classes(path: str | os.PathLike, shape: tuple[int, int]) -> tuple[np.ndarray, list[str] | None]:
+    """A CSV pixel list: ``(n, 2)`` int pixels (0-based, checked against ``shape``) and each one's class as
+    written where a header names a class column (:data:`CLASS_NAMES`), else None."""
     p = need_file(path, "pixel list")
     pts: list[tuple[int, int]] = []
-    ri, ci = 0, 1  # the columns holding row and col: the first two, unless a header names them
+    classes: list[str] = []
+    ri, ci, ki = 0, 1, None  # the columns holding row, col and class: row,col first, unless a header names them
     try:
         # utf-8-sig: a spreadsheet's CSV often starts with a byte-order mark, which would hide its header
         # ("\ufeffcol" is not a column name) and swap every pixel of a col,row file
@@ -183,8 +227,10 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
                     names = [c.lower() for c in cells]
                     r_at = [i for i, n in enumerate(names) if n in ROW_NAMES]
                     c_at = [i for i, n in enumerate(names) if n in COL_NAMES]
+                    k_at = [i for i, n in enumerate(names) if n in CLASS_NAMES]
                     if r_at and c_at:
                         ri, ci = r_at[0], c_at[0]
+                        ki = k_at[0] if k_at else None
                     elif r_at or c_at or len(names) >= 2:  # a header, but not one whose columns are known
                         raise InputError(f"line 1: the header {','.join(cells)!r} names no row and column "
                                          f"columns: name them {ROW_NAMES[0]},{COL_NAMES[0]} (or y,x; line,sample)", p)
@@ -202,12 +248,16 @@ def read_pixels(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
                     raise InputError(
                         f"line {lineno}: pixel ({r}, {c}) is outside the {shape[0]}x{shape[1]} image", p
                     )
+                if ki is not None:
+                    if len(cells) <= ki:
+                        raise InputError(f"line {lineno}: no class in the class column, got {','.join(row)!r}", p)
+                    classes.append(cells[ki])
                 pts.append((r, c))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"not a text CSV of row,col pixels ({exc.__class__.__name__}: {exc})", p) from exc
     if not pts:
         raise InputError("no pixels listed", p)
-    return np.asarray(pts, dtype=np.int64)
+    return np.asarray(pts, dtype=np.int64), (classes if ki is not None else None)
 
 
 def _no_variable_outside_mat(p: Path, variable: str | None) -> None:
@@ -223,7 +273,8 @@ def read_labels(path: str | os.PathLike, shape: tuple[int, int], variable: str |
     p = Path(path)
     _no_variable_outside_mat(p, variable)
     if p.suffix.lower() in (".csv", ".txt"):
-        pts = read_pixels(p, shape)
+        pts, names = read_pixel_classes(p, shape)
+        one_class(p, names)
         m = np.zeros(shape, dtype=bool)
         m[pts[:, 0], pts[:, 1]] = True
         return m
