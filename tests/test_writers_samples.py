@@ -139,6 +139,9 @@ def test_roi_csv_classes_are_read_as_classes_everywhere_and_refused_as_one_set(t
     b.import_(tmp_path / "rois.csv")
     np.testing.assert_array_equal(b.labels, a.labels)
     np.testing.assert_array_equal(read_class_map(tmp_path / "rois.csv", (20, 30)), lab)
+    from hyperapp.io.masks import class_names_of
+
+    assert class_names_of(tmp_path / "rois.csv") == {1: "target", 2: "background", 3: "water"}
     check_labels_file(tmp_path / "rois.csv", classes=True)
     for read in (lambda: read_labels(tmp_path / "rois.csv", (20, 30)), lambda: check_labels_file(tmp_path / "rois.csv")):
         with pytest.raises(InputError, match="3 classes in its class column"):

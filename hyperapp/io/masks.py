@@ -153,8 +153,14 @@ def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarra
 
 
 def class_names_of(path: str | os.PathLike) -> dict[int, str] | None:
-    """Class names of an ENVI classification file (value -> name, Unclassified left out), else None."""
+    """Class names of an ENVI classification file (value -> name, Unclassified left out), or of a pixel
+    list's class column where it names its classes (:func:`class_numbers`), else None."""
     p = Path(path)
+    if p.suffix.lower() in (".csv", ".txt"):
+        _, names = read_pixel_classes(p, (2**62, 2**62))
+        if names is None or all(n.lstrip("-").isdigit() for n in names):
+            return None
+        return {int(k): n for n, k in sorted(dict(zip(names, class_numbers(names))).items(), key=lambda nk: nk[1])}
     hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
     if not hdr.is_file():
         return None
