@@ -88,7 +88,7 @@ class _Item:
     results: list = field(default_factory=list)  # (step, folder, result or None when already written)
     t_ready: float = 0.0  # when the read stage handed it on
     planned: bool = False  # opened, and its read planned (:meth:`CubePipeline._plan`)
-    plan: tuple | None = None  # (the cube on the steps' bands, whether large), when the read stage reads it
+    plan: object = None  # the cube on the steps' bands, when the read stage reads it
     reader: object = None  # its TileReader, made while the cube before it was read (started once that one's reads end)
 
 
@@ -311,29 +311,23 @@ class CubePipeline:
     def _read(self, item: _Item) -> None:
         from hyperapp.backend import get_backend
         from hyperapp.detect import load_pixels
-        from hyperapp.stream import TileReader
 
         backend = get_backend(self.device)
         if not item.planned:
             self._plan(item, backend)
-        reader, item.reader = item.reader, None
         if item.plan is None:
-            if reader is not None:
-                reader.close()
             return  # steps on different bands, or a cube too large to read ahead: the compute stage reads it
-        cube, large = item.plan
+        reader, item.reader = item.reader, None
         try:
-            if large:
+            if reader is not None:
                 # a large cube's reads start now; the next cube's reader is made meanwhile and starts as soon
                 # as this one's reads end, while this cube's last tiles still go to the device (no gap
                 # between cubes)
-                reader = reader or TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
                 reader.start()
                 nxt = self._look_ahead(backend)
                 if nxt is not None and nxt.reader is not None:
                     reader.then(nxt.reader)
-            item.image = load_pixels(cube, backend, self._progress, tile_bytes=READ_TILE_BYTES if large else None,
-                                     helper=large, reader=reader)
+            item.image = load_pixels(item.plan, backend, self._progress, reader=reader)
         except BaseException:
             if reader is not None:  # stopped and its ring given back, even where the load failed before reading
                 reader.close()
@@ -341,12 +335,15 @@ class CubePipeline:
         backend.synchronize()  # the pixels are on the device before the compute stage gets them
 
     def _plan(self, item: _Item, backend) -> None:
-        """Open the cube and plan its read: ``item.plan`` is (the cube on the steps' bands, whether it is
-        large) when the read stage reads it, None when the compute stage does (steps on different bands,
-        or too large to read ahead)."""
+        """Open the cube and plan its read: ``item.plan`` is the cube on the steps' bands when the read
+        stage reads it, None when the compute stage does (steps on different bands, or too large to read
+        ahead); a cube of :data:`LARGE_CUBE_BYTES` or more gets its reader (``item.reader``: tiles of
+        :data:`READ_TILE_BYTES`, through the reading helper), not yet started. Others are read with a
+        lone read's tiles, in this process."""
         from hyperapp.io import open_cube
+        from hyperapp.stream import TileReader
 
-        item.planned, item.plan = True, None
+        item.planned, item.plan, item.reader = True, None, None
         item.cube = open_cube(item.path, self.dataset)
         sel = {(s.all_bands, s.bands) for s in self.steps}
         if len(sel) != 1:
@@ -354,15 +351,14 @@ class CubePipeline:
         all_bands, bands = sel.pop()
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
-            large = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES
-            item.plan = (cube, large)
+            item.plan = cube
+            if cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES:
+                item.reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
 
     def _look_ahead(self, backend) -> _Item | None:
         """The read stage's next cube, taken from the inbox now (None if none is waiting), opened, with a
-        reader made for it when it is large. Where any of that fails, the cube is opened again in its
-        turn, and the failure is its own."""
-        from hyperapp.stream import TileReader
-
+        reader made for it when it is large (:meth:`_plan`). Where any of that fails, the cube is opened
+        again in its turn, and the failure is its own."""
         if self._ahead is not None or self._closed:
             return None
         try:
@@ -374,8 +370,6 @@ class CubePipeline:
         self._ahead = nxt
         try:
             self._plan(nxt, backend)
-            if nxt.plan is not None and nxt.plan[1]:
-                nxt.reader = TileReader(nxt.plan[0], READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
         except Exception:  # noqa: BLE001  (see above)
             nxt.planned, nxt.plan, nxt.cube, nxt.reader = False, None, None, None
         return nxt

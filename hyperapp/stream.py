@@ -349,8 +349,7 @@ class TileReader:
                 for f in futures:
                     f.exception()
         self._ready.put(None)
-        if nxt is not None:  # after the end is handed over: the next reader's set-up never delays this cube
-            _start_quietly(nxt)
+        _start_quietly(nxt)  # after the end is handed over: the next reader's set-up never delays this cube
 
     def _one_tile(self) -> Iterator[Tile]:
         k = self._free.get()
@@ -358,9 +357,7 @@ class TileReader:
             view = self._fill(k, 0, self.cube.rows)
         finally:
             self._close_file()
-        nxt = self._all_read()
-        if nxt is not None:
-            _start_quietly(nxt)
+        _start_quietly(self._all_read())
         yield Tile(0, self.cube.rows, view, k)
 
     def view(self, k: int, n_rows: int) -> np.ndarray:
@@ -380,7 +377,6 @@ class TileReader:
             if self.rows_per >= self.cube.rows:
                 # one tile: nothing to read ahead of, so no thread (its start and hand-off would be all the
                 # overlap there is; a batch of small cubes pays them per cube)
-                self.bufs  # noqa: B018
                 for tile in self._one_tile():
                     self._held.add(tile.slot)
                     yield tile
@@ -427,9 +423,11 @@ class TileReader:
             os.close(fd)
 
 
-def _start_quietly(reader: TileReader) -> None:
-    """Start a chained reader early; where that fails, its own consumer starts it again in its turn and
-    meets the error as its own (the cube before it is not failed by it)."""
+def _start_quietly(reader: TileReader | None) -> None:
+    """Start a chained reader early (if there is one); where that fails, its own consumer starts it again
+    in its turn and meets the error as its own (the cube before it is not failed by it)."""
+    if reader is None:
+        return
     try:
         reader.start()
     except Exception:  # noqa: BLE001  (see above)

@@ -158,9 +158,9 @@ def class_names_of(path: str | os.PathLike) -> dict[int, str] | None:
     p = Path(path)
     if p.suffix.lower() in (".csv", ".txt"):
         _, names = read_pixel_classes(p, (2**62, 2**62))
-        if names is None or all(n.lstrip("-").isdigit() for n in names):
+        if names is None or _numbered(names):
             return None
-        return {int(k): n for n, k in sorted(dict(zip(names, class_numbers(names))).items(), key=lambda nk: nk[1])}
+        return dict(sorted(zip(class_numbers(names).tolist(), names)))
     hdr = p if p.suffix.lower() == ".hdr" else p.with_suffix(".hdr")
     if not hdr.is_file():
         return None
@@ -202,7 +202,7 @@ def class_numbers(names: list[str]) -> np.ndarray:
     """Class numbers of a pixel list's class column: the numbers themselves where every value is a whole
     number (below 1: no class, 0), else the window's classes by name (target 1, background 2, as its ROI
     import reads them) and other names from 3 in the order they first appear."""
-    if all(n.lstrip("-").isdigit() for n in names):
+    if _numbered(names):
         return np.maximum(np.asarray([int(n) for n in names], np.int64), 0)
     from hyperapp.roi import CLASSES
 
@@ -210,6 +210,11 @@ def class_numbers(names: list[str]) -> np.ndarray:
     for n in names:
         numbers.setdefault(n, max(numbers.values()) + 1)
     return np.asarray([numbers[n] for n in names], np.int64)
+
+
+def _numbered(names: list[str]) -> bool:
+    """Whether a class column holds whole numbers (the classes' own numbers) rather than names."""
+    return all(n.lstrip("-").isdigit() for n in names)
 
 
 def read_pixel_classes(path: str | os.PathLike, shape: tuple[int, int]) -> tuple[np.ndarray, list[str] | None]:
