@@ -133,6 +133,7 @@ class CubePipeline:
         self._start_lock = threading.Lock()
         self._closed = False
         self._ahead: _Item | None = None  # the next cube for the read stage, taken from the inbox early
+        self.waits: str | None = None  # how the GPU's waits are scheduled (cuda_start.schedule_waits)
 
     # ------------------------------------------------------------------ public
     def submit(self, path: str, folder: str | None = None, truth: str | None = None) -> Future:
@@ -276,7 +277,14 @@ class CubePipeline:
             return contextlib.nullcontext()  # every cube then fails with the backend's one line
         if not backend.is_gpu:
             return contextlib.nullcontext()
-        return backend.xp.cuda.Stream(non_blocking=True)
+        stream = backend.xp.cuda.Stream(non_blocking=True)  # the context is now current on this thread
+        from hyperapp.cuda_start import schedule_waits
+
+        # the stages' waits for the GPU sleep instead of spinning (a quarter less CPU a cube, the same rate:
+        # see schedule_waits); it holds for every thread of the process, and each stage sets it, as each may
+        # be the first
+        self.waits = schedule_waits()
+        return stream
 
     def _timed(self, fn, item: _Item) -> None:
         """Run stage ``fn`` on ``item`` unless an earlier stage failed; its seconds go to the row, its

@@ -33,7 +33,13 @@ from pathlib import Path
 
 from hyperapp import pipeline, stream
 from hyperapp.batch import run_job
-from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, _write_campaign, parallel_read_s, settle_writes
+from hyperapp.bench.campaign import (
+    CAMPAIGN_SHAPE,
+    _job,
+    _write_campaign,
+    parallel_read_s,
+    settle_writes,
+)
 from hyperapp.jobfile import load_job
 
 ap = argparse.ArgumentParser()
@@ -42,6 +48,8 @@ ap.add_argument("--dir", default="/tmp/hyperapp-stage-profile")
 ap.add_argument("--methods", default="rbfn,ace")
 ap.add_argument("--modes", default="helper,local")
 ap.add_argument("--repeats", type=int, default=2)
+ap.add_argument("--vary", default="", help="an environment variable's values to alternate between runs, as "
+                "NAME=a,b (HYPERAPP_CUDA_WAITS=spin,block; HYPERAPP_READ_PROCESS is --modes)")
 ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
 ap.add_argument("--device", default="gpu")
 ap.add_argument("--label", default="", help="prefix of the runs' output folders (a second version's runs start afresh)")
@@ -109,14 +117,18 @@ class Probe:
         self.t.join()
 
 
-def one_run(method: str, mode: str, tag: str) -> None:
+def one_run(method: str, mode: str, tag: str, value: str = "") -> None:
     os.environ["HYPERAPP_READ_PROCESS"] = "1" if mode == "helper" else "0"
+    if value:
+        os.environ[a.vary.split("=")[0]] = value
+        tag = f"{tag}-{value}"
     tag = a.label + tag
     warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[0-3].hdr"))
     run_job(warm, device=a.device)
     CPU.clear()
     job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
     job.inputs = job.inputs[:a.cubes]
+    ref_now = parallel_read_s(imgs, repeats=1)  # the reference just before this run: it moves between runs
     t = os.times()
     with Probe() as probe:
         t0 = time.perf_counter()
@@ -132,7 +144,8 @@ def one_run(method: str, mode: str, tag: str) -> None:
     reps = [json.loads(p.read_text())["seconds"] for p in Path(job.output).glob("*/*/report.json")]
     inside = {k: round(statistics.median(r.get(k, 0.0) for r in reps) * 1e3, 1) for k in reps[0]} if reps else {}
     cpus = {k: round(statistics.median(v) * 1e3) for k, v in CPU.items()}
-    print(f"{tag}: {gb / w:.1f} GB/s ({ref / w:.0%} of page cache), {w / len(hdrs) * 1e3:.0f} ms a cube; "
+    print(f"{tag}: {gb / w:.1f} GB/s ({ref / w:.0%} of page cache; {ref_now / w:.0%} of the {gb / ref_now:.1f} GB/s "
+          f"just before), {w / len(hdrs) * 1e3:.0f} ms a cube; "
           f"stage wall ms {walls}; stage thread CPU ms {cpus}; process CPU {proc_cpu * 1e3:.0f} ms a cube; "
           f"probe late {statistics.mean(probe.late) * 1e3:.2f} ms mean, "
           f"{statistics.quantiles(probe.late, n=10)[-1] * 1e3:.2f} ms p90; compute's report seconds (ms, median) "
@@ -143,7 +156,8 @@ sys.setswitchinterval(pipeline.SWITCH_INTERVAL)
 for method in a.methods.split(","):
     for r in range(a.repeats):
         for mode in a.modes.split(","):
-            one_run(method, mode, f"{method}-{mode}-{r}")
+            for value in (a.vary.split("=", 1)[1].split(",") if a.vary else [""]):
+                one_run(method, mode, f"{method}-{mode}-{r}", value)
     for stage in filter(None, a.cprofile.split(",")):
         PROFILES, PROFILED = {}, stage
         one_run(method, a.modes.split(",")[0], f"{method}-cprofile-{stage}")

@@ -445,3 +445,41 @@ def test_a_cube_handed_on_after_close_without_waiting_is_cancelled(tmp_path, mon
     for t in pipe._threads:
         t.join(30)
     assert fut.done()
+
+
+def test_the_gpu_wait_schedule_is_named_by_the_environment(monkeypatch):
+    """``HYPERAPP_CUDA_WAITS`` names the schedule of the GPU waits where it names one, whatever its case
+    and spaces; anything else is the default. Without a CUDA context the schedule is not touched."""
+    from hyperapp import cuda_start
+
+    monkeypatch.delenv("HYPERAPP_CUDA_WAITS", raising=False)
+    assert cuda_start.wanted_schedule() == "block"
+    monkeypatch.setenv("HYPERAPP_CUDA_WAITS", " Spin ")
+    assert cuda_start.wanted_schedule() == "spin"
+    monkeypatch.setenv("HYPERAPP_CUDA_WAITS", "sleep")
+    assert cuda_start.wanted_schedule("auto") == "auto"
+    pipe = CubePipeline([], "unused", device="cpu")
+    assert pipe.waits is None  # the CPU's pipeline never asks the driver
+
+
+@pytest.mark.gpu
+def test_a_gpu_pipeline_makes_its_waits_block(cp, tmp_path, monkeypatch):
+    """A pipeline on the GPU sets the context's wait schedule to blocking (its stages' waits sleep),
+    or to what ``HYPERAPP_CUDA_WAITS`` names; the schedule read back from the driver is what was asked."""
+    from hyperapp import cuda_start
+
+    scenes = _scenes(tmp_path, 2)
+    monkeypatch.delenv("HYPERAPP_CUDA_WAITS", raising=False)
+    try:
+        for want in ("block", "spin"):
+            if want != "block":
+                monkeypatch.setenv("HYPERAPP_CUDA_WAITS", want)
+            with CubePipeline(_steps(tmp_path), str(tmp_path / f"out-{want}"), device="gpu") as pipe:
+                rows = [f.result() for f in [pipe.submit(str(s)) for s in scenes]]
+            assert all(r["error"] is None for r in rows)
+            assert pipe.waits == want
+            with cp.cuda.Stream(non_blocking=True):
+                assert cuda_start.schedule_waits(want) == want  # read back from this thread's context
+    finally:
+        with cp.cuda.Stream(non_blocking=True):
+            cuda_start.schedule_waits("auto")
