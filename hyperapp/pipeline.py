@@ -60,14 +60,22 @@ POLL = 0.1
 #: campaign ran no faster (`scripts/profile_campaign.py --switch`, H100 host)
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: stored bytes per tile the read stage reads: sixteen times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
+#: stored bytes per tile the read stage reads: eight times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
 #: Each tile costs the read and copy threads a few dozen hand-offs of the interpreter, which the compute
 #: and write threads hold much of the time, so the read stage's rate grows with the tile: onto the GPU
 #: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
 #: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). Such cubes are read by the reading helper
-#: process (its calls moved out of this interpreter), into its shared ring of four tiles (1 GB), pinned
-#: once per process
-READ_TILE_BYTES: int | None = 256 << 20
+#: process (its calls moved out of this interpreter), into its shared ring of :data:`READ_RING` tiles
+#: (1 GB), pinned once per process
+READ_TILE_BYTES: int | None = 128 << 20
+#: buffers in the ring of such a reader (:class:`hyperapp.stream.TileReader`'s ``ring``): all but the two
+#: the GPU's copies hold are being read at once. Between two tiles the helper waits for a reply to cross
+#: to this process, a tile to be handed on, a buffer to come back and the next request to cross back,
+#: and with two tiles in flight its threads idled through that: a campaign of 2 GB cubes (16-core H200
+#: host, ``scripts/profile_stages.py --layouts``, two runs each) ran at 27.3-29.1 GB/s with four tiles of
+#: 256 MB, 32.4-33.2 with eight of 128 MB (the same 1 GB), 32.8 with eight of 256 MB and 30.1-30.6 with
+#: sixteen of 64 MB (whose hand-offs cost the read stage's thread 33-34 ms of CPU a cube, against 23)
+READ_RING = 8
 #: cubes smaller than this read with a lone read's tiles, in this process: the large ring's pinning (about
 #: 0.3 GB/s on these hosts, so seconds for 1 GB, once in each process) pays only over cubes of a gigabyte
 #: or more
@@ -361,7 +369,7 @@ class CubePipeline:
         if self._read_ahead(cube, backend):
             item.plan = cube
             if cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES:
-                item.reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True)
+                item.reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True, ring=READ_RING)
 
     def _look_ahead(self, backend) -> _Item | None:
         """The read stage's next cube, taken from the inbox now (None if none is waiting), opened, with a

@@ -72,8 +72,10 @@ def _helper_threads() -> int:
 HELPER_THREADS = _helper_threads()
 #: buffers in the ring: one being filled, the others converted or in flight to the device
 RING = 4
-#: tiles being read at once (at most RING - 2: the consumer holds two while their copies to the GPU run)
-AHEAD = 2
+#: tiles the GPU's consumer holds while their copies to the device run
+HELD = 2
+#: tiles being read at once (at most a ring's buffers less the :data:`HELD` ones)
+AHEAD = RING - HELD
 
 
 def _mmap_of(a) -> mmap.mmap | None:
@@ -148,7 +150,8 @@ class TileReader:
         where it cannot, this process's copy threads read.
     """
 
-    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False, helper: bool = False):
+    def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False, helper: bool = False,
+                 ring: int = RING):
         self.cube = cube
         st = cube.store
         self.stored_shape = list(st.source.shape)
@@ -169,9 +172,11 @@ class TileReader:
         self._helper = None
         self._bufs: list[np.ndarray] | None = None
         self._free: queue.Queue = queue.Queue()
-        for k in range(RING):
+        self.ring = max(RING, int(ring))  # buffers; tiles in flight: all but the ones the consumer holds
+        self.ahead = self.ring - HELD
+        for k in range(self.ring):
             self._free.put(k)
-        self._ready: queue.Queue = queue.Queue(maxsize=RING)
+        self._ready: queue.Queue = queue.Queue(maxsize=self.ring)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._held: set[int] = set()  # slots handed to the consumer and not given back
@@ -188,15 +193,15 @@ class TileReader:
         if self._bufs is None:
             dtype, n = self.cube.store.dtype, self._ring_items
             if self._want_helper and self._file is not None:
-                self._helper = reader_process.lease(n * dtype.itemsize, RING, self._pinned, HELPER_THREADS)
+                self._helper = reader_process.lease(n * dtype.itemsize, self.ring, self._pinned, HELPER_THREADS)
             if self._helper is not None:
-                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(RING)]
+                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(self.ring)]
             elif self._pinned:
                 from hyperapp.backend import empty_pinned
 
-                self._bufs = [empty_pinned((n * dtype.itemsize,), np.uint8).view(dtype) for _ in range(RING)]
+                self._bufs = [empty_pinned((n * dtype.itemsize,), np.uint8).view(dtype) for _ in range(self.ring)]
             else:
-                self._bufs = [np.empty(n, dtype) for _ in range(RING)]
+                self._bufs = [np.empty(n, dtype) for _ in range(self.ring)]
         return self._bufs
 
     def _file_layout(self) -> tuple[str, int, int, int, int, int] | None:
@@ -306,7 +311,7 @@ class TileReader:
         return nxt
 
     def _produce(self) -> None:
-        """Read the tiles into the ring, up to :data:`AHEAD` at once: the copy threads start on the next
+        """Read the tiles into the ring, up to ``ahead`` at once: the copy threads start on the next
         tile's reads while the last ones of the tile before finish, instead of all waiting for the
         slowest at the end of every tile. Tiles are handed over in order, each once all of its reads
         are done; a buffer is never waited for while a finished tile is held back (the consumer may
@@ -336,7 +341,7 @@ class TileReader:
                     return
                 view, futures = self._start(k, r0, r1, pool)
                 inflight.append((Tile(r0, r1, view, k), futures))
-                while inflight and (len(inflight) > AHEAD or all(f.done() for f in inflight[0][1])):
+                while inflight and (len(inflight) > self.ahead or all(f.done() for f in inflight[0][1])):
                     hand_over()
             while inflight:
                 hand_over()
@@ -610,7 +615,7 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None,
             # the caller's stream waits for the tile on the device; the host only waits to hand a buffer
             # back to the reader, keeping one free for it to fill
             cupy.cuda.get_current_stream().wait_event(stream.record())
-            while len(pending) > RING - 2:
+            while len(pending) > HELD:
                 pt, ev = pending.pop(0)
                 ev.synchronize()
                 reader.release(pt)

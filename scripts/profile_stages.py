@@ -50,6 +50,7 @@ ap.add_argument("--modes", default="helper,local")
 ap.add_argument("--repeats", type=int, default=2)
 ap.add_argument("--vary", default="", help="an environment variable's values to alternate between runs, as "
                 "NAME=a,b (HYPERAPP_CUDA_WAITS=spin,block; HYPERAPP_READ_PROCESS is --modes)")
+ap.add_argument("--layouts", default="", help="the read stage's tiles to alternate, as MBxRING (256x4,128x8)")
 ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
 ap.add_argument("--device", default="gpu")
 ap.add_argument("--label", default="", help="prefix of the runs' output folders (a second version's runs start afresh)")
@@ -157,7 +158,11 @@ for method in a.methods.split(","):
     for r in range(a.repeats):
         for mode in a.modes.split(","):
             for value in (a.vary.split("=", 1)[1].split(",") if a.vary else [""]):
-                one_run(method, mode, f"{method}-{mode}-{r}", value)
+                for lay in (a.layouts.split(",") if a.layouts else [""]):
+                    if lay:
+                        mb, ring = (int(v) for v in lay.split("x"))
+                        pipeline.READ_TILE_BYTES, pipeline.READ_RING = mb << 20, ring
+                    one_run(method, mode, f"{method}-{mode}-{r}" + (f"-{lay}" if lay else ""), value)
     for stage in filter(None, a.cprofile.split(",")):
         PROFILES, PROFILED = {}, stage
         one_run(method, a.modes.split(",")[0], f"{method}-cprofile-{stage}")

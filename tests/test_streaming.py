@@ -466,3 +466,23 @@ def test_whole_image_methods_over_the_budget_are_refused_before_loading(land_hdr
     with pytest.raises(InputError, match="needs the whole image in memory") as err:
         run_detection(cube, method, targets, device="cpu", memory=1e-4, **kw)
     assert str(cube.path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_deeper_ring_reads_more_tiles_ahead_and_the_same_pixels(tmp_path):
+    """``ring``: a reader with eight buffers has six tiles read ahead before its consumer takes any (all
+    but the two a GPU consumer holds), and gives the pixels a reader of four gives."""
+    import spectral.io.envi as envi
+
+    data = (np.random.default_rng(6).random((60, 10, 4)) * 100).astype(np.float32)
+    envi.save_image(str(tmp_path / "c.hdr"), data, interleave="bil", force=True)
+    cube = open_cube(tmp_path / "c.hdr")
+    tile = 3 * 10 * 4 * 4  # twenty tiles
+    deep = stream.TileReader(cube, tile, ring=8)
+    assert deep.ahead == 8 - stream.HELD
+    deep.start()
+    deadline = time.monotonic() + 10
+    while deep._ready.qsize() < deep.ahead and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert deep._ready.qsize() >= deep.ahead  # read ahead, not yet asked for
+    np.testing.assert_array_equal(read_float32(cube, reader=deep), data)
+    np.testing.assert_array_equal(read_float32(cube, reader=stream.TileReader(cube, tile)), data)
