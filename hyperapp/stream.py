@@ -148,6 +148,10 @@ class TileReader:
         where the file allows ``preadv`` and the helper can be had: for a batch's read stage, whose
         copy threads would otherwise wait on the compute stage's Python for the interpreter. Else, and
         where it cannot, this process's copy threads read.
+    ring : int
+        Buffers in the ring (at least :data:`RING`): all but the :data:`HELD` ones a GPU consumer holds are
+        read at once (``ahead``). A batch's large cubes use more, for the reading helper to have work while
+        its replies and the next requests cross between the processes.
     """
 
     def __init__(self, cube: Cube, tile_bytes: int = TILE_BYTES, pinned: bool = False, helper: bool = False,

@@ -191,7 +191,7 @@ def campaign(ctx) -> list[Measurement]:
         imgs = [h.with_suffix(".img") for h in hdrs]
         (d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
         gb = sum(p.stat().st_size for p in imgs) / 1e9
-        # the page cache's rate moves between minutes on one host (39-50 GB/s seen): it is measured before
+        # the page cache's rate moves by up to a fifth within minutes on one host: it is measured before
         # and after each run, and each run is held against the best of all (the most the files were read at)
         # and, in the notes, against the mean of the two around it
         refs = [parallel_read_s(imgs)]
