@@ -21,11 +21,9 @@ from hyperapp import pipeline, stream
 from hyperapp.backend import get_backend
 from hyperapp.batch import run_job
 from hyperapp.bench.campaign import (
-    CAMPAIGN_SHAPE,
     _job,
-    _write_campaign,
+    campaign_files,
     parallel_read_s,
-    settle_writes,
     stage_medians,
 )
 from hyperapp.detect import load_pixels
@@ -43,18 +41,10 @@ ap.add_argument("--switch", default="0.0005", help="interpreter switch intervals
 a = ap.parse_args()
 
 d = Path(a.dir)
-(d / "cubes").mkdir(parents=True, exist_ok=True)
-hdrs = sorted((d / "cubes").glob("*.hdr"))
-if len(hdrs) < a.cubes:
-    t0 = time.perf_counter()
-    hdrs = _write_campaign(d / "cubes", a.cubes, CAMPAIGN_SHAPE)
-    print(f"wrote {a.cubes} cubes in {time.perf_counter() - t0:.1f} s")
-hdrs = hdrs[:a.cubes]
-settle_writes()
-rows, cols, _ = CAMPAIGN_SHAPE
-(d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
+t0 = time.perf_counter()
+hdrs, gb = campaign_files(d, a.cubes)
+print(f"{a.cubes} cubes ready in {time.perf_counter() - t0:.1f} s")
 imgs = [h.with_suffix(".img") for h in hdrs]
-gb = sum(p.stat().st_size for p in imgs) / 1e9
 ref = parallel_read_s(imgs)
 print(f"{len(imgs)} cubes, {gb:.1f} GB; parallel page-cache read {gb / ref:.1f} GB/s; copy threads {stream.COPY_THREADS}")
 backend = get_backend("gpu")

@@ -27,7 +27,7 @@ import numpy as np
 
 from hyperapp import stream
 from hyperapp.backend import empty_pinned
-from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _write_campaign, parallel_read_s, settle_writes
+from hyperapp.bench.campaign import campaign_files, parallel_read_s
 from hyperapp.io import open_cube
 
 ap = argparse.ArgumentParser()
@@ -38,13 +38,8 @@ ap.add_argument("--helper", action="store_true",
                      "helper process, alone and beside a thread running Python")
 a = ap.parse_args()
 d = Path(a.dir)
-(d / "cubes").mkdir(parents=True, exist_ok=True)
-hdrs = sorted((d / "cubes").glob("*.hdr"))[: a.cubes]
-if len(hdrs) < a.cubes:
-    hdrs = _write_campaign(d / "cubes", a.cubes, CAMPAIGN_SHAPE)
-settle_writes()
+hdrs, gb = campaign_files(d, a.cubes)
 imgs = [h.with_suffix(".img") for h in hdrs]
-gb = sum(p.stat().st_size for p in imgs) / 1e9
 THREADS, PIECE = 16, 64 << 20
 
 

@@ -33,13 +33,7 @@ from pathlib import Path
 
 from hyperapp import pipeline, stream
 from hyperapp.batch import run_job
-from hyperapp.bench.campaign import (
-    CAMPAIGN_SHAPE,
-    _job,
-    _write_campaign,
-    parallel_read_s,
-    settle_writes,
-)
+from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, campaign_files, parallel_read_s
 from hyperapp.jobfile import load_job
 
 ap = argparse.ArgumentParser()
@@ -58,16 +52,8 @@ ap.add_argument("--shape", default="x".join(map(str, CAMPAIGN_SHAPE)), help="row
 a = ap.parse_args()
 
 d = Path(a.dir)
-(d / "cubes").mkdir(parents=True, exist_ok=True)
-hdrs = sorted((d / "cubes").glob("*.hdr"))
-if len(hdrs) < a.cubes:
-    hdrs = _write_campaign(d / "cubes", a.cubes, tuple(int(v) for v in a.shape.split("x")))
-hdrs = hdrs[:a.cubes]
-settle_writes()
-rows, cols, _ = (int(v) for v in a.shape.split("x"))
-(d / "t.csv").write_text(f"row,col\n{rows // 3},{cols // 3}\n{rows // 2},{cols // 2}\n")
+hdrs, gb = campaign_files(d, a.cubes, tuple(int(v) for v in a.shape.split("x")))
 imgs = [h.with_suffix(".img") for h in hdrs]
-gb = sum(p.stat().st_size for p in imgs) / 1e9
 ref = parallel_read_s(imgs)
 print(f"{len(imgs)} cubes, {gb:.1f} GB, {os.cpu_count()} cores; parallel page-cache read {gb / ref:.1f} GB/s; "
       f"copy threads {stream.COPY_THREADS}", flush=True)
