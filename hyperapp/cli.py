@@ -188,17 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _open_cube(path: str, dataset: str | None):
-    """:func:`hyperapp.io.open_cube`, refusing a ``--dataset`` that the cube's format would ignore
-    (:func:`hyperapp.io.check_dataset_applies`)."""
-    from hyperapp.io import check_dataset_applies, open_cube
-
-    check_dataset_applies(path, dataset)
-    return open_cube(path, dataset)
-
-
 def cmd_info(args) -> int:
-    cube = _open_cube(args.cube, args.dataset)
+    from hyperapp.io import open_named_cube
+
+    cube = open_named_cube(args.cube, args.dataset)
     d = cube.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -334,7 +327,9 @@ def cmd_detect(args) -> int:
 
 def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
-    return _open_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
+    from hyperapp.io import open_named_cube
+
+    return open_named_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
 
 
 def cmd_analyse(args) -> int:

@@ -86,10 +86,9 @@ class Session:
     def open(cls, path: str | os.PathLike, dataset: str | None = None, all_bands: bool = False) -> Session:
         """The cube at ``path`` less the header's bad bands (unless ``all_bands``), as the CLI and a job
         open it (:meth:`hyperapp.cube.Cube.run_bands`)."""
-        from hyperapp.io import check_dataset_applies, open_cube
+        from hyperapp.io import open_named_cube
 
-        check_dataset_applies(path, dataset)
-        cube = open_cube(path, dataset).run_bands(bool(all_bands))
+        cube = open_named_cube(path, dataset).run_bands(bool(all_bands))
         return cls(cube, dataset, all_bands=bool(all_bands))
 
     def load_truth(self, path: str | os.PathLike, variable: str | None = None) -> None:

@@ -36,8 +36,8 @@ def holds_datasets(path: str | os.PathLike) -> bool:
 def check_dataset_applies(path: str | os.PathLike, dataset: str | None) -> None:
     """Refuse a ``--dataset`` that the cube's format would ignore: only HDF5 and ``.mat`` files hold several
     arrays to choose from, and a dataset name given with another cube is a mistake (perhaps of file).
-    The command line and the window's start check it; a job's ``dataset`` applies to its HDF5 and ``.mat``
-    inputs among others, and is not checked here."""
+    :func:`open_named_cube` checks it for the command line and the window; a job's ``dataset`` applies to
+    its HDF5 and ``.mat`` inputs among others, and is not checked here."""
     if dataset is not None and not holds_datasets(path):
         raise InputError(f"--dataset ({dataset!r}) names an HDF5 dataset or a .mat variable; this cube is not HDF5 "
                          "or .mat, and holds one image: leave --dataset out", path)
@@ -81,3 +81,10 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
 
         return open_hdf5(p, dataset)
     raise CubeFormatError("unknown cube format: expected ENVI (.hdr + data), HDF5 or MATLAB .mat", p)
+
+
+def open_named_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
+    """:func:`open_cube` for a cube a person named (the command line, the window): a ``--dataset`` its
+    format would ignore is refused first (:func:`check_dataset_applies`)."""
+    check_dataset_applies(path, dataset)
+    return open_cube(path, dataset)
