@@ -66,7 +66,8 @@ STAGES = ("read", "compute", "write")
 #: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
 #: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). Such cubes are read by the reading helper
 #: process (its calls moved out of this interpreter), into its shared ring of :data:`READ_RING` tiles
-#: (1 GB), pinned once per process
+#: (1 GB): on the GPU, where the helper copies each tile itself (:mod:`hyperapp.helper_gpu`), else in
+#: host memory pinned once per process
 READ_TILE_BYTES: int | None = 128 << 20
 #: buffers in the ring of such a reader (:class:`hyperapp.stream.TileReader`'s ``ring``): all but the two
 #: the GPU's copies hold are being read at once. Between two tiles the helper waits for a reply to cross

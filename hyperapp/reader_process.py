@@ -8,21 +8,28 @@ GB/s where alone it came at 30-33 GB/s (``scripts/profile_reading.py``, H100 hos
 stage slowed by as much. The helper process has an interpreter of its own. It does every system call of
 a tile there, and this process meets it twice a tile: one message out, one back.
 
-The ring is one ``memfd`` (anonymous shared memory, Linux), mapped by both processes; for the GPU this
-process pins it (``cudaHostRegister``), so the tiles the helper writes go to the device on asynchronous
-copies, as the page-locked ring of :class:`hyperapp.stream.TileReader` does. A helper is started on the first
+For a GPU reader the ring is on the GPU: one allocation of this process, shared with the helper by a
+CUDA IPC handle, into which the helper's threads copy each tile themselves, a few MB at a time through
+small page-locked buffers of their own (:mod:`hyperapp.helper_gpu`, which says why: those buffers stay
+in the CPU's cache until the GPU has copied them). Where that cannot be set up (no CUDA IPC, say, or
+``HYPERAPP_READ_TO_GPU=0``), and for the CPU, the ring is one ``memfd`` (anonymous shared memory, Linux),
+mapped by both processes; for the GPU this process pins it (``cudaHostRegister``), so the tiles the
+helper writes go to the device on asynchronous copies, as the page-locked ring of
+:class:`hyperapp.stream.TileReader` does. A helper is started on the first
 cube that needs it and ends with this process (it reads until its socket closes). A process keeps up to
 two, each with its ring: while this cube's last tiles go to the GPU from one, the next cube's first
 tiles are read into the other.
 
-The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library: its
-start costs about 50 ms, once. Where it cannot run (not Linux, a frozen application, a start that
+The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library (the
+CUDA driver through ``ctypes``): its start costs about 50 ms, once, and a context on the GPU. Where it cannot run (not Linux, a frozen application, a start that
 fails, ``HYPERAPP_READ_PROCESS=0``) readers read in this process, as before.
 
 The wire format is :mod:`multiprocessing.connection`'s pickled messages over a socket pair:
 
 - request ``(id, path, [(ring offset, file offset, bytes), ...])``;
-- reply ``(id, None)`` when every byte was read, else ``(id, (kind, errno, text))`` with kind
+- first, for a ring on the GPU: the ring's CUDA IPC handle (64 bytes); the helper answers ``("ready",
+  threads)``, or ``("failed", why)`` and ends;
+- reply ``(id, None)`` when every byte was read (and, on the GPU, copied there), else ``(id, (kind, errno, text))`` with kind
   ``"short"`` (the file ended early) or ``"os"`` (the system refused; errno and text from it).
 
 Replies come in the order of the requests.
@@ -80,6 +87,13 @@ def split_ranges(ranges: list[tuple[int, int, int]], parts: int) -> list[list[tu
     return [g for g in groups if g]
 
 
+def _to_device(drv, piece: int, fd: int, base: int, ranges: list[tuple[int, int, int]]) -> None:
+    """``read_ranges`` into the parent's GPU memory at ``base`` (this thread's pieces and buffers)."""
+    from hyperapp.helper_gpu import copier
+
+    copier(drv, piece).copy(fd, base, ranges, ShortRead)
+
+
 def _failure(exc: BaseException) -> tuple[str, int, str]:
     """A reply's description of a failed read (what crosses the socket: no exception objects)."""
     if isinstance(exc, ShortRead):
@@ -90,15 +104,30 @@ def _failure(exc: BaseException) -> tuple[str, int, str]:
 
 
 # ---------------------------------------------------------------------------------------- the helper
-def serve(sock_fd: int, ring_fd: int, size: int, threads: int) -> None:
+def serve(sock_fd: int, ring_fd: int, size: int, threads: int, device: int = -1, piece: int = 0) -> None:
     """The helper's loop: read each request's ranges into the ring on ``threads`` threads, and answer
-    in order; return when the socket closes (this process's parent ended or let the helper go)."""
+    in order; return when the socket closes (this process's parent ended or let the helper go).
+
+    With ``device`` (a GPU's ordinal, not -1) the ring is the parent's GPU memory, whose CUDA IPC handle
+    is the first message: the threads copy each range to it in pieces of ``piece`` bytes
+    (:mod:`hyperapp.helper_gpu`). Where that cannot be set up, the helper says why and ends."""
     from multiprocessing.connection import Connection
     from queue import Queue
 
     conn = Connection(sock_fd)
-    ring = memoryview(mmap.mmap(ring_fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)))
-    os.close(ring_fd)
+    ring = drv = None
+    if device >= 0:
+        try:
+            from hyperapp.helper_gpu import Driver
+
+            drv = Driver(device)
+            base = drv.open_shared(conn.recv())
+        except Exception as exc:  # noqa: BLE001  (told to the parent, which reads without the GPU copies)
+            conn.send(("failed", f"{exc.__class__.__name__}: {exc}"))
+            return
+    else:
+        ring = memoryview(mmap.mmap(ring_fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)))
+        os.close(ring_fd)
     pool = ThreadPoolExecutor(threads, thread_name_prefix="hyperapp-helper-read")
     answers: Queue = Queue()  # (request id, futures, fd or None, error): answered in order
 
@@ -130,7 +159,11 @@ def serve(sock_fd: int, ring_fd: int, size: int, threads: int) -> None:
             answers.put((rid, [], None, _failure(exc)))
             continue
         groups = split_ranges(ranges, threads)
-        answers.put((rid, [pool.submit(read_ranges, fd, ring, g) for g in groups], fd, None))
+        if drv is not None:
+            futures = [pool.submit(_to_device, drv, piece, fd, base, g) for g in groups]
+        else:
+            futures = [pool.submit(read_ranges, fd, ring, g) for g in groups]
+        answers.put((rid, futures, fd, None))
     answers.put(None)
     replier.join()
     pool.shutdown(wait=True)
@@ -180,17 +213,35 @@ class ReaderProcess:
     of this process, and :meth:`read` starts filling it.
     """
 
-    def __init__(self, slot_bytes: int, slots: int, threads: int):
+    def __init__(self, slot_bytes: int, slots: int, threads: int, device: int | None = None):
         import socket
         import subprocess
 
         import numpy as np
 
         self.slot_bytes, self.slots, self.size = int(slot_bytes), int(slots), int(slot_bytes) * int(slots)
-        ring_fd = os.memfd_create("hyperapp-read-ring")
+        self.device = device
+        self._mm = self._dmem = None
+        self._pinned = False
+        self.broken = False
+        handle = None
+        if device is not None:  # the ring is on the GPU: an allocation of its own (IPC shares whole ones)
+            import cupy
+
+            self._dmem = cupy.cuda.runtime.malloc(self.size)
+            try:
+                handle = cupy.cuda.runtime.ipcGetMemHandle(self._dmem)
+            except Exception:
+                cupy.cuda.runtime.free(self._dmem)
+                self._dmem = None
+                raise
+            ring_fd = -1
+        else:
+            ring_fd = os.memfd_create("hyperapp-read-ring")
         try:
-            os.ftruncate(ring_fd, self.size)
-            self._mm = mmap.mmap(ring_fd, self.size)
+            if ring_fd >= 0:
+                os.ftruncate(ring_fd, self.size)
+                self._mm = mmap.mmap(ring_fd, self.size)
             ours, theirs = socket.socketpair()
             # the helper imports this package from where this process did (an embedding application may
             # have put it on sys.path by hand)
@@ -199,38 +250,61 @@ class ReaderProcess:
             try:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "hyperapp.reader_process", str(theirs.fileno()), str(ring_fd),
-                     str(self.size), str(threads)],
-                    pass_fds=(theirs.fileno(), ring_fd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, cwd="/", env=env)
+                     str(self.size), str(threads), str(-1 if device is None else device), str(GPU_PIECE_BYTES)],
+                    pass_fds=(theirs.fileno(),) + ((ring_fd,) if ring_fd >= 0 else ()), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", env=env)
             finally:
                 theirs.close()
+        except BaseException:
+            self._free_device()
+            raise
         finally:
-            os.close(ring_fd)
+            if ring_fd >= 0:
+                os.close(ring_fd)
         from multiprocessing.connection import Connection
 
         self._conn = Connection(ours.detach())
-        self._ring = np.frombuffer(self._mm, np.uint8)
-        self._pinned = False
         self._next = 0
         self._replies: dict[int, object] = {}
         self._lease = threading.Lock()
-        self.broken = False
-        if not self._conn.poll(START_TIMEOUT):
-            self.close()
-            raise OSError("the reading helper did not start")
         try:
-            self._conn.recv()  # ("ready", threads)
+            if handle is not None:
+                self._conn.send(handle)
+            if not self._conn.poll(START_TIMEOUT):
+                raise OSError("the reading helper did not start")
+            msg = self._conn.recv()  # ("ready", threads), or ("failed", why) where the GPU copies cannot be set up
         except (EOFError, OSError) as exc:
             self.close()
             raise OSError("the reading helper did not start") from exc
+        if msg[0] != "ready":
+            self.close()
+            raise OSError(f"the reading helper cannot copy to the GPU: {msg[1]}")
+        if device is not None:
+            import cupy
+
+            mem = cupy.cuda.UnownedMemory(self._dmem, self.size, self, device)
+            self._ring = cupy.ndarray((self.size,), cupy.uint8, cupy.cuda.MemoryPointer(mem, 0))
+        else:
+            self._ring = np.frombuffer(self._mm, np.uint8)
 
     def pin(self) -> None:
-        """Page-lock the ring for asynchronous copies to the GPU (once; slow, like any pinning)."""
-        if not self._pinned:
+        """Page-lock the ring for asynchronous copies to the GPU (once; slow, like any pinning). A ring
+        on the GPU needs none."""
+        if not self._pinned and self.device is None:
             import cupy
 
             cupy.cuda.runtime.hostRegister(self._ring.ctypes.data, self.size, 0)
             self._pinned = True
+
+    def _free_device(self) -> None:
+        if self._dmem is not None:
+            import cupy
+
+            try:
+                cupy.cuda.runtime.free(self._dmem)
+            except Exception:  # noqa: BLE001  (a context already gone at exit)
+                pass
+            self._dmem = None
 
     def lease(self) -> bool:
         """Take the helper for one reader (False when another reader has it)."""
@@ -240,7 +314,7 @@ class ReaderProcess:
         self._lease.release()
 
     def slot(self, k: int):
-        """Slot ``k`` of the ring: a NumPy byte array shared with the helper."""
+        """Slot ``k`` of the ring: a byte array shared with the helper (NumPy, or CuPy on the GPU)."""
         return self._ring[k * self.slot_bytes:(k + 1) * self.slot_bytes]
 
     def read(self, k: int, path: str, ranges: list[tuple[int, int, int]]) -> _Reply:
@@ -288,6 +362,10 @@ class ReaderProcess:
             self._proc.wait(timeout=5)
         except Exception:  # noqa: BLE001  (a helper that does not end is killed)
             self._proc.kill()
+            try:
+                self._proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                pass
         if self._pinned:
             import cupy
 
@@ -296,11 +374,19 @@ class ReaderProcess:
             except Exception:  # noqa: BLE001
                 pass
             self._pinned = False
+        # the helper has ended (or was killed) and its mapping of the ring with it; nothing of this process
+        # uses a helper's ring once its lease is given back
+        self._free_device()
 
 
 #: the process's helpers: two, so that the next cube's reader can read ahead into a ring of its own while
 #: the consumer of this cube's still holds tiles of the first (see :meth:`hyperapp.stream.TileReader.then`)
 MAX_HELPERS = 2
+#: a helper could not copy to the GPU in this process (no CUDA IPC here, say): later ones do not try
+_GPU_COPIES_FAILED = False
+#: bytes of each piece a helper's copy thread reads and copies to the GPU (two buffers of it per thread:
+#: small enough for every thread's to stay in the CPU's cache until the GPU has copied them)
+GPU_PIECE_BYTES = 4 << 20
 _HELPERS: list[ReaderProcess] = []
 _HELPER_LOCK = threading.Lock()
 
@@ -312,29 +398,42 @@ def available() -> bool:
             and hasattr(os, "preadv") and bool(sys.executable) and not getattr(sys, "frozen", False))
 
 
-def lease(slot_bytes: int, slots: int, pinned: bool, threads: int) -> ReaderProcess | None:
+def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int | None = None) -> ReaderProcess | None:
     """One of the process's helpers (at most :data:`MAX_HELPERS`), leased to the caller (who must
     :meth:`ReaderProcess.release` it), with ``slots`` slots of at least ``slot_bytes``, page-locked when
     ``pinned``; None where there is none to be had (not :func:`available`, every helper leased by another
     reader, or its start failed): then the caller reads itself. A helper with smaller slots, or a stopped
-    one, is replaced when it is free."""
+    one, is replaced when it is free.
+
+    ``device``: the GPU the tiles are for. Its helper then copies them there itself, into a ring on the
+    GPU (:mod:`hyperapp.helper_gpu`), unless ``HYPERAPP_READ_TO_GPU=0`` or that failed once in this
+    process (then the ring is page-locked host memory, as without ``device``)."""
+    global _GPU_COPIES_FAILED
     if not available():
         return None
+    if device is not None and (_GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0"):
+        device = None
     with _HELPER_LOCK:
         for h in list(_HELPERS):
-            if (h.broken or h.slot_bytes < slot_bytes or h.slots < slots) and h.lease():
+            if (h.broken or h.slot_bytes < slot_bytes or h.slots < slots or h.device != device) and h.lease():
                 h.close()
                 h.release()
                 _HELPERS.remove(h)
         h = next((h for h in _HELPERS if not h.broken and h.slot_bytes >= slot_bytes and h.slots >= slots
-                  and h.lease()), None)
+                  and h.device == device and h.lease()), None)
         if h is None:
             if len(_HELPERS) >= MAX_HELPERS:
                 return None  # all in use: a reader of a cube that does not fit reads itself meanwhile
             try:
-                h = ReaderProcess(slot_bytes, slots, threads)
-            except (OSError, ValueError):
-                return None
+                h = ReaderProcess(slot_bytes, slots, threads, device)
+            except Exception:  # noqa: BLE001  (no GPU copies here: the host ring, as before)
+                if device is None:
+                    return None
+                _GPU_COPIES_FAILED = True
+                try:
+                    h = ReaderProcess(slot_bytes, slots, threads)
+                except (OSError, ValueError):
+                    return None
             _HELPERS.append(h)
             h.lease()
         try:
@@ -347,4 +446,4 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int) -> ReaderProc
 
 
 if __name__ == "__main__":
-    serve(*(int(a) for a in sys.argv[1:5]))
+    serve(*(int(a) for a in sys.argv[1:7]))

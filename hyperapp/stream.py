@@ -74,6 +74,9 @@ HELPER_THREADS = _helper_threads()
 RING = 4
 #: tiles the GPU's consumer holds while their copies to the device run
 HELD = 2
+#: the most bytes of one host-to-device copy: a tile's copy is queued as pieces of this size (see
+#: :func:`copy_to_device`)
+COPY_PIECE_BYTES = 16 << 20
 #: tiles being read at once (at most a ring's buffers less the :data:`HELD` ones)
 AHEAD = RING - HELD
 
@@ -192,14 +195,23 @@ class TileReader:
     @property
     def bufs(self) -> list[np.ndarray]:
         """The ring's buffers, made when the reading starts (so that a reader made and never read
-        leases no helper): the reading helper's shared slots where it was asked for and can be had, else
-        page-locked buffers from CuPy's pool (``pinned``), else plain ones."""
+        leases no helper): the reading helper's shared slots where it was asked for and can be had (on
+        the GPU, for a ``pinned`` reader whose helper copies there itself), else page-locked buffers from
+        CuPy's pool (``pinned``), else plain ones."""
         if self._bufs is None:
             dtype, n = self.cube.store.dtype, self._ring_items
             if self._want_helper and self._file is not None:
-                self._helper = reader_process.lease(n * dtype.itemsize, self.ring, self._pinned, HELPER_THREADS)
+                device = None
+                if self._pinned:  # for the GPU: the helper may copy the tiles there itself
+                    import cupy
+
+                    device = cupy.cuda.runtime.getDevice()
+                self._helper = reader_process.lease(n * dtype.itemsize, self.ring, self._pinned, HELPER_THREADS,
+                                                    device)
             if self._helper is not None:
-                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dtype) for k in range(self.ring)]
+                # a ring on the GPU holds the raw bytes as the GPU takes them (device_dtype)
+                dt = dtype if self._helper.device is None else device_dtype(dtype)
+                self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dt) for k in range(self.ring)]
             elif self._pinned:
                 from hyperapp.backend import empty_pinned
 
@@ -607,8 +619,11 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None,
         for t in reader:
             with stream:
                 try:
-                    d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
-                    d.set(t.raw.view(ddt), stream=stream)
+                    if isinstance(t.raw, cupy.ndarray):  # the reading helper copied it to the device
+                        d = t.raw.view(ddt)
+                    else:
+                        d = cupy.empty(t.raw.shape, ddt)  # from CuPy's pool: no allocation after the first tiles
+                        copy_to_device(d, t.raw.view(ddt), stream)
                 except BaseException:
                     reader.release(t)  # not yet pending: given back here, or the reader's helper never goes back
                     raise
@@ -628,6 +643,32 @@ def iter_float_tiles(cube: Cube, xp=np, tile_bytes: int | None = None, out=None,
         for pt, ev in pending:
             ev.synchronize()
             reader.release(pt)
+
+
+def copy_to_device(d, h: np.ndarray, stream) -> None:
+    """``d[...] = h`` (a device array from a host one of its shape) queued on ``stream``, in pieces of
+    at most :data:`COPY_PIECE_BYTES` (asynchronous where ``h`` is page-locked).
+
+    Why pieces: the GPU's copy engine takes the copies queued by a process's streams in turn, one copy at
+    a time. The compute stage's own small copies (sample indices, whitening matrices) it then waits for
+    queue behind the read stage's: behind a whole 128 MB tile, 2.4 ms each time, behind a piece, 0.3 ms.
+    A campaign cube's RBFN compute stage took 29-38 ms alone, 45-49 ms beside a thread of the same
+    process copying 128 MB tiles back to back and 33-35 ms beside 16 MB ones (16-core H200 host,
+    ``scripts/profile_compute.py --contend h2dt128,h2dt16``). A batch's large cubes come through the
+    reading helper, which copies them to the GPU from its own context (:mod:`hyperapp.helper_gpu`); this
+    serves where it cannot and the ring is in host memory.
+    """
+    import cupy
+
+    n = h.nbytes
+    piece = COPY_PIECE_BYTES
+    if piece <= 0 or n <= piece or not (h.flags.c_contiguous and d.flags.c_contiguous) or d.nbytes != n:
+        d.set(h, stream=stream)
+        return
+    rt = cupy.cuda.runtime
+    src, dst = h.ctypes.data, d.data.ptr
+    for o in range(0, n, piece):
+        rt.memcpyAsync(dst + o, src + o, min(piece, n - o), rt.memcpyHostToDevice, stream.ptr)
 
 
 _LOCAL = threading.local()

@@ -22,6 +22,7 @@ time.
 
 import argparse
 import cProfile
+import importlib
 import io
 import os
 import pstats
@@ -45,6 +46,8 @@ ap.add_argument("--repeats", type=int, default=2)
 ap.add_argument("--vary", default="", help="an environment variable's values to alternate between runs, as "
                 "NAME=a,b (HYPERAPP_CUDA_WAITS=spin,block; HYPERAPP_READ_PROCESS is --modes)")
 ap.add_argument("--layouts", default="", help="the read stage's tiles to alternate, as MBxRING (256x4,128x8)")
+ap.add_argument("--attrs", default="", help="a module attribute's values to alternate between runs, as "
+                "module.NAME=a,b (whole numbers; for example stream.COPY_PIECE_BYTES=16777216,0)")
 ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
 ap.add_argument("--device", default="gpu")
 ap.add_argument("--label", default="", help="prefix of the runs' output folders (a second version's runs start afresh)")
@@ -148,7 +151,12 @@ for method in a.methods.split(","):
                     if lay:
                         mb, ring = (int(v) for v in lay.split("x"))
                         pipeline.READ_TILE_BYTES, pipeline.READ_RING = mb << 20, ring
-                    one_run(method, mode, f"{method}-{mode}-{r}" + (f"-{lay}" if lay else ""), value)
+                    for attr in (a.attrs.split("=", 1)[1].split(",") if a.attrs else [""]):
+                        if attr:
+                            mod, name = a.attrs.split("=", 1)[0].rsplit(".", 1)
+                            setattr(importlib.import_module(f"hyperapp.{mod}"), name, int(attr))
+                        one_run(method, mode, f"{method}-{mode}-{r}" + (f"-{lay}" if lay else "")
+                                + (f"-{attr}" if attr else ""), value)
     for stage in filter(None, a.cprofile.split(",")):
         PROFILES, PROFILED = {}, stage
         one_run(method, a.modes.split(",")[0], f"{method}-cprofile-{stage}")

@@ -348,7 +348,45 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
     b = read_float32(cube, cp, reader=second).get()
     np.testing.assert_array_equal(np.nan_to_num(a), np.nan_to_num(ref))
     np.testing.assert_array_equal(np.nan_to_num(b), np.nan_to_num(ref))
-    assert not reader_process.available() or all(h._pinned for h in reader_process._HELPERS)
+    # the helpers copied the tiles to the GPU themselves, into rings on the device
+    assert not reader_process.available() or all(h.device == 0 and not h._pinned for h in reader_process._HELPERS)
+
+
+def test_the_reading_helper_copies_to_the_gpu_or_into_page_locked_memory(cp, tmp_path, monkeypatch):
+    """A helper for a GPU reader copies the tiles to the device itself (its ring there), in pieces smaller
+    than a tile; ``HYPERAPP_READ_TO_GPU=0`` keeps the ring in page-locked host memory; both give the
+    pixels read here, and a file cut short is the cube's one line either way."""
+    import spectral.io.envi as envi
+
+    from hyperapp import reader_process
+    from hyperapp.errors import CubeFormatError
+    from hyperapp.io import open_cube
+    from hyperapp.stream import TileReader, read_float32
+
+    if not reader_process.available():
+        pytest.skip("no reading helper here")
+    monkeypatch.setattr(reader_process, "GPU_PIECE_BYTES", 4096)  # several pieces a tile and thread
+    data = np.random.default_rng(1).random((90, 37, 11)).astype(np.float32)
+    envi.save_image(str(tmp_path / "c.hdr"), data, interleave="bil", force=True)
+    cube = open_cube(tmp_path / "c.hdr")
+    tile = 10 * 37 * 11 * 4
+    for to_gpu in ("1", "0"):
+        monkeypatch.setenv("HYPERAPP_READ_TO_GPU", to_gpu)
+        for h in list(reader_process._HELPERS):  # helpers of the other kind go when free
+            assert h.lease()
+            h.release()
+        reader = TileReader(cube, tile, pinned=True, helper=True, ring=6)
+        np.testing.assert_array_equal(read_float32(cube, cp, reader=reader).get(), data)
+        held = [h for h in reader_process._HELPERS if h.slots == 6]
+        assert held and all((h.device is not None) == (to_gpu == "1") for h in held)
+        assert all(isinstance(h.slot(0), cp.ndarray) == (to_gpu == "1") for h in held)
+        envi.save_image(str(tmp_path / f"cut{to_gpu}.hdr"), data, interleave="bil", force=True)
+        cut = open_cube(tmp_path / f"cut{to_gpu}.hdr")
+        reader = TileReader(cut, tile, pinned=True, helper=True, ring=6)
+        with open(tmp_path / f"cut{to_gpu}.img", "r+b") as fh:
+            fh.truncate(45 * 37 * 11 * 4 + 100)
+        with pytest.raises(CubeFormatError, match="ended early"):
+            read_float32(cut, cp, reader=reader)
 
 
 @pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn", "mtmf"])

@@ -486,3 +486,32 @@ def test_a_deeper_ring_reads_more_tiles_ahead_and_the_same_pixels(tmp_path):
     assert deep._ready.qsize() >= deep.ahead  # read ahead, not yet asked for
     np.testing.assert_array_equal(read_float32(cube, reader=deep), data)
     np.testing.assert_array_equal(read_float32(cube, reader=stream.TileReader(cube, tile)), data)
+
+
+def test_a_helper_that_cannot_copy_to_the_gpu_gives_way_to_one_that_reads_into_host_memory(tmp_path, monkeypatch):
+    """Where the reading helper cannot copy to the GPU (no CUDA IPC, say), the reader gets a helper with
+    its ring in host memory, and later readers do not try again."""
+    from hyperapp import reader_process
+
+    if not reader_process.available():
+        pytest.skip("no reading helper here")
+    made = []
+    real = reader_process.ReaderProcess
+
+    class NoGpu(real):
+        def __init__(self, slot_bytes, slots, threads, device=None):
+            made.append(device)
+            if device is not None:
+                raise RuntimeError("no CUDA here")
+            super().__init__(slot_bytes, slots, threads)
+
+    monkeypatch.setattr(reader_process, "ReaderProcess", NoGpu)
+    monkeypatch.setattr(reader_process, "_GPU_COPIES_FAILED", False)
+    monkeypatch.setattr(reader_process, "_HELPERS", [])
+    h = reader_process.lease(1 << 16, 4, False, 2, device=0)
+    assert h is not None and h.device is None and made == [0, None] and reader_process._GPU_COPIES_FAILED
+    h.release()
+    again = reader_process.lease(1 << 16, 4, False, 2, device=0)
+    assert again is h and made == [0, None]  # the host helper, reused: no second try on the GPU
+    again.release()
+    h.close()
