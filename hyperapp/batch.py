@@ -240,8 +240,9 @@ def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[
     envs = []
     for i in range(workers):
         # the machine's cores shared out: each worker's readers would otherwise start a thread per core,
-        # and four workers' 64 threads slowed a campaign's reads fourfold
-        env = {"HYPERAPP_READ_THREADS": str(max(2, cores // max(workers, 1)))}
+        # and four workers' 64 threads slowed a campaign's reads fourfold; each worker's reading helper
+        # leaves some of its share to the worker's stages (hyperapp.stream._helper_threads)
+        env = {"HYPERAPP_CORES": str(max(2, cores // max(workers, 1)))}
         if use > 1 or use < n_gpu:  # several GPUs, or fewer than the machine has: the worker's own
             env["CUDA_VISIBLE_DEVICES"] = str(i % use)
         envs.append(env)

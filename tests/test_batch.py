@@ -332,7 +332,7 @@ def test_worker_envs_deal_gpus_and_cores_out():
     # two GPUs, two workers: one GPU each, half the cores each
     envs = worker_envs(2, n_gpu=2, gpus=None, cores=32)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "1"]
-    assert {e["HYPERAPP_READ_THREADS"] for e in envs} == {"16"}
+    assert {e["HYPERAPP_CORES"] for e in envs} == {"16"}
     # four workers held to the first GPU of two (the bench's "processes on one device")
     assert [e["CUDA_VISIBLE_DEVICES"] for e in worker_envs(4, n_gpu=2, gpus=1, cores=32)] == ["0"] * 4
     # three workers over four GPUs use three of them; one GPU or none: no device named
@@ -340,7 +340,7 @@ def test_worker_envs_deal_gpus_and_cores_out():
     assert all("CUDA_VISIBLE_DEVICES" not in e for e in worker_envs(2, n_gpu=1, gpus=None, cores=8))
     assert all("CUDA_VISIBLE_DEVICES" not in e for e in worker_envs(2, n_gpu=0, gpus=1, cores=8))
     # never fewer than two read threads
-    assert worker_envs(8, n_gpu=0, gpus=None, cores=4)[0]["HYPERAPP_READ_THREADS"] == "2"
+    assert worker_envs(8, n_gpu=0, gpus=None, cores=4)[0]["HYPERAPP_CORES"] == "2"
 
 
 def test_step_folder_refuses_names_and_links_that_lead_elsewhere(tmp_path):

@@ -2,6 +2,7 @@
 no-data pixels, bounded memory, and a run killed mid-way."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -515,3 +516,20 @@ def test_a_helper_that_cannot_copy_to_the_gpu_gives_way_to_one_that_reads_into_h
     assert again is h and made == [0, None]  # the host helper, reused: no second try on the GPU
     again.release()
     h.close()
+
+
+def test_a_share_of_the_cores_sets_the_read_threads_and_leaves_some_to_the_stages(monkeypatch):
+    """``HYPERAPP_CORES`` (a local cluster worker's share): the copy threads are one per core of it up to
+    16, and the reading helper leaves HELPER_SPARE_CORES of it to the stages; ``HYPERAPP_READ_THREADS``
+    still sets both exactly."""
+    monkeypatch.delenv("HYPERAPP_READ_THREADS", raising=False)
+    for cores, copy, helper in (("32", 16, 16), ("16", 16, 12), ("8", 8, 4), ("2", 2, 2)):
+        monkeypatch.setenv("HYPERAPP_CORES", cores)
+        assert stream._cores() == int(cores)
+        monkeypatch.setattr(stream, "COPY_THREADS", stream._read_threads())
+        assert (stream.COPY_THREADS, stream._helper_threads()) == (copy, helper)
+    monkeypatch.setenv("HYPERAPP_READ_THREADS", "6")
+    monkeypatch.setattr(stream, "COPY_THREADS", stream._read_threads())
+    assert (stream.COPY_THREADS, stream._helper_threads()) == (6, 6)
+    monkeypatch.setenv("HYPERAPP_CORES", "zero")  # not a number: every core
+    assert stream._cores() == (os.cpu_count() or 2)
