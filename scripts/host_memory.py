@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from page_cache_paths import best_pass_rate
 
 MB = 1 << 20
 
@@ -101,14 +102,7 @@ def read_rate(paths, threads: int, cpus=None, stop_evt=None) -> float:
                 n += k
         return n
 
-    best = 0.0
-    with ThreadPoolExecutor(threads) as pool:
-        for i in range(3):
-            t0 = time.perf_counter()
-            n = sum(pool.map(read, paths))
-            if i:
-                best = max(best, n / (time.perf_counter() - t0) / 1e9)
-    return best
+    return best_pass_rate(read, paths, threads)
 
 
 class Dma(threading.Thread):

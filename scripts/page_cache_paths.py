@@ -43,9 +43,11 @@ def by_mmap_chunks(fd: int, size: int, dst: np.ndarray, chunk: int = CHUNK) -> N
         m.close()
 
 
-def by_mmap_whole(fd: int, size: int, dst: np.ndarray, chunk: int = CHUNK) -> None:
-    """The whole file mapped once (populated), copied a chunk at a time."""
-    m = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE, prot=mmap.PROT_READ)
+def by_mmap_whole(fd: int, size: int, dst: np.ndarray, chunk: int = CHUNK, populate: bool = True) -> None:
+    """The whole file mapped once (populated, unless ``populate`` is False: then the copy takes the page
+    faults), copied a chunk at a time."""
+    flags = mmap.MAP_SHARED | (mmap.MAP_POPULATE if populate else 0)
+    m = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
     a = np.frombuffer(m, np.uint8)
     for o in range(0, size, chunk):
         n = min(chunk, size - o)
@@ -55,14 +57,7 @@ def by_mmap_whole(fd: int, size: int, dst: np.ndarray, chunk: int = CHUNK) -> No
 
 
 def by_mmap_faulting(fd: int, size: int, dst: np.ndarray, chunk: int = CHUNK) -> None:
-    """The whole file mapped once, not populated: the copy takes the page faults."""
-    m = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
-    a = np.frombuffer(m, np.uint8)
-    for o in range(0, size, chunk):
-        n = min(chunk, size - o)
-        np.copyto(dst[:n], a[o:o + n])
-    del a
-    m.close()
+    by_mmap_whole(fd, size, dst, chunk, populate=False)
 
 
 WAYS = {"preadv": by_preadv, "mmap-chunks": by_mmap_chunks, "mmap-whole": by_mmap_whole,
@@ -85,14 +80,38 @@ def threads_rate(way: str, paths: list[str], threads: int) -> float:
             os.close(fd)
         return size
 
+    return best_pass_rate(one, paths, threads)
+
+
+def best_pass_rate(one, items: list, threads: int) -> float:
+    """GB/s of the best of two passes of ``one`` (which returns bytes) over ``items`` on ``threads``
+    threads, after a first pass that warms the page cache and the threads' buffers."""
     best = 0.0
     with ThreadPoolExecutor(threads) as pool:
         for i in range(3):
             t0 = time.perf_counter()
-            n = sum(pool.map(one, paths))
+            n = sum(pool.map(one, items))
             if i:
                 best = max(best, n / (time.perf_counter() - t0) / 1e9)
     return best
+
+
+def run_together(ctx, target, args_per_process: list[tuple]) -> tuple[list, float]:
+    """Start a process of ``target(*args, q, go)`` for each args, let them all go at once when each has
+    said it is ready on ``q``, and return (what each put on ``q`` next, wall seconds from the go)."""
+    q, go = ctx.Queue(), ctx.Event()
+    ps = [ctx.Process(target=target, args=(*args, q, go)) for args in args_per_process]
+    for p in ps:
+        p.start()
+    for _ in ps:
+        q.get()
+    t0 = time.perf_counter()
+    go.set()
+    res = [q.get() for _ in ps]
+    wall = time.perf_counter() - t0
+    for p in ps:
+        p.join()
+    return res, wall
 
 
 def _proc(way, paths, q, go):
@@ -115,18 +134,7 @@ def procs_rate(way: str, paths: list[str], procs: int) -> float:
     ctx = mp.get_context("fork")
     best = 0.0
     for _ in range(2):
-        q, go = ctx.Queue(), ctx.Event()
-        ps = [ctx.Process(target=_proc, args=(way, paths[i::procs], q, go)) for i in range(procs)]
-        for p in ps:
-            p.start()
-        for _ in ps:
-            q.get()
-        t0 = time.perf_counter()
-        go.set()
-        res = [q.get() for _ in ps]
-        wall = time.perf_counter() - t0
-        for p in ps:
-            p.join()
+        res, wall = run_together(ctx, _proc, [(way, paths[i::procs]) for i in range(procs)])
         best = max(best, sum(n for n, _ in res) / wall / 1e9)
     return best
 

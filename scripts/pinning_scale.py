@@ -16,6 +16,7 @@ import sys
 import time
 
 import numpy as np
+from page_cache_paths import run_together
 
 
 def worker(paths, chunk, lag, q, go):
@@ -70,19 +71,7 @@ if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     for procs, chunk, lag in ((1, 64 << 20, 0), (1, 64 << 20, 2), (1, 256 << 20, 1), (2, 64 << 20, 2),
                               (3, 64 << 20, 2), (4, 64 << 20, 2), (6, 32 << 20, 2)):
-        q, go = ctx.Queue(), ctx.Event()
-        share = [files[i::procs] for i in range(procs)]
-        ps = [ctx.Process(target=worker, args=(share[i], chunk, lag, q, go)) for i in range(procs)]
-        for p in ps:
-            p.start()
-        for _ in ps:
-            q.get()
-        t0 = time.perf_counter()
-        go.set()
-        res = [q.get() for _ in ps]
-        wall = time.perf_counter() - t0
-        for p in ps:
-            p.join()
+        res, wall = run_together(ctx, worker, [(files[i::procs], chunk, lag) for i in range(procs)])
         total = sum(r[1] for r in res)
         print(f"{procs} processes, chunk {chunk >> 20} MB, unlock lag {lag}: {total / wall / 1e9:.1f} GB/s aggregate; "
               f"per process register {np.mean([r[2] for r in res]) / (total / procs / 2.147e9) * 1e3:.0f} ms, "
