@@ -21,16 +21,18 @@ two, each with its ring: while this cube's last tiles go to the GPU from one, th
 tiles are read into the other.
 
 The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library (the
-CUDA driver through ``ctypes``): its start costs about 50 ms, once, and a context on the GPU. Where it cannot run (not Linux, a frozen application, a start that
-fails, ``HYPERAPP_READ_PROCESS=0``) readers read in this process, as before.
+CUDA driver through ``ctypes``): its start costs about 50 ms, once, and on the GPU a context of its own.
+Where it cannot run (not Linux, a frozen application, a start that fails, ``HYPERAPP_READ_PROCESS=0``)
+readers read in this process, as before.
 
 The wire format is :mod:`multiprocessing.connection`'s pickled messages over a socket pair:
 
 - request ``(id, path, [(ring offset, file offset, bytes), ...])``;
 - first, for a ring on the GPU: the ring's CUDA IPC handle (64 bytes); the helper answers ``("ready",
   threads)``, or ``("failed", why)`` and ends;
-- reply ``(id, None)`` when every byte was read (and, on the GPU, copied there), else ``(id, (kind, errno, text))`` with kind
-  ``"short"`` (the file ended early) or ``"os"`` (the system refused; errno and text from it).
+- reply ``(id, None)`` when every byte was read (and, on the GPU, copied there), else
+  ``(id, (kind, errno, text))`` with kind ``"short"`` (the file ended early) or ``"os"`` (the system
+  refused; errno and text from it).
 
 Replies come in the order of the requests.
 """
