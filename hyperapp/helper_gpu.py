@@ -18,7 +18,6 @@ let go of the interpreter while they run.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
 CU_STREAM_NON_BLOCKING = 1
@@ -105,10 +104,12 @@ class PieceCopier:
         drv._check(lib.cuStreamCreate(ctypes.byref(self.stream), CU_STREAM_NON_BLOCKING), "cuStreamCreate")
         self.k = 0
 
-    def copy(self, fd: int, dst: int, ranges: list[tuple[int, int, int]], short_read) -> None:
+    def copy(self, fd: int, dst: int, ranges: list[tuple[int, int, int]]) -> None:
         """``device[dst + b:dst + b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``: each piece
-        read into one buffer while the GPU copies the other. Returns once the GPU has every byte; raises
-        ``short_read()`` where the file ends early."""
+        read into one buffer (:func:`hyperapp.reader_process.read_ranges`) while the GPU copies the other.
+        Returns once the GPU has every byte; raises ``ShortRead`` where the file ends early."""
+        from hyperapp.reader_process import read_ranges
+
         drv, lib = self.drv, self.drv.lib
         try:
             for b, f, n in ranges:
@@ -118,12 +119,7 @@ class PieceCopier:
                     if self.used[k]:  # its last copy to the GPU is done before the buffer is written again
                         drv._check(lib.cuEventSynchronize(self.events[k]), "cuEventSynchronize")
                     m = min(n, self.piece)
-                    got = 0
-                    while got < m:
-                        r = os.preadv(fd, [self.views[k][got:m]], f + got)
-                        if r <= 0:
-                            raise short_read()
-                        got += r
+                    read_ranges(fd, self.views[k], [(0, f, m)])
                     drv._check(drv._memcpy(dst + b, self.ptrs[k], m, self.stream), "cuMemcpyHtoDAsync")
                     drv._check(lib.cuEventRecord(self.events[k], self.stream), "cuEventRecord")
                     self.used[k] = True

@@ -77,9 +77,9 @@ READ_TILE_BYTES: int | None = 128 << 20
 #: 256 MB, 32.4-33.2 with eight of 128 MB (the same 1 GB), 32.8 with eight of 256 MB and 30.1-30.6 with
 #: sixteen of 64 MB (whose hand-offs cost the read stage's thread 33-34 ms of CPU a cube, against 23)
 READ_RING = 8
-#: cubes smaller than this read with a lone read's tiles, in this process: the large ring's pinning (about
-#: 0.3 GB/s on these hosts, so seconds for 1 GB, once in each process) pays only over cubes of a gigabyte
-#: or more
+#: cubes smaller than this read with a lone read's tiles, in this process: the large ring (1 GB on the GPU
+#: and a CUDA context for each reading helper, or 1 GB of host memory pinned at about 0.3 GB/s where the
+#: helper cannot copy to the GPU, once in each process) pays only over cubes of a gigabyte or more
 LARGE_CUBE_BYTES = 1 << 30
 
 

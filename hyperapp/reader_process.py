@@ -93,7 +93,7 @@ def _to_device(drv, piece: int, fd: int, base: int, ranges: list[tuple[int, int,
     """``read_ranges`` into the parent's GPU memory at ``base`` (this thread's pieces and buffers)."""
     from hyperapp.helper_gpu import copier
 
-    copier(drv, piece).copy(fd, base, ranges, ShortRead)
+    copier(drv, piece).copy(fd, base, ranges)
 
 
 def _failure(exc: BaseException) -> tuple[str, int, str]:
@@ -308,6 +308,11 @@ class ReaderProcess:
                 pass
             self._dmem = None
 
+    def serves(self, slot_bytes: int, slots: int, device: int | None) -> bool:
+        """Whether this helper can serve a reader of ``slots`` slots of ``slot_bytes`` for ``device``
+        (None: a ring in host memory): not stopped, its ring as large, and where that reader wants it."""
+        return not self.broken and self.slot_bytes >= slot_bytes and self.slots >= slots and self.device == device
+
     def lease(self) -> bool:
         """Take the helper for one reader (False when another reader has it)."""
         return self._lease.acquire(blocking=False)
@@ -417,12 +422,11 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
         device = None
     with _HELPER_LOCK:
         for h in list(_HELPERS):
-            if (h.broken or h.slot_bytes < slot_bytes or h.slots < slots or h.device != device) and h.lease():
+            if not h.serves(slot_bytes, slots, device) and h.lease():
                 h.close()
                 h.release()
                 _HELPERS.remove(h)
-        h = next((h for h in _HELPERS if not h.broken and h.slot_bytes >= slot_bytes and h.slots >= slots
-                  and h.device == device and h.lease()), None)
+        h = next((h for h in _HELPERS if h.serves(slot_bytes, slots, device) and h.lease()), None)
         if h is None:
             if len(_HELPERS) >= MAX_HELPERS:
                 return None  # all in use: a reader of a cube that does not fit reads itself meanwhile

@@ -37,19 +37,23 @@ from hyperapp.cube import Cube
 from hyperapp.reader_process import ShortRead, ended_early, read_ranges, split_ranges
 
 
+def _env_count(name: str) -> int | None:
+    """Environment variable ``name`` where it is a positive whole number, else None."""
+    given = os.environ.get(name, "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else None
+
+
 def _cores() -> int:
     """This process's share of the machine's cores: ``HYPERAPP_CORES`` where it is a positive whole number
     (a local cluster's workers share the machine out this way, :func:`hyperapp.batch.worker_envs`), else
     every core."""
-    given = os.environ.get("HYPERAPP_CORES", "").strip()
-    return int(given) if given.isdigit() and int(given) > 0 else (os.cpu_count() or 2)
+    return _env_count("HYPERAPP_CORES") or os.cpu_count() or 2
 
 
 def _read_threads() -> int:
     """:data:`COPY_THREADS`: ``HYPERAPP_READ_THREADS`` where it is a positive whole number, else one per
     core of this process's share (:func:`_cores`) up to 16."""
-    given = os.environ.get("HYPERAPP_READ_THREADS", "").strip()
-    return int(given) if given.isdigit() and int(given) > 0 else max(2, min(16, _cores()))
+    return _env_count("HYPERAPP_READ_THREADS") or max(2, min(16, _cores()))
 
 
 #: bytes of stored data per tile. Small tiles keep the page-locked ring small: pinning host memory
@@ -74,8 +78,7 @@ def _helper_threads() -> int:
     share of the cores (a local cluster's worker given 16 of 32 cores reads with 12, and leaves 4 to its
     stages: given its share as ``HYPERAPP_READ_THREADS``, one worker alone on a 32-core H200 host read
     with 32 threads and ran a campaign at 27.0 GB/s, where one process reading with 16 ran it at 37.5)."""
-    given = os.environ.get("HYPERAPP_READ_THREADS", "").strip()
-    if given.isdigit() and int(given) > 0:
+    if _env_count("HYPERAPP_READ_THREADS"):
         return COPY_THREADS
     return max(2, min(COPY_THREADS, _cores() - HELPER_SPARE_CORES))
 

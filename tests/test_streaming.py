@@ -533,3 +533,69 @@ def test_a_share_of_the_cores_sets_the_read_threads_and_leaves_some_to_the_stage
     assert (stream.COPY_THREADS, stream._helper_threads()) == (6, 6)
     monkeypatch.setenv("HYPERAPP_CORES", "zero")  # not a number: every core
     assert stream._cores() == (os.cpu_count() or 2)
+
+
+def test_the_helpers_gpu_copier_reads_in_pieces_and_says_where_the_file_ends(tmp_path):
+    """:class:`hyperapp.helper_gpu.PieceCopier`'s loop, with the driver's calls done on the host: every
+    range lands at its offset through two alternating buffers of a piece each, a buffer is written again
+    only after its last copy was waited for, and a file that ends early is ``ShortRead``."""
+    import ctypes
+
+    from hyperapp.helper_gpu import PieceCopier
+    from hyperapp.reader_process import ShortRead
+
+    data = np.random.default_rng(3).integers(0, 256, 10_000, dtype=np.uint8)
+    (tmp_path / "f.bin").write_bytes(data.tobytes())
+    dev = np.zeros(12_000, np.uint8)
+    keep, log = [], []
+
+    class Lib:
+        def cuEventCreate(self, e, flags):
+            return 0
+
+        def cuStreamCreate(self, s, flags):
+            return 0
+
+        def cuEventRecord(self, e, s):
+            log.append(("record", e))
+            return 0
+
+        def cuEventSynchronize(self, e):
+            log.append(("wait", e))
+            return 0
+
+        def cuStreamSynchronize(self, s):
+            return 0
+
+    class Drv:
+        lib = Lib()
+
+        def current(self):
+            pass
+
+        def _check(self, code, name):
+            assert code == 0, name
+
+        def _host_alloc(self, p, n, flags):
+            keep.append(ctypes.create_string_buffer(n))
+            ctypes.cast(p, ctypes.POINTER(ctypes.c_void_p))[0] = ctypes.addressof(keep[-1])
+            return 0
+
+        def _memcpy(self, dst, src, n, stream):
+            ctypes.memmove(dst, src, n)
+            return 0
+
+    c = PieceCopier(Drv(), 1000)
+    fd = os.open(tmp_path / "f.bin", os.O_RDONLY)
+    try:
+        c.copy(fd, dev.ctypes.data, [(0, 0, 4500), (6000, 4500, 5500)])
+        np.testing.assert_array_equal(dev[:4500], data[:4500])
+        np.testing.assert_array_equal(dev[6000:11_500], data[4500:])
+        assert not dev[4500:6000].any() and not dev[11_500:].any()
+        # eleven pieces over two buffers: each buffer's reuse waited for its last copy
+        assert sum(1 for what, _ in log if what == "record") == 11
+        assert sum(1 for what, _ in log if what == "wait") == 9
+        with pytest.raises(ShortRead):
+            c.copy(fd, dev.ctypes.data, [(0, 9_500, 1000)])
+    finally:
+        os.close(fd)
