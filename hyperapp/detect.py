@@ -852,10 +852,16 @@ def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) ->
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
+    from hyperapp.format_process import objects_csv_later
+    from hyperapp.io.atomic import atomic_write_bytes
     from hyperapp.io.writers import write_envi
 
-    paths = {k: write_detection_item(result, k, out / name, cube)
-             for k, name in (("scores", "scores"), ("mask", "mask"), ("objects", "objects.csv"))}
+    # the object table's CSV is formatted while the images are written (in a batch's formatting helper,
+    # where one runs: it is the stage's one long stretch of Python)
+    csv = objects_csv_later(result.object_columns)
+    paths = {k: write_detection_item(result, k, out / k, cube) for k in ("scores", "mask")}
+    paths["objects"] = out / "objects.csv"
+    atomic_write_bytes(paths["objects"], csv())
     for name, arr in result.maps.items():
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)

@@ -16,7 +16,9 @@ cube n-1 is written::
   (:func:`hyperapp.detect.run_detection`, :func:`hyperapp.analyse.run_analysis`) and finishes on the
   device what the outputs need (the object table), so that the writer touches host memory only.
 - **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.write_detection`,
-  :func:`hyperapp.analyse.write_analysis`) and completes the cube's future.
+  :func:`hyperapp.analyse.write_analysis`) and completes the cube's future. The object tables' CSV
+  is formatted meanwhile in the formatting helper process (:mod:`hyperapp.format_process`), which the
+  pipeline starts: it was the stage's one long stretch of Python, and held the compute stage back.
 
 Cubes leave in the order they were submitted. The queues bound memory: at most ``depth`` cubes wait
 between two stages. On the GPU each stage thread issues its work on a stream of its own, and a stage
@@ -206,6 +208,9 @@ class CubePipeline:
             self._started = True
             if sys.getswitchinterval() > SWITCH_INTERVAL:
                 sys.setswitchinterval(SWITCH_INTERVAL)
+            from hyperapp import format_process
+
+            format_process.start()  # the write stage's object tables are formatted there (not waited for)
             for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
                                        ("compute", self._compute, self._to_compute, self._to_write),
                                        ("write", self._write, self._to_write, None)):

@@ -45,6 +45,8 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from hyperapp import helper_process
+
 #: seconds a new helper has to say it is ready before this process reads without it
 START_TIMEOUT = 20.0
 
@@ -216,9 +218,6 @@ class ReaderProcess:
     """
 
     def __init__(self, slot_bytes: int, slots: int, threads: int, device: int | None = None):
-        import socket
-        import subprocess
-
         import numpy as np
 
         self.slot_bytes, self.slots, self.size = int(slot_bytes), int(slots), int(slot_bytes) * int(slots)
@@ -244,28 +243,16 @@ class ReaderProcess:
             if ring_fd >= 0:
                 os.ftruncate(ring_fd, self.size)
                 self._mm = mmap.mmap(ring_fd, self.size)
-            ours, theirs = socket.socketpair()
-            # the helper imports this package from where this process did (an embedding application may
-            # have put it on sys.path by hand)
-            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))}
-            try:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "hyperapp.reader_process", str(theirs.fileno()), str(ring_fd),
-                     str(self.size), str(threads), str(-1 if device is None else device), str(GPU_PIECE_BYTES)],
-                    pass_fds=(theirs.fileno(),) + ((ring_fd,) if ring_fd >= 0 else ()), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", env=env)
-            finally:
-                theirs.close()
+            self._proc, self._conn = helper_process.start(
+                "hyperapp.reader_process",
+                [str(ring_fd), str(self.size), str(threads), str(-1 if device is None else device), str(GPU_PIECE_BYTES)],
+                (ring_fd,) if ring_fd >= 0 else ())
         except BaseException:
             self._free_device()
             raise
         finally:
             if ring_fd >= 0:
                 os.close(ring_fd)
-        from multiprocessing.connection import Connection
-
-        self._conn = Connection(ours.detach())
         self._next = 0
         self._replies: dict[int, object] = {}
         self._lease = threading.Lock()
@@ -361,18 +348,7 @@ class ReaderProcess:
     def close(self) -> None:
         """End the helper (it sees its socket close) and let the ring go."""
         self.broken = True
-        try:
-            self._conn.close()
-        except OSError:
-            pass
-        try:
-            self._proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001  (a helper that does not end is killed)
-            self._proc.kill()
-            try:
-                self._proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001
-                pass
+        helper_process.end(self._proc, self._conn)
         if self._pinned:
             import cupy
 
@@ -402,7 +378,7 @@ def available() -> bool:
     """Whether readers may use a helper process here (Linux's ``memfd_create`` and ``preadv``, a Python
     to run it with, and not turned off by ``HYPERAPP_READ_PROCESS=0``)."""
     return (os.environ.get("HYPERAPP_READ_PROCESS", "1").strip() != "0" and hasattr(os, "memfd_create")
-            and hasattr(os, "preadv") and bool(sys.executable) and not getattr(sys, "frozen", False))
+            and hasattr(os, "preadv") and helper_process.can_start())
 
 
 def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int | None = None) -> ReaderProcess | None:

@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from hyperapp import pipeline, stream
+from hyperapp import detect, pipeline, stream
 from hyperapp.batch import run_job
 from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, campaign_files, parallel_read_s
 from hyperapp.jobfile import load_job
@@ -48,6 +48,13 @@ ap.add_argument("--vary", default="", help="an environment variable's values to 
 ap.add_argument("--layouts", default="", help="the read stage's tiles to alternate, as MBxRING (256x4,128x8)")
 ap.add_argument("--attrs", default="", help="a module attribute's values to alternate between runs, as "
                 "module.NAME=a,b (whole numbers; for example stream.COPY_PIECE_BYTES=16777216,0)")
+ap.add_argument("--sched", default="", help="how the host's scheduler treats the reading helper against this "
+                "process, alternated between runs: none, niceN (the helper's threads at nice N), split (the "
+                "helper's threads on the first cores less HELPER_SPARE_CORES, this process's on the rest), "
+                "split-niceN")
+ap.add_argument("--writes", default="on", help="comma-separated: on; off (the write stage a no-op: what the "
+                "writes cost the other stages); nodata (no score or mask files); nocsv (the object table not "
+                "formatted)")
 ap.add_argument("--cprofile", default="", help="stages to profile (read,compute,write), one run each")
 ap.add_argument("--device", default="gpu")
 ap.add_argument("--label", default="", help="prefix of the runs' output folders (a second version's runs start afresh)")
@@ -83,6 +90,27 @@ def _timed(self, fn, item):
 
 
 pipeline.CubePipeline._timed = _timed
+WRITE = pipeline.CubePipeline._write
+
+
+def _write(self, item):
+    """The write stage as a no-op (``--writes off``): the outputs are dropped."""
+    item.results = []
+
+
+_write.__name__ = "_write"
+ITEM, CSV = detect.write_detection_item, detect.objects_csv
+
+
+def _item(result, kind, path, cube, *args, **kwargs):
+    """``--writes nodata``: the score and mask images are not written."""
+    return Path(path) if kind in ("scores", "mask") else ITEM(result, kind, path, cube, *args, **kwargs)
+
+
+def writes_as(how: str) -> None:
+    pipeline.CubePipeline._write = _write if how == "off" else WRITE
+    detect.write_detection_item = _item if how == "nodata" else ITEM
+    detect.objects_csv = (lambda table: "") if how == "nocsv" else CSV
 
 
 class Probe:
@@ -107,18 +135,54 @@ class Probe:
         self.t.join()
 
 
-def one_run(method: str, mode: str, tag: str, value: str = "") -> None:
+ALL_CPUS = sorted(os.sched_getaffinity(0))
+
+
+def _tasks(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def apply_sched(how: str) -> None:
+    """Set the helpers' threads' nice value and both sides' cores (``--sched``) for the next run; the
+    helpers live across runs, started by the warm-up run just before."""
+    from hyperapp import reader_process
+
+    helpers = [h._proc.pid for h in reader_process._HELPERS if h._proc is not None]
+    nice = int(how.split("nice")[1]) if "nice" in how else 0
+    n_help = max(2, len(ALL_CPUS) - stream.HELPER_SPARE_CORES)
+    split = how.startswith("split")
+    for pid in helpers:
+        for tid in _tasks(pid):
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+                os.sched_setaffinity(tid, ALL_CPUS[:n_help] if split else ALL_CPUS)
+            except OSError:
+                pass
+    for tid in _tasks(os.getpid()):
+        try:
+            os.sched_setaffinity(tid, ALL_CPUS[n_help:] if split else ALL_CPUS)
+        except OSError:
+            pass
+
+
+def one_run(method: str, mode: str, tag: str, value: str = "", sched: str = "") -> None:
     os.environ["HYPERAPP_READ_PROCESS"] = "1" if mode == "helper" else "0"
     if value:
         os.environ[a.vary.split("=")[0]] = value
         tag = f"{tag}-{value}"
-    tag = a.label + tag
+    tag = a.label + tag + (f"-{sched}" if sched else "")
     warm = load_job(_job(d, f"warm-{tag}", method, "cubes/c0[0-3].hdr"))
     run_job(warm, device=a.device)
     CPU.clear()
+    apply_sched("none")  # the reference reads with every core
     job = load_job(_job(d, f"out-{tag}", method, "cubes/c*.hdr"))
     job.inputs = job.inputs[:a.cubes]
     ref_now = parallel_read_s(imgs, repeats=1)  # the reference just before this run: it moves between runs
+    if sched:
+        apply_sched(sched)
     t = os.times()
     with Probe() as probe:
         t0 = time.perf_counter()
@@ -155,8 +219,12 @@ for method in a.methods.split(","):
                         if attr:
                             mod, name = a.attrs.split("=", 1)[0].rsplit(".", 1)
                             setattr(importlib.import_module(f"hyperapp.{mod}"), name, int(attr))
-                        one_run(method, mode, f"{method}-{mode}-{r}" + (f"-{lay}" if lay else "")
-                                + (f"-{attr}" if attr else ""), value)
+                        for sched in (a.sched.split(",") if a.sched else [""]):
+                            for writes in a.writes.split(","):
+                                writes_as(writes)
+                                one_run(method, mode, f"{method}-{mode}-{r}" + (f"-{lay}" if lay else "")
+                                        + (f"-{attr}" if attr else "") + ("" if writes == "on" else f"-{writes}"),
+                                        value, sched)
     for stage in filter(None, a.cprofile.split(",")):
         PROFILES, PROFILED = {}, stage
         one_run(method, a.modes.split(",")[0], f"{method}-cprofile-{stage}")
