@@ -428,4 +428,8 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
 
 
 if __name__ == "__main__":
-    serve(*(int(a) for a in sys.argv[1:7]))
+    # run as the package's module, not as __main__: the GPU copier (hyperapp.helper_gpu) raises the package
+    # module's ShortRead, which __main__'s own class would not recognise as a file cut short
+    from hyperapp.reader_process import serve as _serve
+
+    _serve(*(int(a) for a in sys.argv[1:7]))
