@@ -13,9 +13,9 @@ every file is written in this process, atomically, with the same errors as befor
 :func:`hyperapp.models.postprocess.objects_csv`'s, made by the same function there.
 
 The helper is started by a batch (:func:`start`, without waiting for it) and ends with this process.
-Until it has said it is ready, and wherever it cannot run or stopped (not Linux's ``socketpair``, a frozen
-application, ``HYPERAPP_FORMAT_PROCESS=0``, a killed helper), the table is formatted here, as it always
-was: nothing is lost.
+Until it has said it is ready, and wherever it cannot run or stopped (not Linux, a frozen application,
+``HYPERAPP_FORMAT_PROCESS=0``, a killed helper, one that has not answered in :data:`REPLY_TIMEOUT`), the
+table is formatted here, as it always was: nothing is lost.
 
 Wire format: request ``(id, columns)``; reply ``(id, bytes)`` (the CSV, UTF-8), or ``(id, None)`` where
 formatting failed there (then it is formatted here, and fails here with its own error).
@@ -29,6 +29,11 @@ import threading
 from collections.abc import Callable
 
 from hyperapp import helper_process
+
+#: seconds the write stage waits for the helper's next reply before it formats the table itself and lets
+#: the helper go (a helper stopped or stuck must not hold a batch up; a table of a million objects takes
+#: a few seconds)
+REPLY_TIMEOUT = 60.0
 
 
 def serve(sock_fd: int) -> None:
@@ -92,8 +97,10 @@ class FormatProcess:
                 if self.broken:
                     return None
                 try:
+                    if not self._conn.poll(REPLY_TIMEOUT):
+                        raise TimeoutError
                     got, text = self._conn.recv()
-                except (EOFError, OSError):
+                except (EOFError, OSError):  # TimeoutError is an OSError
                     self.broken = True
                     return None
                 self._replies[got] = text

@@ -62,6 +62,22 @@ def test_killed_helper_loses_nothing(helper):
     assert format_process._HELPER is not helper
 
 
+def test_stuck_helper_is_let_go(helper, monkeypatch):
+    """A helper that does not answer (stopped here) holds the write stage up for REPLY_TIMEOUT, no longer."""
+    import signal
+
+    monkeypatch.setattr(format_process, "REPLY_TIMEOUT", 0.3)
+    t = _table(50)
+    helper._proc.send_signal(signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        assert format_process.objects_csv_later(t)() == objects_csv(t).encode()
+        assert time.monotonic() - t0 < 5
+        assert helper.broken
+    finally:
+        helper._proc.send_signal(signal.SIGCONT)
+
+
 def test_no_helper_formats_here(monkeypatch):
     format_process.stop()
     monkeypatch.setenv("HYPERAPP_FORMAT_PROCESS", "0")
@@ -74,8 +90,8 @@ def test_no_helper_formats_here(monkeypatch):
 def test_batch_formats_in_the_helper(tmp_path, monkeypatch, helper):
     """A job's detect step writes its object table through the helper, byte for byte as a run without it."""
     from hyperapp.batch import run_job
-    from hyperapp.jobfile import load_job
     from hyperapp.io.writers import write_envi
+    from hyperapp.jobfile import load_job
 
     rng = np.random.default_rng(0)
     cube = rng.normal(0, 1, (40, 30, 12)).astype(np.float32)
