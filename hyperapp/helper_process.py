@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
 
 def can_start() -> bool:
@@ -20,7 +21,7 @@ def can_start() -> bool:
     return bool(sys.executable) and not getattr(sys, "frozen", False)
 
 
-def start(module: str, args: list[str] = (), pass_fds: tuple[int, ...] = ()):
+def start(module: str, args: Sequence[str] = (), pass_fds: Sequence[int] = ()):
     """Start ``python -m module <socket fd> *args`` (``pass_fds`` go with the socket); returns the
     :class:`subprocess.Popen` and this side's :class:`multiprocessing.connection.Connection`."""
     import socket
