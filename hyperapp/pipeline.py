@@ -7,7 +7,8 @@ cube n-1 is written::
 
 - **read** opens the cube and brings its pixels (good bands, float32, no-data NaN) to where they are
   computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.load_pixels`), or into
-  host memory. Cubes of :data:`LARGE_CUBE_BYTES` or more are read by the reading helper process
+  host memory. Cubes of :data:`LARGE_CUBE_BYTES` or more (on the GPU :data:`HELPER_CUBE_BYTES`, where the
+  helper copies to the GPU itself) are read by the reading helper process
   (:mod:`hyperapp.reader_process`), so that their reads do not wait on the compute stage's Python. A
   cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory) is not read
   ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`, which
@@ -79,10 +80,18 @@ READ_TILE_BYTES: int | None = 128 << 20
 #: 256 MB, 32.4-33.2 with eight of 128 MB (the same 1 GB), 32.8 with eight of 256 MB and 30.1-30.6 with
 #: sixteen of 64 MB (whose hand-offs cost the read stage's thread 33-34 ms of CPU a cube, against 23)
 READ_RING = 8
-#: cubes smaller than this read with a lone read's tiles, in this process: the large ring (1 GB on the GPU
-#: and a CUDA context for each reading helper, or 1 GB of host memory pinned at about 0.3 GB/s where the
-#: helper cannot copy to the GPU, once in each process) pays only over cubes of a gigabyte or more
+#: cubes smaller than this read with a lone read's tiles, in this process, unless the next limit takes
+#: them to the helper: the large ring (1 GB on the GPU and a CUDA context for each reading helper, or 1 GB
+#: of host memory pinned at about 0.3 GB/s where the helper cannot copy to the GPU, once in each process)
+#: pays only over cubes of a gigabyte or more
 LARGE_CUBE_BYTES = 1 << 30
+#: on the GPU, cubes of this size or more are read by the reading helper too, where it copies to the GPU
+#: itself (no host memory to pin): a batch of 134 MB cubes (512 x 512 x 128, RBFN from clicks, one-H200
+#: host, three runs each) ran at 25-27 ms a cube against 35 read in this process, the read stage 8-9 ms
+#: against 21-22 and the process's CPU 27-31 ms a cube against 73-76: the reads' futures and system calls
+#: no longer take turns with the compute stage's Python. Where the helper cannot copy to the GPU they are
+#: read here, as smaller ones are
+HELPER_CUBE_BYTES = 64 << 20
 
 
 @dataclass
@@ -374,8 +383,21 @@ class CubePipeline:
         cube = item.cube.run_bands(all_bands, bands, "bands")
         if self._read_ahead(cube, backend):
             item.plan = cube
-            if cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize >= LARGE_CUBE_BYTES:
-                item.reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True, ring=READ_RING)
+            size = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize
+            if size >= LARGE_CUBE_BYTES or (size >= HELPER_CUBE_BYTES and backend.is_gpu):
+                reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True, ring=READ_RING)
+                if size >= LARGE_CUBE_BYTES or (reader.helper_can_read and self._helper_copies_to_gpu(backend, reader)):
+                    item.reader = reader
+
+    @staticmethod
+    def _helper_copies_to_gpu(backend, reader) -> bool:
+        """Whether a reading helper copies this process's tiles to its GPU (one with ``reader``'s slots is
+        started if none runs)."""
+        from hyperapp import reader_process
+        from hyperapp.stream import HELPER_THREADS
+
+        return reader_process.copies_to_gpu(backend.xp.cuda.runtime.getDevice(), reader.slot_bytes, reader.ring,
+                                            HELPER_THREADS)
 
     def _look_ahead(self, backend) -> _Item | None:
         """The read stage's next cube, taken from the inbox now (None if none is waiting), opened, with a

@@ -381,6 +381,27 @@ def available() -> bool:
             and hasattr(os, "preadv") and helper_process.can_start())
 
 
+def copies_to_gpu(device: int, slot_bytes: int, slots: int, threads: int) -> bool:
+    """Whether this process has a helper that copies tiles to GPU ``device`` itself, starting one (with
+    ``slots`` slots of ``slot_bytes``, not leased) where none runs. False where it cannot (no helper here,
+    ``HYPERAPP_READ_TO_GPU=0``, or its GPU copies failed once in this process, which this call may find):
+    then no helper is started, no memory is pinned, and later calls say so at once."""
+    global _GPU_COPIES_FAILED
+    if not available() or _GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0":
+        return False
+    with _HELPER_LOCK:
+        if any(h.device == device and not h.broken for h in _HELPERS):
+            return True
+        if len(_HELPERS) >= MAX_HELPERS:
+            return False
+        try:
+            _HELPERS.append(ReaderProcess(slot_bytes, slots, threads, device))
+        except Exception:  # noqa: BLE001  (no GPU copies here: the caller reads in this process)
+            _GPU_COPIES_FAILED = True
+            return False
+        return True
+
+
 def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int | None = None) -> ReaderProcess | None:
     """One of the process's helpers (at most :data:`MAX_HELPERS`), leased to the caller (who must
     :meth:`ReaderProcess.release` it), with ``slots`` slots of at least ``slot_bytes``, page-locked when

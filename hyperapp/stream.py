@@ -207,6 +207,16 @@ class TileReader:
         self._read_all = False
 
     @property
+    def helper_can_read(self) -> bool:
+        """Whether the reading helper can read this cube's file (a raw file it can ``preadv``)."""
+        return self._file is not None
+
+    @property
+    def slot_bytes(self) -> int:
+        """Bytes of each of the ring's buffers."""
+        return self._ring_items * self.cube.store.dtype.itemsize
+
+    @property
     def bufs(self) -> list[np.ndarray]:
         """The ring's buffers, made when the reading starts (so that a reader made and never read
         leases no helper): the reading helper's shared slots where it was asked for and can be had (on
@@ -220,8 +230,7 @@ class TileReader:
                     import cupy
 
                     device = cupy.cuda.runtime.getDevice()
-                self._helper = reader_process.lease(n * dtype.itemsize, self.ring, self._pinned, HELPER_THREADS,
-                                                    device)
+                self._helper = reader_process.lease(self.slot_bytes, self.ring, self._pinned, HELPER_THREADS, device)
             if self._helper is not None:
                 # a ring on the GPU holds the raw bytes as the GPU takes them (device_dtype)
                 dt = dtype if self._helper.device is None else device_dtype(dtype)

@@ -463,6 +463,41 @@ def test_the_gpu_wait_schedule_is_named_by_the_environment(monkeypatch):
 
 
 @pytest.mark.gpu
+def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(cp, tmp_path, monkeypatch):
+    """On the GPU, cubes of HELPER_CUBE_BYTES or more (below LARGE_CUBE_BYTES) are read by a reading helper
+    that copies them to the device itself; the outputs are those of a read in this process. On the CPU
+    the same cubes are read in this process."""
+    from hyperapp import pipeline, reader_process
+
+    if not reader_process.available():
+        pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
+    cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
+    monkeypatch.setattr(pipeline, "HELPER_CUBE_BYTES", 1)
+    monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 9 * 48 * 16 * 4)
+    monkeypatch.delenv("HYPERAPP_READ_TO_GPU", raising=False)
+    readers = []
+    plan = CubePipeline._plan
+
+    def _plan(self, item, backend):
+        plan(self, item, backend)
+        readers.append((backend.is_gpu, item.reader))
+
+    monkeypatch.setattr(CubePipeline, "_plan", _plan)
+    scores = {}
+    for mode, device in (("1", "gpu"), ("0", "gpu"), ("1", "cpu")):
+        monkeypatch.setenv("HYPERAPP_READ_PROCESS", mode)
+        with CubePipeline(_steps(tmp_path), str(tmp_path / f"out{mode}{device}"), device=device) as pipe:
+            rows = [f.result(timeout=120) for f in [pipe.submit(c) for c in cubes]]
+        assert all(r["error"] is None for r in rows)
+        scores[mode + device] = [np.fromfile(Path(r["outputs"][0]) / "scores.img", np.float32) for r in rows]
+    got = [r is not None for _, r in readers]
+    assert got == [True] * 3 + [False] * 6, got  # the helper on the GPU only, and only where it runs
+    assert any(h.device is not None for h in reader_process._HELPERS)
+    for a, b in zip(scores["1gpu"], scores["0gpu"]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.gpu
 def test_a_gpu_pipeline_makes_its_waits_block(cp, tmp_path, monkeypatch):
     """A pipeline on the GPU sets the context's wait schedule to blocking (its stages' waits sleep),
     or to what ``HYPERAPP_CUDA_WAITS`` names; the schedule read back from the driver is what was asked."""

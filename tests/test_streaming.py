@@ -518,6 +518,45 @@ def test_a_helper_that_cannot_copy_to_the_gpu_gives_way_to_one_that_reads_into_h
     h.close()
 
 
+def test_mid_size_cubes_go_to_the_helper_only_where_it_copies_to_the_gpu(monkeypatch):
+    """``copies_to_gpu`` (a batch's cubes below LARGE_CUBE_BYTES on the GPU): a helper copying to the GPU is
+    started once and then found; where none can be (its start fails, ``HYPERAPP_READ_TO_GPU=0``, no helper
+    here) it says no, starts no host-ring helper (which would pin memory) and does not try again."""
+    from hyperapp import reader_process
+
+    if not reader_process.available():
+        pytest.skip("no reading helper here")
+    made = []
+
+    class Fake:
+        def __init__(self, slot_bytes, slots, threads, device=None):
+            if device is None or fail:
+                made.append(("failed", device))
+                raise RuntimeError("no CUDA IPC here")
+            made.append((slot_bytes, slots, device))
+            self.device, self.broken = device, False
+
+    monkeypatch.setattr(reader_process, "ReaderProcess", Fake)
+    monkeypatch.setattr(reader_process, "_GPU_COPIES_FAILED", False)
+    monkeypatch.setattr(reader_process, "_HELPERS", [])
+    monkeypatch.delenv("HYPERAPP_READ_TO_GPU", raising=False)
+    fail = False
+    assert reader_process.copies_to_gpu(0, 1 << 20, 8, 2) and reader_process.copies_to_gpu(0, 1 << 20, 8, 2)
+    assert made == [(1 << 20, 8, 0)]  # started once, then found
+    monkeypatch.setenv("HYPERAPP_READ_TO_GPU", "0")
+    assert not reader_process.copies_to_gpu(0, 1 << 20, 8, 2)
+    monkeypatch.delenv("HYPERAPP_READ_TO_GPU")
+    monkeypatch.setattr(reader_process, "_HELPERS", [])
+    fail = True
+    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2)
+    assert made[1:] == [("failed", 1)] and reader_process._GPU_COPIES_FAILED and not reader_process._HELPERS
+    fail = False
+    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 2  # not tried again
+    monkeypatch.setattr(reader_process, "_GPU_COPIES_FAILED", False)
+    monkeypatch.setenv("HYPERAPP_READ_PROCESS", "0")
+    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 2
+
+
 def test_a_share_of_the_cores_sets_the_read_threads_and_leaves_some_to_the_stages(monkeypatch):
     """``HYPERAPP_CORES`` (a local cluster worker's share): the copy threads are one per core of it up to
     16, and the reading helper leaves HELPER_SPARE_CORES of it to the stages; ``HYPERAPP_READ_THREADS``
