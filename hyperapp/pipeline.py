@@ -92,6 +92,9 @@ LARGE_CUBE_BYTES = 1 << 30
 #: no longer take turns with the compute stage's Python. Where the helper cannot copy to the GPU they are
 #: read here, as smaller ones are
 HELPER_CUBE_BYTES = 64 << 20
+#: the most of the GPU's free memory the reading helpers' rings may take for such cubes (two rings of about
+#: 1 GB: a GPU of 80 GB has room, one of 8 GB keeps it for the computation and reads them here)
+HELPER_RING_SHARE = 0.25
 
 
 @dataclass
@@ -392,10 +395,15 @@ class CubePipeline:
     @staticmethod
     def _helper_copies_to_gpu(backend, reader) -> bool:
         """Whether a reading helper copies this process's tiles to its GPU (one with ``reader``'s slots is
-        started if none runs)."""
+        started if none runs), where the helpers' rings on the GPU take at most :data:`HELPER_RING_SHARE`
+        of its free memory (a small GPU keeps its memory for the computation)."""
         from hyperapp import reader_process
+        from hyperapp.backend import gpu_free_bytes
         from hyperapp.stream import HELPER_THREADS
 
+        rings = reader.slot_bytes * reader.ring * reader_process.MAX_HELPERS
+        if rings > HELPER_RING_SHARE * gpu_free_bytes(backend.xp):
+            return False
         return reader_process.copies_to_gpu(backend.xp.cuda.runtime.getDevice(), reader.slot_bytes, reader.ring,
                                             HELPER_THREADS)
 

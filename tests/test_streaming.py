@@ -557,6 +557,25 @@ def test_mid_size_cubes_go_to_the_helper_only_where_it_copies_to_the_gpu(monkeyp
     assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 2
 
 
+def test_a_small_gpu_keeps_its_memory_and_reads_mid_size_cubes_itself(monkeypatch):
+    """The helpers' rings for cubes below LARGE_CUBE_BYTES may take HELPER_RING_SHARE of the GPU's free
+    memory at most: beyond it no helper is asked for (the cubes are read in this process)."""
+    from types import SimpleNamespace
+
+    from hyperapp import pipeline, reader_process
+
+    asked = []
+    monkeypatch.setattr(reader_process, "copies_to_gpu", lambda *a: asked.append(a) or True)
+    reader = SimpleNamespace(slot_bytes=128 << 20, ring=8)  # two rings of 1 GB
+    for free_gb, expect in ((80, True), (6, False)):
+        runtime = SimpleNamespace(getDevice=lambda: 0, memGetInfo=lambda f=free_gb: (f << 30, 80 << 30))
+        xp = SimpleNamespace(cuda=SimpleNamespace(runtime=runtime),
+                             get_default_memory_pool=lambda: SimpleNamespace(free_bytes=lambda: 0))
+        assert pipeline.CubePipeline._helper_copies_to_gpu(SimpleNamespace(xp=xp), reader) is expect
+    assert len(asked) == 1 and asked[0][:3] == (0, 128 << 20, 8)
+    assert pipeline.HELPER_RING_SHARE * (80 << 30) > 2 * (1 << 30) > pipeline.HELPER_RING_SHARE * (6 << 30)
+
+
 def test_a_share_of_the_cores_sets_the_read_threads_and_leaves_some_to_the_stages(monkeypatch):
     """``HYPERAPP_CORES`` (a local cluster worker's share): the copy threads are one per core of it up to
     16, and the reading helper leaves HELPER_SPARE_CORES of it to the stages; ``HYPERAPP_READ_THREADS``
