@@ -371,6 +371,8 @@ _GPU_COPIES_FAILED = False
 #: small enough for every thread's to stay in the CPU's cache until the GPU has copied them)
 GPU_PIECE_BYTES = 4 << 20
 _HELPERS: list[ReaderProcess] = []
+#: helpers being started in the background (:func:`copies_to_gpu`), not yet in :data:`_HELPERS`
+_STARTING = 0
 _HELPER_LOCK = threading.Lock()
 
 
@@ -382,24 +384,54 @@ def available() -> bool:
 
 
 def copies_to_gpu(device: int, slot_bytes: int, slots: int, threads: int) -> bool:
-    """Whether this process has a helper that copies tiles to GPU ``device`` itself, starting one (with
-    ``slots`` slots of ``slot_bytes``, not leased) where none runs. False where it cannot (no helper here,
-    ``HYPERAPP_READ_TO_GPU=0``, or its GPU copies failed once in this process, which this call may find):
-    then no helper is started, no memory is pinned, and later calls say so at once."""
-    global _GPU_COPIES_FAILED
+    """Whether this process's helpers (:data:`MAX_HELPERS` of them) copy tiles to GPU ``device`` themselves.
+    Where they do not yet, they are started in the background (``slots`` slots of ``slot_bytes`` each, not
+    leased), and this says False meanwhile: the caller reads this cube in the process, and a later cube
+    finds them running. Each start costs about 0.6 s (its CUDA context, its ring), which a batch's read
+    stage would otherwise wait through, the second one mid-run when the next cube's reader wants it.
+
+    False for good where they cannot run (no helper here, ``HYPERAPP_READ_TO_GPU=0``, or their GPU copies
+    failed once in this process, which a start may find): then no host-ring helper is started instead and
+    no memory is pinned."""
+    global _STARTING
     if not available() or _GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0":
         return False
     with _HELPER_LOCK:
-        if any(h.device == device and not h.broken for h in _HELPERS):
+        # (a helper with smaller slots counts: the reader's lease replaces it, as for any reader)
+        if sum(h.device == device and not h.broken for h in _HELPERS) >= MAX_HELPERS:
             return True
-        if len(_HELPERS) >= MAX_HELPERS:
-            return False
+        missing = MAX_HELPERS - len(_HELPERS) - _STARTING
+        if missing <= 0:
+            return False  # being started, or other helpers in their places (a later lease replaces them)
+        _STARTING += missing
+    threading.Thread(target=_start_gpu_helpers, args=(missing, device, slot_bytes, slots, threads),
+                     name="hyperapp-reader-start", daemon=True).start()
+    return False
+
+
+def _on_device(device: int):
+    """A context in which CUDA calls go to GPU ``device``."""
+    import cupy
+
+    return cupy.cuda.Device(device)
+
+
+def _start_gpu_helpers(n: int, device: int, slot_bytes: int, slots: int, threads: int) -> None:
+    """Start ``n`` helpers copying to GPU ``device`` (:func:`copies_to_gpu`'s background thread)."""
+    global _STARTING, _GPU_COPIES_FAILED
+    for _ in range(n):
         try:
-            _HELPERS.append(ReaderProcess(slot_bytes, slots, threads, device))
-        except Exception:  # noqa: BLE001  (no GPU copies here: the caller reads in this process)
-            _GPU_COPIES_FAILED = True
-            return False
-        return True
+            with _on_device(device):  # the ring is allocated on that GPU, whatever this thread's default
+                h = ReaderProcess(slot_bytes, slots, threads, device)
+        except Exception:  # noqa: BLE001  (no GPU copies here: such cubes are read in the process)
+            with _HELPER_LOCK:
+                _GPU_COPIES_FAILED = True
+                _STARTING -= n
+            return
+        with _HELPER_LOCK:
+            _HELPERS.append(h)
+            _STARTING -= 1
+            n -= 1
 
 
 def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int | None = None) -> ReaderProcess | None:
@@ -425,8 +457,8 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
                 _HELPERS.remove(h)
         h = next((h for h in _HELPERS if h.serves(slot_bytes, slots, device) and h.lease()), None)
         if h is None:
-            if len(_HELPERS) >= MAX_HELPERS:
-                return None  # all in use: a reader of a cube that does not fit reads itself meanwhile
+            if len(_HELPERS) + _STARTING >= MAX_HELPERS:
+                return None  # all in use (or being started): a reader of a cube that does not fit reads itself meanwhile
             try:
                 h = ReaderProcess(slot_bytes, slots, threads, device)
             except Exception:  # noqa: BLE001  (no GPU copies here: the host ring, as before)

@@ -464,9 +464,9 @@ def test_the_gpu_wait_schedule_is_named_by_the_environment(monkeypatch):
 
 @pytest.mark.gpu
 def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(cp, tmp_path, monkeypatch):
-    """On the GPU, cubes of HELPER_CUBE_BYTES or more (below LARGE_CUBE_BYTES) are read by a reading helper
-    that copies them to the device itself; the outputs are those of a read in this process. On the CPU
-    the same cubes are read in this process."""
+    """On the GPU, cubes of HELPER_CUBE_BYTES or more (below LARGE_CUBE_BYTES) are read by the reading
+    helpers, which copy them to the device themselves, once those have started in the background; the
+    outputs are those of a read in this process. On the CPU the same cubes are read in this process."""
     from hyperapp import pipeline, reader_process
 
     if not reader_process.available():
@@ -483,6 +483,22 @@ def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(
         readers.append((backend.is_gpu, item.reader))
 
     monkeypatch.setattr(CubePipeline, "_plan", _plan)
+    for h in list(reader_process._HELPERS):  # earlier tests' helpers go: these cubes' are started below
+        assert h.lease()
+        h.close()
+        h.release()
+    reader_process._HELPERS.clear()
+    from hyperapp.stream import HELPER_THREADS
+
+    # the helpers start in the background (the first cubes of a run are read in this process meanwhile):
+    # started here first, so that every cube of the run below goes through them
+    assert not reader_process.copies_to_gpu(cp.cuda.runtime.getDevice(), pipeline.READ_TILE_BYTES,
+                                            pipeline.READ_RING, HELPER_THREADS)
+    deadline = time.monotonic() + 60
+    while not reader_process.copies_to_gpu(cp.cuda.runtime.getDevice(), pipeline.READ_TILE_BYTES,
+                                           pipeline.READ_RING, HELPER_THREADS):
+        assert time.monotonic() < deadline and not reader_process._GPU_COPIES_FAILED, "no GPU helper started"
+        time.sleep(0.05)
     scores = {}
     for mode, device in (("1", "gpu"), ("0", "gpu"), ("1", "cpu")):
         monkeypatch.setenv("HYPERAPP_READ_PROCESS", mode)

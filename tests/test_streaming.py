@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -519,42 +520,62 @@ def test_a_helper_that_cannot_copy_to_the_gpu_gives_way_to_one_that_reads_into_h
 
 
 def test_mid_size_cubes_go_to_the_helper_only_where_it_copies_to_the_gpu(monkeypatch):
-    """``copies_to_gpu`` (a batch's cubes below LARGE_CUBE_BYTES on the GPU): a helper copying to the GPU is
-    started once and then found; where none can be (its start fails, ``HYPERAPP_READ_TO_GPU=0``, no helper
-    here) it says no, starts no host-ring helper (which would pin memory) and does not try again."""
+    """``copies_to_gpu`` (a batch's cubes below LARGE_CUBE_BYTES on the GPU): the helpers copying to the GPU
+    are started in the background, once, while the caller reads in the process, and then found; where
+    they cannot be (a start fails, ``HYPERAPP_READ_TO_GPU=0``, no helper here) it says no, starts no
+    host-ring helper (which would pin memory) and does not try again. A lease meanwhile does not start a
+    third helper."""
+    import contextlib
+
     from hyperapp import reader_process
 
     if not reader_process.available():
         pytest.skip("no reading helper here")
-    made = []
+    made, gate = [], threading.Event()
 
     class Fake:
         def __init__(self, slot_bytes, slots, threads, device=None):
+            gate.wait(10)
             if device is None or fail:
                 made.append(("failed", device))
                 raise RuntimeError("no CUDA IPC here")
             made.append((slot_bytes, slots, device))
             self.device, self.broken = device, False
 
+    def settled():
+        deadline = time.monotonic() + 10
+        while reader_process._STARTING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert reader_process._STARTING == 0
+
     monkeypatch.setattr(reader_process, "ReaderProcess", Fake)
+    monkeypatch.setattr(reader_process, "_on_device", lambda device: contextlib.nullcontext())
     monkeypatch.setattr(reader_process, "_GPU_COPIES_FAILED", False)
     monkeypatch.setattr(reader_process, "_HELPERS", [])
     monkeypatch.delenv("HYPERAPP_READ_TO_GPU", raising=False)
     fail = False
-    assert reader_process.copies_to_gpu(0, 1 << 20, 8, 2) and reader_process.copies_to_gpu(0, 1 << 20, 8, 2)
-    assert made == [(1 << 20, 8, 0)]  # started once, then found
+    assert not reader_process.copies_to_gpu(0, 1 << 20, 8, 2)  # started, not waited for
+    assert not reader_process.copies_to_gpu(0, 1 << 20, 8, 2) and reader_process._STARTING == 2  # not twice
+    assert reader_process.lease(1 << 20, 8, True, 2, 0) is None  # no third helper while they start
+    gate.set()
+    settled()
+    assert made == [(1 << 20, 8, 0)] * 2 and len(reader_process._HELPERS) == 2
+    assert reader_process.copies_to_gpu(0, 1 << 20, 8, 2) and len(made) == 2  # found
     monkeypatch.setenv("HYPERAPP_READ_TO_GPU", "0")
     assert not reader_process.copies_to_gpu(0, 1 << 20, 8, 2)
     monkeypatch.delenv("HYPERAPP_READ_TO_GPU")
     monkeypatch.setattr(reader_process, "_HELPERS", [])
     fail = True
     assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2)
-    assert made[1:] == [("failed", 1)] and reader_process._GPU_COPIES_FAILED and not reader_process._HELPERS
+    settled()
+    assert made[2:] == [("failed", 1)] and reader_process._GPU_COPIES_FAILED and not reader_process._HELPERS
     fail = False
-    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 2  # not tried again
+    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2)
+    settled()
+    assert len(made) == 3  # not tried again
     monkeypatch.setattr(reader_process, "_GPU_COPIES_FAILED", False)
     monkeypatch.setenv("HYPERAPP_READ_PROCESS", "0")
-    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 2
+    assert not reader_process.copies_to_gpu(1, 1 << 20, 8, 2) and len(made) == 3
 
 
 def test_a_small_gpu_keeps_its_memory_and_reads_mid_size_cubes_itself(monkeypatch):
