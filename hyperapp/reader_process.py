@@ -404,8 +404,12 @@ def copies_to_gpu(device: int, slot_bytes: int, slots: int, threads: int) -> boo
         if missing <= 0:
             return False  # being started, or other helpers in their places (a later lease replaces them)
         _STARTING += missing
-    threading.Thread(target=_start_gpu_helpers, args=(missing, device, slot_bytes, slots, threads),
-                     name="hyperapp-reader-start", daemon=True).start()
+    try:
+        threading.Thread(target=_start_gpu_helpers, args=(missing, device, slot_bytes, slots, threads),
+                         name="hyperapp-reader-start", daemon=True).start()
+    except RuntimeError:  # no thread to be had: this cube, and later ones, are read in the process
+        with _HELPER_LOCK:
+            _STARTING -= missing
     return False
 
 
