@@ -387,9 +387,10 @@ class CubePipeline:
         if self._read_ahead(cube, backend):
             item.plan = cube
             size = cube.rows * cube.cols * cube.store.shape[2] * cube.store.dtype.itemsize
-            if size >= LARGE_CUBE_BYTES or (size >= HELPER_CUBE_BYTES and backend.is_gpu):
+            large = size >= LARGE_CUBE_BYTES
+            if large or (size >= HELPER_CUBE_BYTES and backend.is_gpu):
                 reader = TileReader(cube, READ_TILE_BYTES, pinned=backend.is_gpu, helper=True, ring=READ_RING)
-                if size >= LARGE_CUBE_BYTES or (reader.helper_can_read and self._helper_copies_to_gpu(backend, reader)):
+                if large or (reader.helper_can_read and self._helper_copies_to_gpu(backend, reader)):
                     item.reader = reader
 
     @staticmethod

@@ -383,6 +383,12 @@ def available() -> bool:
             and hasattr(os, "preadv") and helper_process.can_start())
 
 
+def _gpu_copies_off() -> bool:
+    """Whether helpers read into host memory even for the GPU: ``HYPERAPP_READ_TO_GPU=0``, or their GPU
+    copies failed once in this process."""
+    return _GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0"
+
+
 def copies_to_gpu(device: int, slot_bytes: int, slots: int, threads: int) -> bool:
     """Whether this process's helpers (:data:`MAX_HELPERS` of them) copy tiles to GPU ``device`` themselves.
     Where they do not yet, they are started in the background (``slots`` slots of ``slot_bytes`` each, not
@@ -394,7 +400,7 @@ def copies_to_gpu(device: int, slot_bytes: int, slots: int, threads: int) -> boo
     failed once in this process, which a start may find): then no host-ring helper is started instead and
     no memory is pinned."""
     global _STARTING
-    if not available() or _GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0":
+    if not available() or _gpu_copies_off():
         return False
     with _HELPER_LOCK:
         # (a helper with smaller slots counts: the reader's lease replaces it, as for any reader)
@@ -451,7 +457,7 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
     global _GPU_COPIES_FAILED
     if not available():
         return None
-    if device is not None and (_GPU_COPIES_FAILED or os.environ.get("HYPERAPP_READ_TO_GPU", "1").strip() == "0"):
+    if device is not None and _gpu_copies_off():
         device = None
     with _HELPER_LOCK:
         for h in list(_HELPERS):
