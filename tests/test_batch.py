@@ -467,3 +467,23 @@ def test_a_double_star_glob_takes_every_depth_and_never_the_jobs_own_outputs(tmp
     assert "files in the job's own output folder" in err.splitlines()[0] and err.count(" skipped ") == 3
     with pytest.raises(InputError, match=r"inputs.paths\[0\].*only files in the job's own output folder"):
         load_job(_job(tmp_path, body.replace("scenes/**/*.hdr", "scenes/out/**/*.hdr")))
+
+
+@pytest.mark.parametrize("prepared", [False, True])
+def test_a_batch_on_an_unprepared_gpu_says_how_to_prepare_it(tmp_path, capsys, monkeypatch, prepared):
+    """A batch about to use a GPU whose kernels were never compiled ahead says so, with the command that
+    does it (its first cubes would compile them mid-run); prepared, or on the CPU, it says nothing."""
+    from rich.console import Console
+
+    from hyperapp import backend, gpu_prepare
+    from hyperapp.batch import run_job
+
+    _scenes(tmp_path / "scenes", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    monkeypatch.setattr(backend, "gpu_available", lambda: True)  # the note's test only; the run is on the CPU
+    monkeypatch.setattr(gpu_prepare, "is_prepared", lambda: prepared)
+    for device, said in (("auto", not prepared), ("cpu", False)):
+        job = load_job(_job(tmp_path, BASIC.replace('folder = "out"', f'folder = "out-{device}"')))
+        assert run_job(job, device=device, console=Console(stderr=True, width=400)) == 0
+        err = capsys.readouterr().err
+        assert ("prepare-gpu" in err and "not prepared" in err) == said, err

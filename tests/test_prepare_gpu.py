@@ -1,6 +1,7 @@
 """Kernels ahead of use: ``prepare-gpu``, the window's warm-up, and no first-use import in
 ``evaluate`` on the GPU."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -74,6 +75,8 @@ def test_window_warm_up_without_a_gpu_shows_nothing(qtbot, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("pytestqt") is None or importlib.util.find_spec("PySide6") is None,
+                    reason="the window's warm-up needs PySide6 and pytest-qt (GPU hosts without Qt run the rest)")
 def test_window_warm_up_fills_the_cache_with_a_status_line(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMainWindow
 
