@@ -428,7 +428,10 @@ def unprepared_note() -> str | None:
     from hyperapp.backend import gpu_available
     from hyperapp.gpu_prepare import is_prepared
 
-    if not gpu_available() or is_prepared():
+    try:
+        if not gpu_available() or is_prepared():
+            return None
+    except Exception:  # noqa: BLE001  (a device that cannot say its compute capability: no note, the run goes on)
         return None
     return ("note: this installation's GPU kernels are not prepared: each is compiled on its first use, in the "
             "middle of this run; `hyperapp --headless prepare-gpu` compiles them all once, ahead")
