@@ -362,6 +362,12 @@ class ReaderProcess:
         self._free_device()
 
 
+def _piece_bytes() -> int:
+    """:data:`GPU_PIECE_BYTES`: ``HYPERAPP_GPU_PIECE_KB`` KB where it is a positive whole number, else 4 MB."""
+    kb = os.environ.get("HYPERAPP_GPU_PIECE_KB", "").strip()
+    return int(kb) * 1024 if kb.isdigit() and int(kb) > 0 else 4 << 20
+
+
 #: the process's helpers: two, so that the next cube's reader can read ahead into a ring of its own while
 #: the consumer of this cube's still holds tiles of the first (see :meth:`hyperapp.stream.TileReader.then`)
 MAX_HELPERS = 2
@@ -369,7 +375,7 @@ MAX_HELPERS = 2
 _GPU_COPIES_FAILED = False
 #: bytes of each piece a helper's copy thread reads and copies to the GPU (two buffers of it per thread:
 #: small enough for every thread's to stay in the CPU's cache until the GPU has copied them)
-GPU_PIECE_BYTES = 4 << 20
+GPU_PIECE_BYTES = _piece_bytes()
 _HELPERS: list[ReaderProcess] = []
 #: helpers being started in the background (:func:`copies_to_gpu`), not yet in :data:`_HELPERS`
 _STARTING = 0
