@@ -678,3 +678,14 @@ def test_the_helpers_gpu_copier_reads_in_pieces_and_says_where_the_file_ends(tmp
             c.copy(fd, dev.ctypes.data, [(0, 9_500, 1000)])
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("given, expected", [("2048", 2 << 20), ("16384", 16 << 20), ("", 4 << 20), ("0", 4 << 20),
+                                             ("-5", 4 << 20), ("4MB", 4 << 20), (" 1024 ", 1 << 20)])
+def test_the_helper_piece_size_comes_from_the_environment_where_it_is_a_positive_count(monkeypatch, given, expected):
+    """``HYPERAPP_GPU_PIECE_KB`` sets the reading helper's page-locked pieces; anything but a positive
+    whole number keeps the measured default (4 MB)."""
+    from hyperapp import reader_process
+
+    monkeypatch.setenv("HYPERAPP_GPU_PIECE_KB", given)
+    assert reader_process._piece_bytes() == expected
