@@ -225,10 +225,14 @@ def out_folder(value, name: str = "--out") -> str:
     return value
 
 
-def out_file(value, name: str = "") -> str:
+def out_file(value, name: str = "", make_folder: bool = True) -> str:
     """An output file's path, checked before any work: non-empty text, not a folder, in a folder that can
     be made or written (:func:`hyperapp.io.atomic.check_out_dir`). The error names the file, and the
-    option ``name`` where one is given (``--json``)."""
+    option ``name`` where one is given (``--json``).
+
+    ``make_folder=False`` (the window's saves): the folder must exist already. A command line's output
+    folders are made as ``mkdir -p`` would; a path typed into a save dialog whose folder is not there is a
+    typo, and making that folder would leave a tree where the person did not look for it."""
     from pathlib import Path
 
     from hyperapp.errors import OutputError
@@ -244,6 +248,8 @@ def out_file(value, name: str = "") -> str:
         check_out_dir(p.parent)
     except OutputError as exc:  # its message names the blocking file or folder already
         raise OutputError(f"{said}{exc.message}", p) from None
+    if not make_folder and not p.parent.is_dir():
+        raise OutputError(f"{said}its folder {p.parent} does not exist; choose an existing folder", p)
     if p.parent.is_dir():  # a folder that says it is writable and is not (/proc, a read-only mount)
         import os
         import tempfile

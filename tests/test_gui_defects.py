@@ -274,3 +274,22 @@ def test_exports_and_projects_name_what_they_wrote_and_refuse_folders(qtbot, win
 
     boxes = [w for w in win.findChildren(QMessageBox) if w.isVisible()]
     assert len(boxes) == 1  # the last error's box; the earlier ones closed
+
+
+def test_the_windows_saves_refuse_a_folder_that_does_not_exist_and_make_none(qtbot, win, land_hdr, tmp_path):
+    """A path typed into a save dialog whose folder is not there (a typo) is one clear message: no
+    folder tree is made for it, by any of the window's saves."""
+    from hyperapp.errors import HyperappError
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
+    missing = tmp_path / "no-such-folder" / "deeper"
+    assert win.export("mask", missing / "m.hdr") is None and "does not exist" in win.last_error
+    assert win.export("screenshot", missing / "s.png") is None and "does not exist" in win.last_error
+    assert not win.save_project(missing / "p.hyperapp.json") and "does not exist" in win.last_error
+    assert not win.save_batch_job(missing / "j.toml") and "does not exist" in win.last_error
+    with pytest.raises(HyperappError, match="does not exist"):
+        win.panels["Forest classification"].export_class_map(str(missing / "c.hdr"), "envi")
+    assert not (tmp_path / "no-such-folder").exists()
+    assert win.export("mask", tmp_path / "m.hdr") is not None  # an existing folder still takes it

@@ -171,6 +171,9 @@ class LibraryDock(QWidget):
             self.window.show_error("the library is empty: open one or add spectra first")
             return False
         try:
+            from hyperapp import options
+
+            options.out_file(str(path), make_folder=False)
             out = write_library(self.library, path)
         except HyperappError as exc:
             self.window.show_error(str(exc))

@@ -759,7 +759,7 @@ class MainWindow(QMainWindow):
         try:
             from hyperapp import options
 
-            p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files
+            p = Path(options.out_file(str(path), make_folder=False))  # not a folder, in an existing one that takes files
             if kind in ("mask", "scores", "objects", "boxes"):
                 run = self.current_run()
                 if run is None:
@@ -784,6 +784,9 @@ class MainWindow(QMainWindow):
             self.show_error("open a cube first: there is nothing to save")
             return False
         try:
+            from hyperapp import options
+
+            options.out_file(str(path), make_folder=False)
             self.session.save_project(path)
         except HyperappError as exc:
             self.show_error(str(exc))
@@ -913,6 +916,9 @@ class MainWindow(QMainWindow):
             self.show_error("open a cube first: there is nothing to save")
             return False
         try:
+            from hyperapp import options
+
+            options.out_file(str(path), make_folder=False)
             job = self.session.save_batch_job(path)
         except HyperappError as exc:
             self.show_error(str(exc))

@@ -228,8 +228,10 @@ class ForestPanel(AnalysisPanel):
     # ------------------------------------------------------------------ export
     def export_class_map(self, path: str, fmt: str):
         """Write the last result's class map (``fmt``: envi, tiff or png); returns the path."""
+        from hyperapp import options
         from hyperapp.analyse import write_class_map
 
+        options.out_file(str(path), make_folder=False)
         return write_class_map(self.result, path, self.host.session.cube, fmt)
 
     def _export_dialog(self) -> None:
