@@ -317,7 +317,8 @@ class LocalRX(PixelDetector):
         if X.ndim != 3:
             raise InputError("local RX needs the image as (rows, cols, bands)")
         if self.inner % 2 == 0 or self.outer % 2 == 0 or self.inner >= self.outer:
-            raise InputError(f"local RX windows must be odd with inner < outer, got ({self.inner}, {self.outer})")
+            raise InputError(f"the guard window (inner, {self.inner} px) must be smaller than the background "
+                             f"window (outer, {self.outer} px), and both an odd number of pixels")
         if self.outer > min(X.shape[:2]):
             raise InputError(f"outer window {self.outer} is larger than the image {X.shape[0]}x{X.shape[1]}")
         P, _ = as_pixels(X)

@@ -223,9 +223,10 @@ class RandomForest(Estimator):
             try:
                 mf = int(s)
             except ValueError:
-                raise InputError(f"max_features must be sqrt, log2, all or a number of bands, got {mf!r}") from None
+                raise InputError("max_features (Bands tried per split) must be sqrt, log2, all or a number of "
+                                 f"bands, got {mf!r}") from None
         if not 1 <= int(mf) <= F:
-            raise InputError(f"max_features must be between 1 and the {F} bands, got {mf}")
+            raise InputError(f"max_features (Bands tried per split) must be between 1 and the {F} bands, got {mf}")
         return int(mf)
 
     def _split_classes(self, y: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:

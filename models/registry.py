@@ -38,6 +38,8 @@ class Param:
         from hyperapp import options
 
         name = f"{owner} option {self.name}" if owner else self.name
+        if self.label:  # the window's words beside the option's name, for whoever typed it where
+            name += f" ({self.label})"
         if self.type is bool:
             return options.flag(value, name)
         if self.type is int:
@@ -153,7 +155,8 @@ def _windows_rule(p: dict) -> None:
 
     inner, outer = int(p["inner"]), int(p["outer"])
     if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
-        raise InputError(f"local RX windows must be odd with inner < outer, got ({inner}, {outer})")
+        raise InputError(f"the guard window (option inner, {inner} px) must be smaller than the background window "
+                         f"(option outer, {outer} px), and both an odd number of pixels")
 
 
 def _rbfn_rule(p: dict) -> None:
@@ -176,7 +179,8 @@ def _max_features_rule(p: dict) -> None:
             return
     except ValueError:
         pass
-    raise InputError(f"max_features must be sqrt, log2, all or a number of bands, got {p['max_features']!r}")
+    raise InputError("option max_features (Bands tried per split) must be sqrt, log2, all or a number of bands, "
+                     f"got {p['max_features']!r}")
 
 
 METHODS: dict[str, Method] = {}

@@ -13,9 +13,13 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.backend import gpu_available, gpu_status
+from hyperapp.gui.marking_bar import MarkingBar
 from hyperapp.gui.param_form import FloatBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.models.registry import METHODS
+
+#: the detectors whose Run trains a network on the marked pixels first
+TRAINED = ("rbfn", "ffbp")
 
 
 class DetectorDock(QWidget):
@@ -26,6 +30,9 @@ class DetectorDock(QWidget):
         super().__init__(parent)
         body = QWidget()
         lay = QVBoxLayout(body)
+        # what a click on the image does, first: a detector learns from the marked pixels
+        self.marking = MarkingBar()
+        lay.addWidget(self.marking)
         form = QFormLayout()
         self.method = QComboBox()
         for name, m in METHODS.items():
@@ -43,17 +50,20 @@ class DetectorDock(QWidget):
         self.far = FloatBox()
         self.far.setRange(1e-5, 0.5)
         self.far.setValue(1e-3)
-        self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.")
+        self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.\n"
+                            "Allowed: from 0.00001 to 0.5")
         form.addRow("False-alarm rate", self.far)
         lay.addLayout(form)
         self.param_form = ParamForm()
+        self.param_form.watch(self.far, "False-alarm rate")  # a refused rate is said under the parameters
         lay.addWidget(QLabel("<b>Parameters</b> (hover a name for what it does)"))
         lay.addWidget(self.param_form)
         self.model_label = QLabel("")
         lay.addWidget(self.model_label)
         lay.addStretch(1)
         tool_page(self, body, "Train && Run")
-        self.run_button.setToolTip("Train the method on the marked pixels and score every pixel (F5)")
+        self.run_button.setToolTip("Train the method on the marked pixels (where it learns) and score every pixel "
+                                   "(F5 or Ctrl+R)")
         self.run_button.setShortcut("Ctrl+R")
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run_requested)
@@ -61,7 +71,11 @@ class DetectorDock(QWidget):
         self._rebuild()
 
     def _rebuild(self) -> None:
-        self.param_form.set_params(METHODS[self.method_name()].params)
+        m = METHODS[self.method_name()]
+        self.param_form.set_params(m.params)
+        # "Train & Run" only for the methods that learn from the marked pixels (the networks); the
+        # statistical detectors estimate from the image and the marks, and train nothing
+        self.run_button.setText("Train && Run" if m.name in TRAINED else "Run")
         self.status.setText("")  # the last run's line belongs to the method it ran
         self.progress.setValue(0)
 

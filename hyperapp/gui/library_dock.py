@@ -102,6 +102,8 @@ class LibraryDock(QWidget):
         self.plot.setMinimumHeight(160)
         for ax in ("left", "bottom"):
             self.plot.getAxis(ax).enableAutoSIPrefix(False)
+        self.plot.setLabel("bottom", "wavelength (nm)")  # before any library: what it would show
+        self.plot.setLabel("left", "value (library units)")
         # the list above is the legend (a swatch of each curve's colour by its name): a legend in this
         # narrow plot would cover the curves
         self.plot.setToolTip("Each spectrum in the colour of the swatch by its name in the list: targets red, "
@@ -325,6 +327,9 @@ class LibraryDock(QWidget):
         lib, cube = self.library, self._cube()
         if lib is None or not len(lib):
             self.status.setText("No library open." if lib is None else "The library is empty.")
+            # the empty plot's axes still say what a library would show on them
+            self.plot.setLabel("bottom", "wavelength (nm)")
+            self.plot.setLabel("left", "value (library units)")
             return
         note = ""
         y, x = None, None
@@ -387,7 +392,9 @@ def install_library_dock(window) -> LibraryDock:
     def run_finished(run):
         res = getattr(run, "result", None)
         if res is not None and "infeasibility" in getattr(res, "maps", {}):
-            scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility")
+            scorer = "TCIMF" if run.method == "mttcimf" else "MF"  # the score the mixture tuning ran on
+            scatter.set_data(res.scores, res.maps["infeasibility"], f"{run.name}: score against infeasibility",
+                             f"{scorer} score (abundance estimate)")
             window._raise_plots(LIBRARY_TOOL)  # the scatter in front, not behind the Results tab
 
     def cube_opened(_session):

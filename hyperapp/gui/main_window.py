@@ -114,8 +114,17 @@ class MainWindow(QMainWindow):
         self.opacity = QSlider(Qt.Orientation.Horizontal)
         self.opacity.setRange(0, 100)
         self.opacity.setValue(60)
+        self.opacity_label = QLabel("60 %")
+        self.opacity.valueChanged.connect(lambda v: self.opacity_label.setText(f"{v} %"))
+        self.band.setEnabled(False)  # a band to choose only in Band view (refresh_image)
+        for w, tip in ((self.mode, "RGB: three bands near red, green and blue as a colour image; Band: one band in grey"),
+                       (self.band, "The band shown in Band view (its number and wavelength beside it)"),
+                       (self.lo_pct, "Contrast stretch: the darkest shown colour is this percentile of each band"),
+                       (self.hi_pct, "Contrast stretch: the brightest shown colour is this percentile of each band"),
+                       (self.opacity, "Opacity of the result or class overlay on the image (0 % hides it)")):
+            w.setToolTip(tip)
         for w in (QLabel("View"), self.mode, QLabel("band"), self.band, self.band_label, QLabel("stretch"),
-                  self.lo_pct, self.hi_pct, QLabel("overlay"), self.opacity):
+                  self.lo_pct, self.hi_pct, QLabel("overlay opacity"), self.opacity, self.opacity_label):
             bar.addWidget(w)
         cl.addLayout(bar)
         self.view = ImageView()
@@ -184,6 +193,8 @@ class MainWindow(QMainWindow):
         self.hi_pct.valueChanged.connect(self.refresh_image)
         self.opacity.valueChanged.connect(self._redraw_result)
         self.detector.run_requested.connect(self.run_detector)
+        self.detector.marking.tool_chosen.connect(self.set_tool)
+        self.detector.marking.class_chosen.connect(self.set_roi_class)
         self.detector.cancel_requested.connect(self.cancel_run)
         self.results.threshold_changed.connect(self._threshold_moved)
         self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
@@ -296,10 +307,13 @@ class MainWindow(QMainWindow):
             self.tool_actions[name] = a
         t.addSeparator()
         cg = QActionGroup(self)
+        cg.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)  # none ticked while inspecting
+        self.class_actions = {}
         for name, key in (("target", "T"), ("background", "B")):
             a = self._action(t, f"Mark {name}", lambda _=False, n=name: self.set_roi_class(n), key, checkable=True)
             cg.addAction(a)
-            a.setChecked(name == "target")
+            self.class_actions[name] = a
+        self._show_marking()
         v = mb.addMenu("&View")
         for dock in self.findChildren(QDockWidget):
             v.addAction(dock.toggleViewAction())
@@ -318,7 +332,7 @@ class MainWindow(QMainWindow):
         if self.error_box is not None:  # one box at a time: the last error replaces the one before
             self.error_box.close()
         box = QMessageBox(QMessageBox.Icon.Warning, "hyperapp", message, QMessageBox.StandardButton.Ok, self)
-        box.setInformativeText("Check the file or the inputs and try again; nothing was changed.")
+        box.setInformativeText("Nothing was changed.")
         box.setModal(False)
         box.show()
         self.error_box = box
@@ -389,6 +403,7 @@ class MainWindow(QMainWindow):
             return
         cube = self.session.base_cube  # the view shows the cube as opened, whatever bands detect
         lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
+        self.band.setEnabled(self.mode.currentText() != "RGB")  # it chooses nothing in RGB view
         if self.mode.currentText() == "RGB":
             img = stretch(_no_data_nan(cube.subset_bands(list(cube.rgb_bands())).read(), cube.nodata), lo, hi)
             self.band_label.setText("")
@@ -425,6 +440,15 @@ class MainWindow(QMainWindow):
         self._poly, self._rect_start = [], None
         if name in getattr(self, "tool_actions", {}):
             self.tool_actions[name].setChecked(True)
+        self._show_marking()
+
+    def _show_marking(self) -> None:
+        """The Tools menu's class ticks and the Detect page's marking row as the tool and class are: no
+        class ticked while clicks mark nothing (the inspect tool)."""
+        marking = self.tool != "inspect"
+        for name, a in getattr(self, "class_actions", {}).items():
+            a.setChecked(marking and name == self.roi_class)
+        self.detector.marking.show_state(self.tool, self.roi_class)
 
     def set_roi_class(self, name: str | int) -> None:
         """Mark pixels of ROI class ``name`` (a name or a class value) from now on."""
@@ -433,10 +457,15 @@ class MainWindow(QMainWindow):
             name = self.session.roi.classes[int(name) - 1][0]
         if self.tool == "inspect":  # asking to mark means: mark, with the pixel tool
             self.set_tool("pixel")
+        self._show_marking()
         self.statusBar().showMessage(f"marking {name} pixels with the {self.tool} tool", 3000)
 
     def _click(self, r: int, c: int, ev) -> None:
-        if self.session is None or ev.button() != Qt.MouseButton.LeftButton or self.tool == "inspect":
+        if self.session is None or ev.button() != Qt.MouseButton.LeftButton:
+            return
+        if self.tool == "inspect":  # a click that marks nothing says how to mark
+            self.statusBar().showMessage("Inspecting: clicks mark nothing. To mark pixels, choose Mark targets "
+                                         "(or Mark background) on the Detect page, or press T (B)", 8000)
             return
         roi = self.session.roi
         if self.tool == "pixel":
@@ -610,7 +639,7 @@ class MainWindow(QMainWindow):
         self.legend.show_classes(heading, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {heading} map")
-        self.statusBar().showMessage(f"{heading}: {len(values)} classes shown on the image (legend at the right)",
+        self.statusBar().showMessage(f"{heading}: {len(values)} class{'' if len(values) == 1 else 'es'} shown on the image (legend at the right)",
                                      5000)
 
     def show_detection(self, reason: str = "") -> None:

@@ -69,8 +69,11 @@ class InfeasibilityScatter(QWidget):
         self.closed = False
         self.mask: np.ndarray | None = None
 
-    def set_data(self, score: np.ndarray, infeasibility: np.ndarray, title: str = "") -> None:
-        """Plot a run's two maps (rows, cols); a new run clears the selection."""
+    def set_data(self, score: np.ndarray, infeasibility: np.ndarray, title: str = "",
+                 xlabel: str = "MF score (abundance estimate)") -> None:
+        """Plot a run's two maps (rows, cols); a new run clears the selection. ``xlabel``: what the score
+        is (MTTCIMF's is TCIMF's)."""
+        self.plot.setLabel("bottom", xlabel)
         self.shape = score.shape
         self.score = np.asarray(score, np.float64).reshape(-1)
         self.infeas = np.asarray(infeasibility, np.float64).reshape(-1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QPoint, Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -20,8 +20,10 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QScrollArea,
     QSizePolicy,
     QSpinBox,
+    QToolTip,
     QWidget,
 )
 
@@ -40,7 +42,7 @@ def editor(p: Param):
         w.setChecked(bool(p.default))
         return w, w.isChecked, (lambda v: w.setChecked(bool(v)))
     if p.type is int:
-        w = QSpinBox()
+        w = IntBox()
         w.setRange(int(p.minimum if p.minimum is not None else -10**9),
                    int(min(p.maximum if p.maximum is not None else 10**9, 2**31 - 1)))
         w.setValue(int(p.default))
@@ -71,12 +73,35 @@ def float_text(value: float) -> str:
     return f"{value:.10g}"
 
 
-class FloatBox(QDoubleSpinBox):
+def allowed_text(box) -> str:
+    """The range a number box takes, as a person reads it ("from 1 to 1024")."""
+    fmt = float_text if isinstance(box, QDoubleSpinBox) else str
+    return f"from {fmt(box.minimum())} to {fmt(box.maximum())}"
+
+
+class _Refusing:
+    """What a number box does with text it cannot take (out of its range, or not a number) when editing
+    ends: Qt's boxes put the last value back without a word, and a person who typed -5, 0 or nan then runs
+    with a value they did not type. This one puts the last value back too, and sends :attr:`refused`
+    (the text typed, the value kept) for the form to say so."""
+
+    def _refuse(self, text: str) -> str:
+        kept = self.textFromValue(self.value())
+        if text.strip() and text.strip() != kept:
+            self.refused.emit(text.strip(), kept)
+        return kept
+
+
+class FloatBox(_Refusing, QDoubleSpinBox):
     """A number box that shows a float the way a person types it (:func:`float_text`), accepts the forms
     Python reads ("1e-6", ".5") and steps by a tenth of the value's leading digit (0.003 -> 0.0031)."""
 
+    #: (text typed, value kept): see :class:`_Refusing`
+    refused = Signal(str, str)
+
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.setKeyboardTracking(False)  # the value changes when editing ends, not at each key (_Refusing)
         self.setDecimals(12)  # what the value keeps; the text shows only the digits it needs
         self.setStepType(QAbstractSpinBox.StepType.AdaptiveDecimalStepType)
 
@@ -93,14 +118,36 @@ class FloatBox(QDoubleSpinBox):
         t = text.strip()
         try:
             v = float(t)
-        except ValueError:  # a number being typed ("-", "1e", "2.") is on its way, anything else is not
-            ok = re.fullmatch(r"[+-]?(\d*\.?\d*)([eE][+-]?)?", t) is not None
-            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
-        ok = self.minimum() <= v <= self.maximum()
+        except ValueError:  # a number being typed ("-", "1e", "2.") is on its way; words are refused at the end
+            return QValidator.State.Intermediate, text, pos
+        ok = self.minimum() <= v <= self.maximum()  # (NaN is not)
         return (QValidator.State.Acceptable if ok else QValidator.State.Intermediate), text, pos
 
     def fixup(self, text: str) -> str:
-        return float_text(self.value())
+        return self._refuse(text)
+
+
+class IntBox(_Refusing, QSpinBox):
+    """A whole-number box that lets a person type what they mean (a minus sign, a number out of range)
+    and, when editing ends, keeps its last value and says so (:class:`_Refusing`) instead of dropping
+    the keys it did not like while they typed (Qt's box turned "-5" into 5 in a box from 1 up)."""
+
+    refused = Signal(str, str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        # the value changes when editing ends: typing 99999 in a box up to 1024 passed through 999, which
+        # the box took on the way and kept
+        self.setKeyboardTracking(False)
+
+    def validate(self, text: str, pos: int):
+        t = text.strip()
+        if re.fullmatch(r"[+-]?\d+", t) and self.minimum() <= int(t) <= self.maximum():
+            return QValidator.State.Acceptable, text, pos
+        return QValidator.State.Intermediate, text, pos
+
+    def fixup(self, text: str) -> str:
+        return self._refuse(text)
 
 
 class ParamForm(QWidget):
@@ -117,23 +164,64 @@ class ParamForm(QWidget):
         self._get: dict = {}
         self._set: dict = {}
         self.editors: dict = {}
+        # what was refused last ("Neurons: -5 is not allowed (from 1 to 1024); kept 32"), under the fields
+        self.note = QLabel("")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #c0392b")
+        self.note.hide()
 
     def set_params(self, params: tuple[Param, ...]) -> None:
         """Rebuild the form for another method's parameters."""
+        if self.form.rowCount():
+            self.form.takeRow(self.form.rowCount() - 1)  # the note row: kept, not deleted
         while self.form.rowCount():
             self.form.removeRow(0)
         self._get, self._set, self.editors = {}, {}, {}
+        self.note.hide()
         for p in params:
             w, get, set_ = editor(p)
             if not isinstance(w, QCheckBox):  # as wide as the form gives, never wider (run_controls)
                 w.setSizePolicy(QSizePolicy.Policy.Ignored, w.sizePolicy().verticalPolicy())
                 w.setMinimumWidth(90)
-            w.setToolTip(p.help)
+            tip = p.help
+            if isinstance(w, _Refusing):
+                tip += f"\nAllowed: {allowed_text(w)}"
+                self.watch(w, p.title)
+            w.setToolTip(tip)
             edited(w).connect(lambda *_: self.changed.emit())
             label = QLabel(p.title)
-            label.setToolTip(f"{p.help}\n(option name: {p.name})")
+            label.setToolTip(f"{tip}\n(option name: {p.name})")
             self.form.addRow(label, w)
             self._get[p.name], self._set[p.name], self.editors[p.name] = get, set_, w
+        if not params:  # a method without options: said, not an empty space under the heading
+            self.form.addRow(QLabel("none: this method takes no options"))
+        self.form.addRow(self.note)
+
+    def watch(self, box, title: str) -> None:
+        """Say under the fields when number box ``box`` (labelled ``title``) refused what was typed; the
+        next accepted edit of it clears that."""
+        def refused(text: str, kept: str) -> None:
+            said = f"{title}: {text!r} is not allowed ({allowed_text(box)}); kept {kept}"
+            self.note.setText(said)
+            self.note.setProperty("box", (title, kept))
+            self.note.show()
+            # said where the person typed too, and the note scrolled into view where the form scrolls
+            QToolTip.showText(box.mapToGlobal(QPoint(0, box.height())), said, box)
+            area = self.parentWidget()
+            while area is not None and not isinstance(area, QScrollArea):
+                area = area.parentWidget()
+            if area is not None:
+                area.ensureWidgetVisible(self.note)
+
+        def accepted(value) -> None:
+            # (the box says its kept value again as it puts it back: not a new edit)
+            if self.note.property("box") == (title, box.textFromValue(value)):
+                return
+            if (self.note.property("box") or ("",))[0] == title:
+                self.note.hide()
+
+        box.refused.connect(refused)
+        box.valueChanged.connect(accepted)
 
     def values(self) -> dict:
         return {k: g() for k, g in self._get.items()}

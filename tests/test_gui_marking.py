@@ -1,0 +1,113 @@
+"""What a first-time user meets on the Detect page: how to mark pixels (a row of its own, in step with the
+Tools menu and keys), number fields that say what they refused, and a Run button named for what it does."""
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+pytest.importorskip("pytestqt")
+
+
+class _Click:
+    """The part of a mouse event the window's click handler reads."""
+
+    def __init__(self, button=Qt.MouseButton.LeftButton):
+        self._button = button
+
+    def button(self):
+        return self._button
+
+
+def _state(win):
+    bar = win.detector.marking
+    return (win.tool, win.roi_class, {k: a.isChecked() for k, a in win.class_actions.items()},
+            [k for k, b in bar.buttons.items() if b.isChecked()])
+
+
+def test_the_detect_page_marks_pixels_and_follows_the_menu(win, land_hdr):
+    """Mark targets / Mark background / Inspect on the Detect page set what a click does, with the shape
+    chosen there; the Tools menu ticks no class while clicks mark nothing, and keys or menu choices move
+    the row too. A click that marks nothing says how to mark."""
+    assert win.open_cube(land_hdr)
+    bar = win.detector.marking
+    assert _state(win) == ("inspect", "target", {"target": False, "background": False}, ["inspect"])
+    assert "mark nothing" in bar.hint.text()
+    win._click(5, 5, _Click())
+    assert win.session.roi.class_counts().sum() == 0
+    assert "Mark targets" in win.statusBar().currentMessage()
+
+    bar.buttons["target"].click()
+    assert _state(win) == ("pixel", "target", {"target": True, "background": False}, ["target"])
+    win._click(5, 5, _Click())
+    assert win.session.roi.class_counts()[0] == 1
+
+    bar.shape.setCurrentIndex(bar.shape.findData("brush"))
+    bar.shape.activated.emit(bar.shape.currentIndex())
+    assert win.tool == "brush"
+    bar.buttons["background"].click()
+    assert _state(win) == ("brush", "background", {"target": False, "background": True}, ["background"])
+    assert "background" in bar.hint.text()
+
+    win.tool_actions["rectangle"].trigger()  # the menu (key 3): the row follows
+    assert bar.shape.currentData() == "rectangle"
+    win.class_actions["target"].trigger()  # key T
+    assert _state(win) == ("rectangle", "target", {"target": True, "background": False}, ["target"])
+    win.tool_actions["inspect"].trigger()  # key 0
+    assert _state(win) == ("inspect", "target", {"target": False, "background": False}, ["inspect"])
+
+
+def _type(qtbot, box, text: str) -> None:
+    box.setFocus()
+    box.lineEdit().selectAll()
+    QTest.keyClicks(box.lineEdit(), text)
+    QTest.keyClick(box.lineEdit(), Qt.Key.Key_Return)
+    box.clearFocus()
+
+
+@pytest.mark.parametrize("typed", ["-5", "0", "abc", "nan", "99999"])
+def test_a_number_field_says_what_it_refused_and_keeps_its_value(qtbot, win, typed):
+    """A value a field cannot take (out of its range, or not a number) is kept out, and said under the
+    fields with the range, instead of the last value coming back without a word; the next good value
+    clears that line. The range is in the field's tooltip too."""
+    form = win.detector.param_form
+    box = form.editors["n_hidden"]
+    before = box.value()
+    assert "Allowed: from 2 to 1024" in box.toolTip()
+    _type(qtbot, box, typed)
+    assert box.value() == before
+    assert not form.note.isHidden()
+    assert form.note.text() == f"Neurons: {typed!r} is not allowed (from 2 to 1024); kept {before}"
+    _type(qtbot, box, "7")
+    assert box.value() == 7 and form.note.isHidden()
+
+
+def test_the_false_alarm_rate_says_what_it_refused(qtbot, win):
+    far = win.detector.far
+    for typed in ("0.9", "nan", "1e99", "-1"):
+        _type(qtbot, far, typed)
+        assert far.value() == pytest.approx(1e-3)
+        assert f"False-alarm rate: {typed!r} is not allowed" in win.detector.param_form.note.text()
+    _type(qtbot, far, "0.01")
+    assert far.value() == pytest.approx(0.01) and win.detector.param_form.note.isHidden()
+
+
+def test_run_is_named_for_what_it_does(win):
+    """Detectors that learn from the marks train first ("Train & Run"); the others only run."""
+    for method, text in (("rbfn", "Train && Run"), ("ffbp", "Train && Run"), ("ace", "Run"), ("rx", "Run"),
+                         ("lrx", "Run"), ("sam", "Run")):
+        win.detector.set_method(method)
+        assert win.detector.run_button.text() == text, method
+
+
+def test_option_errors_name_the_windows_words_too():
+    """An option's error names it as the command line and job files spell it and as the window labels it."""
+    from hyperapp.errors import InputError
+    from hyperapp.models.registry import ANALYSES, METHODS
+
+    for reg, method, params, words in (
+            (METHODS, "rbfn", {"n_hidden": -5}, ("n_hidden", "Neurons")),
+            (METHODS, "lrx", {"inner": 15, "outer": 3}, ("guard window", "inner", "background window", "outer")),
+            (ANALYSES, "forest", {"max_features": "abc"}, ("max_features", "Bands tried per split"))):
+        with pytest.raises(InputError) as e:
+            reg[method].check_params(params)
+        assert all(w in str(e.value) for w in words), str(e.value)
