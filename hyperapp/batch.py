@@ -216,20 +216,44 @@ def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
 
 def _connect(scheduler: str):
     """A client of the Dask cluster at ``scheduler``; one that cannot be reached in
-    :data:`CONNECT_TIMEOUT` seconds is an :class:`InputError` (before anything is written)."""
-    import asyncio
+    :data:`CONNECT_TIMEOUT` seconds, or that does not answer as a Dask scheduler (an HTTP server on the
+    dashboard's port, a silent one), is an :class:`InputError` (before anything is written).
+
+    The client is made on a thread of its own with a deadline: Dask's own timeout did not cover a
+    listener that accepts and never answers (a run waited minutes without a word), and a listener that
+    answers in another protocol made Dask read its first bytes as a message length (a MemoryError)."""
+    import threading
 
     from distributed import Client
 
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
-        raise InputError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} s "
-                         f"({exc.__class__.__name__})") from None
-    except (ValueError, TypeError) as exc:  # refused at once: not a matter of waiting
+    got: dict = {}
+
+    def connect() -> None:
+        try:
+            got["client"] = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except BaseException as exc:  # noqa: BLE001  (said below, in the caller's thread)
+            got["error"] = exc
+
+    t = threading.Thread(target=connect, name="hyperapp-connect", daemon=True)  # (never joined at exit)
+    t.start()
+    t.join(CONNECT_TIMEOUT + 5)
+    if t.is_alive():
+        raise InputError(f"the Dask scheduler at {scheduler} did not answer within {CONNECT_TIMEOUT} s: is it a "
+                         "Dask scheduler's address (not its dashboard's)?")
+    exc = got.get("error")
+    if exc is None:
+        return got["client"]
+    if isinstance(exc, (ValueError, TypeError)):  # refused at once: not a matter of waiting
         why = ("a tls:// address needs Dask's TLS settings (distributed.comm.tls: certificates)"
                if scheduler.startswith("tls://") else f"{exc.__class__.__name__}: {exc}")
         raise InputError(f"cannot connect to the Dask scheduler at {scheduler}: {why}") from None
+    if isinstance(exc, (OSError, TimeoutError)):
+        raise InputError(f"cannot reach the Dask scheduler at {scheduler} within {CONNECT_TIMEOUT} s "
+                         f"({exc.__class__.__name__})") from None
+    if isinstance(exc, Exception):  # something answered, not as a Dask scheduler does
+        raise InputError(f"what answers at {scheduler} is not a Dask scheduler ({exc.__class__.__name__}); give "
+                         "the address `dask scheduler` printed") from None
+    raise exc
 
 
 def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[dict[str, str]]:
@@ -250,6 +274,34 @@ def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[
 
 
 def _local_cluster(workers: int, gpus: int | None = None):
+    """:func:`_make_local_cluster`, its worker processes started with Ctrl-C ignored (see
+    :func:`_workers_ignore_interrupts`)."""
+    with _workers_ignore_interrupts():
+        return _make_local_cluster(workers, gpus)
+
+
+@contextlib.contextmanager
+def _workers_ignore_interrupts():
+    """SIGINT ignored in this process while a local cluster's worker processes are started, so that
+    they start ignoring it: a child inherits an ignored signal across ``exec``, and Python then leaves it
+    ignored. Ctrl-C in a terminal goes to every process of its group, and each worker printed its own
+    tracebacks under this process's one line; this process stops them itself (the cluster's close). A
+    Ctrl-C in the few seconds of the start is ignored too (press it again once the run shows progress).
+
+    Only from the main thread (where signals are handled); elsewhere nothing changes."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _make_local_cluster(workers: int, gpus: int | None = None):
     """A local Dask cluster of ``workers`` processes of :data:`WORKER_THREADS` threads each (one cube in
     each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
     (``CUDA_VISIBLE_DEVICES``, the workers dealt out over the first ``gpus`` of them, default all);
@@ -399,6 +451,14 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 if f.done() and not f.cancelled() and f.result()["cube"] not in rows:
                     finished(f.result())
         if client is not None:
+            if not ended:  # cubes the workers finished while the run was being stopped: in the manifest too
+                for f in futs:
+                    try:
+                        row = f.result(timeout=0) if f.status == "finished" else None
+                    except Exception:  # noqa: BLE001  (a worker's failure, or a cluster already gone: not kept)
+                        row = None
+                    if row is not None and row["cube"] not in rows:
+                        finished(row)
             cluster = client.cluster
             client.close()
             if cluster is not None:

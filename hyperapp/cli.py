@@ -501,8 +501,9 @@ def _headless(argv: list[str], debug: bool) -> int:
         return 143
     except KeyboardInterrupt as exc:
         kept = getattr(exc, "kept", None)  # a batch run's finished cubes stay for the next run to skip
-        print("\nhyperapp: interrupted; " + ("nothing written" if kept is None else
-              f"{kept} cube(s) done are kept; run again to resume"), file=sys.stderr)
+        said = getattr(exc, "note", None) or ("nothing written" if kept is None else
+                                               f"{kept} cube(s) done are kept; run again to resume")
+        print(f"\nhyperapp: interrupted; {said}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of our output left (`hyperapp ... | head`): quiet, as Unix tools are
         try:  # what is still buffered for stdout goes nowhere, not into an error at exit

@@ -341,6 +341,8 @@ def load_job(path: str | Path) -> Job:
     from hyperapp.io.atomic import check_out_dir
     from hyperapp.io.masks import check_labels_file, need_file
 
+    if not str(path).strip():  # Path("") is "." (a folder): say what was given instead
+        raise InputError("no job file given: name the job's TOML file")
     p = Path(path)
     if p.is_dir():
         raise InputError("is a folder; a job file (TOML) is needed here", p)

@@ -160,7 +160,14 @@ def select(value, name: str = "select", choices: tuple = SELECTIONS) -> str:
 
 
 def workers(value, name: str = "workers") -> int:
-    return whole(value, name, 0, 4096, "a number of worker processes")
+    """A number of local worker processes: 0 (none) up to twice this machine's cores (at least 8). More
+    only compete for the cores and memory (``--workers 1e3``, read as 1000, started processes for a
+    minute and ate 7 GB before anything ran)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    return whole(value, name, 0, max(8, 2 * cores),
+                 f"a number of worker processes (this machine has {cores} core{'s' if cores != 1 else ''})")
 
 
 def band_spec(value, name: str = "bands") -> str:

@@ -113,6 +113,17 @@ def read_header(hdr: Path) -> dict:
     return {k.lower(): v for k, v in h.items()}
 
 
+def check_readable(data: Path) -> None:
+    """One line where the data file cannot be opened for reading (no permission, say): Spectral Python's
+    half-made file object otherwise printed a traceback of its own (``SpyFile.__del__``) when it was
+    collected, under the one-line error."""
+    try:
+        with open(data, "rb"):
+            pass
+    except OSError as exc:
+        raise CubeFormatError(f"cannot read the data file ({exc.strerror or exc})", data) from None
+
+
 def open_envi(path: str | os.PathLike) -> Cube:
     """Open an ENVI cube as a memory-mapped :class:`Cube` (nothing is read yet)."""
     import spectral.io.envi as envi
@@ -144,6 +155,7 @@ def open_envi(path: str | os.PathLike) -> Cube:
             f"header needs {need} ({rows}x{cols}x{bands} {dtype.name}, offset {offset})",
             data,
         )
+    check_readable(data)
     try:
         img = envi.open(str(hdr), str(data))
         mm = img.open_memmap(interleave="source")

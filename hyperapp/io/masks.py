@@ -121,13 +121,17 @@ def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str 
                          "non-target pixels") + " besides the clicked targets, which AUC and Pd leave out", path)
 
 
+#: the rows and columns of "no image yet": a pixel list read to check its syntax before any cube is opened
+NO_SHAPE = 2**62
+
+
 def check_labels_file(path: str | os.PathLike, targets: bool = False, classes: bool = False) -> None:
     """Read a pixel list or mask once, without a cube to check its shape against: what makes it unreadable
     (text in a CSV, letters or fractions in a mask) is an error now, before any work (a job's check);
     with ``targets``, so is a mask that marks no pixel (a pixel list with no row always is); without
     ``classes`` (ROI classes), so is a pixel list of several classes (:func:`one_class`)."""
     if Path(path).suffix.lower() in (".csv", ".txt"):
-        _, names = read_pixel_classes(path, (2**62, 2**62))
+        _, names = read_pixel_classes(path, (NO_SHAPE, NO_SHAPE))
         if not classes:
             one_class(path, names)
     else:
@@ -157,7 +161,7 @@ def class_names_of(path: str | os.PathLike) -> dict[int, str] | None:
     list's class column where it names its classes (:func:`class_numbers`), else None."""
     p = Path(path)
     if p.suffix.lower() in (".csv", ".txt"):
-        _, names = read_pixel_classes(p, (2**62, 2**62))
+        _, names = read_pixel_classes(p, (NO_SHAPE, NO_SHAPE))
         if names is None or _numbered(names):
             return None
         return dict(sorted(zip(class_numbers(names).tolist(), names)))
@@ -256,9 +260,9 @@ def read_pixel_classes(path: str | os.PathLike, shape: tuple[int, int]) -> tuple
                     raise InputError(f"line {lineno}: pixel ({r}, {c}) has a negative row or column: they "
                                      "count from 0", p)
                 if not (r < shape[0] and c < shape[1]):
-                    raise InputError(
-                        f"line {lineno}: pixel ({r}, {c}) is outside the {shape[0]}x{shape[1]} image", p
-                    )
+                    where = (f"the {shape[0]}x{shape[1]} image" if shape[0] < NO_SHAPE else
+                             "any image (a row or column too large to be a pixel)")  # (a job's check: no image yet)
+                    raise InputError(f"line {lineno}: pixel ({r}, {c}) is outside {where}", p)
                 if ki is not None:
                     if len(cells) <= ki:
                         raise InputError(f"line {lineno}: no class in the class column, got {','.join(row)!r}", p)
