@@ -553,7 +553,9 @@ def _summary(console, job: Job, rows: dict, manifest: Manifest, skipped: list) -
 
     table = Table(title=f"hyperapp run {Path(job.path).name}")
     for col in ("cube", "seconds", "detections", "error"):
-        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left")
+        # an error wraps, whole: cut with an ellipsis, a long path lost the file's name the line was about
+        table.add_column(col, justify="right" if col in ("seconds", "detections") else "left",
+                         overflow="fold" if col == "error" else "ellipsis")
     failed = sum(bool(r["error"]) for r in rows.values())
     every = len(job.inputs) <= TABLE_ROWS
     for c in job.inputs:
