@@ -1092,6 +1092,7 @@ def test_bench_interrupted_says_what_its_json_holds(tmp_path, capsys, monkeypatc
     """Ctrl-C during a bench: the JSON holds the cases measured before (it is written after each, on
     purpose), and the line says so, instead of "nothing written" or a batch's "cubes kept"."""
     import hyperapp.bench as B
+    import hyperapp.bench.cases  # noqa: F401  (the real cases registered now, not into the stand-ins below)
     from hyperapp.bench import Measurement
 
     def fine(ctx):

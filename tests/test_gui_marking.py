@@ -111,3 +111,29 @@ def test_option_errors_name_the_windows_words_too():
         with pytest.raises(InputError) as e:
             reg[method].check_params(params)
         assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_a_typed_threshold_moves_the_slider_and_the_mask(qtbot, win, land_hdr):
+    """The threshold can be typed as well as slid: the slider, the counts and the mask follow a typed
+    value, the box follows the slider, a value outside the run's scores is refused and said, and a new
+    cube leaves no number of the old run."""
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "ace")
+    r = win.results
+    assert r.value_box.isEnabled() and r.value_box.value() == pytest.approx(r.threshold())
+    _type(qtbot, r.value_box, "0.3")
+    r.flush()
+    assert r.threshold() == pytest.approx(0.3)
+    assert r.slider.value() == round((0.3 - r._lo) / (r._hi - r._lo) * 1000)
+    assert r.counts.text().startswith("threshold 0.3: ")
+    pixels = int(r.counts.text().split(": ")[1].split()[0])
+    assert pixels == int((r.scores > 0.3).sum())
+    _type(qtbot, r.value_box, "5")
+    assert r.threshold() == pytest.approx(0.3) and "'5' is not allowed" in r.counts.text()
+    r.slider.setValue(100)
+    assert r.value_box.value() == pytest.approx(r.threshold())
+    win.open_cube(land_hdr.with_name("sea.hdr"))
+    assert not r.value_box.isEnabled() and r.value_box.lineEdit().text() == ""

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hyperapp.gui.param_form import FloatBox, allowed_text
+
 STEPS = 1000
 #: milliseconds the object count waits for the slider to rest (the mask itself follows at once)
 COUNT_DELAY_MS = 60
@@ -54,7 +56,20 @@ class ResultsPanel(QWidget):
         self.slider.setRange(0, STEPS)
         self.slider.setToolTip("Pixels scoring above the threshold form the mask (green on the image)")
         self.slider_label = QLabel("Threshold")
-        lay.addWidget(self.slider_label)
+        # the threshold as a number too: typed, as in ENVI, where the slider's 1000 steps are too coarse or
+        # a value is known from another run
+        self.value_box = FloatBox()
+        self.value_box.setToolTip("The threshold: type a score, or move the slider below. Pixels scoring above "
+                                  "it form the mask")
+        self.value_box.setEnabled(False)
+        self.value_box.valueChanged.connect(self._typed)
+        self.value_box.refused.connect(lambda text, kept: self.counts.setText(
+            f"threshold {text!r} is not allowed ({allowed_text(self.value_box)}: the run's lowest and highest "
+            f"score); kept {kept}"))
+        row = QHBoxLayout()
+        row.addWidget(self.slider_label)
+        row.addWidget(self.value_box, 1)
+        lay.addLayout(row)
         lay.addWidget(self.slider)
         self.counts = QLabel("no result yet: mark targets, then Train & Run")
         self.counts.setWordWrap(True)
@@ -168,6 +183,10 @@ class ResultsPanel(QWidget):
             self.roc_point.setData([], [])
             self.roc.setTitle("load a truth mask (File > Load truth mask) for the ROC curve")
         self.set_detection_shown(True)
+        self.value_box.blockSignals(True)
+        self.value_box.setRange(self._lo, self._hi)
+        self.value_box.blockSignals(False)
+        self.value_box.setEnabled(True)
         self.set_threshold(threshold)
 
     def set_threshold(self, value: float) -> None:
@@ -177,8 +196,20 @@ class ResultsPanel(QWidget):
         self.slider.blockSignals(True)
         self.slider.setValue(min(max(pos, 0), STEPS))
         self.slider.blockSignals(False)
+        self._show_value(self._threshold)
         self._apply(self._threshold)
         self._follow()
+
+    def _show_value(self, t: float) -> None:
+        self.value_box.blockSignals(True)
+        self.value_box.setValue(t)
+        self.value_box.blockSignals(False)
+
+    def _typed(self, value: float) -> None:
+        if self.scores is None:
+            return
+        self.origin.setVisible(False)  # the person's threshold now, not the default's
+        self.set_threshold(value)
 
     def threshold(self) -> float:
         return self._threshold
@@ -186,6 +217,7 @@ class ResultsPanel(QWidget):
     def _slider_moved(self, pos: int) -> None:
         self.origin.setVisible(False)  # the person's threshold now, not the default's
         self._threshold = self._lo + (self._hi - self._lo) * pos / STEPS
+        self._show_value(self._threshold)
         self._apply(self._threshold)
         self._timer.start()  # the counts once the slider rests
 
@@ -253,6 +285,8 @@ class ResultsPanel(QWidget):
         self._objects = []
         self._table_threshold = None
         self._counted = None
+        self.value_box.setEnabled(False)
+        self.value_box.lineEdit().clear()  # no number of the last cube's run (the next result sets one)
         self.runs.blockSignals(True)
         self.runs.clear()
         self.runs.blockSignals(False)
