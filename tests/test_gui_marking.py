@@ -137,3 +137,11 @@ def test_a_typed_threshold_moves_the_slider_and_the_mask(qtbot, win, land_hdr):
     assert r.value_box.value() == pytest.approx(r.threshold())
     win.open_cube(land_hdr.with_name("sea.hdr"))
     assert not r.value_box.isEnabled() and r.value_box.lineEdit().text() == ""
+
+
+def test_an_analysis_sample_size_says_what_it_refused(qtbot, win):
+    panel = win.panels["Gaussian mixture"]
+    before = panel.sample.value()
+    _type(qtbot, panel.sample, "5")
+    assert panel.sample.value() == before
+    assert panel.form.note.text() == f"Sample size: '5' is not allowed (from 10 to 10000000); kept {before}"

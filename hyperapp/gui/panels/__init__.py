@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QLabel,
-    QSpinBox,
     QStackedWidget,
     QTabWidget,
     QVBoxLayout,
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
-from hyperapp.gui.param_form import ParamForm
+from hyperapp.gui.param_form import IntBox, ParamForm, allowed_text
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
@@ -71,7 +70,7 @@ class AnalysisPanel(QWidget):
             self.source.addItem(label)
         self.source.setToolTip("Which spectra the method is fitted on; where it can, it then labels the whole image.")
         top.addRow("Spectra", self.source)
-        self.sample = QSpinBox()
+        self.sample = IntBox()  # says what it refused, under the form (watched below)
         self.sample.setRange(10, 10_000_000)
         self.sample.setValue(self.sample_default)
         self.sample.setSingleStep(1000)
@@ -79,6 +78,8 @@ class AnalysisPanel(QWidget):
         top.addRow("Sample size (pixels)", self.sample)
         lay.addLayout(top)
         self.form = ParamForm()  # before the extra controls, which may follow its edits; laid out below them
+        self.form.watch(self.sample, "Sample size")
+        self.sample.setToolTip(self.sample.toolTip() + f"\nAllowed: {allowed_text(self.sample)}")
         self.build_controls(lay)
         lay.addWidget(self.form)
         self.note = QLabel("")
