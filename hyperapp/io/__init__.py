@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from hyperapp.cube import Cube
 from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError
 from hyperapp.io.masks import read_labels, read_mask, read_pixels, read_truth, write_pixels
@@ -53,11 +55,17 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
     dataset : str, optional
         HDF5 dataset path or MATLAB variable holding the cube (guessed when there is one 3-D array).
     """
+    if not str(path).strip():  # Path("") is "." (a folder): say what was given instead
+        raise CubeNotFoundError("no cube file given (the path is empty)")
     p = Path(path)
     if not p.exists():
         raise CubeNotFoundError("file not found", p)
     if p.is_dir():
         raise CubeFormatError("is a folder, not a cube file", p)
+    return _usable(_open_by_format(p, dataset), p)
+
+
+def _open_by_format(p: Path, dataset: str | None) -> Cube:
     ext = p.suffix.lower()
     if ext == ".mat":
         from hyperapp.io.matlab import open_mat
@@ -81,6 +89,21 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
 
         return open_hdf5(p, dataset)
     raise CubeFormatError("unknown cube format: expected ENVI (.hdr + data), HDF5 or MATLAB .mat", p)
+
+
+def _usable(cube: Cube, p: Path) -> Cube:
+    """What every format's cube must be, checked once for all of them: at least one row, column and band
+    (an HDF5 or .mat array of shape (32, 32, 0) was an internal error deep in a detector, and ``info``
+    said "0 bands"), and real numbers (complex data was silently cut to its real part)."""
+    if cube.rows < 1 or cube.cols < 1 or cube.bands < 1:
+        raise CubeFormatError(f"the cube is empty: {cube.rows} rows x {cube.cols} columns x {cube.bands} bands", p)
+    kind = np.dtype(cube.store.dtype).kind
+    if kind == "c":
+        raise CubeFormatError(f"complex data ({np.dtype(cube.store.dtype).name}) is not spectra hyperapp can use: "
+                              "save its magnitude (or its real part) as a real-valued cube first", p)
+    if kind not in "biuf":
+        raise CubeFormatError(f"data of type {np.dtype(cube.store.dtype).name} is not numbers", p)
+    return cube
 
 
 def open_named_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
