@@ -260,6 +260,8 @@ def cmd_detect(args) -> int:
     if args.truth_var is not None and args.truth is None:
         raise InputError("--truth-var names the truth's variable in a .mat file: give --truth too")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
+    if args.save_model is not None and not args.save_model.strip():  # given, but empty: not silently no model
+        raise InputError("--save-model must name the model file to write, got ''")
     if args.save_model:  # the file it will write (.npz added), checked before any work or output
         from hyperapp.io.model_files import model_path
 
@@ -471,6 +473,22 @@ def headless(argv: list[str], debug: bool = False) -> int:
         return _headless(argv, debug)
 
 
+#: options that name what a command writes, not what it reads
+_OUTPUT_OPTIONS = ("out", "save_model", "json")
+
+
+def _input_files(args) -> list[str]:
+    """Every existing file a command's options name, but its outputs (:data:`_OUTPUT_OPTIONS`)."""
+    out: list[str] = []
+    for k, v in vars(args).items():
+        if k in _OUTPUT_OPTIONS:
+            continue
+        for item in v if isinstance(v, (list, tuple)) else [v]:
+            if isinstance(item, str) and item.strip() and os.path.isfile(item):
+                out.append(item)
+    return out
+
+
 def _headless(argv: list[str], debug: bool) -> int:
     import signal
     import threading
@@ -484,7 +502,13 @@ def _headless(argv: list[str], debug: bool) -> int:
             from hyperapp.cuda_start import prewarm
 
             prewarm(getattr(args, "device", "auto"))  # CUDA starts before NumPy is imported
-        rc = COMMANDS[args.command](args)
+        if args.command in ("detect", "analyse", "analyze"):
+            from hyperapp.io.atomic import protect_inputs
+
+            with protect_inputs(*_input_files(args)):  # no output replaces a file this run reads
+                rc = COMMANDS[args.command](args)
+        else:
+            rc = COMMANDS[args.command](args)
         global _EXIT_FAST
         _EXIT_FAST = args.command in ("detect", "analyse", "analyze") and "cupy" in sys.modules
         return rc
@@ -536,6 +560,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--headless" in argv:
         argv.remove("--headless")
         return headless(argv, debug)
+    if argv and argv[0] in COMMANDS and not Path(argv[0]).exists():  # a batch command without --headless
+        print(f"hyperapp: error: {argv[0]} is a batch command: run hyperapp --headless {' '.join(argv)}",
+              file=sys.stderr)
+        return 2
     gp = argparse.ArgumentParser(prog="hyperapp", description="hyperspectral target detection on the GPU",
                                  epilog="Batch use: hyperapp --headless {info,detect,analyse,run,bench,prepare-gpu,samples} ...")
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")

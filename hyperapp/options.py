@@ -502,6 +502,10 @@ def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
         if m.kind == "window" and "far" in out:
             _fail("far", f"a saved {method} model without clicks marks its boxes; {label('far')} sets the "
                          f"threshold of an RBFN trained from clicks: give {label('threshold')} instead")
+    if "train" in out and m.kind == "window" and "far" in out:  # (it was ignored: a threshold of 0 marked every pixel)
+        _fail("far", f"a {method} model trained on another scene ({label('train')}) marks its boxes without clicks "
+                     f"here; {label('far')} sets the threshold of an RBFN trained from clicks: give "
+                     f"{label('threshold')} instead")
 
 
 def _idle_params(m, out: dict, label) -> None:

@@ -509,13 +509,22 @@ class MultiKMeans(Estimator):
         return self
 
     def _choose(self, ks) -> int:
+        """The chosen k; ``criterion_used_`` says by what (the elbow where the asked criterion is undefined
+        for every k, a silhouette sample of a few spectra, say: the report said "by silhouette" of a choice
+        no silhouette made)."""
+        self.criterion_used_ = self.criterion
         if len(ks) == 1:
             return ks[0]
         if self.criterion == "elbow":
             return elbow(ks, self.inertia_)
         vals = self.silhouette_ if self.criterion == "silhouette" else -self.davies_bouldin_
         if np.all(np.isnan(vals)):
+            self.criterion_used_ = f"elbow ({self.criterion.replace('_', '-')} undefined for every k)"
             return elbow(ks, self.inertia_)
+        if np.isnan(vals).any():
+            undefined = [int(k) for k, v in zip(self.k_values_, vals) if np.isnan(v)]
+            self.criterion_used_ = (f"{self.criterion} (undefined for k = {', '.join(map(str, undefined))}: the "
+                                    "sample is too small)")
         return int(self.k_values_[int(np.nanargmax(vals))])
 
 
@@ -547,7 +556,8 @@ class MultiKMeans(Estimator):
         # the inertia is the objective: a non-finite one stays visible (hyperapp.analyse refuses it)
         return {"k": [int(k) for k in self.k_values_], "inertia": [float(v) for v in self.inertia_],
                 "silhouette": clean(self.silhouette_), "davies_bouldin": clean(self.davies_bouldin_),
-                "chosen_k": int(self.chosen_k_), "criterion": self.criterion, "n_iter": self.n_iter_}
+                "chosen_k": int(self.chosen_k_), "criterion": getattr(self, "criterion_used_", self.criterion),
+                "n_iter": self.n_iter_}
 
     def tables(self) -> dict:
         """CSV tables: the per-k curves and the chosen k's centres (one row per cluster)."""

@@ -1124,3 +1124,85 @@ def test_an_empty_job_argument_and_a_huge_click_say_what_they_are(tmp_path, caps
     rc, err = _cli(["run", tmp_path / "j.toml", "--device", "cpu"], capsys)
     _one_clean_line(rc, err, "t.csv", "too large to be a pixel")
     assert "4611686018427387904" not in err
+
+
+# ------------------------------------------------------------------ detect / analyse (second sweep)
+def test_empty_or_complex_cubes_of_every_format_are_one_line(tmp_path, capsys):
+    """An axis of length 0 (HDF5, .mat) or complex data: one line when the cube is opened, by info too
+    (an internal error in a detector; complex data was cut to its real part without a word)."""
+    import h5py
+    import scipy.io
+
+    with h5py.File(tmp_path / "zero.h5", "w") as f:
+        f["d"] = np.zeros((32, 32, 0), np.float32)
+    with h5py.File(tmp_path / "none.h5", "w") as f:
+        f.create_dataset("d", shape=(0, 0, 0), dtype="f4")
+    scipy.io.savemat(tmp_path / "zero.mat", {"data": np.zeros((32, 32, 0), np.float32)})
+    with h5py.File(tmp_path / "cplx.h5", "w") as f:
+        f["d"] = (np.ones((8, 8, 4)) + 1j).astype(np.complex64)
+    for name, words in (("zero.h5", ("empty", "0 bands")), ("none.h5", ("empty",)), ("zero.mat", ("empty",)),
+                        ("cplx.h5", ("complex",))):
+        cube = tmp_path / name
+        _one_clean_line(*_cli(["info", cube], capsys), name, *words)
+        _one_clean_line(*_cli(["detect", cube, "--method", "rx", "--device", "cpu", "--out", tmp_path / "o"],
+                              capsys), name, *words)
+        _one_clean_line(*_cli(["analyse", cube, "--method", "kmeans", "--param", "k=2", "--device", "cpu",
+                               "--out", tmp_path / "a"], capsys), name, *words)
+    assert not (tmp_path / "o").exists() and not (tmp_path / "a").exists()
+
+
+def test_outputs_never_replace_the_runs_own_inputs(tmp_path, capsys):
+    """An output folder holding this run's cube, clicks or truth under an output's name: refused, the
+    input untouched (the scores replaced the cube, objects.csv the clicks, and the run said it succeeded)."""
+    import shutil
+
+    src = _cube(tmp_path / "src" / "c.hdr")
+    out = tmp_path / "out"
+    out.mkdir()
+    for ext in (".hdr", ".img"):
+        shutil.copy(src.with_suffix(ext), out / f"scores{ext}")
+    (out / "objects.csv").write_text("row,col\n5,5\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    _one_clean_line(*_cli(["detect", out / "scores.hdr", "--method", "ace", "--targets", out / "objects.csv",
+                           "--device", "cpu", "--out", out], capsys), "would overwrite an input", "another folder")
+    _one_clean_line(*_cli(["detect", src, "--method", "ace", "--targets", out / "objects.csv", "--device", "cpu",
+                           "--out", out], capsys), "objects.csv", "would overwrite an input")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert _cli(["detect", out / "scores.hdr", "--method", "ace", "--targets", out / "objects.csv",
+                 "--device", "cpu", "--out", tmp_path / "elsewhere"], capsys)[0] == 0
+
+
+def test_models_and_options_that_would_be_ignored_or_misfit_are_refused(tmp_path, capsys):
+    """A saved ACE model for another band count names its file; --save-model '' is not silently no
+    model; FFBP trained on another scene refuses --far as a saved one does (it was ignored, and a threshold
+    of 0 marked every pixel); a batch command without --headless says how to run it."""
+    from hyperapp.samples import sample_path
+
+    land = sample_path("land")
+    cube = _cube(tmp_path / "c.hdr", bands=8)
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    assert _cli(["detect", land, "--method", "ace", "--targets", land.with_name("land_targets.csv"), "--device",
+                 "cpu", "--save-model", tmp_path / "ace", "--out", tmp_path / "o1"], capsys)[0] == 0
+    _one_clean_line(*_cli(["detect", cube, "--method", "ace", "--model", tmp_path / "ace.npz", "--device", "cpu",
+                           "--out", tmp_path / "o2"], capsys), "ace.npz", "64 bands", "8")
+    _one_clean_line(*_cli(["detect", cube, "--method", "ace", "--targets", tmp_path / "t.csv", "--save-model", "",
+                           "--device", "cpu", "--out", tmp_path / "o3"], capsys), "--save-model")
+    _one_clean_line(*_cli(["detect", land.with_name("sea.hdr"), "--method", "ffbp", "--train-from", land,
+                           "--train-truth", land.with_name("land_truth.hdr"), "--far", "1e-3", "--device", "cpu",
+                           "--out", tmp_path / "o4"], capsys), "--far", "--threshold", "--train-from")
+    rc = main(["detect", str(cube), "--method", "ace"])
+    err = capsys.readouterr().err
+    _one_clean_line(rc, err, "--headless detect")
+    assert not any((tmp_path / f"o{i}").exists() for i in (2, 3, 4))
+
+
+def test_k_means_says_how_k_was_chosen_when_the_silhouette_cannot_say(tmp_path, capsys):
+    from hyperapp.samples import sample_path
+
+    land = sample_path("land")
+    for sample, said in (("1", "by elbow (silhouette undefined for every k)"),
+                         ("3", "undefined for k = 3, 4: the sample is too small")):
+        out = tmp_path / f"k{sample}"
+        assert _cli(["analyse", land, "--method", "kmeans", "--param", "k=2..4", "--param",
+                     f"silhouette_sample={sample}", "--device", "cpu", "--out", out], capsys)[0] == 0
+        assert said in json.loads((out / "report.json").read_text())["results"]["criterion"]

@@ -7,6 +7,8 @@ stays on one file system) and moved into place with :func:`os.replace` only once
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import glob
 import os
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +18,8 @@ from hyperapp.errors import OutputError
 
 #: the name of a staging folder starts with this (:func:`staged_folder`)
 STAGING_PREFIX = ".staging-"
+#: the files the run in this context read (:func:`protect_inputs`): a staged output never replaces one
+_INPUTS: contextvars.ContextVar[frozenset[Path]] = contextvars.ContextVar("hyperapp_inputs", default=frozenset())
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -147,6 +151,30 @@ def _forget_earlier_outputs(out: Path, earlier: list[str], names: list[str]) -> 
 
 
 @contextlib.contextmanager
+def protect_inputs(*paths) -> Iterator[None]:
+    """Within this block, :func:`staged_folder` refuses to replace any of ``paths`` (the files a run
+    reads; None and "" are skipped) or their siblings of the same name (an ENVI header's data file): a
+    run whose output folder holds its own cube, truth or clicks under an output's name (``scores.hdr``,
+    ``mask.hdr``, ``objects.csv``) overwrote them, and said it had succeeded."""
+    found: set[Path] = set()
+    for p in paths:
+        if p is None or not str(p).strip():
+            continue
+        p = Path(p)
+        try:
+            found.update(q.resolve() for q in p.parent.glob(glob.escape(p.stem) + ".*") if q.is_file())
+            if p.is_file():
+                found.add(p.resolve())
+        except OSError:
+            continue
+    token = _INPUTS.set(_INPUTS.get() | frozenset(found))
+    try:
+        yield
+    finally:
+        _INPUTS.reset(token)
+
+
+@contextlib.contextmanager
 def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     """Write a set of outputs all or nothing: yield a hidden staging folder inside ``out``; when the
     block succeeds, move every file in it into ``out`` (report last, so a complete report means
@@ -167,6 +195,11 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
         names.sort(key=lambda n: n == "report.json")  # the report moves last
         # only a run's outputs (they have a report) replace an earlier run's; other files staged here never
         # remove anything
+        inputs = _INPUTS.get()
+        for name in names:  # checked for all before any moves: all or nothing
+            if inputs and (out / name).resolve() in inputs:
+                raise OutputError(f"writing {name} here would overwrite an input of this run ({out / name}): "
+                                  "write the results to another folder", out)
         earlier = _files_of_report(out / "report.json") if "report.json" in names else []
         _list_files_in_report(stage, names)
         for name in names:

@@ -86,6 +86,21 @@ def model_path(path: str | os.PathLike) -> Path:
     return p
 
 
+def fitted_bands(model) -> int | None:
+    """The band count a fitted model scores: ``n_bands_`` where the model keeps it, else the length of
+    its fitted spectra (a target, a mean, a whitening), as the classic detectors hold them; None where
+    nothing says. (Checked on loading, so that a model for another cube is refused naming its file:
+    ACE and RX models were refused only when scoring, with a line naming neither file.)"""
+    nb = getattr(model, "n_bands_", None)
+    if nb is not None:
+        return int(nb)
+    for name in ("target_", "t_", "mu_", "w_", "W_", "Cinv_", "mean_"):
+        a = getattr(model, name, None)
+        if a is not None and getattr(a, "ndim", 0) >= 1:
+            return int(a.shape[-1])
+    return None
+
+
 def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str | None = None):
     """Read a model saved by :func:`save_model`; check it fits ``n_bands`` and ``method``."""
     from hyperapp.io.masks import need_file
@@ -141,7 +156,7 @@ def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str 
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ModelError(f"not a usable hyperapp model file ({exc.__class__.__name__}: {exc})", p) from exc
-    nb = getattr(model, "n_bands_", None)
+    nb = fitted_bands(model)
     if n_bands is not None and nb is not None and int(nb) != int(n_bands):
         raise ModelError(f"the model was trained on {nb} bands, the cube has {n_bands}", p)
     return model

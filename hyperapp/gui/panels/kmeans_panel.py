@@ -54,7 +54,8 @@ class KMeansPanel(AnalysisPanel):
             line.setValue(m.chosen_k_)
         for plot in (self.inertia_plot, self.quality_plot):
             integer_ticks(plot, ks)
-        self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {m.criterion.replace('_', '-')})")
+        by = getattr(m, "criterion_used_", m.criterion).replace("_", "-")
+        self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {by})")
         C = to_host(m.centres_for())
         counts = np.bincount(result.labels[result.labels >= 0], minlength=C.shape[0]) if result.labels is not None \
             else np.zeros(C.shape[0], int)
