@@ -145,3 +145,32 @@ def test_an_analysis_sample_size_says_what_it_refused(qtbot, win):
     _type(qtbot, panel.sample, "5")
     assert panel.sample.value() == before
     assert panel.form.note.text() == f"Sample size: '5' is not allowed (from 10 to 10000000); kept {before}"
+
+
+def test_f5_runs_the_chosen_tool_and_esc_cancels_whatever_runs(qtbot, win, land_hdr):
+    """F5 (Run > Run the chosen tool) runs the analysis on screen, not the detector; Esc cancels an
+    analysis's run too; an analysis that finishes while another analysis tool is on screen leaves that
+    tool's plots in place."""
+    assert win.open_cube(land_hdr)
+    km = win.panels["k-means"]
+    km.form.set_values({"k": "2..3"})
+    km.sample.setValue(500)
+    win.toolbox.choose("k-means")
+    with qtbot.waitSignal(km.finished, timeout=120000):
+        win.run_current_tool()
+    assert km.result is not None and win.worker is None and win.current_run() is None  # no detector ran
+    assert win.toolbox.plots.currentWidget() is km.plots
+
+    gmm = win.panels["Gaussian mixture"]
+    win.toolbox.choose("Gaussian mixture")
+    gmm.form.set_values({"k": "8", "max_iter": 500})
+    with qtbot.waitSignal(gmm.finished, timeout=120000):
+        win.run_current_tool()
+        win.cancel_everything()
+    assert gmm.result is None and "cancel" in gmm.status.text().lower()
+
+    win.toolbox.choose("k-means")
+    with qtbot.waitSignal(km.finished, timeout=120000):
+        km.run()
+        win.toolbox.choose("Gaussian mixture")  # left while it runs
+    assert win.toolbox.plots.currentWidget() is gmm.plots

@@ -233,8 +233,30 @@ class MainWindow(QMainWindow):
         panel.plots_shown.connect(lambda t=panel.title: self._raise_plots(t))
 
     def _raise_plots(self, title: str) -> None:
+        shown = self.toolbox.current()
+        if title in self.panels and shown in self.panels and shown != title:
+            return  # another analysis tool is on screen now: its form keeps its own plots under it
         self.toolbox.show_plots(title)
         self.plots_dock.raise_()
+
+    def run_current_tool(self):
+        """Run > Run the chosen tool (F5): the detector on the Detect page, the analysis on a panel's (the
+        detector ran whatever tool was shown)."""
+        panel = self.panels.get(self.toolbox.current())
+        if panel is not None:
+            return panel.run()
+        if self.toolbox.current() == DETECT_TOOL:
+            return self.run_detector()
+        self.statusBar().showMessage(f"{self.toolbox.current()} has nothing to run: choose Detect targets or an "
+                                     "analysis tool", 6000)
+        return None
+
+    def cancel_everything(self) -> None:
+        """Run > Cancel (Esc): whatever runs, the detector's run and every analysis's (Esc cancelled only the
+        detector's)."""
+        self.cancel_run()
+        for p in self.panels.values():
+            p.cancel()
 
     def _fit_docks(self) -> None:
         """Dock sizes for the window's size: the toolbox a third of the width at most, the bottom docks
@@ -320,8 +342,8 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         self._action(v, "&Fit image to window", lambda: self.view.vb.autoRange(padding=0.02), "Ctrl+0")
         r = mb.addMenu("&Run")
-        self._action(r, "Train && &run", self.run_detector, "F5")
-        self._action(r, "&Cancel", self.cancel_run, "Esc")
+        self._action(r, "&Run the chosen tool", self.run_current_tool, "F5")
+        self._action(r, "&Cancel", self.cancel_everything, "Esc")
         self._update_recent()
 
     # ------------------------------------------------------------------ errors
