@@ -404,6 +404,28 @@ def forest_shape(res: dict) -> str:
     return f"{t} trees, the deepest {d} level(s) deep; {leaves} leaves in all, {leaves / t:.1f} a tree"
 
 
+def class_accuracy_words(res: dict, names: list[str] | None = None) -> list[str]:
+    """A classifier's per-class accuracy in words, where the overall accuracy hides it: the balanced
+    accuracy (the mean of each class's held-out recall) when it is lower, and each class the held-out
+    pixels show badly predicted (under half right) or barely tested (under 5 pixels held out). ``names``:
+    the classes' names (default "class <value>")."""
+    recall, C = res.get("class_recall"), res.get("confusion")
+    if not recall or C is None:
+        return []
+    names = names or [f"class {c}" for c in res.get("classes", range(len(recall)))]
+    out = []
+    bal = res.get("balanced_accuracy")
+    if bal is not None and res.get("test_accuracy") is not None and bal < res["test_accuracy"] - 0.005:
+        out.append(f"balanced accuracy {bal:.1%} (mean over the classes)")
+    for name, r, row in zip(names, recall, C):
+        n = int(sum(row))
+        if r is not None and r < 0.5:
+            out.append(f"{name}: {int(round(r * n))} of {n} held-out pixels right")
+        elif 0 < n < 5:
+            out.append(f"{name}: only {n} pixel{'s' if n != 1 else ''} held out")
+    return out
+
+
 def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tuple[int, int, int]]]:
     """(label values, names, colours) of an analysis's class map: a classifier's classes with their ROI
     names and colours, or one "cluster k" per cluster (a SOM's: "codebook cluster k", a cluster of its

@@ -364,6 +364,9 @@ def cmd_analyse(args) -> int:
         line += f", {forest_shape(res)}"
         if res["test_accuracy"] is not None:
             line += f", held-out accuracy {res['test_accuracy']:.4f} ({res['n_test']} px)"
+            from hyperapp.analyse import class_accuracy_words
+
+            line += "".join(f", {w}" for w in class_accuracy_words(res))
         if res.get("oob_accuracy") is not None:
             line += f", out-of-bag {res['oob_accuracy']:.4f}"
     if "top_heights" in res:

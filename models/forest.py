@@ -514,6 +514,10 @@ class RandomForest(Estimator):
             "test_accuracy": self.test_accuracy_,
             "oob_accuracy": self.oob_score_,
             "confusion": None if self.confusion_ is None else self.confusion_.tolist(),
+            # per class, the held-out share predicted right, and their mean (balanced accuracy): the overall
+            # accuracy of a scene of 100 background pixels and 2 targets is 98 % with every target missed
+            "class_recall": self._class_recall(),
+            "balanced_accuracy": self._balanced_accuracy(),
             "n_trees": len(self.roots_),
             "depth": int(self.depth_),
             "n_leaves": self.n_leaves_,
@@ -521,6 +525,17 @@ class RandomForest(Estimator):
             "top_bands": [int(b) for b in np.argsort(-self.feature_importances_)[:10]
                           if self.feature_importances_[b] > 0],
         }
+
+    def _class_recall(self) -> list[float | None] | None:
+        """Each class's held-out pixels predicted as that class (None for a class with none held out)."""
+        if self.confusion_ is None:
+            return None
+        C = np.asarray(self.confusion_)
+        return [float(C[i, i] / C[i].sum()) if C[i].sum() else None for i in range(len(C))]
+
+    def _balanced_accuracy(self) -> float | None:
+        r = [v for v in self._class_recall() or [] if v is not None]
+        return float(np.mean(r)) if r else None
 
     def tables(self) -> dict:
         self._check_fitted()

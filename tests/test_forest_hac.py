@@ -234,3 +234,26 @@ def test_one_tree_is_named_as_a_tree_in_its_messages():
         cart().fit(X, y)
     with pytest.raises(InputError, match="the forest needs at least two classes"):
         RandomForest(n_trees=3).fit(X, y)
+
+
+def test_a_class_the_forest_misses_is_said_beside_the_overall_accuracy():
+    """Two target pixels held out and both missed hide under a 98 % overall accuracy: the summary carries
+    each class's recall and the balanced accuracy, and the words the CLI and the panel print say it."""
+    from hyperapp.analyse import class_accuracy_words
+    from hyperapp.models.forest import RandomForest
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, (300, 6))
+    y = np.ones(300, int)
+    y[:6] = 2  # six "targets" that look like the background: the forest cannot learn them
+    res = RandomForest(n_trees=10, test_fraction=0.34, seed=1).fit(X, y).summary()
+    C = np.asarray(res["confusion"])
+    recall = [C[i, i] / C[i].sum() for i in range(2)]
+    assert res["class_recall"] == pytest.approx(recall)
+    assert res["balanced_accuracy"] == pytest.approx(np.mean(recall))
+    words = class_accuracy_words(res, ["background", "target"])
+    assert res["test_accuracy"] > 0.9 and recall[1] < 0.5
+    assert any(w.startswith("balanced accuracy") for w in words)
+    assert f"target: {int(C[1, 1])} of {int(C[1].sum())} held-out pixels right" in words
+    assert class_accuracy_words({**res, "class_recall": [1.0, 1.0], "balanced_accuracy": 1.0,
+                                 "test_accuracy": 1.0, "confusion": [[50, 0], [0, 50]]}) == []

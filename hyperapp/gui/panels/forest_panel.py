@@ -186,7 +186,7 @@ class ForestPanel(AnalysisPanel):
         tabs.addTab(self.importance_plot, "Band importance")
 
     def show_result(self, result) -> None:
-        from hyperapp.analyse import class_table, forest_shape
+        from hyperapp.analyse import class_accuracy_words, class_table, forest_shape
 
         m = result.model
         res = result.report["results"]
@@ -194,6 +194,7 @@ class ForestPanel(AnalysisPanel):
         parts = [f"{forest_shape(res)}; trained on {res['n_train']} pixels"]
         if res["test_accuracy"] is not None:
             parts.append(f"held-out accuracy {res['test_accuracy']:.1%} on {res['n_test']} pixels")
+            parts += class_accuracy_words(res, names)
         if res.get("oob_accuracy") is not None:
             parts.append(f"out-of-bag accuracy {res['oob_accuracy']:.1%}")
         self.accuracy.setText("; ".join(parts))
