@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import Cancelled, HyperappError, InputError
+from hyperapp.errors import Cancelled, HyperappError, InputError, ModelError
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -508,8 +508,13 @@ def _headless(argv: list[str], debug: bool) -> int:
         if args.command in ("detect", "analyse", "analyze"):
             from hyperapp.io.atomic import protect_inputs
 
-            with protect_inputs(*_input_files(args)):  # no output replaces a file this run reads
-                rc = COMMANDS[args.command](args)
+            try:
+                with protect_inputs(*_input_files(args)):  # no output replaces a file this run reads
+                    rc = COMMANDS[args.command](args)
+            except ModelError as exc:  # a model that cannot fit or score this cube: the line names the cube
+                if exc.path is None and getattr(args, "cube", None):
+                    exc.path = os.fspath(args.cube)
+                raise
         else:
             rc = COMMANDS[args.command](args)
         global _EXIT_FAST

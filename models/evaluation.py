@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.errors import InputError, ModelError
 
 
 def _masks(scores, truth, exclude=None):
@@ -136,7 +136,7 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     # one count to the host, where a compaction per mask is a round trip each on the GPU
     n = int(use.sum())
     if n == 0:
-        raise InputError("the detector gave no pixel a finite score, so no threshold can be set: the spectra "
+        raise ModelError("the detector gave no pixel a finite score, so no threshold can be set: the spectra "
                          "may not vary (a constant or all-zero cube), or the target may hold values far beyond "
                          "the cube's")
     low = s.size - n

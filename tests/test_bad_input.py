@@ -1206,3 +1206,17 @@ def test_k_means_says_how_k_was_chosen_when_the_silhouette_cannot_say(tmp_path, 
         assert _cli(["analyse", land, "--method", "kmeans", "--param", "k=2..4", "--param",
                      f"silhouette_sample={sample}", "--device", "cpu", "--out", out], capsys)[0] == 0
         assert said in json.loads((out / "report.json").read_text())["results"]["criterion"]
+
+
+def test_a_model_that_cannot_use_the_cube_names_the_cube(tmp_path, capsys):
+    """A cube a model cannot fit or score (constant spectra): the line names the cube, where it named
+    nothing."""
+    import spectral.io.envi as envi
+
+    hdr = tmp_path / "const.hdr"
+    envi.save_image(str(hdr), np.full((16, 16, 8), 0.3, np.float32), dtype=np.float32, force=True, ext=".img")
+    (tmp_path / "t.csv").write_text("row,col\n3,3\n")
+    _one_clean_line(*_cli(["analyse", hdr, "--method", "kmeans", "--param", "k=2", "--device", "cpu", "--out",
+                           tmp_path / "a"], capsys), "const.hdr: the selected spectra are all identical")
+    _one_clean_line(*_cli(["detect", hdr, "--method", "mf", "--targets", tmp_path / "t.csv", "--device", "cpu",
+                           "--out", tmp_path / "d"], capsys), "const.hdr: ", "finite score")
