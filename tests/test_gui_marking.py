@@ -174,3 +174,24 @@ def test_f5_runs_the_chosen_tool_and_esc_cancels_whatever_runs(qtbot, win, land_
         km.run()
         win.toolbox.choose("Gaussian mixture")  # left while it runs
     assert win.toolbox.plots.currentWidget() is gmm.plots
+
+
+def test_a_legend_of_many_curves_names_a_few_and_counts_the_rest(qtbot):
+    """200 GMM components drew a legend 34 columns wide, off the plot: at most 24 are named, with a line
+    counting the rest, in columns of six."""
+    import numpy as np
+
+    from hyperapp.cube import cube_from_array
+    from hyperapp.gui.panels import LEGEND_CURVES, plot_spectra, plot_widget
+
+    cube = cube_from_array(np.random.default_rng(0).random((4, 4, 16)).astype(np.float32))
+    p = plot_widget("wavelength", "value")
+    qtbot.addWidget(p)
+    p.addLegend()
+    curves = plot_spectra(p, cube, np.random.default_rng(1).random((200, 16)), [f"component {i}" for i in range(200)], [])
+    legend = p.getPlotItem().legend
+    labels = [label.text for _, label in legend.items]
+    assert len(curves) == 200 and len(labels) == LEGEND_CURVES + 1
+    assert labels[-1].startswith(f"and {200 - LEGEND_CURVES} more") and legend.columnCount == 5
+    plot_spectra(p, cube, np.ones((3, 16)), ["a", "b", "c"], curves)
+    assert [label.text for _, label in legend.items] == ["a", "b", "c"] and legend.columnCount == 1

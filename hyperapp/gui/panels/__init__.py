@@ -446,11 +446,21 @@ def plot_spectra(plot, cube, spectra, names: list[str], old: list) -> list:
     scale, ylabel = value_axis(cube)
     plot.setLabel("bottom", label)
     plot.setLabel("left", ylabel)
-    curves = [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2), name=name)
+    # at most LEGEND_CURVES named: 200 components' legend ran 34 columns wide, off the plot's right edge
+    curves = [plot.plot(x, np.asarray(spectra[j], float) / scale, pen=pg.mkPen(class_colour(j), width=2),
+                        name=name if j < LEGEND_CURVES else None)
               for j, name in enumerate(names)]
     if legend is not None:  # many curves: the legend in columns of at most 6, so it stays as low as the plot
-        legend.setColumnCount(max(1, -(-len(names) // 6)))
+        named = min(len(names), LEGEND_CURVES)
+        if len(names) > named:
+            legend.addItem(pg.PlotDataItem(pen=None), f"and {len(names) - named} more (the map's legend)")
+            named += 1
+        legend.setColumnCount(max(1, -(-named // 6)))
     return curves
+
+
+#: the most curves :func:`plot_spectra` names in its legend (the rest are drawn, and counted there)
+LEGEND_CURVES = 24
 
 
 def plot_widget(x_label: str, y_label: str, title: str = ""):
