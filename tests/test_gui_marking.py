@@ -195,3 +195,15 @@ def test_a_legend_of_many_curves_names_a_few_and_counts_the_rest(qtbot):
     assert labels[-1].startswith(f"and {200 - LEGEND_CURVES} more") and legend.columnCount == 5
     plot_spectra(p, cube, np.ones((3, 16)), ["a", "b", "c"], curves)
     assert [label.text for _, label in legend.items] == ["a", "b", "c"] and legend.columnCount == 1
+
+
+def test_choice_lists_show_words_and_keep_the_option_values(win):
+    """A choice list shows words (full covariance, Ward, spectral angle), and the run gets the values the
+    command line and job files take."""
+    form = win.panels["Gaussian mixture"].form
+    box = form.editors["covariance"]
+    assert [box.itemText(i) for i in range(box.count())] == ["full covariance", "diagonal covariance (bands independent)"]
+    form.set_values({"covariance": "diag"})
+    assert form.values()["covariance"] == "diag" and box.currentText().startswith("diagonal")
+    hac = win.panels["Hierarchical clustering"].form
+    assert hac.editors["metric"].currentText() == "Euclidean distance" and hac.values()["metric"] == "euclidean"

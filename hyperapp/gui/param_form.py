@@ -29,14 +29,41 @@ from PySide6.QtWidgets import (
 
 from hyperapp.models.registry import Param
 
+#: the words a choice list shows for an option's values (the values stay what the command line and job
+#: files take, in each item's tooltip); a value without words here is shown as it is
+CHOICE_WORDS = {
+    "std": "band standard deviations", "meanstd": "band means and standard deviations",
+    "full": "full covariance", "diag": "diagonal covariance (bands independent)",
+    "ward": "Ward (least increase of variance)", "average": "average linkage", "complete": "complete linkage",
+    "single": "single linkage", "euclidean": "Euclidean distance", "sam": "spectral angle (SAM)",
+    "silhouette": "highest silhouette", "davies_bouldin": "lowest Davies-Bouldin index",
+    "elbow": "elbow of the inertia curve", "lowerright": "pixel below-right", "lowerleft": "pixel below-left",
+    "right": "pixel to the right", "lower": "pixel below", "pca": "principal components (PCA)",
+    "cov": "covariance (full whitening)", "random": "random", "batch": "batch (whole sample each epoch)",
+    "online": "online (one spectrum at a time)",
+}
+
+
+def choice_words(value) -> str:
+    """What a choice list shows for ``value`` (:data:`CHOICE_WORDS`)."""
+    return CHOICE_WORDS.get(str(value), str(value))
+
 
 def editor(p: Param):
     """(widget, getter, setter) for one parameter."""
     if p.choices:
         w = QComboBox()
-        w.addItems([str(c) for c in p.choices])
-        w.setCurrentText(str(p.default))
-        return w, (lambda: w.currentText()), (lambda v: w.setCurrentText(str(v)))
+        for c in p.choices:
+            w.addItem(choice_words(c), str(c))
+            w.setItemData(w.count() - 1, f"option value: {c}", 3)  # Qt.ToolTipRole: what the CLI takes
+        w.setCurrentIndex(max(0, w.findData(str(p.default))))
+
+        def set_choice(v) -> None:
+            i = w.findData(str(v))
+            if i >= 0:
+                w.setCurrentIndex(i)
+
+        return w, (lambda: w.currentData()), set_choice
     if p.type is bool:
         w = QCheckBox()
         w.setChecked(bool(p.default))
