@@ -198,12 +198,12 @@ def test_a_legend_of_many_curves_names_a_few_and_counts_the_rest(qtbot):
 
 
 def test_choice_lists_show_words_and_keep_the_option_values(win):
-    """A choice list shows words (full covariance, Ward, spectral angle), and the run gets the values the
+    """A choice list shows words (diagonal, Davies-Bouldin, spectral angle), and the run gets the values the
     command line and job files take."""
     form = win.panels["Gaussian mixture"].form
     box = form.editors["covariance"]
-    assert [box.itemText(i) for i in range(box.count())] == ["full covariance", "diagonal covariance (bands independent)"]
+    assert [box.itemText(i) for i in range(box.count())] == ["full", "diagonal"]
     form.set_values({"covariance": "diag"})
     assert form.values()["covariance"] == "diag" and box.currentText().startswith("diagonal")
     hac = win.panels["Hierarchical clustering"].form
-    assert hac.editors["metric"].currentText() == "Euclidean distance" and hac.values()["metric"] == "euclidean"
+    assert hac.editors["metric"].currentText() == "Euclidean" and hac.values()["metric"] == "euclidean"

@@ -31,16 +31,13 @@ from hyperapp.models.registry import Param
 
 #: the words a choice list shows for an option's values (the values stay what the command line and job
 #: files take, in each item's tooltip); a value without words here is shown as it is
-CHOICE_WORDS = {
-    "std": "band standard deviations", "meanstd": "band means and standard deviations",
-    "full": "full covariance", "diag": "diagonal covariance (bands independent)",
-    "ward": "Ward (least increase of variance)", "average": "average linkage", "complete": "complete linkage",
-    "single": "single linkage", "euclidean": "Euclidean distance", "sam": "spectral angle (SAM)",
-    "silhouette": "highest silhouette", "davies_bouldin": "lowest Davies-Bouldin index",
-    "elbow": "elbow of the inertia curve", "lowerright": "pixel below-right", "lowerleft": "pixel below-left",
-    "right": "pixel to the right", "lower": "pixel below", "pca": "principal components (PCA)",
-    "cov": "covariance (full whitening)", "random": "random", "batch": "batch (whole sample each epoch)",
-    "online": "online (one spectrum at a time)",
+CHOICE_WORDS = {  # short: a form's list is a third of a 1366-pixel screen wide (the option's help says more)
+    "std": "std devs", "meanstd": "means and std devs", "full": "full", "diag": "diagonal",
+    "ward": "Ward", "average": "average", "complete": "complete", "single": "single",
+    "euclidean": "Euclidean", "sam": "spectral angle", "silhouette": "silhouette",
+    "davies_bouldin": "Davies-Bouldin", "elbow": "elbow of inertia", "lowerright": "below-right",
+    "lowerleft": "below-left", "right": "right", "lower": "below", "pca": "PCA", "cov": "covariance",
+    "random": "random", "batch": "batch", "online": "online",
 }
 
 
