@@ -265,28 +265,35 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
         return labels, inertia, sums, counts
 
     it = 0
+    # each run stops on its own: once its centres move less than tol, they stay (a run's result must not
+    # depend on the runs packed beside it: k = 12 iterated on while k = 16 of a wider range had not converged)
+    done = xp.zeros(S, bool)
     for it in range(1, max_iter + 1):
         if progress is not None:
             progress(it / (max_iter + 1), f"k-means iteration {it}")
         _, _, sums, counts = sweep(C, True)
-        newC = xp.where((counts > 0)[:, None], sums / xp.maximum(counts, 1)[:, None], C)
+        moving = xp.logical_and(~done[seg_of], counts > 0)
+        newC = xp.where(moving[:, None], sums / xp.maximum(counts, 1)[:, None], C)
         shift = xp.zeros(S, xp.float64)
         shift += xp.bincount(seg_of, weights=((newC - C) ** 2).sum(axis=1).astype(xp.float64), minlength=S)
         C = newC
-        if bool((shift <= tol).all()):
+        done = xp.logical_or(done, shift <= tol)
+        if bool(done.all()):
             break
     labels, inertia, _, _ = sweep(C, False)
     return C, labels, inertia, it
 
 
-def kmeans_pp(X, ks, rng, xx=None, progress=None):
+def kmeans_pp(X, ks, rngs, xx=None, progress=None):
     """Greedy k-means++ seeding (as scikit-learn's) of many independent runs at once.
 
     Run ``j`` gets ``ks[j]`` centres, each the best of ``2 + log(k)`` candidates drawn with probability
     proportional to the squared distance to the centres so far. All runs advance together (one GEMM per
-    step for every run's candidates); the random numbers come from the host generator ``rng``, so NumPy
-    and CuPy pick the same points. Returns (runs, max(ks), d) centres (rows past a run's k unused) and
-    the smallest potential met (0 means fewer distinct points than centres).
+    step for every run's candidates); the random numbers come from run ``j``'s own host generator
+    ``rngs[j]``, so NumPy and CuPy pick the same points, and a run's seeding does not depend on the other
+    runs (k = 2 was seeded differently in a range 2..12 than in 2..16, and chose another k). Returns (runs,
+    max(ks), d) centres (rows past a run's k unused) and the smallest potential met (0 means fewer distinct
+    points than centres).
     """
     xp = get_namespace(X)
     n = X.shape[0]
@@ -298,8 +305,14 @@ def kmeans_pp(X, ks, rng, xx=None, progress=None):
     extra = xp.asarray(np.where(np.arange(L)[None, :] < trials[:, None], 0.0, np.inf))
     if xx is None:
         xx = (X * X).sum(axis=1)
-    first = rng.integers(n, size=Rn)
-    u = rng.random((max(kmax - 1, 0), Rn, L))
+    # each run's draws from its own generator, in an order that depends only on its k: its first centre,
+    # then (k - 1) x its trials uniforms; entries past a run's k or trials are never used (0.5 fills them)
+    first = np.empty(Rn, np.int64)
+    u = np.full((max(kmax - 1, 0), Rn, L), 0.5)
+    for j, (g, k, t) in enumerate(zip(rngs, ks, trials)):
+        first[j] = g.integers(n)
+        if k > 1:
+            u[:k - 1, j, :t] = g.random((int(k) - 1, int(t)))
     idx_d = xp.zeros((Rn, kmax), xp.int64)
     idx_d[:, 0] = xp.asarray(first)
     C0 = X[xp.asarray(first)]
@@ -469,7 +482,9 @@ class MultiKMeans(Estimator):
         xx = (Xc * Xc).sum(axis=1)
         # one run per restart and k, each seeded independently; all seeded and iterated together
         runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
-        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rng, xx, progress)
+        # one generator per run, from (seed, restart, k): a run is seeded alike whatever the rest of the range
+        rngs = [np.random.default_rng([int(self.seed), r, k]) for r, k in runs]
+        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rngs, xx, progress)
         if kmax > 1 and min_pot <= 0:
             raise ModelError(f"the selected spectra have fewer than k = {kmax} distinct values")
         seg = np.concatenate([[0], np.cumsum([k for _, k in runs])]).astype(np.int64)

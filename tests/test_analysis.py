@@ -57,7 +57,10 @@ def test_multik_matches_sklearn_land(land_hdr):
 
 
 def test_multik_matches_sklearn_sea(sea_hdr):
-    _check_against_sklearn(_pixels(sea_hdr, 8000), list(range(2, 9)))
+    # at k = 8 this sample's best optimum is reached by about one k-means++ restart in ten (8 and 10 of 100
+    # single restarts, with each run's own generator and with one shared stream): best-of-8 matched
+    # scikit-learn's best-of-8 or missed it by 1 % by the luck of the seed; 16 restarts reach it for both
+    _check_against_sklearn(_pixels(sea_hdr, 8000), list(range(2, 9)), n_init=16)
 
 
 def test_multik_matches_sklearn_classes(classes_scene):
@@ -270,3 +273,20 @@ def test_write_analysis_band_clusters(land_hdr, tmp_path):
     paths = write_analysis(res, tmp_path, cube)
     assert "labels" not in paths and paths["band_clusters"].is_file()
     assert len(json.loads(paths["report"].read_text())["results"]["representatives"]) == 5
+
+
+def test_k_means_fits_each_k_alike_whatever_the_rest_of_the_range():
+    """The fit for a given k does not depend on the other k of the range (k = 2 was seeded differently in
+    2..12 than in 2..16, and the range chose another k)."""
+    from hyperapp.models.kmeans import MultiKMeans
+
+    rng = np.random.default_rng(3)
+    X = np.concatenate([rng.normal(c, 0.3, (200, 5)) for c in (0.0, 2.0, 4.0)]).astype(np.float32)
+    a = MultiKMeans(k="2..12", seed=7).fit(X)
+    b = MultiKMeans(k="2..16", seed=7).fit(X)
+    c = MultiKMeans(k="3", seed=7).fit(X)
+    for k in (2, 3, 7, 12):
+        ia, ib = list(a.k_values_).index(k), list(b.k_values_).index(k)
+        assert a.inertia_[ia] == pytest.approx(b.inertia_[ib], rel=1e-6), k
+        np.testing.assert_allclose(np.asarray(a.centers_[ia]), np.asarray(b.centers_[ib]), rtol=1e-5, atol=1e-6)
+    assert c.inertia_[0] == pytest.approx(a.inertia_[list(a.k_values_).index(3)], rel=1e-6)
