@@ -447,18 +447,12 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     finally:
         if pipe is not None:
             pipe.close()  # the cube being computed stops at its next check; the one being written finishes
-            for f in futs:  # cubes written while the run was being stopped: in the manifest too
-                if f.done() and not f.cancelled() and f.result()["cube"] not in rows:
-                    finished(f.result())
+        # cubes written (by this pipeline, or the cluster's workers) while the run was being stopped: in the
+        # manifest too (before the client closes, while the cluster's results can still be asked for)
+        for row in _finished_rows(futs) if not ended else ():
+            if row["cube"] not in rows:
+                finished(row)
         if client is not None:
-            if not ended:  # cubes the workers finished while the run was being stopped: in the manifest too
-                for f in futs:
-                    try:
-                        row = f.result(timeout=0) if f.status == "finished" else None
-                    except Exception:  # noqa: BLE001  (a worker's failure, or a cluster already gone: not kept)
-                        row = None
-                    if row is not None and row["cube"] not in rows:
-                        finished(row)
             cluster = client.cluster
             client.close()
             if cluster is not None:
@@ -479,6 +473,18 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     log.close()
     _unlock(lock)
     return 1 if failed else 0
+
+
+def _finished_rows(futs: list):
+    """The summary rows of the futures in ``futs`` already finished (a pipeline's or a Dask cluster's),
+    without waiting; a cancelled or failed one (a worker's failure, a cluster already gone) gives none."""
+    for f in futs:
+        try:
+            row = f.result(timeout=0) if f.done() and not f.cancelled() else None
+        except Exception:  # noqa: BLE001  (not kept: its cube runs again next time)
+            row = None
+        if row is not None:
+            yield row
 
 
 def unprepared_note() -> str | None:

@@ -499,12 +499,12 @@ def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
         if out["params"]:
             _fail("params", f"a saved model ({label('model')}) scores with the options it was trained with "
                             f"({', '.join(sorted(out['params']))}): leave {label('params')} out")
-        if m.kind == "window" and "far" in out:
-            _fail("far", f"a saved {method} model without clicks marks its boxes; {label('far')} sets the "
-                         f"threshold of an RBFN trained from clicks: give {label('threshold')} instead")
-    if "train" in out and m.kind == "window" and "far" in out:  # (it was ignored: a threshold of 0 marked every pixel)
-        _fail("far", f"a {method} model trained on another scene ({label('train')}) marks its boxes without clicks "
-                     f"here; {label('far')} sets the threshold of an RBFN trained from clicks: give "
+    # a window detector's model from a file or another scene marks its boxes without this cube's clicks: a
+    # false-alarm rate would be ignored (trained on another scene, a threshold of 0 marked every pixel)
+    if m.kind == "window" and "far" in out and (given_model or "train" in out):
+        whose = (f"a saved {method} model without clicks marks its boxes" if given_model else
+                 f"a {method} model trained on another scene ({label('train')}) marks its boxes without clicks here")
+        _fail("far", f"{whose}; {label('far')} sets the threshold of an RBFN trained from clicks: give "
                      f"{label('threshold')} instead")
 
 
