@@ -50,12 +50,11 @@ class DetectorDock(QWidget):
         self.far = FloatBox()
         self.far.setRange(1e-5, 0.5)
         self.far.setValue(1e-3)
-        self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.\n"
-                            "Allowed: from 0.00001 to 0.5")
+        self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.")
         form.addRow("False-alarm rate", self.far)
         lay.addLayout(form)
         self.param_form = ParamForm()
-        self.param_form.watch(self.far, "False-alarm rate")  # a refused rate is said under the parameters
+        self.param_form.watch(self.far, "False-alarm rate")  # refusals said under the parameters; range in tooltip
         lay.addWidget(QLabel("<b>Parameters</b> (hover a name for what it does)"))
         lay.addWidget(self.param_form)
         self.model_label = QLabel("")

@@ -102,8 +102,7 @@ class LibraryDock(QWidget):
         self.plot.setMinimumHeight(160)
         for ax in ("left", "bottom"):
             self.plot.getAxis(ax).enableAutoSIPrefix(False)
-        self.plot.setLabel("bottom", "wavelength (nm)")  # before any library: what it would show
-        self.plot.setLabel("left", "value (library units)")
+        self._library_axes()  # before any library: what it would show
         # the list above is the legend (a swatch of each curve's colour by its name): a legend in this
         # narrow plot would cover the curves
         self.plot.setToolTip("Each spectrum in the colour of the swatch by its name in the list: targets red, "
@@ -320,6 +319,11 @@ class LibraryDock(QWidget):
         role = self.roles.get(name, "")
         return ROLE_COLOURS[role] if role else OTHER_COLOURS[i % len(OTHER_COLOURS)]
 
+    def _library_axes(self, x_label: str = "wavelength (nm)") -> None:
+        """The plot's axes for spectra as the library holds them (no cube to resample to)."""
+        self.plot.setLabel("bottom", x_label)
+        self.plot.setLabel("left", "value (library units)")
+
     def _plot(self) -> None:
         from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
 
@@ -327,9 +331,7 @@ class LibraryDock(QWidget):
         lib, cube = self.library, self._cube()
         if lib is None or not len(lib):
             self.status.setText("No library open." if lib is None else "The library is empty.")
-            # the empty plot's axes still say what a library would show on them
-            self.plot.setLabel("bottom", "wavelength (nm)")
-            self.plot.setLabel("left", "value (library units)")
+            self._library_axes()  # the empty plot's axes still say what a library would show on them
             return
         note = ""
         y, x = None, None
@@ -351,8 +353,7 @@ class LibraryDock(QWidget):
             y = lib.spectra
             nm = lib.wavelengths_nm()
             x = nm if nm is not None else np.arange(y.shape[1], dtype=float)
-            self.plot.setLabel("bottom", "wavelength (nm)" if nm is not None else "sample")
-            self.plot.setLabel("left", "value (library units)")
+            self._library_axes("wavelength (nm)" if nm is not None else "sample")
         for i, n in enumerate(lib.names):
             role = self.roles.get(n, "")
             self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))

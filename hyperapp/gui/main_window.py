@@ -835,10 +835,7 @@ class MainWindow(QMainWindow):
             self.show_error("open a cube first: there is nothing to save")
             return False
         try:
-            from hyperapp import options
-
-            options.out_file(str(path), make_folder=False)
-            self.session.save_project(path)
+            self.session.save_project(path)  # (refuses a folder that does not exist itself)
         except HyperappError as exc:
             self.show_error(str(exc))
             return False

@@ -109,7 +109,7 @@ class _Refusing:
     with a value they did not type. This one puts the last value back too, and sends :attr:`refused`
     (the text typed, the value kept) for the form to say so."""
 
-    def _refuse(self, text: str) -> str:
+    def fixup(self, text: str) -> str:  # Qt calls it with text it could not take, as editing ends
         kept = self.textFromValue(self.value())
         if text.strip() and text.strip() != kept:
             self.refused.emit(text.strip(), kept)
@@ -147,9 +147,6 @@ class FloatBox(_Refusing, QDoubleSpinBox):
         ok = self.minimum() <= v <= self.maximum()  # (NaN is not)
         return (QValidator.State.Acceptable if ok else QValidator.State.Intermediate), text, pos
 
-    def fixup(self, text: str) -> str:
-        return self._refuse(text)
-
 
 class IntBox(_Refusing, QSpinBox):
     """A whole-number box that lets a person type what they mean (a minus sign, a number out of range)
@@ -169,9 +166,6 @@ class IntBox(_Refusing, QSpinBox):
         if re.fullmatch(r"[+-]?\d+", t) and self.minimum() <= int(t) <= self.maximum():
             return QValidator.State.Acceptable, text, pos
         return QValidator.State.Intermediate, text, pos
-
-    def fixup(self, text: str) -> str:
-        return self._refuse(text)
 
 
 class ParamForm(QWidget):
@@ -207,14 +201,12 @@ class ParamForm(QWidget):
             if not isinstance(w, QCheckBox):  # as wide as the form gives, never wider (run_controls)
                 w.setSizePolicy(QSizePolicy.Policy.Ignored, w.sizePolicy().verticalPolicy())
                 w.setMinimumWidth(90)
-            tip = p.help
+            w.setToolTip(p.help)
             if isinstance(w, _Refusing):
-                tip += f"\nAllowed: {allowed_text(w)}"
-                self.watch(w, p.title)
-            w.setToolTip(tip)
+                self.watch(w, p.title)  # (its range joins its tooltip)
             edited(w).connect(lambda *_: self.changed.emit())
             label = QLabel(p.title)
-            label.setToolTip(f"{tip}\n(option name: {p.name})")
+            label.setToolTip(f"{w.toolTip()}\n(option name: {p.name})")
             self.form.addRow(label, w)
             self._get[p.name], self._set[p.name], self.editors[p.name] = get, set_, w
         if not params:  # a method without options: said, not an empty space under the heading
@@ -223,7 +215,9 @@ class ParamForm(QWidget):
 
     def watch(self, box, title: str) -> None:
         """Say under the fields when number box ``box`` (labelled ``title``) refused what was typed; the
-        next accepted edit of it clears that."""
+        next accepted edit of it clears that. Its range joins its tooltip."""
+        box.setToolTip(f"{box.toolTip()}\nAllowed: {allowed_text(box)}".lstrip("\n"))
+
         def refused(text: str, kept: str) -> None:
             said = f"{title}: {text!r} is not allowed ({allowed_text(box)}); kept {kept}"
             self.note.setText(said)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from hyperapp.detect import mask_at
 from hyperapp.errors import HyperappError
-from hyperapp.gui.param_form import IntBox, ParamForm, allowed_text
+from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
@@ -78,8 +78,7 @@ class AnalysisPanel(QWidget):
         top.addRow("Sample size (pixels)", self.sample)
         lay.addLayout(top)
         self.form = ParamForm()  # before the extra controls, which may follow its edits; laid out below them
-        self.form.watch(self.sample, "Sample size")
-        self.sample.setToolTip(self.sample.toolTip() + f"\nAllowed: {allowed_text(self.sample)}")
+        self.form.watch(self.sample, "Sample size")  # (its range joins its tooltip)
         self.build_controls(lay)
         lay.addWidget(self.form)
         self.note = QLabel("")
