@@ -163,34 +163,26 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
         if sys.argv and sys.argv[0].endswith(("hyperapp", "__main__.py")) else None
     print(f"device: {ctx.device}; measured copy bandwidth {bw:.0f} GB/s (read + write)")
     results: list = []
-    written = [0]  # measurements in the JSON file so far
+    written = 0  # measurements in the JSON file so far
     try:
-        _run_cases(names or list(CASES), ctx, bw, results, json_path, command, quick, prepared, written)
+        for name in names or list(CASES):
+            got = CASES[name](ctx)
+            for m in got if isinstance(got, list) else [got]:  # a case may measure several variants
+                _report(m, bw, results)
+            if json_path:  # after every case (atomically), so a run cut short keeps what it measured
+                from hyperapp.io.atomic import atomic_write_text
+
+                atomic_write_text(json_path, json.dumps(
+                    {"device": ctx.device, "bandwidth_gbs": bw, "command": command, "quick": quick,
+                     "kernels_prepared": prepared,
+                     "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                     "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, indent=2))
+                written = len(results)
     except KeyboardInterrupt as exc:  # say what the cut-short run left, in the bench's words, not a batch's
         exc.kept = None
-        exc.note = (f"the {written[0]} measurement(s) made before are in {json_path}" if written[0]
-                    else "nothing written")
+        exc.note = f"the {written} measurement(s) made before are in {json_path}" if written else "nothing written"
         raise
     return 0
-
-
-def _run_cases(names: list[str], ctx, bw: float, results: list, json_path: str | None, command: str | None,
-               quick: bool, prepared: str | None, written: list[int]) -> None:
-    """Run each case of ``names``, print it, and write the JSON after each (atomically), so that a run cut
-    short keeps what it measured."""
-    for name in names:
-        got = CASES[name](ctx)
-        for m in got if isinstance(got, list) else [got]:  # a case may measure several variants
-            _report(m, bw, results)
-        if json_path:  # after every case (atomically), so a run cut short keeps what it measured
-            from hyperapp.io.atomic import atomic_write_text
-
-            atomic_write_text(json_path, json.dumps(
-                {"device": ctx.device, "bandwidth_gbs": bw, "command": command, "quick": quick,
-                 "kernels_prepared": prepared,
-                 "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                 "cases": [dict(asdict(m), ratios=m.ratios()) for m in results]}, indent=2))
-            written[0] = len(results)
 
 
 def _report(m: Measurement, bw: float, results: list) -> None:
