@@ -362,10 +362,17 @@ class ReaderProcess:
         self._free_device()
 
 
+def env_count(name: str) -> int | None:
+    """Environment variable ``name`` where it is a positive whole number, else None (the reading knobs:
+    ``HYPERAPP_GPU_PIECE_KB`` here, :mod:`hyperapp.stream`'s threads and cores)."""
+    given = os.environ.get(name, "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else None
+
+
 def _piece_bytes() -> int:
     """:data:`GPU_PIECE_BYTES`: ``HYPERAPP_GPU_PIECE_KB`` KB where it is a positive whole number, else 4 MB."""
-    kb = os.environ.get("HYPERAPP_GPU_PIECE_KB", "").strip()
-    return int(kb) * 1024 if kb.isdigit() and int(kb) > 0 else 4 << 20
+    kb = env_count("HYPERAPP_GPU_PIECE_KB")
+    return kb * 1024 if kb else 4 << 20
 
 
 #: the process's helpers: two, so that the next cube's reader can read ahead into a ring of its own while

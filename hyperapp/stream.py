@@ -35,12 +35,7 @@ import numpy as np
 from hyperapp import reader_process
 from hyperapp.cube import Cube
 from hyperapp.reader_process import ShortRead, ended_early, read_ranges, split_ranges
-
-
-def _env_count(name: str) -> int | None:
-    """Environment variable ``name`` where it is a positive whole number, else None."""
-    given = os.environ.get(name, "").strip()
-    return int(given) if given.isdigit() and int(given) > 0 else None
+from hyperapp.reader_process import env_count as _env_count
 
 
 def _cores() -> int:
