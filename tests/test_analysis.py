@@ -261,7 +261,7 @@ def test_cli_analyse_bad_input(land_hdr, tmp_path, capsys):
     empty = tmp_path / "empty.npy"
     np.save(empty, np.zeros((128, 128), np.int32))
     assert run("--method", "kmeans", "--roi", str(empty), "--select", "rois") == 2
-    assert "no pixels" in capsys.readouterr().err
+    assert "empty.npy: marks no pixel" in capsys.readouterr().err
     assert run("--method", "kmeans", "--bands", "1,500") == 2
     assert "outside" in capsys.readouterr().err
     assert not (tmp_path / "x" / "report.json").exists()

@@ -835,6 +835,12 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     ):
         _one_clean_line(*_cli(base + extra, capsys), *words)
         assert not out.exists()
+    # a class map that marks no pixel names its file, whatever it is given for
+    for argv in (["detect", cube, "--method", "osp", "--targets", tmp_path / "t.csv", "--undesired-rois"],
+                 ["analyse", cube, "--method", "forest", "--roi"], ["analyse", cube, "--method", "som", "--roi"],
+                 ["analyse", cube, "--method", "kmeans", "--objects"]):
+        _one_clean_line(*_cli(argv + [tmp_path / "empty.npy", "--out", out], capsys), "empty.npy", "marks no pixel")
+        assert not out.exists()
     _one_clean_line(*_cli(["info", cube, "--dataset", "data"], capsys), "leave --dataset out")
     rc, err = _cli(base + ["--background", tmp_path / "b.csv", "--truth", tmp_path / "truth.npy"], capsys)
     assert rc == 0, err  # the same options, given right, run

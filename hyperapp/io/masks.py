@@ -143,16 +143,19 @@ def check_labels_file(path: str | os.PathLike, targets: bool = False, classes: b
 def read_class_map(path: str | os.PathLike, shape: tuple[int, int]) -> np.ndarray:
     """ROI classes (``analyse --roi``, a job's ``roi``): an integer class map as it is (values below 0
     count as no class, 0); a CSV pixel list with a class column (the window's ROI export) by its classes
-    (:func:`class_numbers`), one without as class 1."""
+    (:func:`class_numbers`), one without as class 1. A map that marks no pixel is refused, naming the file:
+    every use (pixels to analyse, objects, classes to train on, undesired signatures) needs one."""
     if Path(path).suffix.lower() in (".csv", ".txt"):
         pts, names = read_pixel_classes(path, shape)
         m = np.zeros(shape, np.int32)
         m[pts[:, 0], pts[:, 1]] = 1 if names is None else class_numbers(names)
-        return m
-    m = read_mask(path, shape)
-    if (m < 0).any():
-        m = m.copy()
-        m[m < 0] = 0
+    else:
+        m = read_mask(path, shape)
+        if (m < 0).any():
+            m = m.copy()
+            m[m < 0] = 0
+    if not (m > 0).any():
+        raise InputError("marks no pixel: every value is 0 (no class); mark some pixels", path)
     return m
 
 
