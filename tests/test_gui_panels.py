@@ -308,7 +308,13 @@ def test_class_palette_is_well_separated(win):
     overlays' own colours (target red, truth cyan, mask green, background blue)."""
     from itertools import combinations
 
-    from hyperapp.gui.image_view import MASK_COLOUR, ROI_COLOURS, TRUTH_COLOUR, colourise_labels
+    from hyperapp.gui.image_view import (
+        FALSE_ALARM_COLOUR,
+        MASK_COLOUR,
+        ROI_COLOURS,
+        TRUTH_COLOUR,
+        colourise_labels,
+    )
     from hyperapp.io.writers import CLASS_COLOURS, class_colour
 
     first = [_cielab(c) for c in CLASS_COLOURS[:8]]
@@ -318,6 +324,14 @@ def test_class_palette_is_well_separated(win):
     # the maps draw from it, cluster j in colour j
     rgba = colourise_labels(np.arange(8).reshape(2, 4), 1.0)
     assert [tuple(rgba.reshape(-1, 4)[j, :3]) for j in range(8)] == [class_colour(j) for j in range(8)]
+    # past the twelve chosen by hand the palette goes on, never repeating: 200 clusters, 200 colours, each
+    # at least 10 (CIELAB delta E) from the others and from the overlays (it repeated every 12)
+    rgba = colourise_labels(np.arange(200).reshape(10, 20), 1.0).reshape(-1, 4)[:, :3]
+    lab = [_cielab(c) for c in rgba]
+    assert len({tuple(c) for c in rgba}) == 200
+    assert min(np.linalg.norm(a - b) for a, b in combinations(lab, 2)) >= 10
+    for other in (ROI_COLOURS[1], ROI_COLOURS[2], TRUTH_COLOUR, MASK_COLOUR, FALSE_ALARM_COLOUR):
+        assert min(np.linalg.norm(c - _cielab(other[:3])) for c in lab) >= 10
 
 
 def test_band_labels_on_the_spectrum_do_not_share_a_row_when_close():

@@ -309,11 +309,11 @@ def outline_segments(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=None) -> np.ndarray:
     """RGBA uint8 of a class or cluster map (-1 transparent): label ``values[i]`` in ``colours[i]``, or
     one colour of the class palette per label."""
-    from hyperapp.io.writers import CLASS_COLOURS
+    from hyperapp.io.writers import class_colour
 
     lab = np.asarray(labels)
     top = int(lab.max(initial=0)) + 1
-    lut = np.asarray([CLASS_COLOURS[i % len(CLASS_COLOURS)] for i in range(max(top, 1))], np.uint8)
+    lut = np.asarray([class_colour(i) for i in range(max(top, 1))], np.uint8)
     if values is not None and colours is not None:
         for v, c in zip(values, colours):
             if 0 <= int(v) < top:

@@ -9,6 +9,7 @@ directory) that follow directly from ENVI's ``map info``.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -190,15 +191,53 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
 #: the one class palette of every class and cluster map (and its spectra) without a colour of its own:
 #: picked Glasbey-style (each colour the farthest in CIELAB from those before it) from bright colours,
 #: far from the window's target red, truth cyan, mask green, background blue, black and white; the
-#: first eight are at least 45 apart (CIELAB delta E), then they repeat
+#: first eight are at least 45 apart (CIELAB delta E). Class 12 on is picked the same way by
+#: :func:`class_colour`, so no two of the first :data:`PALETTE_SIZE` classes share a colour.
 CLASS_COLOURS = [(255, 0, 192), (192, 160, 0), (32, 128, 64), (160, 96, 128), (160, 0, 255), (0, 128, 160),
                  (192, 255, 160), (224, 255, 0), (255, 160, 128), (255, 160, 255), (255, 64, 128), (128, 128, 96)]
+#: distinct class colours before they repeat (a map of more classes than this cannot be told apart by eye)
+PALETTE_SIZE = 256
+#: what the window draws in colours of their own: target and background marks, mask, truth, false alarms,
+#: black, white
+_KEPT_COLOURS = [(255, 40, 40), (40, 120, 255), (0, 230, 0), (0, 255, 255), (255, 0, 255), (0, 0, 0), (255, 255, 255)]
 
 CLASS_FORMATS = ("envi", "tiff", "png")
 
 
+def _cielab(rgb: np.ndarray) -> np.ndarray:
+    """CIELAB (D65) of sRGB uint8 colours (n, 3): the space where distance is how different colours look."""
+    c = np.asarray(rgb, np.float64) / 255.0
+    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
+    xyz = c @ np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]).T
+    xyz /= np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1)
+
+
+@functools.lru_cache(maxsize=1)
+def _palette() -> tuple[tuple[int, int, int], ...]:
+    """:data:`CLASS_COLOURS`, then bright colours of a 12-level RGB grid, each the farthest in CIELAB from every
+    colour before it and from the kept colours, up to :data:`PALETTE_SIZE`."""
+    levels = np.r_[np.arange(0, 256, 24), 255]
+    grid = np.stack(np.meshgrid(levels, levels, levels, indexing="ij"), -1).reshape(-1, 3)
+    lab = _cielab(grid)
+    bright = (lab[:, 0] >= 45) & (lab[:, 0] <= 92)  # away from black and white: seen on dark and light scenes
+    grid, lab = grid[bright], lab[bright]
+    near = np.full(len(grid), np.inf)  # each candidate's distance to the nearest colour taken so far
+    for c in list(CLASS_COLOURS) + _KEPT_COLOURS:
+        near = np.minimum(near, np.linalg.norm(lab - _cielab(np.array([c])), axis=1))
+    out = list(CLASS_COLOURS)
+    while len(out) < PALETTE_SIZE:
+        j = int(np.argmax(near))
+        out.append(tuple(int(v) for v in grid[j]))
+        near = np.minimum(near, np.linalg.norm(lab - lab[j], axis=1))
+    return tuple(out)
+
+
 def class_colour(i: int) -> tuple[int, int, int]:
-    return CLASS_COLOURS[i % len(CLASS_COLOURS)]
+    """Colour of class (or cluster) ``i`` counted from 0: distinct for the first :data:`PALETTE_SIZE`."""
+    pal = _palette()
+    return pal[i % len(pal)]
 
 
 def write_classification(path: str | os.PathLike, labels: np.ndarray, names: list[str],
