@@ -517,3 +517,19 @@ def parse_bands(text, n_bands: int, name: str = "--bands") -> list[int]:
     if bad:
         raise InputError(f"band {bad[0]} is outside the cube's {n_bands} bands (0-based)")
     return out
+
+
+def range_edge_words(k_values, chosen_k: int, criterion: str) -> str:
+    """A word where a k chosen over a range sits at its edge, so a better k may lie outside it: "" when
+    it does not, or only one k was tried, or the edge is the smallest k ``criterion`` can score (2 for
+    silhouette and Davies-Bouldin, 1 for "bic"), or an elbow chose it (an elbow is never past the range's
+    bend). The CLI's summary and the panels' plot titles both say it."""
+    ks = [int(k) for k in k_values]
+    if len(ks) < 3 or int(chosen_k) not in (ks[0], ks[-1]) or criterion.startswith("elbow"):
+        return ""
+    if int(chosen_k) == ks[-1]:
+        return f"k = {chosen_k} is the largest tried: a larger k may score better (try {ks[0]}..{2 * ks[-1]})"
+    lowest = 1 if criterion == "bic" else 2
+    if ks[0] > lowest:
+        return f"k = {chosen_k} is the smallest tried: a smaller k may score better (try {lowest}..{ks[-1]})"
+    return ""

@@ -383,6 +383,12 @@ def cmd_analyse(args) -> int:
                  f"{res['snr'][res['n_components'] - 1]:.4g})")
     line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
+    if "criterion" in res or "bic" in res:
+        from hyperapp.analyse import range_edge_words
+
+        edge = range_edge_words(res["k"], res["chosen_k"], "bic" if "bic" in res else res["criterion"])
+        if edge:
+            print(edge)
     print(f"wrote {paths['report'].parent}")
     return 0
 

@@ -232,7 +232,24 @@ def test_cli_analyse_kmeans(land_hdr, tmp_path, capsys):
     lab = open_cube(out / "labels.hdr").read(dtype=np.int16)[:, :, 0]
     assert lab.shape == (128, 128) and lab.max() == rep["results"]["chosen_k"] - 1
     assert (out / "kmeans_curves.csv").read_text().startswith("k,inertia,silhouette,davies_bouldin")
-    assert "k = " in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "k = " in printed
+    assert ("is the largest tried" in printed) == (rep["results"]["chosen_k"] == 6)
+
+
+def test_a_k_at_the_edge_of_its_range_is_said():
+    """A k chosen at the edge of the range tried may have a better one beyond it: said, with a range to
+    try; not where the edge is the least k the criterion scores, nor for an elbow or one k."""
+    from hyperapp.analyse import range_edge_words
+
+    assert "largest tried" in range_edge_words([2, 3, 4, 5, 6], 6, "bic") and "2..12" in range_edge_words(
+        [2, 3, 4, 5, 6], 6, "silhouette")
+    assert "try 2..8" in range_edge_words([4, 5, 6, 7, 8], 4, "davies_bouldin")
+    assert "try 1..8" in range_edge_words([2, 3, 4, 5, 6, 7, 8], 2, "bic")
+    assert range_edge_words([2, 3, 4, 5], 2, "silhouette") == ""  # k = 1 has no silhouette
+    assert range_edge_words([2, 3, 4, 5], 3, "bic") == ""
+    assert range_edge_words([2, 3, 4, 5], 5, "elbow") == "" and range_edge_words([4], 4, "bic") == ""
+    assert range_edge_words([2, 3], 3, "bic") == ""  # two k: no range to speak of
 
 
 def test_cli_analyse_band_subsets_then_detect_on_them(land_hdr, tmp_path, capsys):

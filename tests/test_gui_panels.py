@@ -161,6 +161,8 @@ def test_gmm_panel_with_cancel(qtbot, win):
     assert res is not None, win.last_error
     assert len(gp.bic_curve.getData()[0]) == 3 and len(gp.mean_items) == res.model.chosen_k_
     assert gp.chosen_line.isVisible() and gp.chosen_line.value() == res.model.chosen_k_  # dashed at the chosen k
+    # a k at the top of the range says a larger one may be better
+    assert ("largest tried" in gp.bic_plot.plotItem.titleLabel.text) == (res.model.chosen_k_ == 4)
     assert res.extra.shape == (128, 128, res.model.chosen_k_)
     gp.component.setValue(1)
     assert gp.post_img.image.shape == (128, 128) and 0 <= gp.post_img.image.min() <= gp.post_img.image.max() <= 1
@@ -269,6 +271,11 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
     qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
     assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2
+    # the form follows the cut: Run again keeps two clusters (it went back to the form's four)
+    assert panel.form.values()["n_clusters"] == 2 and panel.form.values()["height"] == 0
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        panel.run()
+    assert blocker.args[0].model.n_clusters_ == 2
     # too many clusters: a clear error, no crash
     panel.form.set_values({"n_clusters": 5000})
     with qtbot.waitSignal(panel.finished, timeout=60000) as blocker:

@@ -129,7 +129,11 @@ class GMMPanel(AnalysisPanel):
                                    "give a range (2..10) to compare k")
         else:
             self.bic_plot.enableAutoRange()
-            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} (dashed): the lowest BIC ({m.covariance} covariances)")
+            from hyperapp.analyse import range_edge_words
+
+            edge = range_edge_words(m.k_values_, m.chosen_k_, "bic")
+            self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} (dashed): the lowest BIC ({m.covariance} covariances)"
+                                   + (f"<br>{edge}" if edge else ""))
         its = np.arange(1, len(m.ll_curve_) + 1, dtype=float)
         self.ll_curve.setData(its, m.ll_curve_)
         integer_ticks(self.ll_plot, its)

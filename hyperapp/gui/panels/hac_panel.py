@@ -169,8 +169,10 @@ class HACPanel(AnalysisPanel):
         self.cut_line.blockSignals(True)
         self.cut_line.setValue(0.5 * (lo + hi) / (f * self._tick_scale))
         self.cut_line.blockSignals(False)
-        # on the dendrogram's scale, which the form's Cut height takes too
-        self.cut_label.setText(f"cut between merge distances {lo / f:.4g} and {hi / f:.4g}")
+        # on the dendrogram's scale, which the form's Cut height takes too, named as its axis names it
+        what = ("merge costs" if getattr(m, "linkage", "") == "ward" else "merge distances",
+                " rad" if m.metric == "sam" else "")
+        self.cut_label.setText(f"cut between {what[0]} {lo / f:.4g} and {hi / f:.4g}{what[1]}")
 
     def _show_means(self, m) -> None:
         k = min(m.n_clusters_, 20)
@@ -198,6 +200,9 @@ class HACPanel(AnalysisPanel):
         self.n_clusters.blockSignals(True)
         self.n_clusters.setValue(m.n_clusters_)
         self.n_clusters.blockSignals(False)
+        # the form follows the cut, so Run again keeps it (a cut by height is the same partition as one
+        # into the count it gave)
+        self.form.set_values({"n_clusters": m.n_clusters_, "height": 0.0})
         self._place_line(m)
         self._show_means(m)
         s = self.host.session

@@ -55,7 +55,10 @@ class KMeansPanel(AnalysisPanel):
         for plot in (self.inertia_plot, self.quality_plot):
             integer_ticks(plot, ks)
         by = getattr(m, "criterion_used_", m.criterion).replace("_", "-")
-        self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {by})")
+        from hyperapp.analyse import range_edge_words
+
+        edge = range_edge_words(m.k_values_, m.chosen_k_, getattr(m, "criterion_used_", m.criterion))
+        self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {by})" + (f"<br>{edge}" if edge else ""))
         C = to_host(m.centres_for())
         counts = np.bincount(result.labels[result.labels >= 0], minlength=C.shape[0]) if result.labels is not None \
             else np.zeros(C.shape[0], int)
