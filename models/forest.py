@@ -260,8 +260,9 @@ class RandomForest(Estimator):
         keep = np.flatnonzero(y >= 0)
         classes, yi, counts = np.unique(y[keep], return_inverse=True, return_counts=True)
         if classes.size < 2:
-            raise InputError(f"{what} needs at least two classes; the labels hold {classes.size}"
-                             + (f" (class {classes[0]})" if classes.size else ""))
+            held = f"one (class {classes[0]})" if classes.size else "none"
+            raise InputError(f"{what} learns to tell classes apart and needs pixels of two or more; the labels "
+                             f"hold {held}: mark pixels of another class too (the background, say)")
         if classes.size > MAX_CLASSES:
             raise InputError(f"{classes.size} classes: {what} handles {MAX_CLASSES} at most")
         need = 2 if float(self.test_fraction) > 0 else 1
