@@ -265,6 +265,16 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     assert gmm.sample.value() == 5000 and gmm.form.values()["n_init"] == 1
     assert "Sample size 5,000" in gmm.note.text() and "Starts 1" in gmm.note.text()
     assert "palette(mid)" not in gmm.note.styleSheet()  # readable, not pale grey
+    # the note says only what still holds the CPU's value (it went on saying "Starts 1" after 3 was set)
+    gmm.form.set_values({"n_init": 3})
+    gmm.form.changed.emit()
+    assert "Sample size 5,000" in gmm.note.text() and "Starts" not in gmm.note.text()
+    gmm.sample.setValue(20000)
+    assert gmm.note.text() == ""
+    gmm.sample.setValue(5000)
+    gmm.form.set_values({"n_init": 1})
+    gmm.form.changed.emit()
+    assert "Sample size 5,000" in gmm.note.text() and "Starts 1" in gmm.note.text()
     assert "5,003 spectra" in gmm.cost.text() and "1 start" in gmm.cost.text()  # and the 5 clicks (2 drawn)
     win.session.roi.rectangle(100, 100, 110, 115, "background")  # the sample takes marked pixels too
     m, npx = int((win.session.roi.labels > 0).sum()), 128 * 128

@@ -100,6 +100,8 @@ class AnalysisPanel(QWidget):
         self.plots.addWidget(self.placeholder)
         self.plots.addWidget(self.tabs)
         self.method.currentIndexChanged.connect(self._rebuild)
+        self.form.changed.connect(self._cpu_note)
+        self.sample.valueChanged.connect(self._cpu_note)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self._rebuild()
@@ -145,15 +147,26 @@ class AnalysisPanel(QWidget):
         self.form.set_params(m.params)
         if m.needs_classes:  # a classifier trains on the marked classes
             self.set_source("rois")
-        self.note.setText("")
+        #: the options sized down for the CPU: {name: (title, value, GPU default)}, "sample" for the sample
+        self._cpu_set: dict = {}
         cpu = self.cpu_defaults.get(m.name, {})
         if (cpu or self.cpu_sample) and self.on_cpu():
             self.form.set_values(cpu)
-            said = [f"{p.title} {cpu[p.name]:,} (GPU default {p.default:,})" for p in m.params if p.name in cpu]
+            self._cpu_set = {p.name: (p.title, cpu[p.name], p.default) for p in m.params if p.name in cpu}
             if self.cpu_sample:
                 self.sample.setValue(self.cpu_sample)
-                said.insert(0, f"Sample size {self.cpu_sample:,} (GPU default {self.sample_default:,})")
-            self.note.setText(f"Sized for the CPU: {', '.join(said)}.")
+                self._cpu_set["sample"] = ("Sample size", self.cpu_sample, self.sample_default)
+        self._cpu_note()
+
+    def _cpu_note(self) -> None:
+        """Say which options were sized down for the CPU, and only while they still hold that value: a
+        note that went on saying "Subsets explored 500" after the person set 300 misled."""
+        if not hasattr(self, "_cpu_set"):
+            return  # (the sample box's signal, before the first rebuild)
+        now = dict(self.form.values(), sample=self.sample.value())
+        said = [f"{title} {v:,} (GPU default {d:,})" for name, (title, v, d) in sorted(
+            self._cpu_set.items(), key=lambda kv: kv[0] != "sample") if now.get(name) == v]
+        self.note.setText(f"Sized for the CPU: {', '.join(said)}." if said else "")
 
     def spectra_count(self) -> int | None:
         """How many spectra the chosen selection fits on (a random sample takes every marked pixel too);
