@@ -169,6 +169,7 @@ class BandSubsetSearch(Estimator):
     best_subsets_ : (top, r) int array, best first
     best_scores_ : (top,) float array
     centres_ : (k, r) array, the best subset's centres (standardised units)
+    best_centres_ : (top, k, r) array, each best subset's centres, for :meth:`predict`'s ``rank``
     """
 
     accepts_progress = True
@@ -261,25 +262,28 @@ class BandSubsetSearch(Estimator):
         order = np.lexsort((np.arange(S), -self.scores_))[: int(self.top)]
         self.best_subsets_ = subsets[order]
         self.best_scores_ = self.scores_[order]
-        self.centres_ = C[order[0]]
+        self.best_centres_ = C[order]
+        self.centres_ = self.best_centres_[0]
         self.n_bands_ = nb
         if progress is not None:
             progress(1.0, "band subsets scored")
         return self
 
 
-    def predict(self, X):
-        """The best subset's cluster code (0..k-1) of every row of ``X`` (rows, cols, bands) or (n, bands)."""
+    def predict(self, X, rank: int = 0):
+        """The cluster code (0..k-1) of every row of ``X`` (rows, cols, bands) or (n, bands) in the subset of
+        ``rank`` (0: the best; up to ``top`` - 1), so any row of the ranking can be mapped."""
         from hyperapp.models.base import as_pixels
 
         self._check_fitted()
+        if not 0 <= int(rank) < len(self.best_subsets_):
+            raise InputError(f"rank must be from 0 to {len(self.best_subsets_) - 1}, got {rank}")
         P, lead = as_pixels(X)
         xp = get_namespace(P)
-        b = xp.asarray(self.best_subsets_[0])
+        sub = self.best_subsets_[int(rank)]
         # standardised with the statistics of the fitted spectra, as the centres are
-        Z = (P[:, b].astype(xp.float32) - xp.asarray(self._mu[self.best_subsets_[0]])) / xp.asarray(
-            self._sd[self.best_subsets_[0]])
-        C = xp.asarray(self.centres_)
+        Z = (P[:, xp.asarray(sub)].astype(xp.float32) - xp.asarray(self._mu[sub])) / xp.asarray(self._sd[sub])
+        C = xp.asarray(self.best_centres_[int(rank)])
         d = ((Z[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
         return d.argmin(axis=1).astype(xp.int32).reshape(lead)
 

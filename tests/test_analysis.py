@@ -158,6 +158,14 @@ def test_band_subsets_find_separating_bands(classes_scene):
     # deterministic
     m2 = BandSubsetSearch(n_subsets=120, k=8, seed=1).fit(P, y)
     np.testing.assert_array_equal(m.best_subsets_, m2.best_subsets_)
+    # any row of the ranking maps: the nearest of that subset's centres, in its standardised bands
+    for rank in (0, 4):
+        b = m.best_subsets_[rank]
+        Z = (P[:, b] - P[:, b].mean(axis=0)) / P[:, b].std(axis=0)
+        want = ((Z[:, None, :] - m.best_centres_[rank][None]) ** 2).sum(axis=2).argmin(axis=1)
+        assert (np.asarray(m.predict(P, rank=rank)) == want).mean() > 0.999  # float32 ties aside
+    with pytest.raises(InputError, match="rank must be from 0 to 19"):
+        m.predict(P, rank=20)
 
 
 def test_band_clusters_pick_one_band_per_group():

@@ -90,6 +90,17 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     assert res is not None and bp.table.rowCount() == 20
     best = bp.selected_bands()
     assert len(best) == 3 and len(bp.band_items) == 4  # mean spectrum + three band markers
+    assert win.legend.title.startswith("Codes of subset 1: bands ")
+    # the map follows the chosen row: the codes of subset 3, named on the legend (it stayed the best one's)
+    before = res.labels.copy()
+    bp.table.selectRow(2)
+    qtbot.waitUntil(lambda: bp.relabel_worker is None and getattr(res, "shown_rank", 0) == 2, timeout=60000)
+    want = np.asarray(res.model.predict(win.session.cube.to_float32(), rank=2))
+    np.testing.assert_array_equal(res.labels, want)
+    assert not np.array_equal(before, want) and win.legend.title.startswith("Codes of subset 3: bands ")
+    bp.table.selectRow(0)
+    qtbot.waitUntil(lambda: bp.relabel_worker is None and res.shown_rank == 0, timeout=60000)
+    np.testing.assert_array_equal(res.labels, before)
     bp.use_selected()
     assert win.session.cube.bands == 3 and "3 of 64 bands" in win.windowTitle()
     win.detector.set_method("sam")

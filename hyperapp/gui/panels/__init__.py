@@ -99,6 +99,7 @@ class AnalysisPanel(QWidget):
         self.plots = QStackedWidget()
         self.plots.addWidget(self.placeholder)
         self.plots.addWidget(self.tabs)
+        self.relabel_worker: Worker | None = None  # a new cut or another subset labelling the image
         self.method.currentIndexChanged.connect(self._rebuild)
         self.form.changed.connect(self._cpu_note)
         self.sample.valueChanged.connect(self._cpu_note)
@@ -245,6 +246,52 @@ class AnalysisPanel(QWidget):
         start(w)
         return w
 
+    def relabel(self, predictor, doing: str, done: str, shown=None):
+        """Label the image again with ``predictor`` (anything with the fitted model's ``predict``: a new
+        cut of the tree, another subset of a ranking) in a worker, with progress; the map follows when it
+        is done (``shown()`` called first), the status line saying ``doing`` then ``done``. One at a time:
+        returns the worker, or None while another relabels or without a result; :meth:`relabel_finished`
+        is called after each."""
+        from hyperapp.analyse import label_image
+        from hyperapp.backend import get_backend
+
+        if self.result is None or self.relabel_worker is not None or self.host.session is None:
+            return None
+        s = self.host.session
+        device = self.host.detector.device_name()
+
+        def job(progress):
+            image = s.pixels_on(device, progress.sub(0.0, 0.3))
+            return label_image(predictor, s.cube, get_backend(device), image, progress.sub(0.3, 1.0))
+
+        result = self.result
+        w = Worker(job)
+        w.signals.progress.connect(self._progress)
+
+        def relabelled(labels):
+            if self.result is result:  # not a result that came after it
+                result.labels = labels
+                if shown is not None:
+                    shown()
+                self.show_labels(result)
+                self.status.setText(done)
+
+        w.signals.result.connect(relabelled)
+        w.signals.error.connect(self.host.show_error)
+        w.signals.finished.connect(self._relabel_done)
+        self.relabel_worker = w
+        self.status.setText(doing)
+        start(w)
+        return w
+
+    def _relabel_done(self) -> None:
+        self.relabel_worker = None
+        self.progress.setValue(0)
+        self.relabel_finished()
+
+    def relabel_finished(self) -> None:
+        """After a relabelling (none here; a panel may start the next one it was asked for meanwhile)."""
+
     def cancel(self) -> None:
         if self.worker is not None:
             self.worker.cancel()
@@ -274,7 +321,11 @@ class AnalysisPanel(QWidget):
 
         values, names, colours = class_table(result)
         self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result),
-                              heading=ANALYSES[result.method].title)
+                              heading=self.map_heading(result))
+
+    def map_heading(self, result) -> str:
+        """What the map's legend and the status line call it."""
+        return ANALYSES[result.method].title
 
     def legend_tip(self, result) -> str:
         """What the colours of the result's map are (the legend's tooltip)."""

@@ -66,8 +66,7 @@ class BandsPanel(AnalysisPanel):
         self.all_button.clicked.connect(lambda: self.host.use_bands(None))
 
     def selected_bands(self) -> list[int] | None:
-        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
-        i = rows[0].row() if rows else 0
+        i = self._selected_rank()
         return self._rows[i] if 0 <= i < len(self._rows) else None
 
     def use_selected(self) -> None:
@@ -103,6 +102,18 @@ class BandsPanel(AnalysisPanel):
         self.table.selectRow(0)
         self._mark_selected()
 
+    def _selected_rank(self) -> int:
+        rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
+        return rows[0].row() if rows else 0
+
+    def map_heading(self, result) -> str:
+        """The code map's legend names the subset whose codes it shows (the best, or the row chosen)."""
+        if result.method != "band-subsets":
+            return super().map_heading(result)
+        rank = getattr(result, "shown_rank", 0)
+        bands = ", ".join(band_name(self.host.session.cube, b) for b in result.model.best_subsets_[rank])
+        return f"Codes of subset {rank + 1}: bands {bands}"
+
     def _mark_selected(self) -> None:
         s = self.host.session
         bands = self.selected_bands()
@@ -123,3 +134,23 @@ class BandsPanel(AnalysisPanel):
                                    label=band_name(cube, b), labelOpts={"position": pos, "color": (255, 180, 0)})
             self.spectrum_plot.addItem(line)
             self.band_items.append(line)
+        self._follow_row()
+
+    def _follow_row(self) -> None:
+        """The map follows the chosen row of the ranking: the codes of that subset (it stayed the best
+        one's). A row chosen while another is being mapped is mapped next."""
+        res, rank = self.result, self._selected_rank()
+        if res is None or res.method != "band-subsets" or res.labels is None or getattr(res, "shown_rank", 0) == rank:
+            return
+        model = res.model
+
+        class Ranked:  # the model's predict for this row of the ranking
+            @staticmethod
+            def predict(P):
+                return model.predict(P, rank=rank)
+
+        self.relabel(Ranked(), f"mapping the codes of subset {rank + 1}…", f"codes of subset {rank + 1} on the image",
+                     shown=lambda: setattr(res, "shown_rank", rank))
+
+    def relabel_finished(self) -> None:
+        self._follow_row()

@@ -22,7 +22,6 @@ from hyperapp.gui.panels import (
     tick_power,
     value_unit,
 )
-from hyperapp.gui.worker import Worker, start
 
 #: merges the dendrogram draws at most (the last ones; smaller clusters are folded into their leaves)
 DENDROGRAM_LEAVES = 48
@@ -75,7 +74,6 @@ class HACPanel(AnalysisPanel):
         self.mean_items: list = []
         self._height_scale = 1.0  # the tree's heights divided by this are in the spectra's units
         self._tick_scale = 1.0  # and those divided by this are the dendrogram's y values
-        self.relabel_worker: Worker | None = None
         self.n_clusters.valueChanged.connect(self._count_changed)
         self.cut_line.sigPositionChangeFinished.connect(self._line_moved)
 
@@ -189,9 +187,6 @@ class HACPanel(AnalysisPanel):
 
     def recut(self, n_clusters: int | None = None, height: float | None = None):
         """Cut the fitted tree again and relabel the image in a worker; returns the worker."""
-        from hyperapp.analyse import label_image
-        from hyperapp.backend import get_backend
-
         res = self.result
         if res is None or res.extra is None or self.relabel_worker is not None:
             return None
@@ -205,29 +200,7 @@ class HACPanel(AnalysisPanel):
         self.form.set_values({"n_clusters": m.n_clusters_, "height": 0.0})
         self._place_line(m)
         self._show_means(m)
-        s = self.host.session
-        device = self.host.detector.device_name()
-
-        def job(progress):
-            image = s.pixels_on(device, progress.sub(0.0, 0.3))
-            return label_image(m, s.cube, get_backend(device), image, progress.sub(0.3, 1.0))
-
-        w = Worker(job)
-        w.signals.result.connect(self._relabelled)
-        w.signals.error.connect(self.host.show_error)
-        w.signals.finished.connect(self._relabel_done)
-        self.relabel_worker = w
-        self.status.setText(f"cutting into {m.n_clusters_} clusters…")
-        start(w)
-        return w
-
-    def _relabelled(self, labels) -> None:
-        self.result.labels = labels
-        self.show_labels(self.result)
-        self.status.setText(f"{self.result.model.n_clusters_} clusters")
-
-    def _relabel_done(self) -> None:
-        self.relabel_worker = None
+        return self.relabel(m, f"cutting into {m.n_clusters_} clusters…", f"{m.n_clusters_} clusters")
 
     def reset(self) -> None:
         super().reset()
