@@ -184,12 +184,19 @@ def test_gmm_panel_with_cancel(qtbot, win):
     (x0, x1), (y0, y1) = gp.post_plot.getPlotItem().vb.viewRange()
     assert -1 <= x0 and x1 <= 141 and -1 <= y0 and y1 <= 141 and gp.post_plot.isVisible()
     np.testing.assert_allclose(gp.post_curve.getData()[1], np.asarray(res.model.means_[1]) / 10000.0, rtol=1e-5)
+    assert gp.stale.text() == ""
     gp.form.set_values({"k": "2..12", "covariance": "full", "max_iter": 10000, "tol": 0.0})
     gp.set_source("image")
+    assert "last run" in gp.stale.text()  # the plots are not of the form's options: said beside their tabs
     with qtbot.waitSignal(gp.finished, timeout=60000) as blocker:
         gp.run()
         gp.cancel()
-    assert blocker.args == [None] and gp.status.text() == "Gaussian mixture (EM) cancelled"
+    assert blocker.args == [None]
+    assert gp.status.text() == "Gaussian mixture (EM) cancelled; the plots still show the last finished run"
+    assert "last run" in gp.stale.text() and gp.result is res
+    gp.form.set_values({"k": "2..4", "covariance": "diag", "max_iter": 100, "tol": 0.001})
+    gp.set_source("sample")
+    assert gp.stale.text() == ""  # the form is back at the shown run's options
 
 
 def _three_classes(win):

@@ -91,6 +91,12 @@ class AnalysisPanel(QWidget):
         # the width they need); the controls stay beside the detector
         self.tabs = QTabWidget()
         self.tabs.setMinimumHeight(220)
+        # beside the tab names, while the plots are of a run made with other options than the form's now
+        # (the options changed since, or a run with new ones was cancelled or failed)
+        self.stale = QLabel("")
+        self.stale.setStyleSheet("color: #e0a000; font-style: italic; padding-right: 6px;")
+        self.tabs.setCornerWidget(self.stale, Qt.Corner.TopRightCorner)
+        self._shown_options = None  # the options of the run the plots show
         self.build_plots(self.tabs)
         # until the tool has a result (and again after the cube changes), one line instead of empty plots
         self.placeholder = QLabel(f"Run {self.title} to see its plots here.")
@@ -103,6 +109,9 @@ class AnalysisPanel(QWidget):
         self.method.currentIndexChanged.connect(self._rebuild)
         self.form.changed.connect(self._cpu_note)
         self.sample.valueChanged.connect(self._cpu_note)
+        for signal in (self.form.changed, self.sample.valueChanged, self.source.currentIndexChanged,
+                       self.method.currentIndexChanged):
+            signal.connect(self._mark_stale)
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self._rebuild()
@@ -241,6 +250,7 @@ class AnalysisPanel(QWidget):
         w.signals.finished.connect(self._finished)
         set_busy(self, True)
         self._outcome = None
+        self._asked = self.options()
         self._running = ANALYSES[method].title  # what the status line names when the run ends
         self.worker = w
         start(w)
@@ -300,8 +310,21 @@ class AnalysisPanel(QWidget):
     def _progress(self, fraction: float, message: str) -> None:
         show_progress(self, fraction, message)
 
+    def options(self) -> tuple:
+        """What a run is made of, as the form holds it now (to tell whether the plots are of these)."""
+        return self.method_name(), self.form.values(), self.source.currentIndex(), self.sample.value()
+
+    def _mark_stale(self, *_) -> None:
+        """Say, beside the plots' tabs, when they are of a run made with other options than the form's."""
+        old = self.result is not None and self._shown_options is not None and self._shown_options != self.options()
+        self.stale.setText("the plots are of the last run; its options differ from the form's: Run to update"
+                           if old else "")
+        self.stale.setToolTip("The plots and the map show the last finished run. The options in the form have "
+                              "changed since, or a run with them was cancelled or failed." if old else "")
+
     def _done(self, result) -> None:
         self.result = result
+        self._shown_options = self._asked
         rep = result.report
         self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
@@ -338,11 +361,13 @@ class AnalysisPanel(QWidget):
         self.host.show_error(message)
 
     def _cancelled(self) -> None:
-        self.status.setText(f"{self._running} cancelled")
+        self.status.setText(f"{self._running} cancelled" + ("; the plots still show the last finished run"
+                                                          if self.result is not None else ""))
 
     def _finished(self) -> None:
         # ``finished`` goes out only once the worker is gone, so a listener may start the next run
         self.worker = None
+        self._mark_stale()
         set_busy(self, False)
         self.finished.emit(self._outcome)
 
@@ -351,6 +376,8 @@ class AnalysisPanel(QWidget):
         nothing of the old cube's run stays on them."""
         self.cancel()
         self.result = None
+        self._shown_options = None
+        self._mark_stale()
         self.status.setText("")
         self.progress.setValue(0)
         self.clear_plots()

@@ -198,6 +198,8 @@ class HACPanel(AnalysisPanel):
         # the form follows the cut, so Run again keeps it (a cut by height is the same partition as one
         # into the count it gave)
         self.form.set_values({"n_clusters": m.n_clusters_, "height": 0.0})
+        self._shown_options = self.options()  # the plots are of this cut: not stale
+        self._mark_stale()
         self._place_line(m)
         self._show_means(m)
         return self.relabel(m, f"cutting into {m.n_clusters_} clusters…", f"{m.n_clusters_} clusters")
