@@ -221,7 +221,7 @@ def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
     the image names every overlay drawn."""
     import pyqtgraph as pg
 
-    from hyperapp.gui.image_view import FALSE_ALARM_COLOUR, MASK_COLOUR, SCORE_CMAP
+    from hyperapp.gui.image_view import FALSE_ALARM_COLOUR, MASK_COLOUR, ROI_COLOURS, SCORE_CMAP
 
     assert win.open_cube(land_hdr)
     assert win.view.key_entries() == []
@@ -229,8 +229,20 @@ def test_overlays_are_told_apart_and_named(qtbot, win, land_hdr):
     win.session.roi.rectangle(100, 100, 110, 115, "background")
     # the clicks ringed, the rectangle not (its outline shows it): the image inside stays visible
     assert len(win.view.marks.data) == 5
+    # a patch of a few pixels (an imported truth's 3 x 3 target) is ringed once, at its centre: a ring a
+    # pixel drew nine overlapping rings, a solid blob over the target
+    win.session.roi.rectangle(60, 60, 62, 62, "target")
+    d = win.view.marks.data
+    assert len(d) == 6 and any(x == 61.5 and y == 61.5 for x, y in zip(d["x"], d["y"]))
+    assert win.session.roi.undo()
     rgba = win.view.roi_item.image
-    assert rgba[105, 107, 3] < 64 and rgba[100, 107, 3] == 255
+    assert rgba[105, 107, 3] < 64 and rgba[100, 107, 3] < 64  # a faint tint, border pixels too
+    # outlined along the pixels' edges, a line a class in its colour: the rectangle's (rows 100-110, cols
+    # 100-115) runs along y = 100 and y = 111 from x = 100 to 116
+    bg = [it for it in win.view.roi_lines if it.opts["pen"].color().getRgb()[:3] == ROI_COLOURS[2][:3]]
+    xs, ys = bg[0].getData()
+    top = {(x0, x1) for x0, x1, y0 in zip(xs[::2], xs[1::2], ys[::2]) if y0 == 100}
+    assert {(float(c), float(c + 1)) for c in range(100, 116)} <= top
     assert win.view.key_entries() == ["target marks", "background marks"]
     win.load_truth(land_hdr.with_name("land_truth.hdr"))
     assert run_detector(qtbot, win, "sam") is not None

@@ -404,3 +404,9 @@ def test_truth_outline_runs_along_pixel_edges_and_leaves_the_pixels_visible():
     two[0, 0:2] = True
     got = segments(two)
     assert len(got) == 6 and ((1.0, 0.0), (1.0, 1.0)) not in got and ((0.0, 0.0), (1.0, 0.0)) in got
+    # classes side by side (ROIs): each outlined once in one pass, their shared edge drawn once
+    from hyperapp.gui.image_view import class_outlines
+
+    out = class_outlines(np.array([[1, 2, 0]]))
+    assert sorted(out) == [1, 2] and len(out[1][0]) == 2 * 3 and len(out[2][0]) == 2 * 4
+    assert class_outlines(np.zeros((3, 3), int)) == {}

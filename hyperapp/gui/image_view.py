@@ -96,6 +96,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         for z, item in enumerate((self.base, self.overlay, self.mask_item, self.truth_item, self.roi_item)):
             item.setZValue(z)
             self.vb.addItem(item)
+        self.roi_lines: list = []  # the ROI classes' outlines, a curve a class
         self.hint = pg.TextItem("", color=(200, 200, 200), anchor=(0.5, 0.5))
         self.vb.addItem(self.hint)
         self.marks = pg.ScatterPlotItem(pxMode=True)
@@ -214,32 +215,52 @@ class ImageView(pg.GraphicsLayoutWidget):
         lab = np.minimum(labels, len(lut) - 1)
         rgba = lut[lab].copy()
         rgba[..., 3] = np.where(lab > 0, 40, 0)
-        edge = edges(lab)
-        rgba[edge, 3] = 255
         self.roi_item.setImage(rgba, autoLevels=False, levels=(0, 255))
+        # outlined along the pixels' edges, not by painting border pixels: a patch one or two pixels
+        # wide was all border, a solid block over the pixels marked
+        for it in self.roi_lines:
+            self.vb.removeItem(it)
+        self.roi_lines = []
+        for v, (xs, ys) in class_outlines(lab).items():
+            it = pg.PlotCurveItem(xs, ys, pen=pg.mkPen(tuple(int(c) for c in lut[v][:3]), width=1.5, cosmetic=True),
+                                  connect="pairs")
+            it.setZValue(self.roi_item.zValue())
+            self.vb.addItem(it)
+            self.roi_lines.append(it)
         self.set_marks(labels, lut, names)
 
     def set_marks(self, labels: np.ndarray | None, lut: np.ndarray | None = None, names: dict | None = None) -> None:
-        """Ring every pixel of a small marked patch (a click) with a symbol of fixed screen size in its
-        class colour, so a single click stays visible at any zoom; larger patches, and every patch past
-        :data:`MAX_RINGS` pixels, keep their outlines only."""
+        """Ring every small marked patch (a click, a few pixels) once, at its centre, with a symbol of
+        fixed screen size in its class colour, so a single click stays visible at any zoom; larger
+        patches, and every mark past :data:`MAX_RINGS` pixels, keep their outlines only. One ring a patch,
+        not a pixel: an imported truth of 3 x 3 targets drew nine overlapping rings each, solid blobs
+        that hid the targets and their outlines."""
         from scipy import ndimage
 
         present = np.unique(labels[labels > 0]) if labels is not None else []
         self._key["marks"] = [((names or {}).get(int(v), f"class {int(v)}"), tuple(int(x) for x in lut[v][:3]))
                               for v in present if lut is not None and v < len(lut)]
         self._update_key()
-        rr, cc = (np.nonzero(labels) if labels is not None else (np.zeros(0, int), np.zeros(0, int)))
-        if rr.size and rr.size <= MAX_RINGS and lut is not None:
-            patches, _ = ndimage.label(labels > 0)
-            small = (np.bincount(patches.ravel()) <= RING_PATCH)[patches[rr, cc]]
-            rr, cc = rr[small], cc[small]
-        if rr.size == 0 or rr.size > MAX_RINGS or lut is None:
+        n = int(np.count_nonzero(labels)) if labels is not None else 0
+        if n == 0 or n > MAX_RINGS or lut is None:
             self.marks.setData([], [])
             return
-        cls = np.minimum(labels[rr, cc], len(lut) - 1)
+        patches, count = ndimage.label(labels > 0)
+        rr, cc = np.nonzero(patches)
+        ids = patches[rr, cc]
+        size = np.bincount(ids, minlength=count + 1)
+        small = np.flatnonzero(size[1:] <= RING_PATCH) + 1
+        if not small.size:
+            self.marks.setData([], [])
+            return
+        yc = np.bincount(ids, weights=rr, minlength=count + 1)[small] / size[small]
+        xc = np.bincount(ids, weights=cc, minlength=count + 1)[small] / size[small]
+        first = np.zeros(count + 1, int)  # a pixel of each patch, for its class colour
+        uniq, at = np.unique(ids, return_index=True)
+        first[uniq] = at
+        cls = np.minimum(labels[rr[first[small]], cc[first[small]]], len(lut) - 1)
         pens = [pg.mkPen(tuple(int(v) for v in lut[k][:3]), width=2.5) for k in cls]
-        self.marks.setData(cc + 0.5, rr + 0.5, pen=pens, brush=None, symbol="o", size=13)
+        self.marks.setData(xc + 0.5, yc + 0.5, pen=pens, brush=None, symbol="o", size=13)
 
     def set_boxes(self, boxes: list[dict]) -> None:
         for it in self.box_items:
@@ -282,28 +303,36 @@ class ImageView(pg.GraphicsLayoutWidget):
             self.pixel_clicked.emit(px[0], px[1], ev)
 
 
-def edges(labels: np.ndarray) -> np.ndarray:
-    """The border pixels of every labelled (non-zero) region: those with a 4-neighbour of another label
-    (or the image's edge)."""
-    lab = np.asarray(labels)
-    pad = np.pad(lab, 1, constant_values=0)
-    centre = pad[1:-1, 1:-1]
-    other = ((pad[:-2, 1:-1] != centre) | (pad[2:, 1:-1] != centre)
-             | (pad[1:-1, :-2] != centre) | (pad[1:-1, 2:] != centre))
-    return (lab > 0) & other
-
-
 def outline_segments(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The outline of a boolean mask's regions as line segments, for a curve drawn with
     ``connect="pairs"``: every pixel edge between a masked pixel and an unmasked one (or the image's
     edge), in image coordinates, where pixel (row r, column c) spans x in [c, c + 1] and y in [r, r + 1].
     Returns ``(xs, ys)``, two points a segment."""
-    pad = np.pad(np.asarray(mask, bool), 1)
+    return class_outlines(np.asarray(mask, bool).astype(np.int8)).get(1, (np.zeros(0), np.zeros(0)))
+
+
+def class_outlines(labels: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The outline of each labelled (non-zero) class of an integer map, as :func:`outline_segments` gives
+    a mask's, in one pass over the map: {label: (xs, ys)}. An edge between two classes is drawn in the
+    colour of the one below or to the right of it (either would do; both would overdraw)."""
+    pad = np.pad(np.asarray(labels), 1)
     hr, hc = np.nonzero(pad[1:, 1:-1] != pad[:-1, 1:-1])  # edge along y = hr, x from hc to hc + 1
     vr, vc = np.nonzero(pad[1:-1, 1:] != pad[1:-1, :-1])  # edge along x = vc, y from vr to vr + 1
-    xs = np.concatenate([np.stack([hc, hc + 1], 1).ravel(), np.repeat(vc, 2)]).astype(np.float64)
-    ys = np.concatenate([np.repeat(hr, 2), np.stack([vr, vr + 1], 1).ravel()]).astype(np.float64)
-    return xs, ys
+    below, above = pad[1:, 1:-1][hr, hc], pad[:-1, 1:-1][hr, hc]
+    right, left = pad[1:-1, 1:][vr, vc], pad[1:-1, :-1][vr, vc]
+    hv = np.where(below != 0, below, above)  # the class each edge outlines
+    vv = np.where(right != 0, right, left)
+    xs = np.concatenate([np.stack([hc, hc + 1], 1), np.stack([vc, vc], 1)]).astype(np.float64)
+    ys = np.concatenate([np.stack([hr, hr], 1), np.stack([vr, vr + 1], 1)]).astype(np.float64)
+    v = np.concatenate([hv, vv])
+    order = np.argsort(v, kind="stable")
+    v, xs, ys = v[order], xs[order], ys[order]
+    out = {}
+    cuts = np.flatnonzero(np.diff(v)) + 1
+    for a, b in zip(np.r_[0, cuts], np.r_[cuts, v.size]):
+        if b > a and v[a] != 0:
+            out[int(v[a])] = (xs[a:b].ravel(), ys[a:b].ravel())
+    return out
 
 
 def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=None) -> np.ndarray:
