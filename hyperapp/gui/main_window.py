@@ -658,6 +658,10 @@ class MainWindow(QMainWindow):
             names = [f"class {int(v)}" for v in values]
         counts = np.bincount(labels[labels >= 0].ravel(), minlength=int(max(values, default=-1)) + 1)
         heading = heading or title
+        # the map is blended with the image: say so where the swatches are, which are not
+        tip = (tip + "\n" if tip else "") + ("On the image the colours are drawn at the overlay opacity (the "
+                                             "slider above it), over the scene, so they look paler or tinted "
+                                             "there; at 100 % they are as in this legend.")
         self.legend.show_classes(heading, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {heading} map")
