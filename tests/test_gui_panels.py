@@ -271,6 +271,13 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert axis == "merge distance<br>(reflectance)" and "average linkage" in panel.dendro.getPlotItem().titleLabel.text
     y = panel.lines[0].getData()[1]
     assert np.nanmax(y) == pytest.approx(res.model.linkage_[:, 2].max() / 10000.0)
+    # the branches below the cut in their cluster's map colour, those above grey (a cluster whose merges
+    # fall below the drawn ones, or of one spectrum, has none drawn)
+    from hyperapp.io.writers import class_colour
+
+    pens = {it.opts["pen"].color().getRgb()[:3] for it in panel.lines}
+    assert (200, 200, 200) in pens and len(pens) >= 3
+    assert pens <= {(200, 200, 200)} | {class_colour(j) for j in range(4)}
     h = res.model.linkage_[:, 2]
     assert h[995] / 1e4 < panel.cut_line.value() < h[996] / 1e4  # the line between the 4- and 3-cluster merges
     assert f"{h[995] / 1e4:.4g}" in panel.cut_label.text() and "stored" not in panel.cut_label.text()
@@ -289,6 +296,8 @@ def test_hac_panel_dendrogram_and_cut(qtbot, win):
     assert panel.recut(n_clusters=2) is not None  # relabels the image in a worker
     qtbot.waitUntil(lambda: panel.relabel_worker is None, timeout=60000)
     assert int(panel.result.labels.max()) == 1 and panel.n_clusters.value() == 2
+    assert {it.opts["pen"].color().getRgb()[:3] for it in panel.lines} <= {(200, 200, 200), class_colour(0),
+                                                                          class_colour(1)}  # recoloured
     # the form follows the cut: Run again keeps two clusters (it went back to the form's four)
     assert panel.form.values()["n_clusters"] == 2 and panel.form.values()["height"] == 0
     with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:

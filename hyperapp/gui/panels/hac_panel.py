@@ -92,22 +92,19 @@ class HACPanel(AnalysisPanel):
         m = result.model
         Z = m.linkage_
         n = Z.shape[0] + 1
-        for it in self.lines:
-            self.dendro.removeItem(it)
         p = min(DENDROGRAM_LEAVES, n)
-        d = dendrogram(Z, no_plot=True, truncate_mode="lastp" if n > p else None, p=p, show_leaf_counts=True)
-        # one path of (x, y) per merge, drawn as a single item with breaks between paths
-        xs = np.asarray(d["icoord"], float).reshape(-1, 4)
+        # link_color_func names each drawn merge by its node id, so its branch can take its cluster's colour
+        d = dendrogram(Z, no_plot=True, truncate_mode="lastp" if n > p else None, p=p, show_leaf_counts=True,
+                       link_color_func=str)
         self._height_scale, label = self.height_units(m)
         heights = Z[:, 2] / self._height_scale
         self._tick_scale = 10.0 ** tick_power(heights)  # short tick labels, the power in the axis label
         scaled(self.dendro, heights, label)
-        ys = np.asarray(d["dcoord"], float).reshape(-1, 4) / (self._height_scale * self._tick_scale)
-        x = np.concatenate([xs, np.full((xs.shape[0], 1), np.nan)], axis=1).reshape(-1)
-        y = np.concatenate([ys, np.full((ys.shape[0], 1), np.nan)], axis=1).reshape(-1)
-        item = pg.PlotDataItem(x, y, pen=pg.mkPen((200, 200, 200), width=1.5), connect="finite")
-        self.dendro.addItem(item)
-        self.lines = [item]
+        # one path of (x, y) per merge, and the merge it draws
+        self._paths = (np.asarray(d["icoord"], float).reshape(-1, 4),
+                       np.asarray(d["dcoord"], float).reshape(-1, 4) / (self._height_scale * self._tick_scale),
+                       np.asarray([int(c) for c in d["color_list"]]) - n)
+        self._draw_branches(m)
         # a leaf reads "(spectra it holds)"; SciPy names a leaf of one spectrum by its index instead
         ticks = [(5 + 10 * i, lab if lab.startswith("(") else "(1)") for i, lab in enumerate(d["ivl"])]
         self.dendro.getAxis("bottom").setTicks([ticks if len(ticks) <= 24 else ticks[::max(1, len(ticks) // 24)]])
@@ -123,6 +120,32 @@ class HACPanel(AnalysisPanel):
         self._place_line(m)
         self._show_means(m)
         self.tabs.setCurrentIndex(0)
+
+    def _draw_branches(self, m) -> None:
+        """The dendrogram's merges, each below the cut in the colour of its cluster on the map (the
+        merges above it grey), a curve a colour with breaks between paths."""
+        from hyperapp.io.writers import class_colour
+
+        for it in self.lines:
+            self.dendro.removeItem(it)
+        xs, ys, merge = self._paths
+        Z = m.linkage_
+        n = Z.shape[0] + 1
+        # a spectrum under each merge, merges in order (a merge's children come before it)
+        leaf = np.empty(n - 1, np.int64)
+        for i, a in enumerate(Z[:, 0].astype(np.int64)):
+            leaf[i] = a if a < n else leaf[a - n]
+        below = merge < n - m.n_clusters_  # the first n - k merges make the k clusters
+        cluster = np.where(below, np.asarray(m.labels_)[leaf[merge]], -1)
+        self.lines = []
+        for c in np.unique(cluster):
+            sel = cluster == c
+            x = np.concatenate([xs[sel], np.full((sel.sum(), 1), np.nan)], axis=1).reshape(-1)
+            y = np.concatenate([ys[sel], np.full((sel.sum(), 1), np.nan)], axis=1).reshape(-1)
+            colour = (200, 200, 200) if c < 0 else class_colour(int(c))
+            item = pg.PlotDataItem(x, y, pen=pg.mkPen(colour, width=1.5), connect="finite")
+            self.dendro.addItem(item)
+            self.lines.append(item)
 
     def height_units(self, m) -> tuple[float, str]:
         """(divisor, axis label) of the tree's merge heights: a Euclidean tree's are distances between
@@ -200,6 +223,7 @@ class HACPanel(AnalysisPanel):
         self.form.set_values({"n_clusters": m.n_clusters_, "height": 0.0})
         self._shown_options = self.options()  # the plots are of this cut: not stale
         self._mark_stale()
+        self._draw_branches(m)
         self._place_line(m)
         self._show_means(m)
         return self.relabel(m, f"cutting into {m.n_clusters_} clusters…", f"{m.n_clusters_} clusters")
