@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import Cancelled, HyperappError, InputError, ModelError
+from hyperapp.errors import Cancelled, HyperappError, InputError, ModelError, about
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -303,7 +303,7 @@ def cmd_detect(args) -> int:
 
         several = sig.get("target_spectra") is not None and len(sig["target_spectra"]) > 1
         check_savable(args.method, st.get("mnf") is not None, several, model_path(args.save_model))
-    with ProgressDisplay() as shown:
+    with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
         result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                          device=args.device, truth=truth, far=st.get("far"),
                                          threshold=st.get("threshold"), model=model, memory=memory,
@@ -346,7 +346,7 @@ def cmd_analyse(args) -> int:
     objects = read_class_map(args.objects, shape) > 0 if args.objects else None
     sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
-    with ProgressDisplay() as shown:
+    with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
         result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
                               class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)

@@ -19,9 +19,9 @@ import numpy as np
 
 from hyperapp.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
 from hyperapp.cube import Cube
-from hyperapp.errors import InputError
+from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
-from hyperapp.models.evaluation import MODE_SCORES, evaluate, far_threshold
+from hyperapp.models.evaluation import MODE_SCORES, NO_FINITE_SCORE, evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_columns, object_table, objects_csv, table_rows
 from hyperapp.models.registry import get_method
 from hyperapp.progress import NULL_PROGRESS, Progress
@@ -327,6 +327,8 @@ def run_detection(
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
                              undesired_spectra=undesired_spectra, signature_info=signature_info)
     px = _load_labelled(cube, y, backend, timer, image, progress)
+    if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
+        _refuse_one_spectrum(px.X, backend.xp)
     est, params = _estimator(m, model, params, target_spectra, mnf, px, timer)
     if model is None:
         est = _fit(m, est, px, params, target_spectra, undesired_spectra, timer, progress.sub(0.45, 0.7))
@@ -446,6 +448,10 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     ``signature_info`` (:func:`hyperapp.signatures.signature_kwargs`') names the spectra in messages."""
     method = m.name
     shape = (cube.rows, cube.cols)
+    if cube.bands < m.min_bands:
+        raise InputError(f"{m.title} compares spectral shapes and needs {m.min_bands} bands or more; the run has "
+                         f"{cube.bands}: in one band every spectrum has the same shape (choose more bands, or "
+                         "use RX, the matched filter, CEM or the RBFN)")
     if target_spectra is not None:
         target_spectra = np.atleast_2d(np.asarray(target_spectra, np.float64))
         if not m.uses_targets:
@@ -716,6 +722,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
+    if m.kind == "pixel":  # (a window detector's constant floor is its "no window holds a target")
+        _refuse_constant_scores(m, scores_dev, xp)
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         if threshold is None:
@@ -753,6 +761,33 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects))
+
+
+def _refuse_one_spectrum(X, xp) -> None:
+    """Every pixel with data holding the same spectrum (a constant or all-zero cube) leaves a window
+    detector nothing to find, and its empty box mask would read as "no target here"; said instead.
+    (No-data pixels hold the mean of the rest in a window detector's pixels.) One pass on the device."""
+    flat = X.reshape(-1, X.shape[-1])
+    lo, hi = flat.min(axis=0), flat.max(axis=0)
+    if bool(xp.all(hi - lo <= 1e-6 * xp.maximum(xp.abs(lo), xp.abs(hi)))):
+        raise ModelError("every pixel with data holds the same spectrum (a constant or all-zero cube): "
+                         "nothing can stand out")
+
+
+def _refuse_constant_scores(m, scores_dev, xp) -> None:
+    """A pixel detector that gave every pixel with data the same score (to float precision) has found
+    nothing to tell them apart by: a constant or all-zero cube, one band (every spectrum the same shape
+    to SAM and ACE) or identical bands. Its mask would be empty or everything, said as a result; this
+    says why instead. One min and max on the scores' device."""
+    finite = xp.isfinite(scores_dev)
+    if not bool(finite.any()):
+        raise ModelError(NO_FINITE_SCORE)
+    lo = float(xp.min(xp.where(finite, scores_dev, xp.inf)))
+    hi = float(xp.max(xp.where(finite, scores_dev, -xp.inf)))
+    if hi - lo <= 1e-6 * max(abs(lo), abs(hi)):
+        raise ModelError(f"{m.title} gave every pixel the same score ({hi:.6g}): in the bands used the pixels do "
+                         "not differ in any way it measures (a constant or all-zero cube, a single band, or "
+                         "identical bands), so nothing can stand out")
 
 
 def threshold_origin(report: dict) -> str:

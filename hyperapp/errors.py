@@ -10,6 +10,7 @@ prints it and exits 2, the GUI shows it in a dialog.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 
 class HyperappError(Exception):
@@ -51,3 +52,16 @@ class ModelError(HyperappError, ValueError):
 
 class Cancelled(Exception):
     """Raised inside long work when the user cancelled it. Not an error: nothing is written."""
+
+
+@contextmanager
+def about(path: str | os.PathLike | None):
+    """Errors raised inside about the data (an :class:`InputError` or :class:`ModelError` with no file
+    of its own) are about ``path``, the cube the work reads: the CLI's line then names it ("the mean
+    target spectrum is all zeros" said nothing of which cube)."""
+    try:
+        yield
+    except (InputError, ModelError) as exc:
+        if exc.path is None and path:
+            exc.path = os.fspath(path)
+        raise

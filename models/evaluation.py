@@ -87,6 +87,11 @@ def threshold_for_far(background_scores, far: float) -> float:
     return far_threshold(background_scores, far)[0]
 
 
+#: what a run whose scores are all NaN or infinite says (the threshold's and the detection's checks)
+NO_FINITE_SCORE = ("the detector gave no pixel a finite score, so no threshold can be set: the spectra may not "
+                   "vary (a constant or all-zero cube), or the target may hold values far beyond the cube's")
+
+
 def far_threshold(background_scores, far: float, separate_targets: bool = False,
                   mode_scores=None, keep=None) -> tuple[float, int, str]:
     """:func:`threshold_for_far`'s threshold, how many of the highest scores it left out as a separate
@@ -136,9 +141,7 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     # one count to the host, where a compaction per mask is a round trip each on the GPU
     n = int(use.sum())
     if n == 0:
-        raise ModelError("the detector gave no pixel a finite score, so no threshold can be set: the spectra "
-                         "may not vary (a constant or all-zero cube), or the target may hold values far beyond "
-                         "the cube's")
+        raise ModelError(NO_FINITE_SCORE)
     low = s.size - n
     if by_mode:
         order = xp.argsort(xp.where(use, ms, -xp.inf))[low:]  # the used pixels, ascending in ``mode_scores``

@@ -78,6 +78,10 @@ class Method:
     #: detectors: whether background pixels the user marks are learnt from (the others estimate the
     #: background from every pixel but the targets, and would drop them without a word)
     uses_background: bool = False
+    #: detectors: the fewest bands whose scores mean anything (SAM's angle and ACE's coherence compare
+    #: spectral shapes, and in one band every spectrum has the same shape; the subspace methods need a
+    #: band beyond the signatures they project out)
+    min_bands: int = 1
     #: options the user gave that this run would not use: ``idle(given, merged, settings)`` -> [(option,
     #: why)], from the names given, every option's value, and the run's other settings (library keys)
     idle: Callable | None = None
@@ -191,8 +195,8 @@ def register(method: Method) -> Method:
     return method
 
 
-register(Method("sam", "SAM (spectral angle)", _classic("SAM")))
-register(Method("ace", "ACE (adaptive coherence)", _classic("ACE")))
+register(Method("sam", "SAM (spectral angle)", _classic("SAM"), min_bands=2))
+register(Method("ace", "ACE (adaptive coherence)", _classic("ACE"), min_bands=2))
 register(Method("mf", "Matched filter", _classic("MatchedFilter")))
 register(Method("cem", "CEM (constrained energy min.)", _classic("CEM")))
 register(Method("rx", "RX anomaly (global)", _classic("RX"), uses_targets=False))
@@ -269,17 +273,17 @@ _MNF_PARAMS = (
 
 register(Method("osp", "OSP (orthogonal subspace projection)", _subspace("OSP"), (_N_UNDESIRED,),
                 help="Harsanyi and Chang 1994: projects out the undesired signatures, then scores each pixel's "
-                     "target abundance (1 = pure target).", uses_undesired=True, idle=_undesired_idle))
+                     "target abundance (1 = pure target).", uses_undesired=True, idle=_undesired_idle, min_bands=2))
 register(Method("tcimf", "TCIMF (target-constrained interference min.)", _subspace("TCIMF"), (_N_UNDESIRED,),
                 help="Ren and Chang 2000: a filter with gain 1 on the target, 0 on the undesired signatures, "
                      "least output energy otherwise (CEM when there are none).", uses_undesired=True,
-                idle=_undesired_idle))
+                idle=_undesired_idle, min_bands=2))
 register(Method("mtmf", "MTMF (mixture-tuned matched filter)", _mnf_model("MTMF"), _MNF_PARAMS,
                 help="Boardman 1998: matched filter in MNF space, plus an infeasibility map (noise-sigma units); "
-                     "targets score high with low infeasibility.", idle=_mnf_idle))
+                     "targets score high with low infeasibility.", idle=_mnf_idle, min_bands=2))
 register(Method("mttcimf", "MTTCIMF (mixture-tuned TCIMF)", _mnf_model("MTTCIMF"), _MNF_PARAMS + (_N_UNDESIRED,),
                 help="TCIMF in MNF space with the mixture-tuning infeasibility map, suppressing undesired "
-                     "signatures.", uses_undesired=True, idle=_mnf_undesired_idle))
+                     "signatures.", uses_undesired=True, idle=_mnf_undesired_idle, min_bands=2))
 
 
 def _rbfn(**kw):

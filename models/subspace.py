@@ -207,10 +207,19 @@ class _SignatureDetector(PixelDetector):
             self.undesired_source_ = "ATGP" if n else "none"
         else:
             self.undesired_source_ = "given"
-        D, U = _signature_matrix(target, undesired, P.shape[1])
-        self.target_ = D[:, 0]
-        self.undesired_ = U.T
-        self._fit_matrices(P, D, U, float_dtype(P))
+        try:
+            D, U = _signature_matrix(target, undesired, P.shape[1])
+            self.target_ = D[:, 0]
+            self.undesired_ = U.T
+            self._fit_matrices(P, D, U, float_dtype(P))
+        except InputError as exc:
+            if self.undesired_source_ != "ATGP":
+                raise
+            # nobody gave these signatures: the words about leaving one out would mislead
+            raise InputError("the image's most distinct spectra (ATGP), taken as the undesired signatures, have "
+                             "the target's shape: the pixels hardly differ from it but in brightness (a constant "
+                             "cube, or one band), so there is nothing to suppress it from; set Undesired "
+                             f"signatures to 0 or give them ({exc})") from exc
         return self
 
     def decision_function(self, X):

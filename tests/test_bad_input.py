@@ -1226,3 +1226,35 @@ def test_a_model_that_cannot_use_the_cube_names_the_cube(tmp_path, capsys):
                            tmp_path / "a"], capsys), "const.hdr: the selected spectra are all identical")
     _one_clean_line(*_cli(["detect", hdr, "--method", "mf", "--targets", tmp_path / "t.csv", "--device", "cpu",
                            "--out", tmp_path / "d"], capsys), "const.hdr: ", "finite score")
+
+
+def test_degenerate_cubes_are_said_not_scored(tmp_path, capsys):
+    """The class of the silent meaningless result: a cube whose pixels are all one spectrum (constant,
+    all zeros, saturated) gave every detector a constant score map and an empty mask, exit 0, replacing
+    an earlier good result; one band gave SAM and ACE scores of 1 or +-1. Now one line naming the cube,
+    exit 2, the earlier output kept; the same cube with variation runs."""
+    import spectral.io.envi as envi
+
+    from hyperapp.models.registry import METHODS
+
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    out = tmp_path / "out"
+    good = _cube(tmp_path / "good.hdr")
+    assert _cli(["detect", good, "--method", "ace", "--targets", tmp_path / "t.csv", "--out", out], capsys)[0] == 0
+    before = (out / "scores.img").read_bytes()
+    detectors = [n for n, m in METHODS.items() if m.kind in ("pixel", "window")]
+    for name, value in (("same", 0.3), ("zeros", 0.0), ("saturated", 65535.0)):
+        path = tmp_path / f"{name}.hdr"
+        envi.save_image(str(path), np.full((24, 24, 8), value, np.float32), dtype=np.float32, force=True, ext=".img")
+        for method in detectors:
+            rc, err = _cli(["detect", path, "--method", method, "--targets", tmp_path / "t.csv", "--out", out],
+                           capsys)
+            _one_clean_line(rc, err, f"{name}.hdr: ")
+            assert (out / "scores.img").read_bytes() == before, (name, method)  # the good result is kept
+    for method in ("sam", "ace", "osp", "tcimf"):
+        rc, err = _cli(["detect", good, "--bands", "3", "--method", method, "--targets", tmp_path / "t.csv",
+                        "--out", out], capsys)
+        _one_clean_line(rc, err, "good.hdr: ", "needs 2 bands or more")
+    for method in ("rx", "mf", "cem", "rbfn"):  # in one band these still measure something
+        assert _cli(["detect", good, "--bands", "3", "--method", method, "--targets", tmp_path / "t.csv",
+                     "--out", tmp_path / method], capsys)[0] == 0
