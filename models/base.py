@@ -50,6 +50,23 @@ def check_not_identical(X, what: str = "cluster") -> None:
         raise ModelError(f"the selected spectra are all identical: there is nothing to {what}")
 
 
+#: the least squared Mahalanobis distance of a target from the background's mean that a statistical
+#: detector can tell from it: 0.1 standard deviations (background pixels lie about sqrt(bands) away)
+TARGET_APART = 1e-2
+
+
+def check_target_apart(d2: float, bands: int, what: str) -> None:
+    """Refuse a target at the background's mean: ``d2`` its squared Mahalanobis distance from it. The
+    matched filter divides by it, so a target that is the scene's mean spectrum gave scores of +-900 and
+    a mask of random background pixels, without a word."""
+    from hyperapp.errors import ModelError
+
+    if not d2 >= TARGET_APART:
+        raise ModelError(f"the target spectrum is the background's mean (Mahalanobis distance {max(d2, 0.0) ** 0.5:.2g}; "
+                         f"background pixels lie about {bands ** 0.5:.2g} from it): {what} cannot tell it from the "
+                         "background; mark pixels of the target itself")
+
+
 def selected_spectra(X, at_least: int, too_few: str):
     """The selected spectra (n, bands) as float32, after the checks an analysis model starts with: the
     selection is not empty, holds at least ``at_least`` spectra (else ``too_few`` is the error), and

@@ -28,6 +28,7 @@ from hyperapp.models.base import (
     PixelDetector,
     as_pixels,
     check_finite,
+    check_target_apart,
     float_dtype,
     labelled_target_mean,
 )
@@ -143,6 +144,8 @@ class _WhitenedDetector(PixelDetector):
         self.mu_ = stats.mean.astype(dtype)
         if self.uses_targets:
             s = (self.target_ - stats.mean) @ stats.sqrt_inv_cov
+            check_target_apart(float(s @ s), int(s.shape[0]), {"MatchedFilter": "the matched filter"}.get(
+                type(self).__name__, type(self).__name__))
             self.s_ = s.astype(dtype)
             self.s_host_ = to_host(self.s_)  # the kernel takes s.s as a host scalar
             # MF's filter folded into one vector: z.s / s.s = (x - mu) . (W s / s.s)

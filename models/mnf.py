@@ -38,6 +38,7 @@ from hyperapp.models.base import (
     PixelDetector,
     as_pixels,
     check_finite,
+    check_target_apart,
     float_dtype,
     labelled_target_mean,
 )
@@ -249,14 +250,12 @@ class _MixtureTuned(PixelDetector):
             n_ok = int(np.count_nonzero(varies))
             raise ModelError(f"{type(self).__name__}: the image's spectra vary in only {n_ok} of the {k} MNF "
                              "components it uses (flat or identical spectra, or too few pixels)")
+        check_target_apart(float(s @ (s / lam)), k, type(self).__name__)
         if self.uses_undesired:
             Ms = np.concatenate([(D - mu[:, None]).T @ A, (U - mu[:, None]).T @ A]).T  # (k, p + q)
             w = tcimf_weights(np.diag(1.0 / lam), Ms[:, :D.shape[1]], Ms[:, D.shape[1]:])
         else:
-            den = float(s @ (s / lam))
-            if not den > 0:
-                raise ModelError("the target equals the image mean in MNF space: nothing to match")
-            w = (s / lam) / den
+            w = (s / lam) / float(s @ (s / lam))
         self.s_ = xp.asarray(s.astype(dtype))
         self.w_ = xp.asarray(w.astype(dtype))
         self.sqrt_lam_ = xp.asarray(np.sqrt(lam).astype(dtype))

@@ -1258,3 +1258,22 @@ def test_degenerate_cubes_are_said_not_scored(tmp_path, capsys):
     for method in ("rx", "mf", "cem", "rbfn"):  # in one band these still measure something
         assert _cli(["detect", good, "--bands", "3", "--method", method, "--targets", tmp_path / "t.csv",
                      "--out", tmp_path / method], capsys)[0] == 0
+
+
+def test_a_target_at_the_background_mean_is_said(tmp_path, capsys):
+    """A target whose spectrum is the scene's mean: the matched filter divided by its distance from the
+    mean, ~0, and gave scores of +-900 with a mask of random background pixels, exit 0. Now one line
+    for each statistical detector that measures from the mean; CEM (uncentred) still runs."""
+    import spectral.io.envi as envi
+
+    X = np.random.default_rng(3).uniform(0.1, 0.5, (24, 24, 20)).astype(np.float32)
+    X[5, 5] = X.reshape(-1, 20).mean(axis=0)
+    envi.save_image(str(tmp_path / "m.hdr"), X, dtype=np.float32, force=True, ext=".img")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    for method in ("mf", "ace", "mtmf", "mttcimf"):
+        rc, err = _cli(["detect", tmp_path / "m.hdr", "--method", method, "--targets", tmp_path / "t.csv",
+                        "--out", tmp_path / "o"], capsys)
+        _one_clean_line(rc, err, "m.hdr: ", "the target spectrum is the background's mean")
+        assert not (tmp_path / "o").exists()
+    assert _cli(["detect", tmp_path / "m.hdr", "--method", "cem", "--targets", tmp_path / "t.csv",
+                 "--out", tmp_path / "o"], capsys)[0] == 0
