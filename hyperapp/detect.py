@@ -769,7 +769,8 @@ def _refuse_one_spectrum(X, xp) -> None:
     (No-data pixels hold the mean of the rest in a window detector's pixels.) One pass on the device."""
     flat = X.reshape(-1, X.shape[-1])
     lo, hi = flat.min(axis=0), flat.max(axis=0)
-    if bool(xp.all(hi - lo <= 1e-6 * xp.maximum(xp.abs(lo), xp.abs(hi)))):
+    # ufuncs, not operators with a scalar: hyperapp.backend, scalar operators
+    if bool(xp.all(xp.less_equal(xp.subtract(hi, lo), xp.multiply(xp.maximum(xp.abs(lo), xp.abs(hi)), 1e-6)))):
         raise ModelError("every pixel with data holds the same spectrum (a constant or all-zero cube): "
                          "nothing can stand out")
 
