@@ -369,10 +369,15 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
         est.fit(X)
     with timer.stage("images"):
         images = {k: to_host(v) for k, v in est.images(X).items()}
+        if n_nodata:  # the pixels without data stood in as the mean for the noise estimate: no component of theirs
+            gone = ~to_host(valid)
+            for img in images.values():
+                img[gone] = np.nan
     report = {
         "method": method,
         "params": {**est.get_params()},
-        "selection": {"kind": "image", "n_spectra": int(cube.rows * cube.cols), "nodata_left_out": n_nodata},
+        "selection": {"kind": "image", "n_spectra": int(cube.rows * cube.cols) - n_nodata,
+                      "nodata_left_out": n_nodata},
         "device": backend.name,
         "device_name": backend.device_name,
         "cube": cube.path,
@@ -485,15 +490,18 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
         paths["labels"] = write_envi(out / "labels", lab, cube,
                                      f"hyperapp {result.method} labels (-1 = none)")
         paths["classes"] = write_class_map(result, out / "classes", cube)
-    for name, img in result.images.items():
-        paths[name] = write_envi(out / name, np.asarray(img, np.float32), cube,
-                                 f"hyperapp {result.method} {name} (band k = component k)")
+    for name, img in result.images.items():  # (NaN: the pixels without data)
+        img = np.asarray(img, np.float32)
+        paths[name] = write_envi(out / name, img, cube, f"hyperapp {result.method} {name} (band k = component k)",
+                                 nan_is_nodata=bool(np.isnan(img).any()))
     if result.method in POSTERIOR_METHODS:
         post = result.extra if isinstance(result.extra, np.ndarray) and result.extra.ndim == 3 else None
         if post is None:
             post = posterior_image(result.model, cube, get_backend("cpu"))
-        paths["posterior"] = write_envi(out / "posterior", np.asarray(post, np.float32), cube,
-                                        f"hyperapp {result.method} posterior probability per component")
+        post = np.asarray(post, np.float32)
+        paths["posterior"] = write_envi(out / "posterior", post, cube,
+                                        f"hyperapp {result.method} posterior probability per component",
+                                        nan_is_nodata=bool(np.isnan(post).any()))
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(header, rows))
         paths[name] = out / f"{name}.csv"

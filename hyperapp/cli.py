@@ -323,8 +323,16 @@ def cmd_detect(args) -> int:
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
+    if rep.get("nodata_pixels"):
+        print(nodata_words(rep["nodata_pixels"]))
     print(f"wrote {paths['report'].parent}")
     return 0
+
+
+def nodata_words(n: int) -> str:
+    """What a run did with the pixels without data, for the summary (the scores file's header says it too)."""
+    return (f"{n} pixel{'s' if n != 1 else ''} without data (NaN, Inf or the no-data value) scored NaN, never "
+            "detected")
 
 
 def _open(args):
@@ -383,6 +391,9 @@ def cmd_analyse(args) -> int:
                  f"{res['snr'][res['n_components'] - 1]:.4g})")
     line += f" ({rep['seconds']['total']:.3f} s)"
     print(line)
+    if rep["selection"].get("nodata_left_out"):
+        print(f"{rep['selection']['nodata_left_out']} pixel(s) without data (NaN, Inf or the no-data value) left "
+              "out of the fit: -1 in the label maps, NaN in the images written")
     if "criterion" in res or "bic" in res:
         from hyperapp.analyse import range_edge_words
 

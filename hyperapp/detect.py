@@ -140,7 +140,8 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     if kind == "scores":
         data = result.scores.astype(np.float32, copy=False)
         if fmt == "envi":
-            return write_envi(p, data, cube, f"hyperapp {result.method} scores (higher = more target-like)")
+            return write_envi(p, data, cube, f"hyperapp {result.method} scores (higher = more target-like)",
+                              nan_is_nodata=bool(result.report.get("nodata_pixels")))
         return write_image(p, data, fmt, cube)
     if kind == "mask":
         data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)

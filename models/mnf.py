@@ -77,6 +77,12 @@ def neighbour_differences(X, direction: str = "lowerright"):
     return d.reshape(-1, X.shape[2])
 
 
+def _snr(eigenvalue: float) -> float:
+    """A component's signal-to-noise ratio from its MNF eigenvalue ((signal + noise) / noise): never below
+    0, where estimation put the eigenvalue under 1 (a reported SNR of -1 read as a sentinel)."""
+    return max(float(eigenvalue) - 1.0, 0.0)
+
+
 class MNF(Estimator):
     """Minimum noise fraction transform (noise from shift differences), as ``spectral.mnf``.
 
@@ -163,10 +169,10 @@ class MNF(Estimator):
     def summary(self) -> dict:
         lam = self.eigenvalues_
         return {"n_components": int(self.n_components_), "eigenvalues": [float(v) for v in lam],
-                "snr": [float(v - 1.0) for v in lam], "direction": self.direction}
+                "snr": [_snr(v) for v in lam], "direction": self.direction}
 
     def tables(self) -> dict:
-        rows = [[i + 1, float(v), float(v - 1.0), "yes" if i < self.n_components_ else "no"]
+        rows = [[i + 1, float(v), _snr(v), "yes" if i < self.n_components_ else "no"]
                 for i, v in enumerate(self.eigenvalues_)]
         return {"eigenvalues": (["component", "eigenvalue", "snr", "kept"], rows)}
 

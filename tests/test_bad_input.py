@@ -1277,3 +1277,31 @@ def test_a_target_at_the_background_mean_is_said(tmp_path, capsys):
         assert not (tmp_path / "o").exists()
     assert _cli(["detect", tmp_path / "m.hdr", "--method", "cem", "--targets", tmp_path / "t.csv",
                  "--out", tmp_path / "o"], capsys)[0] == 0
+
+
+def test_pixels_without_data_are_said_and_marked_in_the_scores_header(tmp_path, capsys):
+    """NaN and Inf pixels score NaN: the summary counts them and the scores' header names NaN its data
+    ignore value (NaN sat in scores.img with nothing saying what it meant)."""
+    import spectral.io.envi as envi
+
+    X = np.random.default_rng(4).uniform(0.1, 0.5, (24, 24, 8)).astype(np.float32)
+    X[20, 20, 3], X[21, 2] = np.nan, np.inf
+    envi.save_image(str(tmp_path / "n.hdr"), X, dtype=np.float32, force=True, ext=".img")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    assert main(["--headless", "detect", str(tmp_path / "n.hdr"), "--method", "ace", "--targets",
+                 str(tmp_path / "t.csv"), "--out", str(tmp_path / "o")]) == 0
+    assert "2 pixels without data (NaN, Inf or the no-data value) scored NaN" in capsys.readouterr().out
+    assert "data ignore value = NaN" in (tmp_path / "o" / "scores.hdr").read_text()
+    s = np.fromfile(tmp_path / "o" / "scores.img", np.float32).reshape(24, 24)
+    assert np.isnan(s[20, 20]) and np.isnan(s[21, 2]) and np.isfinite(s).sum() == 24 * 24 - 2
+    # MNF fits on the whole image: its component images are NaN there too (it wrote values of ~1e-6, as if
+    # they were data), its count leaves them out, and it says so
+    assert main(["--headless", "analyse", str(tmp_path / "n.hdr"), "--method", "mnf", "--out",
+                 str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "mnf on cpu: 574 spectra" in out and "2 pixel(s) without data" in out
+    comp = np.fromfile(tmp_path / "m" / "components.img", np.float32).reshape(-1, 24, 24)
+    assert np.isnan(comp[:, 20, 20]).all() and np.isnan(comp[:, 21, 2]).all() and np.isfinite(comp).sum() == comp.shape[0] * 574
+    assert "data ignore value = NaN" in (tmp_path / "m" / "components.hdr").read_text()
+    rep = json.loads((tmp_path / "m" / "report.json").read_text())
+    assert min(rep["results"]["snr"]) >= 0  # an SNR, never the -1 of an eigenvalue under 1

@@ -52,17 +52,21 @@ def _write_header(hdr: Path, image: np.ndarray, meta: dict) -> Path:
 
 
 def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "",
-               classes: dict | None = None) -> Path:
+               classes: dict | None = None, nan_is_nodata: bool = False) -> Path:
     """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path.
 
     ``classes`` (``{"class names": [...], "class lookup": [...]}``) writes an ENVI classification file
     instead (``file type = ENVI Classification``), as ENVI's own classifiers write theirs.
+    ``nan_is_nodata``: the image's NaN are pixels without data (scores of the cube's no-data pixels),
+    said in the header as its ``data ignore value`` (GDAL and ENVI then leave them out).
     """
     import spectral.io.envi as envi
 
     stem = _stem(path)
     hdr, dat = stem.with_suffix(".hdr"), stem.with_suffix(".img")
     meta: dict = {"description": description or f"hyperapp output {stem.name}"}
+    if nan_is_nodata:
+        meta["data ignore value"] = "NaN"
     if cube is not None:
         if cube.map_info:
             meta["map info"] = cube.map_info
