@@ -64,7 +64,8 @@ def check_target_apart(d2: float, bands: int, what: str) -> None:
     if not d2 >= TARGET_APART:
         raise ModelError(f"the target spectrum is the background's mean (Mahalanobis distance {max(d2, 0.0) ** 0.5:.2g}; "
                          f"background pixels lie about {bands ** 0.5:.2g} from it): {what} cannot tell it from the "
-                         "background; mark pixels of the target itself")
+                         "background; mark pixels of the target itself (where every pixel is alike, a constant "
+                         "cube, there is nothing to find)")
 
 
 def selected_spectra(X, at_least: int, too_few: str):

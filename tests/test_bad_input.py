@@ -1225,7 +1225,7 @@ def test_a_model_that_cannot_use_the_cube_names_the_cube(tmp_path, capsys):
     _one_clean_line(*_cli(["analyse", hdr, "--method", "kmeans", "--param", "k=2", "--device", "cpu", "--out",
                            tmp_path / "a"], capsys), "const.hdr: the selected spectra are all identical")
     _one_clean_line(*_cli(["detect", hdr, "--method", "mf", "--targets", tmp_path / "t.csv", "--device", "cpu",
-                           "--out", tmp_path / "d"], capsys), "const.hdr: ", "finite score")
+                           "--out", tmp_path / "d"], capsys), "const.hdr: ", "a constant cube")
 
 
 def test_degenerate_cubes_are_said_not_scored(tmp_path, capsys):
