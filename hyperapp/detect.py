@@ -330,6 +330,8 @@ def run_detection(
     px = _load_labelled(cube, y, backend, timer, image, progress)
     if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
         _refuse_one_spectrum(px.X, backend.xp)
+    if model is None and m.uses_background and px.n_targets and px.n_background:
+        _refuse_contradictory_marks(px, cube.cols)
     est, params = _estimator(m, model, params, target_spectra, mnf, px, timer)
     if model is None:
         est = _fit(m, est, px, params, target_spectra, undesired_spectra, timer, progress.sub(0.45, 0.7))
@@ -762,6 +764,27 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects))
+
+
+def _refuse_contradictory_marks(px: _Pixels, cols: int) -> None:
+    """A background pixel marked with the very spectrum of a target pixel asks a network to learn one
+    spectrum as both: it trained, and marked the background pixel a target, without a word. Only the
+    marked pixels come to the host."""
+    from hyperapp.models.base import BACKGROUND, TARGET
+
+    y = px.y.reshape(-1)
+    it, ib = np.flatnonzero(y == TARGET), np.flatnonzero(y == BACKGROUND)
+    flat = px.X.reshape(-1, px.X.shape[-1])
+    xp = get_namespace(flat)
+    t = np.ascontiguousarray(to_host(flat[xp.asarray(it)]))
+    b = np.ascontiguousarray(to_host(flat[xp.asarray(ib)]))
+    rows = {row.tobytes(): i for i, row in zip(it, t)}
+    for j, row in zip(ib, b):
+        i = rows.get(row.tobytes())
+        if i is not None:
+            raise InputError(f"background pixel (row {j // cols}, col {j % cols}) holds the same spectrum as target "
+                             f"pixel (row {i // cols}, col {i % cols}): a network cannot learn it as both; unmark "
+                             "one of them")
 
 
 def _refuse_one_spectrum(X, xp) -> None:

@@ -1305,3 +1305,23 @@ def test_pixels_without_data_are_said_and_marked_in_the_scores_header(tmp_path, 
     assert "data ignore value = NaN" in (tmp_path / "m" / "components.hdr").read_text()
     rep = json.loads((tmp_path / "m" / "report.json").read_text())
     assert min(rep["results"]["snr"]) >= 0  # an SNR, never the -1 of an eigenvalue under 1
+
+
+def test_one_spectrum_marked_both_target_and_background_is_said(tmp_path, capsys):
+    """A background click on a pixel holding exactly a target click's spectrum: the networks trained and
+    marked it a target, without a word. Now one line naming both pixels; apart, they train."""
+    import spectral.io.envi as envi
+
+    X = np.random.default_rng(5).uniform(0.1, 0.5, (24, 24, 8)).astype(np.float32)
+    X[4:7, 4:7] += 0.4
+    X[20, 20] = X[5, 5]
+    envi.save_image(str(tmp_path / "c.hdr"), X, dtype=np.float32, force=True, ext=".img")
+    (tmp_path / "t.csv").write_text("row,col\n5,5\n")
+    (tmp_path / "b.csv").write_text("row,col\n20,20\n15,2\n")
+    (tmp_path / "b2.csv").write_text("row,col\n15,2\n")
+    for method in ("rbfn", "ffbp"):
+        rc, err = _cli(["detect", tmp_path / "c.hdr", "--method", method, "--targets", tmp_path / "t.csv",
+                        "--background", tmp_path / "b.csv", "--out", tmp_path / "o"], capsys)
+        _one_clean_line(rc, err, "c.hdr: ", "background pixel (row 20, col 20)", "target pixel (row 5, col 5)")
+        assert _cli(["detect", tmp_path / "c.hdr", "--method", method, "--targets", tmp_path / "t.csv",
+                     "--background", tmp_path / "b2.csv", "--out", tmp_path / method], capsys)[0] == 0
