@@ -218,6 +218,10 @@ def test_forest_panel_trains_on_named_classes(qtbot, win, tmp_path):
     assert panel.class_table.item(2, 2).text() == "400"
     panel.set_method("forest")
     assert panel.source.currentText() == "All ROIs"
+    assert not panel.sample.isEnabled()  # the sample size counts only for a random sample
+    panel.set_source("sample")
+    assert panel.sample.isEnabled()
+    panel.set_source("rois")
     panel.form.set_values({"n_trees": 10, "max_depth": 8})
     with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
         assert panel.run() is not None

@@ -106,6 +106,8 @@ class AnalysisPanel(QWidget):
         self.plots.addWidget(self.placeholder)
         self.plots.addWidget(self.tabs)
         self.relabel_worker: Worker | None = None  # a new cut or another subset labelling the image
+        # the sample size counts only for a random sample: greyed otherwise, saying why
+        self.source.currentIndexChanged.connect(self._sample_in_use)
         self.method.currentIndexChanged.connect(self._rebuild)
         self.form.changed.connect(self._cpu_note)
         self.sample.valueChanged.connect(self._cpu_note)
@@ -309,6 +311,9 @@ class AnalysisPanel(QWidget):
 
     def _progress(self, fraction: float, message: str) -> None:
         show_progress(self, fraction, message)
+
+    def _sample_in_use(self, *_) -> None:
+        self.sample.setEnabled(SOURCES[self.source.currentIndex()][1] == "sample")
 
     def options(self) -> tuple:
         """What a run is made of, as the form holds it now (to tell whether the plots are of these)."""
