@@ -90,14 +90,14 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     assert res is not None and bp.table.rowCount() == 20
     best = bp.selected_bands()
     assert len(best) == 3 and len(bp.band_items) == 4  # mean spectrum + three band markers
-    assert win.legend.title.startswith("Codes of subset 1: bands ")
+    assert win.legend.title.startswith("Subset 1 codes, bands ")
     # the map follows the chosen row: the codes of subset 3, named on the legend (it stayed the best one's)
     before = res.labels.copy()
     bp.table.selectRow(2)
     qtbot.waitUntil(lambda: bp.relabel_worker is None and getattr(res, "shown_rank", 0) == 2, timeout=60000)
     want = np.asarray(res.model.predict(win.session.cube.to_float32(), rank=2))
     np.testing.assert_array_equal(res.labels, want)
-    assert not np.array_equal(before, want) and win.legend.title.startswith("Codes of subset 3: bands ")
+    assert not np.array_equal(before, want) and win.legend.title.startswith("Subset 3 codes, bands ")
     bp.table.selectRow(0)
     qtbot.waitUntil(lambda: bp.relabel_worker is None and res.shown_rank == 0, timeout=60000)
     np.testing.assert_array_equal(res.labels, before)

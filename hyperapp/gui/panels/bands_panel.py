@@ -111,8 +111,9 @@ class BandsPanel(AnalysisPanel):
         if result.method != "band-subsets":
             return super().map_heading(result)
         rank = getattr(result, "shown_rank", 0)
-        bands = ", ".join(band_name(self.host.session.cube, b) for b in result.model.best_subsets_[rank])
-        return f"Codes of subset {rank + 1}: bands {bands}"
+        # the bands' numbers only (the table beside gives their wavelengths): the legend is 190 px wide
+        bands = ", ".join(band_name(self.host.session.cube, b).split(" (")[0] for b in result.model.best_subsets_[rank])
+        return f"Subset {rank + 1} codes, bands {bands}"
 
     def _mark_selected(self) -> None:
         s = self.host.session
