@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--train-from", help="train on this scene instead (FFBP: the window networks), then score the cube")
     det.add_argument("--train-truth", help="the targets of --train-from: a truth mask or clicks")
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
-    det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10-20), as a band "
+    det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10..20), as a band "
                                      "reduction chose them")
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--roi-class", default=None, help="the class --select roi takes (default 1)")
     ana.add_argument("--sample", default=None, help="pixels in the random sample (default 20000)")
     ana.add_argument("--seed", default=None, help="seed of the sample")
-    ana.add_argument("--bands", help="analyse these bands only (0-based, e.g. 3,17,40 or 10-20)")
+    ana.add_argument("--bands", help="analyse these bands only (0-based, e.g. 3,17,40 or 10..20)")
     ana.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     ana.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
     ana.add_argument("--out", required=True, help="output folder")

@@ -177,7 +177,7 @@ def band_spec(value, name: str = "bands") -> str:
         parts = [str(whole(v, name, 0, None, "a list of band indices (0-based)")) for v in value]
         value = ",".join(parts)
     if not isinstance(value, str):
-        raise InputError(f"{name} must be band indices like 3,17,40 or 10-20 (0-based), got {value!r}")
+        raise InputError(f"{name} must be band indices like 3,17,40 or 10..20 (0-based), got {value!r}")
     band_indices(value, name)
     return value.strip()
 
@@ -189,11 +189,14 @@ def band_indices(value: str, name: str = "bands") -> list[int]:
         part = part.strip()
         if not part:
             continue
-        m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
+        # a range as k takes one too (2..16, 2-16, 2:16), ends included
+        m = re.fullmatch(r"(\d+)\s*(?:-|\.\.|:)\s*(\d+)", part)
         if m:
             a, b = int(m.group(1)), int(m.group(2))
             if b < a:
                 raise InputError(f"{name} range {part!r} runs backwards")
+            if b - a > 100_000:  # no cube has more bands; a slip of the keyboard must not fill the memory
+                raise InputError(f"{name} range {part!r} spans {b - a + 1:,} bands: no cube has that many")
             out.extend(range(a, b + 1))
         elif re.fullmatch(r"[+-]?\d+", part):
             v = int(part)
@@ -201,7 +204,7 @@ def band_indices(value: str, name: str = "bands") -> list[int]:
                 raise InputError(f"{name} holds band {v}: bands are counted from 0")
             out.append(v)
         else:
-            raise InputError(f"{name} must be band indices like 3,17,40 or 10-20 (0-based), got {value!r}")
+            raise InputError(f"{name} must be band indices like 3,17,40 or 10..20 (0-based), got {value!r}")
     if not out:
         raise InputError(f"{name} lists no band")
     if len(set(out)) != len(out):  # "3,3,3" is one band: most often a typing slip for other bands

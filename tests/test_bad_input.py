@@ -1325,3 +1325,14 @@ def test_one_spectrum_marked_both_target_and_background_is_said(tmp_path, capsys
         _one_clean_line(rc, err, "c.hdr: ", "background pixel (row 20, col 20)", "target pixel (row 5, col 5)")
         assert _cli(["detect", tmp_path / "c.hdr", "--method", method, "--targets", tmp_path / "t.csv",
                      "--background", tmp_path / "b2.csv", "--out", tmp_path / method], capsys)[0] == 0
+
+
+def test_band_ranges_take_the_k_range_syntax_too():
+    """--bands took 10-20 where k takes 2..16: a tired user types one for the other. Both, and 2:16, name
+    the same bands, ends included; a range longer than any cube is refused before it fills the memory."""
+    from hyperapp import options
+
+    assert options.band_indices("5..9") == options.band_indices("5-9") == options.band_indices("5:9") == [5, 6, 7, 8, 9]
+    assert options.band_indices("1, 3..4, 10") == [1, 3, 4, 10]
+    with pytest.raises(InputError, match="spans 10,000,000,000 bands"):
+        options.band_indices("0..9999999999")
