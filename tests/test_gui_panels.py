@@ -139,6 +139,12 @@ def test_som_panel(qtbot, win):
     np.testing.assert_allclose(som.neuron_curve.getData()[1], np.asarray(res.model.codebook_)[9] / 10000.0, rtol=1e-5)
     assert som.neuron_plot.getAxis("left").labelText == "reflectance"
     assert res.labels.max() < 56
+    # the codebook clusters outlined on the U-matrix and the hit map in their colours on the image
+    from hyperapp.io.writers import class_colour
+
+    k = int(np.max(res.model.cluster_of_unit_)) + 1
+    on_umat = [it for plot, it in som._cluster_lines if plot is som.umat_plot]
+    assert {it.opts["pen"].color().getRgb()[:3] for it in on_umat} == {class_colour(j) for j in range(k)}
     # the three maps side by side, each a grid of square neurons filling its plot, axes counting neurons
     som.tabs.setCurrentWidget(som.maps)
     qtbot.wait(50)

@@ -128,6 +128,7 @@ class SOMPanel(AnalysisPanel):
         set_bar_label(self.hits_bar, "spectra<br>per neuron")
         fit_image(self.umat_plot, umat, cells=True)
         fit_image(self.hits_plot, hits, cells=True)
+        self._outline_clusters(m)
         self.band.setRange(0, m.codebook_.shape[1] - 1)
         self._plane()
         ep = np.arange(1, len(m.quantization_error_) + 1, dtype=float)
@@ -142,6 +143,29 @@ class SOMPanel(AnalysisPanel):
                                f"topographic {m.topographic_error_[-1]:.3f}")
         self.show_neuron(0)
         self.tabs.setCurrentWidget(self.maps)
+
+    def _outline_clusters(self, m) -> None:
+        """The codebook clusters outlined on the U-matrix and the hit map, each in its colour on the image,
+        so a colour of the map can be found among the neurons (nothing tied them together)."""
+        from hyperapp.gui.image_view import class_outlines
+        from hyperapp.io.writers import class_colour
+
+        for plot, item in getattr(self, "_cluster_lines", []):
+            plot.removeItem(item)
+        self._cluster_lines = []
+        if m.cluster_of_unit_ is None:
+            return
+        grid = np.asarray(m.cluster_of_unit_).reshape(int(m.rows), int(m.cols)) + 1
+        for v, (xs, ys) in class_outlines(grid).items():
+            for plot in (self.umat_plot, self.hits_plot):
+                item = pg.PlotCurveItem(xs, ys, pen=pg.mkPen(class_colour(v - 1), width=2.5), connect="pairs")
+                item.setZValue(10)
+                plot.addItem(item)
+                self._cluster_lines.append((plot, item))
+        tip = "; outlined: the codebook clusters, in their colours on the image"
+        for plot in (self.umat_plot, self.hits_plot):
+            if tip not in plot.toolTip():
+                plot.setToolTip(plot.toolTip() + tip)
 
     def _plane(self) -> None:
         m = getattr(self, "_m", None)
