@@ -85,6 +85,11 @@ class ForestPanel(AnalysisPanel):
             sw.setBackground(QBrush(QColor(*colour)))
             sw.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
             t.setItem(k, 0, sw)
+            # the swatch also drawn over the cell: a selected row's highlight painted over the item's colour
+            chip = QLabel()
+            chip.setStyleSheet(f"background-color: rgb({colour[0]}, {colour[1]}, {colour[2]}); margin: 3px;")
+            chip.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)  # clicks reach the table
+            t.setCellWidget(k, 0, chip)
             t.setItem(k, 1, QTableWidgetItem(name))
             n = QTableWidgetItem(str(int(counts[k])))
             n.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
