@@ -118,6 +118,14 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.spectrum.cursor_curve.getData()[0] is None or len(win.spectrum.cursor_curve.getData()[0]) == 0
     (x0, x1), (y0, y1) = win.view.vb.viewRange()
     assert x0 <= 0 and x1 >= 300  # fitted to the new cube
+    # and back to the small cube: framed on it, not kept in the corner of the wide one's frame (the last
+    # cube's ROIs, redrawn after its picture, held the old frame); the spectrum's x on its bands at once
+    assert win.open_cube(land_hdr)
+    (x0, x1), (y0, y1) = win.view.vb.viewRange()
+    assert x0 <= 0 and x1 >= 128 and -5 <= y0 <= 0 and 128 <= y1 <= 140
+    assert x1 - x0 < 300  # widened only to the view's aspect, not to the wide cube's 300 columns
+    sx0, sx1 = win.spectrum.getViewBox().viewRange()[0]
+    assert sx0 >= 300 and sx1 <= 2700  # land's wavelengths (400-2500 nm), not the wide cube's bands 0-7
 
 
 def test_a_run_keeps_the_users_zoom(qtbot, win, land_hdr):

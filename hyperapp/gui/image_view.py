@@ -122,7 +122,15 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.shape = img_u8.shape[:2]
         self.base.setImage(img_u8, autoLevels=False, levels=(0, 255))
         if fit or (fit is None and first):
-            self.vb.autoRange(padding=0.02)
+            self.fit()
+
+    def fit(self) -> None:
+        """Frame the image itself: autoRange framed every item, and the last cube's overlays (the ROIs,
+        redrawn only after the new cube's picture) kept a small cube a thumbnail in the corner of the last
+        one's frame."""
+        if self.shape is not None:
+            h, w = self.shape
+            self.vb.setRange(QRectF(0, 0, w, h), padding=0.02)
 
     def show_hint(self, text: str) -> None:
         """A line in the middle of an empty view (what to do first)."""

@@ -340,7 +340,7 @@ class MainWindow(QMainWindow):
         for dock in self.findChildren(QDockWidget):
             v.addAction(dock.toggleViewAction())
         v.addSeparator()
-        self._action(v, "&Fit image to window", lambda: self.view.vb.autoRange(padding=0.02), "Ctrl+0")
+        self._action(v, "&Fit image to window", self.view.fit, "Ctrl+0")
         r = mb.addMenu("&Run")
         self._action(r, "&Run the chosen tool", self.run_current_tool, "F5")
         self._action(r, "&Cancel", self.cancel_everything, "Esc")
@@ -416,7 +416,7 @@ class MainWindow(QMainWindow):
         self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
         self.refresh_image()
-        self.view.vb.autoRange(padding=0.02)  # fit the new cube, whatever the last one's zoom
+        self.view.fit()  # the new cube, whatever the last one's zoom
         self._rois_changed()
         self.cube_opened.emit(session)
 

@@ -45,6 +45,10 @@ class SpectrumPlot(pg.PlotWidget):
         else:
             self.x = np.arange(bands, dtype=float)
             self.setLabel("bottom", "band")
+        # the new cube's range at once (the last cube's stayed under the new label until a hover)
+        if self.x.size:
+            self.setXRange(float(self.x.min()), float(self.x.max()) if self.x.size > 1 else float(self.x[0]) + 1)
+        self.enableAutoRange(axis="y")
 
     def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
         self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale)
