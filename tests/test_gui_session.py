@@ -298,3 +298,28 @@ def test_a_run_with_no_targets_says_what_to_do_in_the_windows_words(qtbot, win, 
         assert "click target pixels on the image" in win.last_error and "--" not in win.last_error
     assert "Train FFBP on another scene" in win.last_error
     assert run_detector(qtbot, win, "rx") is not None  # takes no targets: it runs
+
+
+def test_the_roc_title_says_when_the_truth_counts_more_false_alarms_than_asked(qtbot):
+    """At the run's threshold, set for a false-alarm rate, the ROC's title says when the truth counts many
+    more false alarms than asked (the RBFN's threshold leaves out its network's top mode as likely targets;
+    bright non-targets among them gave 0.0043 for 0.001, said nowhere); a threshold with none says where
+    its dot is drawn. Two short lines: one ran past the plot at 1366 x 768."""
+    from hyperapp.gui.results_panel import ResultsPanel
+
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    scores = np.arange(1000, dtype=np.float32).reshape(25, 40)
+    truth = np.zeros((25, 40), bool)
+    truth.reshape(-1)[-5:] = True
+    t = 979.5  # above it: 5 targets and 15 of 995 background pixels, 0.015
+    panel.show_result(scores, t, truth, None, "", far_asked=0.001)
+    panel.flush()
+    title = panel.roc.plotItem.titleLabel.text
+    assert "false alarms 0.015<br>15.1x the 0.001 asked" in title, title
+    panel.set_threshold(995.5)
+    panel.flush()
+    assert "no false alarm: drawn at the axis' left end" in panel.roc.plotItem.titleLabel.text
+    panel.show_result(scores, t, truth, None, "", far_asked=0.01)
+    panel.flush()
+    assert "<br>" not in panel.roc.plotItem.titleLabel.text  # 1.5x the rate asked: nothing to say

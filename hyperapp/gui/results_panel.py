@@ -74,6 +74,7 @@ class ResultsPanel(QWidget):
         self.counts = QLabel("no result yet: mark targets, then Train & Run")
         self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
+        self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
         self.origin = QLabel("")
         self.origin.setWordWrap(True)
         self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.threshold_origin); "
@@ -148,9 +149,12 @@ class ResultsPanel(QWidget):
 
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
-                    exclude: np.ndarray | None = None, origin: str = "") -> None:
-        """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen."""
+                    exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None) -> None:
+        """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen, and
+        ``far_asked`` the false-alarm rate it was set for (while the threshold is there, the ROC's title
+        says when the truth counts many more)."""
         self.scores = np.asarray(scores, dtype=np.float32)
+        self._asked = (float(threshold), far_asked) if far_asked else None
         self.truth, self.exclude = truth, exclude
         self.origin.setText(origin)
         self.origin.setVisible(bool(origin))
@@ -244,10 +248,15 @@ class ResultsPanel(QWidget):
         if self.truth is not None:
             far, pd = operating_point(self.scores, self.truth, t, self.exclude)
             self.roc_point.setData([max(far, self._min_far)], [pd])
-            # a log axis has no 0: a threshold with no false alarm is drawn at the axis' left end, and says so
-            where = " (drawn at the axis' left end)" if far < self._min_far else ""
-            self.roc.setTitle(f"AUC {self._auc:.4f}; threshold (dot): detection {pd:.3f}, false alarms "
-                              f"{far:.2g}{where}")
+            # two short lines (one ran past a 1366-pixel screen's plot): a log axis has no 0, so a
+            # threshold with no false alarm is drawn at the axis' left end, and says so; and a threshold
+            # set for a false-alarm rate says when the truth counts far more than was asked
+            second = "(no false alarm: drawn at the axis' left end)" if far < self._min_far else ""
+            if self._asked and self._asked[0] == t and far > 2 * self._asked[1]:
+                second = (f"{far / self._asked[1]:.1f}x the {self._asked[1]:g} asked: the pixels counted out "
+                          "as likely targets hold other materials too")
+            self.roc.setTitle(f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, "
+                              f"false alarms {far:.2g}" + (f"<br>{second}" if second else ""))
             self.operating_point = (far, pd)
         else:
             self.operating_point = None
