@@ -313,3 +313,17 @@ def test_the_windows_saves_refuse_a_folder_that_does_not_exist_and_make_none(qtb
         win.panels["Forest classification"].export_class_map(str(missing / "c.hdr"), "envi")
     assert not (tmp_path / "no-such-folder").exists()
     assert win.export("mask", tmp_path / "m.hdr") is not None  # an existing folder still takes it
+
+
+def test_the_cascades_mask_boxes_are_not_drawn_as_dots(qtbot):
+    """The window detector's boxes are drawn dashed; those a cascade adds around its RBFN's mask objects
+    (most one pixel: dozens of unexplained dots beside the boxes) are not: the mask shows those pixels."""
+    from hyperapp.gui.image_view import ImageView
+
+    view = ImageView()
+    qtbot.addWidget(view)
+    view.set_image(np.zeros((30, 30, 3), np.uint8))
+    view.set_boxes([{"row": 0, "col": 0, "height": 8, "width": 8, "level": 0, "source": "ffbp"},
+                    {"row": 20, "col": 25, "height": 1, "width": 1, "level": 0, "source": "rbfn"},
+                    {"row": 10, "col": 10, "height": 4, "width": 4, "level": 1}])
+    assert len(view.box_items) == 2 and view.key_entries() == ["window boxes"]

@@ -271,6 +271,10 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.marks.setData(xc + 0.5, yc + 0.5, pen=pens, brush=None, symbol="o", size=13)
 
     def set_boxes(self, boxes: list[dict]) -> None:
+        """Draw the window detector's boxes (dashed). The boxes a cascade adds around its RBFN's mask
+        objects (``source`` ``"rbfn"``, most one pixel) are not drawn: the mask shows those pixels, and
+        dozens of tiny dashed squares read as unexplained dots (they stay in the exported boxes)."""
+        boxes = [b for b in boxes if b.get("source", "ffbp") != "rbfn"]
         for it in self.box_items:
             self.vb.removeItem(it)
         self.box_items = []
