@@ -105,6 +105,23 @@ def test_header_with_wrong_sizes(tmp_path):
         open_cube(hdr)
 
 
+def test_a_data_file_larger_than_its_header_says_is_refused(tmp_path):
+    """A header with too few bands, or a smaller data type, over a larger file was read without a word
+    (scores of nothing, exit 0); a few stray bytes past the end (less than a band) are let be."""
+    hdr = _write(tmp_path, np.ones((6, 6, 4), np.int16), "bsq", 0)
+    text = "\n".join(ln for ln in hdr.read_text().splitlines() if not ln.lower().startswith(("wavelength", "fwhm", "bbl")))
+    hdr.write_text(text.replace("bands = 4", "bands = 3"))
+    with pytest.raises(CubeFormatError, match="c.img: data file holds 288 bytes, 1 band more than its header"):
+        open_cube(hdr)
+    hdr.write_text(text.replace("data type = 2", "data type = 1"))
+    with pytest.raises(CubeFormatError, match="4 bands more than its header describes"):
+        open_cube(hdr)
+    hdr.write_text(text)
+    img = tmp_path / "c.img"
+    img.write_bytes(img.read_bytes() + b"\0" * 8)
+    assert open_cube(hdr).shape == (6, 6, 4)
+
+
 def test_unknown_data_type(tmp_path):
     hdr = _write(tmp_path, np.ones((6, 6, 4), np.int16), "bsq", 0)
     hdr.write_text(hdr.read_text().replace("data type = 2", "data type = 8"))

@@ -52,6 +52,20 @@ def test_envi_library_round_trips_through_spectral_python(tmp_path):
     np.testing.assert_allclose(back.wavelengths_nm(), lib.wavelengths * 1000)
 
 
+def test_an_envi_library_whose_data_and_header_disagree_is_refused(tmp_path):
+    """Data holding a spectrum more than its header says (dropped without a word), or another data type
+    (read into nonsense, exit 0): one line naming the data file, as a truncated one already was."""
+    path = write_library(_lib(), tmp_path / "lib.sli")
+    good = path.read_bytes()
+    row = len(good) // 3  # three spectra
+    path.write_bytes(good + good[:row])
+    with pytest.raises(HyperappError, match="lib.sli: data file holds .* 1 spectrum more than its header"):
+        read_library(tmp_path / "lib.hdr")
+    path.write_bytes(good[:-row])
+    with pytest.raises(HyperappError, match="lib.sli: data file is truncated"):
+        read_library(tmp_path / "lib.hdr")
+
+
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     import spectral.io.envi as envi
 

@@ -288,8 +288,9 @@ def _read_envi(p: Path) -> SpectralLibrary:
                               "a library's header has them, file type = ENVI Spectral Library and bands = 1)", hdr)
     if not data.is_file():
         raise CubeNotFoundError("the library's data file (.sli) is missing", data)
-    from hyperapp.io.envi import check_readable
+    from hyperapp.io.envi import check_library_size, check_readable
 
+    check_library_size(hdr, data)
     check_readable(data)
     try:
         with quiet_spectral():
