@@ -273,7 +273,9 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
     image size (:class:`_Reads`)."""
     from hyperapp.io import read_truth
     from hyperapp.io.masks import check_background, check_truth_beside_clicks, read_class_map
+    from hyperapp.io.speclib import ResampledLibraries, wavelength_grid
 
+    libraries = ResampledLibraries()
     cubes, failed = [], None
     for f in files:
         try:
@@ -300,8 +302,15 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
                 if s.select == "roi" and not (m == s.roi_class).any():
                     raise InputError(f"ROI class {s.roi_class} holds no pixels", s.roi)
             checks.append(("roi", roi_class))
+        # libraries on each input's wavelengths (a library of 5-7 um against cubes of 0.4-2.5 um failed every
+        # cube after the job began, exit 1); resampled once per grid (ResampledLibraries)
+        on_bands = lambda: cube.run_bands(s.all_bands, s.bands, "bands")  # noqa: E731
+        if s.target_spectra:
+            checks.append(("target_spectra", lambda: libraries(s.target_spectra, on_bands(), s.spectra)))
+        for j, u in enumerate(s.undesired_spectra):
+            checks.append((f"undesired_spectra[{j}]", lambda u=u: libraries(u, on_bands(), s.undesired_names)))
         for key, check in checks:
-            memo = (i, key, shape, cube.store.shape[2])
+            memo = (i, key, shape, cube.store.shape[2]) + ((wavelength_grid(cube),) if "spectra" in key else ())
             if memo not in done:
                 try:
                     check()

@@ -234,6 +234,14 @@ def test_job_step_with_target_spectra(land_hdr, tmp_path):
                                        'spectra = "px"\n[output]\nfolder = "out"\n')
     with pytest.raises(InputError, match="give target_spectra too"):
         load_job(tmp_path / "bad.toml")
+    # a library on no input's wavelengths stops the job before any work (every cube failed on it, exit 1)
+    far = SpectralLibrary(["px"], t[None], np.asarray(cube.wavelengths) + 5000.0, "nm")
+    write_library(far, tmp_path / "far.sli")
+    (tmp_path / "far.toml").write_text(f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "sam"\n'
+                                       'target_spectra = "far.sli"\n[output]\nfolder = "out-far"\n')
+    with pytest.raises(InputError, match=r"steps\[0\]\.target_spectra\] fits no input: .*do not overlap"):
+        load_job(tmp_path / "far.toml")
+    assert not (tmp_path / "out-far").exists()
 
 
 # ------------------------------------------------------------------ Spectral Python databases
