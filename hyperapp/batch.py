@@ -446,7 +446,13 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         raise
     finally:
         if pipe is not None:
-            pipe.close()  # the cube being computed stops at its next check; the one being written finishes
+            try:
+                pipe.close()  # the cube being computed stops at its next check; the one being written finishes
+            except KeyboardInterrupt:
+                # a second interrupt while the stages stop (seen in one run of five, in the threads' join):
+                # they stop on their own (the pipeline is closed), and the first interrupt, which says how
+                # many cubes are kept, is the one that goes on (this one said "nothing written")
+                pass
         # cubes written (by this pipeline, or the cluster's workers) while the run was being stopped: in the
         # manifest too (before the client closes, while the cluster's results can still be asked for)
         for row in _finished_rows(futs) if not ended else ():

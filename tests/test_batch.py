@@ -284,6 +284,24 @@ def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypa
     assert kept == sum((tmp_path / "out" / f"scene-{i:02d}" / "detect-sam" / "report.json").is_file()
                        for i in range(3)) >= 1
     assert "interrupted: " in (tmp_path / "out" / "hyperapp-batch.log").read_text()  # the log says so too
+    # a second interrupt while the stages stop (seen in the threads' join) no longer replaces the first:
+    # the line said "nothing written" over the cubes kept
+    import shutil
+
+    from hyperapp.pipeline import CubePipeline
+
+    shutil.rmtree(tmp_path / "out")
+    calls.clear()
+    real_close = CubePipeline.close
+
+    def close_interrupted(self, wait=True):
+        real_close(self, wait)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CubePipeline, "close", close_interrupted)
+    assert main(["--headless", "run", str(job), "--device", "cpu"]) == 130
+    err = capsys.readouterr().err
+    assert re.search(r"interrupted; \d+ cube\(s\) done are kept", err) and "nothing written" not in err, err
 
 
 def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_path, capsys):
