@@ -392,6 +392,11 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
         line = f"left out {len(job.skipped)} file(s) the inputs matched that are not cubes: {'; '.join(why)}"
         console.print(line, markup=False, highlight=False, soft_wrap=True)
         say(line)
+    if job.twice:
+        line = (f"left out {len(job.twice)} input(s) that are the same file as one listed before (the path again, "
+                f"or a link to it): {', '.join(Path(f).name for f in job.twice[:5])}; each cube runs once")
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(line)
     for c in skipped:
         say(f"skip {c}: done by an earlier run with the same steps")
     rows: dict[str, dict] = {}

@@ -36,6 +36,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -110,6 +111,8 @@ class Job:
     truth: dict[str, str] = field(default_factory=dict)
     #: files the inputs' paths matched that are not cubes (masks, tables, images) -> why each was left out
     skipped: dict[str, str] = field(default_factory=dict)
+    #: inputs left out as the same file as one listed before (the path again, or a link to it)
+    twice: list[str] = field(default_factory=list)
 
     def fingerprint(self) -> str:
         """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
@@ -190,6 +193,8 @@ def _err(path: Path, key: str, what: str) -> InputError:
 
 
 def _expect(path, key, value, types, what):
+    if value is None:  # (said "got NoneType None" of a section left out)
+        raise _err(path, key, f"is missing: it must be {what}")
     if not isinstance(value, types):
         raise _err(path, key, f"must be {what}, got {type(value).__name__} {value!r}")
     return value
@@ -361,6 +366,9 @@ def load_job(path: str | Path) -> Job:
         d = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # the byte-order mark some editors write, skipped
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"not valid TOML: {exc}", p) from exc
+    if not d:
+        raise InputError("is empty: a job has [inputs] paths = [...], [[steps]] detect = \"METHOD\" (or analyse) "
+                         "and [output] folder = \"...\"", p)
     base = p.resolve().parent
     unknown = set(d) - {"inputs", "steps", "output"}
     if unknown:
@@ -418,7 +426,16 @@ def load_job(path: str | Path) -> Job:
         # an ENVI data file whose header is beside it is the cube of that header
         files.extend(str(Path(h).with_suffix(".hdr")) if h.lower().endswith(_DATA_SUFFIXES) and
                      Path(h).with_suffix(".hdr").is_file() else h for h in hits)
-    files = list(dict.fromkeys(files))  # each cube once, in order
+    # each cube once, in order: a path listed twice, or a link to a file listed already, runs once, said
+    seen: dict[str, str] = {}
+    twice: list[str] = []
+    for f in files:
+        real = os.path.realpath(f)
+        if real in seen:
+            twice.append(f)
+        else:
+            seen[real] = f
+    files = list(seen.values())
     skipped = {f: "an ENVI classification file (a mask)" for f in files if f not in not_cubes and is_class_file(f)}
     skipped.update({f: kind for f, kind in not_cubes.items() if f in files})
     skipped.update(own_hits)
@@ -461,7 +478,11 @@ def load_job(path: str | Path) -> Job:
         key = f"steps[{i}]"
         _expect(p, key, st, dict, "a table")
         if ("detect" in st) == ("analyse" in st):
-            raise _err(p, key, "a step has either detect = \"METHOD\" or analyse = \"METHOD\"")
+            import difflib
+
+            near = [k for k in st if difflib.get_close_matches(k, ["detect", "analyse", "analyze"], 1, 0.6)]
+            said = f"; it has {near[0]!r}, spelt otherwise" if near and "detect" not in st else ""
+            raise _err(p, key, "a step has either detect = \"METHOD\" or analyse = \"METHOD\"" + said)
         kind = "detect" if "detect" in st else "analyse"
         allowed = DETECT_KEYS if kind == "detect" else ANALYSE_KEYS
         extra = set(st) - allowed
@@ -551,7 +572,7 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "inputs.truth", "scores detections (AUC, Pd), and the job has no detect step: leave it out")
     _check_train_bands(p, steps, files, reads)
     _check_steps_fit_some_cube(p, steps, files, reads, truth)
-    return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped)
+    return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped, twice)
 
 
 def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,

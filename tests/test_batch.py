@@ -505,3 +505,25 @@ def test_a_batch_on_an_unprepared_gpu_says_how_to_prepare_it(tmp_path, capsys, m
         assert run_job(job, device=device, console=Console(stderr=True, width=400)) == 0
         err = capsys.readouterr().err
         assert ("prepare-gpu" in err and "not prepared" in err) == said, err
+
+
+def test_a_tired_users_job_files_get_words_not_python(tmp_path, capsys):
+    """An empty job, a section left out, a misspelt step kind: said in words (they said "got NoneType
+    None", or nothing of the stray key); an input listed twice, or a link to one listed, runs once and is
+    said to be left out (it was dropped without a word)."""
+    from hyperapp.jobfile import load_job
+
+    _scenes(tmp_path / "scenes", 1)
+    (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
+    for body, words in (("", "is empty: a job has [inputs]"),
+                        (BASIC.replace("[output]\nfolder = \"out\"", ""), "[output] is missing: it must be a table"),
+                        ('[inputs]\npaths = ["scenes/*.hdr"]\n[output]\nfolder = "out"\n', "[steps] is missing"),
+                        (BASIC.replace('detect = "sam"', 'detetc = "sam"'), "it has 'detetc', spelt otherwise")):
+        with pytest.raises(InputError, match=re.escape(words)):
+            load_job(_job(tmp_path, body))
+    (tmp_path / "again.hdr").symlink_to(tmp_path / "scenes" / "scene-00.hdr")
+    job = load_job(_job(tmp_path, BASIC.replace('paths = ["scenes/*.hdr"]',
+                                                'paths = ["scenes/*.hdr", "scenes/scene-00.hdr", "again.hdr"]')))
+    assert len(job.inputs) == 1 and len(job.twice) == 2
+    assert main(["--headless", "run", str(tmp_path / "job.toml"), "--device", "cpu"]) == 0
+    assert "left out 2 input(s) that are the same file as one listed before" in capsys.readouterr().err
