@@ -169,6 +169,12 @@ def test_clear_errors():
     with pytest.raises(InputError, match="no spectrum named 'clay'"):
         lib.select("mat 0,clay")
     assert lib.select("MAT 1").names == ["mat 1"]  # case ignored when no exact match
+    # a spectrum below 0 at most wavelengths (an offset, another column) means nothing to any detector
+    from hyperapp.io.speclib import refuse_unusable
+
+    with pytest.raises(InputError, match=r"lib.csv: spectrum 'mat 1' is below 0 at most of its wavelengths"):
+        refuse_unusable(["mat 0", "mat 1"], np.array([[0.2, 0.3, -0.01], [-0.3, -0.2, 0.1]]), "lib.csv")
+    refuse_unusable(["dark"], np.array([[0.01, -0.005, 0.02]]), "lib.csv")  # a little below 0 in a band: kept
 
 
 def test_band_for_band_library_from_a_cube_without_wavelengths(tmp_path):

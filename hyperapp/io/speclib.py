@@ -246,6 +246,13 @@ def refuse_unusable(names: list[str], spectra: np.ndarray, where, wavelengths: n
         ok = np.isfinite(s32[i])
         if ok.any() and not s32[i][ok].any():
             raise InputError(f"spectrum {name!r} is zero at every {across}", where)
+        if ok.any() and float(np.median(s[i][ok])) < 0:
+            # reflectance and radiance are not negative: an offset or a wrong column; its angle and its
+            # matched filter against a cube's spectra mean nothing (SAM scored -0.95..-0.85, AUC 0.51)
+            many = {"band of the cube": "bands of the cube"}.get(across, across + "s")
+            raise InputError(f"spectrum {name!r} is below 0 at most of its {many} (median "
+                             f"{float(np.median(s[i][ok])):.4g}): a library's spectra are reflectance or "
+                             "radiance, never negative; check its values (an offset, another column?)", where)
 
 
 def checked_library(lib: SpectralLibrary, names: list[str] | str | None = None) -> SpectralLibrary:
