@@ -177,6 +177,23 @@ def test_clear_errors():
     refuse_unusable(["dark"], np.array([[0.01, -0.005, 0.02]]), "lib.csv")  # a little below 0 in a band: kept
 
 
+
+def test_a_csv_librarys_first_column_is_its_wavelengths_or_band_numbers(tmp_path):
+    """A CSV without a wavelength column took its first spectrum for wavelengths ("wavelength 0.31 repeats",
+    or "no spectrum named 'target'"), and a band column for nanometres (1-205 nm): said; band numbers make
+    a library band for band, as one saved from a cube without wavelengths."""
+    (tmp_path / "nowl.csv").write_text("target,grass\n0.11,0.09\n0.12,0.10\n0.13,0.08\n")
+    with pytest.raises(HyperappError, match="nowl.csv: the first column must hold the wavelengths .* got 'target'"):
+        read_library(tmp_path / "nowl.csv")
+    (tmp_path / "band.csv").write_text("band,target\n" + "".join(f"{i},{0.1 + i / 100}\n" for i in range(1, 13)))
+    lib = read_library(tmp_path / "band.csv")
+    assert lib.wavelengths is None and lib.names == ["target"]
+    nowl = cube_from_array(np.random.default_rng(0).random((4, 4, 12)).astype(np.float32), "nowl")
+    assert "band for band" in resample_to_cube(lib, nowl)[1]
+    with pytest.raises(InputError, match="the library has no wavelengths and 12 samples, the cube 36 bands"):
+        resample_to_cube(lib, _cube(bands=36))
+
+
 def test_band_for_band_library_from_a_cube_without_wavelengths(tmp_path):
     data = np.random.default_rng(0).random((8, 8, 12)).astype(np.float32) * 1000
     cube = cube_from_array(data, "nowl")

@@ -371,10 +371,20 @@ def _read_csv(p: Path) -> SpectralLibrary:
     A = np.array(vals, dtype=np.float64)
     if A.shape[1] < 2:
         raise CubeFormatError("a library CSV needs a wavelength column and at least one spectrum column", p)
+    by_band = False
+    if head is not None:
+        first = head[0].strip().lower()
+        # the first column holds the wavelengths, or band numbers (a library band for band, as one saved
+        # from a cube without wavelengths); one named otherwise was taken for wavelengths (band numbers
+        # read as nanometres, a spectrum's values as wavelengths that "repeat")
+        by_band = bool(re.fullmatch(r"(band|bands|channel|band number|band_number|#)(\s*\(.*\))?", first))
+        if not by_band and not (_units_in(first) or re.search(r"wave|wl|lambda|^x$", first)):
+            raise CubeFormatError(f"the first column must hold the wavelengths (a header like 'wavelength (nm)') "
+                                  f"or band numbers ('band'), got {head[0].strip()!r}: put them first", p)
     names = [h.strip() or f"spectrum {j}" for j, h in enumerate(head[1:], 1)] if head is not None else \
         [f"spectrum {j}" for j in range(1, A.shape[1])]
-    units = _units_in(head[0]) if head is not None else None
-    wl = A[:, 0]
+    units = _units_in(head[0]) if head is not None and not by_band else None
+    wl = None if by_band else A[:, 0]
     spectra = A[:, 1:].T
     spectra = np.where(spectra <= MISSING_BELOW, np.nan, spectra)
     return SpectralLibrary(names, spectra, wl, units, None, str(p))
