@@ -132,9 +132,11 @@ def test_a_typed_threshold_moves_the_slider_and_the_mask(qtbot, win, land_hdr):
     pixels = int(r.counts.text().split(": ")[1].split()[0])
     assert pixels == int((r.scores > 0.3).sum())
     _type(qtbot, r.value_box, "5")
-    assert r.threshold() == pytest.approx(0.3) and "'5' is not allowed" in r.counts.text()
+    assert r.threshold() == pytest.approx(0.3) and "'5' is not allowed" in r.refusal.text()
+    assert r.refusal.isVisibleTo(r) and r.counts.text().startswith("threshold 0.3: ")  # the count stays
     r.slider.setValue(100)
     assert r.value_box.value() == pytest.approx(r.threshold())
+    assert not r.refusal.isVisibleTo(r)  # a value taken: the refusal is gone
     win.open_cube(land_hdr.with_name("sea.hdr"))
     assert not r.value_box.isEnabled() and r.value_box.lineEdit().text() == ""
 

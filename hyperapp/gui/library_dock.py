@@ -180,7 +180,8 @@ class LibraryDock(QWidget):
             self.window.show_error(str(exc))
             return False
         self.library.path = str(out)
-        self.status.setText(f"Saved {len(self.library)} spectra to {out}")
+        n = len(self.library)
+        self.status.setText(f"Saved {n} spectr{'um' if n == 1 else 'a'} to {out}")
         return True
 
     def _cube(self):
@@ -359,7 +360,8 @@ class LibraryDock(QWidget):
             self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))
         t, u = len(self.names_with("target")), len(self.names_with("undesired"))
         src = Path(lib.path).name if lib.path else "Unsaved library"
-        self.status.setText(f"{src}: {len(lib)} spectra, {t} target, {u} undesired. {note}")
+        self.status.setText(f"{src}: {len(lib)} spectr{'um' if len(lib) == 1 else 'a'}, {t} target, {u} undesired. "
+                            f"{note}")
 
     def _open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open spectral library", self.window._last_dir(), LIBRARY_FILTER)

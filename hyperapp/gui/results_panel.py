@@ -63,13 +63,18 @@ class ResultsPanel(QWidget):
                                   "it form the mask")
         self.value_box.setEnabled(False)
         self.value_box.valueChanged.connect(self._typed)
-        self.value_box.refused.connect(lambda text, kept: self.counts.setText(
-            f"threshold {text!r} is not allowed ({allowed_text(self.value_box)}: the run's lowest and highest "
-            f"score); kept {kept}"))
+        # a refused value said on a line of its own, under the box: it replaced the pixel count, which
+        # came back only with the next move
+        self.refusal = QLabel("")
+        self.refusal.setWordWrap(True)
+        self.refusal.setStyleSheet("color: #c03030;")
+        self.refusal.hide()
+        self.value_box.refused.connect(self._refused)
         row = QHBoxLayout()
         row.addWidget(self.slider_label)
         row.addWidget(self.value_box, 1)
         lay.addLayout(row)
+        lay.addWidget(self.refusal)
         lay.addWidget(self.slider)
         self.counts = QLabel("no result yet: mark targets, then Train & Run")
         self.counts.setWordWrap(True)
@@ -116,7 +121,9 @@ class ResultsPanel(QWidget):
                                               "box: rows, cols"])
         self.table.horizontalHeaderItem(0).setToolTip("The object's id, as objects.csv names it (the rows are "
                                                       "sorted by peak score)")
-        self.table.horizontalHeaderItem(5).setToolTip("The first and last row and column the object covers")
+        self.table.horizontalHeaderItem(5).setToolTip(
+            "The first and last row and column the object covers. objects.csv gives row0, col0 and the ends "
+            "row1, col1 one past them, as a Python slice: rows 63-64 here are row0 63, row1 65 there")
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -209,6 +216,11 @@ class ResultsPanel(QWidget):
         self.value_box.setValue(t)
         self.value_box.blockSignals(False)
 
+    def _refused(self, text: str, kept: str) -> None:
+        self.refusal.setText(f"threshold {text!r} is not allowed ({allowed_text(self.value_box)}: the run's lowest "
+                             f"and highest score); kept {kept}")
+        self.refusal.show()
+
     def _typed(self, value: float) -> None:
         if self.scores is None:
             return
@@ -226,6 +238,7 @@ class ResultsPanel(QWidget):
         self._timer.start()  # the counts once the slider rests
 
     def _apply(self, t: float) -> None:
+        self.refusal.hide()  # a value taken: the refusal is old
         if self.scores is None:
             return
         self.hist_line.setValue(t)
@@ -288,6 +301,7 @@ class ResultsPanel(QWidget):
     def clear(self) -> None:
         """Forget the shown result (another cube was opened)."""
         self._timer.stop()
+        self.refusal.hide()
         self.scores = None
         self.truth = self.exclude = None
         self.operating_point = None

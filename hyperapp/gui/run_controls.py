@@ -50,6 +50,7 @@ def run_strip(owner, run_text: str = "Run") -> QWidget:
     owner.run_button = QPushButton(run_text)
     owner.run_button.setDefault(True)
     owner.cancel_button = QPushButton("Cancel")
+    owner.cancel_button.setToolTip("Stop the running job (Esc stops every one); nothing of it is kept")
     owner.cancel_button.setEnabled(False)
     owner.progress = QProgressBar()
     owner.progress.setRange(0, 1000)
