@@ -42,8 +42,9 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert rbfn.result.report["evaluation"]["auc"] > 0.95
     assert win.results.runs.count() == 2 and "AUC" in win.results.roc.plotItem.titleLabel.text
     # the Tools dock's line follows the run picked in the Results dock, not the last run made
-    win.results.runs.setCurrentIndex(0)
-    assert win.detector.status.text().startswith(sam.name)
+    win.results.runs.setCurrentIndex(0)  # (another method than the form's: said, it read as the form's run)
+    assert win.detector.status.text().startswith(f"Shown: {sam.name}")
+    assert "the form above holds the next run's method" in win.detector.status.text()
     win.results.runs.setCurrentIndex(1)
     assert win.detector.status.text().startswith(rbfn.name)
     # the default threshold says how it was chosen (land: the unclicked targets stand apart)

@@ -722,7 +722,12 @@ class MainWindow(QMainWindow):
         from hyperapp.detect import threshold_origin
 
         res = run.result
-        self.detector.status.setText(_run_summary(run))  # the run shown, not the last one made
+        # the run shown, not the last one made; said to be another method's where the form holds another
+        # (it read "ace #1 finished" under the RX form)
+        line = _run_summary(run)
+        if run.result.method != self.detector.method_name():
+            line = f"Shown: {line} (the form above holds the next run's method)"
+        self.detector.status.setText(line)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
