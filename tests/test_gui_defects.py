@@ -106,6 +106,16 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert "pick a run" in win.compare_note.text()  # the empty view below says what it is for
     win.compare_pick.setCurrentIndex(0)
     assert win.compare_note.text().startswith(win.session.runs[0].name)
+    # its numbers, its colour bar and the overlay's opacity, as the image draws them (80 % fixed, no bar)
+    run = win.session.runs[0]
+    assert f"at threshold {run.threshold:.4g}: " in win.compare_note.text()
+    assert win.compare_view.colour_bar.isVisible()
+    win.opacity.setValue(30)
+    assert int(win.compare_view.overlay.image[..., 3].max()) == round(0.3 * 255)
+    win.results.set_threshold(float(np.percentile(run.result.scores, 99.5)))
+    win.results.flush()
+    pixels = int((run.result.scores > run.threshold).sum())
+    assert f": {pixels} pixels" in win.compare_note.text()  # the compared run's mask follows its threshold
     wide = tmp_path / "wide.hdr"
     envi.save_image(str(wide), np.random.default_rng(0).random((40, 300, 8), dtype=np.float32), ext=".img")
     assert win.open_cube(wide)

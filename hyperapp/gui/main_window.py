@@ -192,6 +192,7 @@ class MainWindow(QMainWindow):
         self.lo_pct.valueChanged.connect(self.refresh_image)
         self.hi_pct.valueChanged.connect(self.refresh_image)
         self.opacity.valueChanged.connect(self._redraw_result)
+        self.opacity.valueChanged.connect(lambda _: self._show_compare(self.compare_pick.currentIndex()))
         self.detector.run_requested.connect(self.run_detector)
         self.detector.marking.tool_chosen.connect(self.set_tool)
         self.detector.marking.class_chosen.connect(self.set_roi_class)
@@ -742,6 +743,8 @@ class MainWindow(QMainWindow):
         run.threshold = t
         if self.shown == "detection":
             self.view.set_mask(mask_at(run.result.scores, t))
+        if self.session.runs.index(run) == self.compare_pick.currentIndex():  # the compared run's mask follows
+            self._compare_mask(run)
 
     def _redraw_result(self) -> None:
         run = self.current_run()
@@ -770,12 +773,24 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
-        self.compare_note.setText(f"{run.name}: its scores and mask, zoomed and panned with the image.")
+        # its scores as the image draws them: the overlay's opacity and the colour bar
         self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
-        self.compare_view.set_overlay(colourise(run.result.scores, 0.8))
+        self.compare_view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0),
+                                      score_levels(run.result.scores))
         self.compare_view.set_truth(self.session.truth)  # hits and false alarms apart, as in the main view
-        self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))
+        self._compare_mask(run)
         self.compare_view.set_boxes(run.result.boxes)
+
+    def _compare_mask(self, run) -> None:
+        """The compared run's numbers beside it (the Results dock shares the bottom tabs: they could not
+        be read while comparing) and its mask, at its threshold now."""
+        from hyperapp.detect import count_at
+
+        pixels, objects = count_at(run.result.scores, run.threshold)
+        ev = run.result.report.get("evaluation")
+        self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {pixels} pixels, {objects} objects"
+                                  + (f", AUC {ev['auc']:.4f}" if ev else "") + "; zoomed and panned with the image.")
+        self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))
 
     def current_mask(self) -> np.ndarray:
         run = self.current_run()
