@@ -112,6 +112,10 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     assert win.compare_view.colour_bar.isVisible()
     win.opacity.setValue(30)
     assert int(win.compare_view.overlay.image[..., 3].max()) == round(0.3 * 255)
+    # the overlay's opacity grows with the score: the lowest scores leave the scene visible (one opacity
+    # for all covered it in the colour map's dark purple)
+    low = run.result.scores <= np.percentile(run.result.scores, 1)
+    assert int(win.compare_view.overlay.image[..., 3][low].max()) <= 0.1 * 255
     win.results.set_threshold(float(np.percentile(run.result.scores, 99.5)))
     win.results.flush()
     pixels = int((run.result.scores > run.threshold).sum())

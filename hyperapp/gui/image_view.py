@@ -54,14 +54,19 @@ def score_levels(scores: np.ndarray) -> tuple[float, float]:
 
 
 def colourise(scores: np.ndarray, opacity: float, cmap: str = SCORE_CMAP) -> np.ndarray:
-    """RGBA uint8 of a score map through a colour map (over :func:`score_levels`), with opacity."""
+    """RGBA uint8 of a score map through a colour map (over :func:`score_levels`), with opacity that
+    grows with the score (the square root of its place on the colour bar, up to ``opacity`` at its top):
+    at one opacity for all, the lowest scores' dark purple covered the whole scene, where they say
+    least. Pixels without data (NaN) are not drawn."""
     s = np.asarray(scores, dtype=np.float32)
     lo, hi = score_levels(s)
     t = np.clip((np.nan_to_num(s, nan=lo) - lo) / max(hi - lo, 1e-12), 0, 1)
     lut = pg.colormap.get(cmap).getLookupTable(0.0, 1.0, 256, alpha=False)
     rgba = np.empty(s.shape + (4,), np.uint8)
     rgba[..., :3] = lut[(t * 255).astype(np.uint8)]
-    rgba[..., 3] = int(round(opacity * 255))
+    alpha = np.sqrt(t) * (opacity * 255)
+    alpha[np.isnan(s)] = 0
+    rgba[..., 3] = np.rint(alpha).astype(np.uint8)
     return rgba
 
 
