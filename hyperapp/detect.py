@@ -341,7 +341,7 @@ def run_detection(
     # the false-alarm rate sets the mask as for every pixel detector
     refine = m.kind == "window" and px.n_targets > 0 and (model is None or bool(getattr(est, "refine", False)))
     scores_dev, maps_dev, boxes, rbfn_dev = _score(est, px, refine, timer)
-    # the threshold's, not an output: a cascade's are its RBFN's (its own threshold is the plain quantile)
+    # the threshold's, not an output (a cascade's are its RBFN's: its threshold and its boxes' take them)
     mode = maps_dev.pop(MODE_SCORES, None)
     if m.kind == "window" and not refine and threshold is None:
         threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
