@@ -175,6 +175,13 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
     x, y = win.results.roc_point.getData()
     assert y[0] == pytest.approx(pd) and 10 ** x[0] == pytest.approx(max(far, win.results._min_far), rel=1e-6)
     assert f"{pd:.3f}" in win.results.roc.plotItem.titleLabel.text
+    # and on the colour bar: a line at its share of the bar, or at the bar's end when beyond it, said
+    lo, hi = bar.levels()
+    assert win.view.bar_mark.isVisible()
+    assert win.view.bar_mark.value() == pytest.approx(256 * (min(max(t, lo), hi) - lo) / (hi - lo), rel=1e-6)
+    win.results.set_threshold(float(np.nanmax(run.result.scores)))
+    win.results.flush()
+    assert win.view.bar_mark.value() == pytest.approx(256.0) and "above the bar" in bar.getAxis("right").labelText
     # class maps: a legend naming each class in its colour (forest: the ROI classes' names)
     from hyperapp.models.registry import ANALYSES
 

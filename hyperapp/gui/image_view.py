@@ -23,6 +23,8 @@ TRUTH_COLOUR = (0, 255, 255, 230)
 #: with a truth shown, the detected pixels off it (false alarms): magenta, far from the score colour map,
 #: the mask's green, the truth's cyan and the marks' red and blue
 FALSE_ALARM_COLOUR = (255, 0, 255, 210)
+#: what the score colour bar's values are
+BAR_LABEL = "score (1st-99.9th percentile)"
 #: the window detector's boxes: white and dashed, apart from the green mask they surround
 BOX_COLOUR = (255, 255, 255)
 
@@ -87,7 +89,12 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
         # (the colours span the 1st to the 99.9th percentile, score_levels: the scores beyond take the end
         # colours, which a bar labelled "score" alone showed as the whole range)
-        self.colour_bar.getAxis("right").setLabel("score (1st to 99.9th percentile)")
+        self.colour_bar.getAxis("right").setLabel(BAR_LABEL)
+        # the threshold on the bar (white: the colour map's top is the histogram's yellow), at its end when
+        # beyond it: RX's threshold sat above the 99.9th percentile, off the bar, with nothing saying where
+        self.bar_mark = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen((255, 255, 255), width=3))
+        self.colour_bar.addItem(self.bar_mark)
+        self.bar_mark.hide()
         self.colour_bar.getAxis("right").setWidth(64)
         self.addItem(self.colour_bar, row=0, col=1)
         self.colour_bar.hide()
@@ -189,6 +196,22 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.set_truth(None)
         self.set_boxes([])
         self.set_marks(None)
+
+    def set_threshold_mark(self, t: float | None) -> None:
+        """Mark threshold ``t`` on the score colour bar (None: no mark); one beyond the bar's ends sits at
+        the end, and the bar's label says where it is."""
+        axis = self.colour_bar.getAxis("right")
+        if t is None or not self.colour_bar.isVisible():
+            self.bar_mark.hide()
+            axis.setLabel(BAR_LABEL)
+            return
+        lo, hi = self.colour_bar.levels()
+        # the bar's own view spans its colour map's 256 rows, its axis the values: placed by its share
+        self.bar_mark.setValue(256.0 * (min(max(t, lo), hi) - lo) / max(hi - lo, 1e-12))
+        self.bar_mark.show()
+        beyond = "above" if t > hi else "below" if t < lo else ""
+        # a second short line (one line ran off the bar's top)
+        axis.setLabel(BAR_LABEL + (f"<br>threshold {t:.4g}: {beyond} the bar" if beyond else "<br>white line: threshold"))
 
     def set_overlay(self, rgba: np.ndarray | None, levels: tuple[float, float] | None = None) -> None:
         """Draw an RGBA overlay; ``levels``: the score range it spans, shown on the colour bar (None: a

@@ -743,6 +743,7 @@ class MainWindow(QMainWindow):
         run.threshold = t
         if self.shown == "detection":
             self.view.set_mask(mask_at(run.result.scores, t))
+            self.view.set_threshold_mark(t)
         if self.session.runs.index(run) == self.compare_pick.currentIndex():  # the compared run's mask follows
             self._compare_mask(run)
 
@@ -753,6 +754,7 @@ class MainWindow(QMainWindow):
         scores = run.result.scores
         self.view.set_overlay(colourise(scores, self.opacity.value() / 100.0), score_levels(scores))
         self.view.set_mask(mask_at(scores, run.threshold))
+        self.view.set_threshold_mark(run.threshold)
 
     def _status_changed(self, text: str) -> None:
         """A run's stage timings stay in the status bar's tooltip only while its message shows."""
