@@ -931,7 +931,8 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
     for name, arr in result.maps.items():
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
-        paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}")
+        paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}",
+                                 nan_is_nodata=bool(result.report.get("nodata_pixels")) and arr.dtype.kind == "f")
     if result.boxes:
         paths["boxes"] = write_detection_item(result, "boxes", out / "boxes.csv", cube)
     paths["report"] = write_detection_item(result, "report", out / "report.json", cube)

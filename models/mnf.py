@@ -38,6 +38,7 @@ from hyperapp.models.base import (
     PixelDetector,
     as_pixels,
     check_finite,
+    check_not_identical,
     check_target_apart,
     float_dtype,
     labelled_target_mean,
@@ -106,6 +107,9 @@ class MNF(Estimator):
         """Fit on an image (rows, cols, bands); ``y`` is ignored (MNF needs no labels)."""
         xp = get_namespace(X)
         check_finite(X)
+        # a constant cube has no signal and no noise: every eigenvalue 0, components of zeros, said as a
+        # result ("2 of 16 kept, SNR 0") where every other analysis refuses it
+        check_not_identical(X.reshape(-1, X.shape[-1]), "separate signal from noise in")
         work = xp.float64 if X.dtype == xp.float64 else xp.float32
         X = X.astype(work, copy=False)
         # float64 sums on both backends: the components past the SNR cut have eigenvalues within a few

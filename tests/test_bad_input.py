@@ -1305,6 +1305,17 @@ def test_pixels_without_data_are_said_and_marked_in_the_scores_header(tmp_path, 
     assert "data ignore value = NaN" in (tmp_path / "m" / "components.hdr").read_text()
     rep = json.loads((tmp_path / "m" / "report.json").read_text())
     assert min(rep["results"]["snr"]) >= 0  # an SNR, never the -1 of an eigenvalue under 1
+    # MTMF's infeasibility map holds NaN there too, said in its header as the scores' is
+    assert main(["--headless", "detect", str(tmp_path / "n.hdr"), "--method", "mtmf", "--targets",
+                 str(tmp_path / "t.csv"), "--out", str(tmp_path / "mt")]) == 0
+    assert "data ignore value = NaN" in (tmp_path / "mt" / "infeasibility.hdr").read_text()
+    # and MNF on a constant cube is refused as every other analysis refuses it (it kept components of zeros)
+    import spectral.io.envi as envi2
+
+    envi2.save_image(str(tmp_path / "c.hdr"), np.full((24, 24, 8), 0.3, np.float32), dtype=np.float32, force=True,
+                     ext=".img")
+    rc = main(["--headless", "analyse", str(tmp_path / "c.hdr"), "--method", "mnf", "--out", str(tmp_path / "cm")])
+    assert rc == 2 and "c.hdr: the selected spectra are all identical" in capsys.readouterr().err
 
 
 def test_one_spectrum_marked_both_target_and_background_is_said(tmp_path, capsys):
