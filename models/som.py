@@ -193,8 +193,11 @@ class SOM(Estimator):
             from hyperapp.models.kmeans import MultiKMeans
 
             k = min(k, M)  # a map smaller than the clusters asked: one cluster per neuron
-            km = MultiKMeans(k=k, n_init=4, seed=self.seed, silhouette_sample=0).fit(W)
-            self.cluster_of_unit_ = to_host(km.labels_).astype(np.int32)
+            if k == 1:  # one cluster (a 1 x 1 map): no k-means of one neuron ("the spectra are identical")
+                self.cluster_of_unit_ = np.zeros(M, np.int32)
+            else:
+                km = MultiKMeans(k=k, n_init=4, seed=self.seed, silhouette_sample=0).fit(W)
+                self.cluster_of_unit_ = to_host(km.labels_).astype(np.int32)
         if progress is not None:
             progress(1.0, "SOM trained")
         return self

@@ -175,3 +175,12 @@ def test_online_som_learns(land_hdr):
     assert m.quantization_error_[-1] <= m.quantization_error_[0]
     with pytest.raises(InputError, match="training"):
         SOM(3, 3, training="sometimes").fit(X)
+
+
+def test_a_one_neuron_map_or_one_cluster_labels_every_spectrum_alike():
+    """A 1 x 1 map with codebook clusters said "the selected spectra are all identical" (a k-means of its
+    one neuron); one cluster asked of any map is every neuron's."""
+    X = np.random.default_rng(0).random((500, 8)).astype(np.float32)
+    for rows, cols, k in ((1, 1, 8), (3, 3, 1)):
+        m = SOM(rows, cols, epochs=2, codebook_clusters=k).fit(X)
+        assert set(np.unique(m.cluster_of_unit_)) == {0} and set(np.unique(np.asarray(m.predict(X)))) == {0}

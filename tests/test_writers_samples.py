@@ -159,3 +159,33 @@ def test_roi_csv_classes_are_read_as_classes_everywhere_and_refused_as_one_set(t
                "--out", str(tmp_path / "det")])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "an ROI file" in err and not (tmp_path / "det").exists()
+
+
+def test_a_read_only_file_is_kept_and_a_replaced_one_keeps_its_mode(tmp_path, land_hdr, capsys):
+    """A project or mask set read-only (444) was replaced without a word, its mode then 644: now refused,
+    naming it, and left as it was; a writable file replaced keeps its mode (a 640 one stayed 640), and a
+    read-only output among a run's outputs stops the run before any is moved."""
+    import os
+
+    from hyperapp.cli import main
+    from hyperapp.errors import OutputError
+    from hyperapp.io.atomic import atomic_write_text
+
+    f = tmp_path / "p.json"
+    f.write_text("{}")
+    f.chmod(0o444)
+    with pytest.raises(OutputError, match="p.json: is read-only"):
+        atomic_write_text(f, "new")
+    assert f.read_text() == "{}" and oct(f.stat().st_mode & 0o777) == "0o444"
+    f.chmod(0o640)
+    atomic_write_text(f, "new")
+    assert f.read_text() == "new" and oct(f.stat().st_mode & 0o777) == "0o640"
+    out = tmp_path / "run"
+    argv = ["--headless", "detect", str(land_hdr), "--method", "sam", "--targets",
+            str(land_hdr.with_name("land_targets.csv")), "--out", str(out)]
+    assert main(argv) == 0
+    before = (out / "scores.img").read_bytes()
+    os.chmod(out / "mask.img", 0o444)
+    assert main(argv + ["--far", "0.01"]) == 2
+    assert "mask.img: is read-only" in capsys.readouterr().err
+    assert (out / "scores.img").read_bytes() == before  # nothing of the run moved in

@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import glob
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,22 @@ def remove_if_empty(folders: list[Path]) -> None:
             break
 
 
+def _mode_to_keep(final: Path) -> int | None:
+    """The permission bits of the file ``final`` replaces (None where there is none), refusing a read-only
+    one: a rename replaces any file its folder lets it, and a project or mask set read-only (444) was
+    replaced without a word, its mode then 644. Read by its mode bits, as a person set them (root may write
+    anything)."""
+    try:
+        st = final.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if not st.st_mode & 0o222:
+        raise OutputError("is read-only: it is kept as it is; choose another name, or make it writable", final)
+    return stat.S_IMODE(st.st_mode)
+
+
 @contextlib.contextmanager
 def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
     """Yield temporary paths for ``finals``; on success move each into place, on error delete them.
@@ -95,15 +112,17 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
             raise
         return
     temps: list[Path] = []
+    modes = [_mode_to_keep(f) for f in finals_p]  # all checked before any file is written
     try:
-        for f in finals_p:
+        for f, mode in zip(finals_p, modes):
             ensure_dir(f.parent)
             try:
                 fd, tmp = tempfile.mkstemp(prefix=f".{f.stem}.", suffix=".part" + f.suffix, dir=f.parent)
             except OSError as exc:  # a folder that cannot hold new files (/proc, a read-only mount)
                 raise OutputError(f"cannot write ({exc.strerror or exc})", f) from exc
             os.close(fd)
-            os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
+            # mkstemp makes 0600: the replaced file's mode, else the usual one
+            os.chmod(tmp, mode if mode is not None else 0o666 & ~_UMASK)
             temps.append(Path(tmp))
         yield temps
         for tmp, final in zip(temps, finals_p):
@@ -200,6 +219,7 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
             if inputs and (out / name).resolve() in inputs:
                 raise OutputError(f"writing {name} here would overwrite an input of this run ({out / name}): "
                                   "write the results to another folder", out)
+            _mode_to_keep(out / name)  # (a read-only earlier output is refused, not replaced)
         earlier = _files_of_report(out / "report.json") if "report.json" in names else []
         _list_files_in_report(stage, names)
         for name in names:
