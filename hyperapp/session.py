@@ -156,14 +156,16 @@ class Session:
 
         from hyperapp import options
         from hyperapp.errors import OutputError
-        from hyperapp.io.atomic import atomic_write_text
+        from hyperapp.io.atomic import atomic_write_text, check_replaceable, usual_mode
         from hyperapp.io.model_files import save_model
 
         p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files
+        check_replaceable(p)  # a read-only project is kept: refused before its models' folder is replaced
         mdir = p.with_suffix(".models")
         tmp = Path(tempfile.mkdtemp(prefix=f".{mdir.name}.", dir=p.parent)) if p.parent.is_dir() else None
         if tmp is None:
             raise OutputError("the project's folder does not exist", p.parent)
+        os.chmod(tmp, usual_mode(folder=True))  # mkdtemp makes 0700; the project beside it is 0644
         paths = []
         try:
             for i, r in enumerate(self.runs):

@@ -189,3 +189,22 @@ def test_a_read_only_file_is_kept_and_a_replaced_one_keeps_its_mode(tmp_path, la
     assert main(argv + ["--far", "0.01"]) == 2
     assert "mask.img: is read-only" in capsys.readouterr().err
     assert (out / "scores.img").read_bytes() == before  # nothing of the run moved in
+    # a project: refused before its models' folder is touched; the folder it makes has the usual mode
+    from hyperapp.io import open_cube
+    from hyperapp.session import Session
+
+    session = Session(open_cube(land_hdr))
+    proj = tmp_path / "proj.hyperapp.json"
+    session.save_project(proj)
+    assert oct((tmp_path / "proj.hyperapp.models").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+    proj.chmod(0o444)
+    with pytest.raises(OutputError, match="proj.hyperapp.json: is read-only"):
+        session.save_project(proj)
+
+
+def _umask() -> int:
+    import os
+
+    m = os.umask(0)
+    os.umask(m)
+    return m

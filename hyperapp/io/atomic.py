@@ -77,7 +77,13 @@ def remove_if_empty(folders: list[Path]) -> None:
             break
 
 
-def _mode_to_keep(final: Path) -> int | None:
+def usual_mode(folder: bool = False) -> int:
+    """The mode a new file (or folder) gets under this process's umask: what temporary files and folders,
+    made private (0600, 0700), are given before they move into place."""
+    return (0o777 if folder else 0o666) & ~_UMASK
+
+
+def check_replaceable(final: Path) -> int | None:
     """The permission bits of the file ``final`` replaces (None where there is none), refusing a read-only
     one: a rename replaces any file its folder lets it, and a project or mask set read-only (444) was
     replaced without a word, its mode then 644. Read by its mode bits, as a person set them (root may write
@@ -112,7 +118,7 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
             raise
         return
     temps: list[Path] = []
-    modes = [_mode_to_keep(f) for f in finals_p]  # all checked before any file is written
+    modes = [check_replaceable(f) for f in finals_p]  # all checked before any file is written
     try:
         for f, mode in zip(finals_p, modes):
             ensure_dir(f.parent)
@@ -122,7 +128,7 @@ def atomic_paths(*finals: str | os.PathLike) -> Iterator[list[Path]]:
                 raise OutputError(f"cannot write ({exc.strerror or exc})", f) from exc
             os.close(fd)
             # mkstemp makes 0600: the replaced file's mode, else the usual one
-            os.chmod(tmp, mode if mode is not None else 0o666 & ~_UMASK)
+            os.chmod(tmp, mode if mode is not None else usual_mode())
             temps.append(Path(tmp))
         yield temps
         for tmp, final in zip(temps, finals_p):
@@ -207,6 +213,7 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     for old in out.glob(STAGING_PREFIX + "*"):
         shutil.rmtree(old, ignore_errors=True)
     stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    os.chmod(stage, usual_mode(folder=True))  # mkdtemp makes 0700: a folder moved into place gets the usual mode
     ok = False
     try:
         yield stage
@@ -219,7 +226,7 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
             if inputs and (out / name).resolve() in inputs:
                 raise OutputError(f"writing {name} here would overwrite an input of this run ({out / name}): "
                                   "write the results to another folder", out)
-            _mode_to_keep(out / name)  # (a read-only earlier output is refused, not replaced)
+            check_replaceable(out / name)  # (a read-only earlier output is refused, not replaced)
         earlier = _files_of_report(out / "report.json") if "report.json" in names else []
         _list_files_in_report(stage, names)
         for name in names:
