@@ -429,3 +429,19 @@ def test_truth_outline_runs_along_pixel_edges_and_leaves_the_pixels_visible():
     out = class_outlines(np.array([[1, 2, 0]]))
     assert sorted(out) == [1, 2] and len(out[1][0]) == 2 * 3 and len(out[2][0]) == 2 * 4
     assert class_outlines(np.zeros((3, 3), int)) == {}
+
+
+def test_run_while_the_last_cubes_run_stops_says_so(win):
+    """A cube opened while a run went on cancels it; until it stops (a fit ends its step), Run did nothing
+    for seconds, without a word: it says the last cube's run is still stopping."""
+    from types import SimpleNamespace
+
+    stopping = SimpleNamespace(session=object(), cancel=lambda: None)
+    km = win.panels["k-means"]
+    km.worker = stopping
+    assert km.run() is stopping and "still stopping" in km.status.text()
+    km.worker = None
+    win.worker = stopping
+    win.run_detector()
+    assert "the run on the last cube is still stopping" in win.detector.status.text()
+    win.worker = None

@@ -579,6 +579,10 @@ class MainWindow(QMainWindow):
         if self.session is None:
             self.show_error("open a cube first")
             return False
+        if self.worker is not None and getattr(self.worker, "session", None) is not self.session:
+            # the last cube's run, cancelled when this cube opened, is still stopping (a fit finishing its
+            # step): said, where Run did nothing for seconds
+            self.detector.status.setText("the run on the last cube is still stopping: Run again in a moment")
         return self.worker is None
 
     def _start_worker(self, job, on_result, what: str) -> Worker:
@@ -586,6 +590,7 @@ class MainWindow(QMainWindow):
         ``on_result`` takes what it returns; errors go to a dialog; ``what`` names the run in the
         status line when it fails or is cancelled."""
         w = Worker(job)
+        w.session = self.session  # the cube it runs on (_ready says when it is another's, still stopping)
         w.signals.progress.connect(self.detector.show_progress)
         self._outcome = None
         w.signals.result.connect(on_result)

@@ -221,6 +221,8 @@ class AnalysisPanel(QWidget):
             self.host.show_error("open a cube first")
             return None
         if self.worker is not None:
+            if getattr(self.worker, "session", None) is not s:  # the last cube's run, cancelled, still stopping
+                self.status.setText("the run on the last cube is still stopping: Run again in a moment")
             return self.worker
         try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
             method, sel = self.method_name(), self.selection()
@@ -245,6 +247,7 @@ class AnalysisPanel(QWidget):
             return result
 
         w = Worker(job)
+        w.session = s  # the cube it runs on (run says when it is another's, still stopping)
         w.signals.progress.connect(self._progress)
         w.signals.result.connect(self._done)
         w.signals.error.connect(self._failed)
