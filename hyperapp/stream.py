@@ -571,8 +571,8 @@ def no_data_error(cube: Cube, message: str):
                            if wl is not None and b < len(wl) else "") for b in dead[:6]]
         message = (f"band{'s' if dead.size > 1 else ''} {', '.join(names)}{' ...' if dead.size > 6 else ''} "
                    f"(counted from 0) hold{'s' if dead.size == 1 else ''} no finite value in any pixel, so every pixel "
-                   f"counts as no data: leave {'it' if dead.size == 1 else 'them'} out (--bands, or the "
-                   "header's bad band list)")
+                   f"counts as no data: leave {'it' if dead.size == 1 else 'them'} out (--bands or a job's "
+                   "bands; in the window, Band reduction's 'Detect on these bands'; or the header's bad band list)")
     return InputError(message, cube.path)
 
 

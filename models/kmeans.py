@@ -8,6 +8,7 @@ in the tests.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -172,22 +173,22 @@ def parse_k(k) -> tuple[int, ...]:
         ks = [int(k)]
     else:
         text = str(k).strip()
-        for sep in ("..", ":", "-"):
-            if sep in text:
-                a, _, b = text.partition(sep)
-                try:
-                    lo, hi = int(a), int(b)
-                except ValueError as exc:
-                    raise InputError(f"k must be an integer or a range like 2..16, got {k!r}") from exc
-                if hi < lo:
-                    raise InputError(f"k range {k!r} runs backwards")
-                ks = list(range(lo, hi + 1))
-                break
+        if re.fullmatch(r"[+-]?\d+", text):  # one k, its sign and all ("-3" read as a range said "not an integer")
+            ks = [int(text)]
         else:
-            try:
-                ks = [int(text)]
-            except ValueError as exc:
-                raise InputError(f"k must be an integer or a range like 2..16, got {k!r}") from exc
+            for sep in ("..", ":", "-"):
+                if sep in text:
+                    a, _, b = text.partition(sep)
+                    try:
+                        lo, hi = int(a), int(b)
+                    except ValueError as exc:
+                        raise InputError(f"k must be an integer or a range like 2..16, got {k!r}") from exc
+                    if hi < lo:
+                        raise InputError(f"k range {k!r} runs backwards")
+                    ks = list(range(lo, hi + 1))
+                    break
+            else:
+                raise InputError(f"k must be an integer or a range like 2..16, got {k!r}")
     if not ks or min(ks) < 1:
         raise InputError(f"k must be at least 1, got {k!r}")
     return tuple(sorted(set(ks)))

@@ -219,7 +219,7 @@ class _SignatureDetector(PixelDetector):
             raise InputError("the image's most distinct spectra (ATGP), taken as the undesired signatures, have "
                              "the target's shape: the pixels hardly differ from it but in brightness (a constant "
                              "cube, or one band), so there is nothing to suppress it from; set Undesired "
-                             f"signatures to 0 or give them ({exc})") from exc
+                             "signatures to 0 or give them") from exc
         return self
 
     def decision_function(self, X):

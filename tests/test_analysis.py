@@ -315,3 +315,14 @@ def test_k_means_fits_each_k_alike_whatever_the_rest_of_the_range():
         assert a.inertia_[ia] == pytest.approx(b.inertia_[ib], rel=1e-6), k
         np.testing.assert_allclose(np.asarray(a.centers_[ia]), np.asarray(b.centers_[ib]), rtol=1e-5, atol=1e-6)
     assert c.inertia_[0] == pytest.approx(a.inertia_[list(a.k_values_).index(3)], rel=1e-6)
+
+
+def test_k_text_a_tired_user_types():
+    """'-3' read as a range with its start left out said "not an integer"; it is a k below 1."""
+    from hyperapp.models.kmeans import parse_k
+
+    assert parse_k(" +4 ") == (4,) and parse_k("3:5") == (3, 4, 5)
+    with pytest.raises(InputError, match="k must be at least 1, got '-3'"):
+        parse_k("-3")
+    with pytest.raises(InputError, match="like 2..16, got 'abc'"):
+        parse_k("abc")

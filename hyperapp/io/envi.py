@@ -109,7 +109,10 @@ def read_header(hdr: Path) -> dict:
     try:
         h = envi.read_envi_header(str(hdr))
     except Exception as exc:  # spectral raises its own classes or bare exceptions on bad headers
-        raise CubeFormatError(f"not a valid ENVI header ({exc})", hdr) from exc
+        said = " ".join(str(exc).split())  # (Spectral Python's words run over several spaced-out lines)
+        if "missing \"ENVI\"" in said or "does not appear to be an ENVI header" in said:
+            said = "its first line is not ENVI"
+        raise CubeFormatError(f"not a valid ENVI header ({said})", hdr) from exc
     return {k.lower(): v for k, v in h.items()}
 
 
