@@ -323,6 +323,10 @@ def cmd_detect(args) -> int:
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
+    from hyperapp.detect import ties_words
+
+    if ties := ties_words(rep):
+        print(ties)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
     print(f"wrote {paths['report'].parent}")

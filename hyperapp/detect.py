@@ -748,6 +748,9 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         else:
             far_used = None
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.backend, scalar operators
+        # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
+        # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
+        report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         labels_dev, n_objects = label_objects(mask_dev)
@@ -821,9 +824,26 @@ def _refuse_constant_scores(m, scores_dev, xp) -> None:
                          "identical bands), so nothing can stand out")
 
 
+def ties_words(report: dict) -> str:
+    """A line where more pixels score exactly the threshold than the mask holds (they are left out: only
+    scores above it count), else ""."""
+    n = int(report.get("pixels_at_threshold") or 0)
+    if not n or n < int(report.get("detections", 0)):
+        return ""
+    return (f"{n} pixel{'s' if n != 1 else ''} score exactly the threshold ({report['threshold']:.6g}) and are "
+            "left out of the mask, which takes only the scores above it: lower the threshold to take them")
+
+
 def threshold_origin(report: dict) -> str:
     """One line for people on where a run's threshold came from (the report's ``far``,
-    ``threshold_rule`` and ``target_mode_pixels``): empty for a threshold that was given."""
+    ``threshold_rule`` and ``target_mode_pixels``): empty for a threshold that was given. It ends with
+    :func:`ties_words` where they apply."""
+    ties = ties_words(report)
+    line = _origin(report)
+    return f"{line}. {ties}" if line and ties else line or ties
+
+
+def _origin(report: dict) -> str:
     far = report.get("far")
     if far is None:
         return ""

@@ -1347,3 +1347,23 @@ def test_band_ranges_take_the_k_range_syntax_too():
     assert options.band_indices("1, 3..4, 10") == [1, 3, 4, 10]
     with pytest.raises(InputError, match="spans 10,000,000,000 bands"):
         options.band_indices("0..9999999999")
+
+
+def test_scores_tied_at_the_threshold_are_said(tmp_path, capsys):
+    """A cube of three spectra, a quarter of it copies of the target: the 1e-3 threshold fell on their tied
+    top score and the mask, taking only scores above it, came out empty, said as "0 pixels". Now the run
+    says how many tie there and what to do."""
+    import spectral.io.envi as envi
+
+    rng = np.random.default_rng(6)
+    spectra = rng.uniform(0.1, 0.6, (3, 12)).astype(np.float32)
+    X = spectra[rng.integers(0, 3, (32, 32))]
+    X[:8] = spectra[0]
+    envi.save_image(str(tmp_path / "three.hdr"), X, dtype=np.float32, force=True, ext=".img")
+    (tmp_path / "t.csv").write_text("row,col\n1,1\n")
+    assert main(["--headless", "detect", str(tmp_path / "three.hdr"), "--method", "mf", "--targets",
+                 str(tmp_path / "t.csv"), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert rep["pixels_at_threshold"] >= 8 * 32 - 1
+    assert f"{rep['pixels_at_threshold']} pixels score exactly the threshold" in out and "lower the threshold" in out
