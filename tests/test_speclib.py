@@ -192,6 +192,12 @@ def test_a_csv_librarys_first_column_is_its_wavelengths_or_band_numbers(tmp_path
     assert "band for band" in resample_to_cube(lib, nowl)[1]
     with pytest.raises(InputError, match="the library has no wavelengths and 12 samples, the cube 36 bands"):
         resample_to_cube(lib, _cube(bands=36))
+    # without a header row, a spectrum first was read as wavelengths (in micrometres, "resampled"): its
+    # values go up and down, as no wavelengths do
+    vals = np.random.default_rng(1).uniform(0.1, 0.6, (40, 2))
+    (tmp_path / "nohead.csv").write_text("".join(f"{a:.4f},{b:.4f}\n" for a, b in vals))
+    with pytest.raises(HyperappError, match="nohead.csv: the first column does not read as wavelengths .* steps back"):
+        read_library(tmp_path / "nohead.csv")
 
 
 def test_band_for_band_library_from_a_cube_without_wavelengths(tmp_path):

@@ -385,6 +385,15 @@ def _read_csv(p: Path) -> SpectralLibrary:
         [f"spectrum {j}" for j in range(1, A.shape[1])]
     units = _units_in(head[0]) if head is not None and not by_band else None
     wl = None if by_band else A[:, 0]
+    if wl is not None:  # wavelengths run one way (a library from overlapping spectrometers steps back a few times)
+        steps = np.diff(wl[np.isfinite(wl)])
+        back, ahead = int((steps < 0).sum()), int((steps > 0).sum())
+        why = ("some are 0 or below" if (np.isfinite(wl) & (wl <= 0)).any() else
+               f"it goes up and down: {back} of {steps.size} steps back"
+               if min(back, ahead) > max(2, 0.2 * steps.size) else "")
+        if why:
+            raise CubeFormatError(f"the first column does not read as wavelengths ({why}): a library's first column "
+                                  "holds its wavelengths, in order (or band numbers, named 'band')", p)
     spectra = A[:, 1:].T
     spectra = np.where(spectra <= MISSING_BELOW, np.nan, spectra)
     return SpectralLibrary(names, spectra, wl, units, None, str(p))
