@@ -78,6 +78,12 @@ def test_kmeans_panel_cancel_and_bad_input(qtbot, win):
 def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
     from hyperapp.io import read_labels
 
+    # no more bands kept, or per subset, than the cube's 64 (the boxes took up to 1024, then refused)
+    bp0 = win.panels["Band reduction"]
+    bp0.set_method("band-clusters")
+    box = bp0.form.editors["n_clusters"]
+    assert box.maximum() == 64 and "Allowed: from 1 to 64" in box.toolTip()
+
     clicks = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
     win.session.roi.mark_pixels(np.argwhere(clicks), "target")
     bp = win.panels["Band reduction"]

@@ -213,6 +213,16 @@ class ParamForm(QWidget):
             self.form.addRow(QLabel("none: this method takes no options"))
         self.form.addRow(self.note)
 
+    def set_maximum(self, name: str, value) -> None:
+        """Cap option ``name``'s box at ``value`` (what the cube allows: no more bands kept than it has),
+        its tooltip's allowed range following."""
+        box = self.editors.get(name)
+        if box is None or not hasattr(box, "setMaximum"):
+            return
+        before = allowed_text(box)
+        box.setMaximum(max(value, box.minimum()))
+        box.setToolTip(box.toolTip().replace(f"Allowed: {before}", f"Allowed: {allowed_text(box)}"))
+
     def watch(self, box, title: str) -> None:
         """Say under the fields when number box ``box`` (labelled ``title``) refused what was typed; the
         next accepted edit of it clears that. Its range joins its tooltip."""

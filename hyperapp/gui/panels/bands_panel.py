@@ -65,6 +65,22 @@ class BandsPanel(AnalysisPanel):
         self.use_button.clicked.connect(self.use_selected)
         self.all_button.clicked.connect(lambda: self.host.use_bands(None))
 
+    def _rebuild(self) -> None:
+        super()._rebuild()
+        self._cap_to_cube()
+
+    def reset(self) -> None:
+        super().reset()
+        self._cap_to_cube()
+
+    def _cap_to_cube(self) -> None:
+        """No more bands kept, or per subset, than the cube has: the boxes went to 1024 on a 64-band cube,
+        and the run then refused what they took."""
+        s = self.host.session
+        if s is not None:
+            for name in ("n_clusters", "subset_size"):
+                self.form.set_maximum(name, s.cube.bands)
+
     def selected_bands(self) -> list[int] | None:
         i = self._selected_rank()
         return self._rows[i] if 0 <= i < len(self._rows) else None
