@@ -42,6 +42,12 @@ def test_kmeans_panel_runs_off_the_ui_thread(qtbot, win):
     km = win.panels["k-means"]
     km.form.set_values({"k": "2..6"})
     km.sample.setValue(3000)
+    # its cost up front, as the mixture's and the tree's (k = 10,000 ran 269 s with nothing said)
+    assert "k = 2..6 (5 fits)" in km.cost.text() and "multiply-adds" in km.cost.text()
+    km.form.set_values({"k": "1000"})
+    km.form.changed.emit()
+    assert "leaves about 3.0 spectra a cluster" in km.cost.text()
+    km.form.set_values({"k": "2..6"})
     with qtbot.waitSignal(km.finished, timeout=120000) as blocker:
         w = km.run()
         assert w is not None and not km.run_button.isEnabled()  # the UI thread returned at once
