@@ -100,6 +100,8 @@ def test_band_panel_feeds_the_detectors(qtbot, win, land_hdr):
         bp.run()
     res = blocker.args[0]
     assert res is not None and bp.table.rowCount() == 20
+    tied = int(np.count_nonzero(res.model.scores_ >= res.model.best_scores_[0]))
+    assert (f"{tied} subsets tie at the best score" in bp.status.text()) == (tied > 1)
     best = bp.selected_bands()
     assert len(best) == 3 and len(bp.band_items) == 4  # mean spectrum + three band markers
     assert win.legend.title.startswith("Subset 1 codes, bands ")

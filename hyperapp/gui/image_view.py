@@ -95,6 +95,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.bar_mark = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen((255, 255, 255), width=3))
         self.colour_bar.addItem(self.bar_mark)
         self.bar_mark.hide()
+        self._bar_on = False  # scores shown with the bar (set_overlay)
         self.colour_bar.getAxis("right").setWidth(64)
         self.addItem(self.colour_bar, row=0, col=1)
         self.colour_bar.hide()
@@ -192,6 +193,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         """Remove every overlay (a new cube)."""
         self.overlay.clear()
         self.colour_bar.hide()
+        self._bar_on = False
         self.set_mask(None)
         self.set_truth(None)
         self.set_boxes([])
@@ -201,7 +203,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         """Mark threshold ``t`` on the score colour bar (None: no mark); one beyond the bar's ends sits at
         the end, and the bar's label says where it is."""
         axis = self.colour_bar.getAxis("right")
-        if t is None or not self.colour_bar.isVisible():
+        if t is None or not self._bar_on:  # (not isVisible: a view in a tab not shown is not visible)
             self.bar_mark.hide()
             axis.setLabel(BAR_LABEL)
             return
@@ -210,8 +212,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.bar_mark.setValue(256.0 * (min(max(t, lo), hi) - lo) / max(hi - lo, 1e-12))
         self.bar_mark.show()
         beyond = "above" if t > hi else "below" if t < lo else ""
-        # a second short line (one line ran off the bar's top)
-        axis.setLabel(BAR_LABEL + (f"<br>threshold {t:.4g}: {beyond} the bar" if beyond else "<br>white line: threshold"))
+        # one line, short (a second line was clipped at the view's edge)
+        axis.setLabel("score (1st-99.9th pct.), " + (f"threshold {t:.4g} {beyond}" if beyond else "white: threshold"))
 
     def set_overlay(self, rgba: np.ndarray | None, levels: tuple[float, float] | None = None) -> None:
         """Draw an RGBA overlay; ``levels``: the score range it spans, shown on the colour bar (None: a
@@ -220,7 +222,8 @@ class ImageView(pg.GraphicsLayoutWidget):
             self.overlay.clear()
         else:
             self.overlay.setImage(rgba, autoLevels=False, levels=(0, 255))
-        if rgba is not None and levels is not None:
+        self._bar_on = rgba is not None and levels is not None
+        if self._bar_on:
             self.colour_bar.setLevels(levels)
             self.colour_bar.show()
         else:

@@ -71,10 +71,11 @@ NO_CUBE_FOR_TRUTH = "open a cube first: a truth mask marks the pixels of a cube"
 
 
 def _run_summary(run: Run) -> str:
-    """The Tools dock's line for a detection run: its counts, time, device and (with a truth) AUC."""
+    """The Tools dock's line for a detection run: its counts at its own threshold (the Results dock's
+    follow the slider: the two read as contradicting), time, device and (with a truth) AUC."""
     rep = run.result.report
-    msg = (f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects in "
-           f"{rep['seconds']['total']:.3f} s on {rep['device']}")
+    msg = (f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects at its threshold "
+           f"{rep['threshold']:.4g}, in {rep['seconds']['total']:.3f} s on {rep['device']}")
     if "evaluation" in rep:
         msg += f", AUC {rep['evaluation']['auc']:.4f}"
     return msg
@@ -115,13 +116,16 @@ class MainWindow(QMainWindow):
         self.opacity.setRange(0, 100)
         self.opacity.setValue(60)
         self.opacity_label = QLabel("60 %")
+        # as wide as "100 %" at any value: the boxes beside it moved as it went from 0 to 100
+        self.opacity_label.setFixedWidth(self.opacity_label.fontMetrics().horizontalAdvance("100 %") + 4)
         self.opacity.valueChanged.connect(lambda v: self.opacity_label.setText(f"{v} %"))
         self.band.setEnabled(False)  # a band to choose only in Band view (refresh_image)
         for w, tip in ((self.mode, "RGB: three bands near red, green and blue as a colour image; Band: one band in grey"),
                        (self.band, "The band shown in Band view (its number and wavelength beside it)"),
                        (self.lo_pct, "Contrast stretch: the darkest shown colour is this percentile of each band"),
                        (self.hi_pct, "Contrast stretch: the brightest shown colour is this percentile of each band"),
-                       (self.opacity, "Opacity of the result or class overlay on the image (0 % hides it)")):
+                       (self.opacity, "Opacity of the score or class overlay on the image (0 % hides it; the detection mask, the truth "
+                        "outline and the marks stay)")):
             w.setToolTip(tip)
         for w in (QLabel("View"), self.mode, QLabel("band"), self.band, self.band_label, QLabel("stretch"),
                   self.lo_pct, self.hi_pct, QLabel("overlay opacity"), self.opacity, self.opacity_label):
@@ -794,6 +798,7 @@ class MainWindow(QMainWindow):
         from hyperapp.detect import count_at
 
         pixels, objects = count_at(run.result.scores, run.threshold)
+        self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
         ev = run.result.report.get("evaluation")
         self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {pixels} pixels, {objects} objects"
                                   + (f", AUC {ev['auc']:.4f}" if ev else "") + "; zoomed and panned with the image.")

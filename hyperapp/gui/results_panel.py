@@ -98,7 +98,7 @@ class ResultsPanel(QWidget):
         self.hist = pg.PlotWidget()
         self.hist.setMinimumHeight(180)
         self.hist.showGrid(x=True, y=True, alpha=0.3)
-        self.hist.setLabel("bottom", "score (higher = more target-like)")
+        self.hist.setLabel("bottom", "score (higher = more target-like; for RX, more anomalous)")
         self.hist.setLabel("left", "log10(pixels + 1)")
         self.hist.getAxis("bottom").enableAutoSIPrefix(False)
         self.hist_curve = self.hist.plot(stepMode="center", fillLevel=0, brush=(100, 100, 255, 120))
