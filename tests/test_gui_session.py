@@ -165,7 +165,7 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
     assert bar.isVisible()
     # its label stands beside the tick values, not over the gradient
     assert bar.getAxis("right").labelText.startswith("score") and not bar.getAxis("left").labelText
-    assert "percentile" in bar.getAxis("right").labelText  # the colours saturate beyond the bar's ends
+    assert "99.9th p" in bar.getAxis("right").labelText  # the colours saturate beyond the bar's ends
     lo, hi = bar.levels()
     assert lo < hi and lo >= float(np.nanmin(run.result.scores)) - 1e-6
     # the ROC's dot sits at the threshold's (false-alarm rate, detection rate) and follows the slider
