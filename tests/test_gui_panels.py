@@ -377,6 +377,8 @@ def test_class_palette_is_well_separated(win):
 
     first = [_cielab(c) for c in CLASS_COLOURS[:8]]
     assert min(np.linalg.norm(a - b) for a, b in combinations(first, 2)) >= 40
+    # and far from the false alarms' magenta (cluster 0 was magenta: a newcomer read it as one)
+    assert min(np.linalg.norm(c - _cielab(FALSE_ALARM_COLOUR[:3])) for c in first) >= 50
     for other in (ROI_COLOURS[1], ROI_COLOURS[2], TRUTH_COLOUR, MASK_COLOUR):
         assert min(np.linalg.norm(_cielab(c) - _cielab(other[:3])) for c in CLASS_COLOURS) >= 40
     # the maps draw from it, cluster j in colour j

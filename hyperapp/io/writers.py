@@ -195,10 +195,11 @@ def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
 #: the one class palette of every class and cluster map (and its spectra) without a colour of its own:
 #: picked Glasbey-style (each colour the farthest in CIELAB from those before it) from bright colours,
 #: far from the window's target red, truth cyan, mask green, background blue, black and white; the
-#: first eight are at least 45 apart (CIELAB delta E). Class 12 on is picked the same way by
-#: :func:`class_colour`, so no two of the first :data:`PALETTE_SIZE` classes share a colour.
-CLASS_COLOURS = [(255, 0, 192), (192, 160, 0), (32, 128, 64), (160, 96, 128), (160, 0, 255), (0, 128, 160),
-                 (192, 255, 160), (224, 255, 0), (255, 160, 128), (255, 160, 255), (255, 64, 128), (128, 128, 96)]
+#: first eight are at least 45 apart (CIELAB delta E), and at least 59 from the false alarms' magenta
+#: (magenta and purple come last: cluster 0 in magenta read as a false alarm). Class 12 on is picked the
+#: same way by :func:`class_colour`, so no two of the first :data:`PALETTE_SIZE` classes share a colour.
+CLASS_COLOURS = [(192, 160, 0), (32, 128, 64), (160, 96, 128), (0, 128, 160), (192, 255, 160), (224, 255, 0),
+                 (255, 160, 128), (255, 64, 128), (255, 160, 255), (128, 128, 96), (160, 0, 255), (255, 0, 192)]
 #: distinct class colours before they repeat (a map of more classes than this cannot be told apart by eye)
 PALETTE_SIZE = 256
 #: what the window draws in colours of their own: target and background marks, mask, truth, false alarms,
