@@ -64,6 +64,10 @@ class SOMPanel(AnalysisPanel):
             maps.addWidget(plot.frame, 1)
         lay.addLayout(maps, 1)
         self.err_plot = plot_widget("epoch", "quantisation error")
+        # (a rise in the first epochs read as a broken run: the neighbourhood is still wide then)
+        self.err_plot.setToolTip("Each epoch's errors are measured before its update. While the neighbourhood is "
+                                 "wide (the first epochs) every neuron is pulled towards the mean of many spectra, "
+                                 "so the quantisation error can rise before it falls as the radius shrinks.")
         side_legend(self.err_plot)
         self.qe_curve = self.err_plot.plot(pen=pg.mkPen("c", width=2), symbol="o", symbolSize=5,
                                            name="quantisation error (mean distance to the neuron)")
