@@ -120,6 +120,7 @@ def test_opening_another_cube_resets_the_window(qtbot, win, land_hdr, sea_hdr, t
     win.results.flush()
     pixels = int((run.result.scores > run.threshold).sum())
     assert f": {pixels} pixels" in win.compare_note.text()  # the compared run's mask follows its threshold
+    assert win.compare_view.key_entries()[-1] == "target marks"  # the marks, as on the image
     wide = tmp_path / "wide.hdr"
     envi.save_image(str(wide), np.random.default_rng(0).random((40, 300, 8), dtype=np.float32), ext=".img")
     assert win.open_cube(wide)

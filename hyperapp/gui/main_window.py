@@ -517,6 +517,8 @@ class MainWindow(QMainWindow):
 
         roi = self.session.roi
         self.view.set_rois(roi.labels, roi.colour_table(), roi.class_names())
+        if self.compare_pick.currentIndex() >= 0:  # the marks where the compared run shows, as on the image
+            self.compare_view.set_rois(roi.labels, roi.colour_table(), roi.class_names())
         stats = class_statistics(self.session.base_cube, roi.labels, ROI_STATS_SAMPLE)
         self.spectrum.show_rois({roi.classes[k - 1][0]: (m, sd, roi.classes[k - 1][1]) for k, (m, sd) in stats.items()
                                  if k <= len(roi.classes)})
@@ -789,6 +791,8 @@ class MainWindow(QMainWindow):
         self.compare_view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0),
                                       score_levels(run.result.scores))
         self.compare_view.set_truth(self.session.truth)  # hits and false alarms apart, as in the main view
+        roi = self.session.roi
+        self.compare_view.set_rois(roi.labels, roi.colour_table(), roi.class_names())  # the marks too
         self._compare_mask(run)
         self.compare_view.set_boxes(run.result.boxes)
 
