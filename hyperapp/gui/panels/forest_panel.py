@@ -197,12 +197,19 @@ class ForestPanel(AnalysisPanel):
         res = result.report["results"]
         _, names, colours = class_table(result)
         parts = [f"{forest_shape(res)}; trained on {res['n_train']} pixels"]
+        caveats = []
         if res["test_accuracy"] is not None:
             parts.append(f"held-out accuracy {res['test_accuracy']:.1%} on {res['n_test']} pixels")
-            parts += class_accuracy_words(res, names)
+            caveats = class_accuracy_words(res, names)
         if res.get("oob_accuracy") is not None:
             parts.append(f"out-of-bag accuracy {res['oob_accuracy']:.1%}")
-        self.accuracy.setText("; ".join(parts))
+        # what the overall accuracy hides (a class barely tested, or badly predicted) on a line of its own,
+        # in bold: in the middle of one long line it read as a footnote to "100.0 %"
+        import html
+
+        self.accuracy.setTextFormat(Qt.TextFormat.RichText)  # (class names escaped: a name may hold "<")
+        self.accuracy.setText(html.escape("; ".join(parts))
+                              + ("<br><b>But: " + html.escape("; ".join(caveats)) + "</b>" if caveats else ""))
         C = m.confusion_
         t = self.confusion
         k = len(names)
