@@ -342,3 +342,13 @@ def test_the_cascades_mask_boxes_are_not_drawn_as_dots(qtbot):
                     {"row": 20, "col": 25, "height": 1, "width": 1, "level": 0, "source": "rbfn"},
                     {"row": 10, "col": 10, "height": 4, "width": 4, "level": 1}])
     assert len(view.box_items) == 2 and view.key_entries() == ["window boxes"]
+
+
+def test_a_cube_without_data_in_the_bands_shown_is_said(qtbot, win, tmp_path):
+    """A cube of NaN opened to a black picture with nothing said until a run refused it."""
+    import spectral.io.envi as envi
+
+    envi.save_image(str(tmp_path / "nan.hdr"), np.full((16, 16, 6), np.nan, np.float32), dtype=np.float32,
+                    force=True, ext=".img")
+    assert win.open_cube(tmp_path / "nan.hdr")
+    assert "hold no data at any pixel" in win.statusBar().currentMessage()

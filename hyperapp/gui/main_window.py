@@ -432,15 +432,18 @@ class MainWindow(QMainWindow):
         lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
         self.band.setEnabled(self.mode.currentText() != "RGB")  # it chooses nothing in RGB view
         if self.mode.currentText() == "RGB":
-            img = stretch(_no_data_nan(cube.subset_bands(list(cube.rgb_bands())).read(), cube.nodata), lo, hi)
+            raw = _no_data_nan(cube.subset_bands(list(cube.rgb_bands())).read(), cube.nodata)
             self.band_label.setText("")
         else:
             b = self.band.value()
-            img = stretch(_no_data_nan(cube.band(b), cube.nodata), lo, hi)
+            raw = _no_data_nan(cube.band(b), cube.nodata)
             from hyperapp.gui.panels import band_name
 
             self.band_label.setText(band_name(cube, b))  # "12 (650 nm)", as every table and title names it
-        self.view.set_image(img)
+        self.view.set_image(stretch(raw, lo, hi))
+        if not np.isfinite(raw).any():  # a black picture, and nothing said until a run refused the cube
+            self.statusBar().showMessage("the bands shown hold no data at any pixel (NaN, Inf or the no-data "
+                                         "value): try another band, or another cube", 15000)
 
     def _hover(self, r: int, c: int) -> None:
         if self.session is None:
