@@ -213,7 +213,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.bar_mark.show()
         beyond = "above" if t > hi else "below" if t < lo else ""
         # one line, short (a second line was clipped at the view's edge)
-        axis.setLabel("score (1st-99.9th pct.), " + (f"threshold {t:.4g} {beyond}" if beyond else "white: threshold"))
+        # (its value is the Results dock's; with it the line ran past a 1366 x 768 window's bar)
+        axis.setLabel("score (1st-99.9th pct.), " + (f"threshold {beyond}" if beyond else "white: threshold"))
 
     def set_overlay(self, rgba: np.ndarray | None, levels: tuple[float, float] | None = None) -> None:
         """Draw an RGBA overlay; ``levels``: the score range it spans, shown on the colour bar (None: a
