@@ -124,12 +124,36 @@ class AnalysisPanel(QWidget):
 
     def cost_line(self, layout: QVBoxLayout) -> None:
         """A line (:attr:`cost`) saying what a run will cost, which the panel's ``_estimate`` writes,
-        again whenever the spectra or their number change."""
+        again whenever the spectra, their number, the options or the method change."""
         self.cost = QLabel("")
         self.cost.setWordWrap(True)
         layout.addWidget(self.cost)
         self.sample.valueChanged.connect(self._estimate)
         self.source.currentIndexChanged.connect(self._estimate)
+        self.form.changed.connect(self._estimate)
+
+    def _estimate(self) -> None:
+        """Write :attr:`cost` (a panel with a :meth:`cost_line` says its method's cost here)."""
+
+    def k_cost(self, unknown: str) -> tuple | None:
+        """What a cost line of a method fitted once for each k of a range starts from: (the spectra, the
+        k tried, the cube's bands, the option values); None where the line is said already (k that does not
+        parse, or spectra known only at run time: ``unknown`` then says what the cost grows with)."""
+        from hyperapp.errors import HyperappError
+        from hyperapp.models.kmeans import parse_k
+
+        v = self.form.values()
+        s = self.host.session
+        n = self.spectra_count()
+        try:
+            ks = parse_k(v.get("k", "8"))
+        except HyperappError:
+            self.cost.setText("Cost: give k as one number (8) or a range (2..10).")
+            return None
+        if n is None or s is None:
+            self.cost.setText(f"Cost: grows with {unknown}.")
+            return None
+        return n, ks, s.cube.bands, v
 
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
@@ -169,6 +193,8 @@ class AnalysisPanel(QWidget):
                 self.sample.setValue(self.cpu_sample)
                 self._cpu_set["sample"] = ("Sample size", self.cpu_sample, self.sample_default)
         self._cpu_note()
+        if hasattr(self, "cost"):  # the new method's cost
+            self._estimate()
 
     def _cpu_note(self) -> None:
         """Say which options were sized down for the CPU, and only while they still hold that value: a

@@ -31,31 +31,14 @@ class GMMPanel(AnalysisPanel):
 
     def build_controls(self, layout) -> None:
         self.cost_line(layout)
-        self.form.changed.connect(self._estimate)
-
-    def _rebuild(self) -> None:
-        super()._rebuild()
-        self._estimate()
 
     def _estimate(self) -> None:
         """EM's cost up front: every iteration weighs each spectrum against each component's covariance
         (bands^2 for full matrices), for every k tried and every start."""
-        from hyperapp.errors import HyperappError
-        from hyperapp.models.kmeans import parse_k
-
-        v = self.form.values()
-        s = self.host.session
-        n = self.spectra_count()
-        try:
-            ks = parse_k(v.get("k", "8"))
-        except HyperappError:
-            self.cost.setText("Cost: give k as one number (8) or a range (2..10).")
+        got = self.k_cost("spectra x components x starts x iterations (x bands^2 for full covariances)")
+        if got is None:
             return
-        if n is None or s is None:
-            self.cost.setText("Cost: grows with spectra x components x starts x iterations "
-                              "(x bands^2 for full covariances).")
-            return
-        d = s.cube.bands
+        n, ks, d, v = got
         per = d * d if v.get("covariance") == "full" else d
         work = n * sum(ks) * per * v.get("n_init", 1) * v.get("max_iter", 100)
         tried = f"{ks[0]} components" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} fits)"

@@ -36,7 +36,6 @@ class HACPanel(AnalysisPanel):
     def build_controls(self, layout) -> None:
         self.cost_line(layout)
         self.form.changed.connect(self._height_label)
-        self._estimate()
 
     def _estimate(self) -> None:
         """The tree's cost up front: its pairwise distances grow with the square of the spectra."""

@@ -16,35 +16,20 @@ class KMeansPanel(AnalysisPanel):
 
     def build_controls(self, layout) -> None:
         self.cost_line(layout)
-        self.form.changed.connect(self._estimate)
-
-    def _rebuild(self) -> None:
-        super()._rebuild()
-        self._estimate()
 
     def _estimate(self) -> None:
         """Lloyd's cost up front, as the mixture's and the tree's panels say theirs: every iteration measures
         each spectrum against each centre, for every k tried and every restart (k = 10,000 on 20,000
         spectra ran 269 s on the CPU with nothing said before)."""
-        from hyperapp.errors import HyperappError
-        from hyperapp.models.kmeans import parse_k
-
-        v = self.form.values()
-        s = self.host.session
-        n = self.spectra_count()
-        try:
-            ks = parse_k(v.get("k", "8"))
-        except HyperappError:
-            self.cost.setText("Cost: give k as one number (8) or a range (2..10).")
+        got = self.k_cost("spectra x clusters x restarts x iterations x bands")
+        if got is None:
             return
-        if n is None or s is None:
-            self.cost.setText("Cost: grows with spectra x clusters x restarts x iterations x bands.")
-            return
-        work = n * sum(ks) * s.cube.bands * v.get("n_init", 1) * v.get("max_iter", 100)
+        n, ks, d, v = got
+        work = n * sum(ks) * d * v.get("n_init", 1) * v.get("max_iter", 100)
         tried = f"{ks[0]} clusters" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} fits)"
         few = f"; k = {ks[-1]} leaves about {n / ks[-1]:.1f} spectra a cluster" if ks[-1] * 10 > n else ""
         self.cost.setText(f"Cost: about {n:,} spectra, {tried}, {v.get('n_init', 1)} restart(s), up to "
-                          f"{v.get('max_iter', 100)} iterations on {s.cube.bands} bands: up to {work:.2g} "
+                          f"{v.get('max_iter', 100)} iterations on {d} bands: up to {work:.2g} "
                           f"multiply-adds{few}.")
 
     def build_plots(self, tabs) -> None:
