@@ -529,13 +529,9 @@ def _headless(argv: list[str], debug: bool) -> int:
         if args.command in ("detect", "analyse", "analyze"):
             from hyperapp.io.atomic import protect_inputs
 
-            try:
-                with protect_inputs(*_input_files(args)):  # no output replaces a file this run reads
-                    rc = COMMANDS[args.command](args)
-            except ModelError as exc:  # a model that cannot fit or score this cube: the line names the cube
-                if exc.path is None and getattr(args, "cube", None):
-                    exc.path = os.fspath(args.cube)
-                raise
+            # no output replaces a file this run reads; a model that cannot fit or score this cube names it
+            with protect_inputs(*_input_files(args)), about(getattr(args, "cube", None), (ModelError,)):
+                rc = COMMANDS[args.command](args)
         else:
             rc = COMMANDS[args.command](args)
         global _EXIT_FAST

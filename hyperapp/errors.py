@@ -55,13 +55,14 @@ class Cancelled(Exception):
 
 
 @contextmanager
-def about(path: str | os.PathLike | None):
-    """Errors raised inside about the data (an :class:`InputError` or :class:`ModelError` with no file
-    of its own) are about ``path``, the cube the work reads: the CLI's line then names it ("the mean
-    target spectrum is all zeros" said nothing of which cube)."""
+def about(path: str | os.PathLike | None, kinds: tuple | None = None):
+    """Errors raised inside about the data (an :class:`InputError` or :class:`ModelError`, or only the
+    ``kinds`` given, with no file of its own) are about ``path``, the cube the work reads: the CLI's line
+    then names it ("the mean target spectrum is all zeros" said nothing of which cube)."""
+    caught = kinds if kinds is not None else (InputError, ModelError)
     try:
         yield
-    except (InputError, ModelError) as exc:
+    except caught as exc:
         if exc.path is None and path:
             exc.path = os.fspath(path)
         raise
