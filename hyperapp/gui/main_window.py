@@ -196,7 +196,7 @@ class MainWindow(QMainWindow):
         self.lo_pct.valueChanged.connect(self.refresh_image)
         self.hi_pct.valueChanged.connect(self.refresh_image)
         self.opacity.valueChanged.connect(self._redraw_result)
-        self.opacity.valueChanged.connect(lambda _: self._show_compare(self.compare_pick.currentIndex()))
+        self.opacity.valueChanged.connect(self._compare_overlay)
         self.detector.run_requested.connect(self.run_detector)
         self.detector.marking.tool_chosen.connect(self.set_tool)
         self.detector.marking.class_chosen.connect(self.set_roi_class)
@@ -789,15 +789,24 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
-        # its scores as the image draws them: the overlay's opacity and the colour bar
         self.compare_view.set_image(self.view.base.image, fit=False)  # linked to the main view: keep its zoom
-        self.compare_view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0),
-                                      score_levels(run.result.scores))
+        self._compare_overlay()
         self.compare_view.set_truth(self.session.truth)  # hits and false alarms apart, as in the main view
         roi = self.session.roi
         self.compare_view.set_rois(roi.labels, roi.colour_table(), roi.class_names())  # the marks too
         self._compare_mask(run)
         self.compare_view.set_boxes(run.result.boxes)
+
+    def _compare_overlay(self) -> None:
+        """The compared run's scores as the image draws them: the overlay's opacity and the colour bar (the
+        opacity slider redraws only this, not the picture, truth and marks beside it)."""
+        i = self.compare_pick.currentIndex()
+        if self.session is None or not (0 <= i < len(self.session.runs)):
+            return
+        run = self.session.runs[i]
+        self.compare_view.set_overlay(colourise(run.result.scores, self.opacity.value() / 100.0),
+                                      score_levels(run.result.scores))
+        self.compare_view.set_threshold_mark(run.threshold)
 
     def _compare_mask(self, run) -> None:
         """The compared run's numbers beside it (the Results dock shares the bottom tabs: they could not

@@ -118,10 +118,9 @@ def read_header(hdr: Path) -> dict:
 
 def check_size(data: Path, need: int, sizes: str, unit: int, unit_name: tuple[str, str]) -> None:
     """The data file holds what its header describes (``need`` bytes: ``sizes`` in words), neither less
-    (truncated) nor ``unit`` bytes (one of ``unit_name``, singular and plural: a band of a cube, a spectrum
-    of a library) or
-    more beyond it: a header that says 60 bands of a 64-band file, or int16 for float32 data, was read
-    without a word into scores of nothing (AUC 0.48 where the right header gives 1.0)."""
+    (truncated) nor ``unit`` bytes or more beyond it (one of ``unit_name``, singular and plural: a band of
+    a cube, a spectrum of a library): a header that says 60 bands of a 64-band file, or int16 for float32
+    data, was read without a word into scores of nothing (AUC 0.48 where the right header gives 1.0)."""
     have = data.stat().st_size
     if have < need:
         raise CubeFormatError(f"data file is truncated or the header's sizes are wrong: {have} bytes, "
