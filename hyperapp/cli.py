@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import Cancelled, HyperappError, InputError, ModelError, about
+from hyperapp.core.errors import Cancelled, HyperappError, InputError, ModelError, about
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -217,10 +217,10 @@ def _label(key: str) -> str:
 
 
 def _settings(args, kind: str) -> dict:
-    """The run's options checked by :func:`hyperapp.options.run_settings`, the check a job step and the
+    """The run's options checked by :func:`hyperapp.request.checks.run_settings`, the check a job step and the
     window share; then the output folder is checked (nothing is created yet)."""
-    from hyperapp import options
     from hyperapp.io.atomic import check_out_dir
+    from hyperapp.request import checks as options
 
     params: dict = {}
     for t in args.param:
@@ -250,11 +250,11 @@ def _settings(args, kind: str) -> dict:
 
 
 def cmd_detect(args) -> int:
-    from hyperapp import options
-    from hyperapp.detect import detect_to_folder
+    from hyperapp.core.progress import ProgressDisplay
+    from hyperapp.detect.run import detect_to_folder
     from hyperapp.io import read_labels, read_truth
     from hyperapp.io.masks import check_background
-    from hyperapp.progress import ProgressDisplay
+    from hyperapp.request import checks as options
 
     st = _settings(args, "detect")
     if args.truth_var is not None and args.truth is None:
@@ -263,7 +263,7 @@ def cmd_detect(args) -> int:
     if args.save_model is not None and not args.save_model.strip():  # given, but empty: not silently no model
         raise InputError("--save-model must name the model file to write, got ''")
     if args.save_model:  # the file it will write (.npz added), checked before any work or output
-        from hyperapp.io.model_files import model_path
+        from hyperapp.detect.model_files import model_path
 
         if Path(args.save_model).is_dir():
             raise InputError("is a folder; --save-model names the model file to write", args.save_model)
@@ -277,11 +277,11 @@ def cmd_detect(args) -> int:
     params = st["params"]
     model = None
     if args.model:
-        from hyperapp.io.model_files import load_model
+        from hyperapp.detect.model_files import load_model
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
     if args.train_from:
-        from hyperapp.detect import train_on_scene
+        from hyperapp.detect.run import train_on_scene
 
         if not args.train_truth:
             raise InputError("--train-from needs --train-truth (the training scene's targets: a truth mask or "
@@ -293,13 +293,13 @@ def cmd_detect(args) -> int:
         raise InputError("ffbp needs a model: --model FILE, --train-from SCENE --train-truth MASK, "
                          "or --targets marking the targets of this scene")
     from hyperapp.io.masks import read_class_map
-    from hyperapp.signatures import signature_kwargs
+    from hyperapp.io.signatures import signature_kwargs
 
     sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
                            st.get("undesired_names"),
                            read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
     if args.save_model and model is None:  # a model that could not be saved: refused before any output
-        from hyperapp.io.model_files import check_savable, model_path
+        from hyperapp.detect.model_files import check_savable, model_path
 
         several = sig.get("target_spectra") is not None and len(sig["target_spectra"]) > 1
         check_savable(args.method, st.get("mnf") is not None, several, model_path(args.save_model))
@@ -309,7 +309,7 @@ def cmd_detect(args) -> int:
                                          threshold=st.get("threshold"), model=model, memory=memory,
                                          progress=shown.progress(), mnf=st.get("mnf"), **sig)
     if args.save_model:
-        from hyperapp.io.model_files import save_model
+        from hyperapp.detect.model_files import save_model
 
         saved = save_model(result.model, args.save_model, method=args.method)
         # (a name without .npz gets it: say where the model went, which --model then takes)
@@ -323,7 +323,7 @@ def cmd_detect(args) -> int:
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
-    from hyperapp.detect import ties_words
+    from hyperapp.detect.run import ties_words
 
     if ties := ties_words(rep):
         print(ties)
@@ -347,9 +347,9 @@ def _open(args):
 
 
 def cmd_analyse(args) -> int:
-    from hyperapp.analyse import DEFAULT_SAMPLE, Selection, forest_shape, run_analysis, write_analysis
+    from hyperapp.analyse.run import DEFAULT_SAMPLE, Selection, forest_shape, run_analysis, write_analysis
+    from hyperapp.core.progress import ProgressDisplay
     from hyperapp.io.masks import class_names_of, read_class_map
-    from hyperapp.progress import ProgressDisplay
 
     st = _settings(args, "analyse")
     cube = _open(args)
@@ -376,7 +376,7 @@ def cmd_analyse(args) -> int:
         line += f", {forest_shape(res)}"
         if res["test_accuracy"] is not None:
             line += f", held-out accuracy {res['test_accuracy']:.4f} ({res['n_test']} px)"
-            from hyperapp.analyse import class_accuracy_words
+            from hyperapp.analyse.run import class_accuracy_words
 
             line += "".join(f", {w}" for w in class_accuracy_words(res))
         if res.get("oob_accuracy") is not None:
@@ -399,7 +399,7 @@ def cmd_analyse(args) -> int:
         print(f"{rep['selection']['nodata_left_out']} pixel(s) without data (NaN, Inf or the no-data value) left "
               "out of the fit: -1 in the label maps, NaN in the images written")
     if "criterion" in res or "bic" in res:
-        from hyperapp.analyse import range_edge_words
+        from hyperapp.analyse.run import range_edge_words
 
         edge = range_edge_words(res["k"], res["chosen_k"], "bic" if "bic" in res else res["criterion"])
         if edge:
@@ -415,18 +415,17 @@ def cmd_bench(args) -> int:
         for name, doc in list_cases():
             print(f"{name}: {doc}")
         return 0
-    from hyperapp import options
-
+    from hyperapp.request import checks as options
     repeats = options.whole(args.repeats, "--repeats", 1, 10**6)
     json_path = options.out_file(args.json, "--json") if args.json is not None else None  # before any work
     return run_bench(args.case or None, repeats=repeats, json_path=json_path, quick=args.quick)
 
 
 def cmd_prepare_gpu(args) -> int:
-    from hyperapp.backend import gpu_available, gpu_status
-    from hyperapp.gpu_prepare import cache_dir, prepare_gpu
+    from hyperapp.batch.prepare_gpu import cache_dir, prepare_gpu
+    from hyperapp.core.backend import gpu_available, gpu_status
+    from hyperapp.core.progress import ProgressDisplay
     from hyperapp.io import open_cube
-    from hyperapp.progress import ProgressDisplay
 
     for c in args.cubes:  # a cube named that cannot be opened is one line, with or without a GPU
         open_cube(c)
@@ -449,7 +448,7 @@ def cmd_prepare_gpu(args) -> int:
 
 def cmd_samples(args) -> int:
     from hyperapp.io.atomic import check_out_dir
-    from hyperapp.samples import build_samples, sample_folder
+    from hyperapp.io.samples import build_samples, sample_folder
 
     folder = args.folder or sample_folder()
     check_out_dir(folder)  # a file, or a folder that cannot be made: one line before anything is written
@@ -459,9 +458,9 @@ def cmd_samples(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from hyperapp import options
-    from hyperapp.batch import run_job
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
+    from hyperapp.request import checks as options
 
     workers = options.workers(args.workers, "--workers")
     memory = options.memory(args.memory, "--memory") if args.memory is not None else None
@@ -523,7 +522,7 @@ def _headless(argv: list[str], debug: bool) -> int:
         args = build_parser().parse_args(argv)
         local = not (str(getattr(args, "workers", 0)).strip() not in ("", "0") or getattr(args, "scheduler", None))  # Dask workers use their own GPUs
         if args.command in ("detect", "analyse", "analyze", "run") and local:
-            from hyperapp.cuda_start import prewarm
+            from hyperapp.core.cuda_start import prewarm
 
             prewarm(getattr(args, "device", "auto"))  # CUDA starts before NumPy is imported
         if args.command in ("detect", "analyse", "analyze"):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError, ModelError
 
 TARGET, BACKGROUND, UNLABELLED, NODATA = 1, 0, -1, -2
 
@@ -60,7 +60,7 @@ def check_target_apart(d2: float, bands: int, what: str) -> None:
     """Refuse a target at the background's mean: ``d2`` its squared Mahalanobis distance from it. The
     matched filter divides by it, so a target that is the scene's mean spectrum gave scores of +-900 and
     a mask of random background pixels, without a word."""
-    from hyperapp.errors import ModelError
+    from hyperapp.core.errors import ModelError
 
     if not d2 >= TARGET_APART:
         raise ModelError(f"the target spectrum is the background's mean (Mahalanobis distance {max(d2, 0.0) ** 0.5:.2g}; "
@@ -87,7 +87,7 @@ def check_labels(y, n: int):
     y = y.reshape(-1)
     if y.shape[0] != n:
         raise InputError(f"labels cover {y.shape[0]} pixels, the image has {n}")
-    # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+    # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
     _check_target_count(int(get_namespace(y).equal(y, TARGET).sum()), n)
     return y
 
@@ -164,7 +164,7 @@ class PixelDetector(Estimator):
     #: whether ``fit`` works on the labels on the host (so callers holding both copies pass the host's)
     labels_on_host = False
     #: whether ``fit`` takes ``check_input=False``, as scikit-learn's trees do: a caller that has just
-    #: tested the pixels for NaN and Inf (:func:`hyperapp.detect.run_detection`, on every click) skips
+    #: tested the pixels for NaN and Inf (:func:`hyperapp.detect.run.run_detection`, on every click) skips
     #: the second read of the cube
     accepts_check_input = False
 

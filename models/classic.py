@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import (
     TARGET,
     PixelDetector,
@@ -45,7 +45,7 @@ def _launch(function: str, n: int, *args):
     SM, striding over the rows."""
     import cupy
 
-    from hyperapp.backend import device_attributes
+    from hyperapp.core.backend import device_attributes
     from hyperapp.kernels import get_kernel
 
     out = cupy.empty(n, cupy.float32)
@@ -107,7 +107,7 @@ class _WhitenedDetector(PixelDetector):
     def fit(self, X, y=None, check_input: bool = True):
         if self.uses_targets:
             P, xp, y, self.target_ = labelled_target_mean(X, y, check_input)
-            exclude = xp.flatnonzero(xp.equal(y, TARGET))  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+            exclude = xp.flatnonzero(xp.equal(y, TARGET))  # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
         else:
             P, _ = as_pixels(X)
             if check_input:
@@ -234,7 +234,7 @@ class CEM(PixelDetector):
         if target_mean is None:
             raise InputError("no target pixels marked: click at least one target pixel")
         d = target_mean
-        # its floored inverse reused; a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+        # its floored inverse reused; a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
         stats = BackgroundStats(xp.zeros_like(d), xp.divide(R_sum, n), n)
         Rd = stats.inv_cov @ d
         self.w_ = (Rd / (d @ Rd)).astype(dtype)
@@ -276,7 +276,7 @@ class SAM(PixelDetector):
         norm = float(xp.linalg.norm(target_mean))
         if norm == 0:
             raise InputError("the mean target spectrum is all zeros: SAM needs a non-zero target")
-        # ufuncs, not operators, where an operand is a scalar: hyperapp.backend, scalar operators (SAM's
+        # ufuncs, not operators, where an operand is a scalar: hyperapp.core.backend, scalar operators (SAM's
         # fresh runs imported cupyx.scipy.special for these two lines, 0.4-0.5 s of each run)
         self.t_ = xp.divide(target_mean, norm).astype(dtype)
         return self
@@ -342,7 +342,7 @@ class LocalRX(PixelDetector):
             # both windows keep their full width and shift inside the image at the borders, as
             # spectral's inner_outer_window_mask_creator places them
             lo = xp.clip(xp.subtract(xp.arange(n), w // 2), 0, n - w)
-            return lo, xp.add(lo, w)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+            return lo, xp.add(lo, w)  # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
 
         def box(r0, r1, c0, c1):
             return (S[r1][:, c1] - S[r0][:, c1] - S[r1][:, c0] + S[r0][:, c0])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError, ModelError
 
 
 def _masks(scores, truth, exclude=None):
@@ -265,7 +265,7 @@ def evaluate(scores, truth, exclude=None) -> dict:
     # every count on the device, then one copy: 2U (as _auc), the targets above each Pd threshold, and
     # the truth's target count
     # ufuncs throughout, never an operator with a scalar: on CuPy the operators' first call imports
-    # cupyx.scipy.special, 0.3-0.4 s of a fresh process (hyperapp.backend, scalar operators)
+    # cupyx.scipy.special, 0.3-0.4 s of a fresh process (hyperapp.core.backend, scalar operators)
     counts = [_twice_u(pos, srt)] + [xp.greater(pos, _at_far(srt, far)).sum(dtype=xp.int64) for far in (1e-2, 1e-3)]
     counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
     u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))

@@ -36,8 +36,8 @@ import math
 import numpy as np
 from scipy import ndimage
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.io.objects import box_mask
 from hyperapp.models.base import TARGET, PixelDetector, check_finite
 from hyperapp.models.mlp import TansigMLP
@@ -248,7 +248,7 @@ class FFBP(PixelDetector):
     epochs, seed :
         Training settings.
     refine : bool
-        In :func:`hyperapp.detect.run_detection`: score the pixels inside the boxes with an RBFN
+        In :func:`hyperapp.detect.run.run_detection`: score the pixels inside the boxes with an RBFN
         trained from the clicks (coarse windows first, pixels last) for a pixel mask.
     """
 
@@ -284,7 +284,7 @@ class FFBP(PixelDetector):
     def _scaled(self, F):
         xp = get_namespace(F)
         lo, hi = xp.asarray(self.fmin_), xp.asarray(self.fmax_)
-        # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+        # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
         return xp.subtract(xp.divide(xp.multiply(2.0, F - lo), xp.maximum(hi - lo, 1e-12)), 1.0).astype(xp.float32)
 
     def _check_image(self, X):

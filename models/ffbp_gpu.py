@@ -272,7 +272,7 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
     """Block statistics, then scans and every level in one persistent launch (no allocation). ``out``:
     (boxes, ann1, ann2, counts) device pointers to write the result to instead of the work buffers (the
     graph passes host-mapped memory)."""
-    from hyperapp.backend import device_attributes
+    from hyperapp.core.backend import device_attributes
 
     R, C, B = X.shape
     nbr, nbc = st.nb

@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import Estimator
 
 #: classes the GPU kernels hold per node at most

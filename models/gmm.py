@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models.base import Estimator
 
 CHUNK_BYTES = 256 << 20

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import Estimator
 
 LINKAGES = ("single", "complete", "average", "ward")
@@ -111,7 +111,7 @@ def check_linkage_size(n: int, xp) -> None:
         except (ValueError, OSError, AttributeError):
             free = 8 << 30
     else:
-        from hyperapp.backend import gpu_free_bytes
+        from hyperapp.core.backend import gpu_free_bytes
 
         free = gpu_free_bytes(xp)
     if need > MATRIX_SHARE * free:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
+from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.models.base import Estimator
 
 
@@ -165,7 +165,7 @@ def parse_k(k) -> tuple[int, ...]:
     InputError
         Anything else, or a k below 1.
     """
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     if isinstance(k, (list, tuple)):
         ks = [int(v) for v in k]
@@ -461,7 +461,7 @@ class MultiKMeans(Estimator):
 
     def fit(self, X, y=None, progress=None):
         """Cluster the rows of ``X`` (n, bands) for every k."""
-        from hyperapp.errors import InputError, ModelError
+        from hyperapp.core.errors import InputError, ModelError
         from hyperapp.models.base import as_pixels, selected_spectra
 
         X, _ = as_pixels(X)
@@ -550,7 +550,7 @@ class MultiKMeans(Estimator):
         k = self.chosen_k_ if k is None else int(k)
         where = np.flatnonzero(self.k_values_ == k)
         if not where.size:
-            from hyperapp.errors import InputError
+            from hyperapp.core.errors import InputError
 
             raise InputError(f"k = {k} was not fitted; fitted: {', '.join(map(str, self.k_values_))}")
         return self.centers_[int(where[0])]
@@ -569,7 +569,7 @@ class MultiKMeans(Estimator):
         def clean(a):  # a criterion undefined at some k (one cluster, an empty one) is written null
             return [None if not np.isfinite(v) else float(v) for v in a]
 
-        # the inertia is the objective: a non-finite one stays visible (hyperapp.analyse refuses it)
+        # the inertia is the objective: a non-finite one stays visible (hyperapp.analyse.run refuses it)
         return {"k": [int(k) for k in self.k_values_], "inertia": [float(v) for v in self.inertia_],
                 "silhouette": clean(self.silhouette_), "davies_bouldin": clean(self.davies_bouldin_),
                 "chosen_k": int(self.chosen_k_), "criterion": getattr(self, "criterion_used_", self.criterion),
@@ -577,7 +577,7 @@ class MultiKMeans(Estimator):
 
     def tables(self) -> dict:
         """CSV tables: the per-k curves and the chosen k's centres (one row per cluster)."""
-        from hyperapp.backend import to_host
+        from hyperapp.core.backend import to_host
 
         s = self.summary()
         curves = (["k", "inertia", "silhouette", "davies_bouldin"],

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
-from hyperapp.errors import ModelError
+from hyperapp.core.backend import get_namespace
+from hyperapp.core.errors import ModelError
 
 
 def _unit(t, xp):
     """(t + 1) / 2: a tansig output in [-1, 1] to [0, 1], by ufuncs (an operator with a scalar imports
-    cupyx.scipy.special on CuPy's first call: hyperapp.backend, scalar operators)."""
+    cupyx.scipy.special on CuPy's first call: hyperapp.core.backend, scalar operators)."""
     return xp.multiply(xp.add(t, 1.0), 0.5)
 
 
@@ -56,7 +56,7 @@ class TansigMLP:
         X = X.astype(xp.float32)
         y = xp.asarray(y).astype(xp.float32).reshape(-1)
         n, m = X.shape
-        n_pos = int(xp.greater(y, 0.5).sum())  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+        n_pos = int(xp.greater(y, 0.5).sum())  # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
         if n_pos == 0 or n_pos == n:
             raise ModelError("the training windows hold only one class: need windows with and without targets")
         rng = np.random.default_rng(self.seed)

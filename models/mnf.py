@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models.base import (
     TARGET,
     Estimator,
@@ -122,7 +122,7 @@ class MNF(Estimator):
     def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats):
         """Fit from the image's statistics and its neighbour differences' (:func:`shift_differences`);
         the noise covariance is half the differences' (the streamed path sums both tile by tile)."""
-        # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+        # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
         noise = BackgroundStats(noise.mean, get_namespace(noise.cov).divide(noise.cov, 2.0), noise.n)
         Wn = np.asarray(to_host(noise.sqrt_inv_cov), np.float64)
         S = np.asarray(to_host(signal.cov), np.float64)
@@ -288,7 +288,7 @@ class _MixtureTuned(PixelDetector):
             Y = self.mnf_.transform(P[i:i + step])
             a = Y @ self.w_
             ac = xp.clip(a, 0, 1)[:, None]
-            sigma = xp.subtract(one, ac) * self.sqrt_lam_ + ac  # ufuncs with scalars: hyperapp.backend
+            sigma = xp.subtract(one, ac) * self.sqrt_lam_ + ac  # ufuncs with scalars: hyperapp.core.backend
             r = (Y - a[:, None] * self.s_) / sigma
             score[i:i + step] = a
             infeas[i:i + step] = xp.sqrt((r * r).sum(axis=1))

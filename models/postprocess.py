@@ -11,7 +11,7 @@ from itertools import repeat
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
+from hyperapp.core.backend import get_namespace, to_host
 
 EIGHT = np.ones((3, 3), dtype=bool)
 
@@ -40,7 +40,7 @@ def _label_gpu(mask) -> tuple:
     """
     import cupy
 
-    from hyperapp.backend import device_attributes
+    from hyperapp.core.backend import device_attributes
     from hyperapp.kernels import get_module
 
     rows, cols = mask.shape
@@ -117,7 +117,7 @@ def object_columns(mask, scores, labels=None, n: int | None = None) -> dict:
     start = xp.searchsorted(lab, ids, side="left")
     end = xp.searchsorted(lab, ids, side="right")
     count = end - start
-    # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+    # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
     last = xp.subtract(end, 1)
     r, c = xp.divmod(flat, cols)
 

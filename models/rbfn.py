@@ -90,7 +90,7 @@ the cost of Pd at 1e-3 on abu-airport-1 (0.196 against 0.235; its AUC rises, 0.9
 
 2026-11-24/25: four held-back real anomaly-benchmark scenes showed the network below global RX where
 the targets are the scene's anomalies (coastal 0.84-0.92 against RX 0.99). Scenes made from the
-airport's real background with real spectra implanted (:mod:`hyperapp.implanted`; full tables and
+airport's real background with real spectra implanted (:mod:`hyperapp.bench.implanted`; full tables and
 commands in ``docs/quality.md``), ``scripts/quality.py``, 10 seeds, mean / worst seed:
 
 =====================================================  =============  =============  =============  =======
@@ -130,8 +130,8 @@ import threading
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_device_together, to_host, to_host_together
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import get_namespace, to_device_together, to_host, to_host_together
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models.base import (
     PixelDetector,
     as_pixels,
@@ -289,7 +289,7 @@ def anomaly_input(sq, k: int):
     dimensions (RX is near k on a Gaussian background; the logarithm tames its heavy tail, so a few
     extreme pixels do not set the input's scale)."""
     xp = get_namespace(sq)
-    return xp.log1p(xp.divide(sq, k))  # a ufunc, not ``/``: see hyperapp.backend on scalar operators
+    return xp.log1p(xp.divide(sq, k))  # a ufunc, not ``/``: see hyperapp.core.backend on scalar operators
 
 
 def _rx_whitening(stats) -> np.ndarray:
@@ -864,7 +864,7 @@ class RBFN(PixelDetector):
         if xp is not np:  # one reduction and one elementwise pass instead of six operations
             return _centred_normalised(P, None, True)
         n = xp.sqrt((P * P).sum(axis=1, keepdims=True))
-        return P / xp.where(xp.greater(n, 0), n, 1)  # a ufunc where an operand is a scalar: hyperapp.backend, scalar operators
+        return P / xp.where(xp.greater(n, 0), n, 1)  # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
 
     def _project(self, P):
         return self._project_normalised(self._normalized(P))

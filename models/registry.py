@@ -33,10 +33,9 @@ class Param:
 
     def check(self, value, owner: str = ""):
         """``value`` as this parameter's type, within its range and choices, or an
-        :class:`~hyperapp.errors.InputError` naming the option (the same words from the window, the
+        :class:`~hyperapp.core.errors.InputError` naming the option (the same words from the window, the
         CLI's ``--param`` and a job's ``params``)."""
-        from hyperapp import options
-
+        from hyperapp.core import values as options
         name = f"{owner} option {self.name}" if owner else self.name
         if self.label:  # the window's words beside the option's name, for whoever typed it where
             name += f" ({self.label})"
@@ -107,8 +106,8 @@ class Method:
     def check_params(self, params: dict | None) -> dict:
         """``params`` checked and converted (``{"n_init": "4"}`` -> ``{"n_init": 4}``): unknown names,
         wrong types, values out of range or not among the choices, and the method's own rules are an
-        :class:`~hyperapp.errors.InputError`. The one check every entry point goes through."""
-        from hyperapp.errors import InputError
+        :class:`~hyperapp.core.errors.InputError`. The one check every entry point goes through."""
+        from hyperapp.core.errors import InputError
 
         if params is None:
             return {}
@@ -155,7 +154,7 @@ def _k_rule(p: dict) -> None:
 
 
 def _windows_rule(p: dict) -> None:
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     inner, outer = int(p["inner"]), int(p["outer"])
     if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
@@ -173,7 +172,7 @@ def _rbfn_rule(p: dict) -> None:
 
 
 def _max_features_rule(p: dict) -> None:
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     mf = str(p["max_features"]).strip().lower()
     if mf in ("sqrt", "log2", "all", "none"):
@@ -520,7 +519,7 @@ register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"
 
 def get_analysis(name: str) -> Method:
     if name not in ANALYSES:
-        from hyperapp.errors import InputError
+        from hyperapp.core.errors import InputError
 
         raise InputError(f"unknown analysis method {name!r}; choose one of {', '.join(ANALYSES)}")
     return ANALYSES[name]
@@ -528,7 +527,7 @@ def get_analysis(name: str) -> Method:
 
 def get_method(name: str) -> Method:
     if name not in METHODS:
-        from hyperapp.errors import InputError
+        from hyperapp.core.errors import InputError
 
         raise InputError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
     return METHODS[name]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import Estimator
 from hyperapp.models.kmeans import nearest_centre
 

@@ -14,8 +14,8 @@ from functools import cached_property
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host_together
-from hyperapp.errors import ModelError
+from hyperapp.core.backend import get_namespace, to_host_together
+from hyperapp.core.errors import ModelError
 
 EIG_FLOOR = 1e-9
 #: covariances up to this many bands are decomposed on the host (see ``BackgroundStats._eig_host``)
@@ -194,7 +194,7 @@ class BackgroundStats:
         xp = get_namespace(G)
         if m < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {m}")
-        d = xp.divide(s, m)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+        d = xp.divide(s, m)  # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
         mean = shift.astype(xp.float64) + d
         cov = xp.divide(G - xp.multiply(m, xp.outer(d, d)), m - 1)
         return cls(mean, xp.multiply(cov + cov.T, 0.5), m)

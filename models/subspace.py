@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import (
     TARGET,
     PixelDetector,
@@ -289,7 +289,7 @@ class TCIMF(_SignatureDetector):
 
     def _from_correlation(self, R_sum, n: int, D, U, dtype):
         xp = get_namespace(R_sum)
-        R = xp.divide(R_sum, n)  # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+        R = xp.divide(R_sum, n)  # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
         Rinv = np.asarray(to_host(BackgroundStats(np.zeros(R.shape[0]), R, n).inv_cov), np.float64)
         self.w_ = xp.asarray(tcimf_weights(Rinv, D, U).astype(dtype))
 

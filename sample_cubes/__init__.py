@@ -1,1 +1,1 @@
-"""Bundled synthetic sample scenes (installed as ``hyperapp.sample_cubes``); rebuilt by hyperapp.samples."""
+"""Bundled synthetic sample scenes (installed as ``hyperapp.sample_cubes``); rebuilt by hyperapp.io.samples."""

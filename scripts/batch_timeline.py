@@ -64,8 +64,8 @@ def wrap(owner, name: str, label: str) -> None:
 
 
 from hyperapp import format_process, pipeline, reader_process  # noqa: E402
-from hyperapp.batch import run_job  # noqa: E402
-from hyperapp.jobfile import load_job  # noqa: E402
+from hyperapp.batch.jobfile import load_job  # noqa: E402
+from hyperapp.batch.runner import run_job  # noqa: E402
 
 for st in ("_read", "_compute", "_write"):
     wrap(pipeline.CubePipeline, st, st.lstrip("_"))
@@ -136,7 +136,7 @@ job_path.write_text('[inputs]\npaths = ["scenes/*.hdr"]\n[[steps]]\ndetect = "rb
 job = load_job(job_path)
 job.inputs = job.inputs[:args.cubes]
 if args.warm:
-    from hyperapp.batch import _save_models, _train_models
+    from hyperapp.batch.runner import _save_models, _train_models
     from hyperapp.io.atomic import ensure_dir
 
     steps = _save_models(job, _train_models(job, args.device), ensure_dir(d / f"single-{tag}"))

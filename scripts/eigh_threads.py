@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from hyperapp.backend import serial_host_blas
+from hyperapp.core.backend import serial_host_blas
 
 rng = np.random.default_rng(0)
 A = rng.normal(size=(4000, 64))

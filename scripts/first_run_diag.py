@@ -17,7 +17,7 @@ from pathlib import Path
 
 import cupy
 
-from hyperapp.samples import sample_path
+from hyperapp.io.samples import sample_path
 
 (cupy.zeros(1) + 1).get()  # the parent holds a context, as the bench does
 hdr = sample_path("land")

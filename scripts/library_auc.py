@@ -16,10 +16,10 @@ import numpy as np
 def main(path: str) -> int:
     import scipy.io as sio
 
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.io.signatures import signature_kwargs
     from hyperapp.io.speclib import SpectralLibrary, write_library
-    from hyperapp.signatures import signature_kwargs
 
     cube = open_cube(path)
     truth = sio.loadmat(path)["map"] > 0

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.batch import run_job
+from hyperapp.batch.jobfile import load_job
+from hyperapp.batch.pipeline import CubePipeline
+from hyperapp.batch.runner import run_job
 from hyperapp.bench.whole_path import write_envi_raw
-from hyperapp.jobfile import load_job
-from hyperapp.pipeline import CubePipeline
 
 ap = argparse.ArgumentParser()
 ap.add_argument("shape", nargs="*", type=int, default=[50, 512, 512, 128])

@@ -5,8 +5,8 @@ whole job, each with the tiles read through ``preadv`` and through the memory ma
 
 Writes ``N`` cubes of 2048 x 2048 x 128 float32 (as the campaign bench case does) into ``DIR`` (kept for
 a second run), reads them in parallel for the page-cache rate, then for each reader: every cube's raw
-tiles through one :class:`hyperapp.stream.TileReader` (host only), every cube onto the GPU
-(:func:`hyperapp.detect.load_pixels`), and the job (:func:`hyperapp.batch.run_job`) with its stage medians.
+tiles through one :class:`hyperapp.reading.tiles.TileReader` (host only), every cube onto the GPU
+(:func:`hyperapp.detect.run.load_pixels`), and the job (:func:`hyperapp.batch.runner.run_job`) with its stage medians.
 """
 
 import argparse
@@ -17,19 +17,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hyperapp import pipeline, stream
-from hyperapp.backend import get_backend
-from hyperapp.batch import run_job
+from hyperapp.batch.jobfile import load_job
+from hyperapp.batch.runner import pipeline, run_job
 from hyperapp.bench.campaign import (
     _job,
     campaign_files,
     parallel_read_s,
     stage_medians,
 )
-from hyperapp.detect import load_pixels
+from hyperapp.core.backend import get_backend
+from hyperapp.core.progress import Progress
+from hyperapp.detect.run import load_pixels
 from hyperapp.io import open_cube
-from hyperapp.jobfile import load_job
-from hyperapp.progress import Progress
+from hyperapp.reading import tiles as stream
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--cubes", type=int, default=6)

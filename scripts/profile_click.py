@@ -19,8 +19,8 @@ import cupy
 import numpy as np
 
 from hyperapp.bench.live import _wall, scene
-from hyperapp.cube import cube_from_array
-from hyperapp.detect import run_detection
+from hyperapp.core.cube import cube_from_array
+from hyperapp.detect.run import run_detection
 
 ap = argparse.ArgumentParser()
 ap.add_argument("methods", nargs="*", default=["rbfn", "ace", "sam"])
@@ -57,7 +57,7 @@ for method in a.methods:
         click()
     line = f"{method}{' (library)' if a.library else ''}: {_wall(click, 20):.2f} ms median of 20"
     if a.unsynced:
-        from hyperapp.backend import Backend
+        from hyperapp.core.backend import Backend
 
         sync = Backend.synchronize
         Backend.synchronize = lambda self: None

@@ -27,12 +27,12 @@ import cupy
 import numpy as np
 from line_profiler import LineProfiler
 
-from hyperapp import detect
-from hyperapp.backend import get_backend, to_host_pinned
 from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _write_campaign
+from hyperapp.core.backend import get_backend, to_host_pinned
+from hyperapp.core.progress import Progress
+from hyperapp.detect.run import run as detect
 from hyperapp.io import open_cube, read_labels
 from hyperapp.models import evaluation, postprocess, rbfn, rbfn_gpu, stats
-from hyperapp.progress import Progress
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--dir", default="/tmp/hyperapp-compute-profile")

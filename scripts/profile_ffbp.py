@@ -117,6 +117,7 @@ def main():
     import cupy
 
     from hyperapp.bench import gpu_time_ms
+    from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import FFBP
     from hyperapp.models.ffbp_gpu import (
         _block_stats_into,
@@ -127,7 +128,6 @@ def main():
         _Stats,
         search_gpu_graph,
     )
-    from hyperapp.samples import make_sea_scene
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
     m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0) for s in train])

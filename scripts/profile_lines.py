@@ -10,9 +10,9 @@ import cupy
 import numpy as np
 from line_profiler import LineProfiler
 
-from hyperapp import detect
 from hyperapp.bench.live import scene
-from hyperapp.cube import cube_from_array
+from hyperapp.core.cube import cube_from_array
+from hyperapp.detect.run import run as detect
 from hyperapp.models import evaluation, kmeans, mnf, rbfn, rbfn_gpu, stats, subspace
 
 X, truth, clicks = scene(1024, 1024, 64)

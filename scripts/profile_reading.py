@@ -10,10 +10,10 @@ unless they are there, brings them into the page cache, then prints GB/s of:
 - every file at once, a thread each, into a 64 MB pageable buffer per thread (the bench's reference), and
   into page-locked buffers;
 - one file at a time, its 16 stripes on 16 threads in 64 MB pieces, into pageable and page-locked buffers;
-- :class:`hyperapp.stream.TileReader` (raw tiles into its page-locked ring) with several tile sizes and
+- :class:`hyperapp.reading.tiles.TileReader` (raw tiles into its page-locked ring) with several tile sizes and
   thread counts;
 - where there is a GPU: copies from one page-locked buffer to the GPU, and whole cubes onto the GPU
-  (:func:`hyperapp.detect.load_pixels`) by tile size, alone and beside a thread running Python (as a
+  (:func:`hyperapp.detect.run.load_pixels`) by tile size, alone and beside a thread running Python (as a
   batch's compute stage does beside its read stage).
 """
 
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp import stream
-from hyperapp.backend import empty_pinned
 from hyperapp.bench.campaign import campaign_files, parallel_read_s
+from hyperapp.core.backend import empty_pinned
 from hyperapp.io import open_cube
+from hyperapp.reading import tiles as stream
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--cubes", type=int, default=8)
@@ -58,9 +58,9 @@ if a.helper:
     import sys
     import threading
 
-    from hyperapp.backend import get_backend
-    from hyperapp.detect import load_pixels
-    from hyperapp.progress import Progress
+    from hyperapp.core.backend import get_backend
+    from hyperapp.core.progress import Progress
+    from hyperapp.detect.run import load_pixels
 
     backend = get_backend("gpu")
     stop = threading.Event()
@@ -150,9 +150,9 @@ except ImportError:
 if cupy is not None and cupy.cuda.runtime.getDeviceCount() > 0:
     import threading
 
-    from hyperapp.backend import get_backend
-    from hyperapp.detect import load_pixels
-    from hyperapp.progress import Progress
+    from hyperapp.core.backend import get_backend
+    from hyperapp.core.progress import Progress
+    from hyperapp.detect.run import load_pixels
 
     dev = cupy.empty(PIECE, np.uint8)
     s = cupy.cuda.Stream(non_blocking=True)

@@ -32,10 +32,11 @@ import threading
 import time
 from pathlib import Path
 
-from hyperapp import detect, pipeline, stream
-from hyperapp.batch import run_job
+from hyperapp.batch.jobfile import load_job
+from hyperapp.batch.runner import pipeline, run_job
 from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, campaign_files, parallel_read_s
-from hyperapp.jobfile import load_job
+from hyperapp.detect.run import run as detect
+from hyperapp.reading import tiles as stream
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--cubes", type=int, default=8)
@@ -148,8 +149,7 @@ def _tasks(pid: int) -> list[int]:
 def apply_sched(how: str) -> None:
     """Set the helpers' threads' nice value and both sides' cores (``--sched``) for the next run; the
     helpers live across runs, started by the warm-up run just before."""
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     helpers = [h._proc.pid for h in reader_process._HELPERS if h._proc is not None]
     nice = int(how.split("nice")[1]) if "nice" in how else 0
     n_help = max(2, len(ALL_CPUS) - stream.HELPER_SPARE_CORES)

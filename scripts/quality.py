@@ -3,8 +3,8 @@
 The protocol: ``--seeds`` runs, each with ``--clicks`` target pixels drawn at random (seeded)
 from the truth; AUC and Pd over every other pixel (the clicks are left out). Scenes: the AVIRIS airport
 scene in ``../shared/cubes`` (when present), the bundled land and sea scenes, and generated beach, urban and
-vegetation scenes (``hyperapp.samples.make_background_scene``), and scenes made by implanting real
-target spectra into the airport scene's real background (``implant:KIND``, :mod:`hyperapp.implanted`).
+vegetation scenes (``hyperapp.io.samples.make_background_scene``), and scenes made by implanting real
+target spectra into the airport scene's real background (``implant:KIND``, :mod:`hyperapp.bench.implanted`).
 ``--param NAME=VALUE`` sets RBFN options, so a change to the default can be measured against it before it
 is made. Each row gives the mean over seeds and the worst seed's AUC; for the window detector (``ffbp``,
 trained from the same clicks, refined by the RBFN as ``hyperapp --headless detect`` runs it) also its
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import cube_from_array
-from hyperapp.detect import run_detection
-from hyperapp.implanted import KINDS, implanted_scene
-from hyperapp.samples import BACKGROUNDS, make_background_scene, make_land_scene, make_sea_scene
+from hyperapp.bench.implanted import KINDS, implanted_scene
+from hyperapp.core.cube import cube_from_array
+from hyperapp.detect.run import run_detection
+from hyperapp.io.samples import BACKGROUNDS, make_background_scene, make_land_scene, make_sea_scene
 
 ROOT = Path(__file__).resolve().parents[1]
 AIRPORT = ROOT.parent / "shared" / "cubes" / "abu-airport-1.mat"

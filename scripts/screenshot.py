@@ -24,7 +24,7 @@ def main(out: str, size: str = "1366x768") -> int:
 
     from hyperapp.gui.main_window import MainWindow
     from hyperapp.io import read_labels
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     # the defaults, not the parameters this machine's last session left in its settings
     os.environ["HYPERAPP_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini")

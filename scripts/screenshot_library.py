@@ -24,8 +24,8 @@ def main(out_dir: str) -> int:
     from hyperapp.gui.library_dock import LIBRARY_TOOL
     from hyperapp.gui.main_window import MainWindow
     from hyperapp.io import read_labels
+    from hyperapp.io.samples import sample_path
     from hyperapp.io.speclib import SpectralLibrary, write_library
-    from hyperapp.samples import sample_path
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["HYPERAPP_SETTINGS"] = str(tmp / "settings.ini")  # the defaults

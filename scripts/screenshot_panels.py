@@ -41,7 +41,7 @@ def open_scene(win, scene: str) -> None:
     import numpy as np
 
     from hyperapp.io import read_labels
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     if scene == "land":
         land = sample_path("land")
@@ -91,7 +91,7 @@ def main(out_dir: str, size: str = "1366x768", scene: str = "land") -> int:
 
     from hyperapp.gui.library_dock import LIBRARY_TOOL
     from hyperapp.gui.main_window import DETECT_TOOL, MainWindow
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     tmp = Path(tempfile.mkdtemp())
     os.environ["HYPERAPP_SETTINGS"] = str(tmp / "settings.ini")  # the defaults

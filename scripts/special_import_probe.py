@@ -20,8 +20,8 @@ class Finder(importlib.abc.MetaPathFinder):
             sys.meta_path.remove(self)
         return None
 
-from hyperapp.detect import run_detection
-from hyperapp.cube import cube_from_array
+from hyperapp.detect.run import run_detection
+from hyperapp.core.cube import cube_from_array
 rng = np.random.default_rng(0)
 X = rng.uniform(0.1, 0.9, (64, 64, 16)).astype(np.float32)
 t = np.zeros((64, 64), bool); t[10:12, 10:12] = True

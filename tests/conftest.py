@@ -57,7 +57,7 @@ def cli_env(**extra: str) -> dict:
 
 
 def pytest_collection_modifyitems(config, items):
-    from hyperapp.backend import gpu_available, gpu_status
+    from hyperapp.core.backend import gpu_available, gpu_status
 
     if gpu_available():
         return

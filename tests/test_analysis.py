@@ -5,11 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from hyperapp.analyse import Selection, run_analysis, write_analysis
+from hyperapp.analyse.run import Selection, run_analysis, write_analysis
 from hyperapp.cli import main
-from hyperapp.cube import cube_from_array
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.cube import cube_from_array
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.io import open_cube
+from hyperapp.io.samples import make_classes_scene
 from hyperapp.models.band_selection import (
     BandClustering,
     BandSubsetSearch,
@@ -17,7 +18,6 @@ from hyperapp.models.band_selection import (
     random_subsets,
 )
 from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, parse_k, silhouette
-from hyperapp.samples import make_classes_scene
 
 
 def _pixels(path, n=None, seed=0, **kw):
@@ -248,7 +248,7 @@ def test_cli_analyse_kmeans(land_hdr, tmp_path, capsys):
 def test_a_k_at_the_edge_of_its_range_is_said():
     """A k chosen at the edge of the range tried may have a better one beyond it: said, with a range to
     try; not where the edge is the least k the criterion scores, nor for an elbow or one k."""
-    from hyperapp.analyse import range_edge_words
+    from hyperapp.analyse.run import range_edge_words
 
     assert "largest tried" in range_edge_words([2, 3, 4, 5, 6], 6, "bic") and "2..12" in range_edge_words(
         [2, 3, 4, 5, 6], 6, "silhouette")

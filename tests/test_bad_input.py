@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hyperapp.cli import main
-from hyperapp.errors import Cancelled, HyperappError, InputError
+from hyperapp.core.errors import Cancelled, HyperappError, InputError
 
 pytest.importorskip("distributed")
 
@@ -144,7 +144,7 @@ def _scene_job(tmp_path, step: str, out="out", paths='["scenes/*.hdr"]') -> Path
 
 
 def test_job_is_valid_or_not_before_its_first_cube(tmp_path, capsys):
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     _cube(tmp_path / "scenes" / "s1.hdr")
     (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
@@ -198,7 +198,7 @@ def test_job_is_valid_or_not_before_its_first_cube(tmp_path, capsys):
 
 
 def test_unreachable_scheduler_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
-    import hyperapp.batch as batch
+    import hyperapp.batch.runner as batch
 
     monkeypatch.setattr(batch, "CONNECT_TIMEOUT", 1)
     _cube(tmp_path / "scenes" / "s1.hdr")
@@ -211,7 +211,7 @@ def test_unreachable_scheduler_is_refused_before_anything_is_written(tmp_path, c
 
 
 def test_inputs_sharing_a_name_get_their_own_folders(tmp_path, capsys):
-    from hyperapp.jobfile import load_job, output_names
+    from hyperapp.batch.jobfile import load_job, output_names
 
     _cube(tmp_path / "a" / "x.hdr", seed=1)
     _cube(tmp_path / "b" / "x.hdr", seed=2)
@@ -272,8 +272,8 @@ def test_no_data_cube_leaves_no_empty_folders(tmp_path, capsys):
 
 
 def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
-    from hyperapp.detect import run_detection
-    from hyperapp.session import Session
+    from hyperapp.detect.run import run_detection
+    from hyperapp.project.session import Session
 
     bbl = [1, 0, 1, 1, 0, 1, 1, 1]
     cube = _cube(tmp_path / "scenes" / "s1.hdr", bbl=bbl)
@@ -294,8 +294,8 @@ def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
 
 def test_cancel_stops_kmeans_within_a_chunk():
     """SIGTERM in a batch cancels the running cubes' progress: the fit stops at its next check."""
+    from hyperapp.core.progress import Progress
     from hyperapp.models.kmeans import MultiKMeans
-    from hyperapp.progress import Progress
 
     X = np.random.default_rng(0).normal(size=(200000, 32)).astype(np.float32)
     prog = Progress()
@@ -330,8 +330,8 @@ def test_sigterm_stops_a_batch_analysis_promptly(tmp_path, capsys):
 
 
 def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
-    from hyperapp.analyse import Selection, run_analysis
-    from hyperapp.cube import cube_from_array
+    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.core.cube import cube_from_array
 
     X = np.ones((10, 10, 6), np.float32)
     roi = np.zeros((10, 10), np.int32)
@@ -343,11 +343,11 @@ def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
 
 
 def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cube(tmp_path, capsys):
-    """Spectral-library keys go through hyperapp.options: the CLI and a job refuse the same
+    """Spectral-library keys go through hyperapp.request.checks: the CLI and a job refuse the same
     things with the same words, naming the option or the step's key, and a job reads its libraries
     (and finds the names it picks) before any cube."""
+    from hyperapp.batch.jobfile import load_job
     from hyperapp.io.speclib import SpectralLibrary, write_library
-    from hyperapp.jobfile import load_job
 
     cube = _cube(tmp_path / "scenes" / "s1.hdr")
     (tmp_path / "afolder").mkdir()
@@ -418,7 +418,7 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
 def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
     """[inputs.truth] (a job saved from the window): each mask checked as the CLI's --truth is, and read
     once, before anything is written; a good one gives every detect step's report its AUC."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     _cube(tmp_path / "scenes" / "s1.hdr")
     truth = np.zeros((24, 24), np.uint8)
@@ -523,7 +523,7 @@ def test_bad_spectral_libraries_get_one_line_naming_the_file(tmp_path, capsys, m
      "nosuch.sli"),
 ])
 def test_a_job_names_its_file_the_key_and_the_problem_before_any_work(tmp_path, capsys, step, key, words):
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     _cube(tmp_path / "scenes" / "s1.hdr", bands=8)
     _cube(tmp_path / "other" / "o.hdr", bands=6)
@@ -540,7 +540,7 @@ def test_a_job_names_its_file_the_key_and_the_problem_before_any_work(tmp_path, 
 
 def test_a_train_scene_is_checked_on_the_steps_bands(tmp_path):
     """The bands a step selects decide: a 6-band scene trains a model for the inputs' first six bands."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     _cube(tmp_path / "scenes" / "s1.hdr", bands=8)
     _cube(tmp_path / "other" / "o.hdr", bands=6)
@@ -658,8 +658,8 @@ def test_an_undesired_signature_that_is_the_target_is_refused(tmp_path, capsys, 
 
 @pytest.mark.parametrize("method", ["tcimf", "rbfn"])
 def test_undesired_equal_to_the_clicked_target_is_refused_at_fitting(method):
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
 
     rng = np.random.default_rng(5)
     X = rng.uniform(0.1, 0.5, (20, 20, 8)).astype(np.float32)
@@ -719,7 +719,7 @@ def test_bench_and_prepare_gpu_check_their_files_before_any_work(tmp_path, capsy
 
 
 def test_run_on_a_gpu_this_machine_lacks_is_one_line_and_writes_nothing(tmp_path, capsys):
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     if gpu_available():
         pytest.skip("needs a machine without a GPU")
@@ -742,8 +742,8 @@ def test_a_job_saved_with_a_byte_order_mark_runs(tmp_path, capsys):
 
 
 def test_a_file_that_is_not_a_model_says_what_it_is_in_a_few_words(tmp_path):
-    from hyperapp.errors import ModelError
-    from hyperapp.io.model_files import load_model
+    from hyperapp.core.errors import ModelError
+    from hyperapp.detect.model_files import load_model
 
     (tmp_path / "text.npz").write_text("hello")
     np.savez(tmp_path / "objects.npz", __meta__=np.array([object()], dtype=object))
@@ -815,7 +815,7 @@ def test_inputs_the_command_would_ignore_are_refused(tmp_path, capsys):
     given twice, --dataset with an ENVI cube, a .mat variable with another mask format, and a background
     that marks no pixel or only target pixels (the targets' file given twice). The same background in a
     job stops it before any work."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     cube = _cube(tmp_path / "c.hdr")
     (tmp_path / "t.csv").write_text("row,col\n5,5\n")
@@ -857,7 +857,7 @@ def test_inputs_a_run_would_not_use_are_refused(tmp_path, capsys):
     detector) false-alarm rate, selection inputs an analysis does not read, method options another option
     turns off, --truth-var without --truth, --workers with --scheduler. One line, exit 2, nothing written;
     the same keys in a job stop it before its first cube."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     cube = _cube(tmp_path / "c.hdr")
     (tmp_path / "t.csv").write_text("row,col\n5,5\n")
@@ -1017,8 +1017,7 @@ def test_a_scheduler_address_that_is_not_a_dask_scheduler_is_one_line(tmp_path, 
     """--scheduler at something that answers in another protocol (an HTTP server: the dashboard's port)
     or accepts and says nothing: one line, exit 2, within the connection's time limit, nothing written
     (Dask read the HTTP reply as a message length and failed with a MemoryError; a silent one hung)."""
-    from hyperapp import batch
-
+    from hyperapp.batch.runner import runner as batch
     monkeypatch.setattr(batch, "CONNECT_TIMEOUT", 2)
     _cube(tmp_path / "c" / "a.hdr")
     (tmp_path / "t.csv").write_text("row,col\n5,5\n")
@@ -1051,7 +1050,7 @@ def test_a_local_clusters_workers_ignore_ctrl_c(tmp_path):
         pytest.skip("reads the workers' ignored signals from /proc (Linux)")
     from distributed import Client
 
-    from hyperapp.batch import _local_cluster
+    from hyperapp.batch.runner import _local_cluster
 
     before = signal.getsignal(signal.SIGINT)
     cluster = _local_cluster(1)
@@ -1072,7 +1071,7 @@ def test_an_unreadable_data_file_is_one_line_without_a_stray_traceback(tmp_path,
     import builtins
     import gc
 
-    from hyperapp.errors import CubeFormatError
+    from hyperapp.core.errors import CubeFormatError
     from hyperapp.io import envi as envi_io
     from hyperapp.io import open_cube
 
@@ -1182,7 +1181,7 @@ def test_models_and_options_that_would_be_ignored_or_misfit_are_refused(tmp_path
     """A saved ACE model for another band count names its file; --save-model '' is not silently no
     model; FFBP trained on another scene refuses --far as a saved one does (it was ignored, and a threshold
     of 0 marked every pixel); a batch command without --headless says how to run it."""
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     land = sample_path("land")
     cube = _cube(tmp_path / "c.hdr", bands=8)
@@ -1203,7 +1202,7 @@ def test_models_and_options_that_would_be_ignored_or_misfit_are_refused(tmp_path
 
 
 def test_k_means_says_how_k_was_chosen_when_the_silhouette_cannot_say(tmp_path, capsys):
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     land = sample_path("land")
     for sample, said in (("1", "elbow (silhouette undefined for every k)"),
@@ -1341,8 +1340,7 @@ def test_one_spectrum_marked_both_target_and_background_is_said(tmp_path, capsys
 def test_band_ranges_take_the_k_range_syntax_too():
     """--bands took 10-20 where k takes 2..16: a tired user types one for the other. Both, and 2:16, name
     the same bands, ends included; a range longer than any cube is refused before it fills the memory."""
-    from hyperapp import options
-
+    from hyperapp.request import checks as options
     assert options.band_indices("5..9") == options.band_indices("5-9") == options.band_indices("5:9") == [5, 6, 7, 8, 9]
     assert options.band_indices("1, 3..4, 10") == [1, 3, 4, 10]
     with pytest.raises(InputError, match="spans 10,000,000,000 bands"):

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from hyperapp.cli import main  # noqa: E402
-from hyperapp.errors import HyperappError  # noqa: E402
+from hyperapp.core.errors import HyperappError  # noqa: E402
 
 pytest.importorskip("distributed")
 
@@ -120,7 +120,7 @@ def test_random_job_files_end_clean(base, capsys, steps, paths, folder):
         if rc == 2:
             assert len([ln for ln in err.splitlines() if ln.strip()]) == 1, body + err
         new = _tree(work) - before
-        from hyperapp.jobfile import load_job
+        from hyperapp.batch.jobfile import load_job
 
         if new:  # only a valid job writes, and only under its output folder
             out = Path(load_job(job).output).resolve()
@@ -199,8 +199,7 @@ def test_random_method_options_are_checked_or_refused(method, params):
                                                             "1,2", "2-1", "5-5", "-1", ""])))
 @settings(max_examples=200, deadline=None)
 def test_random_option_text_is_converted_or_refused(text):
-    from hyperapp import options
-
+    from hyperapp.request import checks as options
     for fn in (options.sample, options.seed, options.far, options.threshold, options.memory, options.roi_class,
                options.workers, options.band_spec, options.folder_name, options.scheduler, options.select):
         try:

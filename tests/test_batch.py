@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hyperapp.batch.jobfile import job_text, load_job
 from hyperapp.cli import main
-from hyperapp.errors import InputError
-from hyperapp.jobfile import job_text, load_job
+from hyperapp.core.errors import InputError
 
 from .conftest import ROOT, cli_env
 
@@ -191,7 +191,7 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
     assert job.steps[0].method == "sam" and Path(job.steps[0].targets).name == "campaign-clicks.csv"
     assert str(land_hdr.resolve()) in job.inputs
     job.inputs = [str(land_hdr.resolve())]
-    from hyperapp.batch import run_job
+    from hyperapp.batch.runner import run_job
 
     assert run_job(job, device="cpu") == 0
     rep = json.loads((Path(job.output) / "land" / "detect-sam" / "report.json").read_text())
@@ -200,7 +200,7 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
 
 def test_a_step_trained_on_another_scene_scores_as_the_cli_does(tmp_path, capsys):
     """A job step's ``train`` and the CLI's ``--train-from`` are one function
-    (:func:`hyperapp.detect.train_on_scene`): the same scene and clicks give the same scores."""
+    (:func:`hyperapp.detect.run.train_on_scene`): the same scene and clicks give the same scores."""
     from hyperapp.io import open_cube
 
     _scenes(tmp_path / "scenes", 2)
@@ -262,7 +262,7 @@ def test_masks_a_glob_matches_are_left_out_and_said_so(tmp_path, capsys):
 
 def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypatch):
     """Ctrl-C after the first cube: its folder stays for the next run, and the message says so."""
-    import hyperapp.batch as batch
+    import hyperapp.batch.runner as batch
 
     _scenes(tmp_path / "scenes", 3)
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
@@ -288,7 +288,7 @@ def test_an_interrupted_run_says_which_cubes_it_keeps(tmp_path, capsys, monkeypa
     # the line said "nothing written" over the cubes kept
     import shutil
 
-    from hyperapp.pipeline import CubePipeline
+    from hyperapp.batch.pipeline import CubePipeline
 
     shutil.rmtree(tmp_path / "out")
     calls.clear()
@@ -309,7 +309,7 @@ def test_a_trained_model_that_cannot_score_a_cube_names_the_training_scene(tmp_p
     model was trained on, never the run's internal copy of the model."""
     from rich.console import Console
 
-    from hyperapp.batch import run_job
+    from hyperapp.batch.runner import run_job
 
     _scenes(tmp_path / "scenes", 2)
     _scenes(tmp_path / "train", 1)
@@ -345,7 +345,7 @@ def test_a_skipped_cube_shows_its_own_jobs_detections(tmp_path, capsys):
 
 
 def test_worker_envs_deal_gpus_and_cores_out():
-    from hyperapp.batch import worker_envs
+    from hyperapp.batch.runner import worker_envs
 
     # two GPUs, two workers: one GPU each, half the cores each
     envs = worker_envs(2, n_gpu=2, gpus=None, cores=32)
@@ -362,8 +362,8 @@ def test_worker_envs_deal_gpus_and_cores_out():
 
 
 def test_step_folder_refuses_names_and_links_that_lead_elsewhere(tmp_path):
-    from hyperapp.batch import step_folder
-    from hyperapp.errors import InputError
+    from hyperapp.batch.runner import step_folder
+    from hyperapp.core.errors import InputError
 
     cube_out = tmp_path / "out" / "c00"
     cube_out.mkdir(parents=True)
@@ -395,7 +395,7 @@ def test_a_mat_file_holding_a_cube_and_its_truth_scores_in_a_job(tmp_path):
                          '[output]\nfolder = "out"\n')
     j = load_job(job)
     assert [Path(c).name for c in j.inputs] == ["scene.mat"] and not j.skipped
-    from hyperapp.batch import run_job
+    from hyperapp.batch.runner import run_job
 
     assert run_job(j, device="cpu") == 0
     rep = json.loads((tmp_path / "out" / "scene" / "detect-ace" / "report.json").read_text())
@@ -406,8 +406,8 @@ def test_a_second_run_into_a_busy_output_folder_is_refused(tmp_path):
     """Two runs into one output folder rewrote each other's manifest (a finished cube's record lost) and
     interleaved their outputs: while one run holds the folder, another is one line and writes nothing."""
     fcntl = pytest.importorskip("fcntl")
-    from hyperapp.batch import run_job
-    from hyperapp.jobfile import LOCK
+    from hyperapp.batch.jobfile import LOCK
+    from hyperapp.batch.runner import run_job
 
     _scenes(tmp_path / "scenes", 1)
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
@@ -453,7 +453,7 @@ def test_a_value_that_fits_no_input_stops_the_job_and_one_that_fits_some_fails_t
         with pytest.raises(InputError, match=re.escape(f"[{key}")):
             load_job(path)
     both = load_job(job(f'{one}, "{big.as_posix()}"', 'detect = "ace"\ntargets = "in-big.csv"'))
-    from hyperapp.batch import run_job
+    from hyperapp.batch.runner import run_job
 
     assert run_job(both, device="cpu") == 1  # the small cube fails alone; the big one is done
     man = json.loads((tmp_path / "out" / "manifest.json").read_text())["cubes"]
@@ -493,8 +493,9 @@ def test_a_batch_on_an_unprepared_gpu_says_how_to_prepare_it(tmp_path, capsys, m
     does it (its first cubes would compile them mid-run); prepared, or on the CPU, it says nothing."""
     from rich.console import Console
 
-    from hyperapp import backend, gpu_prepare
-    from hyperapp.batch import run_job
+    from hyperapp.batch.runner import prepare_gpu as gpu_prepare
+    from hyperapp.batch.runner import run_job
+    from hyperapp.core import backend
 
     _scenes(tmp_path / "scenes", 1)
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")
@@ -511,7 +512,7 @@ def test_a_tired_users_job_files_get_words_not_python(tmp_path, capsys):
     """An empty job, a section left out, a misspelt step kind: said in words (they said "got NoneType
     None", or nothing of the stray key); an input listed twice, or a link to one listed, runs once and is
     said to be left out (it was dropped without a word)."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     _scenes(tmp_path / "scenes", 1)
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n")

@@ -6,7 +6,7 @@ import pytest
 import spectral
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models import classic
 from hyperapp.models.evaluation import auc, evaluate
 from hyperapp.models.evaluation import roc_curve as our_roc

@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from hyperapp.cli import main
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
 from hyperapp.io import open_cube, read_labels, read_mask
 
 from .conftest import random_clicks
@@ -189,7 +189,7 @@ def test_error_bad_usage(tmp_path, capsys, land_hdr):
     assert code == 2 and "invalid choice" in err
     code, _, err = run(capsys, "detect", land_hdr, "--method", "sam", "--device", "gpu",
                        "--targets", land_hdr.with_name("land_targets.csv"), "--out", tmp_path / "g")
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     if not gpu_available():
         assert code == 2 and "--device gpu" in err
@@ -202,7 +202,7 @@ def test_one_progress_display_bar_on_a_terminal_lines_on_request(monkeypatch):
 
     from rich.console import Console
 
-    from hyperapp.progress import ProgressDisplay
+    from hyperapp.core.progress import ProgressDisplay
 
     term = Console(file=io.StringIO(), force_terminal=True, width=100)
     with ProgressDisplay(console=term) as shown:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import spectral.io.envi as envi
 
-from hyperapp.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError
 from hyperapp.io import open_cube
 
 DTYPES = {1: np.uint8, 2: np.int16, 3: np.int32, 4: np.float32, 5: np.float64, 12: np.uint16,

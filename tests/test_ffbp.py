@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from hyperapp.errors import InputError, ModelError
-from hyperapp.io.model_files import load_model, save_model
+from hyperapp.core.errors import InputError, ModelError
+from hyperapp.detect.model_files import load_model, save_model
+from hyperapp.io.samples import make_land_scene, make_sea_scene
 from hyperapp.models.ffbp import FFBP, WindowStats, box_recall, component_boxes, merge_boxes, quadtree, split
-from hyperapp.samples import make_land_scene, make_sea_scene
 
 
 def _boxes(bs):
@@ -100,7 +100,7 @@ def test_cli_ffbp_trains_on_another_scene(tmp_path, capsys, sea_hdr):
     import json
 
     from hyperapp.cli import main
-    from hyperapp.samples import write_scene
+    from hyperapp.io.samples import write_scene
 
     sc = make_sea_scene(256, 256, seed=101)
     sc.name = "train"

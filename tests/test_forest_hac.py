@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
-from hyperapp.analyse import Selection, run_analysis
+from hyperapp.analyse.run import Selection, run_analysis
 from hyperapp.cli import main
-from hyperapp.cube import cube_from_array
-from hyperapp.errors import InputError
+from hyperapp.core.cube import cube_from_array
+from hyperapp.core.errors import InputError
+from hyperapp.io.samples import make_classes_scene
 from hyperapp.models.forest import RandomForest, cart
 from hyperapp.models.hac import HierarchicalClustering
-from hyperapp.samples import make_classes_scene
 
 from .conftest import hac_reference, stratified_split
 
@@ -212,7 +212,7 @@ def test_cli_forest_and_hac(tmp_path, classes_scene, capsys):
 def test_forest_summary_of_stumps(classes_scene):
     """A forest of stumps: depth 1 is the deepest tree's, the leaves are counted over every tree (at most
     two a tree), the words say both, and only bands that split are listed as the top bands."""
-    from hyperapp.analyse import forest_shape
+    from hyperapp.analyse.run import forest_shape
 
     X, y, _ = classes_scene
     keep = y > 0
@@ -239,7 +239,7 @@ def test_one_tree_is_named_as_a_tree_in_its_messages():
 def test_a_class_the_forest_misses_is_said_beside_the_overall_accuracy():
     """Two target pixels held out and both missed hide under a 98 % overall accuracy: the summary carries
     each class's recall and the balanced accuracy, and the words the CLI and the panel print say it."""
-    from hyperapp.analyse import class_accuracy_words
+    from hyperapp.analyse.run import class_accuracy_words
     from hyperapp.models.forest import RandomForest
 
     rng = np.random.default_rng(0)

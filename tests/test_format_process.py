@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from hyperapp import format_process
+from hyperapp.detect.run import format_process
 from hyperapp.models.postprocess import TABLE_COLUMNS, objects_csv
 
 
@@ -89,9 +89,9 @@ def test_no_helper_formats_here(monkeypatch):
 
 def test_batch_formats_in_the_helper(tmp_path, monkeypatch, helper):
     """A job's detect step writes its object table through the helper, byte for byte as a run without it."""
-    from hyperapp.batch import run_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
     from hyperapp.io.writers import write_envi
-    from hyperapp.jobfile import load_job
 
     rng = np.random.default_rng(0)
     cube = rng.normal(0, 1, (40, 30, 12)).astype(np.float32)

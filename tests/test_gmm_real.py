@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hyperapp.errors import ModelError
+from hyperapp.core.errors import ModelError
 from hyperapp.models.gmm import GaussianMixtureEM
 
 
@@ -57,7 +57,7 @@ def test_a_covariance_still_singular_gets_a_reported_floor():
 
 
 def test_non_finite_objective_is_an_error_not_a_result(land_hdr, monkeypatch):
-    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.analyse.run import Selection, run_analysis
     from hyperapp.io import open_cube
     from hyperapp.models.kmeans import MultiKMeans
 

@@ -142,7 +142,7 @@ def test_evaluation_on_gpu(cp):
 
 
 def test_detect_pipeline_on_gpu(land_hdr):
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels, read_mask
 
     cube = open_cube(land_hdr)
@@ -182,8 +182,8 @@ def _same_ffbp_boxes(cp, m, X):
 
 
 def test_ffbp_gpu_gives_the_cpu_boxes(cp):
+    from hyperapp.io.samples import make_land_scene, make_sea_scene
     from hyperapp.models.ffbp import FFBP
-    from hyperapp.samples import make_land_scene, make_sea_scene
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102)]
     m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
@@ -206,9 +206,9 @@ def test_ffbp_gpu_gives_the_cpu_boxes(cp):
 
 
 def test_ffbp_graph_and_eager_searches_agree(cp):
+    from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import FFBP
     from hyperapp.models.ffbp_gpu import search_gpu, search_gpu_graph
-    from hyperapp.samples import make_sea_scene
 
     s = make_sea_scene(256, 256, seed=101)
     m = FFBP().fit_scenes([(s.cube.astype(np.float32), s.truth > 0)])
@@ -227,7 +227,7 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
 
 
 def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
-    import hyperapp.detect as det
+    import hyperapp.detect.run as det
     from hyperapp.io import open_cube, read_labels
 
     cube = open_cube(land_hdr)
@@ -255,8 +255,8 @@ def test_mlp_training_kernel_matches_numpy_training(cp):
 
 
 def test_ffbp_trained_on_the_gpu_finds_every_sea_target(cp):
+    from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import FFBP, box_recall, component_boxes
-    from hyperapp.samples import make_sea_scene
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
     m = FFBP().fit_scenes([(cp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train])
@@ -291,9 +291,9 @@ def test_click_to_result_cpu_and_gpu_agree(cp, method):
     Measured on an H100: SAM agrees to 4e-7, ACE and the RBFN to 2.6e-4 of the score range (their
     covariance is inverted, which magnifies float32 rounding by its condition number); masks differ
     in at most one pixel of 65,536 (SAM, where scores crowd near 1 at the threshold)."""
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
-    from hyperapp.samples import make_land_scene
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
+    from hyperapp.io.samples import make_land_scene
 
     # a scene with a realistic (non-degenerate) background spectrum: with isotropic noise the PCA
     # whitening would pick among equal eigenvalues, differently on each backend
@@ -319,7 +319,7 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
     import spectral.io.envi as envi
 
     from hyperapp.io import open_cube
-    from hyperapp.stream import read_float32
+    from hyperapp.reading.tiles import read_float32
 
     rng = np.random.default_rng(0)
     for il in ("bil", "bsq", "bip"):
@@ -337,8 +337,8 @@ def test_reader_converts_on_the_gpu(cp, tmp_path):
                 np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(ref))
                 assert np.isnan(got[50, 3]).all()
             assert read_float32(cube, cp).shape == (70, 41, 12)
-    from hyperapp import reader_process
-    from hyperapp.stream import TileReader
+    from hyperapp.reading import reader_process
+    from hyperapp.reading.tiles import TileReader
 
     # a reader chained to the next cube's (a batch's read stage): the second reads into its own pinned ring
     # while the first one's last tiles go to the device
@@ -358,10 +358,10 @@ def test_the_reading_helper_copies_to_the_gpu_or_into_page_locked_memory(cp, tmp
     pixels read here, and a file cut short is the cube's one line either way."""
     import spectral.io.envi as envi
 
-    from hyperapp import reader_process
-    from hyperapp.errors import CubeFormatError
+    from hyperapp.core.errors import CubeFormatError
     from hyperapp.io import open_cube
-    from hyperapp.stream import TileReader, read_float32
+    from hyperapp.reading import reader_process
+    from hyperapp.reading.tiles import TileReader, read_float32
 
     if not reader_process.available():
         pytest.skip("no reading helper here")
@@ -391,8 +391,8 @@ def test_the_reading_helper_copies_to_the_gpu_or_into_page_locked_memory(cp, tmp
 
 @pytest.mark.parametrize("method", ["sam", "ace", "rx", "cem", "rbfn", "mtmf"])
 def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
-    import hyperapp.stream as stream
-    from hyperapp.detect import run_detection
+    import hyperapp.reading.tiles as stream
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     monkeypatch.setattr(stream, "TILE_BYTES", 9 * 128 * 64 * 2)
@@ -412,11 +412,11 @@ def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path, m
     """``hyperapp --headless detect`` in a fresh process (the CUDA driver started beside CuPy's
     import, the cube read while cuBLAS loads) writes the scores an in-process GPU run gives, and
     never imports ``cupyx.scipy.special`` (an array-scalar operator would, through CuPy 14's
-    ``__array_ufunc__``, and cost a fresh process 0.3-0.4 s: hyperapp.backend, scalar operators)."""
+    ``__array_ufunc__``, and cost a fresh process 0.3-0.4 s: hyperapp.core.backend, scalar operators)."""
     import subprocess
     import sys
 
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels
 
     cube = open_cube(land_hdr)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from hyperapp.io.samples import make_classes_scene
 from hyperapp.models.band_selection import BandClustering, BandSubsetSearch
 from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, silhouette
-from hyperapp.samples import make_classes_scene
 
 from .conftest import hac_reference, stratified_split
 
@@ -62,7 +62,7 @@ def test_band_clusters_gpu(cp, scene):
 
 
 def test_analysis_path_gpu(cp, land_hdr):
-    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.analyse.run import Selection, run_analysis
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()

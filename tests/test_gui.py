@@ -62,7 +62,7 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert int((win.view.mask_item.image[..., 3] > 0).sum()) == n
     # the object table zooms the view
     win.results.set_threshold(float(np.percentile(rbfn.result.scores, 99.5)))
-    from hyperapp.detect import objects_at
+    from hyperapp.detect.run import objects_at
 
     win.results.tabs.setCurrentWidget(win.results.table)  # the table is built when its tab is shown
     rows = objects_at(rbfn.result.scores, win.results.threshold())
@@ -152,8 +152,8 @@ def test_recent_files_and_saved_parameters(qtbot, win, land_hdr, sea_hdr):
 
 
 def test_roi_tools():
-    from hyperapp.errors import InputError
-    from hyperapp.roi import RoiSet
+    from hyperapp.core.errors import InputError
+    from hyperapp.io.roi import RoiSet
 
     r = RoiSet((20, 30))
     r.polygon([(2, 2), (2, 10), (10, 10), (10, 2)], "target")
@@ -206,7 +206,7 @@ def test_fill_border_in_the_window(qtbot, win, land_hdr, tmp_path):
 def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeypatch):
     """A pixel detector on a cube whose pixels exceed the memory budget streams it from the file, as
     the CLI does: the window never holds the cube, and the scores equal the in-memory run's."""
-    import hyperapp.detect as detect
+    import hyperapp.detect.run as detect
     from hyperapp.io import read_labels
 
     assert win.open_cube(land_hdr)
@@ -223,9 +223,9 @@ def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeyp
 
 
 def test_ffbp_trained_on_another_scene_scores_this_one(qtbot, win, sea_hdr, tmp_path):
-    """File > Train FFBP on another scene: the CLI's --train-from (hyperapp.detect.train_on_scene) in a
+    """File > Train FFBP on another scene: the CLI's --train-from (hyperapp.detect.run.train_on_scene) in a
     worker; the model then scores this cube's FFBP runs."""
-    from hyperapp.samples import make_sea_scene, write_scene
+    from hyperapp.io.samples import make_sea_scene, write_scene
 
     from .conftest import run_detector
 

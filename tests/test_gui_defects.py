@@ -32,7 +32,7 @@ def test_save_and_reopen_a_project_with_each_classic_model(qtbot, win, land_hdr,
 
 
 def test_a_failing_save_shows_a_dialog_and_leaves_nothing(qtbot, win, land_hdr, tmp_path, monkeypatch):
-    import hyperapp.session as session_mod
+    import hyperapp.project.session as session_mod
 
     assert win.open_cube(land_hdr)
     mark_clicks(win, land_hdr)
@@ -314,7 +314,7 @@ def test_exports_and_projects_name_what_they_wrote_and_refuse_folders(qtbot, win
 def test_the_windows_saves_refuse_a_folder_that_does_not_exist_and_make_none(qtbot, win, land_hdr, tmp_path):
     """A path typed into a save dialog whose folder is not there (a typo) is one clear message: no
     folder tree is made for it, by any of the window's saves."""
-    from hyperapp.errors import HyperappError
+    from hyperapp.core.errors import HyperappError
 
     assert win.open_cube(land_hdr)
     mark_clicks(win, land_hdr)

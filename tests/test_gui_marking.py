@@ -101,7 +101,7 @@ def test_run_is_named_for_what_it_does(win):
 
 def test_option_errors_name_the_windows_words_too():
     """An option's error names it as the command line and job files spell it and as the window labels it."""
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
     from hyperapp.models.registry import ANALYSES, METHODS
 
     for reg, method, params, words in (
@@ -183,7 +183,7 @@ def test_a_legend_of_many_curves_names_a_few_and_counts_the_rest(qtbot):
     components' curves 150 px: at most 13 are named, with a line counting the rest, in two columns."""
     import numpy as np
 
-    from hyperapp.cube import cube_from_array
+    from hyperapp.core.cube import cube_from_array
     from hyperapp.gui.panels import LEGEND_CURVES, plot_spectra, plot_widget
 
     cube = cube_from_array(np.random.default_rng(0).random((4, 4, 16)).astype(np.float32))

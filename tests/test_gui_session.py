@@ -42,9 +42,9 @@ def scenes(tmp_path, land_hdr):
 
 
 def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_path):
-    from hyperapp.batch import run_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
     from hyperapp.io import open_cube
-    from hyperapp.jobfile import load_job
 
     assert win.open_cube(scenes)
     assert win.load_truth(scenes.with_name("land_truth.hdr"))
@@ -85,9 +85,9 @@ def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_
 
 
 def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, monkeypatch, tmp_path):
-    """Replace hyperapp.detect's mask with a recognisable one: whatever the window shows and exports
+    """Replace hyperapp.detect.run's mask with a recognisable one: whatever the window shows and exports
     must be it (a window that thresholds on its own fails)."""
-    import hyperapp.detect as detect
+    import hyperapp.detect.run as detect
     import hyperapp.gui.main_window as mw
     from hyperapp.io import open_cube
 
@@ -153,7 +153,7 @@ def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_h
 
 
 def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
-    from hyperapp.detect import operating_point
+    from hyperapp.detect.run import operating_point
 
     assert win.open_cube(land_hdr)
     # before any run: no histogram, no threshold line
@@ -287,7 +287,7 @@ def test_marks_status_and_costs(qtbot, win, land_hdr):
     m, npx = int((win.session.roi.labels > 0).sum()), 128 * 128
     assert f"{5000 + m - round(5000 * m / npx):,} spectra" in gmm.cost.text()
     # within a per cent of what the run takes (the sample and the marked pixels, each pixel once)
-    from hyperapp.analyse import Selection
+    from hyperapp.analyse.run import Selection
 
     taken = Selection("sample", 5000, 0).indices((128, 128), win.session.roi.labels).size
     assert abs(gmm.spectra_count() - taken) <= 0.01 * taken

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.io
 
-from hyperapp.errors import CubeFormatError, InputError
+from hyperapp.core.errors import CubeFormatError, InputError
 from hyperapp.io import open_cube, read_labels, read_mask
 
 

@@ -10,7 +10,7 @@ class Block:
         if name.split('.')[0] in ('PySide6', 'pyqtgraph', 'shiboken6'):
             raise ImportError('Qt blocked: ' + name)
 sys.meta_path.insert(0, Block())
-import hyperapp.cli, hyperapp.detect, hyperapp.io, hyperapp.cube, hyperapp.backend, hyperapp.samples
+import hyperapp.cli, hyperapp.detect.run, hyperapp.io, hyperapp.core.cube, hyperapp.core.backend, hyperapp.io.samples
 import hyperapp.bench, hyperapp.bench.cases, hyperapp.kernels
 import hyperapp.models.classic, hyperapp.models.registry, hyperapp.models.evaluation
 from hyperapp.cli import main

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hyperapp.batch import FLUSH_SECONDS, Manifest, run_job
+from hyperapp.batch.jobfile import Step, load_job
+from hyperapp.batch.pipeline import CubePipeline
+from hyperapp.batch.runner import FLUSH_SECONDS, Manifest, run_job
 from hyperapp.io.atomic import atomic_write_text, staged_folder
-from hyperapp.jobfile import Step, load_job
-from hyperapp.pipeline import CubePipeline
 
 from .test_batch import BASIC, _job, _scenes
 
@@ -154,8 +154,8 @@ def test_run_records_stage_times_and_resumes(tmp_path, capsys):
 
 
 def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
+    import hyperapp.detect.model_files as hmodels
     import hyperapp.io as hio
-    import hyperapp.io.model_files as hmodels
 
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 4)]
     steps = _steps(tmp_path)
@@ -166,7 +166,7 @@ def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
         assert all(f.result(timeout=60)["error"] is None for f in [pipe.submit(c) for c in cubes])
     assert len(reads) == 1  # four cubes of one shape: the click file read once
     # a saved model: loaded once, every cube scored with it
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     cube = open_cube(cubes[0]).good_bands()
@@ -191,7 +191,7 @@ def test_a_failed_write_inside_a_staging_folder_leaves_nothing(tmp_path):
 
 def test_one_tile_cube_is_read_without_a_thread(tmp_path):
     from hyperapp.io import open_cube
-    from hyperapp.stream import read_float32
+    from hyperapp.reading.tiles import read_float32
 
     hdr = _scenes(tmp_path / "s", 1)[0]
     cube = open_cube(hdr)
@@ -271,8 +271,8 @@ def test_a_steps_library_is_resampled_once_per_wavelength_grid(tmp_path, monkeyp
 
 def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
     """Its detections were computed but not kept: the row shows the error, not counts beside it."""
-    import hyperapp.detect as detect
-    from hyperapp.errors import OutputError
+    import hyperapp.detect.run as detect
+    from hyperapp.core.errors import OutputError
 
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 2)]
 
@@ -288,8 +288,8 @@ def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
 def test_large_cubes_are_read_by_the_reading_helper_with_the_same_results(tmp_path, monkeypatch):
     """The read stage reads cubes of LARGE_CUBE_BYTES or more through the reading helper process (in
     large tiles); the outputs are those of a read in this process."""
-    from hyperapp import pipeline, reader_process
-
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
@@ -314,8 +314,8 @@ def test_the_next_large_cube_is_read_while_this_one_finishes_and_a_close_stops_i
     """The read stage takes the next cube early, opens it and starts its reader as soon as this cube's
     reads end (its tiles are in the second helper's ring before the stage asks for them); closing the
     pipeline then stops that reader, gives every helper back and cancels the cube."""
-    from hyperapp import pipeline, reader_process
-
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 5)]
@@ -351,8 +351,7 @@ def test_the_next_large_cube_is_read_while_this_one_finishes_and_a_close_stops_i
 def test_closing_a_pipeline_wakes_its_idle_stages_at_once(tmp_path, monkeypatch):
     """A run's end does not wait for the stages' next look at the flag (POLL seconds, a tenth of a
     second that every job paid at its end): close() wakes each stage waiting on its queue."""
-    from hyperapp import pipeline
-
+    from hyperapp.batch.runner import pipeline
     monkeypatch.setattr(pipeline, "POLL", 30.0)
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 2)]
     pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu")
@@ -367,8 +366,10 @@ def test_a_large_cube_whose_load_fails_gives_its_reader_and_helper_back(tmp_path
     """A load that fails after the cube's reader was started (here: its pixels' array cannot be made)
     fails that cube alone with its one line, stops the reader and gives every helper back; the other
     cubes are read and scored."""
-    from hyperapp import pipeline, reader_process, stream
-    from hyperapp.errors import InputError
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.core.errors import InputError
+    from hyperapp.reading import reader_process
+    from hyperapp.reading import tiles as stream
 
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
@@ -396,8 +397,9 @@ def test_a_next_cube_whose_early_start_fails_fails_alone(tmp_path, monkeypatch):
     """A cube read whole before the next one is opened starts the next reader at once; where that start
     fails (here: no memory for the next cube's ring) the next cube fails alone in its turn with its one
     line, the cube before it is written, and no reader or helper is left behind."""
-    from hyperapp import pipeline, reader_process, stream
-
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.reading import reader_process
+    from hyperapp.reading import tiles as stream
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
     monkeypatch.setattr(pipeline, "LARGE_CUBE_BYTES", 1)
     monkeypatch.setattr(pipeline, "READ_TILE_BYTES", 12 * 48 * 16 * 4)  # four tiles: the ring holds the cube
@@ -450,8 +452,7 @@ def test_a_cube_handed_on_after_close_without_waiting_is_cancelled(tmp_path, mon
 def test_the_gpu_wait_schedule_is_named_by_the_environment(monkeypatch):
     """``HYPERAPP_CUDA_WAITS`` names the schedule of the GPU waits where it names one, whatever its case
     and spaces; anything else is the default. Without a CUDA context the schedule is not touched."""
-    from hyperapp import cuda_start
-
+    from hyperapp.core import cuda_start
     monkeypatch.delenv("HYPERAPP_CUDA_WAITS", raising=False)
     assert cuda_start.wanted_schedule() == "block"
     monkeypatch.setenv("HYPERAPP_CUDA_WAITS", " Spin ")
@@ -467,8 +468,8 @@ def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(
     """On the GPU, cubes of HELPER_CUBE_BYTES or more (below LARGE_CUBE_BYTES) are read by the reading
     helpers, which copy them to the device themselves, once those have started in the background; the
     outputs are those of a read in this process. On the CPU the same cubes are read in this process."""
-    from hyperapp import pipeline, reader_process
-
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
@@ -488,7 +489,7 @@ def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(
         h.close()
         h.release()
     reader_process._HELPERS.clear()
-    from hyperapp.stream import HELPER_THREADS
+    from hyperapp.reading.tiles import HELPER_THREADS
 
     # the helpers start in the background (the first cubes of a run are read in this process meanwhile):
     # started here first, so that every cube of the run below goes through them
@@ -517,8 +518,7 @@ def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(
 def test_a_gpu_pipeline_makes_its_waits_block(cp, tmp_path, monkeypatch):
     """A pipeline on the GPU sets the context's wait schedule to blocking (its stages' waits sleep),
     or to what ``HYPERAPP_CUDA_WAITS`` names; the schedule read back from the driver is what was asked."""
-    from hyperapp import cuda_start
-
+    from hyperapp.core import cuda_start
     scenes = _scenes(tmp_path, 2)
     monkeypatch.delenv("HYPERAPP_CUDA_WAITS", raising=False)
     try:

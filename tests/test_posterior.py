@@ -1,4 +1,4 @@
-"""The GMM posterior has one home, hyperapp.analyse.posterior_image: the window's Posterior tab and the
+"""The GMM posterior has one home, hyperapp.analyse.run.posterior_image: the window's Posterior tab and the
 CLI's and batch's posterior.hdr both come from it."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 
 def _fit(land_hdr, device="cpu"):
-    from hyperapp.analyse import Selection, run_analysis
+    from hyperapp.analyse.run import Selection, run_analysis
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()
@@ -15,8 +15,8 @@ def _fit(land_hdr, device="cpu"):
 
 
 def test_posterior_image_and_its_file(land_hdr, tmp_path):
-    from hyperapp.analyse import posterior_image, write_analysis
-    from hyperapp.backend import get_backend
+    from hyperapp.analyse.run import posterior_image, write_analysis
+    from hyperapp.core.backend import get_backend
     from hyperapp.io import open_cube
 
     cube, res = _fit(land_hdr)
@@ -34,10 +34,10 @@ def test_posterior_image_and_its_file(land_hdr, tmp_path):
 
 @pytest.mark.gpu
 def test_posterior_image_on_the_gpu(cp, land_hdr):
-    from hyperapp.analyse import posterior_image
-    from hyperapp.backend import get_backend
-    from hyperapp.detect import load_pixels
-    from hyperapp.progress import NULL_PROGRESS
+    from hyperapp.analyse.run import posterior_image
+    from hyperapp.core.backend import get_backend
+    from hyperapp.core.progress import NULL_PROGRESS
+    from hyperapp.detect.run import load_pixels
 
     cube, res = _fit(land_hdr, "gpu")
     gpu = get_backend("gpu")

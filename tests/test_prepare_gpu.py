@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from hyperapp.backend import gpu_available
 from hyperapp.cli import main
-from hyperapp.errors import BackendError
+from hyperapp.core.backend import gpu_available
+from hyperapp.core.errors import BackendError
 
 from .conftest import OUTSIDE, cli_env
 
@@ -25,7 +25,7 @@ def test_prepare_gpu_without_a_gpu_says_so_and_does_nothing(capsys, tmp_path, mo
     out = capsys.readouterr()
     assert out.out.count("\n") == 1 and "no GPU here" in out.out and "nothing to prepare" in out.out
     assert not (tmp_path / "cache").exists()
-    from hyperapp.gpu_prepare import is_prepared, prepare_gpu
+    from hyperapp.batch.prepare_gpu import is_prepared, prepare_gpu
 
     with pytest.raises(BackendError, match="no GPU"):
         prepare_gpu()
@@ -35,7 +35,7 @@ def test_prepare_gpu_without_a_gpu_says_so_and_does_nothing(capsys, tmp_path, mo
 def test_every_warm_up_runs(tmp_path):
     """The warm-ups are the app's own paths: on the CPU they run too (every reader and detector, and the
     quick analyses here; the GPU machine runs them all through prepare-gpu)."""
-    from hyperapp.gpu_prepare import warmup_tasks
+    from hyperapp.batch.prepare_gpu import warmup_tasks
     from hyperapp.models.registry import ANALYSES, METHODS
 
     tasks = warmup_tasks(tmp_path, device="cpu")
@@ -49,7 +49,7 @@ def test_every_warm_up_runs(tmp_path):
 
 
 def test_a_users_cube_adds_its_band_count(tmp_path, land_hdr):
-    from hyperapp.gpu_prepare import warmup_tasks
+    from hyperapp.batch.prepare_gpu import warmup_tasks
 
     base = len(warmup_tasks(tmp_path, device="cpu"))
     tasks = warmup_tasks(tmp_path, [str(land_hdr)], device="cpu")
@@ -80,7 +80,7 @@ def test_window_warm_up_without_a_gpu_shows_nothing(qtbot, monkeypatch):
 def test_window_warm_up_fills_the_cache_with_a_status_line(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMainWindow
 
-    from hyperapp.gpu_prepare import stamp_path
+    from hyperapp.batch.prepare_gpu import stamp_path
     from hyperapp.gui.gpu_warmup import start_gpu_warmup
 
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "cache"))
@@ -97,7 +97,7 @@ def test_window_warm_up_fills_the_cache_with_a_status_line(qtbot, tmp_path, monk
 EVALUATE_PROBE = r"""
 import json, sys, time
 import numpy as np
-from hyperapp.detect import run_detection
+from hyperapp.detect.run import run_detection
 from hyperapp.io import open_cube
 from hyperapp.bench.whole_path import write_envi_raw
 from pathlib import Path
@@ -132,8 +132,8 @@ def test_evaluate_on_the_gpu_has_no_first_use_import(tmp_path):
 SPECIAL_PROBE = r"""
 import json, sys
 import numpy as np
-from hyperapp.detect import run_detection
-from hyperapp.cube import cube_from_array
+from hyperapp.detect.run import run_detection
+from hyperapp.core.cube import cube_from_array
 from hyperapp.models.registry import METHODS
 rng = np.random.default_rng(0)
 X = rng.uniform(0.1, 0.9, (64, 64, 16)).astype(np.float32)
@@ -153,7 +153,7 @@ print(json.dumps({"first": first}))
 @pytest.mark.gpu
 def test_no_detector_imports_cupyx_special_on_the_gpu():
     """Every pixel detector's fresh GPU run leaves ``cupyx.scipy.special`` unimported: an operator between a
-    CuPy array and a scalar imports it (0.4-0.5 s of the run; hyperapp.backend, scalar operators). SAM,
+    CuPy array and a scalar imports it (0.4-0.5 s of the run; hyperapp.core.backend, scalar operators). SAM,
     CEM, RX, local RX, TCIMF, MTMF and MTTCIMF did (``scripts/special_import_probe.py`` names the line)."""
     r = subprocess.run([sys.executable, "-c", SPECIAL_PROBE], capture_output=True, text=True, env=cli_env(),
                        cwd=OUTSIDE, timeout=600)
@@ -165,8 +165,8 @@ def test_no_detector_imports_cupyx_special_on_the_gpu():
 def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
     from dataclasses import asdict
 
-    from hyperapp.jobfile import Step
-    from hyperapp.pipeline import CubePipeline
+    from hyperapp.batch.jobfile import Step
+    from hyperapp.batch.pipeline import CubePipeline
 
     from .test_batch import _scenes
 

@@ -26,7 +26,7 @@ def airport():
 
 
 def _implanted(airport, kind):
-    from hyperapp.implanted import implanted_scene
+    from hyperapp.bench.implanted import implanted_scene
 
     s = implanted_scene(*airport, kind)
     return s.cube, s.truth > 0, s
@@ -123,8 +123,8 @@ def test_forward_pass_with_the_anomaly_input():
 def test_cascade_keeps_targets_outside_boxes():
     """Pixels outside the window detector's boxes no longer share one floor score; with no
     box at all the cascade ranks pixels as the RBFN does, and boxes lift their pixels."""
-    from hyperapp.detect import refine_in_boxes
-    from hyperapp.samples import make_land_scene
+    from hyperapp.detect.run import refine_in_boxes
+    from hyperapp.io.samples import make_land_scene
 
     s = make_land_scene(64, 64)
     X, truth = s.cube.astype(np.float32), s.truth > 0
@@ -141,7 +141,7 @@ def test_cascade_keeps_targets_outside_boxes():
 
 
 def test_cascade_boxes_cover_the_mask_objects():
-    from hyperapp.detect import add_mask_boxes
+    from hyperapp.detect.run import add_mask_boxes
     from hyperapp.io.objects import boxes_csv
 
     mask = np.zeros((30, 30), bool)
@@ -162,7 +162,7 @@ def test_the_cascades_default_mask_keeps_the_targets_nobody_clicked(scene):
     does: a plain quantile counted them as false alarms and, at 1e-3, kept 20 of land's 218 target pixels
     (Pd 0.09) and 19 of sea's 100 where the ROC gave 0.98 and 1.0. Its default mask now finds what the
     RBFN's alone does."""
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels
 
     root = Path(__file__).resolve().parents[1] / "sample_cubes"

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.errors import InputError, ModelError
+from hyperapp.detect.model_files import load_model, save_model
 from hyperapp.io import open_cube, read_mask
-from hyperapp.io.model_files import load_model, save_model
 from hyperapp.models import classic
 from hyperapp.models.evaluation import auc
 from hyperapp.models.postprocess import object_table
@@ -17,7 +17,7 @@ CLASSIC = {"mf": classic.MatchedFilter, "ace": classic.ACE, "cem": classic.CEM, 
 
 
 def _scene(name):
-    from hyperapp.samples import BACKGROUNDS, make_background_scene
+    from hyperapp.io.samples import BACKGROUNDS, make_background_scene
 
     if name in BACKGROUNDS:
         sc = make_background_scene(name)
@@ -75,7 +75,7 @@ def test_forward_pass_is_the_thesis_formula():
 
 def test_click_coherence_is_left_out():
     """Each click's coherence input is its ACE against the mean of the other clicks."""
-    from hyperapp.backend import to_host_together
+    from hyperapp.core.backend import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 
@@ -209,8 +209,8 @@ def test_object_table_matches_scipy_measurements():
 def test_default_mask_finds_what_the_roc_says(name, method):
     """With no truth given, the default mask (false-alarm rate 1e-3 over the unclicked pixels)
     detects within 0.1 of the ROC's Pd at that rate, at a true false-alarm rate within 3x of it."""
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import DEFAULT_FAR, run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import DEFAULT_FAR, run_detection
     from hyperapp.models.evaluation import evaluate
 
     X, truth = _scene(name)
@@ -287,7 +287,7 @@ def test_overlapping_targets_get_the_background_tail_from_the_bulk():
 
 def test_threshold_origin_names_the_rule():
     """The window's one-line account of the default threshold follows the report's rule."""
-    from hyperapp.detect import threshold_origin
+    from hyperapp.detect.run import threshold_origin
 
     base = {"far": 1e-3, "target_mode_pixels": 0}
     texts = {rule: threshold_origin({**base, "threshold_rule": rule, "target_mode_pixels": 7})
@@ -364,7 +364,7 @@ def test_coherence_against_the_other_clicks_matches_the_direct_sums():
     """Each click's coherence against the mean of the *other* clicks, from the product matrix in one
     vectorised step (a library's thousand synthetic targets), equals the direct per-click sums, for ACE
     and the library's matched filter alike; one click is scored against itself."""
-    from hyperapp.backend import to_host_together
+    from hyperapp.core.backend import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 
@@ -410,8 +410,8 @@ def test_library_training_keeps_its_mf_coherence_without_the_anomaly_input():
 def test_rbfn_on_an_image_with_fewer_pixels_than_neurons(shape):
     """A background sample with fewer distinct pixels than background neurons places fewer centres; the
     network has those neurons (it indexed its output weights by the number asked, and crashed)."""
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.1, 1.0, (*shape, 8)).astype(np.float32)

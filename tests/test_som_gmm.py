@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.errors import InputError, ModelError
 from hyperapp.io import open_cube
+from hyperapp.io.samples import make_classes_scene
 from hyperapp.models.gmm import GaussianMixtureEM
 from hyperapp.models.som import SOM, grid_coords
-from hyperapp.samples import make_classes_scene
 
 
 def _pixels(path, n=None, scale=1.0, **kw):

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from hyperapp.cube import cube_from_array
-from hyperapp.errors import HyperappError, InputError
+from hyperapp.core.cube import cube_from_array
+from hyperapp.core.errors import HyperappError, InputError
 from hyperapp.io.speclib import (
     SpectralLibrary,
     database_entries,
@@ -244,9 +244,9 @@ def test_cli_detect_with_library_targets(land_hdr, tmp_path, capsys):
 
 
 def test_job_step_with_target_spectra(land_hdr, tmp_path):
-    from hyperapp.batch import run_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
     from hyperapp.io import open_cube
-    from hyperapp.jobfile import load_job
 
     cube = open_cube(land_hdr).good_bands()
     t = cube.read()[10, 10]
@@ -397,7 +397,7 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
                        "--device", "cpu", "--out", tmp_path / "bad")
         assert rc == 2 and msg in err and str(db) in err and len(err.strip().splitlines()) == 1, err
     # a job step reads the names it picks from the database before any cube
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     step = f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\ntarget_spectra = "{db}"\n'
     (tmp_path / "job.toml").write_text(step + 'spectra = "avena fatua"\n[output]\nfolder = "out"\n')
@@ -467,8 +467,8 @@ def test_spectral_python_info_is_dropped_only_inside_the_quiet_block(caplog):
 
 def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothing(tmp_path):
     """A folder's name, or a path under a file, is one message; nothing appears beside the folder."""
-    from hyperapp.analyse import Selection, run_analysis, write_class_map
-    from hyperapp.errors import OutputError
+    from hyperapp.analyse.run import Selection, run_analysis, write_class_map
+    from hyperapp.core.errors import OutputError
 
     (tmp_path / "folder").mkdir()
     (tmp_path / "a-file").write_text("")

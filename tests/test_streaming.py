@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-import hyperapp.stream as stream
-from hyperapp.cube import cube_from_array
-from hyperapp.detect import run_detection
+import hyperapp.reading.tiles as stream
+from hyperapp.core.cube import cube_from_array
+from hyperapp.detect.run import run_detection
 from hyperapp.io import open_cube, read_labels
-from hyperapp.stream import read_float32
+from hyperapp.reading.tiles import read_float32
 
 from .conftest import OUTSIDE, cli_env
 
@@ -65,7 +65,7 @@ def test_windows_read_through_preadv_or_the_memory_map(tmp_path, interleave, row
         np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile_bytes), data[rows, cols].astype(np.float32))
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 @pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
 def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
@@ -73,8 +73,8 @@ def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
     many tiles or one; the helper is given back after each read, also after a read left early."""
     import spectral.io.envi as envi
 
-    from hyperapp import reader_process
-    from hyperapp.stream import iter_float_tiles
+    from hyperapp.reading import reader_process
+    from hyperapp.reading.tiles import iter_float_tiles
 
     data = (np.random.default_rng(2).random((41, 23, 9)) * 1000).astype(">i2")
     hdr = tmp_path / "c.hdr"
@@ -97,8 +97,7 @@ def test_a_reader_chained_with_then_starts_the_next_cube_once_its_reads_end(tmp_
     pixels. A reader stopped early starts nothing."""
     import spectral.io.envi as envi
 
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     if helper and not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
     data = (np.random.default_rng(3).random((40, 10, 4)) * 100).astype(np.float32)
@@ -133,7 +132,7 @@ def test_a_reader_chained_with_then_starts_the_next_cube_once_its_reads_end(tmp_
         _all_given_back(reader_process)
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 def test_a_reader_whose_thread_cannot_start_gives_its_helper_back_and_starts_later(tmp_path, monkeypatch):
     """A reading thread that fails to start (the system's thread limit) leaves no helper leased and no
@@ -142,8 +141,7 @@ def test_a_reader_whose_thread_cannot_start_gives_its_helper_back_and_starts_lat
 
     import spectral.io.envi as envi
 
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     data = np.arange(40 * 10 * 4, dtype=np.float32).reshape(40, 10, 4)
     envi.save_image(str(tmp_path / "c.hdr"), data, interleave="bil", force=True)
     cube = open_cube(tmp_path / "c.hdr")
@@ -172,7 +170,7 @@ def _all_given_back(reader_process) -> None:
         h.release()
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path, monkeypatch):
     """A file cut short is the cube's one line through the helper too; a helper that was killed fails
@@ -180,8 +178,8 @@ def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path,
     reads in this process."""
     import spectral.io.envi as envi
 
-    from hyperapp import reader_process
-    from hyperapp.errors import BackendError, CubeFormatError
+    from hyperapp.core.errors import BackendError, CubeFormatError
+    from hyperapp.reading import reader_process
 
     data = np.arange(40 * 10 * 4, dtype=np.float32).reshape(40, 10, 4)
     hdr = tmp_path / "c.hdr"
@@ -212,7 +210,7 @@ def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path,
 def test_a_data_file_cut_short_while_read_is_one_line(tmp_path):
     import spectral.io.envi as envi
 
-    from hyperapp.errors import CubeFormatError
+    from hyperapp.core.errors import CubeFormatError
 
     hdr = tmp_path / "c.hdr"
     envi.save_image(str(hdr), np.ones((40, 10, 4), np.float32), interleave="bil", force=True)
@@ -246,9 +244,9 @@ def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
 
 @pytest.mark.parametrize("method", ["ace", "rbfn"])
 def test_training_on_a_scene_larger_than_memory_fits_as_in_memory(land_hdr, method, small_tiles):
-    """:func:`hyperapp.detect.train_on_scene` streams a scene over the memory budget (pass 1 alone) and
+    """:func:`hyperapp.detect.run.train_on_scene` streams a scene over the memory budget (pass 1 alone) and
     fits the model the in-memory fit gives."""
-    from hyperapp.detect import train_on_scene
+    from hyperapp.detect.run import train_on_scene
 
     cube, _ = _land(land_hdr)
     clicks = land_hdr.with_name("land_targets.csv")
@@ -261,7 +259,7 @@ def test_training_on_a_scene_larger_than_memory_fits_as_in_memory(land_hdr, meth
 def test_streamed_scores_go_straight_into_the_output_file(land_hdr, tmp_path, small_tiles):
     """A streamed run writes its score tiles into the output's own data file (no second copy of the map
     in memory or on disk), and the ENVI output reads back as the in-memory run's scores."""
-    from hyperapp.detect import detect_to_folder
+    from hyperapp.detect.run import detect_to_folder
 
     cube, targets = _land(land_hdr)
     mem = run_detection(cube, "ace", targets, device="cpu")
@@ -423,7 +421,7 @@ def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles, tmp_path):
     boundary too) give the in-memory scores and infeasibility, and the infeasibility map is written
     beside the scores; no-data pixels (part of a tile's first row, one inside a tile) take the mean of
     the others in both paths."""
-    from hyperapp.detect import detect_to_folder
+    from hyperapp.detect.run import detect_to_folder
 
     cube, targets = _land(land_hdr)
     if holes:
@@ -462,7 +460,7 @@ def test_streamed_mttcimf_with_given_undesired_equals_in_memory(land_hdr, tmp_pa
 def test_whole_image_methods_over_the_budget_are_refused_before_loading(land_hdr, method, kw):
     """A window detector, or a detector in MNF space, needs every pixel at once: over the memory budget it
     is refused in one line naming the cube, before anything is loaded."""
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     cube, targets = _land(land_hdr)
     with pytest.raises(InputError, match="needs the whole image in memory") as err:
@@ -493,8 +491,7 @@ def test_a_deeper_ring_reads_more_tiles_ahead_and_the_same_pixels(tmp_path):
 def test_a_helper_that_cannot_copy_to_the_gpu_gives_way_to_one_that_reads_into_host_memory(tmp_path, monkeypatch):
     """Where the reading helper cannot copy to the GPU (no CUDA IPC, say), the reader gets a helper with
     its ring in host memory, and later readers do not try again."""
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("no reading helper here")
     made = []
@@ -527,8 +524,7 @@ def test_mid_size_cubes_go_to_the_helper_only_where_it_copies_to_the_gpu(monkeyp
     third helper."""
     import contextlib
 
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("no reading helper here")
     made, gate = [], threading.Event()
@@ -583,8 +579,8 @@ def test_a_small_gpu_keeps_its_memory_and_reads_mid_size_cubes_itself(monkeypatc
     memory at most: beyond it no helper is asked for (the cubes are read in this process)."""
     from types import SimpleNamespace
 
-    from hyperapp import pipeline, reader_process
-
+    from hyperapp.batch.runner import pipeline
+    from hyperapp.reading import reader_process
     asked = []
     monkeypatch.setattr(reader_process, "copies_to_gpu", lambda *a: asked.append(a) or True)
     reader = SimpleNamespace(slot_bytes=128 << 20, ring=8)  # two rings of 1 GB
@@ -615,13 +611,13 @@ def test_a_share_of_the_cores_sets_the_read_threads_and_leaves_some_to_the_stage
 
 
 def test_the_helpers_gpu_copier_reads_in_pieces_and_says_where_the_file_ends(tmp_path):
-    """:class:`hyperapp.helper_gpu.PieceCopier`'s loop, with the driver's calls done on the host: every
+    """:class:`hyperapp.reading.helper_gpu.PieceCopier`'s loop, with the driver's calls done on the host: every
     range lands at its offset through two alternating buffers of a piece each, a buffer is written again
     only after its last copy was waited for, and a file that ends early is ``ShortRead``."""
     import ctypes
 
-    from hyperapp.helper_gpu import PieceCopier
-    from hyperapp.reader_process import ShortRead
+    from hyperapp.reading.helper_gpu import PieceCopier
+    from hyperapp.reading.reader_process import ShortRead
 
     data = np.random.default_rng(3).integers(0, 256, 10_000, dtype=np.uint8)
     (tmp_path / "f.bin").write_bytes(data.tobytes())
@@ -685,7 +681,6 @@ def test_the_helpers_gpu_copier_reads_in_pieces_and_says_where_the_file_ends(tmp
 def test_the_helper_piece_size_comes_from_the_environment_where_it_is_a_positive_count(monkeypatch, given, expected):
     """``HYPERAPP_GPU_PIECE_KB`` sets the reading helper's page-locked pieces; anything but a positive
     whole number keeps the measured default (4 MB)."""
-    from hyperapp import reader_process
-
+    from hyperapp.reading import reader_process
     monkeypatch.setenv("HYPERAPP_GPU_PIECE_KB", given)
     assert reader_process._piece_bytes() == expected

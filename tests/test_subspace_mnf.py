@@ -176,7 +176,7 @@ def test_mttcimf_keeps_more_components_than_signatures(land_hdr):
     """TCIMF in MNF space solves with MᵀΛ⁻¹M, singular when fewer components are kept than signatures:
     the automatic choice keeps one more than the target plus ATGP's undesired, and a fixed count that is
     too small is refused, so the scores stay abundances (not the thousands a singular solve gives)."""
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()
@@ -191,7 +191,7 @@ def test_mttcimf_keeps_more_components_than_signatures(land_hdr):
 
 
 def test_mnf_analysis_writes_eigenvalues_and_component_images(land_hdr, tmp_path):
-    from hyperapp.analyse import run_analysis, write_analysis
+    from hyperapp.analyse.run import run_analysis, write_analysis
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr)
@@ -207,10 +207,10 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
     """The issue's protocol: the truth targets' mean spectrum written to an .sli and read back; no clicks."""
     import scipy.io as sio
 
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.io.signatures import signature_kwargs
     from hyperapp.io.speclib import SpectralLibrary, write_library
-    from hyperapp.signatures import signature_kwargs
 
     cube = open_cube(abu)
     truth = sio.loadmat(abu)["map"] > 0
@@ -233,7 +233,7 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["osp", "tcimf", "mtmf", "mttcimf", "ace", "mf", "cem", "sam", "rbfn"])
 def test_library_detectors_gpu_agree_with_cpu(cp, land_hdr, method):
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()
@@ -276,9 +276,9 @@ def test_mnf_gpu_agrees_with_cpu(cp):
 
 
 def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.model_files import load_model, save_model
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
-    from hyperapp.io.model_files import load_model, save_model
 
     cube = open_cube(land_hdr).good_bands()
     t = cube.read(slice(40, 43), slice(50, 53)).reshape(-1, cube.bands).mean(0)[None]
@@ -290,8 +290,8 @@ def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
 
 
 def test_library_targets_leave_no_data_pixels_out(land_hdr):
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     c = open_cube(land_hdr).good_bands()
@@ -306,7 +306,7 @@ def test_library_targets_leave_no_data_pixels_out(land_hdr):
 
 
 def test_several_library_targets_keep_the_highest_score(land_hdr):
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()
@@ -320,8 +320,8 @@ def test_several_library_targets_keep_the_highest_score(land_hdr):
 
 @pytest.mark.parametrize("method", ["osp", "tcimf", "ace"])
 def test_streamed_library_run_equals_in_memory(land_hdr, method):
-    from hyperapp.detect import run_detection
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()
@@ -338,7 +338,7 @@ def test_streamed_library_run_equals_in_memory(land_hdr, method):
 
 
 def test_detectors_run_in_mnf_space(land_hdr):
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
 
     cube = open_cube(land_hdr).good_bands()

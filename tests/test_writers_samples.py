@@ -5,11 +5,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from hyperapp.cube import cube_from_array
-from hyperapp.errors import InputError
+from hyperapp.core.cube import cube_from_array
+from hyperapp.core.errors import InputError
 from hyperapp.io import open_cube, write_envi, write_geotiff, write_image
 from hyperapp.io.atomic import atomic_paths
-from hyperapp.samples import build_samples
+from hyperapp.io.samples import build_samples
 
 from .conftest import SAMPLES
 
@@ -85,7 +85,7 @@ def test_sample_scenes_are_small_and_have_truth():
 
 def test_background_scenes():
     """The generated background types: reproducible, int16, with full-pixel and sub-pixel targets."""
-    from hyperapp.samples import BACKGROUNDS, make_background_scene
+    from hyperapp.io.samples import BACKGROUNDS, make_background_scene
 
     for kind in BACKGROUNDS:
         a = make_background_scene(kind, 96, 96, 32)
@@ -101,7 +101,7 @@ def test_roi_classes_round_trip_through_an_envi_classification_file(tmp_path):
     """ROIs exported as ENVI are a classification file (class names and colours in the header, so a job's
     glob over the folder leaves it out as a mask), and import restores every class by name."""
     from hyperapp.io.envi import read_header
-    from hyperapp.roi import RoiSet
+    from hyperapp.io.roi import RoiSet
 
     a = RoiSet((20, 30))
     water = a.add_class("water")
@@ -124,10 +124,10 @@ def test_roi_csv_classes_are_read_as_classes_everywhere_and_refused_as_one_set(t
     pixels is read (targets, background, truth) a list of several classes is refused in one line, as every
     pixel would have counted whatever its class; a list of one class, or of numbered classes, reads."""
     from hyperapp.cli import main
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
     from hyperapp.io import read_labels
     from hyperapp.io.masks import check_labels_file, read_class_map
-    from hyperapp.roi import RoiSet
+    from hyperapp.io.roi import RoiSet
 
     a = RoiSet((20, 30))
     water = a.add_class("water")
@@ -168,7 +168,7 @@ def test_a_read_only_file_is_kept_and_a_replaced_one_keeps_its_mode(tmp_path, la
     import os
 
     from hyperapp.cli import main
-    from hyperapp.errors import OutputError
+    from hyperapp.core.errors import OutputError
     from hyperapp.io.atomic import atomic_write_text
 
     f = tmp_path / "p.json"
@@ -191,7 +191,7 @@ def test_a_read_only_file_is_kept_and_a_replaced_one_keeps_its_mode(tmp_path, la
     assert (out / "scores.img").read_bytes() == before  # nothing of the run moved in
     # a project: refused before its models' folder is touched; the folder it makes has the usual mode
     from hyperapp.io import open_cube
-    from hyperapp.session import Session
+    from hyperapp.project.session import Session
 
     session = Session(open_cube(land_hdr))
     proj = tmp_path / "proj.hyperapp.json"

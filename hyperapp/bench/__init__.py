@@ -120,7 +120,7 @@ def _kernels_prepared() -> str:
     RBFN cubes compiled the anomaly input's kernels on the first cube whose model uses it, 0.35-0.45 s in
     the middle of a 1.3 s run on a fresh H200. The first-run case measures first runs itself, in a cache
     of its own. Returns what was done, for the JSON."""
-    from hyperapp.gpu_prepare import is_prepared, prepare_gpu
+    from hyperapp.batch.prepare_gpu import is_prepared, prepare_gpu
 
     if is_prepared():
         return "before the bench"
@@ -136,9 +136,9 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
     import shlex
     import sys
 
-    from hyperapp.backend import gpu_available, gpu_status
     from hyperapp.bench import cases  # noqa: F401  (registers)
-    from hyperapp.errors import BackendError, InputError
+    from hyperapp.core.backend import gpu_available, gpu_status
+    from hyperapp.core.errors import BackendError, InputError
 
     unknown = [n for n in names or [] if n not in CASES]
     if unknown:

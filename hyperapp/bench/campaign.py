@@ -37,7 +37,7 @@ READ_THREADS = 16
 
 def quick() -> None:
     """Small sizes for a smoke test (``bench --quick``), on the CPU where there is no GPU."""
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     global CAMPAIGN_CUBES, CAMPAIGN_SHAPE
     CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 4, (96, 80, 16)
@@ -193,9 +193,9 @@ def campaign(ctx) -> list[Measurement]:
     """16 cubes of 2048 x 2048 x 128 float32 (34 GB) through a job on one GPU (RBFN from clicks, then
     ACE): GB/s against the parallel page-cache read rate of the same files, and the GPU busy share; with
     two GPUs, two Dask workers against one."""
-    from hyperapp.batch import run_job
-    from hyperapp.jobfile import load_job
-    from hyperapp.pipeline import DEPTH
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.pipeline import DEPTH
+    from hyperapp.batch.runner import run_job
 
     rows, cols, bands = CAMPAIGN_SHAPE
     out: list[Measurement] = []
@@ -276,8 +276,8 @@ def first_runs(ctx) -> list[Measurement]:
     """Empty kernel cache, ``prepare-gpu``, then the first and second run of every method in fresh
     processes (the land scene): first / second should be within 1.5x."""
     from hyperapp.io import read_labels
+    from hyperapp.io.samples import sample_path
     from hyperapp.models.registry import ANALYSES, METHODS
-    from hyperapp.samples import sample_path
 
     out: list[Measurement] = []
     hdr = sample_path("land")

@@ -151,8 +151,8 @@ def ace_case(ctx):
 
 
 def _ffbp_setup(xp):
+    from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import FFBP
-    from hyperapp.samples import make_sea_scene
 
     train = [make_sea_scene(256, 256, seed=s) for s in (101, 102, 103, 104)]
     scenes = [(xp.asarray(s.cube.astype(np.float32)), s.truth > 0) for s in train]
@@ -164,9 +164,9 @@ def ffbp_search(ctx):
     """FFBP window search on a 1024x1024x64 sea scene on the GPU (block statistics included)."""
     import cupy
 
+    from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import WindowStats, box_recall
     from hyperapp.models.ffbp_gpu import search_gpu, search_gpu_graph
-    from hyperapp.samples import make_sea_scene
 
     FFBP, scenes = _ffbp_setup(cupy)
     m = FFBP().fit_scenes(scenes)

@@ -102,8 +102,8 @@ def library_click(ctx):
     import cupy
 
     from hyperapp.bench.live import _wall
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
 
     X, truth, t = _setup()
     cube = cube_from_array(X, "bench")

@@ -1,6 +1,6 @@
 """Bench cases of the live path: a click to the mask on screen, a threshold move, a cube to the GPU.
 
-click-to-result is :func:`hyperapp.detect.run_detection` with the cube resident on the GPU (as the
+click-to-result is :func:`hyperapp.detect.run.run_detection` with the cube resident on the GPU (as the
 window keeps it), new clicks and a truth mask: fit, score, threshold at the false-alarm rate, mask,
 object count, AUC and Pd, and the copy of scores and mask to the host, timed by the wall clock (the
 result is on the host when it returns). The score kernel alone and the NumPy path's click-to-result
@@ -54,8 +54,8 @@ def _wall(fn, repeats):
 def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     import cupy
 
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
 
     X, truth, clicks = scene(rows, cols, bands)
     cube = cube_from_array(X, "bench")
@@ -132,10 +132,10 @@ def resident_load(ctx) -> Measurement:
     device)."""
     import cupy
 
-    from hyperapp.backend import empty_pinned
     from hyperapp.bench.cases import _cube
-    from hyperapp.cube import cube_from_array
-    from hyperapp.stream import read_float32
+    from hyperapp.core.backend import empty_pinned
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.reading.tiles import read_float32
 
     X = _cube(2048, 2048, 128)
     cube = cube_from_array(X, "bench")

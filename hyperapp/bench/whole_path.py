@@ -242,11 +242,11 @@ def gpu_count() -> int:
 
 
 def _timed_run(job_path: Path, output: str, inputs: int | None = None, **kw) -> float:
-    """Wall seconds of :func:`hyperapp.batch.run_job` on the job of ``job_path`` into folder ``output``
+    """Wall seconds of :func:`hyperapp.batch.runner.run_job` on the job of ``job_path`` into folder ``output``
     (of its first ``inputs`` cubes where given); ``kw``: ``workers`` or ``scheduler``. A failed cube
     fails the measurement."""
-    from hyperapp.batch import run_job
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
 
     job = load_job(job_path)
     job.inputs = job.inputs[:inputs] if inputs else job.inputs
@@ -261,7 +261,7 @@ def _on_warm_cluster(job_path: Path, tag: str, workers: int, warm_cubes: int, gp
     """Wall seconds of the job on a local cluster of ``workers`` processes (over the first ``gpus`` GPUs,
     default all), as ``--scheduler`` runs it on a cluster started beforehand: the cluster's start and
     each worker's first cubes are left out (a warm-up job of ``warm_cubes`` cubes runs first)."""
-    from hyperapp.batch import _local_cluster
+    from hyperapp.batch.runner import _local_cluster
 
     cluster = _local_cluster(workers, gpus=gpus)
     try:
@@ -279,7 +279,7 @@ def one_worker_per_gpu(job_path: Path, name: str, gb: float, rate: str) -> Measu
     whose wall time includes the cluster's start and each worker's first cubes, goes into the notes.
 
     ``rate``: the notes' name of the figure per second (``cubes_per_s`` or ``GBps``)."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     warm_walls = {w: _on_warm_cluster(job_path, f"w{w}", w, 4 * w) for w in (1, 2)}
     cold_walls = {w: _timed_run(job_path, f"out-cold-w{w}", workers=w) for w in (1, 2)}
@@ -306,7 +306,7 @@ def _processes_on_one_device(job_path: Path, name: str, gb: float, warm_cubes: i
     device (the first GPU), as ``--scheduler`` runs it on a cluster started beforehand
     (:func:`_on_warm_cluster`). A cube's fit and bookkeeping are host Python, one GIL per process: a
     second and third process overlap what threads of one cannot."""
-    from hyperapp.jobfile import load_job
+    from hyperapp.batch.jobfile import load_job
 
     wall = _on_warm_cluster(job_path, "workers", SHARED_DEVICE_WORKERS, warm_cubes or 3 * SHARED_DEVICE_WORKERS,
                             gpus=1)
@@ -322,11 +322,11 @@ def batch_throughput(ctx) -> list[Measurement]:
     RBFN trained once (``train``): cubes per second of the whole run against one cube alone (warm, in
     process, no overlap), each stage's median time per cube, and the share of the run the GPU was busy;
     with two GPUs, two workers against one."""
-    from hyperapp.batch import _save_models, _train_models, run_job
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.pipeline import CubePipeline
+    from hyperapp.batch.runner import _save_models, _train_models, run_job
     from hyperapp.bench.campaign import GpuBusy, stage_medians
     from hyperapp.io.atomic import ensure_dir
-    from hyperapp.jobfile import load_job
-    from hyperapp.pipeline import CubePipeline
 
     rng = np.random.default_rng(1)
     rows, cols, bands = BATCH_SHAPE

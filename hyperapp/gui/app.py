@@ -10,7 +10,7 @@ def run_gui(path: str | None = None, dataset: str | None = None, all_bands: bool
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.main_window import MainWindow
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = QApplication.instance() or QApplication(sys.argv)

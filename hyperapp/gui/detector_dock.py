@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.backend import gpu_available, gpu_status
+from hyperapp.core.backend import gpu_available, gpu_status
 from hyperapp.gui.marking_bar import MarkingBar
 from hyperapp.gui.param_form import FloatBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page

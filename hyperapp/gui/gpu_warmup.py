@@ -1,5 +1,5 @@
 """The window's GPU warm-up: every kernel compiled in the background when the window opens, with a line
-in the status bar until it is done (:func:`hyperapp.gpu_prepare.start_background`, the same work as
+in the status bar until it is done (:func:`hyperapp.batch.prepare_gpu.start_background`, the same work as
 ``hyperapp --headless prepare-gpu``). Nothing happens without a GPU, once the installation's kernels
 are prepared, or with ``HYPERAPP_GPU_WARMUP=0`` (the test suite sets it)."""
 
@@ -44,7 +44,7 @@ def start_gpu_warmup(window: QMainWindow) -> GpuWarmup | None:
     """Start the warm-up for ``window`` (see the module); returns its signal carrier, or None when off."""
     if os.environ.get("HYPERAPP_GPU_WARMUP", "1") == "0":
         return None
-    from hyperapp.gpu_prepare import start_background
+    from hyperapp.batch.prepare_gpu import start_background
 
     w = GpuWarmup(window)
     start_background(w.progress.emit, w.done.emit)

@@ -1,7 +1,7 @@
 """The spectral-library dock: open a library, see its spectra on the cube's bands, pick targets and undesired
 signatures for Train & Run, and save the clicked pixels' mean and each ROI class's mean as entries.
 
-Everything it computes goes through :mod:`hyperapp.io.speclib` and :mod:`hyperapp.signatures`, the
+Everything it computes goes through :mod:`hyperapp.io.speclib` and :mod:`hyperapp.io.signatures`, the
 functions the CLI's ``--target-spectra`` uses; the dock only shows and keeps the choice. It also installs
 the MTMF score-against-infeasibility scatter (:mod:`hyperapp.gui.mtmf_scatter`).
 """
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.errors import HyperappError
+from hyperapp.core.errors import HyperappError
 from hyperapp.gui.panels import value_axis, wavelength_axis
 
 ROLES = ("", "target", "undesired")
@@ -172,8 +172,7 @@ class LibraryDock(QWidget):
             self.window.show_error("the library is empty: open one or add spectra first")
             return False
         try:
-            from hyperapp import options
-
+            from hyperapp.request import checks as options
             options.out_file(str(path), make_folder=False)
             out = write_library(self.library, path)
         except HyperappError as exc:
@@ -195,7 +194,7 @@ class LibraryDock(QWidget):
         wl = None if cube.wavelengths is None else np.asarray(cube.wavelengths, float)
         lib = self.library
         if lib is not None and lib.spectra.shape[1] != spectrum.size:
-            from hyperapp.errors import InputError
+            from hyperapp.core.errors import InputError
 
             raise InputError(f"the open library's spectra have {lib.spectra.shape[1]} samples and the cube "
                              f"{spectrum.size} bands: save the library and start a new one to add cube spectra",
@@ -208,7 +207,7 @@ class LibraryDock(QWidget):
 
     def add_clicked_mean(self) -> str | None:
         """The mean spectrum of the pixels marked as target, as a new entry (the cube's bands)."""
-        from hyperapp.errors import InputError
+        from hyperapp.core.errors import InputError
 
         s = self.window.session
         if s is None:
@@ -216,7 +215,7 @@ class LibraryDock(QWidget):
         mask = s.roi.targets
         if not mask.any():
             raise InputError("no target pixels marked: click some first")
-        from hyperapp.signatures import roi_class_means
+        from hyperapp.io.signatures import roi_class_means
 
         _, means = roi_class_means(s.cube, mask.astype(np.int32))
         name = self._add(f"{Path(s.cube.path or 'cube').stem} targets ({int(mask.sum())} px)", means[0])
@@ -225,8 +224,8 @@ class LibraryDock(QWidget):
 
     def add_roi_means(self) -> list[str]:
         """Each marked ROI class's mean spectrum as a new entry, named after the class."""
-        from hyperapp.errors import InputError
-        from hyperapp.signatures import roi_class_means
+        from hyperapp.core.errors import InputError
+        from hyperapp.io.signatures import roi_class_means
 
         s = self.window.session
         if s is None:
@@ -268,7 +267,7 @@ class LibraryDock(QWidget):
     def run_kwargs(self, cube):
         """``run_detection`` keywords for the chosen targets and undesired signatures ({} when the library
         is not in use); None after showing the error when they cannot be brought onto the cube."""
-        from hyperapp.signatures import signature_kwargs
+        from hyperapp.io.signatures import signature_kwargs
 
         if self.library is None or not self.use.isChecked():
             return {}

@@ -1,6 +1,6 @@
 """The main window: menus, the image view, spectrum, ROI tools, detector dock, results and compare.
 
-Everything computed goes through :func:`hyperapp.detect.run_detection` and the model classes, the same
+Everything computed goes through :func:`hyperapp.detect.run.run_detection` and the model classes, the same
 path as ``hyperapp --headless detect``; the window only displays and edits the :class:`Session`.
 """
 
@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.detect import mask_at
-from hyperapp.errors import HyperappError
+from hyperapp.core.errors import HyperappError
+from hyperapp.detect.run import mask_at
 from hyperapp.gui.detector_dock import DetectorDock
 from hyperapp.gui.image_view import ClassLegend, ImageView, colourise, colourise_labels, score_levels, stretch
 from hyperapp.gui.panels import analysis_panels
@@ -36,7 +36,7 @@ from hyperapp.gui.results_panel import ResultsPanel
 from hyperapp.gui.spectrum_plot import SpectrumPlot
 from hyperapp.gui.toolbox import ToolBox
 from hyperapp.gui.worker import Worker, start
-from hyperapp.session import Run, Session
+from hyperapp.project.session import Run, Session
 
 log = logging.getLogger("hyperapp.gui")
 CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
@@ -516,7 +516,7 @@ class MainWindow(QMainWindow):
                 self._poly.append((r, c))
 
     def _rois_changed(self) -> None:
-        from hyperapp.analyse import class_statistics
+        from hyperapp.analyse.run import class_statistics
 
         roi = self.session.roi
         self.view.set_rois(roi.labels, roi.colour_table(), roi.class_names())
@@ -534,7 +534,7 @@ class MainWindow(QMainWindow):
         """Train and run the chosen detector in a worker thread; returns the worker."""
         if not self._ready():
             return self.worker
-        from hyperapp.detect import run_detection
+        from hyperapp.detect.run import run_detection
 
         s = self.session
         method, params, device = self.detector.method_name(), self.detector.params(), self.detector.device_name()
@@ -565,8 +565,7 @@ class MainWindow(QMainWindow):
             self.run_finished.emit(None)  # a failed run, as one that fails in its worker
             return None
         try:  # the CLI's and a job's words for a library the method cannot use
-            from hyperapp import options
-
+            from hyperapp.request import checks as options
             options.library_use(method, "target_spectra" in sig,
                                 "undesired_spectra" if "undesired_spectra" in sig else None,
                                 lambda key: {"target_spectra": "the library's target spectra"}.get(key, key))
@@ -734,7 +733,7 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
-        from hyperapp.detect import threshold_origin
+        from hyperapp.detect.run import threshold_origin
 
         res = run.result
         # the run shown, not the last one made; said to be another method's where the form holds another
@@ -811,7 +810,7 @@ class MainWindow(QMainWindow):
     def _compare_mask(self, run) -> None:
         """The compared run's numbers beside it (the Results dock shares the bottom tabs: they could not
         be read while comparing) and its mask, at its threshold now."""
-        from hyperapp.detect import count_at
+        from hyperapp.detect.run import count_at
 
         pixels, objects = count_at(run.result.scores, run.threshold)
         self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
@@ -858,11 +857,10 @@ class MainWindow(QMainWindow):
         return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
 
     def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
-        from hyperapp.detect import write_detection_item
+        from hyperapp.detect.run import write_detection_item
 
         try:
-            from hyperapp import options
-
+            from hyperapp.request import checks as options
             p = Path(options.out_file(str(path), make_folder=False))  # not a folder, in an existing one that takes files
             if kind in ("mask", "scores", "objects", "boxes"):
                 run = self.current_run()
@@ -897,8 +895,8 @@ class MainWindow(QMainWindow):
 
     def open_project(self, path) -> bool:
         """Reopen a project: the cube, ROIs and truth, then re-run each saved model (no retraining)."""
-        from hyperapp.detect import run_detection
-        from hyperapp.io.model_files import load_model
+        from hyperapp.detect.model_files import load_model
+        from hyperapp.detect.run import run_detection
 
         try:
             d = Session.read_project(path)
@@ -945,7 +943,7 @@ class MainWindow(QMainWindow):
             self.load_truth(path, "map" if path.endswith(".mat") else None)
 
     def _model_dialog(self) -> None:
-        from hyperapp.io.model_files import load_model
+        from hyperapp.detect.model_files import load_model
 
         path, _ = QFileDialog.getOpenFileName(self, "FFBP model", self._last_dir(), "Models (*.npz)")
         if path and self.session is not None:
@@ -972,11 +970,11 @@ class MainWindow(QMainWindow):
 
     def train_ffbp_model(self, scene: str, truth: str):
         """Train the FFBP networks on another scene's targets (a truth mask or clicks) in a worker thread,
-        on this cube's bands, as the CLI's ``--train-from`` does (:func:`hyperapp.detect.train_on_scene`);
+        on this cube's bands, as the CLI's ``--train-from`` does (:func:`hyperapp.detect.run.train_on_scene`);
         the model then scores this cube's FFBP runs. Returns the worker."""
         if not self._ready():
             return self.worker
-        from hyperapp.detect import train_on_scene
+        from hyperapp.detect.run import train_on_scene
 
         s = self.session
         device = self.detector.device_name()
@@ -1017,8 +1015,7 @@ class MainWindow(QMainWindow):
             self.show_error("open a cube first: there is nothing to save")
             return False
         try:
-            from hyperapp import options
-
+            from hyperapp.request import checks as options
             options.out_file(str(path), make_folder=False)
             job = self.session.save_batch_job(path)
         except HyperappError as exc:

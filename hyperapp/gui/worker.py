@@ -1,8 +1,8 @@
 """Run long work off the UI thread, with progress, a Cancel that stops it, and one error route.
 
-A :class:`Worker` wraps a function ``fn(progress)``; ``progress`` is a :class:`hyperapp.progress.Progress`
+A :class:`Worker` wraps a function ``fn(progress)``; ``progress`` is a :class:`hyperapp.core.progress.Progress`
 whose callback emits the ``progress`` signal and whose ``cancel()`` makes the function raise
-:class:`~hyperapp.errors.Cancelled` at its next progress call. The worker runs in the global
+:class:`~hyperapp.core.errors.Cancelled` at its next progress call. The worker runs in the global
 ``QThreadPool``; its signals arrive in the UI thread.
 """
 
@@ -13,8 +13,8 @@ import traceback
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from hyperapp.errors import Cancelled, HyperappError
-from hyperapp.progress import Progress
+from hyperapp.core.errors import Cancelled, HyperappError
+from hyperapp.core.progress import Progress
 
 log = logging.getLogger("hyperapp.gui")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube
-from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError, InputError
 from hyperapp.io.masks import read_labels, read_mask, read_pixels, read_truth, write_pixels
 from hyperapp.io.writers import write_envi, write_geotiff, write_image, write_npy, write_png
 

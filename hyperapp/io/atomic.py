@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from hyperapp.errors import OutputError
+from hyperapp.core.errors import InputError, OutputError
 
 #: the name of a staging folder starts with this (:func:`staged_folder`)
 STAGING_PREFIX = ".staging-"
@@ -250,3 +250,39 @@ def atomic_write_bytes(final: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write_text(final: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(final, text.encode("utf-8"))
+
+
+def out_file(value, name: str = "", make_folder: bool = True) -> str:
+    """An output file's path, checked before any work: non-empty text, not a folder, in a folder that can
+    be made or written (:func:`hyperapp.io.atomic.check_out_dir`). The error names the file, and the
+    option ``name`` where one is given (``--json``).
+
+    ``make_folder=False`` (the window's saves): the folder must exist already. A command line's output
+    folders are made as ``mkdir -p`` would; a path typed into a save dialog whose folder is not there is a
+    typo, and making that folder would leave a tree where the person did not look for it."""
+    from pathlib import Path
+
+
+    said = f"{name}: " if name else ""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name or 'the output'} must name a file, got {value!r}")
+    p = Path(value)
+    if p.is_dir():
+        raise OutputError(f"{said}is a folder; a file name is needed here", p)
+    try:
+        check_out_dir(p.parent)
+    except OutputError as exc:  # its message names the blocking file or folder already
+        raise OutputError(f"{said}{exc.message}", p) from None
+    if not make_folder and not p.parent.is_dir():
+        raise OutputError(f"{said}its folder {p.parent} does not exist; choose an existing folder", p)
+    if p.parent.is_dir():  # a folder that says it is writable and is not (/proc, a read-only mount)
+        import os
+        import tempfile
+
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".probe-", dir=p.parent)
+        except OSError as exc:
+            raise OutputError(f"{said}cannot write in its folder ({exc.strerror or exc})", p) from None
+        os.close(fd)
+        os.unlink(probe)
+    return value

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube, StoredArray
-from hyperapp.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.core.cube import Cube, StoredArray
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError
 
 DATA_EXTENSIONS = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip")
 SUPPORTED_DTYPES = {1, 2, 3, 4, 5, 6, 9, 12, 13, 14, 15}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube, StoredArray
-from hyperapp.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.core.cube import Cube, StoredArray
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError
 
 WAVELENGTH_NAMES = ("wavelength", "wavelengths", "Wavelength", "Wavelengths", "wl")
 BANDS_FIRST = {"bsq", "bands_first", "brc", "bands,rows,cols"}

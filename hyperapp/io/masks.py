@@ -14,7 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.errors import CubeFormatError, CubeNotFoundError, InputError
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError, InputError
+
+#: the labels of a class map: none, the targets and the background (ROIs and marks store these)
+NONE, TARGET, BACKGROUND = 0, 1, 2
+CLASSES = {"target": TARGET, "background": BACKGROUND}
 
 
 def read_mask(path: str | os.PathLike, shape: tuple[int, int] | None = None, variable: str | None = None) -> np.ndarray:
@@ -211,8 +215,6 @@ def class_numbers(names: list[str]) -> np.ndarray:
     import reads them) and other names from 3 in the order they first appear."""
     if _numbered(names):
         return np.maximum(np.asarray([int(n) for n in names], np.int64), 0)
-    from hyperapp.roi import CLASSES
-
     numbers = dict(CLASSES)
     for n in names:
         numbers.setdefault(n, max(numbers.values()) + 1)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube, StoredArray
-from hyperapp.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.core.cube import Cube, StoredArray
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 

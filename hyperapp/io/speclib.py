@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.errors import CubeFormatError, CubeNotFoundError, HyperappError, InputError, OutputError
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError, HyperappError, InputError, OutputError
 
 #: values at or below this are missing channels (USGS writes -1.23e34)
 MISSING_BELOW = -1e30
@@ -638,9 +638,9 @@ def write_library(lib: SpectralLibrary, path: str | os.PathLike, description: st
     file's path."""
     from spectral.io.envi import SpectralLibrary as SpyLibrary
 
-    from hyperapp import options
+    from hyperapp.io.atomic import out_file
 
-    p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files: before any write
+    p = Path(out_file(str(path)))  # not a folder, in a folder that takes files: before any write
     refuse_unusable(lib.names, lib.spectra, p, lib.wavelengths, lib.units)  # what the reader refuses
     if p.suffix.lower() == ".csv":
         from hyperapp.io.atomic import atomic_write_text
@@ -841,7 +841,7 @@ def library_targets(path_or_lib, cube, names=None, level: float | None = None,
                     resampled=resample_library) -> LibraryTargets:
     """Read a library (a path, or a :class:`SpectralLibrary`), keep the spectra ``names`` (all when None),
     resample them to ``cube``'s bands and match the cube's scale: what ``detect --target-spectra`` and the
-    window's library dock pass to :func:`hyperapp.detect.run_detection`. ``resampled`` does the reading and
+    window's library dock pass to :func:`hyperapp.detect.run.run_detection`. ``resampled`` does the reading and
     resampling (:class:`ResampledLibraries`: once for a job's many cubes)."""
     t = resampled(path_or_lib, cube, names)
     spectra, factor = match_scale(t.spectra, cube_level(cube) if level is None else level)

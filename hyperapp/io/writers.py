@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube
-from hyperapp.errors import InputError, OutputError
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import InputError, OutputError
 from hyperapp.io.atomic import atomic_paths
 
 FORMATS = ("envi", "tiff", "png", "npy")

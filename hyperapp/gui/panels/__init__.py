@@ -3,7 +3,7 @@
 A panel is a dock with a method list, the method's form (from the registry), the spectra selection and
 Run/Cancel with progress, plus a second dock with its plots (:attr:`AnalysisPanel.plots`: a line saying
 "Run <tool> to see its plots here" until the tool has a result, then the plot tabs :attr:`AnalysisPanel.tabs`). It computes nothing itself: Run calls
-:func:`hyperapp.analyse.run_analysis` in a worker thread, the same path as ``hyperapp --headless
+:func:`hyperapp.analyse.run.run_analysis` in a worker thread, the same path as ``hyperapp --headless
 analyse``. The main window registers each panel with one line (:data:`PANELS`).
 """
 
@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.detect import mask_at
-from hyperapp.errors import HyperappError
+from hyperapp.core.errors import HyperappError
+from hyperapp.detect.run import mask_at
 from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
@@ -139,7 +139,7 @@ class AnalysisPanel(QWidget):
         """What a cost line of a method fitted once for each k of a range starts from: (the spectra, the
         k tried, the cube's bands, the option values); None where the line is said already (k that does not
         parse, or spectra known only at run time: ``unknown`` then says what the cost grows with)."""
-        from hyperapp.errors import HyperappError
+        from hyperapp.core.errors import HyperappError
         from hyperapp.models.kmeans import parse_k
 
         v = self.form.values()
@@ -227,20 +227,20 @@ class AnalysisPanel(QWidget):
 
     def on_cpu(self) -> bool:
         """Whether the run will use the CPU (the device list says CPU, or auto finds no GPU)."""
-        from hyperapp.backend import gpu_available
+        from hyperapp.core.backend import gpu_available
 
         dev = self.host.detector.device_name() if getattr(self.host, "detector", None) else "auto"
         return dev == "cpu" or (dev == "auto" and not gpu_available())
 
     def selection(self):
-        from hyperapp.analyse import Selection
+        from hyperapp.analyse.run import Selection
 
         _, kind, cls = SOURCES[self.source.currentIndex()]
         return Selection(kind, self.sample.value(), 0, cls)
 
     def run(self):
         """Fit the chosen method in a worker thread; returns the worker (None when nothing to run)."""
-        from hyperapp.analyse import run_analysis
+        from hyperapp.analyse.run import run_analysis
 
         s = self.host.session
         if s is None:
@@ -293,8 +293,8 @@ class AnalysisPanel(QWidget):
         is done (``shown()`` called first), the status line saying ``doing`` then ``done``. One at a time:
         returns the worker, or None while another relabels or without a result; :meth:`relabel_finished`
         is called after each."""
-        from hyperapp.analyse import label_image
-        from hyperapp.backend import get_backend
+        from hyperapp.analyse.run import label_image
+        from hyperapp.core.backend import get_backend
 
         if self.result is None or self.relabel_worker is not None or self.host.session is None:
             return None
@@ -374,7 +374,7 @@ class AnalysisPanel(QWidget):
 
     def show_labels(self, result) -> None:
         """Draw the result's label map over the image, in the classes' colours."""
-        from hyperapp.analyse import class_table
+        from hyperapp.analyse.run import class_table
 
         values, names, colours = class_table(result)
         self.host.show_labels(result.labels, self.title, values, colours, names, self.legend_tip(result),

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hyperapp.errors import HyperappError
+from hyperapp.core.errors import HyperappError
 from hyperapp.gui.panels import AnalysisPanel, band_name, plot_widget, wavelength_axis
 
 #: file-dialog filters of the class map's formats
@@ -191,7 +191,7 @@ class ForestPanel(AnalysisPanel):
         tabs.addTab(self.importance_plot, "Band importance")
 
     def show_result(self, result) -> None:
-        from hyperapp.analyse import class_accuracy_words, class_table, forest_shape
+        from hyperapp.analyse.run import class_accuracy_words, class_table, forest_shape
 
         m = result.model
         res = result.report["results"]
@@ -241,8 +241,8 @@ class ForestPanel(AnalysisPanel):
     # ------------------------------------------------------------------ export
     def export_class_map(self, path: str, fmt: str):
         """Write the last result's class map (``fmt``: envi, tiff or png); returns the path."""
-        from hyperapp import options
-        from hyperapp.analyse import write_class_map
+        from hyperapp.analyse.run import write_class_map
+        from hyperapp.request import checks as options
 
         options.out_file(str(path), make_folder=False)
         return write_class_map(self.result, path, self.host.session.cube, fmt)

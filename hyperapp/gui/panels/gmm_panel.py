@@ -87,10 +87,10 @@ class GMMPanel(AnalysisPanel):
         self.component.valueChanged.connect(self._posterior)
 
     def after_fit(self, result, image):
-        """Every component's posterior over the whole image: :func:`hyperapp.analyse.posterior_image`, the
+        """Every component's posterior over the whole image: :func:`hyperapp.analyse.run.posterior_image`, the
         function ``hyperapp --headless analyse`` writes ``posterior.hdr`` with (float16 here, for the tab)."""
-        from hyperapp.analyse import posterior_image
-        from hyperapp.backend import get_backend
+        from hyperapp.analyse.run import posterior_image
+        from hyperapp.core.backend import get_backend
 
         backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")
         return posterior_image(result.model, self.host.session.cube, backend, image).astype(np.float16)
@@ -112,7 +112,7 @@ class GMMPanel(AnalysisPanel):
                                    "give a range (2..10) to compare k")
         else:
             self.bic_plot.enableAutoRange()
-            from hyperapp.analyse import range_edge_words
+            from hyperapp.analyse.run import range_edge_words
 
             edge = range_edge_words(m.k_values_, m.chosen_k_, "bic")
             self.bic_plot.setTitle(f"chosen k = {m.chosen_k_} (dashed): the lowest BIC ({m.covariance} covariances)"

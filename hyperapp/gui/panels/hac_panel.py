@@ -3,7 +3,7 @@ count, the cluster map on the image and each cluster's mean spectrum.
 
 The spectra come from an ROI, a random sample or the detected objects (the panel's "Spectra" list).
 A new cut is the model's :meth:`~hyperapp.models.hac.HierarchicalClustering.cut` and the image is
-relabelled by :func:`hyperapp.analyse.label_image` in a worker thread: the same functions the CLI runs.
+relabelled by :func:`hyperapp.analyse.run.label_image` in a worker thread: the same functions the CLI runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from hyperapp.backend import to_host
+from hyperapp.core.backend import to_host
 from hyperapp.gui.panels import (
     AnalysisPanel,
     plot_spectra,
@@ -78,8 +78,8 @@ class HACPanel(AnalysisPanel):
 
     def after_fit(self, result, image):
         """The fitted spectra on the host (a new cut recomputes the cluster means from them)."""
-        from hyperapp.analyse import gather_pixels
-        from hyperapp.backend import get_backend
+        from hyperapp.analyse.run import gather_pixels
+        from hyperapp.core.backend import get_backend
 
         s = self.host.session
         backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from hyperapp.backend import to_host
+from hyperapp.core.backend import to_host
 from hyperapp.gui.panels import AnalysisPanel, integer_ticks, plot_spectra, plot_widget, scaled, side_legend
 
 
@@ -73,7 +73,7 @@ class KMeansPanel(AnalysisPanel):
         for plot in (self.inertia_plot, self.quality_plot):
             integer_ticks(plot, ks)
         by = getattr(m, "criterion_used_", m.criterion).replace("_", "-")
-        from hyperapp.analyse import range_edge_words
+        from hyperapp.analyse.run import range_edge_words
 
         edge = range_edge_words(m.k_values_, m.chosen_k_, getattr(m, "criterion_used_", m.criterion))
         self.quality_plot.setTitle(f"chosen k = {m.chosen_k_} (by {by})" + (f"<br>{edge}" if edge else ""))

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from hyperapp.backend import to_host
+from hyperapp.core.backend import to_host
 from hyperapp.gui.panels import (
     AnalysisPanel,
     band_name,

@@ -34,7 +34,7 @@ pixel at that place and n a draw of the sensor's noise (its covariance estimated
 horizontally adjacent pixels, as MNF estimates it). Without n a mixed pixel would carry less noise than
 any real one (half the variance at f = 0.5), and on a noise-dominated scene (the airport's RX is about
 its band count, a chi-square's) that alone would make implanted targets look *less* anomalous than the
-background. The truth marks pixels with fill >= 0.2 (as :mod:`hyperapp.samples`).
+background. The truth marks pixels with fill >= 0.2 (as :mod:`hyperapp.io.samples`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from hyperapp.samples import Scene
+from hyperapp.io.samples import Scene
 
 KINDS = ("aircraft-full", "aircraft-sub", "rare-material", "common-material", "many-targets")
 

@@ -10,6 +10,7 @@ earlier: the driver's start is the longest of these costs, and the first on the 
 
 from __future__ import annotations
 
+import functools
 import threading
 
 _PREWARM: threading.Thread | None = None
@@ -39,11 +40,48 @@ def _start_driver() -> None:
         pass
 
 
+#: bytes of stored data per tile of the tile reader (:mod:`hyperapp.reading.tiles`). Small tiles keep the
+#: page-locked ring small: pinning host memory is slow, and a fresh process pays it before reading.
+TILE_BYTES = 16 << 20
+#: buffers in the tile reader's ring: one being filled, the others converted or in flight to the device
+RING = 4
+
+
+_PROBE_LOCK = threading.Lock()
+
+
+def _probe_gpu() -> tuple[bool, str]:
+    """Try CuPy and the first CUDA device once (thread-safe: :func:`prewarm` may be probing)."""
+    with _PROBE_LOCK:
+        return _probe_gpu_once()
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_gpu_once() -> tuple[bool, str]:
+    """Try CuPy and the first CUDA device once; return (usable, name or reason)."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        return False, f"CuPy is not installed ({exc.__class__.__name__})"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+        if n < 1:
+            return False, "no CUDA device found"
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        cupy.zeros(1).sum().item()  # a real round trip: the driver works
+        return True, name
+    except Exception as exc:
+        return False, f"CUDA device not usable: {exc}"
+
+
+
 def prewarm(device: str = "auto") -> None:
     """Start the GPU's one-time costs on background threads: the CUDA driver and context
     (:func:`_start_driver`) while CuPy is imported, then the page-locked ring the tile reader copies
     through (pinning memory is slow). That is all a cube's reading needs, and
-    :func:`hyperapp.backend.get_backend` waits for no more (:func:`wait_for_cuda`); the cuBLAS library
+    :func:`hyperapp.core.backend.get_backend` waits for no more (:func:`wait_for_cuda`); the cuBLAS library
     and its first kernels then load while the cube is read. Does nothing for ``device="cpu"`` or when
     already started.
 
@@ -59,7 +97,7 @@ def prewarm(device: str = "auto") -> None:
     the cube's reading slowed by what the fit gained. A warm-up run of the method on a small synthetic
     scene during the reading. Importing ``cupyx.scipy.special`` on a thread of its own, beside the
     driver's start (RBFN 1.49 against 1.37 s without it) or once CuPy is in (1.47 and 1.45 against 1.37
-    and 1.38 s). The fresh path now never imports it: see :mod:`hyperapp.backend`, scalar operators.
+    and 1.38 s). The fresh path now never imports it: see :mod:`hyperapp.core.backend`, scalar operators.
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:
@@ -70,12 +108,8 @@ def prewarm(device: str = "auto") -> None:
         try:
             import cupy  # noqa: F401  (beside the driver's start; the probe then waits for it)
 
-            from hyperapp.backend import _probe_gpu
-
             ok, _ = _probe_gpu()
             if ok:
-                from hyperapp.stream import RING, TILE_BYTES
-
                 # into CuPy's pinned pool, where the tile reader's ring takes them from
                 bufs = [cupy.cuda.alloc_pinned_memory(TILE_BYTES) for _ in range(RING)]
                 del bufs

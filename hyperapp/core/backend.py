@@ -2,7 +2,7 @@
 
 Every model is written once against an array module ``xp``; :func:`get_backend` picks it.
 ``device="auto"`` takes the GPU when CuPy imports *and* a CUDA device answers, else NumPy;
-``device="gpu"`` without a usable GPU is a :class:`~hyperapp.errors.BackendError`, never a silent
+``device="gpu"`` without a usable GPU is a :class:`~hyperapp.core.errors.BackendError`, never a silent
 fall-back. CuPy is imported lazily, so the CPU path (and CI) never needs it.
 
 Scalar operators. CuPy 14 sends an operator between an array and a Python or NumPy scalar
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from hyperapp.cuda_start import wait_for_cuda
-from hyperapp.errors import BackendError
+from hyperapp.core.cuda_start import _probe_gpu, wait_for_cuda
+from hyperapp.core.errors import BackendError
 
 DEVICES = ("auto", "gpu", "cpu")
 
@@ -140,35 +140,6 @@ def get_namespace(*arrays):
 
             return cupy
     return np
-
-
-_PROBE_LOCK = threading.Lock()
-
-
-def _probe_gpu() -> tuple[bool, str]:
-    """Try CuPy and the first CUDA device once (thread-safe: :func:`prewarm` may be probing)."""
-    with _PROBE_LOCK:
-        return _probe_gpu_once()
-
-
-@functools.lru_cache(maxsize=1)
-def _probe_gpu_once() -> tuple[bool, str]:
-    """Try CuPy and the first CUDA device once; return (usable, name or reason)."""
-    try:
-        import cupy
-    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
-        return False, f"CuPy is not installed ({exc.__class__.__name__})"
-    try:
-        n = cupy.cuda.runtime.getDeviceCount()
-        if n < 1:
-            return False, "no CUDA device found"
-        props = cupy.cuda.runtime.getDeviceProperties(0)
-        name = props["name"]
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        cupy.zeros(1).sum().item()  # a real round trip: the driver works
-        return True, name
-    except Exception as exc:
-        return False, f"CUDA device not usable: {exc}"
 
 
 _ATTRS: dict[int, dict] = {}

@@ -350,7 +350,7 @@ def write_scene(scene: Scene, folder: str | Path, interleave: str = "bip") -> di
     folder.mkdir(parents=True, exist_ok=True)
     name = scene.name
     meta = {
-        "description": f"hyperapp synthetic {name} scene (hyperapp.samples, rebuilt bit-for-bit)",
+        "description": f"hyperapp synthetic {name} scene (hyperapp.io.samples, rebuilt bit-for-bit)",
         "wavelength": [f"{w:.2f}" for w in scene.wavelengths],
         "fwhm": [f"{w:.2f}" for w in scene.fwhm],
         "wavelength units": "Nanometers",
@@ -382,7 +382,7 @@ def write_scene(scene: Scene, folder: str | Path, interleave: str = "bip") -> di
 
 
 def build_samples(folder: str | Path) -> None:
-    """Rebuild ``sample_cubes/`` (``python -m hyperapp.samples [folder]``)."""
+    """Rebuild ``sample_cubes/`` (``python -m hyperapp.io.samples [folder]``)."""
     for name, make in SAMPLES.items():
         write_scene(make(), folder, INTERLEAVES[name])
 

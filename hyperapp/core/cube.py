@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
 
 #: Bytes of float32 pixels read per tile by :meth:`Cube.iter_tiles` (64 MiB).
 TILE_BYTES = 64 * 2**20
@@ -177,7 +177,7 @@ class Cube:
         cube = self if all_bands else self.good_bands()
         if bands is None:
             return cube
-        from hyperapp.options import band_indices, band_spec
+        from hyperapp.core.values import band_indices, band_spec
 
         idx = band_indices(band_spec(bands, name), name)
         bad = [b for b in idx if b >= cube.bands]

@@ -1,6 +1,6 @@
 """The one analysis path: cube + a spectra selection -> fitted model -> labels, tables -> report.
 
-Beside :mod:`hyperapp.detect` (the one detection path), the side panels, ``hyperapp --headless
+Beside :mod:`hyperapp.detect.run` (the one detection path), the side panels, ``hyperapp --headless
 analyse`` and the batch runner all call :func:`run_analysis`; no panel computes anything itself.
 
 A :class:`Selection` says which spectra the model is fitted on: the whole image, a seeded random sample
@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, to_host
-from hyperapp.cube import Cube
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import Timer, get_backend, to_host
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import InputError, ModelError
+from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
-from hyperapp.options import DEFAULT_SAMPLE, SELECTIONS
-from hyperapp.progress import NULL_PROGRESS, Progress
+from hyperapp.request.checks import DEFAULT_SAMPLE, SELECTIONS
 
 #: what one label of a method's map is called (default "cluster")
 UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}
@@ -58,8 +58,7 @@ class Selection:
     roi_class: int = 1
 
     def __post_init__(self):
-        from hyperapp import options
-
+        from hyperapp.request import checks as options
         self.kind = options.select(self.kind)
         self.n = options.sample(self.n)
         self.seed = options.seed(self.seed)
@@ -129,7 +128,7 @@ def gather_pixels(cube: Cube, idx: np.ndarray, backend, image=None, progress: Pr
     xp = backend.xp
     if image is not None:
         return image.reshape(-1, image.shape[-1])[xp.asarray(idx)]
-    from hyperapp.stream import iter_float_tiles
+    from hyperapp.reading.tiles import iter_float_tiles
 
     out = np.empty((idx.size, cube.bands), np.float32)
     done = 0
@@ -183,7 +182,7 @@ def label_image(model, cube: Cube, backend, image=None, progress: Progress = NUL
     if image is not None:
         labels[:] = one(image.reshape(-1, image.shape[-1])).reshape(cube.rows, cube.cols)
     else:
-        from hyperapp.stream import iter_float_tiles
+        from hyperapp.reading.tiles import iter_float_tiles
 
         for r0, r1, tile in iter_float_tiles(cube, backend.xp):
             progress(r0 / max(cube.rows, 1), "labelling the image")
@@ -213,7 +212,7 @@ def posterior_image(model, cube: Cube, backend, image=None, progress: Progress =
     if image is not None:
         p = one(image.reshape(-1, image.shape[-1]))
         return p.reshape(cube.rows, cube.cols, -1)
-    from hyperapp.stream import iter_float_tiles
+    from hyperapp.reading.tiles import iter_float_tiles
 
     for r0, r1, tile in iter_float_tiles(cube, backend.xp):
         progress(r0 / max(cube.rows, 1), "posterior probabilities")
@@ -276,7 +275,7 @@ def run_analysis(
         if roi is not None:
             cls = np.asarray(roi).reshape(-1)[idx].astype(np.int64)
             y = np.where(cls > 0, cls, -1)
-    from hyperapp.stream import check_magnitude, extremes, no_data_error
+    from hyperapp.reading.tiles import check_magnitude, extremes, no_data_error
 
     n_nodata = 0
     ext = extremes(X)  # both finite: every value is (and the magnitude check's answer)
@@ -347,8 +346,8 @@ def _require_finite(summary: dict, title: str) -> None:
 def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> AnalysisResult:
     """A method fitted on the whole image (MNF: its noise comes from neighbouring pixels), then its images
     (the component images) made from it."""
-    from hyperapp.detect import load_pixels
-    from hyperapp.stream import check_magnitude, extremes, finite_pixels, no_data_error
+    from hyperapp.detect.run import load_pixels
+    from hyperapp.reading.tiles import check_magnitude, extremes, finite_pixels, no_data_error
 
     xp = backend.xp
     with timer.stage("load"):
@@ -456,8 +455,8 @@ def class_table(result: AnalysisResult) -> tuple[np.ndarray, list[str], list[tup
 def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: str = "envi") -> Path:
     """The labels as a class map file (ENVI classification, palette TIFF/GeoTIFF or PNG) with the class
     names and colours of :func:`class_table`."""
-    from hyperapp import options
     from hyperapp.io.writers import write_classification
+    from hyperapp.request import checks as options
 
     options.out_file(str(path))  # not a folder, in a folder that takes files: before any write
     if result.labels is None:
@@ -518,7 +517,7 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
 def parse_bands(text, n_bands: int, name: str = "--bands") -> list[int]:
     """``"3,17,40"`` or ``"10-20,40"`` (or a list) -> band indices (0-based, sorted, each once), checked
     against ``n_bands``."""
-    from hyperapp.options import band_indices, band_spec
+    from hyperapp.request.checks import band_indices, band_spec
 
     out = band_indices(band_spec(text, name), name)
     bad = [b for b in out if not 0 <= b < n_bands]

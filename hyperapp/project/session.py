@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.cube import Cube
-from hyperapp.errors import CubeFormatError, InputError
-from hyperapp.roi import RoiSet
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import CubeFormatError, InputError
+from hyperapp.io.roi import RoiSet
 
 PROJECT_FORMAT = "hyperapp-project"
 PROJECT_VERSION = 1
@@ -29,7 +29,7 @@ class Run:
     name: str
     method: str
     params: dict
-    result: object  # hyperapp.detect.DetectionResult
+    result: object  # hyperapp.detect.run.DetectionResult
     threshold: float
     model_path: str | None = None
 
@@ -85,7 +85,7 @@ class Session:
     @classmethod
     def open(cls, path: str | os.PathLike, dataset: str | None = None, all_bands: bool = False) -> Session:
         """The cube at ``path`` less the header's bad bands (unless ``all_bands``), as the CLI and a job
-        open it (:meth:`hyperapp.cube.Cube.run_bands`)."""
+        open it (:meth:`hyperapp.core.cube.Cube.run_bands`)."""
         from hyperapp.io import open_named_cube
 
         cube = open_named_cube(path, dataset).run_bands(bool(all_bands))
@@ -99,9 +99,9 @@ class Session:
 
     def pixels_on(self, device: str, progress=None):
         """The cube's float32 pixels on the device, read once per device and kept for later runs."""
-        from hyperapp.backend import get_backend
-        from hyperapp.detect import load_pixels
-        from hyperapp.progress import NULL_PROGRESS
+        from hyperapp.core.backend import get_backend
+        from hyperapp.core.progress import NULL_PROGRESS
+        from hyperapp.detect.run import load_pixels
 
         backend = get_backend(device)
         if backend.name not in self._device_cache:
@@ -111,10 +111,10 @@ class Session:
     def pixels_for(self, method: str, device: str, progress=None):
         """The pixels a run of ``method`` takes: held on the device (:meth:`pixels_on`), or None when a
         pixel detector must stream this cube from its file (its float32 pixels exceed the memory
-        budget, :func:`hyperapp.detect.needs_streaming`): :func:`hyperapp.detect.run_detection` then
+        budget, :func:`hyperapp.detect.run.needs_streaming`): :func:`hyperapp.detect.run.run_detection` then
         reads it in two passes and nothing is kept, as the CLI does."""
-        from hyperapp.backend import get_backend
-        from hyperapp.detect import needs_streaming
+        from hyperapp.core.backend import get_backend
+        from hyperapp.detect.run import needs_streaming
         from hyperapp.models.registry import get_method
 
         if get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device)):
@@ -154,10 +154,10 @@ class Session:
         import shutil
         import tempfile
 
-        from hyperapp import options
-        from hyperapp.errors import OutputError
+        from hyperapp.core.errors import OutputError
+        from hyperapp.detect.model_files import save_model
         from hyperapp.io.atomic import atomic_write_text, check_replaceable, usual_mode
-        from hyperapp.io.model_files import save_model
+        from hyperapp.request import checks as options
 
         p = Path(options.out_file(str(path)))  # not a folder, in a folder that takes files
         check_replaceable(p)  # a read-only project is kept: refused before its models' folder is replaced
@@ -215,7 +215,7 @@ class Session:
         """The cubes a batch job saved from this session runs on: the open cube, then every other cube of
         its folder with its extension and its band count; truth masks, label maps and single-band images
         are left out (a file that does not open as such a cube is not a cube for this job)."""
-        from hyperapp.errors import HyperappError
+        from hyperapp.core.errors import HyperappError
         from hyperapp.io import open_cube
 
         src = Path(self.cube.path)
@@ -241,8 +241,8 @@ class Session:
         false-alarm rate it ran at), the marked pixels saved beside the job as the steps' clicks, the
         loaded truth mask (the reports then carry AUC), its output folder beside the job. Returns the
         job's path."""
+        from hyperapp.batch.jobfile import job_text
         from hyperapp.io.atomic import atomic_write_text
-        from hyperapp.jobfile import job_text
         from hyperapp.models.registry import get_method
 
         p = Path(path)

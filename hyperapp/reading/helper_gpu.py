@@ -106,9 +106,9 @@ class PieceCopier:
 
     def copy(self, fd: int, dst: int, ranges: list[tuple[int, int, int]]) -> None:
         """``device[dst + b:dst + b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``: each piece
-        read into one buffer (:func:`hyperapp.reader_process.read_ranges`) while the GPU copies the other.
+        read into one buffer (:func:`hyperapp.reading.ranges.read_ranges`) while the GPU copies the other.
         Returns once the GPU has every byte; raises ``ShortRead`` where the file ends early."""
-        from hyperapp.reader_process import read_ranges
+        from hyperapp.reading.ranges import read_ranges
 
         drv, lib = self.drv, self.drv.lib
         try:

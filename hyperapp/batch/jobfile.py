@@ -27,8 +27,8 @@ model or training clicks, analysis methods of the analysis path) and its output 
     [output]
     folder = "out"
 
-Every problem is a :class:`~hyperapp.errors.InputError` naming the file, the key and what is wrong, found
-by the checks the CLI's options go through (:func:`hyperapp.options.run_settings`).
+Every problem is a :class:`~hyperapp.core.errors.InputError` naming the file, the key and what is wrong, found
+by the checks the CLI's options go through (:func:`hyperapp.request.checks.run_settings`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hyperapp.errors import HyperappError, InputError
+from hyperapp.core.errors import HyperappError, InputError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,7 +87,7 @@ class Step:
         """``run_detection`` arguments for this step's library targets and undesired signatures on
         ``cube`` (resampled to its bands; by ``libraries``, a
         :class:`~hyperapp.io.speclib.ResampledLibraries`, once for many cubes); empty when the step names none."""
-        from hyperapp.signatures import signature_kwargs
+        from hyperapp.io.signatures import signature_kwargs
 
         return signature_kwargs(cube, self.target_spectra, self.spectra, self.undesired_spectra,
                                 self.undesired_names, libraries=libraries)
@@ -349,11 +349,11 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
 
 
 def load_job(path: str | Path) -> Job:
-    """Read and check a job file, every value as :func:`hyperapp.options.run_settings` checks the CLI's
+    """Read and check a job file, every value as :func:`hyperapp.request.checks.run_settings` checks the CLI's
     options, and every file it names; relative paths are taken from the job file's folder."""
-    from hyperapp import options
     from hyperapp.io.atomic import check_out_dir
     from hyperapp.io.masks import check_labels_file, need_file
+    from hyperapp.request import checks as options
 
     if not str(path).strip():  # Path("") is "." (a folder): say what was given instead
         raise InputError("no job file given: name the job's TOML file")
@@ -521,7 +521,7 @@ def load_job(path: str | Path) -> Job:
                 if getattr(s, k):
                     check_labels_file(getattr(s, k), targets=k == "targets", classes=k == "roi")
             if s.model:
-                from hyperapp.io.model_files import load_model
+                from hyperapp.detect.model_files import load_model
 
                 k = "model"
                 load_model(s.model, method=s.method)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp import __version__
-from hyperapp.backend import to_host
-from hyperapp.errors import HyperappError, ModelError
+from hyperapp.core.backend import to_host
+from hyperapp.core.errors import HyperappError, ModelError
 from hyperapp.models.mlp import TansigMLP
 from hyperapp.models.mnf import MNF
 from hyperapp.models.stats import BackgroundStats

@@ -1,6 +1,6 @@
 """``hyperapp --headless run JOB``: a job's steps over many cubes, resumable, on one machine or a cluster.
 
-Each cube is one task (:class:`hyperapp.pipeline.CubePipeline`): open it, run every step through the one
+Each cube is one task (:class:`hyperapp.batch.pipeline.CubePipeline`): open it, run every step through the one
 detection or analysis path, write each step's outputs all or nothing. A broken cube fails alone; its error is one
 line in the summary and the log. Tasks run
 
@@ -10,7 +10,7 @@ line in the summary and the log. Tasks run
   with ``CUDA_VISIBLE_DEVICES``; two threads each, for the same overlap), or
 - on an existing Dask cluster (``--scheduler ADDRESS``).
 
-Each cube streams through the bounded-memory path when it does not fit (:func:`hyperapp.detect.run_detection`),
+Each cube streams through the bounded-memory path when it does not fit (:func:`hyperapp.detect.run.run_detection`),
 so a worker's memory stays bounded. ``manifest.json`` in the output folder records, per cube, its size and
 modification time, the hyperapp version and, per step, the hash of its settings and its output folder; a
 second run skips the cubes whose every step matches and whose outputs exist, so a killed run resumes where
@@ -30,9 +30,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
-from hyperapp.errors import HyperappError, InputError
-from hyperapp.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
-from hyperapp.pipeline import CubePipeline
+from hyperapp.batch.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
+from hyperapp.batch.pipeline import CubePipeline
+from hyperapp.core.errors import HyperappError, InputError
 
 #: the manifest (and the log) are rewritten at most this often while cubes finish, and at the end
 FLUSH_SECONDS = 0.5
@@ -58,17 +58,17 @@ def cube_key(path: str) -> dict:
 
 
 def cube_folder(out: str, path: str, name: str | None = None) -> Path:
-    """The output subfolder of a cube: ``name`` (:meth:`hyperapp.jobfile.Job.folder_of`, unique among the
+    """The output subfolder of a cube: ``name`` (:meth:`hyperapp.batch.jobfile.Job.folder_of`, unique among the
     job's inputs), else the cube's file name without its extension."""
     return Path(out) / (name or Path(path).stem)
 
 
 def step_folder(cube_out: Path, step_name: str) -> Path:
     """A step's output folder inside its cube's folder; a name that would lead elsewhere is refused (the
-    job file's check refuses it first): one plain folder name (:func:`hyperapp.options.folder_name`),
+    job file's check refuses it first): one plain folder name (:func:`hyperapp.request.checks.folder_name`),
     and not a symbolic link already there. One ``lstat`` a step and cube (resolving both paths took a
     dozen system calls on the compute stage's thread)."""
-    from hyperapp.options import folder_name
+    from hyperapp.request.checks import folder_name
 
     folder = cube_out / folder_name(step_name, "step name")
     if folder.is_symlink():
@@ -190,9 +190,9 @@ class Manifest:
 
 def _train_models(job: Job, device: str) -> dict[str, object]:
     """Steps with ``train``: fit once on that cube (on the step's bands,
-    :func:`hyperapp.detect.train_on_scene`) and return the models by step name; :func:`_save_models`
+    :func:`hyperapp.detect.run.train_on_scene`) and return the models by step name; :func:`_save_models`
     writes them where every cube then loads them."""
-    from hyperapp.detect import train_on_scene
+    from hyperapp.detect.run import train_on_scene
 
     return {s.name: train_on_scene(s.train, s.method, s.targets, s.background, dataset=job.dataset, bands=s.bands,
                                    all_bands=s.all_bands, params=s.params, device=device)
@@ -200,9 +200,9 @@ def _train_models(job: Job, device: str) -> dict[str, object]:
 
 
 def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
-    """The steps as :class:`hyperapp.pipeline.CubePipeline` takes them, the trained ones pointing at their
+    """The steps as :class:`hyperapp.batch.pipeline.CubePipeline` takes them, the trained ones pointing at their
     saved model."""
-    from hyperapp.io.model_files import save_model
+    from hyperapp.detect.model_files import save_model
 
     steps = []
     for s in job.steps:
@@ -265,7 +265,7 @@ def worker_envs(workers: int, n_gpu: int, gpus: int | None, cores: int) -> list[
     for i in range(workers):
         # the machine's cores shared out: each worker's readers would otherwise start a thread per core,
         # and four workers' 64 threads slowed a campaign's reads fourfold; each worker's reading helper
-        # leaves some of its share to the worker's stages (hyperapp.stream._helper_threads)
+        # leaves some of its share to the worker's stages (hyperapp.reading.tiles._helper_threads)
         env = {"HYPERAPP_CORES": str(max(2, cores // max(workers, 1)))}
         if use > 1 or use < n_gpu:  # several GPUs, or fewer than the machine has: the worker's own
             env["CUDA_VISIBLE_DEVICES"] = str(i % use)
@@ -306,7 +306,7 @@ def _make_local_cluster(workers: int, gpus: int | None = None):
     each stage of the worker's pipeline, and one waiting); with several GPUs each worker sees one
     (``CUDA_VISIBLE_DEVICES``, the workers dealt out over the first ``gpus`` of them, default all);
     dask-cuda's cluster where it is installed."""
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     n_gpu = 0
     if gpu_available():
@@ -339,9 +339,9 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     """Run ``job``; prints progress and a summary; returns 0 (all cubes done), 1 (some failed)."""
     from rich.console import Console
 
-    from hyperapp import options
+    from hyperapp.core.progress import ProgressDisplay
     from hyperapp.io.atomic import ensure_dir
-    from hyperapp.progress import ProgressDisplay
+    from hyperapp.request import checks as options
 
     workers = options.workers(workers, "--workers")
     memory = options.memory(memory, "--memory") if memory is not None else None
@@ -355,7 +355,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
     todo = [c for c in job.inputs if not manifest.done(c)]
     skipped = [c for c in job.inputs if c not in todo]
     if todo and scheduler is None and device == "gpu":
-        from hyperapp.backend import get_backend
+        from hyperapp.core.backend import get_backend
 
         get_backend("gpu")  # no GPU on this machine (or its local workers'): one line, before anything is written
     client = _connect(scheduler) if scheduler and todo else None  # before anything is written
@@ -427,7 +427,7 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 from distributed import Client
                 from distributed import as_completed as dask_completed
 
-                from hyperapp.pipeline import run_on_worker
+                from hyperapp.batch.pipeline import run_on_worker
 
                 if client is None:
                     client = Client(_local_cluster(workers))
@@ -502,8 +502,8 @@ def unprepared_note() -> str | None:
     """A line for a batch about to run on this machine's GPU whose kernels were never prepared: each
     kernel's first use then compiles it in the middle of the run (0.35-0.45 s on one cube of a 50-cube RBFN
     batch on a fresh H200, seconds for others); None where they were, or there is no GPU."""
-    from hyperapp.backend import gpu_available
-    from hyperapp.gpu_prepare import is_prepared
+    from hyperapp.batch.prepare_gpu import is_prepared
+    from hyperapp.core.backend import gpu_available
 
     try:
         if not gpu_available() or is_prepared():
@@ -517,7 +517,7 @@ def unprepared_note() -> str | None:
 def _folder_error(job: Job, what: str) -> InputError:
     """A problem with the job's output folder found when the run starts (the system's answer, another
     run), named as the job file's key, as the job's own checks name theirs."""
-    from hyperapp.jobfile import _err
+    from hyperapp.batch.jobfile import _err
 
     return _err(Path(job.path), "output.folder", what)
 

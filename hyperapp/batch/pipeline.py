@@ -6,19 +6,19 @@ cube n-1 is written::
     submit -> [inbox] -> read -> [depth] -> compute -> [depth] -> write -> future's result (a summary row)
 
 - **read** opens the cube and brings its pixels (good bands, float32, no-data NaN) to where they are
-  computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.load_pixels`), or into
+  computed: onto the GPU through the page-locked tile ring (:func:`hyperapp.detect.run.load_pixels`), or into
   host memory. Cubes of :data:`LARGE_CUBE_BYTES` or more (on the GPU :data:`HELPER_CUBE_BYTES`, where the
   helper copies to the GPU itself) are read by the reading helper process
-  (:mod:`hyperapp.reader_process`), so that their reads do not wait on the compute stage's Python. A
+  (:mod:`hyperapp.reading.reader_process`), so that their reads do not wait on the compute stage's Python. A
   cube too large to hold ``depth + 2`` times (host budget, half the GPU's free memory) is not read
-  ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.detect_to_folder`, which
+  ahead: its compute stage runs the whole-file path (:func:`hyperapp.detect.run.detect_to_folder`, which
   streams it), as a cube alone would.
 - **compute** runs every step on those pixels through the one detection and analysis path
-  (:func:`hyperapp.detect.run_detection`, :func:`hyperapp.analyse.run_analysis`) and finishes on the
+  (:func:`hyperapp.detect.run.run_detection`, :func:`hyperapp.analyse.run.run_analysis`) and finishes on the
   device what the outputs need (the object table), so that the writer touches host memory only.
-- **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.write_detection`,
-  :func:`hyperapp.analyse.write_analysis`) and completes the cube's future. The object tables' CSV
-  is formatted meanwhile in the formatting helper process (:mod:`hyperapp.format_process`), which the
+- **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.run.write_detection`,
+  :func:`hyperapp.analyse.run.write_analysis`) and completes the cube's future. The object tables' CSV
+  is formatted meanwhile in the formatting helper process (:mod:`hyperapp.detect.format_process`), which the
   pipeline starts: it was the stage's one long stretch of Python, and held the compute stage back.
 
 Cubes leave in the order they were submitted. The queues bound memory: at most ``depth`` cubes wait
@@ -33,7 +33,7 @@ step with ``train`` (or ``model``) fits once before the run and every cube score
 Each summary row carries ``stages``: seconds in read, compute and write, and the seconds the cube
 waited for the compute stage (``wait``); the manifest keeps them.
 
-The same pipeline serves a run in this process (:func:`hyperapp.batch.run_job`) and each Dask worker:
+The same pipeline serves a run in this process (:func:`hyperapp.batch.runner.run_job`) and each Dask worker:
 :func:`run_on_worker` feeds the cube of a Dask task into the worker process's one pipeline and waits
 for it, so a worker with three or more threads overlaps the stages of its cubes too.
 """
@@ -48,9 +48,9 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from hyperapp.errors import Cancelled, HyperappError, InputError
-from hyperapp.jobfile import Step
-from hyperapp.progress import Progress
+from hyperapp.batch.jobfile import Step
+from hyperapp.core.errors import Cancelled, HyperappError, InputError
+from hyperapp.core.progress import Progress
 
 #: cubes waiting between two stages (bounds memory: at most this many read cubes wait for the GPU)
 DEPTH = 2
@@ -63,16 +63,16 @@ POLL = 0.1
 #: campaign ran no faster (`scripts/profile_campaign.py --switch`, H100 host)
 SWITCH_INTERVAL = 0.0005
 STAGES = ("read", "compute", "write")
-#: stored bytes per tile the read stage reads: eight times a lone read's (:data:`hyperapp.stream.TILE_BYTES`).
+#: stored bytes per tile the read stage reads: eight times a lone read's (:data:`hyperapp.reading.tiles.TILE_BYTES`).
 #: Each tile costs the read and copy threads a few dozen hand-offs of the interpreter, which the compute
 #: and write threads hold much of the time, so the read stage's rate grows with the tile: onto the GPU
 #: beside a thread running Python, 2.2 / 7.3 / 19.8 GB/s with 16 / 64 / 256 MB tiles, against 11 / 30 /
 #: 33 GB/s alone (`scripts/profile_reading.py`, H100 host). Such cubes are read by the reading helper
 #: process (its calls moved out of this interpreter), into its shared ring of :data:`READ_RING` tiles
-#: (1 GB): on the GPU, where the helper copies each tile itself (:mod:`hyperapp.helper_gpu`), else in
+#: (1 GB): on the GPU, where the helper copies each tile itself (:mod:`hyperapp.reading.helper_gpu`), else in
 #: host memory pinned once per process
 READ_TILE_BYTES: int | None = 128 << 20
-#: buffers in the ring of such a reader (:class:`hyperapp.stream.TileReader`'s ``ring``): all but the two
+#: buffers in the ring of such a reader (:class:`hyperapp.reading.tiles.TileReader`'s ``ring``): all but the two
 #: the GPU's copies hold are being read at once. Between two tiles the helper waits for a reply to cross
 #: to this process, a tile to be handed on, a buffer to come back and the next request to cross back,
 #: and with two tiles in flight its threads idled through that: a campaign of 2 GB cubes (16-core H200
@@ -121,7 +121,7 @@ class CubePipeline:
     Parameters
     ----------
     steps : list of dict
-        The job's steps (:class:`hyperapp.jobfile.Step` as dicts, models of ``train`` steps saved).
+        The job's steps (:class:`hyperapp.batch.jobfile.Step` as dicts, models of ``train`` steps saved).
     out : str
         The job's output folder.
     dataset : str, optional
@@ -220,8 +220,7 @@ class CubePipeline:
             self._started = True
             if sys.getswitchinterval() > SWITCH_INTERVAL:
                 sys.setswitchinterval(SWITCH_INTERVAL)
-            from hyperapp import format_process
-
+            from hyperapp.detect.run import format_process
             format_process.start()  # the write stage's object tables are formatted there (not waited for)
             for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
                                        ("compute", self._compute, self._to_compute, self._to_write),
@@ -295,7 +294,7 @@ class CubePipeline:
     def _own_stream(self):
         """A non-blocking CUDA stream for this thread on the GPU (so the reader's copies and the compute
         stage's kernels run side by side); nothing on the CPU."""
-        from hyperapp.backend import get_backend
+        from hyperapp.core.backend import get_backend
 
         try:
             backend = get_backend(self.device)
@@ -304,7 +303,7 @@ class CubePipeline:
         if not backend.is_gpu:
             return contextlib.nullcontext()
         stream = backend.xp.cuda.Stream(non_blocking=True)  # the context is now current on this thread
-        from hyperapp.cuda_start import schedule_waits
+        from hyperapp.core.cuda_start import schedule_waits
 
         # the stages' waits for the GPU sleep instead of spinning (a quarter less CPU a cube, the same rate:
         # see schedule_waits); it holds for every thread of the process, and each stage sets it, as each may
@@ -343,8 +342,8 @@ class CubePipeline:
 
     # ------------------------------------------------------------------ stages
     def _read(self, item: _Item) -> None:
-        from hyperapp.backend import get_backend
-        from hyperapp.detect import load_pixels
+        from hyperapp.core.backend import get_backend
+        from hyperapp.detect.run import load_pixels
 
         backend = get_backend(self.device)
         if not item.planned:
@@ -375,7 +374,7 @@ class CubePipeline:
         :data:`READ_TILE_BYTES`, through the reading helper), not yet started. Others are read with a
         lone read's tiles, in this process."""
         from hyperapp.io import open_cube
-        from hyperapp.stream import TileReader
+        from hyperapp.reading.tiles import TileReader
 
         item.planned, item.plan, item.reader = True, None, None
         item.cube = open_cube(item.path, self.dataset)
@@ -398,9 +397,9 @@ class CubePipeline:
         """Whether a reading helper copies this process's tiles to its GPU (one with ``reader``'s slots is
         started if none runs), where the helpers' rings on the GPU take at most :data:`HELPER_RING_SHARE`
         of its free memory (a small GPU keeps its memory for the computation)."""
-        from hyperapp import reader_process
-        from hyperapp.backend import gpu_free_bytes
-        from hyperapp.stream import HELPER_THREADS
+        from hyperapp.core.backend import gpu_free_bytes
+        from hyperapp.reading import reader_process
+        from hyperapp.reading.tiles import HELPER_THREADS
 
         rings = reader.slot_bytes * reader.ring * reader_process.MAX_HELPERS
         if rings > HELPER_RING_SHARE * gpu_free_bytes(backend.xp):
@@ -430,8 +429,8 @@ class CubePipeline:
     def _read_ahead(self, cube, backend) -> bool:
         """Whether ``depth + 2`` cubes of this size fit where they are computed (else the compute
         stage reads the cube itself, streaming it when it must)."""
-        from hyperapp.backend import gpu_free_bytes
-        from hyperapp.detect import GPU_FRACTION, memory_budget
+        from hyperapp.core.backend import gpu_free_bytes
+        from hyperapp.detect.run import GPU_FRACTION, memory_budget
 
         need = cube.rows * cube.cols * cube.bands * 4 * (self.depth + 2)
         if backend.is_gpu:
@@ -439,10 +438,10 @@ class CubePipeline:
         return need <= memory_budget(self.memory)
 
     def _compute(self, item: _Item) -> None:
-        from hyperapp.analyse import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
-        from hyperapp.backend import get_backend
-        from hyperapp.batch import cube_folder, step_folder
-        from hyperapp.detect import detect_to_folder, run_detection
+        from hyperapp.analyse.run import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+        from hyperapp.batch.runner import cube_folder, step_folder
+        from hyperapp.core.backend import get_backend
+        from hyperapp.detect.run import detect_to_folder, run_detection
         from hyperapp.io.masks import check_background
 
         backend = get_backend(self.device)
@@ -496,8 +495,8 @@ class CubePipeline:
         del X
 
     def _write(self, item: _Item) -> None:
-        from hyperapp.analyse import write_analysis
-        from hyperapp.detect import write_detection
+        from hyperapp.analyse.run import write_analysis
+        from hyperapp.detect.run import write_detection
 
         for s, folder, res, cube in item.results:
             if res is not None:
@@ -535,7 +534,7 @@ class CubePipeline:
         """A step's saved model, loaded once per band count (scoring does not change it)."""
         if not s.model:
             return None
-        from hyperapp.io.model_files import load_model
+        from hyperapp.detect.model_files import load_model
 
         key = (s.model, n_bands, s.method)
         with self._cache_lock:

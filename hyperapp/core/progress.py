@@ -4,7 +4,7 @@ Long computations take a :class:`Progress` and call it between units of work (a 
 level of the window tree). The GUI's worker passes one that emits Qt signals and whose ``cancel()`` is
 wired to the Cancel button; the CLI passes one that draws a bar (:class:`ProgressDisplay`, which
 batch jobs use for their cubes too). Calling it after ``cancel()``
-raises :class:`~hyperapp.errors.Cancelled`, so the work stops at the next unit and writes nothing.
+raises :class:`~hyperapp.core.errors.Cancelled`, so the work stops at the next unit and writes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from hyperapp.errors import Cancelled
+from hyperapp.core.errors import Cancelled
 
 
 class Progress:

@@ -32,15 +32,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hyperapp import reader_process
-from hyperapp.cube import Cube
-from hyperapp.reader_process import ShortRead, ended_early, read_ranges, split_ranges
-from hyperapp.reader_process import env_count as _env_count
+from hyperapp.core.cube import Cube
+from hyperapp.core.cuda_start import RING, TILE_BYTES
+from hyperapp.reading import reader_process
+from hyperapp.reading.ranges import ShortRead, ended_early, read_ranges, split_ranges
+from hyperapp.reading.reader_process import env_count as _env_count
 
 
 def _cores() -> int:
     """This process's share of the machine's cores: ``HYPERAPP_CORES`` where it is a positive whole number
-    (a local cluster's workers share the machine out this way, :func:`hyperapp.batch.worker_envs`), else
+    (a local cluster's workers share the machine out this way, :func:`hyperapp.batch.runner.worker_envs`), else
     every core."""
     return _env_count("HYPERAPP_CORES") or os.cpu_count() or 2
 
@@ -51,9 +52,6 @@ def _read_threads() -> int:
     return _env_count("HYPERAPP_READ_THREADS") or max(2, min(16, _cores()))
 
 
-#: bytes of stored data per tile. Small tiles keep the page-locked ring small: pinning host memory
-#: is slow (about 0.3 GB/s measured on an H100 host), and a fresh process pays it before reading.
-TILE_BYTES = 16 << 20
 #: host threads reading one tile (``preadv`` and NumPy's copy both release the interpreter): one per
 #: core up to 16. A kernel copy out of the page cache runs at 1-2 GB/s a core on the H100 hosts, so the
 #: rate of the machine's page cache (16-25 GB/s read by 16 threads) needs as many; eight read 10 GB/s.
@@ -79,8 +77,6 @@ def _helper_threads() -> int:
 
 
 HELPER_THREADS = _helper_threads()
-#: buffers in the ring: one being filled, the others converted or in flight to the device
-RING = 4
 #: tiles the GPU's consumer holds while their copies to the device run
 HELD = 2
 #: the most bytes of one host-to-device copy: a tile's copy is queued as pieces of this size (see
@@ -126,7 +122,7 @@ def copy_parallel(dst: np.ndarray, src: np.ndarray, pool: ThreadPoolExecutor | N
 
 
 def _read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]], name: str) -> None:
-    """:func:`hyperapp.reader_process.read_ranges` in this process; a file that ends early is the cube's
+    """:func:`hyperapp.reading.ranges.read_ranges` in this process; a file that ends early is the cube's
     one-line error."""
     try:
         read_ranges(fd, buf, ranges)
@@ -156,7 +152,7 @@ class TileReader:
     pinned : bool
         Page-locked buffers (for asynchronous copies to the GPU).
     helper : bool
-        Read in the process's reading helper (:mod:`hyperapp.reader_process`), into its shared ring,
+        Read in the process's reading helper (:mod:`hyperapp.reading.reader_process`), into its shared ring,
         where the file allows ``preadv`` and the helper can be had: for a batch's read stage, whose
         copy threads would otherwise wait on the compute stage's Python for the interpreter. Else, and
         where it cannot, this process's copy threads read.
@@ -231,7 +227,7 @@ class TileReader:
                 dt = dtype if self._helper.device is None else device_dtype(dtype)
                 self._bufs = [self._helper.slot(k)[: n * dtype.itemsize].view(dt) for k in range(self.ring)]
             elif self._pinned:
-                from hyperapp.backend import empty_pinned
+                from hyperapp.core.backend import empty_pinned
 
                 self._bufs = [empty_pinned((n * dtype.itemsize,), np.uint8).view(dtype) for _ in range(self.ring)]
             else:
@@ -285,7 +281,7 @@ class TileReader:
         name, offset, first, inner, outer, stored_rows = self._file
         n = r1 - r0
         ranges = [(o * n * inner, offset + (o * stored_rows + first + r0) * inner, n * inner) for o in range(outer)]
-        if self._helper is not None:  # one message to the helper, one reply (see hyperapp.reader_process)
+        if self._helper is not None:  # one message to the helper, one reply (see hyperapp.reading.reader_process)
             return view, [self._helper.read(k, name, ranges)]
         if self._fd is None:
             self._fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -528,8 +524,8 @@ def check_magnitude(cube: Cube, X, extremes_: tuple[float, float] | None = None)
     """An :class:`InputError` where ``X``'s finite values reach :data:`MAX_MAGNITUDE`: from its
     :func:`extremes` (``extremes_`` where the caller has them), or where NaN or Inf are among them, from
     the largest magnitude of the finite ones."""
-    from hyperapp.backend import get_namespace
-    from hyperapp.errors import InputError
+    from hyperapp.core.backend import get_namespace
+    from hyperapp.core.errors import InputError
 
     xp = get_namespace(X)
     if X.size == 0:
@@ -550,7 +546,7 @@ def no_data_error(cube: Cube, message: str):
     value in any pixel; then those bands are named, since one all-NaN band makes every pixel count as no
     data and the clicks or the pixels were not the problem. Reads the cube again, as stored (only on this
     error's path: the loaded pixels have their no-data pixels blanked whole)."""
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     finite = np.zeros(cube.bands, bool)
     big = 0.0  # the largest finite value as stored: beyond float32's range it became Inf, so no data
@@ -579,7 +575,7 @@ def no_data_error(cube: Cube, message: str):
 def finite_pixels(X):
     """Boolean (rows, cols): pixels whose every band is finite. On the GPU one reduction kernel
     reads the cube once (``isfinite(X).all(axis=2)`` writes and rereads a cube-sized temporary)."""
-    from hyperapp.backend import get_namespace
+    from hyperapp.core.backend import get_namespace
 
     xp = get_namespace(X)
     if xp is np:
@@ -593,7 +589,7 @@ def finite_pixels(X):
 
 def mark_nodata(tile, nodata: float | None) -> None:
     """Set every band of a pixel to NaN where a band holds ``nodata`` or NaN/Inf (in place)."""
-    from hyperapp.backend import get_namespace
+    from hyperapp.core.backend import get_namespace
 
     xp = get_namespace(tile)
     if nodata is None and tile.dtype.kind == "f":
@@ -673,7 +669,7 @@ def copy_to_device(d, h: np.ndarray, stream) -> None:
     A campaign cube's RBFN compute stage took 29-38 ms alone, 45-49 ms beside a thread of the same
     process copying 128 MB tiles back to back and 33-35 ms beside 16 MB ones (16-core H200 host,
     ``scripts/profile_compute.py --contend h2dt128,h2dt16``). A batch's large cubes come through the
-    reading helper, which copies them to the GPU from its own context (:mod:`hyperapp.helper_gpu`); this
+    reading helper, which copies them to the GPU from its own context (:mod:`hyperapp.reading.helper_gpu`); this
     serves where it cannot and the ring is in host memory.
     """
     import cupy

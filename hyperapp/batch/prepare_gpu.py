@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.errors import BackendError
-from hyperapp.progress import NULL_PROGRESS, Progress
+from hyperapp.core.errors import BackendError
+from hyperapp.core.progress import NULL_PROGRESS, Progress
 
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96
@@ -58,21 +58,20 @@ def stamp_path() -> Path:
     import cupy
 
     from hyperapp import __version__
-
     cc = cupy.cuda.Device().compute_capability
     return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}.json"
 
 
 def is_prepared() -> bool:
     """Whether :func:`prepare_gpu` finished on this installation (False where there is no GPU)."""
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     return gpu_available() and stamp_path().is_file()
 
 
 def _land():
     from hyperapp.io import open_cube, read_labels
-    from hyperapp.samples import sample_path
+    from hyperapp.io.samples import sample_path
 
     hdr = sample_path("land")
     cube = open_cube(hdr).good_bands()
@@ -100,7 +99,7 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
     def task(dtype, interleave, swap=False):
         def run():
             from hyperapp.io import open_cube
-            from hyperapp.stream import iter_float_tiles, read_float32
+            from hyperapp.reading.tiles import iter_float_tiles, read_float32
 
             rng = np.random.default_rng(0)
             X = (rng.uniform(0.1, 0.9, (24, 20, 12)) * (1000 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
@@ -131,8 +130,8 @@ def _write_swapped(stem: Path, X: np.ndarray, interleave: str) -> Path:
 
 def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
     """Every detector (in memory and streamed) and every analysis method on ``cube``."""
-    from hyperapp.analyse import Selection, run_analysis
-    from hyperapp.detect import run_detection
+    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.detect.run import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
 
     tasks: list[tuple[str, Callable[[], None]]] = []
@@ -179,7 +178,7 @@ def _fresh_process_task(folder: Path) -> tuple[str, Callable[[], str]]:
         import subprocess
         import sys
 
-        from hyperapp.samples import sample_path
+        from hyperapp.io.samples import sample_path
 
         hdr = sample_path("land")
         before = _cache_files()
@@ -202,7 +201,7 @@ def _cache_files() -> set[str]:
 def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> list[tuple[str, Callable[[], None]]]:
     """Every warm-up of :func:`prepare_gpu` as (name, function) pairs, on ``device`` (the CPU runs the
     same paths, which tests them where there is no GPU); temporary files go to ``folder``."""
-    from hyperapp.backend import get_backend
+    from hyperapp.core.backend import get_backend
     from hyperapp.io import open_cube
 
     tasks = _reading_tasks(folder, get_backend(device).xp)
@@ -239,7 +238,7 @@ def prepare_gpu(cubes: list[str] = (), progress: Progress = NULL_PROGRESS,
     BackendError
         No usable GPU (the line says why).
     """
-    from hyperapp.backend import get_backend, gpu_available, gpu_status
+    from hyperapp.core.backend import get_backend, gpu_available, gpu_status
 
     if not gpu_available():
         raise BackendError(f"no GPU to prepare: {gpu_status()}; nothing to compile (the CPU needs no kernels)")
@@ -287,7 +286,7 @@ def start_background(on_progress: Callable[[float, str], None], on_done: Callabl
     """The window's warm-up: :func:`prepare_gpu` on a background thread when there is a GPU whose kernels
     were not prepared yet; ``on_progress(share, task)`` and ``on_done(line)`` are called from that thread.
     Returns the thread, or None when there is nothing to do (no GPU, or already prepared)."""
-    from hyperapp.backend import gpu_available
+    from hyperapp.core.backend import gpu_available
 
     def work() -> None:
         try:

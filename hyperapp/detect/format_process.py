@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from hyperapp import helper_process
+from hyperapp.reading import helper_process
 
 #: seconds the write stage waits for the helper's next reply before it formats the table itself and lets
 #: the helper go (a helper stopped or stuck must not hold a batch up; a table of a million objects takes
@@ -64,7 +64,7 @@ class FormatProcess:
     """A started helper: :meth:`submit` a table, then take its CSV from what it returns."""
 
     def __init__(self):
-        self._proc, self._conn = helper_process.start("hyperapp.format_process")
+        self._proc, self._conn = helper_process.start("hyperapp.detect.format_process")
         self.ready = False
         self.broken = False
         self._next = 0

@@ -2,14 +2,14 @@
 
 The CLI's ``detect --target-spectra``, a job step's ``target_spectra = "lib.sli"`` and the window's library
 dock all call :func:`signature_kwargs`, whose result goes straight into
-:func:`hyperapp.detect.run_detection` (``target_spectra``, ``undesired_spectra``, ``signature_info``).
+:func:`hyperapp.detect.run.run_detection` (``target_spectra``, ``undesired_spectra``, ``signature_info``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
 
 
 def roi_class_means(cube, classes: np.ndarray, exclude: tuple[int, ...] = ()) -> tuple[list[str], np.ndarray]:

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
-from hyperapp.cube import Cube
-from hyperapp.errors import InputError, ModelError
+from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import InputError, ModelError
+from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import MODE_SCORES, NO_FINITE_SCORE, evaluate, far_threshold
 from hyperapp.models.postprocess import label_objects, object_columns, object_table, objects_csv, table_rows
 from hyperapp.models.registry import get_method
-from hyperapp.progress import NULL_PROGRESS, Progress
 
 DEFAULT_FAR = 1e-3
 #: a cube whose float32 pixels exceed this fraction of the GPU's free memory is scored in tiles
@@ -35,7 +35,7 @@ def needs_tiling(cube: Cube, backend) -> bool:
     """Whether the cube is too large to hold on the GPU at once."""
     if not backend.is_gpu:
         return False
-    from hyperapp.backend import gpu_free_bytes
+    from hyperapp.core.backend import gpu_free_bytes
 
     return cube.rows * cube.cols * cube.bands * 4 > GPU_FRACTION * gpu_free_bytes(backend.xp)
 
@@ -192,13 +192,13 @@ def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_
                 helper: bool = False, reader=None):
     """The cube (good bands) as a (rows, cols, bands) array on the backend, no-data pixels NaN.
 
-    Raw tiles (``tile_bytes`` of stored data each; :data:`hyperapp.stream.TILE_BYTES` by default) are
-    read ahead on a thread (``helper``: in the reading helper process, :mod:`hyperapp.reader_process`)
+    Raw tiles (``tile_bytes`` of stored data each; :data:`hyperapp.reading.tiles.TILE_BYTES` by default) are
+    read ahead on a thread (``helper``: in the reading helper process, :mod:`hyperapp.reading.reader_process`)
     and converted where the pixels go (on the GPU after an asynchronous copy through page-locked
-    memory): :func:`hyperapp.stream.read_float32`. ``reader``: the cube's
-    :class:`hyperapp.stream.TileReader`, made by the caller (a batch starts it early).
+    memory): :func:`hyperapp.reading.tiles.read_float32`. ``reader``: the cube's
+    :class:`hyperapp.reading.tiles.TileReader`, made by the caller (a batch starts it early).
     """
-    from hyperapp.stream import read_float32
+    from hyperapp.reading.tiles import read_float32
 
     data = read_float32(cube, backend.xp, progress, tile_bytes, helper, reader)
     return data if dtype == np.float32 else data.astype(dtype)
@@ -270,7 +270,7 @@ def run_detection(
 
     A cube whose pixels do not fit the memory budget (``memory`` GB of host memory, default half of
     what is available; or half the GPU's free memory) is streamed from its file in two passes
-    (:func:`hyperapp.detect_stream.run_streamed`); otherwise it is read once and held (on the GPU for
+    (:func:`hyperapp.detect.streamed.run_streamed`); otherwise it is read once and held (on the GPU for
     the GPU backend). No-data pixels (NaN, or the cube's no-data value) are left out of every fit and
     statistic and get a NaN score, never a detection.
 
@@ -385,7 +385,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     dataset : str, optional
         The HDF5 dataset or MATLAB variable of ``scene``.
     bands, all_bands :
-        Which bands train (:meth:`hyperapp.cube.Cube.run_bands`): those of the cubes the model scores.
+        Which bands train (:meth:`hyperapp.core.cube.Cube.run_bands`): those of the cubes the model scores.
     params : dict, optional
         Method options.
     device : str
@@ -419,7 +419,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
                             undesired_spectra=None)
     _refuse_whole_image_over_budget(cube, m, None, memory)
     if m.kind == "pixel" and needs_streaming(cube, backend, memory):
-        from hyperapp.detect_stream import fit_streamed
+        from hyperapp.detect.streamed import fit_streamed
 
         return fit_streamed(cube, method, y, params=params, backend=backend, progress=progress)
     timer = Timer(backend)
@@ -451,7 +451,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
                   undesired_spectra, signature_info=None):
     """Check the run's inputs against the method and the cube before any pixel is read; returns the label
     map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays.
-    ``signature_info`` (:func:`hyperapp.signatures.signature_kwargs`') names the spectra in messages."""
+    ``signature_info`` (:func:`hyperapp.io.signatures.signature_kwargs`') names the spectra in messages."""
     method = m.name
     shape = (cube.rows, cube.cols)
     if cube.bands < m.min_bands:
@@ -463,7 +463,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         if not m.uses_targets:
             raise InputError(f"method {method} takes no target: drop --target-spectra")
         if m.kind != "pixel":
-            from hyperapp.options import library_window_error
+            from hyperapp.request.checks import library_window_error
 
             raise InputError(library_window_error(method, "--target-spectra"))
         if target_spectra.shape[1] != cube.bands:
@@ -508,8 +508,8 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
 
 def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
                   target_spectra, undesired_spectra, signature_info) -> DetectionResult:
-    """The run of a cube larger than the memory budget: :func:`hyperapp.detect_stream.run_streamed`."""
-    from hyperapp.detect_stream import run_streamed
+    """The run of a cube larger than the memory budget: :func:`hyperapp.detect.streamed.run_streamed`."""
+    from hyperapp.detect.streamed import run_streamed
 
     if target_spectra is not None and target_spectra.shape[0] > 1:
         raise InputError(f"{m.name} with several target spectra needs the cube in memory, and it exceeds the "
@@ -525,7 +525,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
 def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
     """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
     no data in ``y``) and count the marks."""
-    from hyperapp.stream import check_magnitude, extremes, finite_pixels, no_data_error
+    from hyperapp.reading.tiles import check_magnitude, extremes, finite_pixels, no_data_error
 
     with timer.stage("load"):
         X = image if image is not None else load_pixels(cube, backend, progress.sub(0.0, 0.4))
@@ -725,7 +725,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
     detector gives them, are the scores the threshold's separate mode of targets is found in
     (:func:`~hyperapp.models.evaluation.far_threshold`)."""
-    from hyperapp.backend import get_namespace
+    from hyperapp.core.backend import get_namespace
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
@@ -747,7 +747,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             report["threshold_rule"] = rule
         else:
             far_used = None
-        mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.backend, scalar operators
+        mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
         # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
         # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
         report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
@@ -766,7 +766,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     if truth is not None:
         with timer.stage("evaluate"):
             # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
-            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.backend, scalar operators)
+            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
             t_dev = xp.asarray(truth)
             t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
             exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
@@ -802,7 +802,7 @@ def _refuse_one_spectrum(X, xp) -> None:
     (No-data pixels hold the mean of the rest in a window detector's pixels.) One pass on the device."""
     flat = X.reshape(-1, X.shape[-1])
     lo, hi = flat.min(axis=0), flat.max(axis=0)
-    # ufuncs, not operators with a scalar: hyperapp.backend, scalar operators
+    # ufuncs, not operators with a scalar: hyperapp.core.backend, scalar operators
     if bool(xp.all(xp.less_equal(xp.subtract(hi, lo), xp.multiply(xp.maximum(xp.abs(lo), xp.abs(hi)), 1e-6)))):
         raise ModelError("every pixel with data holds the same spectrum (a constant or all-zero cube): "
                          "nothing can stand out")
@@ -938,7 +938,7 @@ def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) ->
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
-    from hyperapp.format_process import objects_csv_later
+    from hyperapp.detect.format_process import objects_csv_later
     from hyperapp.io.atomic import atomic_write_bytes
     from hyperapp.io.writers import write_envi
 

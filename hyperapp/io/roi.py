@@ -13,11 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
+from hyperapp.io.masks import BACKGROUND, CLASSES, NONE, TARGET  # noqa: E402,F401  (the labels ROIs store)
 from hyperapp.io.writers import class_colour
 
-NONE, TARGET, BACKGROUND = 0, 1, 2
-CLASSES = {"target": TARGET, "background": BACKGROUND}
 #: the fixed first two classes, (name, RGB)
 DEFAULT_CLASSES = [("target", (255, 40, 40)), ("background", (40, 120, 255))]
 #: the most classes a label map holds (uint8, 0 = none)

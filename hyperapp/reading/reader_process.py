@@ -10,17 +10,17 @@ a tile there, and this process meets it twice a tile: one message out, one back.
 
 For a GPU reader the ring is on the GPU: one allocation of this process, shared with the helper by a
 CUDA IPC handle, into which the helper's threads copy each tile themselves, a few MB at a time through
-small page-locked buffers of their own (:mod:`hyperapp.helper_gpu`, which says why: those buffers stay
+small page-locked buffers of their own (:mod:`hyperapp.reading.helper_gpu`, which says why: those buffers stay
 in the CPU's cache until the GPU has copied them). Where that cannot be set up (no CUDA IPC, say, or
 ``HYPERAPP_READ_TO_GPU=0``), and for the CPU, the ring is one ``memfd`` (anonymous shared memory, Linux),
 mapped by both processes; for the GPU this process pins it (``cudaHostRegister``), so the tiles the
 helper writes go to the device on asynchronous copies, as the page-locked ring of
-:class:`hyperapp.stream.TileReader` does. A helper is started on the first
+:class:`hyperapp.reading.tiles.TileReader` does. A helper is started on the first
 cube that needs it and ends with this process (it reads until its socket closes). A process keeps up to
 two, each with its ring: while this cube's last tiles go to the GPU from one, the next cube's first
 tiles are read into the other.
 
-The helper runs ``python -m hyperapp.reader_process`` and imports nothing but the standard library (the
+The helper runs ``python -m hyperapp.reading.reader_process`` and imports nothing but the standard library (the
 CUDA driver through ``ctypes``): its start costs about 50 ms, once, and on the GPU a context of its own.
 Where it cannot run (not Linux, a frozen application, a start that fails, ``HYPERAPP_READ_PROCESS=0``)
 readers read in this process, as before.
@@ -45,55 +45,16 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from hyperapp import helper_process
+from hyperapp.reading import helper_process
+from hyperapp.reading.ranges import ShortRead, ended_early, read_ranges, split_ranges  # noqa: F401
 
 #: seconds a new helper has to say it is ready before this process reads without it
 START_TIMEOUT = 20.0
 
 
-class ShortRead(Exception):
-    """The file ended before a range did."""
-
-
-def ended_early(path: str):
-    """The cube's one-line error for a data file shorter than its header says (cut while being read)."""
-    from hyperapp.errors import CubeFormatError
-
-    return CubeFormatError("the data file ended early (was it truncated while being read?)", path)
-
-
-def read_ranges(fd: int, buf: memoryview, ranges: list[tuple[int, int, int]]) -> None:
-    """``buf[b:b + n] = file[f:f + n]`` for each ``(b, f, n)`` of ``ranges``, through ``os.preadv``
-    (which releases the interpreter while the kernel copies). Raises :class:`ShortRead` where the file
-    ends early."""
-    for b, f, n in ranges:
-        while n > 0:
-            got = os.preadv(fd, [buf[b:b + n]], f)
-            if got <= 0:
-                raise ShortRead
-            b, f, n = b + got, f + got, n - got
-
-
-def split_ranges(ranges: list[tuple[int, int, int]], parts: int) -> list[list[tuple[int, int, int]]]:
-    """``ranges`` (buffer offset, file offset, bytes) cut into ``parts`` lists of about equal bytes."""
-    total = sum(n for _, _, n in ranges)
-    share = max(1 << 20, -(-total // max(parts, 1)))
-    groups: list[list[tuple[int, int, int]]] = [[]]
-    room = share
-    for b, f, n in ranges:
-        while n > 0:
-            take = min(n, room)
-            groups[-1].append((b, f, take))
-            b, f, n, room = b + take, f + take, n - take, room - take
-            if room == 0:
-                groups.append([])
-                room = share
-    return [g for g in groups if g]
-
-
 def _to_device(drv, piece: int, fd: int, base: int, ranges: list[tuple[int, int, int]]) -> None:
     """``read_ranges`` into the parent's GPU memory at ``base`` (this thread's pieces and buffers)."""
-    from hyperapp.helper_gpu import copier
+    from hyperapp.reading.helper_gpu import copier
 
     copier(drv, piece).copy(fd, base, ranges)
 
@@ -114,7 +75,7 @@ def serve(sock_fd: int, ring_fd: int, size: int, threads: int, device: int = -1,
 
     With ``device`` (a GPU's ordinal, not -1) the ring is the parent's GPU memory, whose CUDA IPC handle
     is the first message: the threads copy each range to it in pieces of ``piece`` bytes
-    (:mod:`hyperapp.helper_gpu`). Where that cannot be set up, the helper says why and ends."""
+    (:mod:`hyperapp.reading.helper_gpu`). Where that cannot be set up, the helper says why and ends."""
     from multiprocessing.connection import Connection
     from queue import Queue
 
@@ -122,7 +83,7 @@ def serve(sock_fd: int, ring_fd: int, size: int, threads: int, device: int = -1,
     ring = drv = None
     if device >= 0:
         try:
-            from hyperapp.helper_gpu import Driver
+            from hyperapp.reading.helper_gpu import Driver
 
             drv = Driver(device)
             base = drv.open_shared(conn.recv())
@@ -176,7 +137,7 @@ def serve(sock_fd: int, ring_fd: int, size: int, threads: int, device: int = -1,
 # ---------------------------------------------------------------------------------------- this side
 def _stopped_error(message: str, path: str | None = None):
     """The one-line error of a helper that ended (or never started) while a read was owed."""
-    from hyperapp.errors import BackendError
+    from hyperapp.core.errors import BackendError
 
     return BackendError(message, path)
 
@@ -244,7 +205,7 @@ class ReaderProcess:
                 os.ftruncate(ring_fd, self.size)
                 self._mm = mmap.mmap(ring_fd, self.size)
             self._proc, self._conn = helper_process.start(
-                "hyperapp.reader_process",
+                "hyperapp.reading.reader_process",
                 [str(ring_fd), str(self.size), str(threads), str(-1 if device is None else device), str(GPU_PIECE_BYTES)],
                 (ring_fd,) if ring_fd >= 0 else ())
         except BaseException:
@@ -364,7 +325,7 @@ class ReaderProcess:
 
 def env_count(name: str) -> int | None:
     """Environment variable ``name`` where it is a positive whole number, else None (the reading knobs:
-    ``HYPERAPP_GPU_PIECE_KB`` here, :mod:`hyperapp.stream`'s threads and cores)."""
+    ``HYPERAPP_GPU_PIECE_KB`` here, :mod:`hyperapp.reading.tiles`'s threads and cores)."""
     given = os.environ.get(name, "").strip()
     return int(given) if given.isdigit() and int(given) > 0 else None
 
@@ -376,7 +337,7 @@ def _piece_bytes() -> int:
 
 
 #: the process's helpers: two, so that the next cube's reader can read ahead into a ring of its own while
-#: the consumer of this cube's still holds tiles of the first (see :meth:`hyperapp.stream.TileReader.then`)
+#: the consumer of this cube's still holds tiles of the first (see :meth:`hyperapp.reading.tiles.TileReader.then`)
 MAX_HELPERS = 2
 #: a helper could not copy to the GPU in this process (no CUDA IPC here, say): later ones do not try
 _GPU_COPIES_FAILED = False
@@ -465,7 +426,7 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
     one, is replaced when it is free.
 
     ``device``: the GPU the tiles are for. Its helper then copies them there itself, into a ring on the
-    GPU (:mod:`hyperapp.helper_gpu`), unless ``HYPERAPP_READ_TO_GPU=0`` or that failed once in this
+    GPU (:mod:`hyperapp.reading.helper_gpu`), unless ``HYPERAPP_READ_TO_GPU=0`` or that failed once in this
     process (then the ring is page-locked host memory, as without ``device``)."""
     global _GPU_COPIES_FAILED
     if not available():
@@ -504,8 +465,8 @@ def lease(slot_bytes: int, slots: int, pinned: bool, threads: int, device: int |
 
 
 if __name__ == "__main__":
-    # run as the package's module, not as __main__: the GPU copier (hyperapp.helper_gpu) raises the package
+    # run as the package's module, not as __main__: the GPU copier (hyperapp.reading.helper_gpu) raises the package
     # module's ShortRead, which __main__'s own class would not recognise as a file cut short
-    from hyperapp.reader_process import serve as _serve
+    from hyperapp.reading.reader_process import serve as _serve
 
     _serve(*(int(a) for a in sys.argv[1:7]))

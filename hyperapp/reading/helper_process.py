@@ -3,7 +3,7 @@
 A batch runs its stages on threads of one process, and every moment of Python they spend shares that
 process's one interpreter. Work that is mostly Python, or mostly system calls that each need the
 interpreter on their way back, goes to a helper with an interpreter of its own: the reading helper
-(:mod:`hyperapp.reader_process`) and the formatting helper (:mod:`hyperapp.format_process`). Both are
+(:mod:`hyperapp.reading.reader_process`) and the formatting helper (:mod:`hyperapp.detect.format_process`). Both are
 started here, the same way: the helper runs ``python -m`` on its module with the socket's descriptor as
 its first argument, imports this package from where this process did, and ends when the socket closes
 (so it never outlives this process). Messages are :mod:`multiprocessing.connection`'s pickles.
@@ -31,7 +31,7 @@ def start(module: str, args: Sequence[str] = (), pass_fds: Sequence[int] = ()):
     ours, theirs = socket.socketpair()
     # the helper imports this package from where this process did (an embedding application may have put
     # it on sys.path by hand)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (here, os.environ.get("PYTHONPATH"))))}
     try:
         proc = subprocess.Popen([sys.executable, "-m", module, str(theirs.fileno()), *args],

@@ -1,0 +1,1 @@
+"""The one analysis path: spectra in, a fitted clustering or classification model out."""
