@@ -281,7 +281,7 @@ def cmd_detect(args) -> int:
 
         model = load_model(args.model, n_bands=cube.bands, method=args.method)
     if args.train_from:
-        from hyperapp.detect.run import train_on_scene
+        from hyperapp.detect.training import train_on_scene
 
         if not args.train_truth:
             raise InputError("--train-from needs --train-truth (the training scene's targets: a truth mask or "
@@ -323,7 +323,7 @@ def cmd_detect(args) -> int:
     if rep.get("windows_per_level"):
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
-    from hyperapp.detect.run import ties_words
+    from hyperapp.detect.finish import ties_words
 
     if ties := ties_words(rep):
         print(ties)

@@ -1017,7 +1017,7 @@ def test_a_scheduler_address_that_is_not_a_dask_scheduler_is_one_line(tmp_path, 
     """--scheduler at something that answers in another protocol (an HTTP server: the dashboard's port)
     or accepts and says nothing: one line, exit 2, within the connection's time limit, nothing written
     (Dask read the HTTP reply as a message length and failed with a MemoryError; a silent one hung)."""
-    from hyperapp.batch.runner import runner as batch
+    from hyperapp.batch import runner as batch
     monkeypatch.setattr(batch, "CONNECT_TIMEOUT", 2)
     _cube(tmp_path / "c" / "a.hdr")
     (tmp_path / "t.csv").write_text("row,col\n5,5\n")

@@ -200,7 +200,7 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
 
 def test_a_step_trained_on_another_scene_scores_as_the_cli_does(tmp_path, capsys):
     """A job step's ``train`` and the CLI's ``--train-from`` are one function
-    (:func:`hyperapp.detect.run.train_on_scene`): the same scene and clicks give the same scores."""
+    (:func:`hyperapp.detect.training.train_on_scene`): the same scene and clicks give the same scores."""
     from hyperapp.io import open_cube
 
     _scenes(tmp_path / "scenes", 2)
@@ -362,7 +362,7 @@ def test_worker_envs_deal_gpus_and_cores_out():
 
 
 def test_step_folder_refuses_names_and_links_that_lead_elsewhere(tmp_path):
-    from hyperapp.batch.runner import step_folder
+    from hyperapp.batch.folders import step_folder
     from hyperapp.core.errors import InputError
 
     cube_out = tmp_path / "out" / "c00"
@@ -493,7 +493,7 @@ def test_a_batch_on_an_unprepared_gpu_says_how_to_prepare_it(tmp_path, capsys, m
     does it (its first cubes would compile them mid-run); prepared, or on the CPU, it says nothing."""
     from rich.console import Console
 
-    from hyperapp.batch.runner import prepare_gpu as gpu_prepare
+    from hyperapp.batch import prepare_gpu as gpu_prepare
     from hyperapp.batch.runner import run_job
     from hyperapp.core import backend
 

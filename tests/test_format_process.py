@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from hyperapp.detect.run import format_process
+from hyperapp.detect import format_process
 from hyperapp.models.postprocess import TABLE_COLUMNS, objects_csv
 
 

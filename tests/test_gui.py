@@ -62,7 +62,7 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert int((win.view.mask_item.image[..., 3] > 0).sum()) == n
     # the object table zooms the view
     win.results.set_threshold(float(np.percentile(rbfn.result.scores, 99.5)))
-    from hyperapp.detect.run import objects_at
+    from hyperapp.detect.finish import objects_at
 
     win.results.tabs.setCurrentWidget(win.results.table)  # the table is built when its tab is shown
     rows = objects_at(rbfn.result.scores, win.results.threshold())
@@ -223,7 +223,7 @@ def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeyp
 
 
 def test_ffbp_trained_on_another_scene_scores_this_one(qtbot, win, sea_hdr, tmp_path):
-    """File > Train FFBP on another scene: the CLI's --train-from (hyperapp.detect.run.train_on_scene) in a
+    """File > Train FFBP on another scene: the CLI's --train-from (hyperapp.detect.training.train_on_scene) in a
     worker; the model then scores this cube's FFBP runs."""
     from hyperapp.io.samples import make_sea_scene, write_scene
 

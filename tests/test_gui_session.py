@@ -153,7 +153,7 @@ def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_h
 
 
 def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
-    from hyperapp.detect.run import operating_point
+    from hyperapp.detect.finish import operating_point
 
     assert win.open_cube(land_hdr)
     # before any run: no histogram, no threshold line

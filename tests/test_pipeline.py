@@ -271,7 +271,7 @@ def test_a_steps_library_is_resampled_once_per_wavelength_grid(tmp_path, monkeyp
 
 def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
     """Its detections were computed but not kept: the row shows the error, not counts beside it."""
-    import hyperapp.detect.run as detect
+    import hyperapp.detect.outputs as detect
     from hyperapp.core.errors import OutputError
 
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 2)]
@@ -288,7 +288,7 @@ def test_a_cube_whose_write_fails_shows_no_counts(tmp_path, monkeypatch):
 def test_large_cubes_are_read_by_the_reading_helper_with_the_same_results(tmp_path, monkeypatch):
     """The read stage reads cubes of LARGE_CUBE_BYTES or more through the reading helper process (in
     large tiles); the outputs are those of a read in this process."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
@@ -314,7 +314,7 @@ def test_the_next_large_cube_is_read_while_this_one_finishes_and_a_close_stops_i
     """The read stage takes the next cube early, opens it and starts its reader as soon as this cube's
     reads end (its tiles are in the second helper's ring before the stage asks for them); closing the
     pipeline then stops that reader, gives every helper back and cancels the cube."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")
@@ -351,7 +351,7 @@ def test_the_next_large_cube_is_read_while_this_one_finishes_and_a_close_stops_i
 def test_closing_a_pipeline_wakes_its_idle_stages_at_once(tmp_path, monkeypatch):
     """A run's end does not wait for the stages' next look at the flag (POLL seconds, a tenth of a
     second that every job paid at its end): close() wakes each stage waiting on its queue."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     monkeypatch.setattr(pipeline, "POLL", 30.0)
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 2)]
     pipe = CubePipeline(_steps(tmp_path), str(tmp_path / "out"), device="cpu")
@@ -366,7 +366,7 @@ def test_a_large_cube_whose_load_fails_gives_its_reader_and_helper_back(tmp_path
     """A load that fails after the cube's reader was started (here: its pixels' array cannot be made)
     fails that cube alone with its one line, stops the reader and gives every helper back; the other
     cubes are read and scored."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.core.errors import InputError
     from hyperapp.reading import reader_process
     from hyperapp.reading import tiles as stream
@@ -397,7 +397,7 @@ def test_a_next_cube_whose_early_start_fails_fails_alone(tmp_path, monkeypatch):
     """A cube read whole before the next one is opened starts the next reader at once; where that start
     fails (here: no memory for the next cube's ring) the next cube fails alone in its turn with its one
     line, the cube before it is written, and no reader or helper is left behind."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.reading import reader_process
     from hyperapp.reading import tiles as stream
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 3)]
@@ -468,7 +468,7 @@ def test_mid_size_cubes_on_the_gpu_are_read_by_the_helper_with_the_same_results(
     """On the GPU, cubes of HELPER_CUBE_BYTES or more (below LARGE_CUBE_BYTES) are read by the reading
     helpers, which copy them to the device themselves, once those have started in the background; the
     outputs are those of a read in this process. On the CPU the same cubes are read in this process."""
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.reading import reader_process
     if not reader_process.available():
         pytest.skip("the reading helper needs Linux (memfd_create, preadv)")

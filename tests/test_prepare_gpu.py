@@ -99,12 +99,12 @@ import json, sys, time
 import numpy as np
 from hyperapp.detect.run import run_detection
 from hyperapp.io import open_cube
-from hyperapp.bench.whole_path import write_envi_raw
+from hyperapp.io.writers import write_envi_cube
 from pathlib import Path
 d = Path(sys.argv[1])
 rng = np.random.default_rng(0)
 X = rng.uniform(0.1, 0.9, (1024, 1024, 32)).astype(np.float32)
-hdr = write_envi_raw(d / "c", X, "bil")
+hdr = write_envi_cube(d / "c", X, "bil")
 t = np.zeros((1024, 1024), bool); t[100:104, 100:104] = True  # the clicks
 truth = np.zeros((1024, 1024), np.int8); truth[100:110, 100:110] = 1  # AUC over the pixels not clicked
 cube = open_cube(hdr)

@@ -123,7 +123,7 @@ def test_forward_pass_with_the_anomaly_input():
 def test_cascade_keeps_targets_outside_boxes():
     """Pixels outside the window detector's boxes no longer share one floor score; with no
     box at all the cascade ranks pixels as the RBFN does, and boxes lift their pixels."""
-    from hyperapp.detect.run import refine_in_boxes
+    from hyperapp.detect.cascade import refine_in_boxes
     from hyperapp.io.samples import make_land_scene
 
     s = make_land_scene(64, 64)
@@ -141,7 +141,7 @@ def test_cascade_keeps_targets_outside_boxes():
 
 
 def test_cascade_boxes_cover_the_mask_objects():
-    from hyperapp.detect.run import add_mask_boxes
+    from hyperapp.detect.cascade import add_mask_boxes
     from hyperapp.io.objects import boxes_csv
 
     mask = np.zeros((30, 30), bool)

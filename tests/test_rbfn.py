@@ -210,7 +210,8 @@ def test_default_mask_finds_what_the_roc_says(name, method):
     """With no truth given, the default mask (false-alarm rate 1e-3 over the unclicked pixels)
     detects within 0.1 of the ROC's Pd at that rate, at a true false-alarm rate within 3x of it."""
     from hyperapp.core.cube import cube_from_array
-    from hyperapp.detect.run import DEFAULT_FAR, run_detection
+    from hyperapp.detect.finish import DEFAULT_FAR
+    from hyperapp.detect.run import run_detection
     from hyperapp.models.evaluation import evaluate
 
     X, truth = _scene(name)
@@ -287,7 +288,7 @@ def test_overlapping_targets_get_the_background_tail_from_the_bulk():
 
 def test_threshold_origin_names_the_rule():
     """The window's one-line account of the default threshold follows the report's rule."""
-    from hyperapp.detect.run import threshold_origin
+    from hyperapp.detect.finish import threshold_origin
 
     base = {"far": 1e-3, "target_mode_pixels": 0}
     texts = {rule: threshold_origin({**base, "threshold_rule": rule, "target_mode_pixels": 7})

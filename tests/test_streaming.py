@@ -244,9 +244,9 @@ def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
 
 @pytest.mark.parametrize("method", ["ace", "rbfn"])
 def test_training_on_a_scene_larger_than_memory_fits_as_in_memory(land_hdr, method, small_tiles):
-    """:func:`hyperapp.detect.run.train_on_scene` streams a scene over the memory budget (pass 1 alone) and
+    """:func:`hyperapp.detect.training.train_on_scene` streams a scene over the memory budget (pass 1 alone) and
     fits the model the in-memory fit gives."""
-    from hyperapp.detect.run import train_on_scene
+    from hyperapp.detect.training import train_on_scene
 
     cube, _ = _land(land_hdr)
     clicks = land_hdr.with_name("land_targets.csv")
@@ -579,7 +579,7 @@ def test_a_small_gpu_keeps_its_memory_and_reads_mid_size_cubes_itself(monkeypatc
     memory at most: beyond it no helper is asked for (the cubes are read in this process)."""
     from types import SimpleNamespace
 
-    from hyperapp.batch.runner import pipeline
+    from hyperapp.batch import pipeline
     from hyperapp.reading import reader_process
     asked = []
     monkeypatch.setattr(reader_process, "copies_to_gpu", lambda *a: asked.append(a) or True)

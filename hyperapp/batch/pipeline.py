@@ -16,7 +16,7 @@ cube n-1 is written::
 - **compute** runs every step on those pixels through the one detection and analysis path
   (:func:`hyperapp.detect.run.run_detection`, :func:`hyperapp.analyse.run.run_analysis`) and finishes on the
   device what the outputs need (the object table), so that the writer touches host memory only.
-- **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.run.write_detection`,
+- **write** writes each step's outputs all or nothing (:func:`hyperapp.detect.outputs.write_detection`,
   :func:`hyperapp.analyse.run.write_analysis`) and completes the cube's future. The object tables' CSV
   is formatted meanwhile in the formatting helper process (:mod:`hyperapp.detect.format_process`), which the
   pipeline starts: it was the stage's one long stretch of Python, and held the compute stage back.
@@ -220,7 +220,7 @@ class CubePipeline:
             self._started = True
             if sys.getswitchinterval() > SWITCH_INTERVAL:
                 sys.setswitchinterval(SWITCH_INTERVAL)
-            from hyperapp.detect.run import format_process
+            from hyperapp.detect import format_process
             format_process.start()  # the write stage's object tables are formatted there (not waited for)
             for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
                                        ("compute", self._compute, self._to_compute, self._to_write),
@@ -430,7 +430,7 @@ class CubePipeline:
         """Whether ``depth + 2`` cubes of this size fit where they are computed (else the compute
         stage reads the cube itself, streaming it when it must)."""
         from hyperapp.core.backend import gpu_free_bytes
-        from hyperapp.detect.run import GPU_FRACTION, memory_budget
+        from hyperapp.detect.budget import GPU_FRACTION, memory_budget
 
         need = cube.rows * cube.cols * cube.bands * 4 * (self.depth + 2)
         if backend.is_gpu:
@@ -439,7 +439,7 @@ class CubePipeline:
 
     def _compute(self, item: _Item) -> None:
         from hyperapp.analyse.run import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
-        from hyperapp.batch.runner import cube_folder, step_folder
+        from hyperapp.batch.folders import cube_folder, step_folder
         from hyperapp.core.backend import get_backend
         from hyperapp.detect.run import detect_to_folder, run_detection
         from hyperapp.io.masks import check_background
@@ -496,7 +496,7 @@ class CubePipeline:
 
     def _write(self, item: _Item) -> None:
         from hyperapp.analyse.run import write_analysis
-        from hyperapp.detect.run import write_detection
+        from hyperapp.detect.outputs import write_detection
 
         for s, folder, res, cube in item.results:
             if res is not None:

@@ -94,7 +94,7 @@ def _scene(cube):
 
 def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
     """Reading ENVI files of every stored type and interleave onto ``xp``'s device, whole and in tiles."""
-    from hyperapp.bench.whole_path import write_envi_raw
+    from hyperapp.io.writers import write_envi_cube
 
     def task(dtype, interleave, swap=False):
         def run():
@@ -104,7 +104,7 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
             rng = np.random.default_rng(0)
             X = (rng.uniform(0.1, 0.9, (24, 20, 12)) * (1000 if np.dtype(dtype).kind in "iu" else 1)).astype(dtype)
             stem = folder / f"read-{np.dtype(dtype).name}-{interleave}{'-swapped' if swap else ''}"
-            hdr = _write_swapped(stem, X, interleave) if swap else write_envi_raw(stem, X, interleave)
+            hdr = write_envi_cube(stem, X, interleave, byteorder=int(swap))
             cube = open_cube(hdr)
             read_float32(cube, xp)
             for _ in iter_float_tiles(cube, xp, tile_bytes=X[0].nbytes * 5):
@@ -115,17 +115,6 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
         (np.float32, "bil", False), (np.float32, "bsq", False), (np.float32, "bip", False),
         (np.uint16, "bil", False), (np.uint16, "bsq", False), (np.int16, "bil", False),
         (np.float32, "bil", True))]
-
-
-def _write_swapped(stem: Path, X: np.ndarray, interleave: str) -> Path:
-    """``X`` as a big-endian ENVI file (``byte order = 1``)."""
-    from hyperapp.bench.whole_path import INTERLEAVE_ORDER, write_envi_raw
-
-    hdr = write_envi_raw(stem, X, interleave)
-    np.ascontiguousarray(np.transpose(X, INTERLEAVE_ORDER[interleave])).astype(X.dtype.newbyteorder(">")).tofile(
-        stem.with_suffix(".img"))
-    hdr.write_text(hdr.read_text().replace("byte order = 0", "byte order = 1"))
-    return hdr
 
 
 def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:

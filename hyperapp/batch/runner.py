@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
+from hyperapp.batch.folders import cube_folder, step_folder  # noqa: F401
 from hyperapp.batch.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
 from hyperapp.batch.pipeline import CubePipeline
 from hyperapp.core.errors import HyperappError, InputError
@@ -55,26 +56,6 @@ def cube_key(path: str) -> dict:
     if not files:
         raise FileNotFoundError(path)
     return {"size": sum(f.stat().st_size for f in files), "mtime": max(f.stat().st_mtime for f in files)}
-
-
-def cube_folder(out: str, path: str, name: str | None = None) -> Path:
-    """The output subfolder of a cube: ``name`` (:meth:`hyperapp.batch.jobfile.Job.folder_of`, unique among the
-    job's inputs), else the cube's file name without its extension."""
-    return Path(out) / (name or Path(path).stem)
-
-
-def step_folder(cube_out: Path, step_name: str) -> Path:
-    """A step's output folder inside its cube's folder; a name that would lead elsewhere is refused (the
-    job file's check refuses it first): one plain folder name (:func:`hyperapp.request.checks.folder_name`),
-    and not a symbolic link already there. One ``lstat`` a step and cube (resolving both paths took a
-    dozen system calls on the compute stage's thread)."""
-    from hyperapp.request.checks import folder_name
-
-    folder = cube_out / folder_name(step_name, "step name")
-    if folder.is_symlink():
-        raise InputError(f"step name {step_name!r} leads outside the cube's output folder: "
-                         f"{folder} is a symbolic link")
-    return folder
 
 
 def detections_text(detections) -> str:
@@ -190,9 +171,9 @@ class Manifest:
 
 def _train_models(job: Job, device: str) -> dict[str, object]:
     """Steps with ``train``: fit once on that cube (on the step's bands,
-    :func:`hyperapp.detect.run.train_on_scene`) and return the models by step name; :func:`_save_models`
+    :func:`hyperapp.detect.training.train_on_scene`) and return the models by step name; :func:`_save_models`
     writes them where every cube then loads them."""
-    from hyperapp.detect.run import train_on_scene
+    from hyperapp.detect.training import train_on_scene
 
     return {s.name: train_on_scene(s.train, s.method, s.targets, s.background, dataset=job.dataset, bands=s.bands,
                                    all_bands=s.all_bands, params=s.params, device=device)

@@ -14,9 +14,6 @@ them anywhere.
 
 from __future__ import annotations
 
-import json
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +26,7 @@ import numpy as np
 
 from hyperapp.bench import Measurement, bench_case
 from hyperapp.bench import whole_path as F
+from hyperapp.bench.settle import settle_writes, stage_medians  # noqa: F401
 
 CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 16, (2048, 2048, 128)
 #: the threads reading the files in parallel for the page-cache floor
@@ -77,53 +75,6 @@ def parallel_read_s(paths: list[Path], threads: int = READ_THREADS, repeats: int
     return best
 
 
-class GpuBusy(F.GpuBusy):
-    """:class:`hyperapp.bench.whole_path.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
-    utilisation sampled every 100 ms; ``source`` says which."""
-
-    def __enter__(self):
-        super().__enter__()
-        self.source = "nvml" if self._thread is not None else None
-        self._smi = None
-        if self._thread is None:
-            self._start_smi()
-        return self
-
-    def _start_smi(self) -> None:
-        import shutil
-
-        if shutil.which("nvidia-smi") is None:
-            return
-        try:
-            import cupy
-
-            bus = cupy.cuda.Device().pci_bus_id
-        except Exception:  # noqa: BLE001  (no GPU: no figure)
-            return
-        self._smi = subprocess.Popen(["nvidia-smi", f"--id={bus}", "--query-gpu=utilization.gpu",
-                                      "--format=csv,noheader,nounits", "-lms", "100"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-        def pump() -> None:
-            for line in self._smi.stdout:
-                try:
-                    self.samples.append(float(line.strip()))
-                except ValueError:
-                    pass
-
-        self._reader = threading.Thread(target=pump, daemon=True)
-        self._reader.start()
-        self.source = "nvidia-smi"
-
-    def __exit__(self, *exc):
-        super().__exit__(*exc)
-        if self._smi is not None:
-            self._smi.terminate()
-            self._smi.wait()
-            self._reader.join(timeout=2)
-            if self.samples:
-                self.share = round(sum(self.samples) / len(self.samples) / 100, 3)
-        return False
 
 
 def _write_campaign(d: Path, n: int, shape: tuple[int, int, int]) -> list[Path]:
@@ -166,26 +117,11 @@ def campaign_files(d: Path, n: int, shape: tuple[int, int, int] = CAMPAIGN_SHAPE
     return hdrs, sum(h.with_suffix(".img").stat().st_size for h in hdrs) / 1e9
 
 
-def settle_writes() -> None:
-    """Wait until the files just written are on disk: the kernel's write-back of gigabytes of dirty
-    pages otherwise runs through the measurement and stalls its writes (a write stage of 40 ms a cube
-    measured at 420 ms while 21 GB of freshly written cubes were being flushed)."""
-    os.sync()
-
-
 def _job(d: Path, folder: str, method: str, pattern: str) -> Path:
     p = d / f"{folder}.toml"
     p.write_text(f'[inputs]\npaths = ["{pattern}"]\n[[steps]]\ndetect = "{method}"\ntargets = "t.csv"\n'
                  f'[output]\nfolder = "{folder}"\n')
     return p
-
-
-def stage_medians(out: Path) -> dict:
-    """Median seconds per cube of each stage, from a run's manifest."""
-    cubes = json.loads((out / "manifest.json").read_text())["cubes"].values()
-    st = [c.get("stages", {}) for c in cubes if c.get("status") == "done"]
-    return {k: round(statistics.median(s.get(k, 0.0) for s in st), 4) for k in ("read", "compute", "write", "wait")} \
-        if st else {}
 
 
 @bench_case("campaign-16x2048x2048x128")
@@ -217,7 +153,7 @@ def campaign(ctx) -> list[Measurement]:
             run_job(warm, device=F.DEVICE)
             job = load_job(_job(d, f"out-{method}", method, "cubes/*.hdr"))
             before = parallel_read_s(imgs)
-            with GpuBusy() as busy:
+            with F.GpuBusyOrSmi() as busy:
                 t0 = time.perf_counter()
                 if run_job(job, device=F.DEVICE) != 0:
                     raise RuntimeError(f"the campaign run failed; see {job.output}/hyperapp-batch.log")

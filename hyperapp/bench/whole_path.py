@@ -22,28 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.bench import Measurement, bench_case
+from hyperapp.io.writers import write_envi_cube
 
-INTERLEAVE_ORDER = {"bip": (0, 1, 2), "bil": (0, 2, 1), "bsq": (2, 0, 1)}
 #: sizes and device of the cases (a dry run on a CPU machine sets small ones and "cpu")
 FILE_SHAPE = (2048, 2048, 128)
 BATCH_CUBES, BATCH_SHAPE = 50, (512, 512, 128)
 DEVICE = "gpu"
-ENVI_TYPE = {np.dtype(np.float32): 4, np.dtype(np.uint16): 12, np.dtype(np.int16): 2}
-
-
-def write_envi_raw(stem: Path, data: np.ndarray, interleave: str) -> Path:
-    """``data`` (rows, cols, bands) as an ENVI file in ``interleave``, written straight (no copy of the
-    whole cube beyond one transposition)."""
-    rows, cols, bands = data.shape
-    np.ascontiguousarray(np.transpose(data, INTERLEAVE_ORDER[interleave])).tofile(stem.with_suffix(".img"))
-    hdr = stem.with_suffix(".hdr")
-    hdr.write_text(
-        "ENVI\n"
-        f"samples = {cols}\nlines = {rows}\nbands = {bands}\nheader offset = 0\n"
-        f"file type = ENVI Standard\ndata type = {ENVI_TYPE[data.dtype]}\ninterleave = {interleave}\n"
-        "byte order = 0\n"
-    )
-    return hdr
 
 
 def page_cache_read(path: Path, repeats: int = 2) -> float:
@@ -106,8 +90,8 @@ def file_to_result(ctx) -> list[Measurement]:
         clicks = d / "t.csv"
         pick = rng.choice(rows * cols, 5, replace=False)
         clicks.write_text("row,col\n" + "".join(f"{p // cols},{p % cols}\n" for p in pick))
-        cubes = {f"float32-{il}": write_envi_raw(d / f"f32{il}", X, il) for il in ("bil", "bsq", "bip")}
-        cubes["uint16-bil"] = write_envi_raw(d / "u16bil", (X * 10000).astype(np.uint16), "bil")
+        cubes = {f"float32-{il}": write_envi_cube(d / f"f32{il}", X, il) for il in ("bil", "bsq", "bip")}
+        cubes["uint16-bil"] = write_envi_cube(d / "u16bil", (X * 10000).astype(np.uint16), "bil")
         del X
         # a Python process that imports CuPy and starts CUDA: what every fresh run pays first
         t0 = time.perf_counter()
@@ -181,6 +165,55 @@ class GpuBusy:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
+            if self.samples:
+                self.share = round(sum(self.samples) / len(self.samples) / 100, 3)
+        return False
+
+
+class GpuBusyOrSmi(GpuBusy):
+    """:class:`hyperapp.bench.whole_path.GpuBusy` (NVML), or where ``pynvml`` is missing ``nvidia-smi``'s
+    utilisation sampled every 100 ms; ``source`` says which."""
+
+    def __enter__(self):
+        super().__enter__()
+        self.source = "nvml" if self._thread is not None else None
+        self._smi = None
+        if self._thread is None:
+            self._start_smi()
+        return self
+
+    def _start_smi(self) -> None:
+        import shutil
+
+        if shutil.which("nvidia-smi") is None:
+            return
+        try:
+            import cupy
+
+            bus = cupy.cuda.Device().pci_bus_id
+        except Exception:  # noqa: BLE001  (no GPU: no figure)
+            return
+        self._smi = subprocess.Popen(["nvidia-smi", f"--id={bus}", "--query-gpu=utilization.gpu",
+                                      "--format=csv,noheader,nounits", "-lms", "100"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def pump() -> None:
+            for line in self._smi.stdout:
+                try:
+                    self.samples.append(float(line.strip()))
+                except ValueError:
+                    pass
+
+        self._reader = threading.Thread(target=pump, daemon=True)
+        self._reader.start()
+        self.source = "nvidia-smi"
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        if self._smi is not None:
+            self._smi.terminate()
+            self._smi.wait()
+            self._reader.join(timeout=2)
             if self.samples:
                 self.share = round(sum(self.samples) / len(self.samples) / 100, 3)
         return False
@@ -325,7 +358,7 @@ def batch_throughput(ctx) -> list[Measurement]:
     from hyperapp.batch.jobfile import load_job
     from hyperapp.batch.pipeline import CubePipeline
     from hyperapp.batch.runner import _save_models, _train_models, run_job
-    from hyperapp.bench.campaign import GpuBusy, stage_medians
+    from hyperapp.bench.settle import stage_medians
     from hyperapp.io.atomic import ensure_dir
 
     rng = np.random.default_rng(1)
@@ -339,8 +372,8 @@ def batch_throughput(ctx) -> list[Measurement]:
         for i in range(BATCH_CUBES):
             ab = rng.dirichlet(np.ones(6), rows * cols).astype(np.float32)
             X = (ab @ ends).reshape(rows, cols, bands) + rng.normal(0, 0.01, (rows, cols, bands)).astype(np.float32)
-            write_envi_raw(d / "scenes" / f"s{i:02d}", X, "bil")
-        from hyperapp.bench.campaign import settle_writes
+            write_envi_cube(d / "scenes" / f"s{i:02d}", X, "bil")
+        from hyperapp.bench.settle import settle_writes
 
         settle_writes()
         (d / "t.csv").write_text(f"row,col\n10,10\n{rows // 2},{cols // 2}\n")
@@ -365,7 +398,7 @@ def batch_throughput(ctx) -> list[Measurement]:
             t0 = time.perf_counter()
             alone = [one(c) for c in job.inputs[:5]]
             single = (time.perf_counter() - t0) / 5
-            with GpuBusy() as busy:
+            with GpuBusyOrSmi() as busy:
                 t0 = time.perf_counter()
                 if run_job(job, device=DEVICE) != 0:
                     raise RuntimeError("the batch run failed; see its log")

@@ -10,165 +10,43 @@ with a truth mask, evaluates AUC and Pd. Every stage is timed.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
+from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host
 from hyperapp.core.cube import Cube
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
+from hyperapp.detect.budget import (  # noqa: F401
+    GPU_FRACTION,
+    _refuse_whole_image_over_budget,
+    memory_budget,
+    needs_streaming,
+    needs_tiling,
+    whole_image_error,
+)
+from hyperapp.detect.cascade import BOX_LIFT, _cascade_boxes, add_mask_boxes, refine_in_boxes  # noqa: F401
+from hyperapp.detect.finish import (  # noqa: F401
+    DEFAULT_FAR,
+    DetectionResult,
+    _origin,
+    _refuse_constant_scores,
+    count_at,
+    finish_detection,
+    mask_at,
+    objects_at,
+    operating_point,
+    run_report,
+    threshold_origin,
+    ties_words,
+)
+from hyperapp.detect.outputs import DETECTION_ITEMS, _write_detection, write_detection, write_detection_item  # noqa: F401
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
-from hyperapp.models.evaluation import MODE_SCORES, NO_FINITE_SCORE, evaluate, far_threshold
-from hyperapp.models.postprocess import label_objects, object_columns, object_table, objects_csv, table_rows
+from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
-
-DEFAULT_FAR = 1e-3
-#: a cube whose float32 pixels exceed this fraction of the GPU's free memory is scored in tiles
-GPU_FRACTION = 0.5
-
-
-def needs_tiling(cube: Cube, backend) -> bool:
-    """Whether the cube is too large to hold on the GPU at once."""
-    if not backend.is_gpu:
-        return False
-    from hyperapp.core.backend import gpu_free_bytes
-
-    return cube.rows * cube.cols * cube.bands * 4 > GPU_FRACTION * gpu_free_bytes(backend.xp)
-
-
-@dataclass
-class DetectionResult:
-    """What a detection run produced (host arrays), plus the fitted model and the report.
-
-    The object table is built on first use (the CLI's ``objects.csv``, the GUI's Objects tab): the
-    live path keeps only the object count, computed on the device.
-    """
-
-    method: str
-    scores: np.ndarray
-    mask: np.ndarray
-    threshold: float
-    report: dict
-    model: object = None
-    boxes: list[dict] = field(default_factory=list)
-    #: further per-pixel maps the detector gives beside its scores (MTMF's "infeasibility"), host arrays
-    maps: dict = field(default_factory=dict)
-    _objects: list[dict] | None = None
-    _columns: dict | None = None
-    #: (labels, scores, object count) on the run's device, kept until the table is built from them
-    _device: tuple | None = None
-
-    @property
-    def object_columns(self) -> dict:
-        """The object table as columns (:func:`hyperapp.models.postprocess.object_columns`)."""
-        if self._columns is None:
-            if self._device is not None:
-                labels, scores, n = self._device
-                self._columns = object_columns(None, scores, labels=labels, n=n)
-                self._device = None
-            else:
-                self._columns = object_columns(self.mask, self.scores)
-        return self._columns
-
-    @property
-    def objects(self) -> list[dict]:
-        """The object table's rows, highest peak score first."""
-        if self._objects is None:
-            self._objects = table_rows(self.object_columns)
-        return self._objects
-
-    def remask(self, threshold: float) -> np.ndarray:
-        """Mask for another threshold (the GUI's slider) without recomputing scores."""
-        return mask_at(self.scores, threshold)
-
-    def objects_at(self, threshold: float) -> list[dict]:
-        """The object table at ``threshold`` (the run's own table at its own threshold)."""
-        return self.objects if threshold == self.threshold else objects_at(self.scores, threshold)
-
-
-# ---------------------------------------------------------------------- threshold -> mask -> objects
-# The one home of these steps for every caller: the run's end (finish_detection, on the device), the
-# window's threshold slider, its exports and the batch job's outputs.
-def mask_at(scores, threshold: float) -> np.ndarray:
-    """uint8 (rows, cols) mask of the pixels scoring above ``threshold`` (NaN, no data: never)."""
-    s = np.asarray(scores)
-    with np.errstate(invalid="ignore"):
-        return np.greater(s, np.float32(threshold) if s.dtype == np.float32 else threshold).view(np.uint8)
-
-
-def count_at(scores, threshold: float) -> tuple[int, int]:
-    """(pixels, objects) above ``threshold`` (8-connected objects, as :func:`objects_at` labels them)."""
-    m = mask_at(scores, threshold)
-    _, n = label_objects(m.astype(bool))
-    return int(m.sum()), int(n)
-
-
-def objects_at(scores, threshold: float) -> list[dict]:
-    """The object table (label, size, centroid, peak score, bounding box) at ``threshold``."""
-    return object_table(mask_at(scores, threshold).astype(bool), np.asarray(scores))
-
-
-def operating_point(scores, truth, threshold: float, exclude=None) -> tuple[float, float]:
-    """(false-alarm rate, detection rate) of ``threshold`` against a truth mask, counted as the ROC
-    counts them (pixels with data; ``exclude``: the clicked targets)."""
-    from hyperapp.models.evaluation import _split
-
-    pos, neg = _split(np.asarray(scores), np.asarray(truth) > 0, exclude)
-    far = float((neg > threshold).sum()) / max(int(neg.size), 1)
-    pd = float((pos > threshold).sum()) / max(int(pos.size), 1)
-    return far, pd
-
-
-#: what :func:`write_detection_item` writes
-DETECTION_ITEMS = ("scores", "mask", "objects", "boxes", "report")
-
-
-def write_detection_item(result: DetectionResult, kind: str, path: str | Path, cube: Cube,
-                         threshold: float | None = None, fmt: str = "envi") -> Path:
-    """Write one output of a run at ``threshold`` (default: the run's own): ``scores`` or ``mask`` as an
-    image in ``fmt`` (:func:`hyperapp.io.writers.write_image`), ``objects`` (CSV), ``boxes`` (CSV and
-    GeoJSON beside it) or ``report`` (JSON, with the threshold used). Returns the path written."""
-    from hyperapp.io.atomic import atomic_write_text
-    from hyperapp.io.writers import MASK_CLASSES, write_envi, write_image
-
-    t = result.threshold if threshold is None else float(threshold)
-    p = Path(path)
-    if kind == "scores":
-        data = result.scores.astype(np.float32, copy=False)
-        if fmt == "envi":
-            return write_envi(p, data, cube, f"hyperapp {result.method} scores (higher = more target-like)",
-                              nan_is_nodata=bool(result.report.get("nodata_pixels")))
-        return write_image(p, data, fmt, cube)
-    if kind == "mask":
-        data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)
-        if fmt == "envi":
-            return write_envi(p, data, cube, f"hyperapp {result.method} detection mask, threshold {t:.6g}",
-                              classes=MASK_CLASSES)
-        return write_image(p, data, fmt, cube)
-    if kind == "objects":
-        table = result.object_columns if t == result.threshold else result.objects_at(t)
-        atomic_write_text(p, objects_csv(table))
-        return p
-    if kind == "boxes":
-        from hyperapp.io.objects import boxes_csv, boxes_geojson
-
-        if not result.boxes:
-            raise InputError("no boxes to export: run the FFBP detector first")
-        atomic_write_text(p.with_suffix(".csv"), boxes_csv(result.boxes))
-        atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(result.boxes, cube.map_info))
-        return p.with_suffix(".csv")
-    if kind == "report":
-        rep = dict(result.report)
-        if t != result.threshold:
-            pixels, n = count_at(result.scores, t)
-            rep.update({"threshold": t, "far": None, "detections": pixels, "objects": n})
-        atomic_write_text(p, json.dumps(rep, indent=2) + "\n")
-        return p
-    raise InputError(f"unknown detection output {kind!r}; choose one of {', '.join(DETECTION_ITEMS)}")
 
 
 def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
@@ -202,47 +80,6 @@ def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_
 
     data = read_float32(cube, backend.xp, progress, tile_bytes, helper, reader)
     return data if dtype == np.float32 else data.astype(dtype)
-
-
-def memory_budget(limit: float | None = None) -> int:
-    """Bytes of host memory a run may hold: ``limit`` (GB) when given, else half of the memory
-    available now (``MemAvailable``; 4 GB where it cannot be read)."""
-    if limit is not None:
-        if limit <= 0:
-            raise InputError(f"--memory must be a positive number of GB, got {limit}")
-        return int(limit * 2**30)
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 // 2
-    except OSError:
-        pass
-    return 4 << 30
-
-
-def whole_image_error(cube: Cube, what: str) -> InputError:
-    """The one-line refusal of a method that needs every pixel at once (a window or local detector, a
-    detector in MNF space) on a cube whose float32 pixels exceed the memory budget."""
-    return InputError(f"{what} needs the whole image in memory, and this cube's "
-                      f"{cube.rows * cube.cols * cube.bands * 4 / 2**30:.1f} GB of pixels exceed the memory budget: "
-                      "raise --memory, or crop the cube", cube.path)
-
-
-def _refuse_whole_image_over_budget(cube: Cube, m, mnf, memory: float | None) -> None:
-    """A window detector, or any detector in MNF space, cannot stream: over the host budget it is refused
-    before the load rather than exhausting the host's memory."""
-    if (m.kind != "pixel" or mnf is not None) and cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
-        raise whole_image_error(cube, f"{m.name} in MNF space (--mnf)" if mnf is not None else m.name)
-
-
-def needs_streaming(cube: Cube, backend, memory: float | None = None) -> bool:
-    """Whether the cube's float32 pixels exceed the host budget (or half the GPU's free memory): then
-    :func:`run_detection` streams it in two passes instead of holding it."""
-    nbytes = cube.rows * cube.cols * cube.bands * 4
-    if nbytes > memory_budget(memory):
-        return True
-    return needs_tiling(cube, backend)
 
 
 def run_detection(
@@ -360,74 +197,6 @@ def run_detection(
     result.report["seconds"]["total"] = round(time.perf_counter() - t0, 6)
     progress(1.0, "done")
     return result
-
-
-def train_on_scene(scene: str | Path, method: str, targets: str | Path, background: str | Path | None = None, *,
-                   dataset: str | None = None, bands=None, all_bands: bool = False, params: dict | None = None,
-                   device: str = "auto", expected_bands: int | None = None, memory: float | None = None,
-                   progress: Progress = NULL_PROGRESS):
-    """``method`` fitted on another scene, to score other cubes with: the one meaning of "train on another
-    scene" (the CLI's ``--train-from``, a job step's ``train``).
-
-    The scene is opened as a run opens its cube (less the header's bad bands unless ``all_bands``, on
-    ``bands``), its marked pixels read, and the model fitted as :func:`run_detection` fits it (streamed
-    for a pixel detector when the scene exceeds the memory budget); nothing is scored.
-
-    Parameters
-    ----------
-    scene : path
-        The training scene.
-    method : str
-        A name from :data:`hyperapp.models.registry.METHODS`.
-    targets, background : path
-        The scene's marked pixels (a mask or ``row,col`` clicks; for FFBP, the truth mask its window
-        networks learn from) and, optionally, background clicks.
-    dataset : str, optional
-        The HDF5 dataset or MATLAB variable of ``scene``.
-    bands, all_bands :
-        Which bands train (:meth:`hyperapp.core.cube.Cube.run_bands`): those of the cubes the model scores.
-    params : dict, optional
-        Method options.
-    device : str
-        Where to fit (``auto``, ``cpu``, ``gpu``).
-    expected_bands : int, optional
-        The band count of the cube the model will score: a scene with another count is an
-        :class:`InputError` naming it.
-    memory : float, optional
-        Host memory budget in GB (:func:`memory_budget`).
-    progress : Progress
-
-    Returns
-    -------
-    The fitted model.
-    """
-    from hyperapp.io import open_cube, read_labels
-    from hyperapp.io.masks import check_background, require_marks
-
-    cube = open_cube(scene, dataset).run_bands(all_bands, bands)
-    if expected_bands is not None and cube.bands != expected_bands:
-        raise InputError(f"the training scene has {cube.bands} bands, the cube has {expected_bands}", scene)
-    shape = (cube.rows, cube.cols)
-    m = get_method(method)
-    backend = get_backend(device)
-    marked = read_labels(targets, shape)
-    require_marks(marked, targets)
-    bg = read_labels(background, shape) if background else None
-    check_background(bg, marked, background)
-    y, _, _ = _check_inputs(m, cube, marked, bg,
-                            truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
-                            undesired_spectra=None)
-    _refuse_whole_image_over_budget(cube, m, None, memory)
-    if m.kind == "pixel" and needs_streaming(cube, backend, memory):
-        from hyperapp.detect.streamed import fit_streamed
-
-        return fit_streamed(cube, method, y, params=params, backend=backend, progress=progress)
-    timer = Timer(backend)
-    px = _load_labelled(cube, y, backend, timer, None, progress)
-    est, params = _estimator(m, None, params, None, None, px, timer)
-    est = _fit(m, est, px, params, None, None, timer, progress.sub(0.45, 1.0))
-    progress(1.0, "trained")
-    return est
 
 
 @dataclass
@@ -628,19 +397,6 @@ def _score(est, px: _Pixels, refine: bool, timer):
     return scores_dev, maps_dev, boxes, rbfn_dev
 
 
-def _cascade_boxes(boxes: list[dict], result: DetectionResult, rbfn_dev, y_dev, far, threshold,
-                   mode_dev=None) -> list[dict]:
-    """The cascade's boxes: the RBFN's own default mask, as its run would draw it, adds a box for each of
-    its objects that no box touches, so the cascade finds at least what the RBFN alone finds."""
-    xp = get_namespace(rbfn_dev)
-    yf = y_dev.reshape(-1)
-    keep = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-    t_rbfn = far_threshold(rbfn_dev, DEFAULT_FAR if far is None else far, separate_targets=True,
-                           mode_scores=mode_dev, keep=keep)[0] if threshold is None else threshold
-    rbfn_mask = to_host(xp.greater(rbfn_dev, t_rbfn))
-    return add_mask_boxes(boxes, rbfn_mask | result.mask.astype(bool), to_host(rbfn_dev))
-
-
 def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, timer, *, mnf, target_spectra,
                      undesired_spectra, signature_info) -> None:
     """The rest of the report (MNF components, where the signatures came from, the boxes, the stage
@@ -700,81 +456,6 @@ def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: i
     return ests[0] if len(ests) == 1 else PerTarget(ests)
 
 
-def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: bool, n_targets: int,
-               n_background: int, n_nodata: int) -> dict:
-    """The report's head: what ran, where, on what (the rest comes from :func:`finish_detection`)."""
-    return {
-        "method": method,
-        "params": dict(params or {}),
-        "device": backend.name,
-        "streamed": streamed,
-        "device_name": backend.device_name,
-        "cube": cube.path,
-        "shape": list(cube.shape),
-        "n_target_pixels": n_targets,
-        "n_background_pixels": n_background,
-        "nodata_pixels": n_nodata,
-    }
-
-
-def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
-                     threshold=None, progress: Progress = NULL_PROGRESS, mode_scores=None,
-                     separate_targets: bool | None = None) -> DetectionResult:
-    """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
-    object count, evaluation and the host copies: the end every detection run shares, in memory or
-    streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
-    detector gives them, are the scores the threshold's separate mode of targets is found in
-    (:func:`~hyperapp.models.evaluation.far_threshold`)."""
-    from hyperapp.core.backend import get_namespace
-
-    xp = get_namespace(scores_dev)
-    m = get_method(method)
-    if m.kind == "pixel":  # (a window detector's constant floor is its "no window holds a target")
-        _refuse_constant_scores(m, scores_dev, xp)
-    progress(0.85, "thresholding")
-    with timer.stage("threshold"):
-        if threshold is None:
-            far_used = DEFAULT_FAR if far is None else far
-            yf = y_dev.reshape(-1)
-            sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-            # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
-            if separate_targets is None:  # (a cascade says it: its scores are a pixel detector's)
-                separate_targets = m.uses_targets and m.kind == "pixel"
-            threshold, mode, rule = far_threshold(
-                scores_dev.reshape(-1), far_used, separate_targets=separate_targets,
-                mode_scores=mode_scores, keep=sel)
-            report["target_mode_pixels"] = mode
-            report["threshold_rule"] = rule
-        else:
-            far_used = None
-        mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
-        # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
-        # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
-        report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
-    with timer.stage("objects"):
-        # on the device; the table is built from these labels when it is asked for
-        labels_dev, n_objects = label_objects(mask_dev)
-    with timer.stage("copy"):
-        scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
-        mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
-    report.update({
-        "threshold": float(threshold),
-        "far": far_used,
-        "detections": int(mask_dev.sum()),
-        "objects": n_objects,
-    })
-    if truth is not None:
-        with timer.stage("evaluate"):
-            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
-            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
-            t_dev = xp.asarray(truth)
-            t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
-            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
-            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
-    return DetectionResult(method, scores, mask, float(threshold), report,
-                           _device=(labels_dev, scores_dev, n_objects))
-
-
 def _refuse_contradictory_marks(px: _Pixels, cols: int) -> None:
     """A background pixel marked with the very spectrum of a target pixel asks a network to learn one
     spectrum as both: it trained, and marked the background pixel a target, without a word. Only the
@@ -808,113 +489,6 @@ def _refuse_one_spectrum(X, xp) -> None:
                          "nothing can stand out")
 
 
-def _refuse_constant_scores(m, scores_dev, xp) -> None:
-    """A pixel detector that gave every pixel with data the same score (to float precision) has found
-    nothing to tell them apart by: a constant or all-zero cube, one band (every spectrum the same shape
-    to SAM and ACE) or identical bands. Its mask would be empty or everything, said as a result; this
-    says why instead. One min and max on the scores' device."""
-    finite = xp.isfinite(scores_dev)
-    if not bool(finite.any()):
-        raise ModelError(NO_FINITE_SCORE)
-    lo = float(xp.min(xp.where(finite, scores_dev, xp.inf)))
-    hi = float(xp.max(xp.where(finite, scores_dev, -xp.inf)))
-    if hi - lo <= 1e-6 * max(abs(lo), abs(hi)):
-        raise ModelError(f"{m.title} gave every pixel the same score ({hi:.6g}): in the bands used the pixels do "
-                         "not differ in any way it measures (a constant or all-zero cube, a single band, or "
-                         "identical bands), so nothing can stand out")
-
-
-def ties_words(report: dict) -> str:
-    """A line where more pixels score exactly the threshold than the mask holds (they are left out: only
-    scores above it count), else ""."""
-    n = int(report.get("pixels_at_threshold") or 0)
-    if not n or n < int(report.get("detections", 0)):
-        return ""
-    return (f"{n} pixel{'s' if n != 1 else ''} score exactly the threshold ({report['threshold']:.6g}) and are "
-            "left out of the mask, which takes only the scores above it: lower the threshold to take them")
-
-
-def threshold_origin(report: dict) -> str:
-    """One line for people on where a run's threshold came from (the report's ``far``,
-    ``threshold_rule`` and ``target_mode_pixels``): empty for a threshold that was given. It ends with
-    :func:`ties_words` where they apply."""
-    ties = ties_words(report)
-    line = _origin(report)
-    return f"{line}. {ties}" if line and ties else line or ties
-
-
-def _origin(report: dict) -> str:
-    far = report.get("far")
-    if far is None:
-        return ""
-    head = f"Threshold for a false-alarm rate of {far:g} over the background"
-    rule = report.get("threshold_rule", "quantile")
-    if rule == "network mode split":  # the RBFN with its anomaly input (far_threshold's mode_scores)
-        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} pixels its network scores "
-                "highest: they stand apart, likely targets nobody clicked")
-    if rule == "target mode split":
-        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} highest-scoring pixels: they "
-                "stand apart, likely targets nobody clicked")
-    if rule == "exponential tail":
-        return (f"{head}: no separate group of targets shows, so the background's tail is extrapolated "
-                "from the bulk of the scores")
-    return f"{head}: that share of the unclicked pixels scores above it"
-
-
-#: in the cascade, pixels inside the window detector's boxes are lifted by this many interquartile
-#: ranges of the RBFN's scores (:func:`refine_in_boxes`). Measured (3 seeds, pixel AUC of the cascade
-#: against the RBFN's alone): 1.0 cost the implanted sub-pixel aircraft 0.067 (0.770 against 0.837),
-#: 0.25 costs 0.010 and nothing on the airport (0.958 against 0.958)
-BOX_LIFT = 0.25
-
-
-def refine_in_boxes(X, y, inside, xp):
-    """The cascade's last step: an RBFN trained from the clicks scores every pixel, and the pixels
-    inside the window detector's boxes are lifted by :data:`BOX_LIFT` interquartile ranges of the
-    scores. Returns the cascade's scores, the RBFN's own and its further maps (the network's output,
-    which its default mask's threshold takes its target mode from).
-
-    The boxes say where to look first: among pixels the RBFN scores alike, those inside a box rank
-    higher. They no longer decide alone: before, every pixel outside the boxes shared one floor score,
-    so a box that missed a target lost the whole target, which the RBFN would have found
-    (mean pixel AUC 0.904 against the RBFN's 0.960 on four real scenes). A target the RBFN scores well
-    above the background still stands out where no box covers it.
-    """
-    from hyperapp.models.rbfn import RBFN
-
-    P = X.reshape(-1, X.shape[2])
-    s, maps = RBFN().fit(X, y).score_maps(P)
-    q1, q3 = (float(v) for v in to_host(xp.quantile(s, xp.asarray([0.25, 0.75]))))
-    lift = BOX_LIFT * max(q3 - q1, 1e-12)
-    out = s + xp.float32(lift) * inside.reshape(-1).astype(xp.float32)
-    return (out.astype(xp.float32).reshape(X.shape[:2]), s.reshape(X.shape[:2]),
-            {k: v.reshape(X.shape[:2]) for k, v in maps.items()})
-
-
-def add_mask_boxes(boxes: list[dict], mask: np.ndarray, scores: np.ndarray) -> list[dict]:
-    """The window detector's ``boxes`` plus, for every object of the pixel ``mask`` that no box
-    touches, its bounding box (``source`` ``"rbfn"``; the network scores ``ann1``, ``ann2`` then hold
-    the object's highest pixel score and 0): the cascade's boxes never lose what its pixel mask found."""
-    from scipy import ndimage
-
-    out = [dict(b, source=b.get("source", "ffbp")) for b in boxes]
-    covered = np.zeros(mask.shape, bool)
-    for b in boxes:
-        covered[b["row"]:b["row"] + b["height"], b["col"]:b["col"] + b["width"]] = True
-    lab, n = ndimage.label(np.asarray(mask, bool), np.ones((3, 3), bool))
-    if n == 0:
-        return out
-    touched = np.zeros(n + 1, bool)
-    touched[np.unique(lab[covered])] = True
-    for i, sl in enumerate(ndimage.find_objects(lab), start=1):
-        if touched[i] or sl is None:
-            continue
-        h, w = sl[0].stop - sl[0].start, sl[1].stop - sl[1].start
-        out.append({"row": int(sl[0].start), "col": int(sl[1].start), "height": int(h), "width": int(w),
-                    "level": 0, "ann1": float(np.max(scores[sl][lab[sl] == i])), "ann2": 0.0, "source": "rbfn"})
-    return out
-
-
 def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, **kwargs):
     """:func:`run_detection` and its outputs in ``out_dir``, all or nothing: the run happens inside the
     staging folder, so a streamed run writes its scores straight into the final data file, tile by
@@ -927,33 +501,3 @@ def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str 
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
-def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
-    """The outputs of a finished :func:`run_detection` in ``out_dir``, all or nothing (the batch
-    pipeline's write stage); returns the output paths."""
-    from hyperapp.io.atomic import staged_folder
-
-    with staged_folder(out_dir) as stage:
-        paths = _write_detection(result, stage, cube)
-    return {k: Path(out_dir) / p.name for k, p in paths.items()}
-
-
-def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
-    from hyperapp.detect.format_process import objects_csv_later
-    from hyperapp.io.atomic import atomic_write_bytes
-    from hyperapp.io.writers import write_envi
-
-    # the object table's CSV is formatted while the images are written (in a batch's formatting helper,
-    # where one runs: it is the stage's one long stretch of Python)
-    csv = objects_csv_later(result.object_columns)
-    paths = {k: write_detection_item(result, k, out / k, cube) for k in ("scores", "mask")}
-    paths["objects"] = out / "objects.csv"
-    atomic_write_bytes(paths["objects"], csv())
-    for name, arr in result.maps.items():
-        what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
-                "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
-        paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}",
-                                 nan_is_nodata=bool(result.report.get("nodata_pixels")) and arr.dtype.kind == "f")
-    if result.boxes:
-        paths["boxes"] = write_detection_item(result, "boxes", out / "boxes.csv", cube)
-    paths["report"] = write_detection_item(result, "report", out / "report.json", cube)
-    return paths

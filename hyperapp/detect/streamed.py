@@ -10,7 +10,7 @@ it. Pass 2 streams the tiles through the scoring; only the (rows, cols) score ma
 infeasibility map) is kept, so memory is bounded by one ring of tiles plus the 2-D maps, whatever the
 number of bands; given a file, pass 2 writes each tile's scores straight into it. Thresholding,
 objects (connected components over the whole mask, so objects across tile borders are whole) and
-evaluation are :func:`hyperapp.detect.run.finish_detection`, as in memory.
+evaluation are :func:`hyperapp.detect.finish.finish_detection`, as in memory.
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
                  threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None,
                  scores_file=None, target_mean=None, undesired=None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
-    (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.run.DetectionResult`.
+    (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.finish.DetectionResult`.
 
     ``scores_file``: pass 2 writes each tile's scores straight into this file (float32, row-major: an
     ENVI BSQ data file), which the result's ``scores`` then maps, instead of holding them in memory.
 
     The stages: build the model and check it can stream (:func:`_streaming_estimator`), pass 1 fits it
     (:func:`_fit_passes`; none with a fitted ``model``), pass 2 scores (:func:`_score_pass`), then
-    threshold, objects and evaluation (:func:`hyperapp.detect.run.finish_detection`).
+    threshold, objects and evaluation (:func:`hyperapp.detect.finish.finish_detection`).
     """
-    from hyperapp.detect.run import finish_detection, run_report
+    from hyperapp.detect.finish import finish_detection, run_report
 
     timer = Timer(backend)
     t0 = time.perf_counter()
@@ -79,7 +79,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
 def fit_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend,
                  progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None):
     """Pass 1 of :func:`run_streamed` alone: ``method`` fitted on ``cube`` from the label map ``y``, nothing
-    scored (:func:`hyperapp.detect.run.train_on_scene` on a scene larger than memory). Returns the model."""
+    scored (:func:`hyperapp.detect.training.train_on_scene` on a scene larger than memory). Returns the model."""
     est = _streaming_estimator(cube, method, params, None, None, None)
     valid_map = np.ones((cube.rows, cube.cols), bool)
     _fit_passes(est, cube, np.array(y, dtype=np.int8), valid_map, backend.xp, Timer(backend), progress, tile_bytes,
@@ -95,7 +95,7 @@ def _streaming_estimator(cube: Cube, method: str, params: dict | None, model, ta
     est = model if model is not None else m.build(**(params or {}))
     kind = getattr(est, "stream_stats", None)
     if m.kind != "pixel" or kind is None:
-        from hyperapp.detect.run import whole_image_error
+        from hyperapp.detect.budget import whole_image_error
 
         raise whole_image_error(cube, f"{method} (it looks at windows of pixels)")
     if target_mean is not None and kind not in ("background", "correlation", "none", "mnf"):

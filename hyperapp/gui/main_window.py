@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.core.errors import HyperappError
-from hyperapp.detect.run import mask_at
+from hyperapp.detect.finish import mask_at
 from hyperapp.gui.detector_dock import DetectorDock
 from hyperapp.gui.image_view import ClassLegend, ImageView, colourise, colourise_labels, score_levels, stretch
 from hyperapp.gui.panels import analysis_panels
@@ -733,7 +733,7 @@ class MainWindow(QMainWindow):
         if self.session is None or not (0 <= i < len(self.session.runs)):
             return
         run = self.session.runs[i]
-        from hyperapp.detect.run import threshold_origin
+        from hyperapp.detect.finish import threshold_origin
 
         res = run.result
         # the run shown, not the last one made; said to be another method's where the form holds another
@@ -810,7 +810,7 @@ class MainWindow(QMainWindow):
     def _compare_mask(self, run) -> None:
         """The compared run's numbers beside it (the Results dock shares the bottom tabs: they could not
         be read while comparing) and its mask, at its threshold now."""
-        from hyperapp.detect.run import count_at
+        from hyperapp.detect.finish import count_at
 
         pixels, objects = count_at(run.result.scores, run.threshold)
         self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
@@ -857,7 +857,7 @@ class MainWindow(QMainWindow):
         return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
 
     def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
-        from hyperapp.detect.run import write_detection_item
+        from hyperapp.detect.outputs import write_detection_item
 
         try:
             from hyperapp.request import checks as options
@@ -970,11 +970,11 @@ class MainWindow(QMainWindow):
 
     def train_ffbp_model(self, scene: str, truth: str):
         """Train the FFBP networks on another scene's targets (a truth mask or clicks) in a worker thread,
-        on this cube's bands, as the CLI's ``--train-from`` does (:func:`hyperapp.detect.run.train_on_scene`);
+        on this cube's bands, as the CLI's ``--train-from`` does (:func:`hyperapp.detect.training.train_on_scene`);
         the model then scores this cube's FFBP runs. Returns the worker."""
         if not self._ready():
             return self.worker
-        from hyperapp.detect.run import train_on_scene
+        from hyperapp.detect.training import train_on_scene
 
         s = self.session
         device = self.detector.device_name()

@@ -2,8 +2,8 @@
 the score histogram, the ROC with AUC and the threshold's operating point, and the object table (click
 a row to zoom there).
 
-Every number comes from the service layer (:func:`hyperapp.detect.run.count_at`,
-:func:`~hyperapp.detect.run.objects_at`, :func:`~hyperapp.detect.run.operating_point`): the panel only shows.
+Every number comes from the service layer (:func:`hyperapp.detect.finish.count_at`,
+:func:`~hyperapp.detect.finish.objects_at`, :func:`~hyperapp.detect.finish.operating_point`): the panel only shows.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class ResultsPanel(QWidget):
         self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
         self.origin = QLabel("")
         self.origin.setWordWrap(True)
-        self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.run.threshold_origin); "
+        self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.finish.threshold_origin); "
                                "moving the slider replaces it")
         lay.addWidget(self.origin)
         self.shown_note = QLabel("")
@@ -251,7 +251,7 @@ class ResultsPanel(QWidget):
 
     def _follow(self) -> None:
         """The counts, the ROC's operating point and the table at the current threshold."""
-        from hyperapp.detect.run import count_at, operating_point
+        from hyperapp.detect.finish import count_at, operating_point
 
         if self.scores is None or self._counted == self._threshold:
             return
@@ -282,7 +282,7 @@ class ResultsPanel(QWidget):
             return
         if self._table_threshold == self._threshold:
             return
-        from hyperapp.detect.run import objects_at
+        from hyperapp.detect.finish import objects_at
 
         self._fill_table(objects_at(self.scores, self._threshold))
         self._table_threshold = self._threshold

@@ -51,6 +51,19 @@ def _write_header(hdr: Path, image: np.ndarray, meta: dict) -> Path:
     return hdr
 
 
+def write_envi_cube(path: str | os.PathLike, data: np.ndarray, interleave: str = "bil", byteorder: int = 0) -> Path:
+    """``data`` (rows, cols, bands) as an ENVI cube ``<stem>.hdr`` + ``<stem>.img`` in ``interleave``
+    (``bil``, ``bsq`` or ``bip``) and byte order (0 little-endian, 1 big), through Spectral Python; returns
+    the header path. Used for test and warm-up scenes, so it writes in place (not staged)."""
+    import spectral.io.envi as envi
+
+    stem = _stem(path)
+    hdr = stem.with_suffix(".hdr")
+    envi.save_image(str(hdr), data, dtype=data.dtype, force=True, ext=".img", interleave=interleave,
+                    byteorder=byteorder)
+    return hdr
+
+
 def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "",
                classes: dict | None = None, nan_is_nodata: bool = False) -> Path:
     """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path.

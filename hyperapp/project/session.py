@@ -29,7 +29,7 @@ class Run:
     name: str
     method: str
     params: dict
-    result: object  # hyperapp.detect.run.DetectionResult
+    result: object  # hyperapp.detect.finish.DetectionResult
     threshold: float
     model_path: str | None = None
 
@@ -111,10 +111,10 @@ class Session:
     def pixels_for(self, method: str, device: str, progress=None):
         """The pixels a run of ``method`` takes: held on the device (:meth:`pixels_on`), or None when a
         pixel detector must stream this cube from its file (its float32 pixels exceed the memory
-        budget, :func:`hyperapp.detect.run.needs_streaming`): :func:`hyperapp.detect.run.run_detection` then
+        budget, :func:`hyperapp.detect.budget.needs_streaming`): :func:`hyperapp.detect.run.run_detection` then
         reads it in two passes and nothing is kept, as the CLI does."""
         from hyperapp.core.backend import get_backend
-        from hyperapp.detect.run import needs_streaming
+        from hyperapp.detect.budget import needs_streaming
         from hyperapp.models.registry import get_method
 
         if get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device)):

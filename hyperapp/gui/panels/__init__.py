@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.core.errors import HyperappError
-from hyperapp.detect.run import mask_at
+from hyperapp.detect.finish import mask_at
 from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start

@@ -1,0 +1,229 @@
+"""A run's end, shared by the in-memory and the streamed paths: threshold, mask, objects, evaluation and
+the report; and the words the window and the CLI use for a threshold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hyperapp.core.backend import get_namespace, to_host_pinned
+from hyperapp.core.cube import Cube
+from hyperapp.core.errors import ModelError
+from hyperapp.core.progress import NULL_PROGRESS, Progress
+from hyperapp.models.base import NODATA, TARGET
+from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold
+from hyperapp.models.postprocess import label_objects, object_columns, object_table, table_rows
+from hyperapp.models.registry import get_method
+
+DEFAULT_FAR = 1e-3
+
+
+@dataclass
+class DetectionResult:
+    """What a detection run produced (host arrays), plus the fitted model and the report.
+
+    The object table is built on first use (the CLI's ``objects.csv``, the GUI's Objects tab): the
+    live path keeps only the object count, computed on the device.
+    """
+
+    method: str
+    scores: np.ndarray
+    mask: np.ndarray
+    threshold: float
+    report: dict
+    model: object = None
+    boxes: list[dict] = field(default_factory=list)
+    #: further per-pixel maps the detector gives beside its scores (MTMF's "infeasibility"), host arrays
+    maps: dict = field(default_factory=dict)
+    _objects: list[dict] | None = None
+    _columns: dict | None = None
+    #: (labels, scores, object count) on the run's device, kept until the table is built from them
+    _device: tuple | None = None
+
+    @property
+    def object_columns(self) -> dict:
+        """The object table as columns (:func:`hyperapp.models.postprocess.object_columns`)."""
+        if self._columns is None:
+            if self._device is not None:
+                labels, scores, n = self._device
+                self._columns = object_columns(None, scores, labels=labels, n=n)
+                self._device = None
+            else:
+                self._columns = object_columns(self.mask, self.scores)
+        return self._columns
+
+    @property
+    def objects(self) -> list[dict]:
+        """The object table's rows, highest peak score first."""
+        if self._objects is None:
+            self._objects = table_rows(self.object_columns)
+        return self._objects
+
+    def remask(self, threshold: float) -> np.ndarray:
+        """Mask for another threshold (the GUI's slider) without recomputing scores."""
+        return mask_at(self.scores, threshold)
+
+    def objects_at(self, threshold: float) -> list[dict]:
+        """The object table at ``threshold`` (the run's own table at its own threshold)."""
+        return self.objects if threshold == self.threshold else objects_at(self.scores, threshold)
+
+
+# ---------------------------------------------------------------------- threshold -> mask -> objects
+# The one home of these steps for every caller: the run's end (finish_detection, on the device), the
+# window's threshold slider, its exports and the batch job's outputs.
+def mask_at(scores, threshold: float) -> np.ndarray:
+    """uint8 (rows, cols) mask of the pixels scoring above ``threshold`` (NaN, no data: never)."""
+    s = np.asarray(scores)
+    with np.errstate(invalid="ignore"):
+        return np.greater(s, np.float32(threshold) if s.dtype == np.float32 else threshold).view(np.uint8)
+
+
+def count_at(scores, threshold: float) -> tuple[int, int]:
+    """(pixels, objects) above ``threshold`` (8-connected objects, as :func:`objects_at` labels them)."""
+    m = mask_at(scores, threshold)
+    _, n = label_objects(m.astype(bool))
+    return int(m.sum()), int(n)
+
+
+def objects_at(scores, threshold: float) -> list[dict]:
+    """The object table (label, size, centroid, peak score, bounding box) at ``threshold``."""
+    return object_table(mask_at(scores, threshold).astype(bool), np.asarray(scores))
+
+
+def operating_point(scores, truth, threshold: float, exclude=None) -> tuple[float, float]:
+    """(false-alarm rate, detection rate) of ``threshold`` against a truth mask, counted as the ROC
+    counts them (pixels with data; ``exclude``: the clicked targets)."""
+    from hyperapp.models.evaluation import _split
+
+    pos, neg = _split(np.asarray(scores), np.asarray(truth) > 0, exclude)
+    far = float((neg > threshold).sum()) / max(int(neg.size), 1)
+    pd = float((pos > threshold).sum()) / max(int(pos.size), 1)
+    return far, pd
+
+
+def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: bool, n_targets: int,
+               n_background: int, n_nodata: int) -> dict:
+    """The report's head: what ran, where, on what (the rest comes from :func:`finish_detection`)."""
+    return {
+        "method": method,
+        "params": dict(params or {}),
+        "device": backend.name,
+        "streamed": streamed,
+        "device_name": backend.device_name,
+        "cube": cube.path,
+        "shape": list(cube.shape),
+        "n_target_pixels": n_targets,
+        "n_background_pixels": n_background,
+        "nodata_pixels": n_nodata,
+    }
+
+
+def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
+                     threshold=None, progress: Progress = NULL_PROGRESS, mode_scores=None,
+                     separate_targets: bool | None = None) -> DetectionResult:
+    """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
+    object count, evaluation and the host copies: the end every detection run shares, in memory or
+    streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
+    detector gives them, are the scores the threshold's separate mode of targets is found in
+    (:func:`~hyperapp.models.evaluation.far_threshold`)."""
+
+    xp = get_namespace(scores_dev)
+    m = get_method(method)
+    if m.kind == "pixel":  # (a window detector's constant floor is its "no window holds a target")
+        _refuse_constant_scores(m, scores_dev, xp)
+    progress(0.85, "thresholding")
+    with timer.stage("threshold"):
+        if threshold is None:
+            far_used = DEFAULT_FAR if far is None else far
+            yf = y_dev.reshape(-1)
+            sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
+            # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
+            if separate_targets is None:  # (a cascade says it: its scores are a pixel detector's)
+                separate_targets = m.uses_targets and m.kind == "pixel"
+            threshold, mode, rule = far_threshold(
+                scores_dev.reshape(-1), far_used, separate_targets=separate_targets,
+                mode_scores=mode_scores, keep=sel)
+            report["target_mode_pixels"] = mode
+            report["threshold_rule"] = rule
+        else:
+            far_used = None
+        mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
+        # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
+        # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
+        report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
+    with timer.stage("objects"):
+        # on the device; the table is built from these labels when it is asked for
+        labels_dev, n_objects = label_objects(mask_dev)
+    with timer.stage("copy"):
+        scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
+        mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
+    report.update({
+        "threshold": float(threshold),
+        "far": far_used,
+        "detections": int(mask_dev.sum()),
+        "objects": n_objects,
+    })
+    if truth is not None:
+        with timer.stage("evaluate"):
+            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
+            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
+            t_dev = xp.asarray(truth)
+            t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
+            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
+    return DetectionResult(method, scores, mask, float(threshold), report,
+                           _device=(labels_dev, scores_dev, n_objects))
+
+
+def _refuse_constant_scores(m, scores_dev, xp) -> None:
+    """A pixel detector that gave every pixel with data the same score (to float precision) has found
+    nothing to tell them apart by: a constant or all-zero cube, one band (every spectrum the same shape
+    to SAM and ACE) or identical bands. Its mask would be empty or everything, said as a result; this
+    says why instead. One min and max on the scores' device."""
+    finite = xp.isfinite(scores_dev)
+    if not bool(finite.any()):
+        raise ModelError(NO_FINITE_SCORE)
+    lo = float(xp.min(xp.where(finite, scores_dev, xp.inf)))
+    hi = float(xp.max(xp.where(finite, scores_dev, -xp.inf)))
+    if hi - lo <= 1e-6 * max(abs(lo), abs(hi)):
+        raise ModelError(f"{m.title} gave every pixel the same score ({hi:.6g}): in the bands used the pixels do "
+                         "not differ in any way it measures (a constant or all-zero cube, a single band, or "
+                         "identical bands), so nothing can stand out")
+
+
+def ties_words(report: dict) -> str:
+    """A line where more pixels score exactly the threshold than the mask holds (they are left out: only
+    scores above it count), else ""."""
+    n = int(report.get("pixels_at_threshold") or 0)
+    if not n or n < int(report.get("detections", 0)):
+        return ""
+    return (f"{n} pixel{'s' if n != 1 else ''} score exactly the threshold ({report['threshold']:.6g}) and are "
+            "left out of the mask, which takes only the scores above it: lower the threshold to take them")
+
+
+def threshold_origin(report: dict) -> str:
+    """One line for people on where a run's threshold came from (the report's ``far``,
+    ``threshold_rule`` and ``target_mode_pixels``): empty for a threshold that was given. It ends with
+    :func:`ties_words` where they apply."""
+    ties = ties_words(report)
+    line = _origin(report)
+    return f"{line}. {ties}" if line and ties else line or ties
+
+
+def _origin(report: dict) -> str:
+    far = report.get("far")
+    if far is None:
+        return ""
+    head = f"Threshold for a false-alarm rate of {far:g} over the background"
+    rule = report.get("threshold_rule", "quantile")
+    if rule == "network mode split":  # the RBFN with its anomaly input (far_threshold's mode_scores)
+        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} pixels its network scores "
+                "highest: they stand apart, likely targets nobody clicked")
+    if rule == "target mode split":
+        return (f"{head}, counted without the {report.get('target_mode_pixels', 0)} highest-scoring pixels: they "
+                "stand apart, likely targets nobody clicked")
+    if rule == "exponential tail":
+        return (f"{head}: no separate group of targets shows, so the background's tail is extrapolated "
+                "from the bulk of the scores")
+    return f"{head}: that share of the unclicked pixels scores above it"
