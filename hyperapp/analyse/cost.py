@@ -259,12 +259,31 @@ def _fit_once(method: str, params: dict, n: int, d: int, backend) -> float:
     return time.perf_counter() - t0
 
 
+def _key(method: str, params: dict, n_bands: int, backend) -> tuple:
+    from hyperapp.models.registry import get_analysis
+
+    p = {q.name: q.default for q in get_analysis(method).params}
+    p.update(params)
+    return (method, backend.name, int(n_bands), tuple(str(p.get(k)) for k in MODELS[method].keys))
+
+
+def is_calibrated(method: str, params: dict, n_bands: int, backend) -> bool:
+    """Whether :func:`estimate` of these answers at once (its calibration is done this session)."""
+    from hyperapp.core.backend import get_backend
+
+    backend = get_backend(backend) if isinstance(backend, str) else backend
+    return _key(method, params, n_bands, backend) in _CALIBRATED
+
+
 def calibrate(method: str, params: dict, n_bands: int, backend) -> tuple[float, float]:
     """(overhead seconds, seconds per unit) of ``method`` on ``backend`` with ``n_bands`` bands: two
     small timed fits, once per session (cached by method, backend, bands and the options that change
     the rate)."""
+    from hyperapp.core.backend import get_backend
+
+    backend = get_backend(backend) if isinstance(backend, str) else backend
     model = MODELS[method]
-    key = (method, backend.name, int(n_bands), tuple(str(params.get(k)) for k in model.keys))
+    key = _key(method, params, n_bands, backend)
     if key in _CALIBRATED:
         return _CALIBRATED[key]
     pa, pb = model.calibration(params, 0), model.calibration(params, 1)
