@@ -359,6 +359,11 @@ def cmd_analyse(args) -> int:
     sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
+        from hyperapp.analyse.cost import long_run_words
+
+        said = long_run_words(cube, args.method, st["params"], sel, roi, objects, args.device)
+        if said:  # a long run is announced, not asked about: the command line runs unattended
+            print(f"hyperapp: {said}", file=sys.stderr)
         result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
                               class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)

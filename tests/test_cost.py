@@ -105,3 +105,17 @@ def test_unknown_method_is_an_input_error(bad):
 
     with pytest.raises(InputError):
         cost.estimate(bad, {}, 10, 10)
+
+
+def test_cli_announces_a_long_run_without_asking(land_hdr, tmp_path, capsys, monkeypatch):
+    from hyperapp.cli import main
+
+    args = ["--headless", "analyse", str(land_hdr), "--method", "som", "--param", "epochs=1", "--sample", "500",
+            "--device", "cpu", "--out", str(tmp_path / "a")]
+    assert main(args) == 0
+    assert "estimated to take" not in capsys.readouterr().err  # a short run says nothing
+    monkeypatch.setattr(cost, "ASK_ABOVE", 0.0)  # every run is long now
+    assert main(args[:-1] + [str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err
+    assert "Self-organising map (SOM) on 500 spectra is estimated to take " in err
+    assert (tmp_path / "b" / "report.json").exists()  # and it ran, unasked

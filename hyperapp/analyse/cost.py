@@ -350,3 +350,21 @@ def estimate(method: str, params: dict | None, n_spectra: int, n_bands: int, bac
     elif method == "kmeans":
         seconds = over + rate * _kmeans_units(p, n, int(n_bands), npx, KMEANS_ITERATIONS_SEEN)
     return Estimate(seconds, longest, method, backend.name)
+
+
+def long_run_words(cube, method: str, params: dict | None, selection, roi=None, objects=None,
+                   device: str = "auto") -> str | None:
+    """A line announcing a run estimated above :data:`ASK_ABOVE` seconds (what the CLI prints before
+    it starts, without asking), or None for a shorter one."""
+    from hyperapp.core.backend import get_backend
+    from hyperapp.models.registry import get_analysis
+
+    m = get_analysis(method)
+    npx = cube.rows * cube.cols
+    n = npx if m.needs_image else int(selection.indices((cube.rows, cube.cols), roi, objects).size)
+    backend = get_backend(device)
+    est = estimate(method, params, n, cube.bands, backend, npx)
+    if est.seconds <= ASK_ABOVE:
+        return None
+    return (f"{m.title} on {n:,} spectra is estimated to take {est.words()} on this machine's "
+            f"{'GPU' if backend.is_gpu else 'CPU'}")
