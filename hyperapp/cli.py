@@ -324,9 +324,12 @@ def cmd_detect(args) -> int:
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
     from hyperapp.detect.finish import ties_words
+    from hyperapp.detect.suggest import suggestion_words
 
     if ties := ties_words(rep):
         print(ties)
+    if said := suggestion_words(rep):  # the rate kept few of the clicked targets: what keeps them
+        print(said)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
     print(f"wrote {paths['report'].parent}")
