@@ -47,12 +47,10 @@ def test_no_suggestion_where_the_rate_keeps_the_clicks_or_nothing_is_clicked():
     assert suggestion_words({"suggested_threshold": None}) == ""
 
 
-def test_airport_rbfn_five_clicks_offers_the_aircraft(abu, tmp_path, capsys):
-    """The first-time walk's case: RBFN after five clicks on five aircraft of thirteen. The rate of 1e-3
-    keeps a handful; the suggestion keeps every aircraft, and the CLI's summary says so."""
+def aircraft_clicks(abu) -> tuple[np.ndarray, np.ndarray]:
+    """(one clicked pixel on each of five of the airport's 13 aircraft, seeded; the aircraft's labels)."""
     from scipy import ndimage
 
-    from hyperapp.cli import main
     from hyperapp.io.masks import read_mask
 
     truth = read_mask(abu, variable="map") > 0
@@ -64,6 +62,15 @@ def test_airport_rbfn_five_clicks_offers_the_aircraft(abu, tmp_path, capsys):
         rr, cc = np.nonzero(lab == k)
         i = rng.integers(len(rr))
         clicks[rr[i], cc[i]] = True
+    return clicks, lab
+
+
+def test_airport_rbfn_five_clicks_offers_the_aircraft(abu, tmp_path, capsys):
+    """The first-time walk's case: RBFN after five clicks on five aircraft of thirteen. The rate of 1e-3
+    keeps a handful; the suggestion keeps every aircraft, and the CLI's summary says so."""
+    from hyperapp.cli import main
+
+    clicks, lab = aircraft_clicks(abu)
     np.save(tmp_path / "clicks.npy", clicks)
     assert main(["--headless", "detect", str(abu), "--dataset", "data", "--method", "rbfn", "--targets",
                  str(tmp_path / "clicks.npy"), "--device", "cpu", "--out", str(tmp_path / "o")]) == 0

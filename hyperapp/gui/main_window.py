@@ -746,7 +746,8 @@ class MainWindow(QMainWindow):
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
-                                 res.report.get("far") if run.threshold == res.threshold else None)
+                                 res.report.get("far") if run.threshold == res.threshold else None,
+                                 report=res.report)
         self.show_detection()
 
     def _threshold_moved(self, t: float) -> None:
