@@ -34,3 +34,63 @@ def test_results_dock_offers_the_threshold_that_keeps_the_clicked_kind(qtbot, wi
     from hyperapp.detect.finish import mask_at
 
     assert (win.view._mask == mask_at(run.result.scores, s["threshold"]).astype(bool)).all()  # the image follows
+
+
+#: a key named in a tooltip or the README: Ctrl+R, Ctrl+Shift+O, F5, Esc
+KEY_NAME = r"\b(?:Ctrl\+(?:Shift\+)?[A-Z0-9]\w*|F\d{1,2}|Esc)\b"
+
+
+def _advertised_keys(win) -> dict[str, str]:
+    """{key: where it is named} for every key the window's tooltips, its hint lines and the README's
+    window section name, and the marking keys the README lists in backquotes."""
+    import re
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QWidget
+
+    out = {}
+    for w in win.findChildren(QWidget):
+        for text in (w.toolTip(), w.text() if isinstance(w, (QLabel, QAbstractButton)) else ""):
+            for k in re.findall(KEY_NAME, str(text)):
+                out.setdefault(k, f"{type(w).__name__} {str(text)[:60]!r}")
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    window = readme[readme.index("- **Open**"):readme.index("- **Results**")]  # the window's walk-through
+    for k in re.findall(KEY_NAME, window):
+        out.setdefault(k, "README")
+    for k in re.findall(r"`([0-9TB])`", window) + ["2", "3"]:  # `1`-`4`
+        out.setdefault(k, "README (marking keys)")
+    return out
+
+
+def test_every_advertised_shortcut_triggers_its_action_whatever_the_tool_shown(qtbot, win, land_hdr):
+    """Ctrl+R did nothing: it sat on the Train & Run button, which has no shortcut while another tool is
+    shown. Every key named in a tooltip or the README is a window action, and pressing it triggers it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QAction, QKeySequence
+    from PySide6.QtTest import QTest
+
+    assert win.open_cube(land_hdr)
+    keys = _advertised_keys(win)
+    assert {"Ctrl+R", "F5", "Esc", "Ctrl+Z", "T", "B", "1", "0"} <= set(keys)
+    actions = {}
+    for a in win.findChildren(QAction):
+        for seq in a.shortcuts():
+            actions[seq.toString()] = a
+    missing = {k: where for k, where in keys.items() if QKeySequence(k).toString() not in actions}
+    assert not missing, f"keys named but bound to no window action: {missing}"
+    win.toolbox.choose("k-means")  # the detector's page hidden: its button could not take the key
+    win.activateWindow()
+    win.setFocus()
+    # the actions that would open a dialog are checked by their binding above, not pressed
+    for k in ("Ctrl+R", "F5", "Esc", "Ctrl+Z", "T", "B", "1", "0"):
+        a = actions[QKeySequence(k).toString()]
+        with qtbot.waitSignal(a.triggered, timeout=2000):
+            seq = QKeySequence(k)[0]
+            QTest.keyClick(win, seq.key(), seq.keyboardModifiers())
+        if k in ("Ctrl+R", "F5"):
+            win.cancel_everything()
+    # Ctrl+R ran the detector, with another tool in front: nothing marked on the land scene, so it says
+    # what to click (a run of the k-means panel would have said nothing of targets)
+    win.last_error = None
+    QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    assert win.toolbox.current() == "k-means" and "target" in (win.last_error or "")

@@ -348,6 +348,9 @@ class MainWindow(QMainWindow):
         self._action(v, "&Fit image to window", self.view.fit, "Ctrl+0")
         r = mb.addMenu("&Run")
         self._action(r, "&Run the chosen tool", self.run_current_tool, "F5")
+        # the window's, not the Train & Run button's: a button's shortcut works only while it is shown, and
+        # Ctrl+R did nothing with an analysis tool or the library in front
+        self._action(r, "Run the &detector", self.run_detector, "Ctrl+R")
         self._action(r, "&Cancel", self.cancel_everything, "Esc")
         self._update_recent()
 
