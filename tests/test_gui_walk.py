@@ -94,3 +94,30 @@ def test_every_advertised_shortcut_triggers_its_action_whatever_the_tool_shown(q
     win.last_error = None
     QTest.keyClick(win, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
     assert win.toolbox.current() == "k-means" and "target" in (win.last_error or "")
+
+
+def test_a_refusal_line_goes_once_a_run_with_the_kept_values_succeeds(qtbot, win, land_hdr):
+    """A refused value's red line stayed under the form through later successful runs: it goes when a
+    run succeeds (the detector's form and an analysis panel's), or when the box takes another value."""
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    win.detector.set_method("sam")
+    note = win.detector.param_form.note
+    win.detector.far.fixup("-1")  # what Qt calls as editing ends on text it cannot take
+    assert not note.isHidden() and "'-1' is not allowed" in note.text()
+    assert run_detector(qtbot, win, "sam") is not None
+    assert note.isHidden()
+    win.detector.far.fixup("2")
+    assert not note.isHidden()
+    win.detector.far.setValue(0.01)  # another value taken: the refusal is old
+    assert note.isHidden()
+    km = win.panels["k-means"]
+    km.form.set_values({"k": "2..3"})
+    km.sample.setValue(500)
+    km.sample.fixup("-5")
+    assert not km.form.note.isHidden()
+    with qtbot.waitSignal(km.finished, timeout=120000) as blocker:
+        km.run()
+    assert blocker.args[0] is not None and km.form.note.isHidden()

@@ -131,6 +131,8 @@ class MainWindow(QMainWindow):
                   self.lo_pct, self.hi_pct, QLabel("overlay opacity"), self.opacity, self.opacity_label):
             bar.addWidget(w)
         cl.addLayout(bar)
+        # a run that succeeded took the kept values: the refusal said under the detector's form is history
+        self.run_finished.connect(lambda run: run is not None and self.detector.param_form.clear_refusal())
         self.view = ImageView()
         self.legend = ClassLegend()
         row = QHBoxLayout()

@@ -473,6 +473,7 @@ class AnalysisPanel(QWidget):
 
     def _done(self, result) -> None:
         self.result = result
+        self.form.clear_refusal()  # the run took the kept values: a refusal said before is history
         self._shown_options = self._asked
         rep = result.report
         self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "
