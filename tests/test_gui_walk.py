@@ -121,3 +121,20 @@ def test_a_refusal_line_goes_once_a_run_with_the_kept_values_succeeds(qtbot, win
     with qtbot.waitSignal(km.finished, timeout=120000) as blocker:
         km.run()
     assert blocker.args[0] is not None and km.form.note.isHidden()
+
+
+def test_the_status_bar_names_the_run_picked_in_the_results_dock(qtbot, win, land_hdr):
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    first = run_detector(qtbot, win, "sam")
+    second = run_detector(qtbot, win, "ace")
+    bar = win.statusBar()
+    assert bar.currentMessage().startswith(f"{second.name} finished in ")
+    win.results.runs.setCurrentIndex(0)  # the person picks the first run
+    assert bar.currentMessage().startswith(f"Shown: {first.name} (it took ")
+    assert bar.toolTip().startswith(f"{first.name}, from the click to the result")
+    assert second.name not in bar.currentMessage() + bar.toolTip()
+    win.results.runs.setCurrentIndex(1)
+    assert bar.currentMessage().startswith(f"Shown: {second.name} (it took ")

@@ -747,6 +747,7 @@ class MainWindow(QMainWindow):
         if run.result.method != self.detector.method_name():
             line = f"Shown: {line} (the form above holds the next run's method)"
         self.detector.status.setText(line)
+        self._say_shown_run(run)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.show_result(res.scores, run.threshold, self.session.truth,
@@ -754,6 +755,20 @@ class MainWindow(QMainWindow):
                                  res.report.get("far") if run.threshold == res.threshold else None,
                                  report=res.report)
         self.show_detection()
+
+    def _say_shown_run(self, run: Run) -> None:
+        """The status bar names the run shown (it went on naming the last run made after another was picked
+        in the Results dock), with its stage timings in the tooltip; the run just made says it finished."""
+        if self._timing_message.startswith(f"{run.name} finished"):
+            return  # (said by _run_done a moment ago)
+        sec = run.result.report["seconds"]
+        total = sec["total"]
+        took = f"{total * 1e3:.0f} ms" if total < 1 else f"{total:.1f} s"
+        said = f"Shown: {run.name} (it took {took})"
+        stages = "\n".join(f"{k}: {v * 1e3:.1f} ms" for k, v in sec.items() if k != "total" and v >= 5e-5)
+        self._timing_message = said
+        self.statusBar().setToolTip(f"{run.name}, from the click to the result:\n{stages}")
+        self.statusBar().showMessage(said, 15000)
 
     def _threshold_moved(self, t: float) -> None:
         run = self.current_run()
