@@ -134,11 +134,9 @@ class MainWindow(QMainWindow):
         # a run that succeeded took the kept values: the refusal said under the detector's form is history
         self.run_finished.connect(lambda run: run is not None and self.detector.param_form.clear_refusal())
         self.view = ImageView()
-        self.legend = ClassLegend()
-        row = QHBoxLayout()
-        row.addWidget(self.view, 1)
-        row.addWidget(self.legend)
-        cl.addLayout(row, 1)
+        self.legend = ClassLegend()  # under the image, as tall as its lines (it was a column beside it)
+        cl.addWidget(self.view, 1)
+        cl.addWidget(self.legend)
         self.view.show_hint("Open a cube: File > Open cube… (Ctrl+O), or drop a file here")
         #: what the image's overlay shows: "detection" (the chosen run) or an analysis's title
         self.shown = "detection"
@@ -149,17 +147,26 @@ class MainWindow(QMainWindow):
         self.detector = DetectorDock()
         self.results = ResultsPanel()
         self.compare_view = ImageView()
-        self.compare_view.setMinimumSize(320, 200)
+        # its image about as tall as the dock allows at 1366 x 768 (it was ~150 pixels): no key line (the
+        # image's own says the same overlays), and a minimum the bottom docks' height holds anyway
+        self.compare_view.drop_key_line()
+        self.compare_view.setMinimumSize(320, 230)
         self.compare_pick = QComboBox()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
-        cwl.addWidget(self.compare_pick)
+        # the picker and its note on one row, in thin margins: the view gets the dock's height (at 1366 x 768
+        # the image was about 150 pixels tall under a row each and the layout's margins)
+        cwl.setContentsMargins(2, 2, 2, 2)
+        cwl.setSpacing(2)
+        pick_row = QHBoxLayout()
+        pick_row.addWidget(self.compare_pick, 2)
         # what the view below shows (until a run is picked: what it is for); two lines always, so that a
         # change of text never resizes the view, which is linked to the main view's zoom
         self.compare_note = QLabel("")
         self.compare_note.setWordWrap(True)
         self.compare_note.setFixedHeight(2 * self.compare_note.fontMetrics().lineSpacing() + 4)
-        cwl.addWidget(self.compare_note)
+        pick_row.addWidget(self.compare_note, 3)
+        cwl.addLayout(pick_row)
         cwl.addWidget(self.compare_view, 1)
         self._compare_placeholder()
         self.compare_view.vb.setXLink(self.view.vb)
@@ -684,7 +691,7 @@ class MainWindow(QMainWindow):
         self.legend.show_classes(heading, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {heading} map")
-        self.statusBar().showMessage(f"{heading}: {len(values)} class{'' if len(values) == 1 else 'es'} shown on the image (legend at the right)",
+        self.statusBar().showMessage(f"{heading}: {len(values)} class{'' if len(values) == 1 else 'es'} shown on the image (legend under it)",
                                      5000)
 
     def show_detection(self, reason: str = "") -> None:
