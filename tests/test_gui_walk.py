@@ -138,3 +138,60 @@ def test_the_status_bar_names_the_run_picked_in_the_results_dock(qtbot, win, lan
     assert second.name not in bar.currentMessage() + bar.toolTip()
     win.results.runs.setCurrentIndex(1)
     assert bar.currentMessage().startswith(f"Shown: {second.name} (it took ")
+
+
+def _laptop(qtbot, win):
+    win.resize(1366, 768)
+    win._fit_docks()
+    qtbot.wait(100)
+
+
+def test_at_a_laptop_the_compare_image_is_tall_and_its_bar_label_whole(qtbot, win, land_hdr):
+    """At 1366 x 768 the Compare view's image was about 150 pixels tall and its colour bar's label was
+    cut: the view keeps most of the dock's height, and a bar's label is the longest form its height
+    holds (every image view's: the main one's too)."""
+    from PySide6.QtGui import QFontMetrics
+
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    _laptop(qtbot, win)
+    run = run_detector(qtbot, win, "sam")
+    win.compare_dock.raise_()
+    win.compare_pick.setCurrentIndex(0)
+    qtbot.wait(100)
+    vb = win.compare_view.vb.geometry()
+    assert vb.height() >= 200, vb.height()  # the (square) image as tall as the view box
+    for view in (win.view, win.compare_view):
+        axis = view.colour_bar.getAxis("right")
+        shown = view.bar_label_shown()
+        assert shown and QFontMetrics(axis.label.font()).horizontalAdvance(shown) <= axis.geometry().height()
+        assert axis.toolTip().startswith("score (1st-99.9th")  # the whole label, where it was shortened
+    assert win.compare_view.bar_label_shown() != axis.toolTip() or vb.height() > 300  # (short here)
+    assert run is not None
+
+
+def test_the_class_legend_lies_under_the_image_as_tall_as_its_lines(qtbot, win, land_hdr):
+    """After an analysis the legend took a ~210-pixel column beside the image, mostly empty."""
+    from hyperapp.gui.image_view import LEGEND_ROWS
+
+    assert win.open_cube(land_hdr)
+    _laptop(qtbot, win)
+    km = win.panels["k-means"]
+    win.toolbox.choose("k-means")
+    km.form.set_values({"k": "3"})
+    km.sample.setValue(1000)
+    with qtbot.waitSignal(km.finished, timeout=120000):
+        km.run()
+    qtbot.wait(100)
+    legend, view = win.legend, win.view
+    assert legend.isVisible() and len(legend.entries()) == 3
+    assert legend.geometry().top() >= view.geometry().bottom()  # under the image, not beside it
+    assert legend.width() >= view.width() - 4  # the image keeps the window's width
+    row = max(legend.sizeHintForRow(0), legend.fontMetrics().lineSpacing() + 4) + 2 * legend.spacing()
+    assert legend.height() <= row + 12  # three classes: one line
+    # a map of many classes: at most LEGEND_ROWS rows, the rest scrolled
+    names = [f"neuron {i}" for i in range(100)]
+    legend.show_classes("SOM", names, [(i, i, i) for i in range(100)], list(range(100)))
+    assert 2 * row < legend.height() <= LEGEND_ROWS * row + 12

@@ -217,7 +217,6 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_threshold_mark(self, t: float | None) -> None:
         """Mark threshold ``t`` on the score colour bar (None: no mark); one beyond the bar's ends sits at
         the end, and the bar's label says where it is."""
-        axis = self.colour_bar.getAxis("right")
         if t is None or not self._bar_on:  # (not isVisible: a view in a tab not shown is not visible)
             self.bar_mark.hide()
             self.set_bar_label(BAR_LABEL)
