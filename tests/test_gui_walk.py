@@ -26,6 +26,8 @@ def test_results_dock_offers_the_threshold_that_keeps_the_clicked_kind(qtbot, wi
     s = run.result.report["suggested_threshold"]
     assert hint.isVisible() and hint.text.text() == suggestion_words(run.result.report)
     assert f"({s['objects']} objects)" in hint.button.text()
+    b = hint.button
+    assert b.fontMetrics().horizontalAdvance(b.text()) <= b.width() - 8  # whole in the dock's column
     hint.button.click()
     assert run.threshold == pytest.approx(s["threshold"]) and not hint.isVisible()
     win.results.flush()

@@ -43,7 +43,8 @@ class ThresholdHint(QWidget):
             self.hide()
             return
         self.text.setText(suggestion_words(report))
-        self.button.setText(f"Keep the clicked kind: threshold {s['threshold']:.4g} ({s['objects']} objects)")
+        # short: the Results dock's column is 300 pixels wide (the words above say the rest)
+        self.button.setText(f"Use threshold {s['threshold']:.4g} ({s['objects']} objects)")
         self.show()
 
     def take(self) -> None:
