@@ -484,7 +484,7 @@ def test_cost_lines_say_seconds_and_a_long_run_asks_first(qtbot, win):
     km.form.set_values({"k": "2..1000"})
     km.form.changed.emit()
     big = km.estimate(calibrate=False)
-    assert big.seconds > cost.ASK_ABOVE and big.words() in km.cost.text()
+    assert big.longest > cost.ASK_ABOVE and big.words() in km.cost.text()
     assert km.run() is None and km.worker is None  # nothing started: it asks
     box = km.confirm_box
     assert box.isVisible() and big.words() in box.text()

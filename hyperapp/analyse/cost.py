@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: a run estimated above this many seconds asks first in the window (and is announced by the CLI)
+#: a run estimated above this many seconds (its :attr:`Estimate.longest`) asks first in the window (and is
+#: announced by the CLI)
 ASK_ABOVE = 60.0
 
 #: Lloyd iterations a k-means range runs before every restart and k has settled (tol 1e-4), for the
@@ -354,8 +355,8 @@ def estimate(method: str, params: dict | None, n_spectra: int, n_bands: int, bac
 
 def long_run_words(cube, method: str, params: dict | None, selection, roi=None, objects=None,
                    device: str = "auto") -> str | None:
-    """A line announcing a run estimated above :data:`ASK_ABOVE` seconds (what the CLI prints before
-    it starts, without asking), or None for a shorter one."""
+    """A line announcing a run estimated above :data:`ASK_ABOVE` seconds at the longest (what the CLI
+    prints before it starts, without asking), or None for a shorter one."""
     from hyperapp.core.backend import get_backend
     from hyperapp.models.registry import get_analysis
 
@@ -364,7 +365,7 @@ def long_run_words(cube, method: str, params: dict | None, selection, roi=None, 
     n = npx if m.needs_image else int(selection.indices((cube.rows, cube.cols), roi, objects).size)
     backend = get_backend(device)
     est = estimate(method, params, n, cube.bands, backend, npx)
-    if est.seconds <= ASK_ABOVE:
+    if est.longest <= ASK_ABOVE:
         return None
     return (f"{m.title} on {n:,} spectra is estimated to take {est.words()} on this machine's "
             f"{'GPU' if backend.is_gpu else 'CPU'}")

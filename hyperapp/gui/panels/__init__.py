@@ -368,7 +368,8 @@ class AnalysisPanel(QWidget):
 
             est = self.estimate()  # (times the method's small fits first, where this session has not)
             self._estimate()
-            if est is not None and est.seconds > ASK_ABOVE:
+            # (its longest: every iteration allowed; this machine's runs were up to 3x its "about")
+            if est is not None and est.longest > ASK_ABOVE:
                 self.ask_long_run(est)
                 return None
         device = self.host.detector.device_name()
