@@ -190,7 +190,10 @@ class AnalysisPanel(QWidget):
         s = self.host.session
         n = self.cost_spectra()
         if s is None or n is None:
-            self.cost.setText("Cost: known once the spectra are (the marked classes or the detected objects).")
+            kind = self.selection().kind
+            self.cost.setText("Cost: known once pixels are marked (the ROIs it fits on)." if kind in ("roi", "rois")
+                              else "Cost: known once there are detected objects (run a detector)."
+                              if kind == "objects" else "Cost: known once a cube is open.")
             return
         try:
             params = ANALYSES[self.method_name()].check_params(self.params())
