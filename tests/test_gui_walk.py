@@ -197,3 +197,28 @@ def test_the_class_legend_lies_under_the_image_as_tall_as_its_lines(qtbot, win, 
     names = [f"neuron {i}" for i in range(100)]
     legend.show_classes("SOM", names, [(i, i, i) for i in range(100)], list(range(100)))
     assert 2 * row < legend.height() <= LEGEND_ROWS * row + 12
+
+
+def test_the_compare_view_follows_the_image_and_leads_it_when_used(qtbot, win, land_hdr):
+    """Zoomed and panned with the image, both ways; a resize of the Compare view never moves the image."""
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run_detector(qtbot, win, "sam")
+    win.compare_dock.raise_()
+    win.compare_pick.setCurrentIndex(0)
+    win.view.zoom_to(20, 20, 40, 40, margin=0)
+    (x0, x1), (y0, y1) = win.compare_view.vb.viewRange()
+    # the image's range, widened to the view's aspect along one axis only
+    assert x0 <= 20.5 and x1 >= 39.5 and y0 <= 20.5 and y1 >= 39.5
+    assert min(x1 - x0, y1 - y0) < 21
+    before = np.asarray(win.view.vb.viewRange())
+    win.compare_view.resize(win.compare_view.width() - 100, win.compare_view.height() - 40)
+    qtbot.wait(50)
+    np.testing.assert_allclose(np.asarray(win.view.vb.viewRange()), before, atol=1e-6)
+    # the person zooms in the Compare view: the image follows
+    win.compare_view.vb.setRange(xRange=(60, 70), yRange=(60, 70), padding=0)
+    win.compare_view.vb.sigRangeChangedManually.emit([True, True])
+    (x0, x1), (y0, y1) = win.view.vb.viewRange()
+    assert x0 <= 60.5 and x1 >= 69.5 and y0 <= 60.5 and y1 >= 69.5 and min(x1 - x0, y1 - y0) < 30  # (there, not the whole scene)

@@ -169,8 +169,11 @@ class MainWindow(QMainWindow):
         cwl.addLayout(pick_row)
         cwl.addWidget(self.compare_view, 1)
         self._compare_placeholder()
-        self.compare_view.vb.setXLink(self.view.vb)
-        self.compare_view.vb.setYLink(self.view.vb)
+        # zoomed and panned with the image: the image's range drives the view's, and the person's own zoom or
+        # pan in the view drives the image's. Not pyqtgraph's two-way link: the two views' aspects differ,
+        # and a resize of the linked view (a run, a layout) moved the person's zoom on the image
+        self.view.vb.sigRangeChanged.connect(self._follow_view)
+        self.compare_view.vb.sigRangeChangedManually.connect(self._lead_view)
         self.toolbox = ToolBox()
         self.toolbox.add_tool(DETECT_TOOL, self.detector, tip="Train a detector on the marked pixels and "
                               "score every pixel; the Results dock shows the scores, the threshold and the objects")
@@ -801,6 +804,16 @@ class MainWindow(QMainWindow):
         """A run's stage timings stay in the status bar's tooltip only while its message shows."""
         if text != self._timing_message:
             self.statusBar().setToolTip("")
+
+    def _follow_view(self, *_) -> None:
+        """The Compare view shows the image's range (framed to its own aspect)."""
+        xr, yr = self.view.vb.viewRange()
+        self.compare_view.vb.setRange(xRange=xr, yRange=yr, padding=0)
+
+    def _lead_view(self, *_) -> None:
+        """A zoom or pan made in the Compare view moves the image the same way."""
+        xr, yr = self.compare_view.vb.viewRange()
+        self.view.vb.setRange(xRange=xr, yRange=yr, padding=0)
 
     def _compare_placeholder(self) -> None:
         """The Compare picker's line while nothing is picked, following the runs it lists."""
