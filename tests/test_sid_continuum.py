@@ -6,7 +6,7 @@ import pytest
 
 from hyperapp.errors import InputError
 from hyperapp.models import classic
-from hyperapp.models.continuum import continuum, continuum_removed
+from hyperapp.models.continuum import _continuum, continuum, continuum_removed
 from hyperapp.models.registry import get_method
 
 
@@ -182,6 +182,9 @@ def test_continuum_on_the_gpu_agrees(cp, bands):
     for dtype in (np.float64, np.float32):
         Q = P.astype(dtype)
         want = continuum_removed(Q, x)
-        got = continuum_removed(cp.asarray(Q), x)
+        got = continuum_removed(cp.asarray(Q), x)  # kernels/continuum.cu
         assert isinstance(got, cp.ndarray) and got.dtype == want.dtype
         assert np.abs(got.get() - want).max() <= (1e-12 if dtype == np.float64 else 1e-6), (bands, dtype)
+        # the vectorised march on CuPy too (the CPU's algorithm)
+        hull = _continuum(cp.asarray(Q), x, kernel=False)
+        assert np.abs(hull.get() - continuum(Q, x)).max() <= (1e-12 if dtype == np.float64 else 1e-6), (bands, dtype)
