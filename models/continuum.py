@@ -20,7 +20,7 @@ import numpy as np
 
 from hyperapp.backend import get_namespace
 from hyperapp.errors import InputError
-from hyperapp.models.base import float_dtype
+from hyperapp.models.base import PixelDetector, as_pixels, check_finite, float_dtype
 
 #: spectra per step on the CPU and on the GPU: bounds the (spectra, bands) temporaries (a few of float64 and
 #: int64 each, about 50 MB at 224 bands on the CPU, 1.8 GB on the GPU)
@@ -174,3 +174,79 @@ def continuum_removed(X, wavelengths=None):
     hull = continuum(X, wavelengths)
     pos = xp.greater(hull, 0)
     return xp.where(pos, X.astype(hull.dtype) / xp.where(pos, hull, 1), 1).astype(hull.dtype)
+
+
+class InContinuum(PixelDetector):
+    """Any pixel detector run on continuum-removed spectra: the image's pixels, and any target or undesired
+    spectrum (a library's), are divided by their continuum (:func:`continuum_removed`) before the detector
+    fits and scores them. The image keeps its shape; a (rows, cols, bands) image stays one for detectors that
+    need it (local RX).
+
+    Parameters
+    ----------
+    detector : PixelDetector
+        The unfitted detector (its own parameters as set).
+    wavelengths : sequence of float, optional
+        The image's band centres, one per band (the cube's ``wavelengths``); None: the band index.
+
+    Notes
+    -----
+    In memory only (``stream_stats`` None): the two-pass path's statistics would have to be summed over the
+    transformed tiles. ``fit``'s ``check_input`` is honoured before the transform (the transform of finite
+    spectra is finite).
+    """
+
+    accepts_check_input = True
+    stream_stats = None
+
+    def __init__(self, detector=None, wavelengths=None):
+        self.detector = detector
+        self.wavelengths = wavelengths
+        self.uses_targets = getattr(detector, "uses_targets", True)
+        self.uses_undesired = getattr(detector, "uses_undesired", False)
+        self.labels_on_host = getattr(detector, "labels_on_host", False)
+        self.accepts_progress = getattr(detector, "accepts_progress", False)
+
+    def _image(self, X, check_input: bool):
+        P, _ = as_pixels(X)
+        if check_input:
+            check_finite(P)
+        self.n_bands_ = P.shape[1]
+        return continuum_removed(X, self.wavelengths)
+
+    def _spectra(self, S, xp):
+        """Spectra (k, bands) or (bands,) continuum-removed on the image's device, float64; None stays None."""
+        if S is None:
+            return None
+        return continuum_removed(xp.asarray(S, dtype=xp.float64), self.wavelengths)
+
+    def _fit_kw(self) -> dict:
+        return {"check_input": False} if getattr(self.detector, "accepts_check_input", False) else {}
+
+    def fit(self, X, y=None, check_input: bool = True, **kw):
+        self.detector_ = self.detector.fit(self._image(X, check_input), y, **self._fit_kw(), **kw)
+        return self
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, **kw):
+        Z = self._image(X, check_input)
+        xp = get_namespace(Z)
+        self.detector_ = self.detector.fit_signature(Z, self._spectra(target, xp), y=y,
+                                                     undesired=self._spectra(undesired, xp), check_input=False,
+                                                     **kw)
+        return self
+
+    def _transform(self, X):
+        self._check_fitted()
+        P, _ = as_pixels(X)
+        if P.shape[1] != self.n_bands_:
+            raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.n_bands_}")
+        return continuum_removed(X, self.wavelengths)
+
+    def decision_function(self, X):
+        return self.detector_.decision_function(self._transform(X))
+
+    def score_maps(self, X):
+        Z = self._transform(X)
+        if hasattr(self.detector_, "score_maps"):
+            return self.detector_.score_maps(Z)
+        return self.detector_.decision_function(Z), {}
