@@ -348,7 +348,7 @@ class SID(PixelDetector):
         if not float(xp.max(target_mean)) > 0:
             raise InputError("the mean target spectrum has no positive value: SID reads spectra as shares of their "
                              "sum over the bands, and needs a target with some positive reflectance")
-        q = xp.maximum(target_mean, SID_EPS)  # ufuncs where an operand is a scalar: hyperapp.backend
+        q = xp.maximum(target_mean, SID_EPS)  # ufuncs where an operand is a scalar: hyperapp.core.backend
         q = q / q.sum()
         self.q_ = q.astype(dtype)
         self.log_q_ = xp.log(q).astype(dtype)

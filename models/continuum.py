@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import PixelDetector, as_pixels, check_finite, float_dtype
 
 #: spectra per step on the CPU and on the GPU: bounds the (spectra, bands) temporaries (a few of float64 and
@@ -30,7 +30,7 @@ GPU_CHUNK = 1 << 17
 
 def band_positions(wavelengths, bands: int) -> np.ndarray:
     """The abscissa of each band (float64, host): the wavelengths, or the band index 0, 1, ... when there
-    are none (``None``). Raises :class:`~hyperapp.errors.InputError` for a count that is not ``bands``, a
+    are none (``None``). Raises :class:`~hyperapp.core.errors.InputError` for a count that is not ``bands``, a
     value that is not finite, or a wavelength given twice."""
     if wavelengths is None:
         return np.arange(bands, dtype=np.float64)
@@ -59,7 +59,7 @@ def _hull_chunk(Y, x):
     V[:, 0] = True
     V[:, last] = True
     # the march, over the spectra still short of the last band (ufuncs where an operand is a scalar:
-    # hyperapp.backend, scalar operators)
+    # hyperapp.core.backend, scalar operators)
     rows = xp.arange(n)
     cur = xp.zeros(n, dtype=ar.dtype)
     Ya = Y
@@ -94,7 +94,7 @@ def _hull_chunk_gpu(Y, x):
     """:func:`_hull_chunk` on CuPy by ``kernels/continuum.cu`` (one thread per spectrum)."""
     import cupy
 
-    from hyperapp.backend import device_attributes
+    from hyperapp.core.backend import device_attributes
     from hyperapp.kernels import get_kernel
 
     Y = cupy.ascontiguousarray(Y, dtype=cupy.float64)
