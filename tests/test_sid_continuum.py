@@ -67,7 +67,7 @@ def test_sid_float64_and_refusals():
 
 def test_sid_is_registered_and_runs_the_detection_path():
     from hyperapp.core.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.detect.run import run_detection
 
     m = get_method("sid")
     assert m.min_bands == 2 and m.kind == "pixel" and m.uses_targets
