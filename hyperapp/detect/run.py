@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, to_host_pinned
-from hyperapp.core.cube import Cube
+from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
@@ -711,6 +711,7 @@ def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: 
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
+        **provenance(cube),
         "n_target_pixels": n_targets,
         "n_background_pixels": n_background,
         "nodata_pixels": n_nodata,

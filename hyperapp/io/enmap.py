@@ -133,8 +133,8 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         if vn.count + sw.count != nb:
             raise CubeFormatError(f"the VNIR and SWIR images hold {vn.count} + {sw.count} bands, the metadata "
                                   f"describes {nb}", xml_path)
-        srcs = [(RasterBands(det["_VNIR"], vn), np.arange(vn.count)),
-                (RasterBands(det["_SWIR"], sw), np.arange(vn.count, nb))]
+        srcs = [(RasterBands(det["_VNIR"], vn), np.arange(vn.count), 0),
+                (RasterBands(det["_SWIR"], sw), np.arange(vn.count, nb), vn.count)]
         ref = vn
     elif "" in det:
         ds = rasterio.open(det[""])
@@ -144,22 +144,22 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         brk = np.flatnonzero(np.diff(meta["wl"]) < 0)  # where SWIR's bands begin again below VNIR's last
         cut = int(brk[0]) + 1 if brk.size else nb
         src = RasterBands(det[""], ds)
-        srcs = [(src, np.arange(cut)), (src, np.arange(cut, nb))] if cut < nb else [(src, np.arange(nb))]
+        srcs = [(src, np.arange(cut), 0), (src, np.arange(cut, nb), 0)] if cut < nb else [(src, np.arange(nb), 0)]
         ref = ds
     else:
         raise CubeFormatError(f"no spectral image ({prefix}-SPECTRAL_IMAGE*.TIF/BSQ/BIL/BIP) beside the "
                               "metadata", xml_path)
-    keep = [np.arange(len(b)) for _, b in srcs]
+    keep = [np.arange(len(b)) for _, b, _ in srcs]
     if len(srcs) == 2:
         kv, ks, note = split_overlap(meta["wl"][srcs[0][1]], meta["wl"][srcs[1][1]])
         keep = [kv, ks]
         if note:
             notes.append(note)
     pieces, idx_all = [], []
-    for (src, bands), k in zip(srcs, keep):
+    for (src, bands, base), k in zip(srcs, keep):
         idx = bands[k]  # metadata band indices (0-based)
         idx = idx[np.argsort(meta["wl"][idx], kind="stable")]
-        local = idx - bands[0]
+        local = idx - base  # the image's own band indices
         fill = src.ds.nodata
         pieces.append(Piece(src, (1, 2, 0), local, meta["gain"][idx], meta["offset"][idx], fill))
         idx_all.append(idx)
