@@ -6,6 +6,7 @@ model or training clicks, analysis methods of the analysis path) and its output 
     [inputs]
     paths = ["scenes/*.hdr"]
     # dataset = "data"          # HDF5 dataset / .mat variable
+    # band_axis = 0             # the stored axis holding the bands of generic HDF5/NetCDF inputs that do not say
 
     # [inputs.truth]            # a truth mask per cube: its detections' reports carry AUC and Pd
     # "scenes/scene-01.hdr" = "scenes/scene-01_truth.hdr"
