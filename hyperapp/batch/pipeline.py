@@ -223,7 +223,7 @@ class CubePipeline:
             self._started = True
             if sys.getswitchinterval() > SWITCH_INTERVAL:
                 sys.setswitchinterval(SWITCH_INTERVAL)
-            from hyperapp.detect.run import format_process
+            from hyperapp.detect import format_process
             format_process.start()  # the write stage's object tables are formatted there (not waited for)
             for name, fn, src, dst in (("read", self._read, self._inbox, self._to_compute),
                                        ("compute", self._compute, self._to_compute, self._to_write),
