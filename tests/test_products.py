@@ -235,3 +235,19 @@ def test_a_product_dataset_named_generically_says_so(built, capsys):
     code, out, _ = run(capsys, "info", path, "--dataset", "HDFEOS/SWATHS/PRS_L2D_HCO/Data Fields/VNIR_Cube",
                        "--band-axis", "1")
     assert code == 0 and "40 rows x 50 cols x 22 bands" in out
+
+
+def test_enmap_opens_from_its_image_or_its_zip(built, tmp_path):
+    import zipfile
+
+    xml, truth = built["enmap-l2a"]
+    tif = next(xml.parent.glob("*-SPECTRAL_IMAGE.TIF"))
+    a = open_cube(tif)
+    z = tmp_path / "ENMAP01-L2A.ZIP".lower()
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in xml.parent.iterdir():
+            zf.write(f, f"product/{f.name}")
+    b = open_cube(z)
+    np.testing.assert_array_equal(a.wavelengths, b.wavelengths)
+    np.testing.assert_array_equal(read_float32(a), read_float32(b))
+    assert b.bands == truth["wavelengths"].size and isinstance(b.geo, MapGrid)
