@@ -365,7 +365,7 @@ def describe(geo: MapGrid | Swath | None, rows: int | None = None, cols: int | N
         s = f"swath, lat/lon per pixel ({n} x {m})"
         if geo.glt is not None and geo.grid is not None:
             w, _ = geo.grid.pixel_size
-            s += f", GLT onto {crs_name(geo.grid.crs)} at {w:g}"
+            s += f", GLT onto {crs_name(geo.grid.crs)} at {w:g} {'deg' if _is_wgs84(geo.grid.crs) else 'm'}"
         return s + f"; corners lon/lat (first row first col, ..., clockwise): {_corners(geo, n, m)}"
     except Exception as exc:  # noqa: BLE001  (info says what it could not work out)
         return f"{type(geo).__name__} (cannot be placed: {exc})"

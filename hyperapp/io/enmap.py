@@ -95,10 +95,19 @@ def _bands(root) -> dict:
     return out
 
 
-def open_enmap(path: str | os.PathLike) -> Cube:
-    """Open an EnMAP product lazily as one (rows, cols, bands) float32 cube (see the module's text)."""
+def _raster(path: str):
+    """rasterio's dataset of ``path`` (an L1B image has no grid: the cube's notes say so, not a warning)."""
+    import warnings
+
     import rasterio
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+        return rasterio.open(path)
+
+
+def open_enmap(path: str | os.PathLike) -> Cube:
+    """Open an EnMAP product lazily as one (rows, cols, bands) float32 cube (see the module's text)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         found = _zip_members(p)
@@ -129,7 +138,7 @@ def open_enmap(path: str | os.PathLike) -> Cube:
     nb = meta["wl"].size
     notes: list[str] = []
     if "_VNIR" in det and "_SWIR" in det:  # L1B: two images
-        vn, sw = rasterio.open(det["_VNIR"]), rasterio.open(det["_SWIR"])
+        vn, sw = _raster(det["_VNIR"]), _raster(det["_SWIR"])
         if vn.count + sw.count != nb:
             raise CubeFormatError(f"the VNIR and SWIR images hold {vn.count} + {sw.count} bands, the metadata "
                                   f"describes {nb}", xml_path)
@@ -137,7 +146,7 @@ def open_enmap(path: str | os.PathLike) -> Cube:
                 (RasterBands(det["_SWIR"], sw), np.arange(vn.count, nb), vn.count)]
         ref = vn
     elif "" in det:
-        ds = rasterio.open(det[""])
+        ds = _raster(det[""])
         if ds.count != nb:
             raise CubeFormatError(f"the spectral image holds {ds.count} bands, the metadata describes {nb}",
                                   xml_path)
@@ -169,6 +178,9 @@ def open_enmap(path: str | os.PathLike) -> Cube:
     refl = "L2" in level.upper()
     notes.append("values = DN x GainOfBand + OffsetOfBand (METADATA.XML)")
     geo = MapGrid(tuple(ref.transform.to_gdal()), ref.crs.to_wkt()) if ref.crs is not None else None
+    if geo is None:
+        notes.append("no location: the image has no map grid (L1B is in sensor geometry, and its METADATA.XML's "
+                      "RPC coefficients are not applied here)")
     fw = meta["fwhm"][idx]
     return Cube(
         StoredArray(stack, (0, 1, 2)),

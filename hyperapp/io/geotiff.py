@@ -68,11 +68,15 @@ def _list(raw) -> np.ndarray | None:
 
 def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = None) -> Cube:
     """Open a GeoTIFF/COG cube lazily (see the module's text)."""
+    import warnings
+
     import rasterio
 
     p = Path(path)
     try:
-        ds = rasterio.open(p)
+        with warnings.catch_warnings():  # a TIFF without a grid has no location: Cube.geo None says it
+            warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+            ds = rasterio.open(p)
     except rasterio.errors.RasterioIOError as exc:
         raise CubeFormatError(f"not a readable GeoTIFF ({exc})", p) from exc
     n = ds.count
@@ -134,7 +138,7 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
         geo = geo_from_map_info(h["map info"], css if isinstance(css, str) else None)
     sensor = h.get("sensor type") or h.get("description") or ""
     product = "GeoTIFF" + (" + ENVI header" if hdr is not None else "")
-    if "desis" in str(sensor).lower() or "desis" in p.name.lower():
+    if "desis" in str(sensor).lower():
         product = "DESIS (GeoTIFF + ENVI header)" if hdr is not None else "DESIS GeoTIFF"
     scale = h.get("reflectance scale factor")
     return Cube(
