@@ -251,3 +251,10 @@ def test_enmap_opens_from_its_image_or_its_zip(built, tmp_path):
     np.testing.assert_array_equal(a.wavelengths, b.wavelengths)
     np.testing.assert_array_equal(read_float32(a), read_float32(b))
     assert b.bands == truth["wavelengths"].size and isinstance(b.geo, MapGrid)
+
+
+def test_classic_netcdf_says_what_it_is(tmp_path, capsys):
+    p = tmp_path / "old.nc"
+    p.write_bytes(b"CDF\x01" + bytes(200))
+    code, _, err = run(capsys, "info", p)
+    assert code == 2 and "classic NetCDF" in err and "old.nc" in err
