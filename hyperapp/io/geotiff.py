@@ -36,13 +36,11 @@ def is_tiff(path: str | os.PathLike) -> bool:
 
 def tiff_beside(hdr: Path) -> Path | None:
     """The TIFF an ENVI header describes (same stem, ``.tif``/``.tiff`` in any case), if any."""
-    stem = hdr.with_suffix("")
-    for ext in (".tif", ".TIF", ".tiff", ".TIFF"):
-        for cand in (stem.with_name(stem.name + ext), Path(str(hdr)[:-4]) if str(hdr).lower().endswith(ext + ".hdr")
-                     else None):
-            if cand is not None and cand.is_file() and is_tiff(cand):
-                return cand
-    return None
+    stem = hdr.with_suffix("")  # x.hdr -> x; x.tif.hdr -> x.tif
+    cands = [stem.with_name(stem.name + ext) for ext in (".tif", ".TIF", ".tiff", ".TIFF")]
+    if stem.suffix.lower() in (".tif", ".tiff"):
+        cands.insert(0, stem)
+    return next((c for c in cands if c.is_file() and is_tiff(c)), None)
 
 
 def header_beside(tif: Path) -> Path | None:
