@@ -124,6 +124,36 @@ class Swath:
         return r0 + np.asarray(rows, dtype=np.float64) * rs, c0 + np.asarray(cols, dtype=np.float64) * cs
 
 
+class CornerField:
+    """A lazy 2-D field (rows, cols) bilinear between four values at the corner pixels' centres: a swath's lat
+    or lon where a product gives only its corners (EnMAP L1B). Sliced like an array."""
+
+    def __init__(self, shape: tuple[int, int], ul: float, ur: float, ll: float, lr: float):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.corners = (float(ul), float(ur), float(ll), float(lr))
+        self.dtype = np.dtype(np.float64)
+        self.ndim = 2
+
+    def __getitem__(self, idx) -> np.ndarray:
+        rs, cs = idx
+        n, m = self.shape
+        r = np.arange(n, dtype=np.float64)[rs] / max(n - 1, 1)
+        c = np.arange(m, dtype=np.float64)[cs] / max(m - 1, 1)
+        ul, ur, ll, lr = self.corners
+        a, b = r[:, None], c[None, :]
+        return (1 - a) * ((1 - b) * ul + b * ur) + a * ((1 - b) * ll + b * lr)
+
+
+def corner_swath(rows: int, cols: int, corners: dict) -> Swath:
+    """A :class:`Swath` bilinear between the (lon, lat) of its four corner pixels' centres, given as
+    ``{"upper_left": (lon, lat), "upper_right": ..., "lower_left": ..., "lower_right": ...}``: an
+    approximation (straight edges) for products that give only their corners."""
+    k = ("upper_left", "upper_right", "lower_left", "lower_right")
+    lon = CornerField((rows, cols), *(corners[x][0] for x in k))
+    lat = CornerField((rows, cols), *(corners[x][1] for x in k))
+    return Swath(lat, lon)
+
+
 @lru_cache(maxsize=32)
 def _to_wgs84(crs: str):
     from pyproj import Transformer

@@ -8,7 +8,8 @@ the bands (bandID numbers) that hold data, the others are bad. L1B keeps VNIR an
 (``*-SPECTRAL_IMAGE_VNIR``, ``*-SPECTRAL_IMAGE_SWIR``); L1C and L2A one (``*-SPECTRAL_IMAGE``) of VNIR's
 bands then SWIR's. In both the detectors overlap near 900-1000 nm: one copy is kept
 (:func:`hyperapp.io.band_stack.split_overlap`). L1C/L2A images are map grids (their GeoTIFF transform);
-L1B is not orthorectified and gets no location here. (Layout after the EnMAP-Box importers, read only.)
+L1B is in sensor geometry: its location is bilinear between the four corners of ``base/spatialCoverage``
+(approximate; the RPCs are not applied). (Layout after the EnMAP-Box importers, read only.)
 A zipped product is read inside the zip (GDAL's ``/vsizip/``).
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
-from hyperapp.core.geo import MapGrid
+from hyperapp.core.geo import MapGrid, corner_swath
 from hyperapp.io.band_stack import BandStack, Piece, RasterBands, split_overlap
 
 IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?\.(?P<ext>[A-Za-z]+)$")
@@ -93,6 +94,19 @@ def _bands(root) -> dict:
     lv = root.findtext(".//processingLevel") or root.findtext(".//level") or ""
     out["level"] = lv.strip()
     return out
+
+
+def _corners(root) -> dict | None:
+    """``base/spatialCoverage/boundingPolygon/point``: frame -> (lon, lat) of the four corners, or None."""
+    out = {}
+    for pt in root.findall(".//spatialCoverage/boundingPolygon/point"):
+        try:
+            out[(pt.findtext("frame") or "").strip()] = (float(pt.findtext("longitude")),
+                                                         float(pt.findtext("latitude")))
+        except (TypeError, ValueError):
+            return None
+    keys = ("upper_left", "upper_right", "lower_left", "lower_right")
+    return {k: out[k] for k in keys} if all(k in out for k in keys) else None
 
 
 def _raster(path: str):
@@ -179,8 +193,13 @@ def open_enmap(path: str | os.PathLike) -> Cube:
     notes.append("values = DN x GainOfBand + OffsetOfBand (METADATA.XML)")
     geo = MapGrid(tuple(ref.transform.to_gdal()), ref.crs.to_wkt()) if ref.crs is not None else None
     if geo is None:
-        notes.append("no location: the image has no map grid (L1B is in sensor geometry, and its METADATA.XML's "
-                      "RPC coefficients are not applied here)")
+        corners = _corners(ElementTree.fromstring(xml_bytes))
+        if corners is not None:
+            geo = corner_swath(ref.height, ref.width, corners)
+            notes.append("location approximate: bilinear between the four corners of METADATA.XML's "
+                         "spatialCoverage (L1B is in sensor geometry; its RPC coefficients are not applied)")
+        else:
+            notes.append("no location: the image has no map grid and METADATA.XML no corner coordinates")
     fw = meta["fwhm"][idx]
     return Cube(
         StoredArray(stack, (0, 1, 2)),
