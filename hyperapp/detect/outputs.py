@@ -39,16 +39,21 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
                               classes=MASK_CLASSES)
         return write_image(p, data, fmt, cube)
     if kind == "objects":
+        from hyperapp.io.georef import geo_of
+        from hyperapp.io.objects import with_lonlat
+
         table = result.object_columns if t == result.threshold else result.objects_at(t)
-        atomic_write_text(p, objects_csv(table))
+        atomic_write_text(p, objects_csv(with_lonlat(table, geo_of(cube))))
         return p
     if kind == "boxes":
+        from hyperapp.io.georef import geo_of
         from hyperapp.io.objects import boxes_csv, boxes_geojson
 
         if not result.boxes:
             raise InputError("no boxes to export: run the FFBP detector first")
-        atomic_write_text(p.with_suffix(".csv"), boxes_csv(result.boxes))
-        atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(result.boxes, cube.map_info))
+        geo = geo_of(cube)
+        atomic_write_text(p.with_suffix(".csv"), boxes_csv(result.boxes, geo))
+        atomic_write_text(p.with_suffix(".geojson"), boxes_geojson(result.boxes, geo))
         return p.with_suffix(".csv")
     if kind == "report":
         rep = dict(result.report)
@@ -73,11 +78,14 @@ def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) ->
 def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
     from hyperapp.detect.format_process import objects_csv_later
     from hyperapp.io.atomic import atomic_write_bytes
+    from hyperapp.io.georef import geo_of
+    from hyperapp.io.objects import with_lonlat
     from hyperapp.io.writers import write_envi
 
     # the object table's CSV is formatted while the images are written (in a batch's formatting helper,
-    # where one runs: it is the stage's one long stretch of Python)
-    csv = objects_csv_later(result.object_columns)
+    # where one runs: it is the stage's one long stretch of Python); its longitude/latitude columns are
+    # worked out here (pyproj), the helper only formats
+    csv = objects_csv_later(with_lonlat(result.object_columns, geo_of(cube)))
     paths = {k: write_detection_item(result, k, out / k, cube) for k in ("scores", "mask")}
     paths["objects"] = out / "objects.csv"
     atomic_write_bytes(paths["objects"], csv())
