@@ -65,17 +65,56 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     raise InputError(f"unknown detection output {kind!r}; choose one of {', '.join(DETECTION_ITEMS)}")
 
 
-def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube, ortho: bool = False) -> dict[str, Path]:
     """The outputs of a finished :func:`run_detection` in ``out_dir``, all or nothing (the batch
-    pipeline's write stage); returns the output paths."""
+    pipeline's write stage); returns the output paths. ``ortho``: on the swath's orthorectified grid
+    (:func:`orthorectified`)."""
     from hyperapp.io.atomic import staged_folder
 
+    check_ortho(cube, ortho)
     with staged_folder(out_dir) as stage:
-        paths = _write_detection(result, stage, cube)
+        paths = _write_detection(result, stage, cube, ortho)
     return {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
-def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str, Path]:
+def check_ortho(cube: Cube, ortho: bool) -> None:
+    """Refuse ``--ortho`` for a cube without a geometry lookup table, before any work."""
+    from hyperapp.io.georef import geo_of, has_glt
+
+    if ortho and not has_glt(geo_of(cube)):
+        raise InputError("--ortho needs a swath with a geometry lookup table (an EMIT product's location/glt_x, "
+                         "glt_y): this cube has none", cube.path)
+
+
+def orthorectified(result: DetectionResult, cube: Cube):
+    """``result`` on the orthorectified grid of ``cube``'s swath, and that grid's placement for the writers.
+
+    Scores, mask and further maps go through the swath's GLT (:func:`hyperapp.io.georef.orthorectify`:
+    each grid cell takes the swath pixel seen there; NaN scores and an empty mask where none is); the
+    object table is that of the orthorectified mask (rows and columns on the grid); the report gains
+    ``orthorectified`` (the grid, its size, and the pixel and object counts on it). Boxes stay on the
+    swath's pixels (their GeoJSON is in longitude/latitude either way)."""
+    from dataclasses import replace
+
+    from hyperapp.core.geo import crs_name
+    from hyperapp.io.georef import Placement, geo_of, orthorectify
+
+    swath = geo_of(cube)
+    grid = swath.grid
+    scores = orthorectify(np.asarray(result.scores, np.float32), swath)
+    mask = orthorectify(np.asarray(result.mask, np.uint8), swath, fill=0)
+    maps = {k: orthorectify(np.asarray(v), swath) for k, v in result.maps.items()}
+    rep = dict(result.report)
+    ortho = replace(result, scores=scores, mask=mask, maps=maps, report=rep, _objects=None, _columns=None,
+                    _device=None)
+    rep["orthorectified"] = {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform),
+                             "rows": int(mask.shape[0]), "cols": int(mask.shape[1]),
+                             "detections": int(mask.sum()), "objects": int(len(ortho.object_columns["label"])),
+                             "note": "scores, mask and objects on the GLT's grid; boxes on the swath's pixels"}
+    return ortho, Placement(grid, cube.path)
+
+
+def _write_detection(result: DetectionResult, out: Path, cube: Cube, ortho: bool = False) -> dict[str, Path]:
     from hyperapp.detect.format_process import objects_csv_later
     from hyperapp.io.atomic import atomic_write_bytes
     from hyperapp.io.georef import geo_of
@@ -85,6 +124,9 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
     # the object table's CSV is formatted while the images are written (in a batch's formatting helper,
     # where one runs: it is the stage's one long stretch of Python); its longitude/latitude columns are
     # worked out here (pyproj), the helper only formats
+    swath_result, swath_cube = result, cube
+    if ortho:
+        result, cube = orthorectified(result, cube)
     csv = objects_csv_later(with_lonlat(result.object_columns, geo_of(cube)))
     paths = {k: write_detection_item(result, k, out / k, cube) for k in ("scores", "mask")}
     paths["objects"] = out / "objects.csv"
@@ -95,6 +137,6 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube) -> dict[str
         paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}",
                                  nan_is_nodata=bool(result.report.get("nodata_pixels")) and arr.dtype.kind == "f")
     if result.boxes:
-        paths["boxes"] = write_detection_item(result, "boxes", out / "boxes.csv", cube)
+        paths["boxes"] = write_detection_item(swath_result, "boxes", out / "boxes.csv", swath_cube)
     paths["report"] = write_detection_item(result, "report", out / "report.json", cube)
     return paths
