@@ -413,6 +413,9 @@ class MainWindow(QMainWindow):
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)
         self.results.clear()
+        from hyperapp.io.georef import geo_of
+
+        self.results.geo = geo_of(cube)  # (the object table's lon/lat columns)
         self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
@@ -455,7 +458,8 @@ class MainWindow(QMainWindow):
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
         scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
-        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {unit} {s.mean() / scale:.4g}{extra}")
+        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {s.size} bands, "
+                                     f"mean {unit} {s.mean() / scale:.4g}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
@@ -848,12 +852,17 @@ class MainWindow(QMainWindow):
         status bar."""
         out = self._export(kind, path, fmt)
         if out is not None:
-            self.statusBar().showMessage(f"exported {kind} to {out}", 8000)
+            from hyperapp.io.georef import geotiff_placement
+
+            placed = f" ({geotiff_placement(self.session.cube)})" if fmt == "tiff" and kind in ("mask", "scores") else ""
+            self.statusBar().showMessage(f"exported {kind} to {out}{placed}", 8000)
         return out
 
     def mask_filters(self) -> dict[str, str]:
-        """Formats offered for a mask or score map: GeoTIFF only when the cube has map info."""
-        has_map = self.session is not None and bool(self.session.cube.map_info)
+        """Formats offered for a mask or score map: GeoTIFF only when the cube has a location."""
+        from hyperapp.io.georef import geo_of
+
+        has_map = self.session is not None and geo_of(self.session.cube) is not None
         return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
 
     def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
@@ -1088,3 +1097,19 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
     if nodata is not None:
         img = np.where(img == np.float32(nodata), np.float32(np.nan), img)
     return img
+
+
+def _place(cube, r: int, c: int) -> str:
+    """", lon X, lat Y" (WGS84 degrees) of pixel (r, c)'s centre where the cube has a location, else ""."""
+    from hyperapp.io.georef import geo_of
+
+    geo = geo_of(cube)
+    if geo is None:
+        return ""
+    from hyperapp.core.geo import lonlat
+
+    try:
+        lon, lat = lonlat(geo, r, c)
+    except Exception:  # noqa: BLE001  (a location that cannot be worked out: the row and column still show)
+        return ""
+    return f", lon {float(lon):.6f}, lat {float(lat):.6f}"
