@@ -68,8 +68,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_cube_args(p):
-    p.add_argument("cube", help="ENVI (.hdr or data file), HDF5 or MATLAB .mat cube")
+    p.add_argument("cube", help="ENVI (.hdr or data file), a product (EMIT, PRISMA, EnMAP, AVIRIS NetCDF, Tanager, "
+                   "DESIS), GeoTIFF, HDF5/NetCDF or MATLAB .mat cube")
     p.add_argument("--dataset", help="HDF5 dataset path or .mat variable holding the cube")
+    p.add_argument("--band-axis", type=int, choices=(0, 1, 2), metavar="{0,1,2}",
+                   help="the stored axis of a generic HDF5/NetCDF dataset that holds the bands, where the file does not "
+                   "say (info prints the rule used otherwise)")
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -193,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_info(args) -> int:
     from hyperapp.io import open_named_cube
 
-    cube = open_named_cube(args.cube, args.dataset)
+    cube = open_named_cube(args.cube, args.dataset, args.band_axis)
     d = cube.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -208,8 +212,14 @@ def cmd_info(args) -> int:
     print(f"size: {cube.nbytes / 2**20:.1f} MiB ({cube.nbytes} bytes)")
     if d.get("bad_bands"):
         print(f"bad bands: {d['bad_bands']}")
+    if d.get("product"):
+        print(f"product: {d['product']}")
+    print(f"values: {d.get('value_units') or 'as stored (the file does not say)'}")
     if d.get("map_info"):
         print(f"map info: {', '.join(d['map_info'])}")
+    print(f"location: {d.get('location') or 'none (the file places its pixels nowhere)'}")
+    for note in d.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
@@ -348,7 +358,7 @@ def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
     from hyperapp.io import open_named_cube
 
-    return open_named_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
+    return open_named_cube(args.cube, args.dataset, args.band_axis).run_bands(args.all_bands, args.bands)
 
 
 def cmd_analyse(args) -> int:

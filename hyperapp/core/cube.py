@@ -308,6 +308,14 @@ class Cube:
         return d
 
 
+def provenance(cube: Cube) -> dict:
+    """What a run's report says of its cube's source: the product, the values' units, the wavelength range, the
+    location and the reader's notes (only those the cube has)."""
+    d = cube.describe()
+    return {k: d[k] for k in ("product", "value_units", "wavelength_range", "wavelength_units", "location", "notes")
+            if d.get(k) is not None}
+
+
 def cube_from_array(data: np.ndarray, name: str = "array", **meta) -> Cube:
     """Wrap an in-memory (rows, cols, bands) array as a Cube."""
     a = np.asarray(data)

@@ -56,12 +56,16 @@ class MapGrid:
         return t[0] + c * t[1] + r * t[2], t[3] + c * t[4] + r * t[5]
 
     def window(self, rows: slice, cols: slice) -> MapGrid:
-        """The grid of a window starting at ``rows.start``, ``cols.start`` with those slices' steps."""
+        """The grid of a window starting at ``rows.start``, ``cols.start`` with those slices' steps: its pixels
+        are ``step`` times as large, each centred where the pixel it keeps was."""
         r0, rs = rows.start or 0, rows.step or 1
         c0, cs = cols.start or 0, cols.step or 1
         t = self.transform
-        return MapGrid((t[0] + c0 * t[1] + r0 * t[2], t[1] * cs, t[2] * rs,
-                        t[3] + c0 * t[4] + r0 * t[5], t[4] * cs, t[5] * rs), self.crs)
+        # the new upper-left corner: the kept first pixel's centre less half a new pixel
+        c = c0 + 0.5 - 0.5 * cs
+        r = r0 + 0.5 - 0.5 * rs
+        return MapGrid((t[0] + c * t[1] + r * t[2], t[1] * cs, t[2] * rs,
+                        t[3] + c * t[4] + r * t[5], t[4] * cs, t[5] * rs), self.crs)
 
     @property
     def pixel_size(self) -> tuple[float, float]:

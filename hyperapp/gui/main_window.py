@@ -39,7 +39,8 @@ from hyperapp.gui.worker import Worker, start
 from hyperapp.project.session import Run, Session
 
 log = logging.getLogger("hyperapp.gui")
-CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
+CUBE_FILTER = ("Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.nc *.mat *.tif *.tiff *.TIF "
+               "*.xml *.XML *.zip);;All files (*)")
 ROI_STATS_SAMPLE = 500
 MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png", "NumPy (*.npy)": "npy"}
 TOOLS = (("inspect", "0", "Inspect / pan (clicks mark nothing)"), ("pixel", "1", "Mark pixels"),
