@@ -324,3 +324,29 @@ def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
                  "--out", str(tmp_path / "q"), "--ortho"]) == 2
     assert "--ortho needs a swath" in capsys.readouterr().err
     assert not (tmp_path / "q").exists()
+
+
+@pytest.mark.parametrize("ortho", [False, True])
+def test_emit_product_detect_objects_lon_lat(tmp_path, capsys, ortho):
+    """An EMIT L2A file (the layout of tests/product_files.py) through ``detect``: the objects at the planted
+    targets carry their truth's lon/lat, on the swath's pixels or (``--ortho``) the GLT's grid."""
+    from hyperapp.cli import main
+
+    from .product_files import TARGETS, write_emit
+
+    path, truth = write_emit(tmp_path)
+    (tmp_path / "t.csv").write_text("".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
+    args = ["--headless", "detect", str(path), "--method", "ace", "--targets", str(tmp_path / "t.csv"),
+            "--out", str(tmp_path / "o")]
+    assert main(args + ["--ortho"] * ortho) == 0, capsys.readouterr().err
+    found = {(float(o["centroid_row"]), float(o["centroid_col"])): o for o in _read_csv(tmp_path / "o/objects.csv")}
+    gx, gy = truth["glt"]
+    for r, c in TARGETS[2:]:
+        if ortho:  # the grid cell whose GLT names swath pixel (r, c)
+            (i,), (j,) = np.nonzero((gy == r + 1) & (gx == c + 1))
+            key = (float(i), float(j))
+        else:
+            key = (float(r), float(c))
+        assert key in found, f"planted target {(r, c)} not an object at {key}"
+        lon, lat = truth["lonlat"](r, c)
+        assert abs(float(found[key]["lon"]) - lon) < 0.00025 and abs(float(found[key]["lat"]) - lat) < 0.00025
