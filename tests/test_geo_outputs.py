@@ -286,6 +286,24 @@ def test_ortho_maps_known_pixels_to_known_cells():
         orthorectify(img[:5], sw)
 
 
+def test_ortho_cube_is_the_swath_on_the_grid():
+    from hyperapp.core.geo import lonlat
+    from hyperapp.io.georef import ortho_cube
+
+    cube = _swath_cube()
+    o = ortho_cube(cube, block_bytes=7 * COLS * BANDS * 4)  # blocks of 7 rows: the block edges are crossed
+    assert o.shape == (*SW_SHAPE, BANDS) and o.geo == SW_GRID
+    data, got = cube.read(), o.read()
+    for r, c in ((0, 0), (6, 7), (7, 7), (ROWS - 1, COLS - 1)):
+        np.testing.assert_array_equal(got[_cell(r, c)], data[r, c])
+        assert np.allclose(lonlat(o.geo, *_cell(r, c)), _swath_truth(r, c))  # same place on Earth
+    assert np.isnan(got[0, 0]).all() and np.count_nonzero(~np.isnan(got[:, :, 0])) == ROWS * COLS
+    sub = ortho_cube(cube.subset_bands([1, 4]))
+    np.testing.assert_array_equal(sub.read()[_cell(3, 4)], data[3, 4, [1, 4]])
+    with pytest.raises(InputError, match="no geometry lookup table"):
+        ortho_cube(_wgs84_cube())
+
+
 def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
     import rasterio
 

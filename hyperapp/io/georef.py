@@ -157,3 +157,42 @@ def geotiff_placement(cube: Any) -> str:
         return ("not georeferenced: the swath has a latitude/longitude per pixel but no GLT to place it on a "
                 "map grid (objects.csv and the GeoJSON carry longitude/latitude)")
     return "not georeferenced: the cube has no location"
+
+
+def ortho_cube(cube: Any, block_bytes: int = 256 << 20) -> Any:
+    """The whole of ``cube`` (a swath with a GLT) orthorectified onto the GLT's grid, in memory: a new
+    :class:`~hyperapp.core.cube.Cube` on that :class:`MapGrid` with the same bands, wavelengths and values
+    (float32), the no-data value (NaN where the cube has none) where no swath pixel is.
+
+    The swath is read in blocks of rows (``block_bytes`` of float32 each) and each block's pixels are
+    scattered into the grid cells the GLT gives them, so memory holds the grid and one block. The
+    window's File > Orthorectify shows, marks and detects on it.
+    """
+    from dataclasses import replace
+
+    from hyperapp.core.cube import StoredArray
+
+    swath = geo_of(cube)
+    if not has_glt(swath):
+        raise InputError("the cube has no geometry lookup table (GLT): it cannot be orthorectified",
+                         getattr(cube, "path", None))
+    rows, cols, valid = glt_index(swath)
+    nb = cube.bands
+    fill = np.float32(np.nan if cube.nodata is None else cube.nodata)
+    out = np.full((valid.size, nb), fill, np.float32)
+    cells = np.flatnonzero(valid)
+    vr, vc = rows.reshape(-1)[cells], cols.reshape(-1)[cells]
+    order = np.argsort(vr, kind="stable")
+    cells, vr, vc = cells[order], vr[order], vc[order]
+    step = max(1, block_bytes // max(1, cube.cols * nb * 4))
+    for a in range(0, cube.rows, step):
+        b = min(cube.rows, a + step)
+        lo, hi = np.searchsorted(vr, [a, b])
+        if hi > lo:
+            block = cube.read(slice(a, b))
+            out[cells[lo:hi]] = block[vr[lo:hi] - a, vc[lo:hi]]
+    grid_shape = valid.shape
+    return replace(cube, store=StoredArray(out.reshape(*grid_shape, nb)), name=f"{cube.name} (orthorectified)",
+                   rows_sel=slice(None), cols_sel=slice(None), bands_sel=None, interleave="bip",
+                   byte_order="little", geo=swath.grid, map_info=None, coordinate_system=None,
+                   notes=(*cube.notes, "orthorectified through the swath's GLT (nearest swath pixel per grid cell)"))
