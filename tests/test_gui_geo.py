@@ -57,3 +57,27 @@ def test_no_location_no_lon_lat(win, land_hdr):
     win._hover(5, 7)
     assert "lon" not in win.statusBar().currentMessage()
     assert win.results.geo is None and "GeoTIFF (*.tif)" not in win.mask_filters()
+
+
+def test_orthorectify_an_emit_swath_in_the_window(qtbot, win, tmp_path):
+    from .product_files import write_emit
+
+    path, truth = write_emit(tmp_path)
+    assert win.open_cube(path)
+    assert win.ortho_action.isEnabled()
+    win._hover(12, 30)
+    lon, lat = truth["lonlat"](12, 30)
+    assert f"lon {lon:.6f}, lat {lat:.6f}" in win.statusBar().currentMessage()
+    rows, cols = win.session.cube.rows, win.session.cube.cols
+    assert win.orthorectify()
+    cube = win.session.cube
+    assert (cube.rows, cube.cols) == (rows + 2, cols + 2) and "orthorectified" in cube.name
+    assert win.view.base.image.shape[:2] == (rows + 2, cols + 2)
+    win._hover(13, 31)  # the grid cell of swath pixel (12, 30): the same place
+    assert f"lon {lon:.6f}, lat {lat:.6f}" in win.statusBar().currentMessage()
+    assert not win.ortho_action.isEnabled()  # (a map grid now)
+
+
+def test_no_ortho_without_glt(win, tmp_path):
+    assert win.open_cube(_utm_cube(tmp_path))
+    assert not win.ortho_action.isEnabled()

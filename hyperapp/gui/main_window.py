@@ -14,6 +14,7 @@ import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
@@ -304,6 +305,10 @@ class MainWindow(QMainWindow):
         self.keep_bad_bands = self._action(f, "&Keep bad bands", None, checkable=True)
         self.keep_bad_bands.setToolTip("Keep the bands the header marks bad (bbl), as --all-bands does")
         self.keep_bad_bands.toggled.connect(self._keep_bad_bands_changed)
+        self.ortho_action = self._action(f, "Ortho&rectify swath (GLT)", self.orthorectify)
+        self.ortho_action.setToolTip("Show, mark and detect on the map grid of the swath's geometry lookup table "
+                                     "(EMIT), as detect --ortho writes its outputs")
+        self.ortho_action.setEnabled(False)
         f.addSeparator()
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
@@ -393,6 +398,27 @@ class MainWindow(QMainWindow):
             self.keep_bad_bands.setChecked(s.all_bands)
             self.keep_bad_bands.blockSignals(False)
 
+    def orthorectify(self) -> bool:
+        """File > Orthorectify swath: the open swath (with a GLT) replaced by its orthorectified cube
+        (:func:`hyperapp.io.georef.ortho_cube`); marks and runs start afresh, on the grid's pixels."""
+        from hyperapp.io.georef import ortho_cube
+
+        s = self.session
+        if s is None:
+            return False
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            cube = ortho_cube(s.base_cube)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        finally:
+            QApplication.restoreOverrideCursor()
+        self.set_session(Session(cube, s.dataset, all_bands=s.all_bands))
+        self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
+                                     "(marks and runs start afresh on the grid)", 10000)
+        return True
+
     def set_session(self, session: Session) -> None:
         """Show ``session``: everything tied to the last cube (plots, status lines, results, overlays,
         legends) is cleared."""
@@ -417,6 +443,9 @@ class MainWindow(QMainWindow):
         from hyperapp.io.georef import geo_of
 
         self.results.geo = geo_of(cube)  # (the object table's lon/lat columns)
+        from hyperapp.io.georef import has_glt
+
+        self.ortho_action.setEnabled(has_glt(self.results.geo))
         self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
