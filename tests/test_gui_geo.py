@@ -76,6 +76,18 @@ def test_orthorectify_an_emit_swath_in_the_window(qtbot, win, tmp_path):
     win._hover(13, 31)  # the grid cell of swath pixel (12, 30): the same place
     assert f"lon {lon:.6f}, lat {lat:.6f}" in win.statusBar().currentMessage()
     assert not win.ortho_action.isEnabled()  # (a map grid now)
+    # a project saved on the grid reopens on the grid, its marks where they were
+    win.session.roi.mark_pixels(np.array([[13, 31]]), "target")
+    assert win.save_project(tmp_path / "p.json")
+    assert win.open_project(tmp_path / "p.json")
+    assert win.session.ortho and win.session.cube.rows == rows + 2 and win.session.roi.targets[13, 31]
+    # bad bands kept or not: still on the grid
+    win.keep_bad_bands.setChecked(True)
+    assert win.session.ortho and win.session.cube.rows == rows + 2 and win.session.roi.targets[13, 31]
+    from hyperapp.core.errors import InputError
+
+    with pytest.raises(InputError, match="orthorectified"):
+        win.session.save_batch_job(tmp_path / "job.toml")
 
 
 def test_no_ortho_without_glt(win, tmp_path):

@@ -390,7 +390,7 @@ class MainWindow(QMainWindow):
         if s is None or s.all_bands == keep or not s.cube.path:
             return
         labels, classes = s.roi.labels.copy(), list(s.roi.classes)
-        if self.open_cube(s.base_cube.path, s.dataset, keep):
+        if self.open_cube(s.base_cube.path, s.dataset, keep) and (not s.ortho or self.orthorectify()):
             self.session.roi.classes = classes
             self.session.roi.set_labels(labels)
         else:
@@ -414,7 +414,7 @@ class MainWindow(QMainWindow):
             return False
         finally:
             QApplication.restoreOverrideCursor()
-        self.set_session(Session(cube, s.dataset, all_bands=s.all_bands))
+        self.set_session(Session(cube, s.dataset, all_bands=s.all_bands, ortho=True))
         self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
                                      "(marks and runs start afresh on the grid)", 10000)
         return True
@@ -939,7 +939,7 @@ class MainWindow(QMainWindow):
 
         try:
             d = Session.read_project(path)
-            session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)))
+            session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)), bool(d.get("ortho")))
             self.keep_bad_bands.blockSignals(True)
             self.keep_bad_bands.setChecked(session.all_bands)
             self.keep_bad_bands.blockSignals(False)
