@@ -344,6 +344,9 @@ def cmd_detect(args) -> int:
         print(ties)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
+    if o := rep.get("orthorectified"):
+        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
+              f"{o['detections']} pixels in {o['objects']} objects there")
     print(f"wrote {paths['report'].parent}")
     return 0
 

@@ -357,6 +357,7 @@ def test_emit_product_detect_objects_lon_lat(tmp_path, capsys, ortho):
     args = ["--headless", "detect", str(path), "--method", "ace", "--targets", str(tmp_path / "t.csv"),
             "--out", str(tmp_path / "o")]
     assert main(args + ["--ortho"] * ortho) == 0, capsys.readouterr().err
+    assert ("orthorectified through the GLT onto a 42 x 52 grid" in capsys.readouterr().out) == ortho
     found = {(float(o["centroid_row"]), float(o["centroid_col"])): o for o in _read_csv(tmp_path / "o/objects.csv")}
     gx, gy = truth["glt"]
     for r, c in TARGETS[2:]:

@@ -111,6 +111,7 @@ def orthorectified(result: DetectionResult, cube: Cube):
                              "rows": int(mask.shape[0]), "cols": int(mask.shape[1]),
                              "detections": int(mask.sum()), "objects": int(len(ortho.object_columns["label"])),
                              "note": "scores, mask and objects on the GLT's grid; boxes on the swath's pixels"}
+    result.report["orthorectified"] = rep["orthorectified"]  # (the run's summary says where its outputs went)
     return ortho, Placement(grid, cube.path)
 
 
