@@ -21,6 +21,10 @@ TARGETS = [(5, 7), (12, 30), (20, 15), (28, 40), (33, 8), (36, 25), (8, 44), (24
 #: pixels holding the fill value in every band
 FILL = [(0, 0), (0, 1), (1, 0), (39, 49)]
 
+#: EMIT's ``spatial_ref`` (GDAL's WKT1 of WGS84, as the files hold it)
+EMIT_WKT = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'
+            'AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,'
+            'AUTHORITY["EPSG","9122"]],AXIS["Latitude",NORTH],AXIS["Longitude",EAST],AUTHORITY["EPSG","4326"]]')
 #: WGS84 UTM zone 11N
 UTM11 = "EPSG:32611"
 X0, Y0, PIXEL = 400000.0, 3760000.0, 30.0
@@ -163,9 +167,7 @@ def write_emit(folder, level: str = "L2A", chunks=True, rows: int = ROWS, cols: 
         loc.create_dataset("glt_x", data=gx)
         loc.create_dataset("glt_y", data=gy)
         f.attrs["geotransform"] = np.array([lon0, px, 0.0, lat0, 0.0, -px])
-        from pyproj import CRS
-
-        f.attrs["spatial_ref"] = CRS("EPSG:4326").to_wkt()
+        f.attrs["spatial_ref"] = EMIT_WKT
         f.attrs["title"] = f"EMIT {level} {kind}"
 
     def lonlat(r, c):
