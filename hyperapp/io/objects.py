@@ -107,6 +107,29 @@ def _counter_clockwise(ring: list[list[float]]) -> list[list[float]]:
     return ring[::-1] if area2 < 0 else ring
 
 
+def corner_lonlat(geo, rows, cols) -> tuple[np.ndarray, np.ndarray]:
+    """WGS84 (lon, lat) of pixel-centre positions (rows, cols) that may lie up to half a pixel outside the
+    image (pixel corners on its edge): a map grid's transform reaches them as it is; a swath's lat/lon
+    (known at pixel centres only) is extended linearly from the two pixels nearest the edge."""
+    from hyperapp.core.geo import Swath, lonlat
+
+    r = np.asarray(rows, np.float64)
+    c = np.asarray(cols, np.float64)
+    if not isinstance(geo, Swath):
+        return lonlat(geo, r, c)
+    n, m = geo.shape
+    pr, pc = np.clip(r, 0, n - 1), np.clip(c, 0, m - 1)
+    base = np.array(lonlat(geo, pr, pc))
+    out = base.copy()
+    for d, p, size, step in ((r - pr, pr, n, (1, 0)), (c - pc, pc, m, (0, 1))):
+        if size < 2 or not d.any():
+            continue
+        s = np.where(p <= size - 2, 1.0, -1.0)  # towards the inside
+        nxt = np.array(lonlat(geo, pr + s * step[0], pc + s * step[1]))
+        out += d * (nxt - base) / s
+    return out[0], out[1]
+
+
 def boxes_geojson(boxes: list[dict], geo=None) -> str:
     """A FeatureCollection of box polygons (each box's four pixel corners, a closed ring).
 
@@ -115,8 +138,6 @@ def boxes_geojson(boxes: list[dict], geo=None) -> str:
     properties hold the box's ``lon``/``lat``; without it they are pixel coordinates (x = column,
     y = row), said in ``hyperapp_coordinates`` and in each feature's ``coordinates`` property.
     """
-    from hyperapp.core.geo import lonlat
-
     feats = []
     boxes = boxes_with_lonlat(boxes, geo)
     for b in boxes:
@@ -128,7 +149,7 @@ def boxes_geojson(boxes: list[dict], geo=None) -> str:
             props["coordinates"] = "pixel"
         else:
             # corner (r, c) of the pixel grid is pixel-centre position (r - 0.5, c - 0.5)
-            lon, lat = lonlat(geo, [r - 0.5 for r, _ in corners], [c - 0.5 for _, c in corners])
+            lon, lat = corner_lonlat(geo, [r - 0.5 for r, _ in corners], [c - 0.5 for _, c in corners])
             ring = _counter_clockwise([[round(float(x), 8), round(float(y), 8)] for x, y in zip(lon, lat)])
             ring[-1] = ring[0]
         feats.append({"type": "Feature", "properties": props,
