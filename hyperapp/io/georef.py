@@ -18,6 +18,7 @@ need of it:
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,30 +54,57 @@ def glt_index(swath: Swath) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ``valid`` is False. Grid cells whose swath pixel lies outside this swath's window (a cube opened on a
     spatial subset) are not valid.
     """
+    cells, rows, cols, shape = glt_cells(swath)
+    valid = np.zeros(shape, bool)
+    r = np.zeros(shape, np.int64)
+    c = np.zeros(shape, np.int64)
+    valid.reshape(-1)[cells] = True
+    r.reshape(-1)[cells] = rows
+    c.reshape(-1)[cells] = cols
+    return r, c, valid
+
+
+#: :func:`glt_cells` of each swath alive (a run orthorectifies its scores, mask and maps through one)
+_CELLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def glt_cells(swath: Swath) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """The GLT of ``swath`` as the flat indices of the grid cells a pixel of this swath is seen in, that
+    pixel's (row, col) in the swath's window, and the grid's shape: what :func:`orthorectify` scatters
+    by. Kept while the swath lives."""
+    got = _CELLS.get(swath)
+    if got is None:
+        got = _CELLS[swath] = _glt_cells(swath)
+    return got
+
+
+def _glt_cells(swath: Swath) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
     if not has_glt(swath):
         raise InputError("the swath has no geometry lookup table (GLT): it cannot be orthorectified")
-    gx = np.abs(np.asarray(swath.glt[0], dtype=np.int64))
-    gy = np.abs(np.asarray(swath.glt[1], dtype=np.int64))
+    gx = np.asarray(swath.glt[0])
+    gy = np.asarray(swath.glt[1])
     if gx.shape != gy.shape or gx.ndim != 2:
         raise InputError(f"the GLT's glt_x {gx.shape} and glt_y {gy.shape} are not two arrays of one 2-D shape")
-    valid = (gx > 0) & (gy > 0)
-    fr, fc = gy - 1, gx - 1  # whole-swath indices
+    cells = np.flatnonzero((gx != 0) & (gy != 0))
+    # whole-swath indices (EMIT's negative ones: a cell filled from a neighbour, by their magnitude)
+    fr = np.abs(gy.reshape(-1)[cells].astype(np.int64)) - 1
+    fc = np.abs(gx.reshape(-1)[cells].astype(np.int64)) - 1
     n, m = swath.full_shape
     r0, r1, rs = swath.rows.indices(n)
     c0, c1, cs = swath.cols.indices(m)
     wr, wc = fr - r0, fc - c0
-    inside = valid & (fr < n) & (fc < m)
-    if rs > 0:
-        inside &= (fr >= r0) & (fr < r1) & (wr % rs == 0)
-    else:
-        inside &= (fr <= r0) & (fr > r1) & (wr % rs == 0)
-    if cs > 0:
-        inside &= (fc >= c0) & (fc < c1) & (wc % cs == 0)
-    else:
-        inside &= (fc <= c0) & (fc > c1) & (wc % cs == 0)
-    rows = np.where(inside, wr // rs, 0)
-    cols = np.where(inside, wc // cs, 0)
-    return rows, cols, inside
+    inside = (fr < n) & (fc < m)
+    inside &= ((fr >= r0) & (fr < r1)) if rs > 0 else ((fr <= r0) & (fr > r1))
+    inside &= ((fc >= c0) & (fc < c1)) if cs > 0 else ((fc <= c0) & (fc > c1))
+    if rs != 1:
+        inside &= wr % rs == 0
+    if cs != 1:
+        inside &= wc % cs == 0
+    if not inside.all():
+        cells, wr, wc = cells[inside], wr[inside], wc[inside]
+    rows = wr if rs == 1 else wr // rs
+    cols = wc if cs == 1 else wc // cs
+    return cells, rows, cols, gx.shape
 
 
 def orthorectify(image: np.ndarray, swath: Swath, fill: float | int | None = None) -> np.ndarray:
@@ -99,12 +127,12 @@ def orthorectify(image: np.ndarray, swath: Swath, fill: float | int | None = Non
     if a.shape[:2] != swath.shape:
         raise InputError(f"an image of {a.shape[0]} x {a.shape[1]} pixels is not on this swath "
                          f"({swath.shape[0]} x {swath.shape[1]})")
-    rows, cols, valid = glt_index(swath)
+    cells, rows, cols, shape = glt_cells(swath)
     if fill is None:
         fill = np.nan if a.dtype.kind in "fc" else 0
-    out = np.full(valid.shape + a.shape[2:], fill, dtype=a.dtype)
-    out[valid] = a[rows[valid], cols[valid]]
-    return out
+    out = np.full((shape[0] * shape[1],) + a.shape[2:], fill, dtype=a.dtype)
+    out[cells] = a[rows, cols]
+    return out.reshape(shape + a.shape[2:])
 
 
 @dataclass(frozen=True)
@@ -176,12 +204,10 @@ def ortho_cube(cube: Any, block_bytes: int = 256 << 20) -> Any:
     if not has_glt(swath):
         raise InputError("the cube has no geometry lookup table (GLT): it cannot be orthorectified",
                          getattr(cube, "path", None))
-    rows, cols, valid = glt_index(swath)
+    cells, vr, vc, grid_shape = glt_cells(swath)
     nb = cube.bands
     fill = np.float32(np.nan if cube.nodata is None else cube.nodata)
-    out = np.full((valid.size, nb), fill, np.float32)
-    cells = np.flatnonzero(valid)
-    vr, vc = rows.reshape(-1)[cells], cols.reshape(-1)[cells]
+    out = np.full((grid_shape[0] * grid_shape[1], nb), fill, np.float32)
     order = np.argsort(vr, kind="stable")
     cells, vr, vc = cells[order], vr[order], vc[order]
     step = max(1, block_bytes // max(1, cube.cols * nb * 4))
@@ -191,7 +217,6 @@ def ortho_cube(cube: Any, block_bytes: int = 256 << 20) -> Any:
         if hi > lo:
             block = cube.read(slice(a, b))
             out[cells[lo:hi]] = block[vr[lo:hi] - a, vc[lo:hi]]
-    grid_shape = valid.shape
     return replace(cube, store=StoredArray(out.reshape(*grid_shape, nb)), name=f"{cube.name} (orthorectified)",
                    rows_sel=slice(None), cols_sel=slice(None), bands_sel=None, interleave="bip",
                    byte_order="little", geo=swath.grid, map_info=None, coordinate_system=None,
