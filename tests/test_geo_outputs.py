@@ -322,6 +322,7 @@ def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
     s = scores.read()[:, :, 0]
     r, c = PLANTED[2]
     assert s[_cell(r, c)] == pytest.approx(res.scores[r, c]) and np.isnan(s[0, 0])
+    assert scores.nodata is not None and np.isnan(scores.nodata)  # the header says NaN is no data
     mask = open_cube(paths["mask"]).read()[:, :, 0]
     assert mask.sum() == res.mask.sum() and mask[_cell(r, c)] == 1
     objs = _read_csv(paths["objects"])

@@ -30,7 +30,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
         data = result.scores.astype(np.float32, copy=False)
         if fmt == "envi":
             return write_envi(p, data, cube, f"hyperapp {result.method} scores (higher = more target-like)",
-                              nan_is_nodata=bool(result.report.get("nodata_pixels")))
+                              nan_is_nodata=_has_nan(result))
         return write_image(p, data, fmt, cube)
     if kind == "mask":
         data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)
@@ -65,6 +65,12 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     raise InputError(f"unknown detection output {kind!r}; choose one of {', '.join(DETECTION_ITEMS)}")
 
 
+def _has_nan(result: DetectionResult) -> bool:
+    """Whether the run's float outputs hold NaN for "no data": pixels without data, or grid cells no swath
+    pixel covers (an orthorectified run's)."""
+    return bool(result.report.get("nodata_pixels")) or "orthorectified" in result.report
+
+
 def write_detection(result: DetectionResult, out_dir: str | Path, cube: Cube, ortho: bool = False) -> dict[str, Path]:
     """The outputs of a finished :func:`run_detection` in ``out_dir``, all or nothing (the batch
     pipeline's write stage); returns the output paths. ``ortho``: on the swath's orthorectified grid
@@ -90,7 +96,8 @@ def orthorectified(result: DetectionResult, cube: Cube):
     """``result`` on the orthorectified grid of ``cube``'s swath, and that grid's placement for the writers.
 
     Scores, mask and further maps go through the swath's GLT (:func:`hyperapp.io.georef.orthorectify`:
-    each grid cell takes the swath pixel seen there; NaN scores and an empty mask where none is); the
+    each grid cell takes the swath pixel seen there; NaN scores, an empty mask and -1 in integer maps
+    where none is); the
     object table is that of the orthorectified mask (rows and columns on the grid); the report gains
     ``orthorectified`` (the grid, its size, and the pixel and object counts on it). Boxes stay on the
     swath's pixels (their GeoJSON is in longitude/latitude either way)."""
@@ -103,7 +110,8 @@ def orthorectified(result: DetectionResult, cube: Cube):
     grid = swath.grid
     scores = orthorectify(np.asarray(result.scores, np.float32), swath)
     mask = orthorectify(np.asarray(result.mask, np.uint8), swath, fill=0)
-    maps = {k: orthorectify(np.asarray(v), swath) for k, v in result.maps.items()}
+    maps = {k: orthorectify(np.asarray(v), swath, fill=-1 if np.asarray(v).dtype.kind == "i" else None)
+            for k, v in result.maps.items()}
     rep = dict(result.report)
     ortho = replace(result, scores=scores, mask=mask, maps=maps, report=rep, _objects=None, _columns=None,
                     _device=None)
@@ -136,7 +144,7 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube, ortho: bool
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)
         paths[name] = write_envi(out / name, arr, cube, f"hyperapp {result.method} {what}",
-                                 nan_is_nodata=bool(result.report.get("nodata_pixels")) and arr.dtype.kind == "f")
+                                 nan_is_nodata=_has_nan(result) and arr.dtype.kind == "f")
     if result.boxes:
         paths["boxes"] = write_detection_item(swath_result, "boxes", out / "boxes.csv", swath_cube)
     paths["report"] = write_detection_item(result, "report", out / "report.json", cube)
