@@ -50,6 +50,15 @@ def test_status_bar_and_object_table_show_lon_lat(qtbot, win, tmp_path):
         r, c = float(t.item(i, 2).text()), float(t.item(i, 3).text())
         lon, lat = _truth(r, c)
         assert abs(float(t.item(i, 6).text()) - lon) < 2e-6 and abs(float(t.item(i, 7).text()) - lat) < 2e-6
+    # the mask as GeoTIFF: offered, and written with the cube's CRS and transform
+    import rasterio
+
+    assert win.mask_filters()["GeoTIFF (*.tif)"] == "tiff"
+    out = win.export("mask", tmp_path / "mask.tif", "tiff")
+    assert "georeferenced: WGS 84 / UTM zone 11N" in win.statusBar().currentMessage()
+    with rasterio.open(out) as src:
+        assert src.crs.to_epsg() == 32611 and src.transform.to_gdal() == (500000.0, 30.0, 0.0, 4100000.0, 0.0, -30.0)
+        assert src.read(1).sum() == win.current_mask().sum() > 0
 
 
 def test_no_location_no_lon_lat(win, land_hdr):
