@@ -372,3 +372,22 @@ def test_emit_product_detect_objects_lon_lat(tmp_path, capsys, ortho):
         assert key in found, f"planted target {(r, c)} not an object at {key}"
         lon, lat = truth["lonlat"](r, c)
         assert abs(float(found[key]["lon"]) - lon) < 0.00025 and abs(float(found[key]["lat"]) - lat) < 0.00025
+
+
+@pytest.mark.parametrize("crs", ["EPSG:4326", "EPSG:32611", "EPSG:3035"])
+def test_envi_output_of_a_map_grid_without_map_info_keeps_it(tmp_path, crs):
+    """A cube on a map grid from elsewhere (a GeoTIFF, a product's grid) has no ENVI map info: its ENVI
+    outputs get one (UTM/geographic by name, another CRS as Arbitrary with the WKT) that reads back as the grid."""
+    from pyproj import CRS
+
+    from hyperapp.io import open_cube
+    from hyperapp.io.writers import write_envi
+
+    t = GRID_4326.transform if crs == "EPSG:4326" else (4321000.0, 20.0, 0.0, 3210000.0, 0.0, -20.0)
+    cube = cube_from_array(_scene(), geo=MapGrid(t, crs))
+    back = open_cube(write_envi(tmp_path / "s", np.ones((ROWS, COLS), np.float32), cube))
+    assert isinstance(back.geo, MapGrid) and back.geo.transform == pytest.approx(t)
+    assert CRS(back.geo.crs).is_geographic == CRS(crs).is_geographic
+    from hyperapp.core.geo import lonlat  # the same places on Earth
+
+    assert np.allclose(lonlat(back.geo, [0, 29], [0, 39]), lonlat(cube.geo, [0, 29], [0, 39]), rtol=0, atol=1e-9)
