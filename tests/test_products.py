@@ -224,3 +224,14 @@ def test_job_band_axis(tmp_path):
     job.write_text(job.read_text().replace("band_axis = 1", "band_axis = 3"))
     with pytest.raises(Exception, match="band_axis"):
         load_job(job)
+
+
+def test_a_product_dataset_named_generically_says_so(built, capsys):
+    """Issue 50: PRISMA with --dataset .../VNIR_Cube opened as 20 x 50 with 40 "bands", silently."""
+    path, _ = built["prisma-l2d"]
+    code, out, _ = run(capsys, "info", path, "--dataset", "HDFEOS/SWATHS/PRS_L2D_HCO/Data Fields/VNIR_Cube")
+    assert code == 0
+    assert "note: WARNING: nothing in the file says which axis" in out and "PRISMA product" in out
+    code, out, _ = run(capsys, "info", path, "--dataset", "HDFEOS/SWATHS/PRS_L2D_HCO/Data Fields/VNIR_Cube",
+                       "--band-axis", "1")
+    assert code == 0 and "40 rows x 50 cols x 22 bands" in out

@@ -341,10 +341,9 @@ def crs_name(crs: str) -> str:
 
 
 def _corners(geo, rows: int, cols: int) -> str:
-    rr = np.array([0, 0, rows - 1, rows - 1], dtype=float)
-    cc = np.array([0, cols - 1, cols - 1, 0], dtype=float)
-    lon, lat = lonlat(geo, rr, cc)
-    return ", ".join(f"({x:.5f}, {y:.5f})" for x, y in zip(lon, lat))
+    # one corner at a time: a swath reads only the pixels around each (not the box of all four)
+    pts = [lonlat(geo, r, c) for r, c in ((0, 0), (0, cols - 1), (rows - 1, cols - 1), (rows - 1, 0))]
+    return ", ".join(f"({float(x):.5f}, {float(y):.5f})" for x, y in pts)
 
 
 def describe(geo: MapGrid | Swath | None, rows: int | None = None, cols: int | None = None) -> str:

@@ -113,7 +113,12 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
             return opener(p)
         from hyperapp.io.hdf5 import open_hdf5
 
-        return open_hdf5(p, dataset, band_axis)
+        cube = open_hdf5(p, dataset, band_axis)
+        if dataset is not None and _hdf5_product(p) is not None:
+            kind = _hdf5_product(p).__module__.rsplit(".", 1)[-1].upper()
+            cube.notes = (*cube.notes, f"this file is a {kind} product: without --dataset it opens as the product's "
+                          "cube (its axes, wavelengths, scaling, no-data and bad bands known)")
+        return cube
     if band_axis is not None:
         _band_axis_known(p, band_axis, "not HDF5/NetCDF")
     if ext == ".zip" or ext == ".xml" or enmap.can_open(p):

@@ -17,6 +17,7 @@ import numpy as np
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid
+from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import dim_names, fill_value, numbers, open_h5, text
 
 VARIABLES = {"reflectance": ("AVIRIS orthorectified surface reflectance", "reflectance (0-1)"),
@@ -94,7 +95,7 @@ def open_aviris_nc(path: str | os.PathLike) -> Cube:
     if vunits is None:
         vunits = f"radiance ({text(ds.attrs['units'])})" if "units" in ds.attrs else "radiance"
     return Cube(
-        StoredArray(ds, axes),
+        StoredArray(direct_source(ds, p), axes),
         name=p.stem,
         path=str(p),
         wavelengths=wl,

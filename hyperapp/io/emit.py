@@ -20,6 +20,7 @@ import numpy as np
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid, Swath
+from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import dim_names, fill_value, numbers, open_h5, text
 
 VARIABLES = {"reflectance": ("EMIT L2A surface reflectance", "reflectance (0-1)"),
@@ -73,7 +74,7 @@ def open_emit(path: str | os.PathLike) -> Cube:
     if not np.array_equal(order, np.arange(nb)):  # EMIT's are ascending; never seen otherwise
         raise CubeFormatError(f"{BANDS}/wavelengths are not in ascending order", p)
     return Cube(
-        StoredArray(ds, (0, 1, 2)),
+        StoredArray(direct_source(ds, p), (0, 1, 2)),
         name=p.stem,
         path=str(p),
         wavelengths=wl,

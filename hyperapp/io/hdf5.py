@@ -133,7 +133,9 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None, band_axis: in
         ds = f[names[0]]
     wl, units = _wavelengths(f, ds)
     axes, note = _layout(ds, wl, p, band_axis)
-    store = StoredArray(ds, axes)
+    from hyperapp.io.h5direct import direct_source
+
+    store = StoredArray(direct_source(ds, p), axes)
     if wl is not None and wl.size != store.shape[2]:
         wl = None
     try:

@@ -25,6 +25,7 @@ from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import Swath
 from hyperapp.io.band_stack import BandStack, Piece, split_overlap
+from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import number, numbers, open_h5
 
 SWATHS = "HDFEOS/SWATHS"
@@ -114,7 +115,7 @@ def open_prisma(path: str | os.PathLike) -> Cube:
     pieces, wl, fwhm, bad = [], [], [], []
     for _det, ds, idx, cw, fw, fl, gain, offset in used:
         n = idx.size
-        pieces.append(Piece(ds, (0, 2, 1), idx, np.full(n, gain), np.full(n, offset)))
+        pieces.append(Piece(direct_source(ds, p), (0, 2, 1), idx, np.full(n, gain), np.full(n, offset)))
         wl.append(cw[idx])
         fwhm.append(fw[idx] if fw is not None and fw.size == cw.size else np.full(n, np.nan))
         bad.append(fl[idx] == 0 if fl is not None and fl.size == cw.size else np.zeros(n, bool))

@@ -17,6 +17,7 @@ import numpy as np
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid
+from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import fill_value, numbers, open_h5, text
 
 GRID = "HDFEOS/GRIDS/HYP/Data Fields"
@@ -111,7 +112,7 @@ def open_tanager(path: str | os.PathLike) -> Cube:
     if vunits is None:
         vunits = f"radiance ({text(ds.attrs['units'])})" if "units" in ds.attrs else "radiance"
     return Cube(
-        StoredArray(ds, (1, 2, 0)),
+        StoredArray(direct_source(ds, p), (1, 2, 0)),
         name=p.stem,
         path=str(p),
         wavelengths=wl,
