@@ -338,8 +338,10 @@ class ResultsPanel(QWidget):
         self._objects = rows
         self.table.setColumnCount(6 + 2 * (self.geo is not None))
         if self.geo is not None:
-            self.table.setHorizontalHeaderItem(6, QTableWidgetItem("lon"))
-            self.table.setHorizontalHeaderItem(7, QTableWidgetItem("lat"))
+            for j, (name, word) in enumerate((("lon", "longitude"), ("lat", "latitude")), 6):
+                head = QTableWidgetItem(name)
+                head.setToolTip(f"WGS84 {word} of the object's centroid (degrees), as objects.csv gives it")
+                self.table.setHorizontalHeaderItem(j, head)
         self.table.setRowCount(len(rows))
         def span(first: int, end: int) -> str:  # an exclusive end shown as the last index covered
             return str(first) if end - 1 == first else f"{first}\u2013{end - 1}"
