@@ -322,14 +322,35 @@ def write_aviris_nc(folder):
 
 # ----------------------------------------------------------------------------- EnMAP
 
+#: EnMAP L1B's corner coordinates (lon, lat) of the corner pixels (its METADATA.XML's spatialCoverage)
+ENMAP_CORNERS = {"upper_left": (13.10, 52.60), "upper_right": (13.55, 52.55), "lower_left": (13.05, 52.30),
+                 "lower_right": (13.50, 52.25)}
+
+
+def enmap_l1b_truth(r, c):
+    a = np.asarray(r, float) / (ROWS - 1)
+    b = np.asarray(c, float) / (COLS - 1)
+    k = ENMAP_CORNERS
+
+    def bil(i):
+        return ((1 - a) * ((1 - b) * k["upper_left"][i] + b * k["upper_right"][i])
+                + a * ((1 - b) * k["lower_left"][i] + b * k["lower_right"][i]))
+
+    return bil(0), bil(1)
+
+
 def _enmap_xml(wl, fwhm, gain, offset, expected_vnir, expected_swir, level):
     bands = "\n".join(
         f'      <bandID number="{i + 1}">\n        <wavelengthCenterOfBand>{w:.4f}</wavelengthCenterOfBand>\n'
         f"        <FWHMOfBand>{fw:.3f}</FWHMOfBand>\n        <GainOfBand>{g:.8g}</GainOfBand>\n"
         f"        <OffsetOfBand>{o:.8g}</OffsetOfBand>\n      </bandID>"
         for i, (w, fw, g, o) in enumerate(zip(wl, fwhm, gain, offset)))
+    points = "".join(f"        <point><frame>{k}</frame><latitude>{v[1]}</latitude><longitude>{v[0]}</longitude>"
+                     "</point>\n" for k, v in ENMAP_CORNERS.items())
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<level_X>\n  <metadata>\n    <schema>\n'
             f"      <processingLevel>{level}</processingLevel>\n    </schema>\n  </metadata>\n"
+            f"  <base>\n    <spatialCoverage>\n      <boundingPolygon>\n{points}      </boundingPolygon>\n"
+            "    </spatialCoverage>\n  </base>\n"
             "  <product>\n    <quality>\n"
             f"      <vnirProductQuality><expectedChannelsList>{','.join(map(str, expected_vnir))}"
             "</expectedChannelsList></vnirProductQuality>\n"
@@ -402,7 +423,8 @@ def write_enmap(folder, level: str = "L2A"):
     bad = np.asarray([(i + 1) in bad_numbers for i in keep])
     truth = {"wavelengths": wl[keep], "reflectance": values[:, :, keep], "bad": bad, "targets": TARGETS,
              "fill": FILL, "cut": cut, "dropped": (nv - kv.size, swir.size - (ks.size)),
-             "lonlat": (lambda r, c: utm_truth(r, c, x0, y0, crs="EPSG:32633")) if level.startswith("L2") else None}
+             "lonlat": (lambda r, c: utm_truth(r, c, x0, y0, crs="EPSG:32633")) if level.startswith("L2")
+             else enmap_l1b_truth}
     return folder / f"{name}-METADATA.XML", truth
 
 

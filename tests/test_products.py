@@ -70,7 +70,7 @@ def test_product_opens_right(built, name):
         assert cube.good_bands().bands == wl.size - truth["bad"].sum()  # kept out by default, as ENVI's bbl
 
 
-@pytest.mark.parametrize("name", [n for n in PRODUCTS if n != "enmap-l1b"])
+@pytest.mark.parametrize("name", list(PRODUCTS))
 def test_product_location_within_half_a_pixel(built, name):
     path, truth = built[name]
     cube = open_cube(path)
@@ -153,7 +153,7 @@ def test_info_says_product_values_location(built, capsys, name):
     assert "product: " in out and PRODUCTS[name][2] in out
     assert "values: " in out
     loc = next(line for line in out.splitlines() if line.startswith("location: "))
-    assert ("none" in loc) == (name == "enmap-l1b")
+    assert "none" not in loc
 
 
 def _targets_csv(tmp_path):
@@ -235,3 +235,26 @@ def test_a_product_dataset_named_generically_says_so(built, capsys):
     code, out, _ = run(capsys, "info", path, "--dataset", "HDFEOS/SWATHS/PRS_L2D_HCO/Data Fields/VNIR_Cube",
                        "--band-axis", "1")
     assert code == 0 and "40 rows x 50 cols x 22 bands" in out
+
+
+def test_enmap_opens_from_its_image_or_its_zip(built, tmp_path):
+    import zipfile
+
+    xml, truth = built["enmap-l2a"]
+    tif = next(xml.parent.glob("*-SPECTRAL_IMAGE.TIF"))
+    a = open_cube(tif)
+    z = tmp_path / "ENMAP01-L2A.ZIP".lower()
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in xml.parent.iterdir():
+            zf.write(f, f"product/{f.name}")
+    b = open_cube(z)
+    np.testing.assert_array_equal(a.wavelengths, b.wavelengths)
+    np.testing.assert_array_equal(read_float32(a), read_float32(b))
+    assert b.bands == truth["wavelengths"].size and isinstance(b.geo, MapGrid)
+
+
+def test_classic_netcdf_says_what_it_is(tmp_path, capsys):
+    p = tmp_path / "old.nc"
+    p.write_bytes(b"CDF\x01" + bytes(200))
+    code, _, err = run(capsys, "info", p)
+    assert code == 2 and "classic NetCDF" in err and "old.nc" in err

@@ -124,6 +124,36 @@ class Swath:
         return r0 + np.asarray(rows, dtype=np.float64) * rs, c0 + np.asarray(cols, dtype=np.float64) * cs
 
 
+class CornerField:
+    """A lazy 2-D field (rows, cols) bilinear between four values at the corner pixels' centres: a swath's lat
+    or lon where a product gives only its corners (EnMAP L1B). Sliced like an array."""
+
+    def __init__(self, shape: tuple[int, int], ul: float, ur: float, ll: float, lr: float):
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.corners = (float(ul), float(ur), float(ll), float(lr))
+        self.dtype = np.dtype(np.float64)
+        self.ndim = 2
+
+    def __getitem__(self, idx) -> np.ndarray:
+        rs, cs = idx
+        n, m = self.shape
+        r = np.arange(n, dtype=np.float64)[rs] / max(n - 1, 1)
+        c = np.arange(m, dtype=np.float64)[cs] / max(m - 1, 1)
+        ul, ur, ll, lr = self.corners
+        a, b = r[:, None], c[None, :]
+        return (1 - a) * ((1 - b) * ul + b * ur) + a * ((1 - b) * ll + b * lr)
+
+
+def corner_swath(rows: int, cols: int, corners: dict) -> Swath:
+    """A :class:`Swath` bilinear between the (lon, lat) of its four corner pixels' centres, given as
+    ``{"upper_left": (lon, lat), "upper_right": ..., "lower_left": ..., "lower_right": ...}``: an
+    approximation (straight edges) for products that give only their corners."""
+    k = ("upper_left", "upper_right", "lower_left", "lower_right")
+    lon = CornerField((rows, cols), *(corners[x][0] for x in k))
+    lat = CornerField((rows, cols), *(corners[x][1] for x in k))
+    return Swath(lat, lon)
+
+
 @lru_cache(maxsize=32)
 def _to_wgs84(crs: str):
     from pyproj import Transformer
@@ -365,7 +395,7 @@ def describe(geo: MapGrid | Swath | None, rows: int | None = None, cols: int | N
         s = f"swath, lat/lon per pixel ({n} x {m})"
         if geo.glt is not None and geo.grid is not None:
             w, _ = geo.grid.pixel_size
-            s += f", GLT onto {crs_name(geo.grid.crs)} at {w:g}"
+            s += f", GLT onto {crs_name(geo.grid.crs)} at {w:g} {'deg' if _is_wgs84(geo.grid.crs) else 'm'}"
         return s + f"; corners lon/lat (first row first col, ..., clockwise): {_corners(geo, n, m)}"
     except Exception as exc:  # noqa: BLE001  (info says what it could not work out)
         return f"{type(geo).__name__} (cannot be placed: {exc})"

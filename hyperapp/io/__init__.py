@@ -104,6 +104,9 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
     if ext == ".mat":
         from hyperapp.io.matlab import open_mat
 
+        if band_axis is not None:
+            _band_axis_known(p, band_axis, "MATLAB .mat, (rows, cols, bands)")
+
         return open_mat(p, dataset)
     if is_hdf5(p) or (ext in HDF5_EXTENSIONS and ext != ".hdf"):
         opener = _hdf5_product(p) if dataset is None else None
@@ -114,8 +117,9 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
         from hyperapp.io.hdf5 import open_hdf5
 
         cube = open_hdf5(p, dataset, band_axis)
-        if dataset is not None and _hdf5_product(p) is not None:
-            kind = _hdf5_product(p).__module__.rsplit(".", 1)[-1].upper()
+        product = _hdf5_product(p) if dataset is not None else None
+        if product is not None:
+            kind = product.__module__.rsplit(".", 1)[-1].upper()
             cube.notes = (*cube.notes, f"this file is a {kind} product: without --dataset it opens as the product's "
                           "cube (its axes, wavelengths, scaling, no-data and bad bands known)")
         return cube

@@ -24,7 +24,8 @@ from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import dim_names, fill_value, numbers, open_h5, text
 
 VARIABLES = {"reflectance": ("EMIT L2A surface reflectance", "reflectance (0-1)"),
-             "radiance": ("EMIT L1B at-sensor radiance", None)}
+             "radiance": ("EMIT L1B at-sensor radiance", None),
+             "reflectance_uncertainty": ("EMIT L2A reflectance uncertainty", "reflectance (0-1), one standard deviation")}
 BANDS = "sensor_band_parameters"
 
 

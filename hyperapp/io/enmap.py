@@ -8,7 +8,8 @@ the bands (bandID numbers) that hold data, the others are bad. L1B keeps VNIR an
 (``*-SPECTRAL_IMAGE_VNIR``, ``*-SPECTRAL_IMAGE_SWIR``); L1C and L2A one (``*-SPECTRAL_IMAGE``) of VNIR's
 bands then SWIR's. In both the detectors overlap near 900-1000 nm: one copy is kept
 (:func:`hyperapp.io.band_stack.split_overlap`). L1C/L2A images are map grids (their GeoTIFF transform);
-L1B is not orthorectified and gets no location here. (Layout after the EnMAP-Box importers, read only.)
+L1B is in sensor geometry: its location is bilinear between the four corners of ``base/spatialCoverage``
+(approximate; the RPCs are not applied). (Layout after the EnMAP-Box importers, read only.)
 A zipped product is read inside the zip (GDAL's ``/vsizip/``).
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
-from hyperapp.core.geo import MapGrid
+from hyperapp.core.geo import MapGrid, corner_swath
 from hyperapp.io.band_stack import BandStack, Piece, RasterBands, split_overlap
 
 IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?\.(?P<ext>[A-Za-z]+)$")
@@ -95,10 +96,32 @@ def _bands(root) -> dict:
     return out
 
 
-def open_enmap(path: str | os.PathLike) -> Cube:
-    """Open an EnMAP product lazily as one (rows, cols, bands) float32 cube (see the module's text)."""
+def _corners(root) -> dict | None:
+    """``base/spatialCoverage/boundingPolygon/point``: frame -> (lon, lat) of the four corners, or None."""
+    out = {}
+    for pt in root.findall(".//spatialCoverage/boundingPolygon/point"):
+        try:
+            out[(pt.findtext("frame") or "").strip()] = (float(pt.findtext("longitude")),
+                                                         float(pt.findtext("latitude")))
+        except (TypeError, ValueError):
+            return None
+    keys = ("upper_left", "upper_right", "lower_left", "lower_right")
+    return {k: out[k] for k in keys} if all(k in out for k in keys) else None
+
+
+def _raster(path: str):
+    """rasterio's dataset of ``path`` (an L1B image has no grid: the cube's notes say so, not a warning)."""
+    import warnings
+
     import rasterio
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+        return rasterio.open(path)
+
+
+def open_enmap(path: str | os.PathLike) -> Cube:
+    """Open an EnMAP product lazily as one (rows, cols, bands) float32 cube (see the module's text)."""
     p = Path(path)
     if p.suffix.lower() == ".zip":
         found = _zip_members(p)
@@ -129,7 +152,7 @@ def open_enmap(path: str | os.PathLike) -> Cube:
     nb = meta["wl"].size
     notes: list[str] = []
     if "_VNIR" in det and "_SWIR" in det:  # L1B: two images
-        vn, sw = rasterio.open(det["_VNIR"]), rasterio.open(det["_SWIR"])
+        vn, sw = _raster(det["_VNIR"]), _raster(det["_SWIR"])
         if vn.count + sw.count != nb:
             raise CubeFormatError(f"the VNIR and SWIR images hold {vn.count} + {sw.count} bands, the metadata "
                                   f"describes {nb}", xml_path)
@@ -137,7 +160,7 @@ def open_enmap(path: str | os.PathLike) -> Cube:
                 (RasterBands(det["_SWIR"], sw), np.arange(vn.count, nb), vn.count)]
         ref = vn
     elif "" in det:
-        ds = rasterio.open(det[""])
+        ds = _raster(det[""])
         if ds.count != nb:
             raise CubeFormatError(f"the spectral image holds {ds.count} bands, the metadata describes {nb}",
                                   xml_path)
@@ -169,6 +192,14 @@ def open_enmap(path: str | os.PathLike) -> Cube:
     refl = "L2" in level.upper()
     notes.append("values = DN x GainOfBand + OffsetOfBand (METADATA.XML)")
     geo = MapGrid(tuple(ref.transform.to_gdal()), ref.crs.to_wkt()) if ref.crs is not None else None
+    if geo is None:
+        corners = _corners(ElementTree.fromstring(xml_bytes))
+        if corners is not None:
+            geo = corner_swath(ref.height, ref.width, corners)
+            notes.append("location approximate: bilinear between the four corners of METADATA.XML's "
+                         "spatialCoverage (L1B is in sensor geometry; its RPC coefficients are not applied)")
+        else:
+            notes.append("no location: the image has no map grid and METADATA.XML no corner coordinates")
     fw = meta["fwhm"][idx]
     return Cube(
         StoredArray(stack, (0, 1, 2)),

@@ -36,13 +36,11 @@ def is_tiff(path: str | os.PathLike) -> bool:
 
 def tiff_beside(hdr: Path) -> Path | None:
     """The TIFF an ENVI header describes (same stem, ``.tif``/``.tiff`` in any case), if any."""
-    stem = hdr.with_suffix("")
-    for ext in (".tif", ".TIF", ".tiff", ".TIFF"):
-        for cand in (stem.with_name(stem.name + ext), Path(str(hdr)[:-4]) if str(hdr).lower().endswith(ext + ".hdr")
-                     else None):
-            if cand is not None and cand.is_file() and is_tiff(cand):
-                return cand
-    return None
+    stem = hdr.with_suffix("")  # x.hdr -> x; x.tif.hdr -> x.tif
+    cands = [stem.with_name(stem.name + ext) for ext in (".tif", ".TIF", ".tiff", ".TIFF")]
+    if stem.suffix.lower() in (".tif", ".tiff"):
+        cands.insert(0, stem)
+    return next((c for c in cands if c.is_file() and is_tiff(c)), None)
 
 
 def header_beside(tif: Path) -> Path | None:
@@ -68,11 +66,15 @@ def _list(raw) -> np.ndarray | None:
 
 def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = None) -> Cube:
     """Open a GeoTIFF/COG cube lazily (see the module's text)."""
+    import warnings
+
     import rasterio
 
     p = Path(path)
     try:
-        ds = rasterio.open(p)
+        with warnings.catch_warnings():  # a TIFF without a grid has no location: Cube.geo None says it
+            warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+            ds = rasterio.open(p)
     except rasterio.errors.RasterioIOError as exc:
         raise CubeFormatError(f"not a readable GeoTIFF ({exc})", p) from exc
     n = ds.count
@@ -134,7 +136,7 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
         geo = geo_from_map_info(h["map info"], css if isinstance(css, str) else None)
     sensor = h.get("sensor type") or h.get("description") or ""
     product = "GeoTIFF" + (" + ENVI header" if hdr is not None else "")
-    if "desis" in str(sensor).lower() or "desis" in p.name.lower():
+    if "desis" in str(sensor).lower():
         product = "DESIS (GeoTIFF + ENVI header)" if hdr is not None else "DESIS GeoTIFF"
     scale = h.get("reflectance scale factor")
     return Cube(

@@ -115,6 +115,10 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None, band_axis: in
     try:
         f = h5py.File(p, "r")
     except OSError as exc:
+        with open(p, "rb") as fh:
+            if fh.read(3) == b"CDF":
+                raise CubeFormatError("is classic NetCDF (version 3), which hyperapp does not read: convert it to "
+                                      "NetCDF4 (nccopy -k nc4 IN OUT)", p) from exc
         raise CubeFormatError(f"not a readable HDF5 file ({exc})", p) from exc
     if dataset is not None:
         if dataset not in f:
