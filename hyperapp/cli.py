@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10..20), as a band "
                                      "reduction chose them")
+    det.add_argument("--ortho", action="store_true", help="write the outputs on the orthorectified map grid of "
+                     "the swath's geometry lookup table (EMIT), not on the swath's pixels")
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
@@ -279,6 +281,9 @@ def cmd_detect(args) -> int:
             raise InputError("is a folder; --save-model names the model file to write", args.save_model)
         options.out_file(str(model_path(args.save_model)), "--save-model")
     cube = _open(args)
+    from hyperapp.detect.outputs import check_ortho
+
+    check_ortho(cube, args.ortho)  # (before any training)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     if targets is not None:
@@ -319,7 +324,7 @@ def cmd_detect(args) -> int:
         result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                          device=args.device, truth=truth, far=st.get("far"),
                                          threshold=st.get("threshold"), model=model, memory=memory,
-                                         progress=shown.progress(), mnf=st.get("mnf"), **sig)
+                                         progress=shown.progress(), mnf=st.get("mnf"), ortho=args.ortho, **sig)
     if args.save_model:
         from hyperapp.detect.model_files import save_model
 
@@ -341,6 +346,9 @@ def cmd_detect(args) -> int:
         print(ties)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
+    if o := rep.get("orthorectified"):
+        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
+              f"{o['detections']} pixels in {o['objects']} objects there")
     print(f"wrote {paths['report'].parent}")
     return 0
 
