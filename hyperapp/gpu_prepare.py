@@ -15,9 +15,12 @@ have what real ones have, and fills that cache:
   evaluation), in memory and streamed in two passes (the large-file path); RBFN also as the thesis
   scales it; FFBP trained from the clicks;
 - every analysis method on the same scene (class-aware ones on two ROI classes);
-- optionally, the same on a window of the person's own cubes (``prepare-gpu CUBE ...``): a kernel
-  specialised for a band count (the small k-means of the RBFN, ``#define D``) is then compiled for
-  theirs.
+- every instantiation of hyperapp's own kernels that a run with the default parameters may launch on any
+  cube (:func:`kernel_variants`). No kernel depends on the cube's shape: the band count and the sizes are
+  runtime arguments, or pick one of a small fixed set of template instantiations (the RBFN's padded
+  whitened dimensions and neurons, the small k-means' register tile), so a cube of a new sensor (224, 285
+  or 430 bands) compiles nothing on its first click. ``prepare-gpu CUBE ...`` still runs every method on
+  a window of each cube named, which is no longer needed.
 
 Afterwards a stamp file in the cache folder records the hyperapp and CuPy versions and the device's
 compute capability; the window's warm-up (:func:`start_background`) does nothing when it is there.
@@ -199,13 +202,44 @@ def _cache_files() -> set[str]:
     return {p.name for p in d.iterdir()} if d.is_dir() else set()
 
 
+def kernel_variants() -> list[tuple[str, dict | None, tuple[str, ...]]]:
+    """(module, defines, name expressions) of every instantiation of ``kernels/*.cu`` whose choice depends
+    on the data rather than on a method's parameters (the RBFN's staged and direct scoring, the small
+    k-means' register tiles, the FFBP module), for the default parameters: compiled by
+    :func:`compile_kernel_variants` whatever the band counts of the warm-up scenes."""
+    from hyperapp.models import ffbp_gpu, rbfn_gpu
+    from hyperapp.models.kmeans import small_kernel_variants
+    from hyperapp.models.mlp import kernel_variants as mlp_variants
+
+    out = [(name, None, exprs) for name, exprs in rbfn_gpu.kernel_variants() + small_kernel_variants()
+           + mlp_variants()]
+    out += [(name, defines, ()) for name, defines in ffbp_gpu.kernel_variants()]
+    return out
+
+
+def compile_kernel_variants(threads: int = 8) -> str:
+    """Compile :func:`kernel_variants` (NVRTC runs outside the GIL: several at once). Returns a note."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hyperapp.kernels import get_module
+
+    variants = kernel_variants()
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(variants)))) as pool:
+        for f in [pool.submit(get_module, name, defines, exprs) for name, defines, exprs in variants]:
+            f.result()
+    return f"{len(variants)} modules"
+
+
 def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> list[tuple[str, Callable[[], None]]]:
     """Every warm-up of :func:`prepare_gpu` as (name, function) pairs, on ``device`` (the CPU runs the
     same paths, which tests them where there is no GPU); temporary files go to ``folder``."""
     from hyperapp.backend import get_backend
     from hyperapp.io import open_cube
 
-    tasks = _reading_tasks(folder, get_backend(device).xp)
+    tasks = []
+    if device != "cpu":
+        tasks.append(("every kernel's instantiations (any cube's shape)", compile_kernel_variants))
+    tasks += _reading_tasks(folder, get_backend(device).xp)
     land, t, truth = _land()
     tasks += _method_tasks(land, t, truth, "the land scene", device)
     for path in cubes:
@@ -223,7 +257,8 @@ def prepare_gpu(cubes: list[str] = (), progress: Progress = NULL_PROGRESS,
     Parameters
     ----------
     cubes : list of str
-        The person's cubes: every method also runs on a window of each (their band counts).
+        Cubes whose windows every method also runs on (not needed: no kernel depends on the cube's
+        shape; kept for the command line's ``prepare-gpu CUBE ...``).
     progress : Progress
         Receives the share done and the task running.
     report : callable(str), optional
