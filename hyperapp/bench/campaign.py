@@ -384,6 +384,8 @@ def _band_lane(d: Path, bands: int, prepared: Path) -> list[Measurement]:
             walls.append(w)
             compiled.append(_compiled(cache, before))
         ratio = walls[0] / walls[1]
+        print(f"  {bands} bands, {name}: first {walls[0]:.2f} s, second {walls[1]:.2f} s ({ratio:.2f}x); "
+              f"compiled by the first: {len(compiled[0])} {sorted(set(compiled[0]))[:6]}", flush=True)
         out.append(Measurement(f"first-run-{bands}b-{name}", walls[1] * 1e3, None, "first run after prepare-gpu",
                                walls[0] * 1e3, notes={"bands": bands, "first_over_second": round(ratio, 2),
                                                       "within_1.5x": ratio <= 1.5,
