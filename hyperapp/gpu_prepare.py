@@ -45,8 +45,8 @@ from hyperapp.progress import NULL_PROGRESS, Progress
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96
 #: analysis options of the warm-ups, where the defaults would only take longer: the number of random band
-#: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k, bands per subset and
-#: classes, left at their defaults)
+#: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k and bands per subset,
+#: left at their defaults; the classes are a runtime argument)
 ANALYSIS_PARAMS = {"band-subsets": {"n_subsets": 64}}
 
 

@@ -218,11 +218,13 @@ hyperapp_rbfn_score(const float* __restrict__ X, long long n, int nb, int stride
 }
 
 // hyperapp_rbfn_score_direct: the dense network without staging pixels in shared memory, for wide
-// pixels (many bands, nb % 4 == 0). One thread per pixel (grid-stride); each lane streams its own pixel
-// in chunks of eight 16-byte loads (128 contiguous bytes, issued back to back so the second half of
-// every 32-byte sector is an L1 hit for the next load), folds each chunk into the projection z = x A
-// and the squared norm, and only then applies the normalisation (z is linear in x). Shared memory holds
-// only the parameters, so many more warps fit on an SM than with two staged 32-pixel tiles per warp.
+// pixels (many bands: two staged tiles per warp of 285 bands would not fit an SM). One thread per pixel
+// (grid-stride); each lane streams its own pixel in chunks of eight 16-byte loads (128 contiguous bytes,
+// issued back to back so the second half of every 32-byte sector is an L1 hit for the next load; four
+// 4-byte loads each where nb % 4 != 0 leaves the rows unaligned, the bands past nb read as zero), folds
+// each chunk into the projection z = x A and the squared norm, and only then applies the normalisation
+// (z is linear in x). Shared memory holds only the parameters, so many more warps fit on an SM than with
+// two staged 32-pixel tiles per warp.
 template <int K4, int NH, bool NORM>
 __global__ void __launch_bounds__(128)
 hyperapp_rbfn_score_direct(const float* __restrict__ X, long long n, int nb, const float* __restrict__ params,
@@ -230,14 +232,17 @@ hyperapp_rbfn_score_direct(const float* __restrict__ X, long long n, int nb, con
 {
     typedef Layout<K4, NH, false> L;
     extern __shared__ __align__(16) float smem[];
-    stage_params(smem, params, L::total(nb));
+    const int nbp = (nb + 3) & ~3;
+    stage_params(smem, params, L::total(nbp));
     __syncthreads();
     const float* sA = smem;
-    const float* sU = smem + L::u(nb);
-    const float* sh = smem + L::shift(nb);
-    const int nv = nb >> 2;
+    const float* sU = smem + L::u(nbp);
+    const float* sh = smem + L::shift(nbp);
+    const int nv = nbp >> 2;
+    const bool aligned = (nb & 3) == 0;
     for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += (long long)gridDim.x * blockDim.x) {
-        const float4* px = reinterpret_cast<const float4*>(X + p * nb);
+        const float* xp = X + p * nb;
+        const float4* px = reinterpret_cast<const float4*>(xp);
         float z[K4];
 #pragma unroll
         for (int k = 0; k < K4; ++k) z[k] = 0.0f;
@@ -245,9 +250,20 @@ hyperapp_rbfn_score_direct(const float* __restrict__ X, long long n, int nb, con
 #pragma unroll 1
         for (int j0 = 0; j0 < nv; j0 += 8) {
             float4 q[8];
+            if (aligned) {
 #pragma unroll
-            for (int u = 0; u < 8; ++u)
-                if (j0 + u < nv) q[u] = __ldcs(px + j0 + u);
+                for (int u = 0; u < 8; ++u)
+                    if (j0 + u < nv) q[u] = __ldcs(px + j0 + u);
+            } else {
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    const int b = 4 * (j0 + u);
+                    q[u].x = b + 0 < nb ? __ldcs(xp + b + 0) : 0.0f;
+                    q[u].y = b + 1 < nb ? __ldcs(xp + b + 1) : 0.0f;
+                    q[u].z = b + 2 < nb ? __ldcs(xp + b + 2) : 0.0f;
+                    q[u].w = b + 3 < nb ? __ldcs(xp + b + 3) : 0.0f;
+                }
+            }
 #pragma unroll
             for (int u = 0; u < 8; ++u) {
                 if (j0 + u < nv) {
@@ -271,9 +287,9 @@ hyperapp_rbfn_score_direct(const float* __restrict__ X, long long n, int nb, con
         const float inv = NORM ? (ss > 0.0f ? rsqrtf(ss) : 1.0f) : 1.0f;
 #pragma unroll
         for (int k = 0; k < K4; ++k) z[k] = fmaf(z[k], inv, sh[k]);
-        const float* sg = smem + L::gamma(nb);
-        const float* sw = smem + L::w(nb);
-        float y = smem[L::bias(nb)];
+        const float* sg = smem + L::gamma(nbp);
+        const float* sw = smem + L::w(nbp);
+        float y = smem[L::bias(nbp)];
 #pragma unroll
         for (int i = 0; i < NH; ++i) {
             float d = 0.0f;

@@ -21,9 +21,11 @@ DIRECT_MIN_BANDS = 128  # wider pixels skip the shared-memory staging (see defau
 #: by the instantiation of the next sizes up (pads are zero, a padded neuron's output weight is 0)
 K4_SET = (8, 16, 32, 64)
 NH_SET = (4, 8, 16, 32, 48, 64, 80)
-#: what a default RBFN needs (whitened PCA-16, 32 neurons, normalised spectra) and the thesis's scaling
-#: (per-band, not normalised; ``prepare-gpu`` runs it with the default 32 neurons)
-DEFAULT_SHAPES = ((16, 32, 0, 1), (0, 32, 1, 0))
+#: (variant, K4, NH, DIAG, NORM) of what a default RBFN may launch on any cube: whitened PCA-16 (PCA-8 and
+#: less below 9 bands, which never take the direct kernel), 32 neurons, normalised spectra; and the
+#: thesis's scaling (per-band, not normalised; ``prepare-gpu`` runs it with the default 32 neurons)
+DEFAULT_SHAPES = (("staged", 16, 32, 0, 1), ("direct", 16, 32, 0, 1), ("staged", 8, 32, 0, 1),
+                  ("staged", 0, 32, 1, 0))
 
 
 def _pad(v: int, sizes: tuple[int, ...]) -> int | None:
@@ -64,11 +66,12 @@ def _smem_bytes(model, variant: str = "staged") -> int:
 
 
 def fused_fits(model) -> bool:
-    """Whether the network fits the fused kernel (an instantiation, shared memory and registers)."""
+    """Whether the network fits the fused kernel (an instantiation, registers, and shared memory: the
+    staged kernel's tiles, or for dense whitening only its parameters, :func:`default_variant`)."""
     nb, k4, nh, diag, _ = _dims(model)
     if nh is None or k4 is None:
         return False
-    return nh + k4 <= MAX_REGISTER_VALUES and _smem_bytes(model) <= _smem_limit()
+    return nh + k4 <= MAX_REGISTER_VALUES and _smem_bytes(model, default_variant(model)) <= _smem_limit()
 
 
 def _smem_limit() -> int:
@@ -85,21 +88,20 @@ def _expression(variant: str, k4: int, nh: int, diag: int, norm: int) -> str:
 def kernel_variants() -> list[tuple[str, tuple[str, ...]]]:
     """(module, name expressions) of every instantiation a default network needs on any cube: what
     ``prepare-gpu`` compiles."""
-    out = []
-    for k4, nh, diag, norm in DEFAULT_SHAPES:
-        out.append(("rbfn", (_expression("staged", k4, nh, diag, norm),)))
-        if not diag:
-            out.append(("rbfn", (_expression("direct", k4, nh, diag, norm),)))
-    return out
+    return [("rbfn", (_expression(*shape),)) for shape in DEFAULT_SHAPES]
 
 
 _KERNELS: dict[tuple, tuple] = {}
 
 
 def default_variant(model) -> str:
-    """``"direct"`` (no pixel staging) for dense whitening of wide pixels, else ``"staged"``."""
-    nb, _, _, diag, _ = _dims(model)
-    return "direct" if (not diag and nb % 4 == 0 and nb > DIRECT_MIN_BANDS) else "staged"
+    """``"direct"`` (no pixel staging) for dense whitening of wide pixels (or where the staged tiles would
+    not fit in shared memory), else ``"staged"``."""
+    nb, k4, nh, diag, _ = _dims(model)
+    if diag:
+        return "staged"
+    wide = nb > DIRECT_MIN_BANDS or (k4 is not None and nh is not None and _smem_bytes(model) > _smem_limit())
+    return "direct" if wide else "staged"
 
 
 def _kernel(model, variant: str = "staged"):
