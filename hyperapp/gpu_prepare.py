@@ -15,6 +15,8 @@ have what real ones have, and fills that cache:
   evaluation), in memory and streamed in two passes (the large-file path); RBFN also as the thesis
   scales it; FFBP trained from the clicks;
 - every analysis method on the same scene (class-aware ones on two ROI classes);
+- every detector and analysis method again on the land scene resampled to 200 and 400 bands
+  (:data:`WIDE_BANDS`): CuPy compiles a reduction once per class of the length it reduces;
 - every instantiation of hyperapp's own kernels that a run with the default parameters may launch on any
   cube (:func:`kernel_variants`). No kernel depends on the cube's shape: the band count and the sizes are
   runtime arguments, or pick one of a small fixed set of template instantiations (the RBFN's padded
@@ -44,6 +46,13 @@ from hyperapp.progress import NULL_PROGRESS, Progress
 
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96
+#: band counts of the land scene resampled, on which every method also warms up. CuPy sizes a CUB
+#: reduction's thread block by the length it reduces (32 threads up to 128 values, 64 up to 256, 128 up to
+#: 512, 256 up to 1,024) and compiles one kernel per size: the land scene's 64 bands reach the first
+#: class only, so a 224-band cube's first k-means, MTMF, FFBP or RBFN compiled 1-3 of them (2-5 s:
+#: ``bench --case first-run-new-bands``). 200 and 400 bands, and their doubles (the FFBP's mean-and-std
+#: features), reach the classes of every cube up to 512 bands.
+WIDE_BANDS = (200, 400)
 #: analysis options of the warm-ups, where the defaults would only take longer: the number of random band
 #: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k and bands per subset,
 #: left at their defaults; the classes are a runtime argument)
@@ -82,6 +91,22 @@ def _land():
     shape = (cube.rows, cube.cols)
     return cube, read_labels(hdr.with_name("land_targets.csv"), shape), read_labels(hdr.with_name("land_truth.hdr"),
                                                                                    shape)
+
+
+def _resampled(folder: Path, bands: int):
+    """The land scene resampled to ``bands`` bands (linear along each spectrum), as a float32 ENVI file in
+    ``folder``: (cube, targets, truth)."""
+    from hyperapp.bench.whole_path import write_envi_raw
+    from hyperapp.io import open_cube
+
+    cube, targets, truth = _land()
+    X = cube.to_float32()
+    src = np.linspace(0.0, 1.0, X.shape[2])
+    dst = np.linspace(0.0, 1.0, bands)
+    j = np.clip(np.searchsorted(src, dst, side="right") - 1, 0, X.shape[2] - 2)
+    f = ((dst - src[j]) / (src[j + 1] - src[j])).astype(np.float32)
+    Y = np.ascontiguousarray(X[:, :, j] * (1 - f) + X[:, :, j + 1] * f, np.float32)
+    return open_cube(write_envi_raw(folder / f"land-{bands}-bands", Y, "bil")), targets, truth
 
 
 def _scene(cube):
@@ -132,8 +157,10 @@ def _write_swapped(stem: Path, X: np.ndarray, interleave: str) -> Path:
     return hdr
 
 
-def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
-    """Every detector (in memory and streamed) and every analysis method on ``cube``."""
+def _method_tasks(cube, targets, truth, label: str, device: str,
+                  lean: bool = False) -> list[tuple[str, Callable[[], None]]]:
+    """Every detector (in memory and streamed) and every analysis method on ``cube``; ``lean``: each
+    detector once, in memory, without a truth (what differs with the band count alone)."""
     from hyperapp.analyse import Selection, run_analysis
     from hyperapp.detect import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
@@ -144,18 +171,20 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
     undesired = pixels[[0, pixels.shape[0] // 2]].astype(np.float64)
     for name, m in METHODS.items():
         variants = [("", {}, None)]
-        if m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
+        if not lean and m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
             variants.append((" streamed", {}, 1e-6))  # a budget of 1 kB: the two-pass large-file path
-        if name == "rbfn":
+        if name == "rbfn" and not lean:
             variants.append((" (thesis scaling)", {"whiten": "std", "normalize": False}, None))
         for suffix, params, memory in variants:
             extra = {"undesired_spectra": undesired} if memory and getattr(m, "uses_undesired", False) else {}
 
-            def run(name=name, params=params, memory=memory, extra=extra):
+            truths = (None,) if lean else (truth, None)
+
+            def run(name=name, params=params, memory=memory, extra=extra, truths=truths):
                 # with a truth mask (the evaluation's kernels) and without (a person's usual run: the
                 # threshold and report then take other paths, whose kernels a first fresh run after a
                 # prepare of the evaluated runs alone still compiled, about a second of it)
-                for t in (truth, None):
+                for t in truths:
                     res = run_detection(cube, name, targets, None, params=params, device=device, truth=t,
                                         memory=memory, **extra)
                     assert isinstance(res.objects, list)  # the object table: its kernels too
@@ -242,6 +271,9 @@ def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> li
     tasks += _reading_tasks(folder, get_backend(device).xp)
     land, t, truth = _land()
     tasks += _method_tasks(land, t, truth, "the land scene", device)
+    if device != "cpu":  # (the CPU compiles nothing: its tests run the land scene's tasks)
+        for bands in WIDE_BANDS:
+            tasks += _method_tasks(*_resampled(folder, bands), f"the land scene at {bands} bands", device, lean=True)
     for path in cubes:
         c = open_cube(path).good_bands()
         c = c.subset(slice(0, min(WINDOW, c.rows)), slice(0, min(WINDOW, c.cols)))

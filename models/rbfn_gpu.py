@@ -91,7 +91,8 @@ def kernel_variants() -> list[tuple[str, tuple[str, ...]]]:
     return [("rbfn", (_expression(*shape),)) for shape in DEFAULT_SHAPES]
 
 
-_KERNELS: dict[tuple, tuple] = {}
+#: (instantiation, device) -> [kernel, the dynamic shared memory it is allowed]
+_KERNELS: dict[tuple, list] = {}
 
 
 def default_variant(model) -> str:
@@ -110,13 +111,18 @@ def _kernel(model, variant: str = "staged"):
     nb, k4, nh, diag, norm = _dims(model)
     expr = _expression(variant, k4, nh, diag, norm)
     smem = _smem_bytes(model, variant)
-    key = (expr, smem)
-    if key not in _KERNELS:
-        kern = get_module("rbfn", None, (expr,)).get_function(expr)
-        if smem > 48 * 1024:
-            kern.max_dynamic_shared_size_bytes = smem
-        _KERNELS[key] = kern
-    return _KERNELS[key], smem, _upload(model, nb, k4, nh, diag)
+    import cupy
+
+    key = (expr, cupy.cuda.runtime.getDevice())
+    entry = _KERNELS.get(key)
+    if entry is None:
+        entry = _KERNELS[key] = [get_module("rbfn", None, (expr,)).get_function(expr), 48 * 1024]
+    # one kernel serves every band count, so its shared-memory allowance only ever grows (lowering it
+    # for a narrower cube made the next launch for a wider one fail with an invalid argument)
+    if smem > entry[1]:
+        entry[0].max_dynamic_shared_size_bytes = smem
+        entry[1] = smem
+    return entry[0], smem, _upload(model, nb, k4, nh, diag)
 
 
 def _same(a, b) -> bool:
