@@ -416,9 +416,11 @@ def first_runs_new_bands(ctx) -> list[Measurement]:
         out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
                                notes={"summary": r.stdout.strip().splitlines()[-1],
                                       "cache_files": len(list(prepared.iterdir()))}))
-        # one lane per band count, at once (16 cores, one GPU; each lane's first and second runs alternate
-        # with the others' in the same way), each in its own copy of the prepared cache
-        with ThreadPoolExecutor(max_workers=len(bands)) as pool:
+        # a lane per band count, each in its own copy of the prepared cache; one at a time unless
+        # HYPERAPP_FIRST_RUN_LANES says more (four at once on a 16-core H200 host took a quarter of the time,
+        # but moved ratios both ways by up to 2x where nothing was compiled)
+        lanes_at_once = max(1, int(os.environ.get("HYPERAPP_FIRST_RUN_LANES", "1")))
+        with ThreadPoolExecutor(max_workers=min(lanes_at_once, len(bands))) as pool:
             lanes = list(pool.map(lambda b: _band_lane(d, b, prepared), bands))
         for lane in lanes:
             out += lane
