@@ -931,9 +931,10 @@ class RBFN(PixelDetector):
         whitened copy of the cube is made."""
         xp = get_namespace(P)
         if self.coherence_v_:
-            if getattr(self, "coherence_kind_", "ace") == "mf":
-                D = _centred_normalised(P, self.mean_, self.normalize)
-                out += self.coherence_v_ * (D @ self.coherence_mf_)
+            if getattr(self, "coherence_kind_", "ace") == "mf":  # one vector: chunks, as the cuBLAS path
+                for i in range(0, P.shape[0], GPU_CHUNK):
+                    D = _centred_normalised(P[i:i + GPU_CHUNK], self.mean_, self.normalize)
+                    out[i:i + GPU_CHUNK] += self.coherence_v_ * (D @ self.coherence_mf_)
             else:
                 s = self.coherence_s_.astype(np.float64)
                 key = (self.coherence_w_, self.coherence_s_)
