@@ -5,8 +5,8 @@
 //   NH    hidden neurons padded to the set's next size (a padded neuron has output weight 0)
 //   DIAG  1: per-band scaling (whiten="std", one z per band); 0: dense projection to K4 dimensions
 //   NORM  1: divide each spectrum by its L2 norm before whitening
-// The band count nb is a runtime argument: a new sensor's cube needs no new compilation (a kernel
-// specialised on it took 15 s of NVRTC on the first click of a 224-band cube). Rows are handled as
+// The band count nb is a runtime argument: a new sensor's cube needs no new compilation (the kernel
+// specialised on it took 15 s to compile for a 224-band cube, on its first click). Rows are handled as
 // nbp = nb rounded up to 4 floats; the pads are zero in the pixel tiles, A, U and the scaling.
 //
 // Parameters (one float32 buffer, staged into shared memory once per block; the grid is persistent):
