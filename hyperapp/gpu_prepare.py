@@ -64,15 +64,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
 
 
+def kernels_digest() -> str:
+    """A short digest of every ``kernels/*.cu`` source: a stamp names it, so changed kernels (a new
+    checkout of the same version) are prepared again instead of compiling on their first use."""
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    for f in sorted((p for p in resources.files("hyperapp.kernels").iterdir() if p.name.endswith(".cu")),
+                    key=lambda p: p.name):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def stamp_path() -> Path:
-    """The file that says this installation's kernels were prepared (per hyperapp and CuPy version and
-    compute capability; a new version of either prepares again)."""
+    """The file that says this installation's kernels were prepared (per hyperapp and CuPy version,
+    compute capability and kernel sources; a change of any prepares again)."""
     import cupy
 
     from hyperapp import __version__
 
     cc = cupy.cuda.Device().compute_capability
-    return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}.json"
+    return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}-k{kernels_digest()}.json"
 
 
 def is_prepared() -> bool:
