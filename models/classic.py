@@ -1,4 +1,4 @@
-"""The classic target and anomaly detectors users compare against: SAM, ACE, MF, CEM, RX, local RX.
+"""The classic target and anomaly detectors users compare against: SAM, SID, ACE, MF, CEM, RX, local RX.
 
 Each is written once against the input's array module (NumPy or CuPy). ACE, MF and RX work in the
 background-whitened space: with z = Σ^{-1/2}(x - μ) and s = Σ^{-1/2}(t - μ), one cuBLAS/BLAS GEMM
@@ -9,6 +9,8 @@ whitens a chunk of pixels and the scores are row dot products:
 * RX   = zᵀz                           (``spectral.rx``; squared Mahalanobis distance)
 * CEM  = xᵀR⁻¹d / dᵀR⁻¹d with R the autocorrelation matrix of all pixels (Harsanyi 1993)
 * SAM  = cos∠(x, t): higher = smaller spectral angle
+* SID  = -(Σ p log(p/q) + Σ q log(q/p)) with p, q the pixel's and the target's spectra scaled to sum 1
+  (Chang 2000; ENVI's Spectral Information Divergence): higher = smaller divergence
 * LRX  = (x - m_local)ᵀ Σ⁻¹ (x - m_local) with m_local the mean of the outer window minus the inner
   one, windows placed as ``spectral.rx(window=(inner, outer), cov=Σ)`` places them (both shifted to
   stay whole at the borders).
@@ -72,6 +74,48 @@ def whitened_rows(z, s, mode: int):
     return ace_from_products(z @ s, sq, s @ s)
 
 
+#: ACE and RX on the GPU through :func:`quad_rows` (one kernel reading the cube once); False: the cuBLAS GEMM
+#: into a whitened copy, then :func:`whitened_rows` (kept for comparison)
+FUSED_QUAD = True
+
+
+def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
+    """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
+    (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
+    for the whitened target s: one kernel (``kernels/quadform.cu``) reads each pixel once, the whitened
+    rows never stored; ``tri``: U is upper triangular (an inverse Cholesky factor), half the FMAs."""
+    import cupy
+
+    from hyperapp.core.backend import device_attributes
+    from hyperapp.kernels import get_kernel
+
+    P = cupy.ascontiguousarray(P, dtype=cupy.float32)
+    n, nb = P.shape
+    out = cupy.empty(n, cupy.float32)
+    if n == 0:
+        return out
+    U = cupy.ascontiguousarray(U, dtype=cupy.float32)
+    v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
+    blocks = max(1, min(-(-n // 128), 8 * int(device_attributes().get("MultiProcessorCount", 80))))
+    get_kernel("quadform", "hyperapp_quad_rows")(
+        (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
+                            cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
+                            np.float32(ss), np.int32(mode), out))
+    return out
+
+
+def upper_triangular(W) -> bool:
+    """Whether the (host) matrix is upper triangular to rounding (what :func:`quad_rows`' ``tri`` needs)."""
+    W = np.asarray(W)
+    return W.ndim == 2 and W.shape[0] == W.shape[1] and \
+        float(np.abs(np.tril(W, -1)).max(initial=0.0)) <= 1e-12 * float(np.abs(W).max(initial=0.0))
+
+
+def _fused(P, W) -> bool:
+    xp = get_namespace(P)
+    return FUSED_QUAD and xp is not np and P.dtype == xp.float32 and W.dtype == xp.float32
+
+
 def ace_from_products(dot, sq, ss):
     """ACE from a whitened pixel's product with the whitened target (``dot`` = z.s), its own z.z
     (``sq``) and the target's s.s (``ss``), as ``spectral.ace``: dot^2 / (ss sq), clipped to [0, 1],
@@ -91,9 +135,9 @@ def centred_dot(P, mu, w):
     return (P.astype(w.dtype, copy=False) - mu) @ w
 
 
-def _map_chunks(X, fn, xp, dtype):
+def _map_chunks(X, fn, xp, dtype, gpu_step: int = GPU_CHUNK):
     out = xp.empty(X.shape[0], dtype=dtype)
-    step = CHUNK if xp is np else GPU_CHUNK
+    step = CHUNK if xp is np else gpu_step
     for i in range(0, X.shape[0], step):
         out[i:i + step] = fn(X[i:i + step])
     return out
@@ -148,6 +192,7 @@ class _WhitenedDetector(PixelDetector):
                 type(self).__name__, type(self).__name__))
             self.s_ = s.astype(dtype)
             self.s_host_ = to_host(self.s_)  # the kernel takes s.s as a host scalar
+            self.v_ = (stats.sqrt_inv_cov @ s).astype(dtype)  # W s: ACE's z.s = (x - mu) . v
             # MF's filter folded into one vector: z.s / s.s = (x - mu) . (W s / s.s)
             self.w_mf_ = (stats.sqrt_inv_cov @ s / (s @ s)).astype(dtype)
         return self
@@ -182,6 +227,11 @@ class ACE(_WhitenedDetector):
         pass
 
     def _score_chunk(self, P):
+        if _fused(P, self.W_):
+            s = self.s_host_.astype(np.float64)
+            v = getattr(self, "v_", None)  # (models saved before it have none)
+            return quad_rows(P, self.mu_, self.W_, ACE_MODE, v=self.W_ @ get_namespace(P).asarray(self.s_host_)
+                             if v is None else v, ss=float(s @ s))
         return whitened_rows(self._whiten(P), self.s_host_, ACE_MODE)
 
 
@@ -194,6 +244,8 @@ class RX(_WhitenedDetector):
         pass
 
     def _score_chunk(self, P):
+        if _fused(P, self.W_):
+            return quad_rows(P, self.mu_, self.W_, RX_MODE)
         return whitened_rows(self._whiten(P), None, RX_MODE)
 
 
@@ -299,6 +351,79 @@ class SAM(PixelDetector):
         """Spectral angle in radians from the score."""
         xp = get_namespace(cos)
         return xp.arccos(xp.clip(cos, -1, 1))
+
+
+#: SID's floor: values below it (zeros, negative noise in absorption bands) count as it, so every band's
+#: share is positive and its logarithm finite
+SID_EPS = 1e-12
+
+
+class SID(PixelDetector):
+    """Spectral information divergence against the mean target spectrum (Chang 2000), as ENVI's SID.
+
+    Each spectrum is read as a probability distribution over the bands, p = x / Σx (and q = t / Σt for
+    the target), and the divergence is the symmetric Kullback-Leibler one, Σ (p - q)(log p - log q) =
+    Σ p log(p/q) + Σ q log(q/p), 0 for spectra of the same shape. The score is its negative, so higher
+    is more target-like as with every detector (``divergence`` gives ENVI's positive value back: its
+    default class threshold, a divergence of 0.05, is a score of -0.05).
+
+    Values below :data:`SID_EPS` (zero or negative reflectance, which no distribution holds) are
+    clipped to it before the scaling, in the pixels and the target alike: the divergence stays finite
+    and such a band counts as (almost) no share of the spectrum.
+    """
+
+    def __init__(self):
+        pass
+
+    accepts_check_input = True
+
+    def fit(self, X, y, check_input: bool = True):
+        P, _, _, t = labelled_target_mean(X, y, check_input)
+        return self.fit_from_stats(t, float_dtype(P))
+
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+        """Fit from a target spectrum (a library's) instead of clicks."""
+        P, _ = as_pixels(X)
+        xp = get_namespace(P)
+        return self.fit_from_stats(xp.asarray(target, dtype=xp.float64), float_dtype(P))
+
+    #: the streamed path needs only the target pixels
+    stream_stats = "none"
+
+    def fit_from_stats(self, target_mean, dtype=np.float32):
+        """Fit from the mean target spectrum (float64)."""
+        if target_mean is None:
+            raise InputError("no target pixels marked: click at least one target pixel")
+        xp = get_namespace(target_mean)
+        if not float(xp.max(target_mean)) > 0:
+            raise InputError("the mean target spectrum has no positive value: SID reads spectra as shares of their "
+                             "sum over the bands, and needs a target with some positive reflectance")
+        q = xp.maximum(target_mean, SID_EPS)  # ufuncs where an operand is a scalar: hyperapp.core.backend
+        q = q / q.sum()
+        self.q_ = q.astype(dtype)
+        self.log_q_ = xp.log(q).astype(dtype)
+        return self
+
+    def decision_function(self, X):
+        self._check_fitted()
+        P, lead = as_pixels(X)
+        if P.shape[1] != self.q_.shape[0]:
+            raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.q_.shape[0]}")
+        xp = get_namespace(P)
+
+        def score(c):
+            c = xp.maximum(c.astype(self.q_.dtype), SID_EPS)
+            p = c / c.sum(axis=1, keepdims=True)
+            return xp.negative(((p - self.q_) * (xp.log(p) - self.log_q_)).sum(axis=1))
+
+        # a chunk's five temporaries of its size: an eighth of the GPU chunk keeps them near 0.6 GB at 224 bands
+        return _map_chunks(P, score, xp, self.q_.dtype, GPU_CHUNK // 8).reshape(lead)
+
+    @staticmethod
+    def divergence(score):
+        """The spectral information divergence (0 or more) from the score."""
+        xp = get_namespace(score)
+        return xp.negative(score)
 
 
 class LocalRX(PixelDetector):
