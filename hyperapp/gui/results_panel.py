@@ -76,7 +76,7 @@ class ResultsPanel(QWidget):
         lay.addLayout(row)
         lay.addWidget(self.refusal)
         lay.addWidget(self.slider)
-        self.counts = QLabel("no result yet: mark targets, then Train & Run")
+        self.counts = QLabel("no result yet: mark targets, then run the detector (F5)")
         self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
         self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
@@ -335,7 +335,7 @@ class ResultsPanel(QWidget):
         self.slider.blockSignals(False)
         self.origin.setVisible(False)
         self.hint.show_for(None, 0.0)
-        self.counts.setText("no result yet: mark targets, then Train & Run")
+        self.counts.setText("no result yet: mark targets, then run the detector (F5)")
         self.set_detection_shown(True)
 
     def _fill_table(self, rows: list[dict]) -> None:
