@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.backend import get_namespace
-from hyperapp.errors import InputError
+from hyperapp.core.backend import get_namespace
+from hyperapp.core.errors import InputError
 from hyperapp.models.base import float_dtype
 
 #: spectra per step on the CPU and on the GPU: bounds the (spectra, bands) temporaries (a few of float64 and

@@ -26,7 +26,7 @@ CONNECTIVITIES = (4, 8)
 
 
 def _check_connectivity(connectivity, name: str = "connectivity") -> int:
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     if isinstance(connectivity, bool) or connectivity not in CONNECTIVITIES:
         raise InputError(f"{name} must be 4 or 8 (the neighbours that join a pixel to an object), "
@@ -99,8 +99,8 @@ def parse_clump(value, name: str = "clump") -> int:
     """The clump kernel's side in pixels (the CLI's ``--clump N``, a job's ``clump``): 0 (or None, or
     empty text) for no clumping, else an odd whole number (the square kernel is centred on each pixel;
     1 leaves the mask as it is). Raises :class:`~hyperapp.errors.InputError` in one line."""
-    from hyperapp import options
-    from hyperapp.errors import InputError
+    from hyperapp.core import values as options
+    from hyperapp.core.errors import InputError
 
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0
@@ -117,8 +117,8 @@ def parse_sieve(value, name: str = "sieve") -> tuple[int, int | None] | None:
 
     Objects with fewer than MIN or more than MAX pixels are removed: MIN is 1 or more (1 keeps every
     small object), MAX at least MIN. Raises :class:`~hyperapp.errors.InputError` in one line."""
-    from hyperapp import options
-    from hyperapp.errors import InputError
+    from hyperapp.core import values as options
+    from hyperapp.core.errors import InputError
 
     shape = f"{name} must be MIN or MIN..MAX, whole numbers of pixels (objects with fewer than MIN or more than " \
             f"MAX pixels are removed), got {value!r}"
@@ -152,7 +152,7 @@ def parse_connectivity(value, name: str = "connectivity") -> int:
     """4 or 8 (the CLI's ``--connectivity``, a job's ``connectivity``): which neighbours join a pixel to an
     object when the sieve counts objects (and when objects are labelled). Raises
     :class:`~hyperapp.errors.InputError` in one line."""
-    from hyperapp import options
+    from hyperapp.core import values as options
 
     if isinstance(value, bool):
         return _check_connectivity(value, name)
@@ -202,7 +202,7 @@ def clump_mask(mask, size: int):
 
 
 def _check_mask(mask):
-    from hyperapp.errors import InputError
+    from hyperapp.core.errors import InputError
 
     if getattr(mask, "ndim", None) != 2:
         raise InputError(f"the mask to filter must be an image (rows, cols), got shape {getattr(mask, 'shape', None)}")

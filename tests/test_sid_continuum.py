@@ -4,7 +4,7 @@ per-spectrum monotone-chain hull; both on the GPU against NumPy."""
 import numpy as np
 import pytest
 
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
 from hyperapp.models import classic
 from hyperapp.models.continuum import continuum, continuum_removed
 from hyperapp.models.registry import get_method
@@ -66,8 +66,8 @@ def test_sid_float64_and_refusals():
 
 
 def test_sid_is_registered_and_runs_the_detection_path():
-    from hyperapp.cube import cube_from_array
-    from hyperapp.detect import run_detection
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
 
     m = get_method("sid")
     assert m.min_bands == 2 and m.kind == "pixel" and m.uses_targets

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from hyperapp.errors import InputError
+from hyperapp.core.errors import InputError
 from hyperapp.models.postprocess import (
     clump_mask,
     filter_mask,
