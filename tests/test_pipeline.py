@@ -168,9 +168,10 @@ def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
     # a saved model: loaded once, every cube scored with it
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(cubes[0]).good_bands()
-    model = run_detection(cube, "sam", real_read(tmp_path / "clicks.csv", (48, 48)), device="cpu").model
+    model = run_detection(cube, DetectRequest("sam", device="cpu"), real_read(tmp_path / "clicks.csv", (48, 48))).model
     hmodels.save_model(model, tmp_path / "sam.npz", method="sam")
     monkeypatch.setattr(hmodels, "load_model", lambda *a, **k: (loads.append(a), real_load(*a, **k))[1])
     steps = [asdict(Step("detect", "sam", "saved", model=str(tmp_path / "sam.npz"), far=0.01))]

@@ -467,8 +467,9 @@ def test_spectral_python_info_is_dropped_only_inside_the_quiet_block(caplog):
 
 def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothing(tmp_path):
     """A folder's name, or a path under a file, is one message; nothing appears beside the folder."""
-    from hyperapp.analyse.run import Selection, run_analysis, write_class_map
+    from hyperapp.analyse.run import run_analysis, write_class_map
     from hyperapp.core.errors import OutputError
+    from hyperapp.request import AnalyseRequest
 
     (tmp_path / "folder").mkdir()
     (tmp_path / "a-file").write_text("")
@@ -478,7 +479,7 @@ def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothin
             write_library(_lib(), path)
     X = np.random.default_rng(0).random((12, 10, 4)).astype(np.float32)
     cube = cube_from_array(X)
-    res = run_analysis(cube, "kmeans", {"k": 2}, Selection("image"), device="cpu")
+    res = run_analysis(cube, AnalyseRequest("kmeans", params={"k": 2}, select="image", device="cpu"))
     with pytest.raises(OutputError, match="is a folder"):
         write_class_map(res, tmp_path / "folder", cube)
     assert sorted(p.name for p in tmp_path.iterdir()) == before

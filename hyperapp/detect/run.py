@@ -47,6 +47,7 @@ from hyperapp.detect.outputs import DETECTION_ITEMS, _write_detection, write_det
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
+from hyperapp.request import DetectRequest
 
 
 def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
@@ -84,28 +85,27 @@ def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_
 
 def run_detection(
     cube: Cube,
-    method: str,
+    request: DetectRequest,
     targets: np.ndarray | None = None,
     background: np.ndarray | None = None,
     *,
-    params: dict | None = None,
-    device: str = "auto",
     truth: np.ndarray | None = None,
-    far: float | None = None,
-    threshold: float | None = None,
     model=None,
     image=None,
-    memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
     scores_file=None,
     target_spectra=None,
     undesired_spectra=None,
     signature_info: dict | None = None,
-    mnf: int | None = None,
 ) -> DetectionResult:
-    """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
+    """Run ``request`` (:class:`~hyperapp.request.DetectRequest`: the method, its options, the device,
+    the threshold rule, memory, MNF and the target filter) on the cube: fit the method from the marked
+    pixels (or use a fitted ``model``) and score every pixel.
 
-    A cube whose pixels do not fit the memory budget (``memory`` GB of host memory, default half of
+    The request names its inputs as files; the arrays here are those inputs read (the window's clicks
+    are never files): :func:`read_inputs` reads a request's files into them.
+
+    A cube whose pixels do not fit the memory budget (``request.memory`` GB of host memory, default half of
     what is available; or half the GPU's free memory) is streamed from its file in two passes
     (:func:`hyperapp.detect.streamed.run_streamed`); otherwise it is read once and held (on the GPU for
     the GPU backend). No-data pixels (NaN, or the cube's no-data value) are left out of every fit and
@@ -119,17 +119,13 @@ def run_detection(
     Parameters
     ----------
     cube : Cube
-    method : str
-        A name from :data:`hyperapp.models.registry.METHODS`.
+    request : DetectRequest
+        What to run (checked by the front end: :meth:`~hyperapp.request.DetectRequest.check`).
     targets, background : bool (rows, cols) arrays
         Marked pixels. ``targets`` may be None only for methods that do not use targets (RX) or when
         a fitted ``model`` is given.
-    params : dict
-        Method options (``{"n_hidden": 8}``).
     truth : bool (rows, cols), optional
         Ground truth; the report then carries AUC and Pd (target clicks excluded).
-    far, threshold :
-        How to threshold; default ``far=1e-3``.
     model : fitted estimator, optional
         Skip training and score with this model.
     image : backend array, optional
@@ -145,12 +141,11 @@ def run_detection(
         Signatures to suppress (OSP, TCIMF, MTTCIMF) or to train as background (RBFN).
     signature_info : dict, optional
         Where the spectra came from (names, library, notes), copied into the report.
-    mnf : int, optional
-        Run the detector in MNF space: on the image's leading ``mnf`` MNF components (0: those with an SNR
-        of at least 1), targets and undesired spectra transformed alike (:class:`~hyperapp.models.mnf.InMNF`).
     """
+    method, params, far, threshold = request.method, request.params, request.far, request.threshold
+    memory, mnf = request.memory, request.mnf
     m = get_method(method)
-    backend = get_backend(device)
+    backend = get_backend(request.device)
     timer = Timer(backend)
     y, target_spectra, undesired_spectra = _check_inputs(m, cube, targets, background, truth=truth, far=far,
                                                          threshold=threshold, model=model, mnf=mnf,
@@ -160,11 +155,17 @@ def run_detection(
     t0 = time.perf_counter()
     if image is None:
         _refuse_whole_image_over_budget(cube, m, mnf, memory)
-    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
+        if request.continuum_removed and cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
+            raise whole_image_error(cube, f"{method} on continuum-removed spectra (--continuum-removed)")
+    if image is None and m.kind == "pixel" and mnf is None and not request.continuum_removed \
+            and needs_streaming(cube, backend, memory):
         return _run_streamed(cube, m, y, backend, params=params, truth=truth, far=far, threshold=threshold,
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
-                             undesired_spectra=undesired_spectra, signature_info=signature_info)
+                             undesired_spectra=undesired_spectra, signature_info=signature_info,
+                             filters=request.filters)
     px = _load_labelled(cube, y, backend, timer, image, progress)
+    if request.continuum_removed:
+        target_spectra, undesired_spectra = _remove_continuum(px, cube, timer, target_spectra, undesired_spectra)
     if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
         _refuse_one_spectrum(px.X, backend.xp)
     if model is None and m.uses_background and px.n_targets and px.n_background:
@@ -188,7 +189,9 @@ def run_detection(
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
     result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress, mode_scores=mode,
-                              separate_targets=True if refine else None)
+                              separate_targets=True if refine else None, filters=request.filters)
+    if request.continuum_removed:
+        result.report["continuum_removed"] = True
     if rbfn_dev is not None:
         boxes = _cascade_boxes(boxes, result, rbfn_dev, px.y_dev, far, threshold, mode)
     result.model, result.boxes = est, boxes
@@ -276,7 +279,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
 
 
 def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
-                  target_spectra, undesired_spectra, signature_info) -> DetectionResult:
+                  target_spectra, undesired_spectra, signature_info, filters) -> DetectionResult:
     """The run of a cube larger than the memory budget: :func:`hyperapp.detect.streamed.run_streamed`."""
     from hyperapp.detect.streamed import run_streamed
 
@@ -286,7 +289,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
     result = run_streamed(cube, m.name, y, params=params, backend=backend, truth=truth, far=far,
                           threshold=threshold, model=model, progress=progress, scores_file=scores_file,
                           target_mean=None if target_spectra is None else target_spectra[0],
-                          undesired=undesired_spectra)
+                          undesired=undesired_spectra, filters=filters)
     _report_signatures(result, result.model, target_spectra, undesired_spectra, signature_info)
     return result
 
@@ -323,6 +326,23 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
     marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
     return _Pixels(X, y, xp.asarray(y), valid, n_nodata, int(np.count_nonzero(marks == TARGET)),
                    int(np.count_nonzero(marks == BACKGROUND)))
+
+
+def _remove_continuum(px: _Pixels, cube: Cube, timer, target_spectra, undesired_spectra):
+    """The loaded pixels, and the target and undesired spectra, each divided by its continuum over the
+    cube's wavelengths (:func:`hyperapp.models.continuum.continuum_removed`); no-data pixels stay NaN.
+    Returns the spectra."""
+    from hyperapp.models.continuum import continuum_removed
+
+    xp = get_namespace(px.X)
+    wl = cube.wavelengths if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands else None
+    with timer.stage("continuum"):
+        X = px.X if px.valid is None else xp.where(px.valid[:, :, None], px.X, xp.float32(0))
+        X = continuum_removed(X, wl).astype(xp.float32, copy=False)
+        px.X = X if px.valid is None else xp.where(px.valid[:, :, None], X, xp.float32(np.nan))
+    spectra = [None if s is None else np.asarray(to_host(continuum_removed(np.asarray(s, np.float64), wl)))
+               for s in (target_spectra, undesired_spectra)]
+    return spectra[0], spectra[1]
 
 
 def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer):
@@ -489,14 +509,14 @@ def _refuse_one_spectrum(X, xp) -> None:
                          "nothing can stand out")
 
 
-def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, **kwargs):
+def detect_to_folder(cube: Cube, request: DetectRequest, targets, background, out_dir: str | Path, **kwargs):
     """:func:`run_detection` and its outputs in ``out_dir``, all or nothing: the run happens inside the
     staging folder, so a streamed run writes its scores straight into the final data file, tile by
     tile. Returns the result and the output paths."""
     from hyperapp.io.atomic import staged_folder
 
     with staged_folder(out_dir) as stage:
-        result = run_detection(cube, method, targets, background, scores_file=stage / "scores.img", **kwargs)
+        result = run_detection(cube, request, targets, background, scores_file=stage / "scores.img", **kwargs)
         paths = _write_detection(result, stage, cube)
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
 
