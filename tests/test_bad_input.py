@@ -412,9 +412,9 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
     assert not (tmp_path / "out").exists()
     job = load_job(_scene_job(tmp_path, 'detect = "osp"\ntarget_spectra = "lib.sli"\nspectra = ["a"]\n'
                                         'undesired_spectra = "lib.sli"\nundesired_names = ["b"]'))
-    s = job.steps[0]
+    s = job.steps[0].request
     assert (s.target_spectra, s.spectra, s.undesired_spectra, s.undesired_names) == (
-        str(tmp_path / "lib.sli"), "a", [str(tmp_path / "lib.sli")], "b")
+        str(tmp_path / "lib.sli"), "a", (str(tmp_path / "lib.sli"),), "b")
 
 
 def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
@@ -549,7 +549,7 @@ def test_a_train_scene_is_checked_on_the_steps_bands(tmp_path):
     (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
     job = load_job(_scene_job(tmp_path, 'detect = "ace"\ntargets = "clicks.csv"\ntrain = "other/o.hdr"\n'
                                         'bands = "0-5"'))
-    assert job.steps[0].train.endswith("o.hdr")
+    assert job.steps[0].request.train.endswith("o.hdr")
 
 
 def _envi(path: Path, X: np.ndarray, wavelengths=None) -> Path:

@@ -120,9 +120,12 @@ class DetectorDock(QWidget):
         return self.device.currentData()
 
     def settings(self) -> dict:
-        """The page's fields under the request's keys (:class:`hyperapp.request.DetectRequest`)."""
+        """The page's fields under the request's keys (:class:`hyperapp.request.DetectRequest`); the
+        options are those set away from the method's defaults, as the CLI's ``--param`` gives them."""
         lo, hi = self.sieve_min.value(), self.sieve_max.value()
-        return {"method": self.method_name(), "params": self.params(), "device": self.device_name(),
+        defaults = METHODS[self.method_name()].factory().get_params()
+        params = {k: v for k, v in self.params().items() if k not in defaults or defaults[k] != v}
+        return {"method": self.method_name(), "params": params, "device": self.device_name(),
                 "far": self.far.value(), "clump": self.clump.value(),
                 "sieve": None if not lo else (lo, hi or None), "connectivity": self.connectivity.currentData(),
                 "continuum_removed": self.continuum_removed.isChecked()}
