@@ -27,6 +27,7 @@ from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError
 from hyperapp.models.base import (
     TARGET,
+    Param,
     PixelDetector,
     as_pixels,
     check_finite,
@@ -384,6 +385,12 @@ class LocalRX(PixelDetector):
     inner, outer : odd int
         Window widths in pixels (the guard window and the background window).
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("inner", int, help="Width in pixels of the guard window around the pixel under test, left out of the background statistics (odd).", minimum=1, maximum=99, label="Guard window (px)"),
+        Param("outer", int, help="Width in pixels of the local window whose pixels (outside the guard window) estimate the background (odd).", minimum=3, maximum=201, label="Background window (px)"),
+    )
 
     uses_targets = False
 
