@@ -88,7 +88,6 @@ def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, m
     """Replace hyperapp.detect.run's mask with a recognisable one: whatever the window shows and exports
     must be it (a window that thresholds on its own fails)."""
     import hyperapp.detect.finish as finish
-    import hyperapp.detect.outputs as outputs
     from hyperapp.io import open_cube
 
     assert win.open_cube(land_hdr)
@@ -101,8 +100,8 @@ def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, m
         calls.append(threshold)
         return checker.copy()
 
-    monkeypatch.setattr(finish, "mask_at", fake_mask)  # the window's masks and counts (DetectionResult.remask)
-    monkeypatch.setattr(outputs, "mask_at", fake_mask)  # its exports
+    # the window's masks, counts and exports (DetectionResult.remask, count_at)
+    monkeypatch.setattr(finish, "mask_at", fake_mask)
     win.results.set_threshold(float(np.median(win.current_run().result.scores)))
     assert calls
     np.testing.assert_array_equal(win.view.mask_item.image[..., 3] > 0, checker.astype(bool))
