@@ -6,7 +6,7 @@ import pytest
 
 from hyperapp.core.errors import InputError
 from hyperapp.models import classic
-from hyperapp.models.continuum import continuum, continuum_removed
+from hyperapp.models.continuum import InContinuum, _continuum, continuum, continuum_removed
 from hyperapp.models.registry import get_method
 
 
@@ -164,6 +164,32 @@ def test_continuum_known_case_and_edges():
             continuum_removed(y[None], bad)
 
 
+@pytest.mark.parametrize("cls", [classic.SAM, classic.SID, classic.ACE, classic.RX])
+def test_any_detector_runs_on_continuum_removed_spectra(cls):
+    X, y = _scene(20, 25, 30)
+    X = X + np.linspace(0.0, 0.3, 30, dtype=np.float32)  # a slope the continuum takes away
+    wl = np.sort(np.random.default_rng(3).uniform(400, 2500, 30))
+    Z = continuum_removed(X, wl)
+    est = InContinuum(cls(), wl)
+    assert est.uses_targets == cls.uses_targets
+    got = est.fit(X, y).decision_function(X)
+    assert np.allclose(got, cls().fit(Z, y).decision_function(Z), rtol=1e-6, atol=1e-6)
+    if cls.uses_targets:  # a library's spectrum is transformed as the pixels are
+        t = X.reshape(-1, 30)[7].astype(np.float64)
+        lib = InContinuum(cls(), wl).fit_signature(X, t).decision_function(X)
+        ref = cls().fit_signature(Z, continuum_removed(t[None], wl)[0]).decision_function(Z)
+        assert np.allclose(lib, ref, rtol=1e-6, atol=1e-6)
+    with pytest.raises(InputError, match="bands"):
+        est.decision_function(X[..., :10])
+
+
+def test_local_rx_on_continuum_removed_spectra_keeps_the_image():
+    X, _ = _scene(24, 26, 12)
+    Z = continuum_removed(X)
+    got = InContinuum(classic.LocalRX(3, 9)).fit(X).decision_function(X)
+    assert np.allclose(got, classic.LocalRX(3, 9).fit(Z).decision_function(Z))
+
+
 @pytest.mark.gpu
 def test_sid_on_the_gpu_agrees(cp):
     X, y = _scene(200, 300, 64)
@@ -183,6 +209,9 @@ def test_continuum_on_the_gpu_agrees(cp, bands):
     for dtype in (np.float64, np.float32):
         Q = P.astype(dtype)
         want = continuum_removed(Q, x)
-        got = continuum_removed(cp.asarray(Q), x)
+        got = continuum_removed(cp.asarray(Q), x)  # kernels/continuum.cu
         assert isinstance(got, cp.ndarray) and got.dtype == want.dtype
         assert np.abs(got.get() - want).max() <= (1e-12 if dtype == np.float64 else 1e-6), (bands, dtype)
+        # the vectorised march on CuPy too (the CPU's algorithm)
+        hull = _continuum(cp.asarray(Q), x, kernel=False)
+        assert np.abs(hull.get() - continuum(Q, x)).max() <= (1e-12 if dtype == np.float64 else 1e-6), (bands, dtype)

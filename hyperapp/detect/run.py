@@ -151,7 +151,8 @@ def run_detection(
                                                          threshold=threshold, model=model, mnf=mnf,
                                                          target_spectra=target_spectra,
                                                          undesired_spectra=undesired_spectra,
-                                                         signature_info=signature_info)
+                                                         signature_info=signature_info,
+                                                         continuum=request.continuum_removed)
     t0 = time.perf_counter()
     if image is None:
         _refuse_whole_image_over_budget(cube, m, mnf, memory)
@@ -164,13 +165,12 @@ def run_detection(
                              undesired_spectra=undesired_spectra, signature_info=signature_info,
                              filters=request.filters)
     px = _load_labelled(cube, y, backend, timer, image, progress)
-    if request.continuum_removed:
-        target_spectra, undesired_spectra = _remove_continuum(px, cube, timer, target_spectra, undesired_spectra)
     if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
         _refuse_one_spectrum(px.X, backend.xp)
     if model is None and m.uses_background and px.n_targets and px.n_background:
         _refuse_contradictory_marks(px, cube.cols)
-    est, params = _estimator(m, model, params, target_spectra, mnf, px, timer)
+    est, params = _estimator(m, model, params, target_spectra, mnf, px, timer,
+                             _wavelengths(cube) if request.continuum_removed else False)
     if model is None:
         est = _fit(m, est, px, params, target_spectra, undesired_spectra, timer, progress.sub(0.45, 0.7))
     progress(0.7, "scoring")
@@ -220,7 +220,7 @@ class _Pixels:
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
-                  undesired_spectra, signature_info=None):
+                  undesired_spectra, signature_info=None, continuum=False):
     """Check the run's inputs against the method and the cube before any pixel is read; returns the label
     map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays.
     ``signature_info`` (:func:`hyperapp.io.signatures.signature_kwargs`') names the spectra in messages."""
@@ -271,6 +271,9 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         check_truth_beside_clicks(t, targets)
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
+                         f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
+    if continuum and (m.kind != "pixel" or model is not None):
+        raise InputError(f"--continuum-removed runs a pixel detector it trains on continuum-removed spectra; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
     if mnf is not None and int(mnf) > cube.bands:
         raise InputError(f"--mnf {int(mnf)} asks for more MNF components than the cube's {cube.bands} bands",
@@ -328,26 +331,17 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
                    int(np.count_nonzero(marks == BACKGROUND)))
 
 
-def _remove_continuum(px: _Pixels, cube: Cube, timer, target_spectra, undesired_spectra):
-    """The loaded pixels, and the target and undesired spectra, each divided by its continuum over the
-    cube's wavelengths (:func:`hyperapp.models.continuum.continuum_removed`); no-data pixels stay NaN.
-    Returns the spectra."""
-    from hyperapp.models.continuum import continuum_removed
-
-    xp = get_namespace(px.X)
-    wl = cube.wavelengths if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands else None
-    with timer.stage("continuum"):
-        X = px.X if px.valid is None else xp.where(px.valid[:, :, None], px.X, xp.float32(0))
-        X = continuum_removed(X, wl).astype(xp.float32, copy=False)
-        px.X = X if px.valid is None else xp.where(px.valid[:, :, None], X, xp.float32(np.nan))
-    spectra = [None if s is None else np.asarray(to_host(continuum_removed(np.asarray(s, np.float64), wl)))
-               for s in (target_spectra, undesired_spectra)]
-    return spectra[0], spectra[1]
+def _wavelengths(cube: Cube):
+    """The cube's band centres where it has one per band, else None (the band index serves)."""
+    wl = cube.wavelengths
+    return wl if wl is not None and len(wl) == cube.bands else None
 
 
-def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer):
+def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer, continuum=False):
     """The estimator to fit (built from ``params``, a library's defaults under them) or the given
-    ``model`` on the run's backend, wrapped in MNF space for ``mnf``; returns it and the params used.
+    ``model`` on the run's backend, wrapped in MNF space for ``mnf`` and on continuum-removed spectra
+    unless ``continuum`` is False (else the wavelengths, or None:
+    :class:`~hyperapp.models.continuum.InContinuum`); returns it and the params used.
     A window detector or an MNF (its noise from neighbouring pixels) needs the image's geometry: its
     no-data pixels take the mean of the pixels with data (their scores are dropped after scoring; the
     streamed MNF fills them alike)."""
@@ -359,6 +353,10 @@ def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, 
         from hyperapp.models.mnf import InMNF
 
         est = InMNF(est, int(mnf))
+    if continuum is not False:
+        from hyperapp.models.continuum import InContinuum
+
+        est = InContinuum(est, continuum)
     if px.n_nodata and (m.kind != "pixel" or getattr(est, "stream_stats", None) in (None, "mnf")):
         with timer.stage("no-data"):
             X = px.X
@@ -424,6 +422,7 @@ def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, 
     xp = get_namespace(px.X)
     if mnf is not None:
         first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
+        first = getattr(first, "detector_", first)  # (on continuum-removed spectra: the detector inside)
         result.report["mnf_components"] = int(first.mnf_.n_components_)
     if maps_dev:
         with timer.stage("copy"):

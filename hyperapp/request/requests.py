@@ -363,3 +363,10 @@ def _filter_settings(m, method: str, got: dict, out: dict, label) -> None:
     if "continuum_removed" in got:
         out["continuum_removed"] = checks._keyed("continuum_removed", values.flag, got["continuum_removed"],
                                                  label("continuum_removed"))
+        if out["continuum_removed"] and m.kind != "pixel":
+            checks._fail("continuum_removed", f"{label('continuum_removed')} runs a pixel detector on continuum-removed "
+                                              f"spectra; {method} is not a pixel detector")
+        if out["continuum_removed"] and ("model" in out or "train" in out):
+            which = "model" if "model" in out else "train"
+            checks._fail("continuum_removed", f"a model from {label(which)} scores as it was trained: give "
+                                              f"{label('continuum_removed')} or {label(which)}, not both")
