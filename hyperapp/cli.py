@@ -5,10 +5,12 @@ Headless commands
 ``info CUBE``
     Shape, dtype, interleave, wavelength range and size.
 ``detect CUBE --method M (--targets T | --target-spectra LIB [--spectra "a,b"]) [--undesired-spectra LIB2]
-[--background B] [--truth MASK] [--far F | --threshold X] [--device auto|gpu|cpu] --out DIR``
+[--background B] [--truth MASK] [--far F | --threshold X] [--clump N] [--sieve MIN[..MAX]] [--connectivity 4|8]
+[--continuum-removed] [--device auto|gpu|cpu] --out DIR``
     Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
     (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``; MTMF and MTTCIMF also
-    ``DIR/infeasibility.hdr/.img``.
+    ``DIR/infeasibility.hdr/.img``. The options make one :class:`hyperapp.request.DetectRequest`, the
+    same a job step's keys and the window's fields make.
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
