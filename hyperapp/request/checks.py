@@ -103,7 +103,7 @@ def library_window_error(method: str, option: str) -> str:
 
 def library_use(method: str, targets: bool, undesired: str | None, label=lambda key: key) -> None:
     """Whether detector ``method`` takes target spectra (``targets``) and undesired signatures (given
-    under the key ``undesired``, None when there are none); the window's library dock asks this too."""
+    under the key ``undesired``, None when there are none)."""
     from hyperapp.models.registry import get_method
 
     m = _keyed("detect", get_method, method)
