@@ -401,7 +401,7 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
 
     step = f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\ntarget_spectra = "{db}"\n'
     (tmp_path / "job.toml").write_text(step + 'spectra = "avena fatua"\n[output]\nfolder = "out"\n')
-    assert load_job(tmp_path / "job.toml").steps[0].spectra == "avena fatua"
+    assert load_job(tmp_path / "job.toml").steps[0].request.spectra == "avena fatua"
     (tmp_path / "bad.toml").write_text(step + '[output]\nfolder = "out"\n')
     with pytest.raises(InputError, match="holds 3 spectra: pick some"):
         load_job(tmp_path / "bad.toml")
