@@ -150,7 +150,7 @@ def test_hac_bad_input(spectra_2000):
         HierarchicalClustering(n_clusters=11).fit(spectra_2000[:10])
     with pytest.raises(InputError, match="at least 2 spectra"):
         HierarchicalClustering(n_clusters=1).fit(spectra_2000[:1])
-    with pytest.raises(InputError, match="linkage must be one of"):
+    with pytest.raises(InputError, match=r"option linkage \(Linkage\) must be one of ward, average, complete, single"):
         HierarchicalClustering(linkage="centroid").fit(spectra_2000[:10])
 
 

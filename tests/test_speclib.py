@@ -254,7 +254,7 @@ def test_job_step_with_target_spectra(land_hdr, tmp_path):
     (tmp_path / "job.toml").write_text(f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "mtmf"\n'
                                        'target_spectra = "lib.sli"\n[output]\nfolder = "out"\n')
     job = load_job(tmp_path / "job.toml")
-    assert job.steps[0].target_spectra == str(tmp_path / "lib.sli")
+    assert job.steps[0].request.target_spectra == str(tmp_path / "lib.sli")
     assert run_job(job, device="cpu") == 0
     step = next((tmp_path / "out").rglob("detect-mtmf"))
     assert (step / "infeasibility.hdr").is_file()
