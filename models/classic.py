@@ -398,12 +398,17 @@ class LocalRX(PixelDetector):
         self.inner = inner
         self.outer = outer
 
+    def _validate_params(self):
+        """The rule between the two windows (each one's range: :attr:`parameters`)."""
+        inner, outer = int(self.inner), int(self.outer)
+        if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
+            raise InputError(f"the guard window (option inner, {inner} px) must be smaller than the background "
+                             f"window (option outer, {outer} px), and both an odd number of pixels")
+
     def fit(self, X, y=None):
         if X.ndim != 3:
             raise InputError("local RX needs the image as (rows, cols, bands)")
-        if self.inner % 2 == 0 or self.outer % 2 == 0 or self.inner >= self.outer:
-            raise InputError(f"the guard window (inner, {self.inner} px) must be smaller than the background "
-                             f"window (outer, {self.outer} px), and both an odd number of pixels")
+        self._validate_params()
         if self.outer > min(X.shape[:2]):
             raise InputError(f"outer window {self.outer} is larger than the image {X.shape[0]}x{X.shape[1]}")
         P, _ = as_pixels(X)

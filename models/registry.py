@@ -103,6 +103,10 @@ class Method:
             out[key] = None if v is None and default is None else schema[key].check(v, self.name)
         if self.rules is not None:
             self.rules({**est.get_params(), **out})
+        if hasattr(est, "_validate_params"):  # the model's own rules between its parameters
+            for k, v in out.items():
+                setattr(est, k, v)
+            est._validate_params()
         return out
 
     def build(self, **kwargs):
@@ -127,24 +131,6 @@ def _k_rule(p: dict) -> None:
     from hyperapp.models.kmeans import parse_k
 
     parse_k(p["k"])
-
-
-def _windows_rule(p: dict) -> None:
-    from hyperapp.core.errors import InputError
-
-    inner, outer = int(p["inner"]), int(p["outer"])
-    if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
-        raise InputError(f"the guard window (option inner, {inner} px) must be smaller than the background window "
-                         f"(option outer, {outer} px), and both an odd number of pixels")
-
-
-def _rbfn_rule(p: dict) -> None:
-    from hyperapp.models.rbfn import RBFN
-
-    est = RBFN()
-    for k, v in p.items():
-        setattr(est, k, v)
-    est._validate_params()
 
 
 def _max_features_rule(p: dict) -> None:
@@ -180,7 +166,7 @@ register(Method("ace", "ACE (adaptive coherence)", _classic("ACE"), min_bands=2)
 register(Method("mf", "Matched filter", _classic("MatchedFilter")))
 register(Method("cem", "CEM (constrained energy min.)", _classic("CEM")))
 register(Method("rx", "RX anomaly (global)", _classic("RX"), uses_targets=False))
-register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), uses_targets=False, rules=_windows_rule))
+register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), uses_targets=False))
 
 
 def _subspace(name):
@@ -261,7 +247,7 @@ def _rbfn(**kw):
 
 
 register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
-        "sub-pixel mixtures with the background.", uses_undesired=True, rules=_rbfn_rule, uses_background=True,
+        "sub-pixel mixtures with the background.", uses_undesired=True, uses_background=True,
     idle=_rbfn_idle,
     # measured on abu-airport-1 from the truth's mean spectrum (README, "Targets from a spectral library"):
     # mixtures are linear in the cube's units, so spectra keep their brightness; wide units and a firm
