@@ -158,3 +158,20 @@ def test_continuum_removal_runs_on_the_request():
     b = run_detection(cube, DetectRequest("sam", device="cpu", continuum_removed=True), clicks)
     assert b.report["continuum_removed"] and "continuum_removed" not in a.report
     assert not np.allclose(a.scores, b.scores)
+
+
+def test_continuum_removal_and_mnf_together():
+    """MNF runs on the continuum-removed spectra (InContinuum outside InMNF); the report counts the
+    components of the MNF inside."""
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0.2, 0.8, (24, 24, 12)).astype(np.float32)
+    clicks = np.zeros((24, 24), bool)
+    clicks[3, 3] = clicks[4, 4] = True
+    r = run_detection(cube_from_array(X, "c"), DetectRequest("ace", device="cpu", mnf=5, continuum_removed=True),
+                      clicks)
+    assert r.report["mnf_components"] == 5 and r.report["continuum_removed"]
+    with pytest.raises(InputError, match="not a pixel detector"):
+        DetectRequest.from_mapping({"method": "ffbp", "continuum_removed": True}, "cli", need_targets=False)

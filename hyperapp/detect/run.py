@@ -422,7 +422,8 @@ def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, 
     xp = get_namespace(px.X)
     if mnf is not None:
         first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
-        first = getattr(first, "detector_", first)  # (on continuum-removed spectra: the detector inside)
+        if not hasattr(first, "mnf_"):  # on continuum-removed spectra: the MNF-space detector inside
+            first = first.detector_
         result.report["mnf_components"] = int(first.mnf_.n_components_)
     if maps_dev:
         with timer.stage("copy"):
