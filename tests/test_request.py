@@ -175,3 +175,31 @@ def test_continuum_removal_and_mnf_together():
     assert r.report["mnf_components"] == 5 and r.report["continuum_removed"]
     with pytest.raises(InputError, match="not a pixel detector"):
         DetectRequest.from_mapping({"method": "ffbp", "continuum_removed": True}, "cli", need_targets=False)
+
+
+def test_the_windows_filter_runs_saves_and_reopens(qtbot, win, land_hdr, tmp_path):
+    """The detector form's filter goes into the run's request and result; the project file holds the
+    request, and reopening it runs it again (in a worker) and shows its settings in the form."""
+    from hyperapp.gui.main_window import MainWindow
+
+    from .conftest import mark_clicks, run_detector
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    win.detector.clump.setValue(3)
+    win.detector.sieve_min.setValue(4)
+    run = run_detector(qtbot, win, "ace")
+    assert run is not None, win.last_error
+    assert run.request.clump == 3 and run.request.sieve == (4, None) and run.request.device == "cpu"
+    assert run.result.report["filters"] == {"clump": 3, "sieve": [4, None], "connectivity": 8}
+    assert win.results.filters == run.result.filters
+    assert win.save_project(tmp_path / "p.hyperapp.json"), win.last_error
+    w2 = MainWindow()
+    qtbot.addWidget(w2)
+    assert w2.open_project(tmp_path / "p.hyperapp.json"), w2.last_error
+    assert w2.detector.clump.value() == 3 and w2.detector.sieve_min.value() == 4
+    qtbot.waitUntil(lambda: w2.worker is None, timeout=120000)
+    again = w2.session.runs[0]
+    assert again.request.replace(device="auto", threshold=None, far=None) == \
+        run.request.replace(device="auto", threshold=None, far=None)
+    np.testing.assert_array_equal(again.result.mask, run.result.mask)
