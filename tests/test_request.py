@@ -203,3 +203,25 @@ def test_the_windows_filter_runs_saves_and_reopens(qtbot, win, land_hdr, tmp_pat
     assert again.request.replace(device="auto", threshold=None, far=None) == \
         run.request.replace(device="auto", threshold=None, far=None)
     np.testing.assert_array_equal(again.result.mask, run.result.mask)
+
+
+def test_the_cli_and_a_job_build_the_same_analysis_request(tmp_path):
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.cli import _request, build_parser
+
+    cube, _ = _library(tmp_path)
+    args = build_parser().parse_args(["analyse", str(cube), "--method", "kmeans", "--param", "k=2..5",
+                                      "--sample", "500", "--seed", "3", "--out", str(tmp_path / "o")])
+    cli = _request(args, "analyse")
+    job = load_job(_job(tmp_path, """
+[inputs]
+paths = ["scenes/*.hdr"]
+[[steps]]
+analyse = "kmeans"
+params = { k = "2..5" }
+sample = 500
+seed = 3
+[output]
+folder = "out"
+"""))
+    assert cli == job.steps[0].request == AnalyseRequest("kmeans", params={"k": "2..5"}, sample=500, seed=3)
