@@ -70,8 +70,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_cube_args(p):
-    p.add_argument("cube", help="ENVI (.hdr or data file), HDF5 or MATLAB .mat cube")
+    p.add_argument("cube", help="ENVI (.hdr or data file), a product (EMIT, PRISMA, EnMAP, AVIRIS NetCDF, Tanager, "
+                   "DESIS), GeoTIFF, HDF5/NetCDF or MATLAB .mat cube")
     p.add_argument("--dataset", help="HDF5 dataset path or .mat variable holding the cube")
+    p.add_argument("--band-axis", type=int, choices=(0, 1, 2), metavar="{0,1,2}",
+                   help="the stored axis of a generic HDF5/NetCDF dataset that holds the bands, where the file does not "
+                   "say (info prints the rule used otherwise)")
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -148,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--continuum-removed", action="store_true",
                      help="detect on continuum-removed spectra (each divided by its upper convex hull over "
                           "wavelength), the targets' too")
+    det.add_argument("--ortho", action="store_true", help="write the outputs on the orthorectified map grid of "
+                     "the swath's geometry lookup table (EMIT), not on the swath's pixels")
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
@@ -190,8 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     prep = sub.add_parser("prepare-gpu", help="compile every GPU kernel now, into CuPy's on-disk cache, so that no "
                                               "method's first run waits for its compilation")
     prep.add_argument("cubes", nargs="*", metavar="CUBE",
-                      help="your own cubes: every method also runs on a window of each (kernels specialised "
-                           "for their band counts)")
+                      help="cubes whose windows every method also runs on (not needed: no kernel depends on "
+                           "a cube's band count or size)")
 
     smp = sub.add_parser("samples", help="rebuild the sample scenes")
     smp.add_argument("folder", nargs="?", default=None)
@@ -201,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_info(args) -> int:
     from hyperapp.io import open_named_cube
 
-    cube = open_named_cube(args.cube, args.dataset)
+    cube = open_named_cube(args.cube, args.dataset, args.band_axis)
     d = cube.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -216,8 +222,14 @@ def cmd_info(args) -> int:
     print(f"size: {cube.nbytes / 2**20:.1f} MiB ({cube.nbytes} bytes)")
     if d.get("bad_bands"):
         print(f"bad bands: {d['bad_bands']}")
+    if d.get("product"):
+        print(f"product: {d['product']}")
+    print(f"values: {d.get('value_units') or 'as stored (the file does not say)'}")
     if d.get("map_info"):
         print(f"map info: {', '.join(d['map_info'])}")
+    print(f"location: {d.get('location') or 'none (the file places its pixels nowhere)'}")
+    for note in d.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
@@ -255,7 +267,7 @@ def cmd_detect(args) -> int:
     from hyperapp.core.progress import ProgressDisplay
     from hyperapp.detect.run import detect_to_folder
     from hyperapp.io import read_labels, read_truth
-    from hyperapp.io.masks import check_background
+    from hyperapp.io.masks import check_background, require_marks
     from hyperapp.request import checks as options
 
     req = _request(args, "detect")
@@ -268,8 +280,13 @@ def cmd_detect(args) -> int:
             raise InputError("is a folder; --save-model names the model file to write", args.save_model)
         options.out_file(str(model_path(args.save_model)), "--save-model")
     cube = _open(args)
+    from hyperapp.detect.outputs import check_ortho
+
+    check_ortho(cube, args.ortho)  # (before any training)
     shape = (cube.rows, cube.cols)
     targets = read_labels(req.targets, shape) if req.targets else None
+    if targets is not None:
+        require_marks(targets, req.targets)  # naming the file, not the cube the model would have named
     background = read_labels(req.background, shape) if req.background else None
     check_background(background, targets, req.background)
     truth = read_truth(req.truth, shape, req.truth_var) if req.truth else None
@@ -297,8 +314,8 @@ def cmd_detect(args) -> int:
         several = sig.get("target_spectra") is not None and len(sig["target_spectra"]) > 1
         check_savable(req.method, req.mnf is not None, several, model_path(args.save_model))
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
-        result, paths = detect_to_folder(cube, req, targets, background, args.out, truth=truth, model=model,
-                                         progress=shown.progress(), **sig)
+        result, paths = detect_to_folder(cube, req, targets, background, args.out, ortho=args.ortho, truth=truth,
+                                         model=model, progress=shown.progress(), **sig)
     if args.save_model:
         from hyperapp.detect.model_files import save_model
 
@@ -320,6 +337,9 @@ def cmd_detect(args) -> int:
         print(ties)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
+    if o := rep.get("orthorectified"):
+        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
+              f"{o['detections']} pixels in {o['objects']} objects there")
     print(f"wrote {paths['report'].parent}")
     return 0
 
@@ -334,7 +354,7 @@ def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
     from hyperapp.io import open_named_cube
 
-    return open_named_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
+    return open_named_cube(args.cube, args.dataset, args.band_axis).run_bands(args.all_bands, args.bands)
 
 
 def cmd_analyse(args) -> int:

@@ -30,7 +30,7 @@ GPU_CHUNK = 1 << 17
 
 def band_positions(wavelengths, bands: int) -> np.ndarray:
     """The abscissa of each band (float64, host): the wavelengths, or the band index 0, 1, ... when there
-    are none (``None``). Raises :class:`~hyperapp.errors.InputError` for a count that is not ``bands``, a
+    are none (``None``). Raises :class:`~hyperapp.core.errors.InputError` for a count that is not ``bands``, a
     value that is not finite, or a wavelength given twice."""
     if wavelengths is None:
         return np.arange(bands, dtype=np.float64)
@@ -59,7 +59,7 @@ def _hull_chunk(Y, x):
     V[:, 0] = True
     V[:, last] = True
     # the march, over the spectra still short of the last band (ufuncs where an operand is a scalar:
-    # hyperapp.backend, scalar operators)
+    # hyperapp.core.backend, scalar operators)
     rows = xp.arange(n)
     cur = xp.zeros(n, dtype=ar.dtype)
     Ya = Y

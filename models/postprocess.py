@@ -13,11 +13,11 @@ smaller, or larger, than given pixel counts.
 from __future__ import annotations
 
 import re
-from itertools import repeat
 
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.io.objects import table_csv
 
 EIGHT = np.ones((3, 3), dtype=bool)
 FOUR = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
@@ -98,7 +98,7 @@ def count_objects(mask, connectivity: int = 8) -> int:
 def parse_clump(value, name: str = "clump") -> int:
     """The clump kernel's side in pixels (the CLI's ``--clump N``, a job's ``clump``): 0 (or None, or
     empty text) for no clumping, else an odd whole number (the square kernel is centred on each pixel;
-    1 leaves the mask as it is). Raises :class:`~hyperapp.errors.InputError` in one line."""
+    1 leaves the mask as it is). Raises :class:`~hyperapp.core.errors.InputError` in one line."""
     from hyperapp.core import values as options
     from hyperapp.core.errors import InputError
 
@@ -116,7 +116,7 @@ def parse_sieve(value, name: str = "sieve") -> tuple[int, int | None] | None:
     (5, None), ``"5..500"`` or ``[5, 500]`` -> (5, 500); None or empty text -> None (no sieving).
 
     Objects with fewer than MIN or more than MAX pixels are removed: MIN is 1 or more (1 keeps every
-    small object), MAX at least MIN. Raises :class:`~hyperapp.errors.InputError` in one line."""
+    small object), MAX at least MIN. Raises :class:`~hyperapp.core.errors.InputError` in one line."""
     from hyperapp.core import values as options
     from hyperapp.core.errors import InputError
 
@@ -151,7 +151,7 @@ def parse_sieve(value, name: str = "sieve") -> tuple[int, int | None] | None:
 def parse_connectivity(value, name: str = "connectivity") -> int:
     """4 or 8 (the CLI's ``--connectivity``, a job's ``connectivity``): which neighbours join a pixel to an
     object when the sieve counts objects (and when objects are labelled). Raises
-    :class:`~hyperapp.errors.InputError` in one line."""
+    :class:`~hyperapp.core.errors.InputError` in one line."""
     from hyperapp.core import values as options
 
     if isinstance(value, bool):
@@ -195,7 +195,7 @@ def clump_mask(mask, size: int):
     rows, cols = m.shape
     p = xp.zeros((rows + 4 * r, cols + 4 * r), dtype=xp.uint8)
     p[2 * r:2 * r + rows, 2 * r:2 * r + cols] = m
-    # ufuncs where an operand is a scalar: hyperapp.backend, scalar operators
+    # ufuncs where an operand is a scalar: hyperapp.core.backend, scalar operators
     dil = xp.greater(_window_counts(xp.greater(_window_counts(p, size), 0).T, size), 0)  # (cols+2r, rows+2r)
     ero = xp.equal(_window_counts(xp.equal(_window_counts(dil, size), size).T, size), size)  # (rows, cols)
     return ero
@@ -349,21 +349,8 @@ def object_columns(mask, scores, labels=None, n: int | None = None) -> dict:
 
 
 def objects_csv(table: list[dict] | dict) -> str:
-    """The object table (its rows, or its columns from :func:`object_columns`) as CSV text: floats to six
-    significant digits, other values as they print.
-
-    Formatted a column at a time with ``map`` (C loops), not a cell at a time in Python: a batch's write
-    stage formats thousands of objects a cube while its compute stage needs the interpreter (a quarter
-    of the write stage's own time went here)."""
-    cols = TABLE_COLUMNS
-    text = []
-    for c in cols:
-        values = table[c].tolist() if isinstance(table, dict) else [r[c] for r in table]
-        kinds = set(map(type, values))
-        if kinds <= {float}:
-            text.append(list(map(format, values, repeat(".6g"))))
-        elif kinds <= {int}:
-            text.append(list(map(str, values)))
-        else:
-            text.append([f"{v:.6g}" if isinstance(v, float) else str(v) for v in values])
-    return "\n".join([",".join(cols), *map(",".join, zip(*text))]) + "\n"
+    """The object table (its rows, or its columns from :func:`object_columns`) as CSV text: the columns of
+    :data:`TABLE_COLUMNS`, then ``lon``/``lat`` where the table holds them
+    (:func:`hyperapp.io.objects.with_lonlat`); formatted by :func:`hyperapp.io.objects.table_csv`, the one
+    formatter of every object table."""
+    return table_csv(table, TABLE_COLUMNS)

@@ -53,21 +53,11 @@ def bench_case(name: str):
 
 
 def gpu_time_ms(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
-    """Median time of ``fn`` on the current CUDA stream, by CUDA events, in ms."""
-    import cupy
+    """Median time of ``fn`` on the current CUDA stream, by CUDA events, in ms
+    (:func:`cupyx.profiler.benchmark`)."""
+    from cupyx.profiler import benchmark
 
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.get_current_stream().synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b))
-    return statistics.median(times)
+    return float(statistics.median(benchmark(fn, n_repeat=repeats, n_warmup=warmup).gpu_times[0])) * 1e3
 
 
 def cpu_time_ms(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
@@ -155,8 +145,9 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
         names = [n for n in names or CPU_CASES if n in CPU_CASES]
         if not names:
             raise BackendError(f"these cases need a GPU: {gpu_status()}")
-    # (the first-run case alone fills a cache of its own: nothing to prepare for it)
-    prepared = _kernels_prepared() if gpu and set(names or CASES) - {"first-run-every-method"} else None
+    # (the first-run cases alone fill caches of their own: nothing to prepare for them)
+    prepared = _kernels_prepared() if gpu and set(names or CASES) - {"first-run-every-method",
+                                                                     "first-run-new-bands"} else None
     bw = device_bandwidth_gbs() if gpu else 0.0
     ctx = Context(repeats, bw, gpu_status())
     command = "hyperapp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) \

@@ -153,6 +153,7 @@ class ResultsPanel(QWidget):
         self.runs.currentIndexChanged.connect(self.run_selected)
         self.show_button.clicked.connect(self.show_detection_requested)
         self._objects: list[dict] = []
+        self.geo = None  # the cube's location (MapGrid or Swath): the table's lon/lat columns where set
         self.clear()
 
     # ------------------------------------------------------------------ showing a result
@@ -335,7 +336,16 @@ class ResultsPanel(QWidget):
         self.set_detection_shown(True)
 
     def _fill_table(self, rows: list[dict]) -> None:
+        from hyperapp.io.objects import with_lonlat
+
+        rows = with_lonlat(rows, self.geo)  # (as objects.csv gives them)
         self._objects = rows
+        self.table.setColumnCount(6 + 2 * (self.geo is not None))
+        if self.geo is not None:
+            for j, (name, word) in enumerate((("lon", "longitude"), ("lat", "latitude")), 6):
+                head = QTableWidgetItem(name)
+                head.setToolTip(f"WGS84 {word} of the object's centroid (degrees), as objects.csv gives it")
+                self.table.setHorizontalHeaderItem(j, head)
         self.table.setRowCount(len(rows))
         def span(first: int, end: int) -> str:  # an exclusive end shown as the last index covered
             return str(first) if end - 1 == first else f"{first}\u2013{end - 1}"
@@ -343,6 +353,8 @@ class ResultsPanel(QWidget):
         for i, r in enumerate(rows):
             vals = [r["label"], r["pixels"], f"{r['centroid_row']:.1f}", f"{r['centroid_col']:.1f}",
                     f"{r['peak_score']:.4g}", f"{span(r['row0'], r['row1'])}, {span(r['col0'], r['col1'])}"]
+            if "lon" in r:  # WGS84 degrees of the centroid
+                vals += [f"{r['lon']:.6f}", f"{r['lat']:.6f}"]
             for j, v in enumerate(vals):
                 self.table.setItem(i, j, QTableWidgetItem(str(v)))
 
