@@ -332,9 +332,12 @@ def cmd_detect(args) -> int:
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
     from hyperapp.detect.finish import ties_words
+    from hyperapp.detect.suggest import suggestion_words
 
     if ties := ties_words(rep):
         print(ties)
+    if said := suggestion_words(rep):  # the rate kept few of the clicked targets: what keeps them
+        print(said)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
     if o := rep.get("orthorectified"):
@@ -369,6 +372,12 @@ def cmd_analyse(args) -> int:
     objects = read_class_map(req.objects, shape) > 0 if req.objects else None
     names = class_names_of(req.roi) if req.roi else None
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
+        from hyperapp.analyse.cost import long_run_words
+        from hyperapp.analyse.run import selection_of
+
+        said = long_run_words(cube, req.method, req.params, selection_of(req), roi, objects, req.device)
+        if said:  # a long run is announced, not asked about: the command line runs unattended
+            print(f"hyperapp: {said}", file=sys.stderr)
         result = run_analysis(cube, req, roi=roi, objects=objects, class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report

@@ -76,7 +76,7 @@ class ResultsPanel(QWidget):
         lay.addLayout(row)
         lay.addWidget(self.refusal)
         lay.addWidget(self.slider)
-        self.counts = QLabel("no result yet: mark targets, then Train & Run")
+        self.counts = QLabel("no result yet: mark targets, then run the detector (F5)")
         self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
         self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
@@ -85,6 +85,10 @@ class ResultsPanel(QWidget):
         self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.finish.threshold_origin); "
                                "moving the slider replaces it")
         lay.addWidget(self.origin)
+        from hyperapp.gui.threshold_hint import ThresholdHint
+
+        self.hint = ThresholdHint(self)  # where the default rate keeps few of the clicked targets
+        lay.addWidget(self.hint)
         self.shown_note = QLabel("")
         self.shown_note.setWordWrap(True)
         self.show_button = QPushButton("Show the detection on the image")
@@ -159,7 +163,7 @@ class ResultsPanel(QWidget):
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None,
-                    filters: dict | None = None) -> None:
+                    report: dict | None = None, filters: dict | None = None) -> None:
         """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen, and
         ``far_asked`` the false-alarm rate it was set for (while the threshold is there, the ROC's title
         says when the truth counts many more); ``filters``: the run's target filter (its mask and objects
@@ -204,6 +208,7 @@ class ResultsPanel(QWidget):
         self.value_box.blockSignals(False)
         self.value_box.setEnabled(True)
         self.set_threshold(threshold)
+        self.hint.show_for(report, threshold)  # (the run's report: its suggested threshold, if any)
 
     def set_threshold(self, value: float) -> None:
         """Move the slider (and everything that follows it) to ``value``, counted at once."""
@@ -332,7 +337,8 @@ class ResultsPanel(QWidget):
         self.slider.setValue(0)  # not where the last cube's threshold left it
         self.slider.blockSignals(False)
         self.origin.setVisible(False)
-        self.counts.setText("no result yet: mark targets, then Train & Run")
+        self.hint.show_for(None, 0.0)
+        self.counts.setText("no result yet: mark targets, then run the detector (F5)")
         self.set_detection_shown(True)
 
     def _fill_table(self, rows: list[dict]) -> None:
