@@ -157,7 +157,7 @@ class AnalysisPanel(QWidget):
             n = int((lab == sel.roi_class).sum() if sel.kind == "roi" else (lab > 0).sum())
         elif sel.kind == "objects":
             run = self.host.current_run() if hasattr(self.host, "current_run") else None
-            n = None if run is None else int(mask_at(run.result.scores, run.threshold).sum())
+            n = None if run is None else int(run.result.remask(run.threshold).sum())
         return n or None
 
     def estimate(self, calibrate: bool = True):
