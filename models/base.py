@@ -9,6 +9,8 @@ target-like.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -225,13 +227,30 @@ class Estimator:
         return f"{type(self).__name__}({args})"
 
 
+#: set inside :func:`unchecked_parameters`: fit skips the declared parameters' check
+_UNCHECKED = contextvars.ContextVar("hyperapp_unchecked_parameters", default=False)
+
+
+@contextlib.contextmanager
+def unchecked_parameters():
+    """Fits inside it skip the declared parameters' check (scikit-learn's ``skip_parameter_validation``):
+    for a maintainer's measurement that sets a value no person may ask (a calibration's ``tol < 0``, every
+    iteration run)."""
+    token = _UNCHECKED.set(True)
+    try:
+        yield
+    finally:
+        _UNCHECKED.reset(token)
+
+
 def _validating(fit):
     """``fit`` that first checks the declared parameters (:meth:`Estimator._validate_declared`)."""
     import functools
 
     @functools.wraps(fit)
     def checked(self, *args, **kwargs):
-        self._validate_declared()
+        if not _UNCHECKED.get():
+            self._validate_declared()
         return fit(self, *args, **kwargs)
 
     checked._validates = True
