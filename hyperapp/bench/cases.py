@@ -294,7 +294,7 @@ def band_subsets(ctx) -> Measurement:
     return Measurement("band-subsets-10000x3-k8", gpu, cpu, None, None,
                        bytes_moved=10000 * 3 * X.shape[0] * 4 * (iters + 1),
                        notes={"mean_iterations": round(iters, 1), "best_score": round(float(m.best_scores_[0]), 4)})
-from hyperapp.bench import campaign, library, live, whole_path  # noqa: E402,F401  (registers the live-path, whole-path, campaign and library cases)
+from hyperapp.bench import campaign, library, live, peers, whole_path  # noqa: E402,F401  (registers the live-path, whole-path, campaign, CPU-vs-peers and library cases)
 
 
 @bench_case("som-262144x128-32x32-10epochs")
