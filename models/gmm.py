@@ -111,18 +111,25 @@ class GaussianMixtureEM(Estimator):
 
     # ------------------------------------------------------------------ the two steps
     def _log_gauss(self, X, means, chol):
-        """(n, k) log densities of diagonal components; ``chol`` (k, d): 1 / sqrt of the variances."""
+        """(n, k) log densities in float64; ``chol`` (k, d, d) precision Cholesky factors, or (k, d) for
+        diag (1 / sqrt of the variances)."""
         xp = get_namespace(X)
         n, d = X.shape
         k = means.shape[0]
         out = xp.empty((n, k), xp.float64)
         for j in range(k):  # a loop over components (a handful), never over spectra
-            y2 = (((X - means[j]) * chol[j]) ** 2).sum(axis=1)
-            out[:, j] = -0.5 * (d * math.log(2 * math.pi) + y2) + xp.log(chol[j]).sum()
+            D = X - means[j]
+            if chol.ndim == 3:
+                y2 = ((D @ chol[j]) ** 2).sum(axis=1)
+                logdet = xp.log(xp.diagonal(chol[j])).sum()
+            else:
+                y2 = ((D * chol[j]) ** 2).sum(axis=1)
+                logdet = xp.log(chol[j]).sum()
+            out[:, j] = -0.5 * (d * math.log(2 * math.pi) + y2) + logdet
         return out
 
     def _e_step(self, X, weights, means, chol):
-        """(average log-likelihood, responsibilities (n, k)) of diagonal components, ``X`` centred float64."""
+        """(average log-likelihood, responsibilities (n, k)) in float64, ``X`` centred float64."""
         xp = get_namespace(X)
         lp = self._log_gauss(X, means, chol) + xp.log(weights)[None, :]
         m = lp.max(axis=1, keepdims=True)
@@ -164,6 +171,10 @@ class GaussianMixtureEM(Estimator):
         return cov
 
     # ------------------------------------------------------------------ full covariances: float32 products
+    def _whitened(self, xp) -> bool:
+        """Whether this fit takes the float32 path (full covariances on the CPU; see the module's notes)."""
+        return self.covariance == "full" and xp is np
+
     @staticmethod
     def _block_rows(n: int, k: int, d1: int) -> int:
         return int(min(n, BLOCK_ROWS, max(1024, CHUNK_BYTES // (4 * k * d1))))
@@ -353,7 +364,7 @@ class GaussianMixtureEM(Estimator):
         Xc = X.astype(xp.float64) - self.center_
         if float(Xc.var(axis=0).max()) <= 0:
             raise ModelError("the selected spectra are all identical: there is nothing to model")
-        full = self.covariance == "full"
+        full = self._whitened(xp)
         Xa = self._augmented(Xc) if full else None
         self._xmax = float(xp.abs(Xc).max())
         self.k_values_ = np.asarray(ks)
@@ -426,7 +437,7 @@ class GaussianMixtureEM(Estimator):
         out = xp.empty((n, k), xp.float32) if proba else None
         w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
         total = 0.0
-        full = self.covariance == "full"
+        full = self._whitened(xp)
         step = self._block_rows(n, k, d + 1) if full else max(1024, CHUNK_BYTES // (8 * d))
         for a in range(0, n, step):
             if full:
