@@ -17,7 +17,12 @@ a level -- and every tree of a forest -- handled together:
    ``max_depth``, or no split leaves ``min_samples_leaf`` on both sides.
 
 On the GPU steps 1-2 are the kernels of ``kernels/forest.cu`` (one launch per step per level, for all
-trees); on the CPU the same steps are ``bincount``/``cumsum`` array code. A forest draws a bootstrap
+trees). On the CPU, step 1 is the same, and the trees are scikit-learn's CART (Gini, the best split of
+every node) grown on the bin indices, a tree per thread: the same candidate thresholds (a split between
+bins a < b of a node is kept as bin a's upper edge) and the same stopping rules, at scikit-learn's speed.
+Its trees are turned into this model's node arrays, which the GPU's trees fill directly, so both
+predict, report and save alike; equally good splits may differ (the GPU takes the lowest band,
+scikit-learn the first of a random order). A forest draws a bootstrap
 sample per tree (counts as weights), so the spectra a tree never saw give the out-of-bag accuracy; band
 importance is the impurity decrease per band, normalised per tree and averaged (scikit-learn's
 ``feature_importances_``). ``test_fraction`` of each class is held out before training: the confusion

@@ -11,8 +11,11 @@ k, BIC picks the k that labels the image.
 Precision. The spectra are centred in float64. Real scenes (radiance in the thousands, hundreds of
 nearly collinear bands) have covariances whose smallest eigenvalues sit below float32's rounding of
 their largest, so a covariance summed in float32 from the spectra comes out indefinite; the Cholesky
-factors and every covariance are float64. With full covariances the products over all spectra are
-float32 all the same, where float32 resolves them:
+factors and every covariance are float64. With full covariances on the CPU, the products over all
+spectra are float32 all the same, where float32 resolves them (a float32 GEMM runs at twice float64's
+rate on a CPU's vector units); on the GPU they stay float64, as the E-step of diagonal covariances and
+the first M-step of every start do everywhere: an H100's or H200's tensor cores run float64 GEMMs at
+float32's rate, and the float32 path below measured slower there (``docs/performance.md``).
 
 - The E-step's whitened spectra, y_j = [x, 1] [[U_j, 0], [-mu_j U_j, 1]]: one float32 GEMM per
   component (the spectra carry a column of ones, so the GEMM subtracts the mean and leaves the ones).
@@ -21,10 +24,13 @@ float32 all the same, where float32 resolves them:
   the identity, which float32 resolves; blocks of at most ``BLOCK_ROWS`` spectra are summed in float64.
   With g = (sum r y) / n_j, C = (sum r y y^T) / n_j - g g^T in whitened coordinates, and Sigma = L L^T
   the old covariance: mu' = mu + L g and Sigma' = L C L^T + reg_covar I, in float64.
-- A component whose whitened covariance is far from the identity (its Cholesky factor fails or has a
-  pivot below ``WHITENED_PIVOT`` of its largest diagonal entry: the component shrank by that much in
-  some direction in one step) gets its mean and covariance summed from the spectra in float64, as the
-  first M-step (from the k-means labels) and diagonal covariances always do.
+- A component whose new covariance, in the old whitened coordinates and with the floor, is far from
+  the identity (its Cholesky factor fails or has a squared pivot below ``WHITENED_PIVOT`` of its
+  largest diagonal entry: the component shrank by that much in some direction in one step) gets its
+  mean and covariance summed from the spectra in float64, as the first M-step (from the k-means
+  labels) always does. So does a component whose whitening factors are too large for float32 to
+  resolve x U - mu U (``WIDE``: a component of nearly identical spectra, held by the floor), whose
+  densities are float64 too.
 
 Where a covariance is still not positive definite (a component on a handful of nearly identical
 spectra), the diagonal gets the smallest extra floor, in steps from 1e-10 of the component's mean
