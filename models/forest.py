@@ -103,8 +103,22 @@ def _cores() -> int:
     return n if n > 0 else os.cpu_count() or 1
 
 
-def _from_sklearn(trees, edges):
-    """Fitted scikit-learn trees (grown on bin indices) as (feature, threshold, left, value) in the GPU's
+def _thresholds_on_spectra(tree, edges) -> None:
+    """Move a scikit-learn tree grown on bin indices onto the spectra, in place: a split between the
+    bins a < b a node holds ((a + b) / 2) sends the bins up to its floor left, which are the spectra at
+    or below that bin's upper edge, so the threshold becomes that edge (a float32 value, compared
+    exactly). The tree's state is rewritten through its pickling interface (the nodes' record array)."""
+    state = tree.tree_.__getstate__()
+    nodes = state["nodes"].copy()
+    inner = nodes["left_child"] >= 0
+    b = np.floor(nodes["threshold"][inner]).astype(np.int64)
+    nodes["threshold"][inner] = edges[nodes["feature"][inner], np.clip(b, 0, edges.shape[1] - 1)]
+    state["nodes"] = nodes
+    tree.tree_.__setstate__(state)
+
+
+def _from_sklearn(trees):
+    """Fitted scikit-learn trees (thresholds on the spectra) as (feature, threshold, left, value) in the GPU's
     layout: the nodes level by level over all trees (the roots first, in tree order), each node's two
     children side by side (``left`` and ``left + 1``)."""
     base = np.cumsum([0] + [t.tree_.node_count for t in trees])
@@ -127,10 +141,7 @@ def _from_sklearn(trees, edges):
         level = np.stack([cl[level[inner]], cr[level[inner]]], axis=1).reshape(-1)
     order, left = np.concatenate(order), np.concatenate(left)
     f = np.where(left >= 0, feat[order], -1).astype(np.int32)
-    # a tree on bin indices splits at (a + b) / 2 between the bins a < b a node holds: the bins up to its
-    # floor go left, the spectra at or below that bin's upper edge
-    b = np.floor(np.maximum(thr[order], 0)).astype(np.int64)
-    threshold = np.where(left >= 0, edges[np.maximum(f, 0), np.minimum(b, edges.shape[1] - 1)], np.nan)
+    threshold = np.where(left >= 0, thr[order], np.nan)  # bins' upper edges (:func:`_thresholds_on_spectra`)
     return f, threshold.astype(np.float32), left.astype(np.int32), value[order].astype(np.float32)
 
 
@@ -369,7 +380,9 @@ class RandomForest(Estimator):
         T = int(self.n_trees)
         m = self._n_features(F)
         edges = bin_edges(X, int(self.n_bins), seed=self.seed)
+        edges_h = to_host(edges)
         Xb = quantise(X, edges).astype(np.float32)
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
         seeds = np.random.default_rng(self.seed).integers(0, 2**31 - 1, size=(T, 2))
         C = len(self.classes_)
         oob = np.zeros((n, C)) if self.bootstrap else None
@@ -386,11 +399,12 @@ class RandomForest(Estimator):
                 min_samples_split=max(2, int(self.min_samples_split)),
                 min_samples_leaf=max(1, int(self.min_samples_leaf)), max_features=m if m < F else None,
                 random_state=int(seeds[t, 1])).fit(Xb, y, sample_weight=w, check_input=False)
+            _thresholds_on_spectra(tree, edges_h)
             trees[t] = tree
             out = None
             if self.bootstrap:
                 rows = np.flatnonzero(w == 0)
-                out = rows, tree.predict_proba(Xb[rows], check_input=False)
+                out = rows, tree.predict_proba(X32[rows], check_input=False)
             return out
 
         with ThreadPoolExecutor(max(1, min(_cores(), T))) as pool:
@@ -401,14 +415,14 @@ class RandomForest(Estimator):
                 done[0] += 1
                 if progress is not None:
                     progress(min(0.95, done[0] / T), f"tree {done[0]} of {T}")
-        self.feature_, self.threshold_, self.left_, self.value_ = _from_sklearn(trees, to_host(edges))
+        self.feature_, self.threshold_, self.left_, self.value_ = _from_sklearn(trees)
         self.roots_ = np.arange(T, dtype=np.int32)
         self.depth_ = max(int(t.get_depth()) for t in trees)
         self.n_leaves_ = int((self.left_ < 0).sum())
         fi = np.mean([t.feature_importances_ for t in trees], axis=0)
         self.feature_importances_ = fi / fi.sum() if fi.sum() > 0 else fi
         self._device = None
-        self._sk_trees, self._edges = trees, to_host(edges)
+        self._sk_trees = trees
         self.oob_score_ = None
         if self.bootstrap and (votes > 0).any():
             ok = votes > 0
@@ -511,10 +525,10 @@ class RandomForest(Estimator):
     def _predict_sklearn(self, X):
         """Class shares from the scikit-learn trees this model grew on the CPU (the same trees as
         ``feature_`` ... ``value_``, walked by scikit-learn's compiled code, a thread per tree)."""
-        Xb = quantise(X, self._edges).astype(np.float32)
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
         proba = np.zeros((X.shape[0], len(self.classes_)))
         with ThreadPoolExecutor(max(1, min(_cores(), len(self._sk_trees)))) as pool:
-            for p in pool.map(lambda t: t.predict_proba(Xb, check_input=False), self._sk_trees):
+            for p in pool.map(lambda t: t.predict_proba(X32, check_input=False), self._sk_trees):
                 proba += p
         return (proba / len(self._sk_trees)).astype(np.float32)
 

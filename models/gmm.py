@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from hyperapp.backend import get_namespace, to_host
+from hyperapp.backend import get_namespace, serial_host_blas, to_host
 from hyperapp.errors import InputError, ModelError
 from hyperapp.models.base import Estimator
 
@@ -280,10 +280,13 @@ class GaussianMixtureEM(Estimator):
         # the new covariance in the old whitened coordinates, the floor included: U^T Sigma' U
         with np.errstate(all="ignore"):
             A = C + float(self.reg_covar) * xp.matmul(chol.transpose(0, 2, 1), chol)
-        for j in sorted(set(wide) | set(self._far_from_identity(A))):
+        with serial_host_blas:
+            far = self._far_from_identity(A)
+        for j in sorted(set(wide) | set(far)):
             means[j] = (R[j] @ X) / nk[j]
             cov[j] = self._direct_cov(X, R[j], means[j], nk[j])
-        Lnew, Unew, extra = self._precision_factors(cov)
+        with serial_host_blas:  # band-sized matrices: one thread answers them fastest (hyperapp.backend)
+            Lnew, Unew, extra = self._precision_factors(cov)
         return nk / n, means, cov, Unew, extra, Lnew
 
     @staticmethod
@@ -345,6 +348,15 @@ class GaussianMixtureEM(Estimator):
                     cov[j, diag, diag] += step
                     extra[j] = step
                 L[j] = Lj
+        if xp is np:  # a triangular inverse per component (LAPACK trtri), not a general solve
+            from scipy.linalg import lapack
+
+            inv = np.empty_like(L)
+            for j in range(k):
+                inv[j], info = lapack.dtrtri(L[j], lower=1)
+                if info:
+                    raise ModelError(f"mixture component {j + 1}'s covariance factor is singular")
+            return L, inv.transpose(0, 2, 1), extra
         eye = xp.broadcast_to(xp.eye(d), (k, d, d))
         return L, xp.linalg.solve(L, eye).transpose(0, 2, 1), extra
 
