@@ -17,7 +17,12 @@ a level -- and every tree of a forest -- handled together:
    ``max_depth``, or no split leaves ``min_samples_leaf`` on both sides.
 
 On the GPU steps 1-2 are the kernels of ``kernels/forest.cu`` (one launch per step per level, for all
-trees); on the CPU the same steps are ``bincount``/``cumsum`` array code. A forest draws a bootstrap
+trees). On the CPU, step 1 is the same, and the trees are scikit-learn's CART (Gini, the best split of
+every node) grown on the bin indices, a tree per thread: the same candidate thresholds (a split between
+bins a < b of a node is kept as bin a's upper edge) and the same stopping rules, at scikit-learn's speed.
+Its trees are turned into this model's node arrays, which the GPU's trees fill directly, so both
+predict, report and save alike; equally good splits may differ (the GPU takes the lowest band,
+scikit-learn the first of a random order). A forest draws a bootstrap
 sample per tree (counts as weights), so the spectra a tree never saw give the out-of-bag accuracy; band
 importance is the impurity decrease per band, normalised per tree and averaged (scikit-learn's
 ``feature_importances_``). ``test_fraction`` of each class is held out before training: the confusion
@@ -27,6 +32,8 @@ matrix and accuracy on those spectra are what the panel and the report show.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -86,79 +93,56 @@ def quantise(X, edges):
     return Xb
 
 
-def _split_numpy(Xb, y, w, node_of, feats, n_nodes, n_bins, C, min_leaf, max_entries=8_000_000):
-    """The CPU path of one level: every node's class totals and best (score, slot, bin).
+def _cores() -> int:
+    """Threads for the CPU trees: ``HYPERAPP_CORES`` where it is a positive whole number (a batch's
+    workers share the machine out this way), else every core."""
+    try:
+        n = int(os.environ.get("HYPERAPP_CORES", "0"))
+    except ValueError:
+        n = 0
+    return n if n > 0 else os.cpu_count() or 1
 
-    The same splits as the GPU's histograms, found from sorted lists as in SPRINT/CUDT (the seed's
-    attribute lists): every (spectrum, candidate band) entry is sorted by (node, band, bin); running
-    class counts along each (node, band) run are the left side of the split after each bin, and the
-    best score per node is a segmented maximum. Work scales with the spectra, not the bins, so the
-    deep levels of many small nodes stay cheap on the CPU. Nodes go in chunks of ``max_entries``.
-    """
-    n, F = Xb.shape
-    m = feats.shape[1]
-    flat_nodes = node_of.reshape(-1)
-    s_all = np.flatnonzero(flat_nodes >= 0)
-    node_all = flat_nodes[s_all]
-    order = np.argsort(node_all, kind="stable")
-    s_all, node_all = s_all[order], node_all[order].astype(np.int64)
-    totals = np.zeros((n_nodes, C), np.int64)
-    best = np.full(n_nodes, -1.0)
-    slot = np.full(n_nodes, -1, np.int64)
-    b_out = np.full(n_nodes, -1, np.int64)
-    bounds = np.searchsorted(node_all, np.arange(n_nodes + 1))
-    lo = 0
-    while lo < n_nodes:
-        hi = lo + 1  # grow the chunk while its entries fit
-        while hi < n_nodes and (bounds[hi + 1] - bounds[lo]) * m <= max_entries:
-            hi += 1
-        s, node = s_all[bounds[lo]:bounds[hi]], node_all[bounds[lo]:bounds[hi]]
-        i = s % n
-        wt = w.reshape(-1)[s].astype(np.int64)
-        b = Xb[i[:, None], feats[node]].astype(np.int64)  # (samples, m)
-        key = (((node[:, None] * m) + np.arange(m)) * n_bins + b).reshape(-1)
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        ent = order // m  # entry -> its sample (row of s)
-        # runs of equal (node, band, bin): one row of class counts per occupied bin
-        new_run = np.r_[True, key[1:] != key[:-1]]
-        run_of = np.cumsum(new_run) - 1
-        key = key[new_run]
-        cnt = np.bincount(run_of * C + y[i[ent]], weights=wt[ent], minlength=key.size * C)
-        cnt = cnt.astype(np.int64).reshape(key.size, C)
-        seg = key // n_bins  # node * m + slot, per run
-        cum = np.cumsum(cnt, axis=0)
-        new_seg = np.r_[True, seg[1:] != seg[:-1]]
-        start = np.flatnonzero(new_seg)
-        seg_of = np.cumsum(new_seg) - 1
-        before = np.vstack([np.zeros((1, C), np.int64), cum[start[1:] - 1]])
-        left = cum - before[seg_of]
-        end = np.r_[start[1:], key.size] - 1
-        seg_tot = left[end]  # (segments, C)
-        seg_node = seg[start] // m
-        first = np.r_[True, seg_node[1:] != seg_node[:-1]]
-        totals[seg_node[first]] = seg_tot[first]
-        # a split after each run whose band continues
-        cand = np.flatnonzero(seg[:-1] == seg[1:])
-        if cand.size:
-            L = left[cand].astype(np.float64)
-            R = seg_tot[seg_of[cand]] - L
-            nl, nr = L.sum(axis=1), R.sum(axis=1)
-            sc = (L**2).sum(axis=1) / np.maximum(nl, 1) + (R**2).sum(axis=1) / np.maximum(nr, 1)
-            ok = (nl >= min_leaf) & (nr >= min_leaf)
-            cand, sc = cand[ok], sc[ok]
-        if cand.size:
-            cn = seg[cand] // m
-            starts = np.flatnonzero(np.r_[True, cn[1:] != cn[:-1]])
-            mx = np.maximum.reduceat(sc, starts)
-            top = sc == np.repeat(mx, np.diff(np.r_[starts, cn.size]))
-            nodes_u, first_top = np.unique(cn[top], return_index=True)  # the lowest (slot, bin) of the ties
-            e = cand[np.flatnonzero(top)[first_top]]
-            best[nodes_u] = sc[np.flatnonzero(top)[first_top]]
-            slot[nodes_u] = seg[e] % m
-            b_out[nodes_u] = key[e] % n_bins
-        lo = hi
-    return totals, best, slot, b_out
+
+def _thresholds_on_spectra(tree, edges) -> None:
+    """Move a scikit-learn tree grown on bin indices onto the spectra, in place: a split between the
+    bins a < b a node holds ((a + b) / 2) sends the bins up to its floor left, which are the spectra at
+    or below that bin's upper edge, so the threshold becomes that edge (a float32 value, compared
+    exactly). The tree's state is rewritten through its pickling interface (the nodes' record array)."""
+    state = tree.tree_.__getstate__()
+    nodes = state["nodes"].copy()
+    inner = nodes["left_child"] >= 0
+    b = np.floor(nodes["threshold"][inner]).astype(np.int64)
+    nodes["threshold"][inner] = edges[nodes["feature"][inner], np.clip(b, 0, edges.shape[1] - 1)]
+    state["nodes"] = nodes
+    tree.tree_.__setstate__(state)
+
+
+def _from_sklearn(trees):
+    """Fitted scikit-learn trees (thresholds on the spectra) as (feature, threshold, left, value) in the GPU's
+    layout: the nodes level by level over all trees (the roots first, in tree order), each node's two
+    children side by side (``left`` and ``left + 1``)."""
+    base = np.cumsum([0] + [t.tree_.node_count for t in trees])
+    cl, cr = (np.concatenate([np.where(c >= 0, c + o, -1) for c, o in zip(side, base)]) for side in (
+        [t.tree_.children_left for t in trees], [t.tree_.children_right for t in trees]))
+    feat = np.concatenate([t.tree_.feature for t in trees])
+    thr = np.concatenate([t.tree_.threshold for t in trees])
+    value = np.concatenate([t.tree_.value[:, 0, :] for t in trees]).astype(np.float64)
+    value /= np.maximum(value.sum(axis=1, keepdims=True), 1e-300)
+    order, left = [], []
+    level = base[:-1].astype(np.int64)
+    placed = 0
+    while level.size:
+        order.append(level)
+        inner = cl[level] >= 0
+        placed += level.size
+        lf = np.full(level.size, -1, np.int64)
+        lf[inner] = placed + 2 * np.arange(int(inner.sum()))
+        left.append(lf)
+        level = np.stack([cl[level[inner]], cr[level[inner]]], axis=1).reshape(-1)
+    order, left = np.concatenate(order), np.concatenate(left)
+    f = np.where(left >= 0, feat[order], -1).astype(np.int32)
+    threshold = np.where(left >= 0, thr[order], np.nan)  # bins' upper edges (:func:`_thresholds_on_spectra`)
+    return f, threshold.astype(np.float32), left.astype(np.int32), value[order].astype(np.float32)
 
 
 #: the parameters of one tree, declared once (CART declares the same)
@@ -310,7 +294,10 @@ class RandomForest(Estimator):
 
     def _grow(self, X, y, rng, progress) -> None:
         xp = get_namespace(X)
-        gpu = xp is not np
+        self._sk_trees = None
+        if xp is np:
+            self._grow_cpu(X, y, progress)
+            return
         n, F = X.shape
         C = len(self.classes_)
         T = int(self.n_trees)
@@ -345,10 +332,7 @@ class RandomForest(Estimator):
             else:  # m random bands per node: the first m of a random permutation
                 feats = xp.argsort(dev_rng.random((nn, F), dtype=xp.float32), axis=1)[:, :m]
             feats = xp.ascontiguousarray(feats.astype(xp.int32))
-            if gpu:
-                totals, score, slot, b = self._level_gpu(Xb, yd, w, node_of, feats, nn, B, C, min_leaf)
-            else:
-                totals, score, slot, b = _split_numpy(Xb, y, w, node_of, feats, nn, B, C, min_leaf)
+            totals, score, slot, b = self._level_gpu(Xb, yd, w, node_of, feats, nn, B, C, min_leaf)
             feats_h = to_host(feats)
             n_node = totals.sum(axis=1)
             if root_n is None:
@@ -369,15 +353,7 @@ class RandomForest(Estimator):
             value.append((totals / np.maximum(n_node, 1)[:, None]).astype(np.float32))
             np.add.at(imp, (tree_of[split], f[split]), gain[split])
             if n_split:
-                if gpu:
-                    self._route_gpu(Xb, node_of, f, bins, child)
-                else:
-                    fd = f[np.maximum(node_of, 0)]
-                    go = (node_of >= 0) & (fd >= 0)
-                    t_i, s_i = np.nonzero(go)
-                    nd = node_of[t_i, s_i]
-                    node_of[~go] = -1
-                    node_of[t_i, s_i] = child[nd] + (Xb[s_i, f[nd]] > bins[nd])
+                self._route_gpu(Xb, node_of, f, bins, child)
             offset += nn
             tree_of = np.repeat(tree_of[split], 2)
             depth += 1
@@ -403,6 +379,66 @@ class RandomForest(Estimator):
                 pred = to_host(proba.argmax(axis=1))
                 self.oob_score_ = float((pred[ok] == y[ok]).mean())
         del self._inbag
+
+    # ------------------------------------------------------------------ the CPU: scikit-learn's trees
+    def _grow_cpu(self, X, y, progress) -> None:
+        """The trees on the CPU: scikit-learn's CART (Gini) on the same bin indices as the GPU's, one
+        tree per thread (scikit-learn's tree building releases the interpreter), with this model's
+        bootstrap counts as sample weights (as scikit-learn's forest does), so the out-of-bag spectra
+        are known; then the trees in the GPU's node layout, thresholds at the bins' upper edges."""
+        from sklearn.tree import DecisionTreeClassifier
+
+        n, F = X.shape
+        T = int(self.n_trees)
+        m = self._n_features(F)
+        edges = bin_edges(X, int(self.n_bins), seed=self.seed)
+        edges_h = to_host(edges)
+        Xb = quantise(X, edges).astype(np.float32)
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
+        seeds = np.random.default_rng(self.seed).integers(0, 2**31 - 1, size=(T, 2))
+        C = len(self.classes_)
+        oob = np.zeros((n, C)) if self.bootstrap else None
+        votes = np.zeros(n, np.int64) if self.bootstrap else None
+        trees = [None] * T
+        done = [0]
+
+        def grow(t):
+            w = None
+            if self.bootstrap:
+                w = np.bincount(np.random.default_rng(seeds[t, 0]).integers(0, n, n), minlength=n).astype(np.float64)
+            tree = DecisionTreeClassifier(
+                max_depth=int(self.max_depth) if int(self.max_depth) > 0 else None,
+                min_samples_split=max(2, int(self.min_samples_split)),
+                min_samples_leaf=max(1, int(self.min_samples_leaf)), max_features=m if m < F else None,
+                random_state=int(seeds[t, 1])).fit(Xb, y, sample_weight=w, check_input=False)
+            _thresholds_on_spectra(tree, edges_h)
+            trees[t] = tree
+            out = None
+            if self.bootstrap:
+                rows = np.flatnonzero(w == 0)
+                out = rows, tree.predict_proba(X32[rows], check_input=False)
+            return out
+
+        with ThreadPoolExecutor(max(1, min(_cores(), T))) as pool:
+            for got in pool.map(grow, range(T)):
+                if got is not None:
+                    oob[got[0]] += got[1]
+                    votes[got[0]] += 1
+                done[0] += 1
+                if progress is not None:
+                    progress(min(0.95, done[0] / T), f"tree {done[0]} of {T}")
+        self.feature_, self.threshold_, self.left_, self.value_ = _from_sklearn(trees)
+        self.roots_ = np.arange(T, dtype=np.int32)
+        self.depth_ = max(int(t.get_depth()) for t in trees)
+        self.n_leaves_ = int((self.left_ < 0).sum())
+        fi = np.mean([t.feature_importances_ for t in trees], axis=0)
+        self.feature_importances_ = fi / fi.sum() if fi.sum() > 0 else fi
+        self._device = None
+        self._sk_trees = trees
+        self.oob_score_ = None
+        if self.bootstrap and (votes > 0).any():
+            ok = votes > 0
+            self.oob_score_ = float((oob[ok].argmax(axis=1) == y[ok]).mean())
 
     # ------------------------------------------------------------------ GPU steps of a level
     def _level_gpu(self, Xb, y, w, node_of, feats, nn, B, C, min_leaf):
@@ -465,6 +501,8 @@ class RandomForest(Estimator):
         C = len(self.classes_)
         T = len(self.roots_)
         feature, thr, left, value, roots = self._trees_on(xp)
+        if xp is np and inbag is None and getattr(self, "_sk_trees", None):
+            return self._predict_sklearn(X), np.full(n, T, np.int32)
         if xp is np:
             proba = np.zeros((n, C), np.float32)
             votes = np.zeros(n, np.int32)
@@ -495,6 +533,16 @@ class RandomForest(Estimator):
            (Xc, np.int64(n), np.int32(X.shape[1]), roots, np.int32(T), feature, thr, left, value, np.int32(C),
             inbag if inbag is not None else np.uint64(0), proba, votes))
         return proba, votes
+
+    def _predict_sklearn(self, X):
+        """Class shares from the scikit-learn trees this model grew on the CPU (the same trees as
+        ``feature_`` ... ``value_``, walked by scikit-learn's compiled code, a thread per tree)."""
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
+        proba = np.zeros((X.shape[0], len(self.classes_)))
+        with ThreadPoolExecutor(max(1, min(_cores(), len(self._sk_trees)))) as pool:
+            for p in pool.map(lambda t: t.predict_proba(X32, check_input=False), self._sk_trees):
+                proba += p
+        return (proba / len(self._sk_trees)).astype(np.float32)
 
     def predict_proba(self, X):
         """Class shares (n, classes) averaged over the trees."""

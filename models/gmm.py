@@ -1,20 +1,40 @@
 """Gaussian mixture segmentation by EM (seed 003), full or diagonal covariances, NumPy or CuPy.
 
 E-step: each component's log density through the Cholesky factor of its precision, as scikit-learn
-does (y = (x - mu) U with U U^T = Sigma^-1, log N = -(d log 2pi + |y|^2)/2 + log det U), one GEMM per
-component over all spectra, then a log-sum-exp over components for stable responsibilities. M-step:
-weights, means and covariances from GEMMs of the responsibilities with the spectra, a covariance floor
-(``reg_covar`` on the diagonal, so constant bands stay invertible), and the Cholesky factors from the
-covariances. EM stops when the average log-likelihood per spectrum changes by less than ``tol``;
-several initialisations keep the best. k-means (part 1) starts each run. With a range of k, BIC picks
-the k that labels the image.
+does (y = (x - mu) U with U U^T = Sigma^-1, log N = -(d log 2pi + |y|^2)/2 + log det U), then a
+log-sum-exp over components for stable responsibilities. M-step: weights, means and covariances, a
+covariance floor (``reg_covar`` on the diagonal, so constant bands stay invertible) and the Cholesky
+factors from the covariances. EM stops when the average log-likelihood per spectrum changes by less
+than ``tol``; several initialisations keep the best. k-means (part 1) starts each run. With a range of
+k, BIC picks the k that labels the image.
 
-The spectra are centred and every product runs in float64, on both backends: real scenes (radiance in
-the thousands, hundreds of nearly collinear bands) have covariances whose smallest eigenvalues sit
-below float32's rounding of their largest, and a float32 sum of uncentred products leaves them
-indefinite. Where a covariance is still not positive definite (a component on a handful of nearly
-identical spectra), the diagonal gets the smallest extra floor, in steps from 1e-10 of the component's
-mean variance, that makes it so; ``regularised_`` reports which components got how much. A run whose
+Precision. The spectra are centred in float64. Real scenes (radiance in the thousands, hundreds of
+nearly collinear bands) have covariances whose smallest eigenvalues sit below float32's rounding of
+their largest, so a covariance summed in float32 from the spectra comes out indefinite; the Cholesky
+factors and every covariance are float64. With full covariances on the CPU, the products over all
+spectra are float32 all the same, where float32 resolves them (a float32 GEMM runs at twice float64's
+rate on a CPU's vector units); on the GPU they stay float64, as the E-step of diagonal covariances and
+the first M-step of every start do everywhere: an H100's or H200's tensor cores run float64 GEMMs at
+float32's rate, and the float32 path below measured slower there (``docs/performance.md``).
+
+- The E-step's whitened spectra, y_j = [x, 1] [[U_j, 0], [-mu_j U_j, 1]]: one float32 GEMM per
+  component (the spectra carry a column of ones, so the GEMM subtracts the mean and leaves the ones).
+- The M-step's sums, in each component's *old* whitened coordinates: S_j = sum_i r_ij [y, 1][y, 1]^T
+  (one float32 GEMM per component of the E-step's y scaled by sqrt(r)). There the covariance is near
+  the identity, which float32 resolves; blocks of at most ``BLOCK_ROWS`` spectra are summed in float64.
+  With g = (sum r y) / n_j, C = (sum r y y^T) / n_j - g g^T in whitened coordinates, and Sigma = L L^T
+  the old covariance: mu' = mu + L g and Sigma' = L C L^T + reg_covar I, in float64.
+- A component whose new covariance, in the old whitened coordinates and with the floor, is far from
+  the identity (its Cholesky factor fails or has a squared pivot below ``WHITENED_PIVOT`` of its
+  largest diagonal entry: the component shrank by that much in some direction in one step) gets its
+  mean and covariance summed from the spectra in float64, as the first M-step (from the k-means
+  labels) always does. So does a component whose whitening factors are too large for float32 to
+  resolve x U - mu U (``WIDE``: a component of nearly identical spectra, held by the floor), whose
+  densities are float64 too.
+
+Where a covariance is still not positive definite (a component on a handful of nearly identical
+spectra), the diagonal gets the smallest extra floor, in steps from 1e-10 of the component's mean
+variance, that makes it so; ``regularised_`` reports which components got how much. A run whose
 likelihood is not finite is dropped, and a fit where every run fails ends in a :class:`ModelError`.
 """
 
@@ -24,11 +44,33 @@ import math
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.backend import get_namespace, serial_host_blas, to_host
 from hyperapp.core.errors import ModelError
 from hyperapp.models.base import Estimator, Param
 
 CHUNK_BYTES = 256 << 20
+#: spectra per block of the full-covariance E-step: float32 sums within a block, float64 across blocks
+BLOCK_ROWS = 65536
+#: a whitened covariance whose smallest squared Cholesky pivot is below this share of its largest
+#: diagonal entry is summed again from the spectra in float64
+WHITENED_PIVOT = 1e-3
+#: a component whose largest whitening factor times the largest centred value exceeds this has its
+#: densities computed in float64 (float32's rounding of x U would be a sizeable part of y: a component
+#: of nearly identical spectra, or one floored far below the others)
+WIDE = 1e5
+
+_SQ_NORMS = None
+
+
+def _sq_norms(Z):
+    """Row sums of squares over the last axis of a float32 array (one kernel on CuPy)."""
+    xp = get_namespace(Z)
+    if xp is np:
+        return np.einsum("kmd,kmd->km", Z, Z)
+    global _SQ_NORMS
+    if _SQ_NORMS is None:
+        _SQ_NORMS = xp.ReductionKernel("T z", "T y", "z * z", "a + b", "y = a", "0", "gmm_sq_norms")
+    return _SQ_NORMS(Z, axis=2)
 
 
 class GaussianMixtureEM(Estimator):
@@ -86,14 +128,15 @@ class GaussianMixtureEM(Estimator):
 
     # ------------------------------------------------------------------ the two steps
     def _log_gauss(self, X, means, chol):
-        """(n, k) log densities; ``chol`` (k, d, d) precision Cholesky factors, or (k, d) for diag."""
+        """(n, k) log densities in float64; ``chol`` (k, d, d) precision Cholesky factors, or (k, d) for
+        diag (1 / sqrt of the variances)."""
         xp = get_namespace(X)
         n, d = X.shape
         k = means.shape[0]
         out = xp.empty((n, k), xp.float64)
         for j in range(k):  # a loop over components (a handful), never over spectra
             D = X - means[j]
-            if self.covariance == "full":
+            if chol.ndim == 3:
                 y2 = ((D @ chol[j]) ** 2).sum(axis=1)
                 logdet = xp.log(xp.diagonal(chol[j])).sum()
             else:
@@ -103,7 +146,7 @@ class GaussianMixtureEM(Estimator):
         return out
 
     def _e_step(self, X, weights, means, chol):
-        """(average log-likelihood, responsibilities (n, k)), ``X`` centred float64."""
+        """(average log-likelihood, responsibilities (n, k)) in float64, ``X`` centred float64."""
         xp = get_namespace(X)
         lp = self._log_gauss(X, means, chol) + xp.log(weights)[None, :]
         m = lp.max(axis=1, keepdims=True)
@@ -112,8 +155,9 @@ class GaussianMixtureEM(Estimator):
         return float(lse.mean()), resp
 
     def _m_step(self, X, resp):
-        """Weights, means, covariances, precision factors and the extra diagonal floor per component,
-        from centred float64 spectra and their responsibilities."""
+        """Weights, means, covariances, precision factors, the extra diagonal floor per component and
+        (full covariances) the covariances' Cholesky factors, from centred float64 spectra ``X`` and their
+        responsibilities ``resp`` (n, k), in float64."""
         xp = get_namespace(X)
         n, d = X.shape
         nk = resp.sum(axis=0) + 10 * np.finfo(np.float64).eps
@@ -122,29 +166,168 @@ class GaussianMixtureEM(Estimator):
         reg = float(self.reg_covar)
         if self.covariance == "full":
             cov = xp.empty((k, d, d), xp.float64)
-            diag = xp.arange(d)
             for j in range(k):
-                D = X - means[j]
-                cov[j] = ((resp[:, j:j + 1] * D).T @ D) / nk[j]
-                cov[j, diag, diag] += reg
-            chol, extra = self._precision_factors(cov)
-        else:
-            sq = (resp.T @ (X * X)) / nk[:, None]
-            cov = xp.maximum(sq - means ** 2, 0) + reg
-            # a band with no variance in a component (and reg_covar 0) gets a floor relative to the rest
-            floor = 1e-10 * xp.maximum(cov.mean(axis=1, keepdims=True), np.finfo(np.float64).tiny)
-            extra = to_host(xp.maximum(floor - cov, 0).max(axis=1))
-            cov = xp.maximum(cov, floor)
-            chol = 1.0 / xp.sqrt(cov)
-        return nk / n, means, cov, chol, extra
+                cov[j] = self._direct_cov(X, resp[:, j], means[j], nk[j])
+            L, chol, extra = self._precision_factors(cov)
+            return nk / n, means, cov, chol, extra, L
+        sq = (resp.T @ (X * X)) / nk[:, None]
+        cov = xp.maximum(sq - means ** 2, 0) + reg
+        # a band with no variance in a component (and reg_covar 0) gets a floor relative to the rest
+        floor = 1e-10 * xp.maximum(cov.mean(axis=1, keepdims=True), np.finfo(np.float64).tiny)
+        extra = to_host(xp.maximum(floor - cov, 0).max(axis=1))
+        cov = xp.maximum(cov, floor)
+        return nk / n, means, cov, 1.0 / xp.sqrt(cov), extra, None
+
+    def _direct_cov(self, X, r, mean, nk):
+        """One component's covariance summed from the centred float64 spectra, plus ``reg_covar``."""
+        xp = get_namespace(X)
+        D = X - mean
+        cov = ((r[:, None] * D).T @ D) / nk
+        d = X.shape[1]
+        cov[xp.arange(d), xp.arange(d)] += float(self.reg_covar)
+        return cov
+
+    # ------------------------------------------------------------------ full covariances: float32 products
+    def _whitened(self, xp) -> bool:
+        """Whether this fit takes the float32 path (full covariances on the CPU; see the module's notes)."""
+        return self.covariance == "full" and xp is np
+
+    @staticmethod
+    def _block_rows(n: int, k: int, d1: int) -> int:
+        return int(min(n, BLOCK_ROWS, max(1024, CHUNK_BYTES // (4 * k * d1))))
+
+    @staticmethod
+    def _whitening(weights, means, chol, xmax: float):
+        """What the E-step needs of the mixture: the float32 factors [[U, 0], [-mu U, 1]]
+        (k, d + 1, d + 1), each component's log weight + log normalisation (k,) float64, the components
+        whose whitened spectra float32 cannot resolve (``wide``: their largest factor times ``xmax``,
+        the largest centred value, above :data:`WIDE`) and the float64 means and factors for those."""
+        xp = get_namespace(means)
+        k, d = means.shape
+        Ua = xp.zeros((k, d + 1, d + 1), xp.float64)
+        Ua[:, :d, :d] = chol
+        Ua[:, d, :d] = -xp.matmul(means[:, None, :], chol)[:, 0]
+        Ua[:, d, d] = 1.0
+        logdet = xp.log(xp.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        const = xp.log(weights) - 0.5 * d * math.log(2 * math.pi) + logdet
+        big = to_host(xp.abs(Ua).max(axis=(1, 2))) * max(float(xmax), 1.0)
+        wide = [int(j) for j in np.flatnonzero(~(big <= WIDE))]
+        with np.errstate(over="ignore"):
+            Ua32 = Ua.astype(xp.float32)
+        return Ua32, const, wide, means, chol
+
+    @staticmethod
+    def _full_block(Xa, white, X64=None):
+        """Whitened spectra Z (k, m, d + 1) float32 (each component's y, then a column of ones; zeros for
+        the ``wide`` components) and log(weight x density) (k, m) float64 of the augmented centred
+        spectra ``Xa`` (m, d + 1); the wide components' densities in float64 from ``X64`` (m, d)."""
+        xp = get_namespace(Xa)
+        Ua, const, wide, means, chol = white
+        k, d1 = Ua.shape[0], Ua.shape[1]
+        Z = xp.empty((k, Xa.shape[0], d1), xp.float32)
+        for j in range(k):  # one GEMM per component (a handful)
+            if j in wide:
+                Z[j] = 0
+            else:
+                xp.matmul(Xa, Ua[j], out=Z[j])
+        y2 = _sq_norms(Z[:, :, : d1 - 1]).astype(xp.float64)
+        for j in wide:
+            y2[j] = (((X64 - means[j]) @ chol[j]) ** 2).sum(axis=1)
+        return Z, const[:, None] - 0.5 * y2
+
+    @staticmethod
+    def _augmented(X, center=None):
+        """[X - center, 1] as float32 (n, d + 1), the centring in float64."""
+        xp = get_namespace(X)
+        n, d = X.shape
+        Xa = xp.empty((n, d + 1), xp.float32)
+        Xa[:, :d] = X if center is None else X.astype(xp.float64) - center
+        Xa[:, d] = 1.0
+        return Xa
+
+    def _full_e_step(self, Xa, params, X64, stats: bool = True):
+        """Average log-likelihood and, with ``stats``, the responsibilities (k, n) float64, the
+        whitened sums S (k, d + 1, d + 1) float64 (see the module's notes) and the wide components
+        (whose S is not summed); ``X64`` the centred float64 spectra."""
+        xp = get_namespace(Xa)
+        n, d1 = Xa.shape
+        means = params[1]
+        k = means.shape[0]
+        white = self._whitening(params[0], means, params[3], self._xmax)
+        rows = self._block_rows(n, k, d1)
+        total = xp.zeros((), xp.float64)
+        R = xp.empty((k, n), xp.float64) if stats else None
+        S = xp.zeros((k, d1, d1), xp.float64) if stats else None
+        for a in range(0, n, rows):
+            Z, lp = self._full_block(Xa[a:a + rows], white, X64[a:a + rows])
+            m = lp.max(axis=0)
+            lse = m + xp.log(xp.exp(lp - m).sum(axis=0))
+            total += lse.sum()
+            if stats:
+                r = xp.exp(lp - lse)
+                R[:, a:a + rows] = r
+                Z *= xp.sqrt(r).astype(xp.float32)[:, :, None]
+                for j in range(k):
+                    if j not in white[2]:
+                        S[j] += Z[j].T @ Z[j]
+            del Z
+        return float(total) / n, (R, S, white[2])
+
+    def _full_m_step(self, X, params, stats):
+        """The M-step from the E-step's whitened sums (float64 from here); components whose whitened
+        covariance is far from the identity, or wide, are summed from the float64 spectra ``X``."""
+        xp = get_namespace(X)
+        n, d = X.shape
+        R, S, wide = stats
+        L, chol = params[5], params[3]
+        nk = R.sum(axis=1) + 10 * np.finfo(np.float64).eps
+        g = S[:, :d, d] / nk[:, None]
+        C = S[:, :d, :d] / nk[:, None, None] - g[:, :, None] * g[:, None, :]
+        C = 0.5 * (C + C.transpose(0, 2, 1))
+        means = params[1] + xp.matmul(L, g[:, :, None])[:, :, 0]
+        cov = xp.matmul(xp.matmul(L, C), L.transpose(0, 2, 1))
+        diag = xp.arange(d)
+        cov[:, diag, diag] += float(self.reg_covar)
+        # the new covariance in the old whitened coordinates, the floor included: U^T Sigma' U
+        with np.errstate(all="ignore"):
+            A = C + float(self.reg_covar) * xp.matmul(chol.transpose(0, 2, 1), chol)
+        with serial_host_blas:
+            far = self._far_from_identity(A)
+        for j in sorted(set(wide) | set(far)):
+            means[j] = (R[j] @ X) / nk[j]
+            cov[j] = self._direct_cov(X, R[j], means[j], nk[j])
+        with serial_host_blas:  # band-sized matrices: one thread answers them fastest (hyperapp.core.backend)
+            Lnew, Unew, extra = self._precision_factors(cov)
+        return nk / n, means, cov, Unew, extra, Lnew
+
+    @staticmethod
+    def _far_from_identity(C) -> list[int]:
+        """Components whose new covariance in the old whitened coordinates ``C`` (k, d, d) has no
+        Cholesky factor or one with a squared pivot below :data:`WHITENED_PIVOT` of its largest diagonal
+        entry (float32's error in the sums, relative to the largest, would be large in that direction)."""
+        xp = get_namespace(C)
+        try:
+            M = xp.linalg.cholesky(C)
+        except np.linalg.LinAlgError:  # NumPy raises for the whole stack: factor one by one
+            M = xp.full_like(C, np.nan)
+            for j in range(C.shape[0]):
+                try:
+                    M[j] = xp.linalg.cholesky(C[j])
+                except np.linalg.LinAlgError:
+                    pass
+        piv = xp.diagonal(M, axis1=1, axis2=2) ** 2
+        top = xp.diagonal(C, axis1=1, axis2=2).max(axis=1)
+        ok = xp.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= WHITENED_PIVOT * top)
+        return [int(j) for j in np.flatnonzero(~to_host(ok))]
 
     @staticmethod
     def _precision_factors(cov):
-        """Cholesky factors U of the precisions (Sigma^-1 = U U^T, U = (L^-1)^T for Sigma = L L^T).
+        """Cholesky factors L of the covariances and U of the precisions (Sigma = L L^T,
+        Sigma^-1 = U U^T, U = (L^-1)^T).
 
-        Returns the factors and, per component, what had to be added to the diagonal (in place in
-        ``cov``) for its Cholesky factorisation to exist: 0 for every component that needed nothing.
-        NumPy raises on a matrix that is not positive definite, CuPy returns NaN: both are caught.
+        Returns both and, per component, what had to be added to the diagonal (in place in ``cov``)
+        for its Cholesky factorisation to exist: 0 for every component that needed nothing. NumPy
+        raises on a matrix that is not positive definite, CuPy returns NaN: both are caught.
         """
         xp = get_namespace(cov)
         k, d, _ = cov.shape
@@ -176,8 +359,17 @@ class GaussianMixtureEM(Estimator):
                     cov[j, diag, diag] += step
                     extra[j] = step
                 L[j] = Lj
+        if xp is np:  # a triangular inverse per component (LAPACK trtri), not a general solve
+            from scipy.linalg import lapack
+
+            inv = np.empty_like(L)
+            for j in range(k):
+                inv[j], info = lapack.dtrtri(L[j], lower=1)
+                if info:
+                    raise ModelError(f"mixture component {j + 1}'s covariance factor is singular")
+            return L, inv.transpose(0, 2, 1), extra
         eye = xp.broadcast_to(xp.eye(d), (k, d, d))
-        return xp.linalg.solve(L, eye).transpose(0, 2, 1), extra
+        return L, xp.linalg.solve(L, eye).transpose(0, 2, 1), extra
 
     def _n_params(self, k: int, d: int) -> int:
         cov = k * d * (d + 1) // 2 if self.covariance == "full" else k * d
@@ -197,6 +389,9 @@ class GaussianMixtureEM(Estimator):
         Xc = X.astype(xp.float64) - self.center_
         if float(Xc.var(axis=0).max()) <= 0:
             raise ModelError("the selected spectra are all identical: there is nothing to model")
+        full = self._whitened(xp)
+        Xa = self._augmented(Xc) if full else None
+        self._xmax = float(xp.abs(Xc).max())
         self.k_values_ = np.asarray(ks)
         self.bic_ = np.empty(len(ks))
         self.log_likelihood_ = np.empty(len(ks))
@@ -214,16 +409,21 @@ class GaussianMixtureEM(Estimator):
                     Xc.astype(xp.float32), progress=start)
                 resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
                 params = self._m_step(Xc, resp)
+                del resp
                 curve = []
                 for it in range(int(self.max_iter)):
-                    ll, resp = self._e_step(Xc, params[0], params[1], params[3])
+                    ll, stats = self._full_e_step(Xa, params, Xc) if full else \
+                        self._e_step(Xc, params[0], params[1], params[3])
                     curve.append(ll)
                     if not math.isfinite(ll) or (it and abs(curve[-1] - curve[-2]) < float(self.tol)):
                         break
-                    params = self._m_step(Xc, resp)
+                    params = self._full_m_step(Xc, params, stats) if full else self._m_step(Xc, stats)
+                    stats = None
                     if progress is not None:
                         progress((step - 1 + it / self.max_iter) / total, f"EM with {k} components")
-                ll, _ = self._e_step(Xc, params[0], params[1], params[3])
+                stats = None
+                ll = self._full_e_step(Xa, params, Xc, stats=False)[0] if full else \
+                    self._e_step(Xc, params[0], params[1], params[3])[0]
                 if math.isfinite(ll) and (best is None or ll > best[0]):
                     best = (ll, params, curve, len(curve))
             if best is None:  # every start diverged: say so, never label from NaN responsibilities
@@ -235,7 +435,7 @@ class GaussianMixtureEM(Estimator):
             best_models.append((params, curve, n_it))
         i = int(np.argmin(self.bic_))
         self.chosen_k_ = int(ks[i])
-        (w, means, cov, chol, extra), curve, n_it = best_models[i]
+        (w, means, cov, chol, extra, _), curve, n_it = best_models[i]
         self.weights_ = to_host(w)
         self.means_ = to_host(means + self.center_)
         self.covariances_ = to_host(cov)
@@ -250,20 +450,38 @@ class GaussianMixtureEM(Estimator):
         return self
 
 
-    def predict_proba(self, X):
-        """Posterior probability of every component (n, k) for the rows of ``X``."""
+    def _posterior(self, X, proba: bool):
+        """(average log-likelihood, posteriors (n, k) float32 or None) of the rows of ``X``, in blocks."""
         from hyperapp.models.base import as_pixels
 
         self._check_fitted()
         P, _ = as_pixels(X)
         xp = get_namespace(P)
-        out = xp.empty((P.shape[0], self.chosen_k_), xp.float32)
-        step = max(1024, CHUNK_BYTES // (8 * P.shape[1]))
+        n, d = P.shape
+        k = self.chosen_k_
+        out = xp.empty((n, k), xp.float32) if proba else None
         w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
-        for a in range(0, P.shape[0], step):
-            Pc = P[a:a + step].astype(xp.float64) - c0
-            out[a:a + step] = self._e_step(Pc, w, mu, ch)[1]
-        return out
+        total = 0.0
+        full = self._whitened(xp)
+        step = self._block_rows(n, k, d + 1) if full else max(1024, CHUNK_BYTES // (8 * d))
+        for a in range(0, n, step):
+            if full:
+                Xa = self._augmented(P[a:a + step], c0)
+                white = self._whitening(w, mu, ch, float(xp.abs(Xa[:, :d]).max()))
+                X64 = P[a:a + step].astype(xp.float64) - c0 if white[2] else None
+                lp = self._full_block(Xa, white, X64)[1].T
+            else:
+                lp = self._log_gauss(P[a:a + step].astype(xp.float64) - c0, mu, ch) + xp.log(w)[None, :]
+            m = lp.max(axis=1, keepdims=True)
+            lse = m[:, 0] + xp.log(xp.exp(lp - m).sum(axis=1))
+            total += float(lse.sum())
+            if proba:
+                out[a:a + step] = xp.exp(lp - lse[:, None])
+        return total / max(n, 1), out
+
+    def predict_proba(self, X):
+        """Posterior probability of every component (n, k) for the rows of ``X``."""
+        return self._posterior(X, True)[1]
 
     def predict(self, X):
         """Most probable component of every row of ``X``."""
@@ -274,13 +492,7 @@ class GaussianMixtureEM(Estimator):
 
     def score(self, X) -> float:
         """Average log-likelihood per spectrum of ``X`` under the chosen mixture."""
-        from hyperapp.models.base import as_pixels
-
-        self._check_fitted()
-        P, _ = as_pixels(X)
-        xp = get_namespace(P)
-        w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
-        return self._e_step(P.astype(xp.float64) - c0, w, mu, ch)[0]
+        return self._posterior(X, False)[0]
 
     def summary(self) -> dict:
         self._check_fitted()

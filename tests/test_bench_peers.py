@@ -1,0 +1,40 @@
+"""The bench's CPU-vs-peers case: it runs where there is no GPU and writes every method's figure, its peer's
+and the command that measured them (small spectra here: the real case reads the airport scene)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyperapp.core.errors import BackendError
+
+NAMES = ["cpu-kmeans-k8-4starts", "cpu-gmm-k8-full-3starts", "cpu-forest-100trees", "cpu-forest-100trees-predict",
+         "cpu-cart", "cpu-hac-ward-5000"]
+
+
+def test_cpu_vs_peers_runs_without_a_gpu_and_says_how(tmp_path, monkeypatch):
+    import hyperapp.bench as B
+    import hyperapp.bench.peers as P
+    import hyperapp.core.backend
+    from hyperapp.bench.cases import _spectra
+
+    X = _spectra(1500, 24)[0] * 1000.0
+    monkeypatch.setattr(P, "_spectra", lambda: (X, "test spectra"))
+    monkeypatch.setattr(hyperapp.core.backend, "gpu_available", lambda: False)  # as on a machine without one
+    out = tmp_path / "b.json"
+    assert B.run_bench(["cpu-analysis-vs-peers"], repeats=1, json_path=str(out)) == 0
+    got = json.loads(out.read_text())
+    assert [c["name"] for c in got["cases"]] == NAMES
+    for c in got["cases"]:
+        n = c["notes"]
+        assert c["gpu_ms"] is None and c["numpy_ms"] > 0 and c["peer_ms"] > 0 and n["device"] == "cpu"
+        assert n["hyperapp/peer"] == pytest.approx(c["numpy_ms"] / c["peer_ms"], rel=0.01)
+        assert n["command"] == "hyperapp --headless bench --case cpu-analysis-vs-peers" and n["data"].startswith("test spectra")
+    by = {c["name"]: c["notes"] for c in got["cases"]}
+    assert abs(float(by["cpu-gmm-k8-full-3starts"]["loglik_rel_diff"])) < 0.005
+    assert by["cpu-hac-ward-5000"]["same_heights"]
+    assert by["cpu-forest-100trees-predict"]["same_labels"] > 0.9
+    # a GPU case still needs a GPU (or --quick, for the whole-run cases)
+    with pytest.raises(BackendError, match="needs a GPU"):
+        B.run_bench(["cpu-analysis-vs-peers", "gmm-262144x128-k8-full-100it"], repeats=1)
