@@ -338,14 +338,13 @@ class Review:
 
     def matches(self, library, k: int = 3, cube=None) -> Matches:
         """Each object's ``k`` best matches in ``library`` by SAM and SID (:meth:`Review.matches_for`):
-        a :class:`~hyperapp.io.speclib.SpectralLibrary` (resampled to ``cube``'s bands first) or anything
-        with ``names`` and ``spectra`` on the cube's bands (:class:`~hyperapp.io.speclib.LibraryTargets`)."""
+        a :class:`~hyperapp.io.speclib.SpectralLibrary` (resampled to ``cube``'s bands first; without a cube,
+        taken band for band) or anything with ``names`` and ``spectra`` on the cube's bands
+        (:class:`~hyperapp.io.speclib.LibraryTargets`)."""
         from hyperapp.io.speclib import SpectralLibrary, resample_to_cube
 
         name = Path(getattr(library, "path", None) or "library").name
-        if isinstance(library, SpectralLibrary):
-            if cube is None:
-                raise InputError("a library is matched on the cube's bands: give the cube to resample it to")
+        if isinstance(library, SpectralLibrary) and cube is not None:
             spectra, _ = resample_to_cube(library, cube)
         else:
             spectra = library.spectra
