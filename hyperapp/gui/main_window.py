@@ -185,6 +185,8 @@ class MainWindow(QMainWindow):
         spec_dock.raise_()  # the spectrum, not the last panel's plots, in front at the bottom
         from hyperapp.gui.library_dock import install_library_dock
         self.library_dock = install_library_dock(self)  # spectral library + MTMF scatter (their own module)
+        from hyperapp.gui.review_panel import install_review
+        install_review(self)  # the Objects tab's review list: image, Spectrum dock, library (its own module)
         self._readable_tabs()
         self._build_menus()
         self._fit_docks()
@@ -202,7 +204,6 @@ class MainWindow(QMainWindow):
         self.detector.marking.class_chosen.connect(self.set_roi_class)
         self.detector.cancel_requested.connect(self.cancel_run)
         self.results.threshold_changed.connect(self._threshold_moved)
-        self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
         self.results.run_selected.connect(self._show_run)
         self.results.show_detection_requested.connect(self.show_detection)
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
@@ -307,6 +308,7 @@ class MainWindow(QMainWindow):
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
         self._action(f, "Save as &batch job…", self._save_job_dialog)
+        self._action(f, "Open results for re&view…", lambda: self._review("open_results_dialog"))
         f.addSeparator()
         ex = f.addMenu("&Export")
         self._action(ex, "Detection &mask…", lambda: self._export_dialog("mask"), "Ctrl+E")
@@ -315,6 +317,7 @@ class MainWindow(QMainWindow):
         self._action(ex, "&Boxes (CSV, GeoJSON)…", lambda: self._export_dialog("boxes"))
         self._action(ex, "Screens&hot…", lambda: self._export_dialog("screenshot"))
         self._action(ex, "&ROIs…", lambda: self._export_dialog("rois"))
+        self._action(ex, "&Confirmed objects (review)…", lambda: self._review("export_dialog"))
         self._action(f, "&Import ROIs…", self._import_rois_dialog)
         f.addSeparator()
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
@@ -744,6 +747,7 @@ class MainWindow(QMainWindow):
         self.detector.status.setText(line)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
+        self.results.review.adopt(run.review)  # its statuses, when the Objects tab showed it before
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None)
@@ -913,12 +917,18 @@ class MainWindow(QMainWindow):
             if d.get("truth"):
                 self.view.set_truth(session.truth)
             for r in d.get("runs", []):
+                if r.get("results"):  # a batch run's outputs opened for review: read again, not re-run
+                    if not self._review("open_results", r["results"]):
+                        return False
+                    self._review("restore_saved", self.session.runs[-1], r.get("review"))
+                    continue
                 model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
                 res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
                                     session.roi.background, params=r["params"], device="cpu", truth=session.truth,
                                     threshold=r["threshold"], model=model,
                                     image=session.pixels_for(r["method"], "cpu"))
-                self._run_done(r["method"], r["params"], res)
+                run = self._run_done(r["method"], r["params"], res)
+                self._review("restore_saved", run, r.get("review"))
             if d.get("runs"):
                 self.detector.set_method(d["runs"][-1]["method"])
                 self.detector.set_params(d["runs"][-1]["params"])
@@ -926,6 +936,12 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return False
         return True
+
+    def _review(self, name: str, *args):
+        """A function of the review list's module (:mod:`hyperapp.gui.review_panel`) on this window."""
+        from hyperapp.gui import review_panel
+
+        return getattr(review_panel, name)(self, *args)
 
     # ------------------------------------------------------------------ dialogs
     def _open_dialog(self) -> None:
