@@ -231,20 +231,20 @@ class Review:
         return [self.row(i) for i, s in enumerate(self.status) if s == GOOD]
 
     def carry_statuses(self, other: Review) -> int:
-        """Take ``other``'s statuses for the objects both hold (the same id and box: a threshold moved and
-        back, a run reopened); returns how many were taken."""
-        theirs = {(int(i), box(o)): s for i, o, s in zip(other.ids, other.objects, other.status)}
+        """Take ``other``'s statuses for the objects both hold: the same box and size, whatever their ids
+        (a threshold moved, which numbers the objects anew; a run reopened); returns how many were taken."""
+        theirs = {(box(o), int(o["pixels"])): s for o, s in zip(other.objects, other.status)}
         n = 0
-        for k, (i, o) in enumerate(zip(self.ids, self.objects)):
-            s = theirs.get((int(i), box(o)))
+        for k, o in enumerate(self.objects):
+            s = theirs.get((box(o), int(o["pixels"])))
             if s is not None and s != PENDING:
                 self.status[k] = s
                 n += 1
         return n
 
     def read_statuses(self, path: str | os.PathLike) -> int:
-        """The statuses of a ``review.csv`` (:meth:`to_csv`) for the objects it names with the same box;
-        returns how many were taken."""
+        """The statuses of a ``review.csv`` (:meth:`to_csv`) for the objects it lists with the same box and
+        size; returns how many were taken."""
         p = Path(path)
         try:
             rows = list(csv.DictReader(io.StringIO(p.read_text(encoding="utf-8"))))
@@ -253,7 +253,7 @@ class Review:
         old = []
         for r in rows:
             try:
-                old.append(({"label": int(r["id"]), **{k: int(r[k]) for k in ("row0", "col0", "row1", "col1")}},
+                old.append(({"label": int(r["id"]), **{k: int(r[k]) for k in ("row0", "col0", "row1", "col1", "pixels")}},
                             parse_status(r["status"])))
             except (KeyError, ValueError, TypeError) as exc:
                 raise CubeFormatError(f"not a review.csv (a row without id, box or status: {exc})", p) from exc
