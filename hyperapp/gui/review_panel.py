@@ -381,6 +381,7 @@ def install_review(window) -> ReviewPanel:
             return
         panel.refresh_matches()
         centre_on(window.view, *box(rv.objects[i]))
+        highlight(*box(rv.objects[i]))
         match = None
         if rv.found is not None:
             name = rv.found.best(i)["sid_match"]
@@ -388,6 +389,29 @@ def install_review(window) -> ReviewPanel:
         oid, status = int(rv.ids[i]), STATUS_TITLES[rv.status[i]]
         window.spectrum.show_review(rv.means[i], f"object {oid} mean", f"object {oid} ({status})", match)
         _spectrum_beside(window)
+
+    def highlight(r0: int | None = None, c0: int = 0, r1: int = 0, c1: int = 0) -> None:
+        """The chosen object outlined on the image in the colour of its spectrum (None: no outline)."""
+        from PySide6.QtGui import QPen
+        from PySide6.QtWidgets import QGraphicsRectItem
+
+        from hyperapp.gui.spectrum_plot import REVIEW_COLOUR
+
+        item = state.get("outline")
+        if item is not None and item.scene() is not None:
+            window.view.vb.removeItem(item)
+        state["outline"] = None
+        if r0 is None:
+            return
+        pen = QPen(QColor(*REVIEW_COLOUR))
+        pen.setCosmetic(True)
+        pen.setWidth(2)
+        item = QGraphicsRectItem(c0 - 0.5, r0 - 0.5, c1 - c0 + 1, r1 - r0 + 1)
+        item.setPen(pen)
+        item.setZValue(11)
+        item.setToolTip("The object chosen in the review list")
+        window.view.vb.addItem(item)
+        state["outline"] = item
 
     def status_set(i: int, _status: str) -> None:
         rv = panel.review
@@ -397,7 +421,10 @@ def install_review(window) -> ReviewPanel:
             except (HyperappError, OSError) as exc:
                 window.statusBar().showMessage(f"review.csv not written in {rv.source}: {exc}", 8000)
 
+    panel.review_changed.connect(lambda _r: highlight())
     panel.review_changed.connect(changed)
+    window.cube_opened.connect(lambda _s: highlight())
+    window.results.run_selected.connect(lambda _i: highlight())
     panel.object_chosen.connect(chosen)
     panel.status_changed.connect(status_set)
     panel.export_requested.connect(lambda: export_dialog(window))
