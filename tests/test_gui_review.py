@@ -139,8 +139,10 @@ def test_a_batch_runs_folder_opens_for_review_and_keeps_review_csv(qtbot, win, l
     panel.mark("good")
     rows = list(csv.DictReader(io.StringIO((out / "review.csv").read_text())))
     assert [r["status"] for r in rows][:2] == ["Pending", "Good"] and len(rows) == len(objects)
-    # reopened later, the folder's review.csv gives its marks back
+    assert len(win.spectrum.review_items) == 1  # its mean (no library open: no match)
+    # reopened later, the folder's review.csv gives its marks back; the last object's curve is gone
     assert win.open_cube(land_hdr)
+    assert win.spectrum.review_items == []
     assert open_results(win, out)
     assert win.results.review.review.status[1] == "good"
     # another cube's folder is refused in one line

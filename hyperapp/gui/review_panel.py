@@ -345,12 +345,17 @@ def install_review(window) -> ReviewPanel:
             held = s.held_pixels() if s.bands is None else None
             review.mean_spectra(held if held is not None else s.base_cube)
         lib = window.library_dock.library
-        key = None if lib is None else (id(lib), len(lib), id(s.base_cube))
-        if key is None or not len(lib):
+        key = None if lib is None or not len(lib) else (id(lib), len(lib), id(s.base_cube))
+        if key is None:
             review.found = None
         elif review.found is None or state["library"] != key:
+            from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
+
             try:
-                review.matches(lib, MATCHES_K, s.base_cube)
+                spectra, _ = resample_to_cube(lib, s.base_cube)
+                review.matches_for(list(lib.names), spectra, MATCHES_K, Path(lib.path or "library").name)
+                # drawn on the cube's scale, as the library tool draws them
+                state["curves"] = match_scale(spectra, cube_level(s.base_cube))[0]
             except HyperappError as exc:
                 review.found = None
                 panel.detail.setText(f"The library's matches cannot be computed: {exc}")
@@ -383,9 +388,9 @@ def install_review(window) -> ReviewPanel:
         centre_on(window.view, *box(rv.objects[i]))
         highlight(*box(rv.objects[i]))
         match = None
-        if rv.found is not None:
-            name = rv.found.best(i)["sid_match"]
-            match = (name, _library_curve(window, name))
+        if rv.found is not None and state.get("curves") is not None:
+            j = int(rv.found.sid_index[i, 0])
+            match = (rv.found.names[j], state["curves"][j])
         oid, status = int(rv.ids[i]), STATUS_TITLES[rv.status[i]]
         window.spectrum.show_review(rv.means[i], f"object {oid} mean", f"object {oid} ({status})", match)
         _spectrum_beside(window)
@@ -421,28 +426,20 @@ def install_review(window) -> ReviewPanel:
             except (HyperappError, OSError) as exc:
                 window.statusBar().showMessage(f"review.csv not written in {rv.source}: {exc}", 8000)
 
-    panel.review_changed.connect(lambda _r: highlight())
+    def forget(*_) -> None:
+        """Another cube, run or set of objects: no object chosen (no outline, no object spectrum)."""
+        highlight()
+        window.spectrum.clear_review()
+
+    panel.review_changed.connect(forget)
     panel.review_changed.connect(changed)
-    window.cube_opened.connect(lambda _s: highlight())
-    window.results.run_selected.connect(lambda _i: highlight())
+    window.cube_opened.connect(forget)
+    window.results.run_selected.connect(forget)
     panel.object_chosen.connect(chosen)
     panel.status_changed.connect(status_set)
     panel.export_requested.connect(lambda: export_dialog(window))
     window.review_prepare = prepare
     return panel
-
-
-def _library_curve(window, name: str):
-    """The library's spectrum ``name`` on the cube's bands and scale (as the library dock draws it)."""
-    from hyperapp.io.speclib import cube_level, match_scale, resample_to_cube
-
-    lib, cube = window.library_dock.library, window.session.base_cube
-    try:
-        y, _ = resample_to_cube(lib.select([name]), cube)
-        y, _ = match_scale(y, cube_level(cube))
-    except HyperappError:
-        return None
-    return y[0]
 
 
 def _spectrum_beside(window) -> None:
