@@ -254,7 +254,7 @@ def cmd_detect(args) -> int:
     from hyperapp.core.progress import ProgressDisplay
     from hyperapp.detect.run import detect_to_folder
     from hyperapp.io import read_labels, read_truth
-    from hyperapp.io.masks import check_background
+    from hyperapp.io.masks import check_background, require_marks
     from hyperapp.request import checks as options
 
     st = _settings(args, "detect")
@@ -272,6 +272,8 @@ def cmd_detect(args) -> int:
     cube = _open(args)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
+    if targets is not None:
+        require_marks(targets, args.targets)  # naming the file, not the cube the model would have named
     background = read_labels(args.background, shape) if args.background else None
     check_background(background, targets, args.background)
     truth = read_truth(args.truth, shape, args.truth_var) if args.truth else None

@@ -102,3 +102,21 @@ extern "C" __global__ void hyperapp_label_number(const int* __restrict__ L, cons
         out[p] = r < 0 ? 0 : rank[r];
     }
 }
+
+// The 4-connected merge (ENVI's sieve with four neighbours): each object pixel joins the backward
+// neighbours that share an edge with it, up and left. The other kernels serve both connectivities.
+extern "C" __global__ void hyperapp_label_merge4(int* L, const int rows, const int cols) {
+    const int n = rows * cols;
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x) {
+        if (L[p] < 0) {
+            continue;
+        }
+        const int c = p % cols;
+        if (p >= cols && L[p - cols] >= 0) {
+            unite(L, p, p - cols);
+        }
+        if (c > 0 && L[p - 1] >= 0) {
+            unite(L, p, p - 1);
+        }
+    }
+}

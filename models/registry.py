@@ -195,6 +195,9 @@ def register(method: Method) -> Method:
 
 
 register(Method("sam", "SAM (spectral angle)", _classic("SAM"), min_bands=2))
+register(Method("sid", "SID (spectral information divergence)", _classic("SID"), min_bands=2,
+                help="Chang 2000, as ENVI's SID: spectra read as distributions over the bands; the score is minus "
+                     "their symmetric Kullback-Leibler divergence from the target's (0 for the same shape)."))
 register(Method("ace", "ACE (adaptive coherence)", _classic("ACE"), min_bands=2))
 register(Method("mf", "Matched filter", _classic("MatchedFilter")))
 register(Method("cem", "CEM (constrained energy min.)", _classic("CEM")))

@@ -7,7 +7,9 @@ each, never a loop over spectra:
 * SAM: angle(a, b) = arccos(a·b / (|a| |b|)), in radians (0 = the same shape).
 * SID (Chang 2000): with p = a / Σa and q = b / Σb read as distributions over the bands,
   D(a, b) = Σ (p - q)(log p - log q) = Σ p log p + Σ q log q - p·log q - q·log p, 0 for the same shape.
-  Values below :data:`SID_EPS` count as it (in both spectra), as the SID detector reads them.
+  Values below :data:`~hyperapp.models.classic.SID_EPS` count as it (in both spectra), as the SID detector
+  (:class:`hyperapp.models.classic.SID`) reads them: its score of a pixel against a target is minus this
+  divergence.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.core.backend import get_namespace
+from hyperapp.models.classic import SID_EPS  # the SID detector's floor: one formula for both
 
-#: SID's floor (the SID detector's, models.classic): zero or negative values count as it, so every band's
-#: share is positive and its logarithm finite
-SID_EPS = 1e-12
+__all__ = ["SID_EPS", "best_matches", "sam_angles", "sid_divergences"]
 
 
 def _rows(A, xp):
@@ -38,7 +39,7 @@ def sam_angles(A, B):
 
 
 def _shares(A, xp):
-    """The rows of ``A`` as distributions over the bands (values floored at :data:`SID_EPS`) and their logs."""
+    """The rows of ``A`` as distributions over the bands (values floored at ``SID_EPS``) and their logs."""
     P = xp.maximum(A, SID_EPS)
     P = P / P.sum(axis=1, keepdims=True)
     return P, xp.log(P)

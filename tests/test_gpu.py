@@ -115,7 +115,7 @@ def test_small_kmeans_kernel_matches_numpy(cp, n, k, dim, n_iter):
     assert np.allclose(a.ssq, b.ssq.get(), rtol=1e-9)
 
 
-@pytest.mark.parametrize("cls", [classic.ACE, classic.MatchedFilter, classic.CEM, classic.SAM, classic.RX])
+@pytest.mark.parametrize("cls", [classic.ACE, classic.MatchedFilter, classic.CEM, classic.SAM, classic.SID, classic.RX])
 def test_classic_detectors_agree(cp, cls):
     X, y = _data(60, 70, 32)
     a = cls().fit(X, y).decision_function(X)

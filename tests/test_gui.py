@@ -113,7 +113,7 @@ def test_cancel_a_long_run(qtbot, win, tmp_path):
     win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
     with qtbot.waitSignal(win.run_finished, timeout=60000) as blocker:
         w = win.run_detector()
-        qtbot.waitUntil(lambda: win.detector.progress.value() > 0 or True, timeout=1000)
+        qtbot.waitUntil(lambda: win.detector.progress.value() > 0, timeout=30000)  # running, then cancelled
         win.cancel_run()
     assert blocker.args == [None]
     assert win.detector.status.text() == "lrx run cancelled"

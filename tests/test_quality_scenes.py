@@ -112,12 +112,10 @@ def test_forward_pass_with_the_anomaly_input():
     ref = RBFN(n_hidden=4).fit(X, y)
     ref.anomaly_v_ = 0.0
     x = X[11, 13].astype(np.float64)
-    if m.anomaly_v_:
-        z = (x - m.anomaly_mu_) @ m.anomaly_w_.astype(np.float64)
-        want = max(ref.decision_function(X)[11, 13], m.anomaly_v_ * np.log1p(z @ z / 8) + m.anomaly_shift_)
-        np.testing.assert_allclose(m.decision_function(X)[11, 13], want, rtol=1e-4, atol=1e-5)
-    else:  # without the anomaly term the model is the network alone
-        np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X))
+    assert m.anomaly_v_ > 0  # three strong anomalies clicked: the anomaly input is on
+    z = (x - m.anomaly_mu_) @ m.anomaly_w_.astype(np.float64)
+    want = max(ref.decision_function(X)[11, 13], m.anomaly_v_ * np.log1p(z @ z / 8) + m.anomaly_shift_)
+    np.testing.assert_allclose(m.decision_function(X)[11, 13], want, rtol=1e-4, atol=1e-5)
 
 
 def test_cascade_keeps_targets_outside_boxes():

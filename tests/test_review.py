@@ -47,6 +47,19 @@ def test_pairwise_sam_and_sid_agree_with_their_formulas_pair_by_pair():
     assert (np.diff(val, axis=1) >= 0).all()
 
 
+def test_pairwise_sid_is_minus_the_sid_detectors_score():
+    """One formula: the review's divergence of a pixel from a spectrum is the SID detector's score, negated."""
+    from hyperapp.models.classic import SID
+    from hyperapp.models.spectral_match import sid_divergences
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0.0, 1.0, (50, 24))
+    X[3, :4] = -0.01
+    t = rng.uniform(0.1, 1.0, 24)
+    score = SID().fit_signature(X.astype(np.float32), t).decision_function(X.astype(np.float32))
+    np.testing.assert_allclose(sid_divergences(X, t[None, :])[:, 0], -score, rtol=2e-4, atol=1e-6)
+
+
 # ------------------------------------------------------------------ a small scene with planted objects
 @pytest.fixture
 def planted():
@@ -142,6 +155,30 @@ def test_statuses_csv_dict_and_the_confirmed_export(planted, tmp_path):
     rv.status = [PENDING] * 4
     with pytest.raises(InputError, match="no object is marked Good"):
         rv.export_confirmed(tmp_path / "none")
+
+
+def test_objects_follow_the_connectivity_of_the_run(tmp_path):
+    """Two pixels touching at a corner: one object 8-connected, two 4-connected; a folder whose report names
+    4-connectivity is read as such."""
+    mask = np.zeros((6, 6), bool)
+    mask[1, 1] = mask[2, 2] = True
+    scores = mask.astype(np.float32)
+    assert len(Review.from_mask(mask, scores)) == 1
+    four = Review.from_mask(mask, scores, connectivity=4)
+    assert len(four) == 2 and sorted(o["pixels"] for o in four.objects) == [1, 1]
+    d = tmp_path / "run"
+    d.mkdir()
+    from hyperapp.io.writers import write_envi
+    from hyperapp.models.postprocess import objects_csv
+
+    write_envi(d / "mask", mask.astype(np.uint8))
+    (d / "objects.csv").write_text(objects_csv(four.objects))
+    (d / "report.json").write_text(json.dumps({"threshold": 0.5, "filters": {"connectivity": 4}}))
+    back = Review.from_folder(d, mask.shape)
+    assert back.ids.tolist() == four.ids.tolist() and back.threshold == 0.5
+    (d / "report.json").write_text(json.dumps({"threshold": 0.5}))  # 8-connected: one object, two listed
+    with pytest.raises(HyperappError, match="objects.csv lists 2 objects"):
+        Review.from_folder(d, mask.shape)
 
 
 def test_lon_lat_columns_when_the_objects_carry_them(planted):

@@ -65,7 +65,7 @@ def test_windows_read_through_preadv_or_the_memory_map(tmp_path, interleave, row
         np.testing.assert_array_equal(read_float32(cube, tile_bytes=tile_bytes), data[rows, cols].astype(np.float32))
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process", fromlist=["available"]).available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 @pytest.mark.parametrize("interleave", ["bil", "bsq", "bip"])
 def test_the_reading_helper_reads_what_this_process_reads(tmp_path, interleave):
@@ -132,7 +132,7 @@ def test_a_reader_chained_with_then_starts_the_next_cube_once_its_reads_end(tmp_
         _all_given_back(reader_process)
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process", fromlist=["available"]).available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 def test_a_reader_whose_thread_cannot_start_gives_its_helper_back_and_starts_later(tmp_path, monkeypatch):
     """A reading thread that fails to start (the system's thread limit) leaves no helper leased and no
@@ -170,7 +170,7 @@ def _all_given_back(reader_process) -> None:
         h.release()
 
 
-@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process").reader_process.available(),
+@pytest.mark.skipif(not __import__("hyperapp.reading.reader_process", fromlist=["available"]).available(),
                     reason="the reading helper needs Linux (memfd_create, preadv)")
 def test_the_reading_helpers_failures_are_one_line_and_it_starts_again(tmp_path, monkeypatch):
     """A file cut short is the cube's one line through the helper too; a helper that was killed fails

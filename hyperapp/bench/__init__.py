@@ -53,21 +53,11 @@ def bench_case(name: str):
 
 
 def gpu_time_ms(fn: Callable[[], object], repeats: int = 20, warmup: int = 3) -> float:
-    """Median time of ``fn`` on the current CUDA stream, by CUDA events, in ms."""
-    import cupy
+    """Median time of ``fn`` on the current CUDA stream, by CUDA events, in ms
+    (:func:`cupyx.profiler.benchmark`)."""
+    from cupyx.profiler import benchmark
 
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.get_current_stream().synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = cupy.cuda.Event(), cupy.cuda.Event()
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(a, b))
-    return statistics.median(times)
+    return float(statistics.median(benchmark(fn, n_repeat=repeats, n_warmup=warmup).gpu_times[0])) * 1e3
 
 
 def cpu_time_ms(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:

@@ -319,7 +319,7 @@ def one_worker_per_gpu(job_path: Path, name: str, gb: float, rate: str) -> Measu
     n = len(load_job(job_path).inputs)
 
     def per_s(wall: float) -> float:
-        return round((n if rate == "cubes_per_s" else gb) / wall, 2)
+        return float(f"{(n if rate == 'cubes_per_s' else gb) / wall:.3g}")  # a --quick run's few MB stay above 0
 
     return Measurement(f"{name}-two-workers", warm_walls[2] * 1e3, None, "one worker", warm_walls[1] * 1e3,
                        notes={"speedup": round(warm_walls[1] / warm_walls[2], 2), f"{rate}_two": per_s(warm_walls[2]),

@@ -172,6 +172,12 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
+def backend_of(array) -> Backend:
+    """The backend an array already lives on: the GPU's for a CuPy array, else the CPU's (``None``, an
+    image not loaded, is the CPU's too)."""
+    return get_backend("gpu" if array is not None and not isinstance(array, np.ndarray) else "cpu")
+
+
 def get_backend(device: str = "auto") -> Backend:
     """Pick the compute backend.
 

@@ -85,19 +85,7 @@ def prewarm(device: str = "auto") -> None:
     and its first kernels then load while the cube is read. Does nothing for ``device="cpu"`` or when
     already started.
 
-    Measured on the H100 (fresh processes, 2 GB float32 cube, A/B on one machine):
-
-    - starting the driver beside CuPy's import, and reading before cuBLAS is up: RBFN 1.96 -> 1.68 s
-      (median of 5);
-    - starting both before NumPy's import (this module, called by the command line before it
-      imports anything heavy): RBFN BSQ 1.43 -> 1.37 s, BIL 1.41 -> 1.38 s (median of 6; within
-      the machine's noise of about 0.1 s, and never slower).
-
-    Three more overlaps measured no gain and were left out; each is Python work holding the GIL, so
-    the cube's reading slowed by what the fit gained. A warm-up run of the method on a small synthetic
-    scene during the reading. Importing ``cupyx.scipy.special`` on a thread of its own, beside the
-    driver's start (RBFN 1.49 against 1.37 s without it) or once CuPy is in (1.47 and 1.45 against 1.37
-    and 1.38 s). The fresh path now never imports it: see :mod:`hyperapp.core.backend`, scalar operators.
+    Why each overlap, and those measured and left out: docs/performance.md, "A fresh process's GPU start".
     """
     global _PREWARM
     if device == "cpu" or _PREWARM is not None:

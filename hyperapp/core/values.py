@@ -143,8 +143,13 @@ def threshold(value, name: str = "threshold") -> float:
 
 
 def memory(value, name: str = "memory") -> float:
-    """Host memory in GB a run may hold: a finite number above 0."""
-    return number(value, name, 0.0, None, open_lo=True, what="a number of GB")
+    """Host memory in GB a run may hold: a number above 0, at most :data:`MEMORY_MAX_GB` (a budget is
+    counted in bytes, so a larger one is no budget at all)."""
+    return number(value, name, 0.0, MEMORY_MAX_GB, open_lo=True, what="a number of GB")
+
+
+#: the largest memory budget taken, in GB (a petabyte: far above any machine, far below an integer's limit)
+MEMORY_MAX_GB = 1e6
 
 
 def roi_class(value, name: str = "roi_class") -> int:

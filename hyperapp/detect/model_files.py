@@ -17,7 +17,7 @@ import numpy as np
 
 from hyperapp import __version__
 from hyperapp.core.backend import to_host
-from hyperapp.core.errors import HyperappError, ModelError
+from hyperapp.core.errors import HyperappError, InputError, ModelError
 from hyperapp.models.mlp import TansigMLP
 from hyperapp.models.mnf import MNF
 from hyperapp.models.stats import BackgroundStats
@@ -78,12 +78,15 @@ def check_savable(method: str, mnf: bool, several_targets: bool, path: str | os.
 
 
 def model_path(path: str | os.PathLike) -> Path:
-    """The file :func:`save_model` writes for ``path``: ``.npz`` added where it is missing (which ``--model``
-    then takes)."""
+    """The file :func:`save_model` writes for ``path``: ``.npz`` added to a name without an extension (which
+    ``--model`` then takes); a name with another extension (``x.img``, ``x.hdr``) is refused, naming it: a
+    model is no image, and ``x.img.npz`` written beside it would be a surprise."""
     p = Path(path)
-    if p.suffix != ".npz":
-        p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
-    return p
+    if p.suffix.lower() == ".npz":
+        return p
+    if p.suffix and not p.suffix[1:].isdigit():  # "run.1" keeps its numbered name
+        raise InputError(f"a model file ends in .npz, not {p.suffix}: name it {p.with_suffix('.npz').name}", p)
+    return p.with_name(p.name + ".npz")
 
 
 def fitted_bands(model) -> int | None:

@@ -149,7 +149,7 @@ class Review:
                 raise CubeFormatError(f"report.json is not readable JSON ({exc})", d / "report.json") from exc
         objects = read_objects_csv(objects_path)
         mask = read_mask(mask_path, shape) > 0
-        lab, n = _label(mask, int(report.get("connectivity") or 8))
+        lab, n = _label(mask, int((report.get("filters") or {}).get("connectivity") or 8))
         review = cls._matched(objects, lab, n, objects_path)
         review.source = str(d)
         review.threshold = report.get("threshold")
@@ -416,9 +416,7 @@ class Review:
 def _label(mask, connectivity: int):
     from hyperapp.models.postprocess import label_objects
 
-    if int(connectivity) == 8:
-        return label_objects(mask)
-    return label_objects(mask, connectivity=int(connectivity))
+    return label_objects(mask, int(connectivity))
 
 
 def _plain(v):

@@ -162,17 +162,19 @@ class ReviewPanel(QWidget):
         self.show_review(None)
 
     # ------------------------------------------------------------------ the review
-    def show_at(self, scores: np.ndarray, threshold: float, mask: np.ndarray | None = None) -> Review:
-        """The review of the objects above ``threshold`` (of ``mask`` where given): the one shown when it was
-        made at that threshold (the run's own, :meth:`adopt`), else a new one that keeps the statuses of
-        the objects both hold (:meth:`~hyperapp.detect.review.Review.carry_statuses`)."""
+    def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None) -> Review:
+        """The review of the objects above ``threshold`` (through the run's target filter ``filters``, where it
+        has one): the one shown when it was made at that threshold (the run's own, :meth:`adopt`), else a
+        new one that keeps the statuses of the objects both hold
+        (:meth:`~hyperapp.detect.review.Review.carry_statuses`)."""
         from hyperapp.detect.finish import mask_at
 
         old = self.review
         if old is not None and old.threshold == threshold:
             self.show_review(old)
             return old
-        new = Review.from_mask(mask_at(scores, threshold) if mask is None else mask, scores, threshold)
+        mask = mask_at(scores, threshold, filters) if filters else mask_at(scores, threshold)
+        new = Review.from_mask(mask, scores, threshold, connectivity=int((filters or {}).get("connectivity", 8)))
         if old is not None:
             new.carry_statuses(old)
         self.show_review(new)

@@ -8,7 +8,10 @@ adds what a user needs on top: finding the data file beside the header (``.img``
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -102,12 +105,33 @@ def _per_band(h: dict, key: str, hdr: Path, bands: int) -> np.ndarray | None:
     return a
 
 
+@contextlib.contextmanager
+def spectral_header(hdr: Path) -> Iterator[str]:
+    """The path Spectral Python reads ``hdr`` through: the header itself, or where it is not UTF-8 (ENVI
+    writes Latin-1: ``µm`` in a description) a UTF-8 copy of it in a temporary folder, since Spectral
+    Python decodes headers as UTF-8 and calls any other text a binary file."""
+    raw = Path(hdr).read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if b"\0" in raw[:4096]:  # a binary file stays one
+            yield str(hdr)
+            return
+        with tempfile.TemporaryDirectory(prefix="hyperapp-hdr-") as d:
+            copy = Path(d) / Path(hdr).name
+            copy.write_text(raw.decode("latin-1"), encoding="utf-8")
+            yield str(copy)
+        return
+    yield str(hdr)
+
+
 def read_header(hdr: Path) -> dict:
     """Parse an ENVI header with Spectral Python, as a dict of lower-case keys."""
     import spectral.io.envi as envi
 
     try:
-        h = envi.read_envi_header(str(hdr))
+        with spectral_header(hdr) as readable:
+            h = envi.read_envi_header(readable)
     except Exception as exc:  # spectral raises its own classes or bare exceptions on bad headers
         said = " ".join(str(exc).split())  # (Spectral Python's words run over several spaced-out lines)
         if "missing \"ENVI\"" in said or "does not appear to be an ENVI header" in said:
@@ -186,7 +210,8 @@ def open_envi(path: str | os.PathLike) -> Cube:
                f"{rows}x{cols}x{bands} {dtype.name}, offset {offset}", rows * cols * dtype.itemsize, ("band", "bands"))
     check_readable(data)
     try:
-        img = envi.open(str(hdr), str(data))
+        with spectral_header(hdr) as readable:
+            img = envi.open(readable, str(data))
         mm = img.open_memmap(interleave="source")
     except Exception as exc:
         raise CubeFormatError(f"cannot map the data file ({exc})", data) from exc

@@ -21,16 +21,36 @@ BANDS_FIRST = {"bsq", "bands_first", "brc", "bands,rows,cols"}
 BANDS_LAST = {"bip", "bands_last", "rcb", "rows,cols,bands"}
 
 
+def _h5_object(f, name: str, path: Path):
+    """``f[name]``, or a :class:`CubeFormatError` naming the file and the object where it cannot be opened
+    (an external or soft link to a file or object that is missing, a damaged object)."""
+    try:
+        return f[name]
+    except (KeyError, OSError, RuntimeError) as exc:
+        link = f.get(name, getlink=True)
+        what = type(link).__name__.replace("ExternalLink", "an external link").replace("SoftLink", "a soft link")
+        if hasattr(link, "filename"):
+            what += f" to {link.filename}:{link.path}"
+        elif hasattr(link, "path"):
+            what += f" to {link.path}"
+        said = what if what.startswith("a") else "it"
+        raise CubeFormatError(f"cannot open {name!r}: {said} (missing or unreadable: {exc})", path) from exc
+
+
 def _cube_datasets(f) -> list[str]:
     import h5py
 
     found: list[str] = []
 
-    def visit(name, obj):
+    def visit(name):
+        try:
+            obj = f[name]
+        except (KeyError, OSError, RuntimeError):  # a link to a missing file or object: not a cube here
+            return
         if isinstance(obj, h5py.Dataset) and obj.ndim == 3 and np.issubdtype(obj.dtype, np.number):
             found.append(name)
 
-    f.visititems(visit)
+    f.visit_links(visit) if hasattr(f, "visit_links") else f.visit(visit)
     return found
 
 
@@ -94,7 +114,7 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
     if dataset is not None:
         if dataset not in f:
             raise CubeFormatError(f"no dataset {dataset!r} in the file", p)
-        ds = f[dataset]
+        ds = _h5_object(f, dataset, p)
         if not isinstance(ds, h5py.Dataset) or ds.ndim != 3:
             raise CubeFormatError(f"{dataset!r} is not a 3-D dataset", p)
     else:
@@ -105,7 +125,7 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
             raise CubeFormatError(
                 f"several 3-D datasets ({', '.join(names)}): name the cube with --dataset", p
             )
-        ds = f[names[0]]
+        ds = _h5_object(f, names[0], p)
     wl, units = _wavelengths(f, ds)
     axes = _layout(ds, wl, p)
     store = StoredArray(ds, axes)

@@ -244,7 +244,9 @@ def refuse_unusable(names: list[str], spectra: np.ndarray, where, wavelengths: n
             raise InputError(f"spectrum {name!r} has a value that is not finite in float32 ({s[i, j]:g} "
                              f"{_at(wavelengths, units, j)})", where)
         ok = np.isfinite(s32[i])
-        if ok.any() and not s32[i][ok].any():
+        if not ok.any():
+            raise InputError(f"spectrum {name!r} holds no number (every value is NaN or missing)", where)
+        if not s32[i][ok].any():
             raise InputError(f"spectrum {name!r} is zero at every {across}", where)
         if ok.any() and float(np.median(s[i][ok])) < 0:
             # reflectance and radiance are not negative: an offset or a wrong column; its angle and its
@@ -295,13 +297,13 @@ def _read_envi(p: Path) -> SpectralLibrary:
                               "a library's header has them, file type = ENVI Spectral Library and bands = 1)", hdr)
     if not data.is_file():
         raise CubeNotFoundError("the library's data file (.sli) is missing", data)
-    from hyperapp.io.envi import check_library_size, check_readable
+    from hyperapp.io.envi import check_library_size, check_readable, spectral_header
 
     check_library_size(hdr, data)
     check_readable(data)
     try:
-        with quiet_spectral():
-            lib = envi.open(str(hdr), str(data))
+        with quiet_spectral(), spectral_header(hdr) as readable:
+            lib = envi.open(readable, str(data))
     except Exception as exc:  # Spectral Python raises bare Exceptions on bad headers
         raise CubeFormatError(f"cannot read the ENVI spectral library ({exc})", hdr) from exc
     if not hasattr(lib, "names") or not hasattr(lib, "spectra"):
@@ -741,6 +743,8 @@ def resample_to_cube(lib: SpectralLibrary, cube) -> tuple[np.ndarray, str]:
         undo[back] = np.arange(nb)
         return out[:, undo], how + " (the cube's bands taken in wavelength order and put back in its own)"
     l_nm, l_fwhm = lib.wavelengths_nm(), lib.fwhm_nm()
+    if not np.isfinite(l_nm).any():
+        raise InputError("the library holds no wavelength (every one is NaN or missing)", where)
     lo, hi = float(np.nanmin(l_nm)), float(np.nanmax(l_nm))
     if hi < c_nm.min() or lo > c_nm.max():
         raise InputError(f"the library ({lo:g}-{hi:g} nm) and the cube ({c_nm.min():g}-{c_nm.max():g} nm) do not "

@@ -90,9 +90,9 @@ class GMMPanel(AnalysisPanel):
         """Every component's posterior over the whole image: :func:`hyperapp.analyse.run.posterior_image`, the
         function ``hyperapp --headless analyse`` writes ``posterior.hdr`` with (float16 here, for the tab)."""
         from hyperapp.analyse.run import posterior_image
-        from hyperapp.core.backend import get_backend
+        from hyperapp.core.backend import backend_of
 
-        backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")
+        backend = backend_of(image)
         return posterior_image(result.model, self.host.session.cube, backend, image).astype(np.float16)
 
     def show_result(self, result) -> None:

@@ -79,10 +79,10 @@ class HACPanel(AnalysisPanel):
     def after_fit(self, result, image):
         """The fitted spectra on the host (a new cut recomputes the cluster means from them)."""
         from hyperapp.analyse.run import gather_pixels
-        from hyperapp.core.backend import get_backend
+        from hyperapp.core.backend import backend_of
 
         s = self.host.session
-        backend = get_backend("gpu" if image is not None and not isinstance(image, np.ndarray) else "cpu")
+        backend = backend_of(image)
         return to_host(gather_pixels(s.cube, result.indices, backend, image))
 
     def show_result(self, result) -> None:
