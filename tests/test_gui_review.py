@@ -145,6 +145,13 @@ def test_a_batch_runs_folder_opens_for_review_and_keeps_review_csv(qtbot, win, l
     assert win.spectrum.review_items == []
     assert open_results(win, out)
     assert win.results.review.review.status[1] == "good"
+    # a project keeps the folder's run as such: reopened, it is read from the folder, with its marks
+    win.results.review.mark("bad", 0)
+    assert win.save_project(tmp_path / "p.hyperapp.json"), win.last_error
+    assert win.open_project(tmp_path / "p.hyperapp.json"), win.last_error
+    run = win.current_run()
+    assert run.results_folder == str(out) and run.review.status[:2] == ["bad", "good"]
+    assert win.results.review.pending == []
     # another cube's folder is refused in one line
     (tmp_path / "bad").mkdir()
     assert not open_results(win, tmp_path / "bad")

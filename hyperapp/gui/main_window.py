@@ -916,19 +916,14 @@ class MainWindow(QMainWindow):
             self.set_session(session)
             if d.get("truth"):
                 self.view.set_truth(session.truth)
-            for r in d.get("runs", []):
-                if r.get("results"):  # a batch run's outputs opened for review: read again, not re-run
-                    if not self._review("open_results", r["results"]):
-                        return False
-                    self._review("restore_saved", self.session.runs[-1], r.get("review"))
-                    continue
+            # results folders opened again, not re-run; the others' saved reviews come back as they finish
+            for r in self._review("reopen_runs", d.get("runs", [])):
                 model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
                 res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
                                     session.roi.background, params=r["params"], device="cpu", truth=session.truth,
                                     threshold=r["threshold"], model=model,
                                     image=session.pixels_for(r["method"], "cpu"))
-                run = self._run_done(r["method"], r["params"], res)
-                self._review("restore_saved", run, r.get("review"))
+                self._run_done(r["method"], r["params"], res)
             if d.get("runs"):
                 self.detector.set_method(d["runs"][-1]["method"])
                 self.detector.set_params(d["runs"][-1]["params"])

@@ -93,6 +93,8 @@ class ReviewPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.review: Review | None = None
+        #: a reopened project's (threshold, saved review) for its runs as they are added again (:func:`reopen_runs`)
+        self.pending: list = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
@@ -433,6 +435,18 @@ def install_review(window) -> ReviewPanel:
         highlight()
         window.spectrum.clear_review()
 
+    def finished(run) -> None:
+        """A reopened project's run added: its saved review back (:func:`reopen_runs`)."""
+        if run is None or not panel.pending:
+            return
+        threshold, saved = panel.pending[0]
+        if threshold is None or float(threshold) != run.threshold:  # not the project's run: none of them is
+            panel.pending.clear()
+            return
+        panel.pending.pop(0)
+        restore_saved(window, run, saved)
+
+    window.run_finished.connect(finished)
     panel.review_changed.connect(forget)
     panel.review_changed.connect(changed)
     window.cube_opened.connect(forget)
@@ -487,35 +501,42 @@ def export_confirmed(window, folder) -> dict | None:
 
 
 def open_results(window, folder) -> bool:
-    """A batch run's outputs (``hyperapp --headless detect``'s folder) on the open cube, for review: its scores
-    and threshold in the Results dock, its objects in the review list (with the statuses of a review.csv
-    there). False after showing the error."""
+    """A batch run's outputs (``hyperapp --headless detect``'s folder) on the open cube, for review
+    (:func:`read_results`); False after showing the error."""
+    try:
+        read_results(window, folder)
+    except HyperappError as exc:
+        window.show_error(str(exc))
+        return False
+    return True
+
+
+def read_results(window, folder):
+    """A batch run's outputs on the open cube, for review: its scores and threshold in the Results dock as a
+    run of their own, its objects in the review list (with the statuses of a review.csv there). Returns
+    the run; a folder that is not such outputs, or another cube's, is a :class:`HyperappError`."""
+    import json
+
     from hyperapp.detect.finish import DetectionResult
     from hyperapp.io import open_cube
 
     s = window.session
     if s is None:
-        window.show_error("open the results' cube first (File > Open cube…), then its results folder")
-        return False
+        raise HyperappError("open the results' cube first (File > Open cube…), then its results folder")
     d = Path(folder)
+    review = Review.from_folder(d, (s.cube.rows, s.cube.cols))
+    scores_path = next((d / f"scores{e}" for e in (".hdr", ".tif", ".npy") if (d / f"scores{e}").is_file()), None)
+    if scores_path is None:
+        raise HyperappError("no scores (scores.hdr, .tif or .npy) in this folder beside objects.csv", d)
+    scores = np.load(scores_path, allow_pickle=False) if scores_path.suffix == ".npy" else \
+        open_cube(scores_path).read()[:, :, 0]
+    if scores.shape != (s.cube.rows, s.cube.cols):
+        raise HyperappError(f"the scores are {scores.shape[0]} x {scores.shape[1]}, the cube {s.cube.rows} x "
+                            f"{s.cube.cols}: not this cube's results", scores_path)
     try:
-        review = Review.from_folder(d, (s.cube.rows, s.cube.cols))
-        scores_path = next((d / f"scores{e}" for e in (".hdr", ".tif", ".npy") if (d / f"scores{e}").is_file()), None)
-        if scores_path is None:
-            raise HyperappError("no scores (scores.hdr, .tif or .npy) in this folder beside objects.csv", d)
-        if scores_path.suffix == ".npy":
-            scores = np.load(scores_path, allow_pickle=False)
-        else:
-            scores = open_cube(scores_path).read()[:, :, 0]
-        if scores.shape != (s.cube.rows, s.cube.cols):
-            raise HyperappError(f"the scores are {scores.shape[0]} x {scores.shape[1]}, the cube "
-                                f"{s.cube.rows} x {s.cube.cols}: not this cube's results", scores_path)
-        import json
-
         report = json.loads((d / "report.json").read_text(encoding="utf-8")) if (d / "report.json").is_file() else {}
-    except (HyperappError, ValueError, OSError) as exc:
-        window.show_error(str(exc))
-        return False
+    except (OSError, ValueError) as exc:
+        raise HyperappError(f"report.json is not readable ({exc})", d / "report.json") from exc
     report.setdefault("seconds", {"total": 0.0})
     method = str(report.get("method") or "results")
     threshold = float(review.threshold if review.threshold is not None else np.nanmin(scores[review.labels > 0]))
@@ -528,7 +549,21 @@ def open_results(window, folder) -> bool:
     window.results.runs.setItemText(window.session.runs.index(run), run.name)
     restore_review(window, run, review)
     window.statusBar().showMessage(f"{len(review)} objects from {d} to review; the marks go to its review.csv", 8000)
-    return True
+    return run
+
+
+def reopen_runs(window, runs: list[dict]) -> list[dict]:
+    """A reopened project's runs (:meth:`Session.read_project`'s): those read from a results folder are read
+    again now, with their saved reviews; the others are returned to be re-run, and their saved reviews
+    come back as each is added (the window's ``run_finished``, in order)."""
+    rest = []
+    for r in runs:
+        if r.get("results"):
+            restore_saved(window, read_results(window, r["results"]), r.get("review"))
+        else:
+            rest.append(r)
+    window.results.review.pending = [(r.get("threshold"), r.get("review")) for r in rest]
+    return rest
 
 
 def restore_review(window, run, review: Review) -> None:
