@@ -165,3 +165,22 @@ def test_review_option_needs_a_cube_and_a_folder(tmp_path, capsys):
     assert "needs the results' cube" in capsys.readouterr().err
     assert main(["cube.hdr", "--review", str(tmp_path / "none")]) == 2
     assert "not a results folder" in capsys.readouterr().err
+
+
+def test_the_list_shows_lon_lat_where_the_objects_carry_them(qtbot):
+    from hyperapp.detect.review import Review
+    from hyperapp.gui.review_panel import COLUMNS, ReviewPanel
+
+    mask = np.zeros((20, 20), bool)
+    mask[2:4, 2:4] = mask[10, 12] = True
+    rv = Review.from_mask(mask, mask.astype(np.float32))
+    panel = ReviewPanel()
+    qtbot.addWidget(panel)
+    panel.show_review(rv)
+    assert panel.table.columnCount() == len(COLUMNS)
+    for k, o in enumerate(rv.objects):
+        o["lon"], o["lat"] = 7.25 + k, 46.5
+    panel.show_review(rv)
+    assert [panel.table.horizontalHeaderItem(j).text() for j in (len(COLUMNS), len(COLUMNS) + 1)] == ["lon", "lat"]
+    assert panel.table.item(1, len(COLUMNS)).text() == "8.250000"
+    assert "WGS84" in panel.table.horizontalHeaderItem(len(COLUMNS)).toolTip()

@@ -271,7 +271,8 @@ class ResultsPanel(QWidget):
             return
         if self._table_threshold == self._threshold:
             return
-        self._objects = self.review.show_at(self.scores, self._threshold, getattr(self, "filters", None)).objects
+        self._objects = self.review.show_at(self.scores, self._threshold, getattr(self, "filters", None),
+                                            getattr(self, "geo", None)).objects
         self._table_threshold = self._threshold
 
     def refresh_objects(self) -> None:

@@ -164,11 +164,12 @@ class ReviewPanel(QWidget):
         self.show_review(None)
 
     # ------------------------------------------------------------------ the review
-    def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None) -> Review:
+    def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None, geo=None) -> Review:
         """The review of the objects above ``threshold`` (through the run's target filter ``filters``, where it
         has one): the one shown when it was made at that threshold (the run's own, :meth:`adopt`), else a
         new one that keeps the statuses of the objects both hold
-        (:meth:`~hyperapp.detect.review.Review.carry_statuses`)."""
+        (:meth:`~hyperapp.detect.review.Review.carry_statuses`). ``geo``: the cube's location, where it has
+        one: the objects get the lon/lat objects.csv gives them (``hyperapp.io.objects.with_lonlat``)."""
         from hyperapp.detect.finish import mask_at
 
         old = self.review
@@ -177,6 +178,10 @@ class ReviewPanel(QWidget):
             return old
         mask = mask_at(scores, threshold, filters) if filters else mask_at(scores, threshold)
         new = Review.from_mask(mask, scores, threshold, connectivity=int((filters or {}).get("connectivity", 8)))
+        if geo is not None:
+            from hyperapp.io.objects import with_lonlat
+
+            new.objects = with_lonlat(new.objects, geo)
         if old is not None:
             new.carry_statuses(old)
         self.show_review(new)
@@ -192,6 +197,12 @@ class ReviewPanel(QWidget):
         self.review = review
         self._shown = -1
         self.table.blockSignals(True)
+        geo = () if review is None else review.geo_fields()
+        self.table.setColumnCount(len(COLUMNS) + len(geo))
+        for j, (name, word) in enumerate(zip(geo, ("longitude", "latitude")), len(COLUMNS)):
+            head = QTableWidgetItem(name)
+            head.setToolTip(f"WGS84 {word} of the object's centroid (degrees), as objects.csv gives it")
+            self.table.setHorizontalHeaderItem(j, head)
         self.table.setRowCount(0 if review is None else len(review))
         if review is not None:
             for i in range(len(review)):
@@ -213,6 +224,7 @@ class ReviewPanel(QWidget):
                 f"{match['sam_match']} ({match['sam_angle']:.3g} rad)" if match else "\u2014",
                 _num(o.get("centroid_row")), _num(o.get("centroid_col")), _num(o.get("peak_score"), ".4g"),
                 "{}, {}".format(_span(o["row0"], o["row1"]), _span(o["col0"], o["col1"]))]
+        vals += [_num(o[k], ".6f") for k in rv.geo_fields()]
         for j, v in enumerate(vals):
             it = self.table.item(i, j)
             if it is None:
@@ -280,7 +292,7 @@ class ReviewPanel(QWidget):
         if self.advance.isChecked() and i < len(self.review) - 1:
             self.select(i + 1)
         else:
-            self._describe(i)
+            self._chosen(i, again=True)  # its status said again where it shows (the Spectrum dock's title)
         self.table.setFocus()
 
     def _key(self, action: str) -> None:
