@@ -158,6 +158,35 @@ def test_a_batch_runs_folder_opens_for_review_and_keeps_review_csv(qtbot, win, l
     assert "no objects.csv" in win.last_error
 
 
+def test_hyperapp_cube_review_folder_opens_the_window_on_the_folders_objects(qapp, land_hdr, tmp_path, monkeypatch):
+    """``hyperapp CUBE --review FOLDER``: the window opens on the cube with the folder's run in the review list."""
+    from PySide6.QtWidgets import QApplication
+
+    from hyperapp.cli import main
+    from hyperapp.gui.main_window import MainWindow
+
+    monkeypatch.setenv("HYPERAPP_SETTINGS", str(tmp_path / "settings.ini"))
+    out = tmp_path / "run"
+    assert main(["--headless", "detect", str(land_hdr), "--method", "ace", "--targets",
+                 str(land_hdr.with_name("land_targets.csv")), "--far", "0.01", "--device", "cpu",
+                 "--out", str(out)]) == 0
+    seen = {}
+
+    def shown(_app):  # instead of the event loop: what the window shows then
+        win = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.session)
+        seen["runs"] = [r.name for r in win.session.runs]
+        seen["rows"] = win.results.review.table.rowCount()
+        seen["tab"] = win.results.tabs.currentWidget() is win.results.review
+        win.close()
+        win.deleteLater()
+        return 0
+
+    monkeypatch.setattr(QApplication, "exec", shown)
+    assert main([str(land_hdr), "--review", str(out)]) == 0
+    n = len((out / "objects.csv").read_text().splitlines()) - 1
+    assert seen == {"runs": [f"ace ({out.name})"], "rows": n, "tab": True} and n > 0
+
+
 def test_review_option_needs_a_cube_and_a_folder(tmp_path, capsys):
     from hyperapp.cli import main
 
