@@ -69,8 +69,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_cube_args(p):
-    p.add_argument("cube", help="ENVI (.hdr or data file), HDF5 or MATLAB .mat cube")
+    p.add_argument("cube", help="ENVI (.hdr or data file), a product (EMIT, PRISMA, EnMAP, AVIRIS NetCDF, Tanager, "
+                   "DESIS), GeoTIFF, HDF5/NetCDF or MATLAB .mat cube")
     p.add_argument("--dataset", help="HDF5 dataset path or .mat variable holding the cube")
+    p.add_argument("--band-axis", type=int, choices=(0, 1, 2), metavar="{0,1,2}",
+                   help="the stored axis of a generic HDF5/NetCDF dataset that holds the bands, where the file does not "
+                   "say (info prints the rule used otherwise)")
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -139,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10..20), as a band "
                                      "reduction chose them")
+    det.add_argument("--ortho", action="store_true", help="write the outputs on the orthorectified map grid of "
+                     "the swath's geometry lookup table (EMIT), not on the swath's pixels")
 
     ana = sub.add_parser("analyse", aliases=["analyze"], help="cluster spectra or reduce bands; write labels and report")
     _add_cube_args(ana)
@@ -192,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_info(args) -> int:
     from hyperapp.io import open_named_cube
 
-    cube = open_named_cube(args.cube, args.dataset)
+    cube = open_named_cube(args.cube, args.dataset, args.band_axis)
     d = cube.describe()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -207,8 +213,14 @@ def cmd_info(args) -> int:
     print(f"size: {cube.nbytes / 2**20:.1f} MiB ({cube.nbytes} bytes)")
     if d.get("bad_bands"):
         print(f"bad bands: {d['bad_bands']}")
+    if d.get("product"):
+        print(f"product: {d['product']}")
+    print(f"values: {d.get('value_units') or 'as stored (the file does not say)'}")
     if d.get("map_info"):
         print(f"map info: {', '.join(d['map_info'])}")
+    print(f"location: {d.get('location') or 'none (the file places its pixels nowhere)'}")
+    for note in d.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
@@ -270,6 +282,9 @@ def cmd_detect(args) -> int:
             raise InputError("is a folder; --save-model names the model file to write", args.save_model)
         options.out_file(str(model_path(args.save_model)), "--save-model")
     cube = _open(args)
+    from hyperapp.detect.outputs import check_ortho
+
+    check_ortho(cube, args.ortho)  # (before any training)
     shape = (cube.rows, cube.cols)
     targets = read_labels(args.targets, shape) if args.targets else None
     if targets is not None:
@@ -310,7 +325,7 @@ def cmd_detect(args) -> int:
         result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
                                          device=args.device, truth=truth, far=st.get("far"),
                                          threshold=st.get("threshold"), model=model, memory=memory,
-                                         progress=shown.progress(), mnf=st.get("mnf"), **sig)
+                                         progress=shown.progress(), mnf=st.get("mnf"), ortho=args.ortho, **sig)
     if args.save_model:
         from hyperapp.detect.model_files import save_model
 
@@ -332,6 +347,9 @@ def cmd_detect(args) -> int:
         print(ties)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
+    if o := rep.get("orthorectified"):
+        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
+              f"{o['detections']} pixels in {o['objects']} objects there")
     print(f"wrote {paths['report'].parent}")
     return 0
 
@@ -346,7 +364,7 @@ def _open(args):
     """The cube of ``args``, less the header's bad bands (unless --all-bands), on --bands if given."""
     from hyperapp.io import open_named_cube
 
-    return open_named_cube(args.cube, args.dataset).run_bands(args.all_bands, args.bands)
+    return open_named_cube(args.cube, args.dataset, args.band_axis).run_bands(args.all_bands, args.bands)
 
 
 def cmd_analyse(args) -> int:

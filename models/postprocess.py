@@ -13,11 +13,11 @@ smaller, or larger, than given pixel counts.
 from __future__ import annotations
 
 import re
-from itertools import repeat
 
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.io.objects import table_csv
 
 EIGHT = np.ones((3, 3), dtype=bool)
 FOUR = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=bool)
@@ -349,21 +349,8 @@ def object_columns(mask, scores, labels=None, n: int | None = None) -> dict:
 
 
 def objects_csv(table: list[dict] | dict) -> str:
-    """The object table (its rows, or its columns from :func:`object_columns`) as CSV text: floats to six
-    significant digits, other values as they print.
-
-    Formatted a column at a time with ``map`` (C loops), not a cell at a time in Python: a batch's write
-    stage formats thousands of objects a cube while its compute stage needs the interpreter (a quarter
-    of the write stage's own time went here)."""
-    cols = TABLE_COLUMNS
-    text = []
-    for c in cols:
-        values = table[c].tolist() if isinstance(table, dict) else [r[c] for r in table]
-        kinds = set(map(type, values))
-        if kinds <= {float}:
-            text.append(list(map(format, values, repeat(".6g"))))
-        elif kinds <= {int}:
-            text.append(list(map(str, values)))
-        else:
-            text.append([f"{v:.6g}" if isinstance(v, float) else str(v) for v in values])
-    return "\n".join([",".join(cols), *map(",".join, zip(*text))]) + "\n"
+    """The object table (its rows, or its columns from :func:`object_columns`) as CSV text: the columns of
+    :data:`TABLE_COLUMNS`, then ``lon``/``lat`` where the table holds them
+    (:func:`hyperapp.io.objects.with_lonlat`); formatted by :func:`hyperapp.io.objects.table_csv`, the one
+    formatter of every object table."""
+    return table_csv(table, TABLE_COLUMNS)

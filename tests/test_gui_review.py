@@ -171,9 +171,10 @@ def test_hyperapp_cube_review_folder_opens_the_window_on_the_folders_objects(qap
                  str(land_hdr.with_name("land_targets.csv")), "--far", "0.01", "--device", "cpu",
                  "--out", str(out)]) == 0
     seen = {}
+    before = set(QApplication.topLevelWidgets())  # other tests' windows, not yet deleted
 
     def shown(_app):  # instead of the event loop: what the window shows then
-        win = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.session)
+        win = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w not in before)
         seen["runs"] = [r.name for r in win.session.runs]
         seen["rows"] = win.results.review.table.rowCount()
         seen["tab"] = win.results.tabs.currentWidget() is win.results.review

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.core.backend import Timer, get_backend, to_host
-from hyperapp.core.cube import Cube
+from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
@@ -307,6 +307,7 @@ def run_analysis(
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
+        **provenance(cube),
         "results": summary,
     }
     if labels is not None:
@@ -381,6 +382,7 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
+        **provenance(cube),
         "results": est.summary(),
     }
     _require_finite(report["results"], m.title)

@@ -6,6 +6,7 @@ model or training clicks, analysis methods of the analysis path) and its output 
     [inputs]
     paths = ["scenes/*.hdr"]
     # dataset = "data"          # HDF5 dataset / .mat variable
+    # band_axis = 0             # the stored axis holding the bands of generic HDF5/NetCDF inputs that do not say
 
     # [inputs.truth]            # a truth mask per cube: its detections' reports carry AUC and Pd
     # "scenes/scene-01.hdr" = "scenes/scene-01_truth.hdr"
@@ -113,6 +114,8 @@ class Job:
     skipped: dict[str, str] = field(default_factory=dict)
     #: inputs left out as the same file as one listed before (the path again, or a link to it)
     twice: list[str] = field(default_factory=list)
+    #: the stored axis holding the bands of generic HDF5/NetCDF inputs (``band_axis``), where they do not say
+    band_axis: int | None = None
 
     def fingerprint(self) -> str:
         """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
@@ -218,8 +221,9 @@ class _Reads:
     """The job checks' reads, each done once: cube headers (:func:`hyperapp.io.open_cube`, no pixels) and
     masks on an image size. A read that fails raises its error again each time it is asked for."""
 
-    def __init__(self, dataset: str | None):
+    def __init__(self, dataset: str | None, band_axis: int | None = None):
         self.dataset = dataset
+        self.band_axis = band_axis
         self._done: dict = {}
 
     def _once(self, key, read):
@@ -236,7 +240,7 @@ class _Reads:
     def cube(self, path: str):
         from hyperapp.io import open_cube
 
-        return self._once(("cube", path), lambda: open_cube(path, self.dataset))
+        return self._once(("cube", path), lambda: open_cube(path, self.dataset, self.band_axis))
 
     def mask(self, path: str, shape: tuple[int, int], reader=None):
         """``reader(path, shape)`` (:func:`hyperapp.io.read_labels` by default)."""
@@ -386,7 +390,7 @@ def load_job(path: str | Path) -> Job:
             raise _err(p, f"{key}.{sorted(extra)[0]}", f"unknown key; [{key}] takes {', '.join(sorted(allowed))}")
 
     inp = _expect(p, "inputs", d.get("inputs"), dict, "a table: [inputs] paths = [...]")
-    only(inp, "inputs", {"paths", "dataset", "truth"})
+    only(inp, "inputs", {"paths", "dataset", "truth", "band_axis"})
     pats = inp.get("paths")
     if isinstance(pats, str):
         pats = [pats]
@@ -442,8 +446,11 @@ def load_job(path: str | Path) -> Job:
     dataset = inp.get("dataset")
     if dataset is not None:
         _expect(p, "inputs.dataset", dataset, str, "a dataset name")
+    band_axis = inp.get("band_axis")
+    if band_axis is not None and (isinstance(band_axis, bool) or band_axis not in (0, 1, 2)):
+        raise _err(p, "inputs.band_axis", f"must be 0, 1 or 2 (the stored axis holding the bands), got {band_axis!r}")
     truth: dict[str, str] = {}
-    reads = _Reads(dataset)
+    reads = _Reads(dataset, band_axis)
     for cube_rel, truth_rel in _expect(p, "inputs.truth", inp.get("truth", {}), dict,
                                        "a table: [inputs.truth] \"CUBE\" = \"TRUTH MASK\"").items():
         key = f"inputs.truth.{cube_rel}"
@@ -572,7 +579,7 @@ def load_job(path: str | Path) -> Job:
         raise _err(p, "inputs.truth", "scores detections (AUC, Pd), and the job has no detect step: leave it out")
     _check_train_bands(p, steps, files, reads)
     _check_steps_fit_some_cube(p, steps, files, reads, truth)
-    return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped, twice)
+    return Job(str(p), files, dataset, steps, folder, output_names(files), truth, skipped, twice, band_axis)
 
 
 def job_text(inputs: list[str], steps: list[dict], folder: str, dataset: str | None = None,

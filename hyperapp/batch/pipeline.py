@@ -131,14 +131,17 @@ class CubePipeline:
         Host memory (GB) one cube may hold (``--memory``).
     depth : int
         Cubes waiting between two stages.
+    band_axis : int, optional
+        The stored axis holding the bands of generic HDF5/NetCDF inputs (the job's ``band_axis``).
     """
 
     def __init__(self, steps: list[dict], out: str, dataset: str | None = None, device: str = "auto",
-                 memory: float | None = None, depth: int = DEPTH):
+                 memory: float | None = None, depth: int = DEPTH, band_axis: int | None = None):
         from hyperapp.io.speclib import ResampledLibraries
 
         self.steps = [Step(**d) for d in steps]
         self.out, self.dataset, self.device, self.memory = str(out), dataset, device, memory
+        self.band_axis = band_axis
         self.depth = max(1, int(depth))
         self._progress = Progress()  # no display: a cancel flag that every long computation checks
         self._labels: dict = {}
@@ -377,7 +380,7 @@ class CubePipeline:
         from hyperapp.reading.tiles import TileReader
 
         item.planned, item.plan, item.reader = True, None, None
-        item.cube = open_cube(item.path, self.dataset)
+        item.cube = open_cube(item.path, self.dataset, self.band_axis)
         sel = {(s.all_bands, s.bands) for s in self.steps}
         if len(sel) != 1:
             return  # steps on different bands: each reads its own (compute stage)
@@ -579,15 +582,17 @@ _WORKER_LOCK = threading.Lock()
 
 
 def run_on_worker(path: str, steps: list[dict], out: str, dataset: str | None, device: str,
-                  memory: float | None, folder: str | None = None, truth: str | None = None) -> dict:
+                  memory: float | None, folder: str | None = None, truth: str | None = None,
+                  band_axis: int | None = None) -> dict:
     """A Dask task: cube ``path`` through this worker process's pipeline for its job (made on the job's
     first task, kept for the next ones); returns its summary row. Concurrent tasks of one worker (its
     threads) fill the pipeline's stages."""
     import json
 
-    key = json.dumps([steps, out, dataset, device, memory], sort_keys=True, default=str)
+    key = json.dumps([steps, out, dataset, device, memory, band_axis], sort_keys=True, default=str)
     with _WORKER_LOCK:
-        pipe = _WORKER_PIPES.pop(key, None) or CubePipeline(steps, out, dataset, device, memory)
+        pipe = _WORKER_PIPES.pop(key, None) or CubePipeline(steps, out, dataset, device, memory,
+                                                             band_axis=band_axis)
         _WORKER_PIPES[key] = pipe  # the most recent last
         while len(_WORKER_PIPES) > WORKER_PIPELINES:
             _WORKER_PIPES.pop(next(iter(_WORKER_PIPES))).close(wait=False)

@@ -413,12 +413,12 @@ def run_job(job: Job, workers: int = 0, scheduler: str | None = None, device: st
                 if client is None:
                     client = Client(_local_cluster(workers))
                 futs = [client.submit(run_on_worker, c, steps, str(out), job.dataset, device, memory, job.folder_of(c),
-                                      job.truth.get(c), pure=False, key=f"cube-{job.folder_of(c)}-{time.time_ns()}")
+                                      job.truth.get(c), job.band_axis, pure=False, key=f"cube-{job.folder_of(c)}-{time.time_ns()}")
                         for c in todo]
                 say(f"submitted {len(todo)} cube(s) to {scheduler or f'{workers} local worker(s)'}")
                 done_iter = (f.result() for f in dask_completed(futs))
             else:
-                pipe = CubePipeline(steps, str(out), job.dataset, device, memory)
+                pipe = CubePipeline(steps, str(out), job.dataset, device, memory, band_axis=job.band_axis)
                 futs = [pipe.submit(c, job.folder_of(c), job.truth.get(c)) for c in todo]
                 done_iter = (f.result() for f in futs)  # they finish in this order
             for row in done_iter:

@@ -90,6 +90,16 @@ class Cube:
         ``reflectance scale factor``: stored values divided by it are reflectance.
     interleave : str
         "bsq", "bil", "bip" or "hdf5"/"mat" for other formats.
+    geo : MapGrid, Swath or None
+        Where the pixels lie on Earth (:mod:`hyperapp.core.geo`): ENVI's map info, a GeoTIFF's grid, a
+        product's latitude/longitude arrays. Follows window subsetting.
+    product : str or None
+        What the file is ("EMIT L2A reflectance", "PRISMA L2D", "GeoTIFF", ...), said by ``info``.
+    value_units : str or None
+        What the values are ("reflectance (0-1)", "radiance (uW cm-2 sr-1 nm-1)", ...), where the file says.
+    notes : tuple of str
+        What the reader decided that the file did not state (a guessed band axis, a dropped overlap...),
+        printed by ``info`` and kept in run reports.
     """
 
     store: StoredArray
@@ -109,6 +119,10 @@ class Cube:
     rows_sel: slice = field(default_factory=lambda: slice(None))
     cols_sel: slice = field(default_factory=lambda: slice(None))
     bands_sel: np.ndarray | None = None
+    geo: Any = None
+    product: str | None = None
+    value_units: str | None = None
+    notes: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ geometry
     @property
@@ -194,11 +208,16 @@ class Cube:
                 raise InputError("empty spatial subset", self.path)
             return slice(rng.start, rng.stop, rng.step) if os_ > 0 else slice(o0, None)
 
-        return replace(
+        new = replace(
             self,
             rows_sel=compose(self.rows_sel, rows, self.store.shape[0]),
             cols_sel=compose(self.cols_sel, cols, self.store.shape[1]),
         )
+        if self.geo is not None:
+            rr = range(self.rows)[rows]
+            cr = range(self.cols)[cols]
+            new.geo = self.geo.window(slice(rr.start, rr.stop, rr.step), slice(cr.start, cr.stop, cr.step))
+        return new
 
     # ------------------------------------------------------------------ reading
     def read(self, rows: slice = slice(None), cols: slice = slice(None), dtype=np.float32) -> np.ndarray:
@@ -276,7 +295,25 @@ class Cube:
             d["map_info"] = self.map_info
         if self.nodata is not None:
             d["nodata"] = self.nodata
+        if self.product:
+            d["product"] = self.product
+        if self.value_units:
+            d["value_units"] = self.value_units
+        if self.geo is not None:
+            from hyperapp.core.geo import describe
+
+            d["location"] = describe(self.geo, self.rows, self.cols)
+        if self.notes:
+            d["notes"] = list(self.notes)
         return d
+
+
+def provenance(cube: Cube) -> dict:
+    """What a run's report says of its cube's source: the product, the values' units, the wavelength range, the
+    location and the reader's notes (only those the cube has)."""
+    d = cube.describe()
+    return {k: d[k] for k in ("product", "value_units", "wavelength_range", "wavelength_units", "location", "notes")
+            if d.get(k) is not None}
 
 
 def cube_from_array(data: np.ndarray, name: str = "array", **meta) -> Cube:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host_pinned
-from hyperapp.core.cube import Cube
+from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
@@ -113,6 +113,7 @@ def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: 
         "device_name": backend.device_name,
         "cube": cube.path,
         "shape": list(cube.shape),
+        **provenance(cube),
         "n_target_pixels": n_targets,
         "n_background_pixels": n_background,
         "nodata_pixels": n_nodata,

@@ -26,7 +26,8 @@ PENDING, GOOD, BAD = "pending", "good", "bad"
 STATUSES = (PENDING, GOOD, BAD)
 #: how review.csv and the window name a status
 STATUS_TITLES = {PENDING: "Pending", GOOD: "Good", BAD: "Bad"}
-#: the columns of review.csv (then lon, lat where the objects carry them)
+#: the columns of review.csv (then lon, lat where the objects carry them, in degrees to 7 decimals, as
+#: objects.csv gives them: about a centimetre)
 CSV_FIELDS = ("id", "row0", "col0", "row1", "col1", "pixels", "centroid_row", "centroid_col", "peak_score", "status",
               "sam_match", "sam_angle", "sid_match", "sid_divergence")
 GEO_FIELDS = ("lon", "lat")
@@ -373,7 +374,8 @@ class Review:
         w = csv.DictWriter(buf, fields, lineterminator="\n")
         w.writeheader()
         for r in (rows if rows is not None else [self.row(i) for i in range(len(self))]):
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+            w.writerow({k: (format(v, ".7f" if k in GEO_FIELDS else ".6g") if isinstance(v, float) else v)
+                        for k, v in r.items()})
         return buf.getvalue()
 
     def to_csv(self, path: str | os.PathLike) -> Path:

@@ -489,15 +489,20 @@ def _refuse_one_spectrum(X, xp) -> None:
                          "nothing can stand out")
 
 
-def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, **kwargs):
+def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, ortho: bool = False,
+                     **kwargs):
     """:func:`run_detection` and its outputs in ``out_dir``, all or nothing: the run happens inside the
     staging folder, so a streamed run writes its scores straight into the final data file, tile by
-    tile. Returns the result and the output paths."""
+    tile. ``ortho``: the outputs on the swath's orthorectified grid (:func:`hyperapp.detect.outputs.orthorectified`;
+    the swath's scores are then kept in memory). Returns the result and the output paths."""
+    from hyperapp.detect.outputs import check_ortho
     from hyperapp.io.atomic import staged_folder
 
+    check_ortho(cube, ortho)
     with staged_folder(out_dir) as stage:
-        result = run_detection(cube, method, targets, background, scores_file=stage / "scores.img", **kwargs)
-        paths = _write_detection(result, stage, cube)
+        result = run_detection(cube, method, targets, background,
+                               scores_file=None if ortho else stage / "scores.img", **kwargs)
+        paths = _write_detection(result, stage, cube, ortho)
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
@@ -39,7 +40,8 @@ from hyperapp.gui.worker import Worker, start
 from hyperapp.project.session import Run, Session
 
 log = logging.getLogger("hyperapp.gui")
-CUBE_FILTER = "Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.mat);;All files (*)"
+CUBE_FILTER = ("Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.nc *.mat *.tif *.tiff *.TIF "
+               "*.xml *.XML *.zip);;All files (*)")
 ROI_STATS_SAMPLE = 500
 MASK_FILTERS = {"ENVI (*.hdr)": "envi", "GeoTIFF (*.tif)": "tiff", "PNG (*.png)": "png", "NumPy (*.npy)": "npy"}
 TOOLS = (("inspect", "0", "Inspect / pan (clicks mark nothing)"), ("pixel", "1", "Mark pixels"),
@@ -304,6 +306,10 @@ class MainWindow(QMainWindow):
         self.keep_bad_bands = self._action(f, "&Keep bad bands", None, checkable=True)
         self.keep_bad_bands.setToolTip("Keep the bands the header marks bad (bbl), as --all-bands does")
         self.keep_bad_bands.toggled.connect(self._keep_bad_bands_changed)
+        self.ortho_action = self._action(f, "Ortho&rectify swath (GLT)", self.orthorectify)
+        self.ortho_action.setToolTip("Show, mark and detect on the map grid of the swath's geometry lookup table "
+                                     "(EMIT), as detect --ortho writes its outputs")
+        self.ortho_action.setEnabled(False)
         f.addSeparator()
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
@@ -387,13 +393,34 @@ class MainWindow(QMainWindow):
         if s is None or s.all_bands == keep or not s.cube.path:
             return
         labels, classes = s.roi.labels.copy(), list(s.roi.classes)
-        if self.open_cube(s.base_cube.path, s.dataset, keep):
+        if self.open_cube(s.base_cube.path, s.dataset, keep) and (not s.ortho or self.orthorectify()):
             self.session.roi.classes = classes
             self.session.roi.set_labels(labels)
         else:
             self.keep_bad_bands.blockSignals(True)
             self.keep_bad_bands.setChecked(s.all_bands)
             self.keep_bad_bands.blockSignals(False)
+
+    def orthorectify(self) -> bool:
+        """File > Orthorectify swath: the open swath (with a GLT) replaced by its orthorectified cube
+        (:func:`hyperapp.io.georef.ortho_cube`); marks and runs start afresh, on the grid's pixels."""
+        from hyperapp.io.georef import ortho_cube
+
+        s = self.session
+        if s is None:
+            return False
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            cube = ortho_cube(s.base_cube)
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return False
+        finally:
+            QApplication.restoreOverrideCursor()
+        self.set_session(Session(cube, s.dataset, all_bands=s.all_bands, ortho=True))
+        self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
+                                     "(marks and runs start afresh on the grid)", 10000)
+        return True
 
     def set_session(self, session: Session) -> None:
         """Show ``session``: everything tied to the last cube (plots, status lines, results, overlays,
@@ -416,6 +443,12 @@ class MainWindow(QMainWindow):
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)
         self.results.clear()
+        from hyperapp.io.georef import geo_of
+
+        self.results.geo = geo_of(cube)  # (the object table's lon/lat columns)
+        from hyperapp.io.georef import has_glt
+
+        self.ortho_action.setEnabled(has_glt(self.results.geo))
         self.compare_pick.blockSignals(True)
         self.compare_pick.clear()
         self.compare_pick.blockSignals(False)
@@ -458,7 +491,8 @@ class MainWindow(QMainWindow):
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
         scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
-        self.statusBar().showMessage(f"row {r}, col {c}: {s.size} bands, mean {unit} {s.mean() / scale:.4g}{extra}")
+        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {s.size} bands, "
+                                     f"mean {unit} {s.mean() / scale:.4g}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
@@ -852,12 +886,17 @@ class MainWindow(QMainWindow):
         status bar."""
         out = self._export(kind, path, fmt)
         if out is not None:
-            self.statusBar().showMessage(f"exported {kind} to {out}", 8000)
+            from hyperapp.io.georef import geotiff_placement
+
+            placed = f" ({geotiff_placement(self.session.cube)})" if fmt == "tiff" and kind in ("mask", "scores") else ""
+            self.statusBar().showMessage(f"exported {kind} to {out}{placed}", 8000)
         return out
 
     def mask_filters(self) -> dict[str, str]:
-        """Formats offered for a mask or score map: GeoTIFF only when the cube has map info."""
-        has_map = self.session is not None and bool(self.session.cube.map_info)
+        """Formats offered for a mask or score map: GeoTIFF only when the cube has a location."""
+        from hyperapp.io.georef import geo_of
+
+        has_map = self.session is not None and geo_of(self.session.cube) is not None
         return {k: v for k, v in MASK_FILTERS.items() if v != "tiff" or has_map}
 
     def _export(self, kind: str, path, fmt: str = "envi") -> Path | None:
@@ -904,7 +943,7 @@ class MainWindow(QMainWindow):
 
         try:
             d = Session.read_project(path)
-            session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)))
+            session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)), bool(d.get("ortho")))
             self.keep_bad_bands.blockSignals(True)
             self.keep_bad_bands.setChecked(session.all_bands)
             self.keep_bad_bands.blockSignals(False)
@@ -1099,3 +1138,19 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
     if nodata is not None:
         img = np.where(img == np.float32(nodata), np.float32(np.nan), img)
     return img
+
+
+def _place(cube, r: int, c: int) -> str:
+    """", lon X, lat Y" (WGS84 degrees) of pixel (r, c)'s centre where the cube has a location, else ""."""
+    from hyperapp.io.georef import geo_of
+
+    geo = geo_of(cube)
+    if geo is None:
+        return ""
+    from hyperapp.core.geo import lonlat
+
+    try:
+        lon, lat = lonlat(geo, r, c)
+    except Exception:  # noqa: BLE001  (a location that cannot be worked out: the row and column still show)
+        return ""
+    return f", lon {float(lon):.6f}, lat {float(lat):.6f}"

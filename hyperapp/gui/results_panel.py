@@ -141,6 +141,7 @@ class ResultsPanel(QWidget):
         self.runs.currentIndexChanged.connect(self.run_selected)
         self.show_button.clicked.connect(self.show_detection_requested)
         self._objects: list[dict] = []
+        self.geo = None  # the cube's location (MapGrid or Swath): the table's lon/lat columns where set
         self.clear()
 
     # ------------------------------------------------------------------ showing a result

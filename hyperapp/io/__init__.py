@@ -45,15 +45,29 @@ def check_dataset_applies(path: str | os.PathLike, dataset: str | None) -> None:
                          "or .mat, and holds one image: leave --dataset out", path)
 
 
-def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
-    """Open a cube from ENVI, HDF5 or MATLAB ``.mat`` without reading its pixels.
+#: product readers tried in order on an HDF5 file (NetCDF4, HDF-EOS5): (module, function), each module's
+#: ``can_open(path)`` looking at the file's structure, never its name
+HDF5_PRODUCTS = (("hyperapp.io.emit", "open_emit"), ("hyperapp.io.prisma", "open_prisma"),
+                 ("hyperapp.io.tanager", "open_tanager"), ("hyperapp.io.aviris", "open_aviris_nc"))
+
+
+def open_cube(path: str | os.PathLike, dataset: str | None = None, band_axis: int | None = None) -> Cube:
+    """Open a cube without reading its pixels: ENVI, a product (EMIT, PRISMA, EnMAP, AVIRIS NetCDF, Tanager,
+    DESIS), a GeoTIFF/COG, a generic HDF5/NetCDF4 dataset or MATLAB ``.mat``.
+
+    The reader is found from what the file is (its signature and structure, :data:`HDF5_PRODUCTS`), not its
+    name; a product's reader knows its axes, wavelengths, scaling, no-data and bad bands.
 
     Parameters
     ----------
     path : path
-        ``.hdr`` or ENVI data file, ``.h5``/``.hdf5``, or ``.mat``.
+        ``.hdr`` or ENVI data file, a product file (or an EnMAP METADATA.XML, spectral image or zip), a
+        GeoTIFF, ``.h5``/``.nc``/``.he5``, or ``.mat``.
     dataset : str, optional
-        HDF5 dataset path or MATLAB variable holding the cube (guessed when there is one 3-D array).
+        HDF5 dataset path or MATLAB variable holding the cube (guessed when there is one 3-D array). Naming one
+        reads that dataset generically, not as a product.
+    band_axis : int, optional
+        The stored axis (0, 1 or 2) of a generic HDF5 dataset that holds the bands, where the file does not say.
     """
     if not str(path).strip():  # Path("") is "." (a folder): say what was given instead
         raise CubeNotFoundError("no cube file given (the path is empty)")
@@ -62,33 +76,74 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
         raise CubeNotFoundError("file not found", p)
     if p.is_dir():
         raise CubeFormatError("is a folder, not a cube file", p)
-    return _usable(_open_by_format(p, dataset), p)
+    if band_axis is not None and band_axis not in (0, 1, 2):
+        raise InputError(f"--band-axis must be 0, 1 or 2 (a stored axis of the 3-D dataset), got {band_axis!r}", p)
+    return _usable(_open_by_format(p, dataset, band_axis), p)
 
 
-def _open_by_format(p: Path, dataset: str | None) -> Cube:
+def _hdf5_product(p: Path):
+    from importlib import import_module
+
+    for mod, fn in HDF5_PRODUCTS:
+        m = import_module(mod)
+        if m.can_open(p):
+            return getattr(m, fn)
+    return None
+
+
+def _band_axis_known(p: Path, band_axis: int, what: str) -> None:
+    raise InputError(f"--band-axis ({band_axis}) is for a generic HDF5/NetCDF dataset whose band axis the file does not "
+                     f"state; this file ({what}) states its layout: leave --band-axis out", p)
+
+
+def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) -> Cube:
+    from hyperapp.io import enmap, geotiff
+    from hyperapp.io.h5util import is_hdf5
+
     ext = p.suffix.lower()
     if ext == ".mat":
         from hyperapp.io.matlab import open_mat
 
+        if band_axis is not None:
+            _band_axis_known(p, band_axis, "MATLAB .mat, (rows, cols, bands)")
+
         return open_mat(p, dataset)
-    if ext in HDF5_EXTENSIONS:
+    if is_hdf5(p) or (ext in HDF5_EXTENSIONS and ext != ".hdf"):
+        opener = _hdf5_product(p) if dataset is None else None
+        if opener is not None:
+            if band_axis is not None:
+                _band_axis_known(p, band_axis, opener.__module__.rsplit(".", 1)[-1])
+            return opener(p)
         from hyperapp.io.hdf5 import open_hdf5
 
-        return open_hdf5(p, dataset)
+        cube = open_hdf5(p, dataset, band_axis)
+        product = _hdf5_product(p) if dataset is not None else None
+        if product is not None:
+            kind = product.__module__.rsplit(".", 1)[-1].upper()
+            cube.notes = (*cube.notes, f"this file is a {kind} product: without --dataset it opens as the product's "
+                          "cube (its axes, wavelengths, scaling, no-data and bad bands known)")
+        return cube
+    if band_axis is not None:
+        _band_axis_known(p, band_axis, "not HDF5/NetCDF")
+    if ext == ".zip" or ext == ".xml" or enmap.can_open(p):
+        if enmap.can_open(p):
+            return enmap.open_enmap(p)
+        raise CubeFormatError("is not an EnMAP product (no *-METADATA.XML with bandCharacterisation)", p)
+    if geotiff.is_tiff(p):  # before ENVI: a TIFF beside an ENVI header (DESIS) is read as a TIFF, never raw
+        return geotiff.open_geotiff(p)
+    if ext == ".hdr":
+        tif = geotiff.tiff_beside(p)
+        if tif is not None:
+            return geotiff.open_geotiff(tif, p)
     from hyperapp.io.envi import DATA_EXTENSIONS, is_envi, open_envi
 
     if ext in NOT_CUBES:  # an image, a mask or a table given where a cube goes (even beside a header of its name)
-        raise CubeFormatError(f"is a {NOT_CUBES[ext]} file, not a cube: a cube is ENVI (.hdr + data), HDF5 or "
-                              "MATLAB .mat", p)
+        raise CubeFormatError(f"is a {NOT_CUBES[ext]} file, not a cube: a cube is ENVI (.hdr + data), HDF5/NetCDF, "
+                              "GeoTIFF or MATLAB .mat", p)
     if is_envi(p) or ext in DATA_EXTENSIONS[1:]:
         return open_envi(p)
-    with open(p, "rb") as fh:
-        head = fh.read(8)
-    if head == b"\x89HDF\r\n\x1a\n":
-        from hyperapp.io.hdf5 import open_hdf5
-
-        return open_hdf5(p, dataset)
-    raise CubeFormatError("unknown cube format: expected ENVI (.hdr + data), HDF5 or MATLAB .mat", p)
+    raise CubeFormatError("unknown cube format: expected ENVI (.hdr + data), HDF5/NetCDF (EMIT, PRISMA, Tanager, "
+                          "AVIRIS), GeoTIFF (EnMAP, DESIS) or MATLAB .mat", p)
 
 
 def _usable(cube: Cube, p: Path) -> Cube:
@@ -106,8 +161,8 @@ def _usable(cube: Cube, p: Path) -> Cube:
     return cube
 
 
-def open_named_cube(path: str | os.PathLike, dataset: str | None = None) -> Cube:
+def open_named_cube(path: str | os.PathLike, dataset: str | None = None, band_axis: int | None = None) -> Cube:
     """:func:`open_cube` for a cube a person named (the command line, the window): a ``--dataset`` its
     format would ignore is refused first (:func:`check_dataset_applies`)."""
     check_dataset_applies(path, dataset)
-    return open_cube(path, dataset)
+    return open_cube(path, dataset, band_axis)

@@ -18,6 +18,7 @@ import numpy as np
 
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError, CubeNotFoundError
+from hyperapp.core.geo import geo_from_map_info
 
 DATA_EXTENSIONS = ("", ".img", ".dat", ".raw", ".bsq", ".bil", ".bip")
 SUPPORTED_DTYPES = {1, 2, 3, 4, 5, 6, 9, 12, 13, 14, 15}
@@ -217,6 +218,9 @@ def open_envi(path: str | os.PathLike) -> Cube:
         raise CubeFormatError(f"cannot map the data file ({exc})", data) from exc
 
     bad = None if bbl is None else bbl == 0
+    map_info = list(h["map info"]) if isinstance(h.get("map info"), list) else None
+    css = h.get("coordinate system string")
+    css = css if isinstance(css, str) else None
     default = h.get("default bands")
     default_bands = None
     if isinstance(default, list) and len(default) >= 3:
@@ -235,8 +239,9 @@ def open_envi(path: str | os.PathLike) -> Cube:
         fwhm=fwhm,
         bad_bands=bad,
         default_bands=default_bands,  # type: ignore[arg-type]
-        map_info=list(h["map info"]) if isinstance(h.get("map info"), list) else None,
-        coordinate_system=h.get("coordinate system string"),
+        map_info=map_info,
+        coordinate_system=css,
+        geo=geo_from_map_info(map_info, css),
         nodata=nodata,
         scale_factor=scale,
         interleave=interleave,

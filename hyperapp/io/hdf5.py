@@ -1,8 +1,11 @@
 """HDF5 cubes read lazily with h5py.
 
-The cube dataset is the one the user names, or the single 3-D numeric dataset in the file. Its layout,
-(bands, rows, cols) or (rows, cols, bands), comes from an ``interleave``/``layout`` attribute, else from
-which axis matches the number of wavelengths, else the smaller end axis is taken as bands.
+The cube dataset is the one the user names, or the single 3-D numeric dataset in the file. Its layout
+comes from ``band_axis`` (``--band-axis``) when given, else an ``interleave``/``layout`` attribute, else a NetCDF
+dimension named band(s)/wavelength(s), else the one axis whose length matches the wavelengths, else the smaller
+end axis is taken as bands. The last two are guesses and the cube's ``notes`` say so (``info`` prints them).
+Products whose layout is known (EMIT, PRISMA, Tanager, AVIRIS NetCDF) have their own readers (see
+:func:`hyperapp.io.open_cube`).
 Wavelengths come from a dataset attribute (``wavelength``/``wavelengths``) or a sibling dataset.
 """
 
@@ -82,26 +85,48 @@ def _wavelengths(f, ds) -> tuple[np.ndarray | None, str | None]:
     return None, units
 
 
-def _layout(ds, wl: np.ndarray | None, path) -> tuple[int, int, int]:
+BAND_DIM_NAMES = ("band", "bands", "wavelength", "wavelengths", "spectral", "channel", "channels")
+
+
+def axes_for(band_axis: int) -> tuple[int, int, int]:
+    """(rows, cols, bands) stored axes when the bands are on ``band_axis`` (the other two in their order)."""
+    rest = [a for a in (0, 1, 2) if a != band_axis]
+    return (rest[0], rest[1], band_axis)
+
+
+def _layout(ds, wl: np.ndarray | None, path, band_axis: int | None = None) -> tuple[tuple[int, int, int], str | None]:
+    """The stored axes of (rows, cols, bands), and a note where they were not stated but guessed."""
+    if band_axis is not None:
+        return axes_for(band_axis), f"band axis {band_axis} as given (--band-axis)"
     for key in ("interleave", "layout", "axes"):
         if key in ds.attrs:
             v = _text(ds.attrs[key]).strip().lower().replace(" ", "")
             if v in BANDS_FIRST:
-                return (1, 2, 0)
+                return (1, 2, 0), None
             if v in BANDS_LAST:
-                return (0, 1, 2)
+                return (0, 1, 2), None
             raise CubeFormatError(f"dataset {ds.name}: unknown {key} attribute {v!r}", path)
+    from hyperapp.io.h5util import dim_names
+
+    named = [i for i, d in enumerate(dim_names(ds)) if d is not None and d.lower() in BAND_DIM_NAMES]
+    if len(named) == 1:
+        return axes_for(named[0]), None
     s = ds.shape
     if wl is not None:
-        if s[2] == wl.size and s[0] != wl.size:
-            return (0, 1, 2)
-        if s[0] == wl.size and s[2] != wl.size:
-            return (1, 2, 0)
-    return (1, 2, 0) if s[0] < s[2] else (0, 1, 2)
+        match = [i for i in range(3) if s[i] == wl.size]
+        if len(match) == 1:
+            return axes_for(match[0]), (f"band axis {match[0]} ({s[match[0]]} values) taken as the one whose length "
+                                        f"is the {wl.size} wavelengths' (nothing in the file names it; --band-axis "
+                                        "sets it)")
+    axis = 0 if s[0] < s[2] else 2
+    return axes_for(axis), (f"WARNING: nothing in the file says which axis of {tuple(s)} holds the bands: guessed "
+                            f"axis {axis} (the smaller end axis, {s[axis]} values); set it with --band-axis "
+                            "(band_axis in a job) if that is wrong")
 
 
-def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
-    """Open an HDF5 cube lazily (the file stays open for reads)."""
+def open_hdf5(path: str | os.PathLike, dataset: str | None = None, band_axis: int | None = None) -> Cube:
+    """Open an HDF5 cube lazily (the file stays open for reads); ``band_axis``: the stored axis holding the
+    bands (0, 1 or 2), for a file that does not say."""
     import h5py
 
     p = Path(path)
@@ -110,6 +135,10 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
     try:
         f = h5py.File(p, "r")
     except OSError as exc:
+        with open(p, "rb") as fh:
+            if fh.read(3) == b"CDF":
+                raise CubeFormatError("is classic NetCDF (version 3), which hyperapp does not read: convert it to "
+                                      "NetCDF4 (nccopy -k nc4 IN OUT)", p) from exc
         raise CubeFormatError(f"not a readable HDF5 file ({exc})", p) from exc
     if dataset is not None:
         if dataset not in f:
@@ -127,8 +156,10 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
             )
         ds = _h5_object(f, names[0], p)
     wl, units = _wavelengths(f, ds)
-    axes = _layout(ds, wl, p)
-    store = StoredArray(ds, axes)
+    axes, note = _layout(ds, wl, p, band_axis)
+    from hyperapp.io.h5direct import direct_source
+
+    store = StoredArray(direct_source(ds, p), axes)
     if wl is not None and wl.size != store.shape[2]:
         wl = None
     try:
@@ -153,6 +184,7 @@ def open_hdf5(path: str | os.PathLike, dataset: str | None = None) -> Cube:
             scale_factor=float(np.asarray(ds.attrs["reflectance_scale_factor"]).ravel()[0])
             if "reflectance_scale_factor" in ds.attrs else None,
             interleave="hdf5",
+            notes=(note,) if note else (),
         )
     except (TypeError, ValueError, IndexError, OverflowError) as exc:
         raise CubeFormatError(f"a metadata attribute of {ds.name} (fwhm, nodata, bad_bands, default_bands, "

@@ -77,7 +77,12 @@ def open_mat(path: str | os.PathLike, variable: str | None = None) -> Cube:
     v73 = bool(found.pop("__v73__", False))
     name, arr = pick_variable(found, variable, "3-D cube", p)
     # v7.3: h5py shape is MATLAB's reversed: (bands, cols, rows) -> rows=axis 2, cols=axis 1, bands=0
-    store = StoredArray(arr, (2, 1, 0)) if v73 else StoredArray(np.asarray(arr))
+    if v73:
+        from hyperapp.io.h5direct import direct_source
+
+        store = StoredArray(direct_source(arr, p), (2, 1, 0))
+    else:
+        store = StoredArray(np.asarray(arr))
     return Cube(store, name=f"{p.stem}:{name}", path=str(p), interleave="mat")
 
 

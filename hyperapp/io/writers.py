@@ -1,10 +1,9 @@
 """Writers for score maps and masks: ENVI, GeoTIFF, PNG and NPY, every one atomic.
 
 ENVI output goes through Spectral Python's ``envi.save_image`` and carries the source cube's map info
-and coordinate system (no wavelengths: a score map has one band). GeoTIFF goes through ``tifffile``
-rather than rasterio: tifffile is a small pure-Python wheel, while rasterio brings a GDAL build of
-tens of megabytes, and all hyperapp needs is the three GeoTIFF tags (pixel scale, tie point, GeoKey
-directory) that follow directly from ENVI's ``map info``.
+and coordinate system (a map grid from another source as ENVI map info and WKT; no wavelengths: a score
+map has one band). GeoTIFF goes through rasterio (GDAL) with the cube's CRS and affine transform; a
+swath with a geometry lookup table is orthorectified through it first (:mod:`hyperapp.io.georef`).
 """
 
 from __future__ import annotations
@@ -85,6 +84,14 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
             meta["map info"] = cube.map_info
         if cube.coordinate_system:
             meta["coordinate system string"] = cube.coordinate_system
+        if not cube.map_info:  # a map grid read from elsewhere (a GeoTIFF, a product's grid): as ENVI map info and WKT
+            from hyperapp.core.geo import MapGrid
+            from hyperapp.io.georef import envi_map_info
+
+            if isinstance(getattr(cube, "geo", None), MapGrid):
+                mi, wkt = envi_map_info(cube.geo)
+                if mi:
+                    meta["map info"], meta["coordinate system string"] = mi, wkt
     if (isinstance(image, np.memmap) and image.ndim == 2 and not classes and image.dtype.isnative
             and image.flags.c_contiguous and Path(image.filename).resolve() == dat.resolve()):
         # the data were written in place (a streamed run's scores): only the header is missing
@@ -124,64 +131,73 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
     return hdr
 
 
-_UTM_DATUM_EPSG = {"WGS-84": (32600, 32700), "NAD-83": (26900, None), "NAD-27": (26700, None)}
+def _placed(image: np.ndarray, cube) -> tuple[np.ndarray, object, str]:
+    """``image`` on the grid it is written on, that grid (a MapGrid, or None: not georeferenced) and the
+    words saying so: a map grid's cube as it is, a swath with a GLT orthorectified onto the GLT's grid
+    (:func:`hyperapp.io.georef.orthorectify`), any other swath unplaced."""
+    from hyperapp.core.geo import MapGrid
+    from hyperapp.io.georef import geo_of, geotiff_placement, has_glt, orthorectify
+
+    geo = geo_of(cube)
+    words = geotiff_placement(cube)
+    if isinstance(geo, MapGrid):
+        return image, geo, words
+    if has_glt(geo):
+        return orthorectify(image, geo), geo.grid, words
+    return image, None, words
 
 
-def geotiff_tags(map_info: list[str]) -> list[tuple]:
-    """tifffile ``extratags`` for a GeoTIFF from ENVI map info.
+def _write_tiff(out: Path, image: np.ndarray, grid, description: str, colormap: np.ndarray | None = None) -> Path:
+    """``image`` (rows, cols[, bands]) as a (Geo)TIFF through rasterio, atomically: with ``grid``'s CRS
+    and transform where it is a MapGrid, NaN as no-data in floats, ``colormap`` ((n, 3) uint8 colours of
+    codes 0..n-1) as its palette."""
+    import warnings
 
-    ENVI map info is ``{projection, ref x (1-based), ref y, easting, northing, x size, y size,
-    [zone, North|South,] datum, ...}``.
-    """
-    try:
-        proj = map_info[0].strip()
-        ref_x, ref_y = float(map_info[1]) - 1.0, float(map_info[2]) - 1.0  # ENVI pixels count from 1
-        east, north = float(map_info[3]), float(map_info[4])
-        dx, dy = float(map_info[5]), float(map_info[6])
-    except (IndexError, ValueError) as exc:
-        raise InputError(f"cannot turn map info into GeoTIFF tags: {map_info!r}") from exc
-    tags: list[tuple] = [
-        (33550, "d", 3, (dx, dy, 0.0), False),  # ModelPixelScaleTag
-        (33922, "d", 6, (ref_x, ref_y, 0.0, east, north, 0.0), False),  # ModelTiepointTag
-    ]
-    keys = [1, 1, 0, 0]  # GeoKeyDirectory header; entries appended below
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning
+    from rasterio.transform import Affine
 
-    def key(k, loc, count, val):
-        keys.extend([k, loc, count, val])
-
-    key(1025, 0, 1, 1)  # GTRasterTypeGeoKey = PixelIsArea
-    if proj.upper().startswith("UTM") and len(map_info) >= 10:
-        zone = int(float(map_info[7]))
-        south = map_info[8].strip().lower().startswith("s")
-        datum = map_info[9].strip()
-        base = _UTM_DATUM_EPSG.get(datum, (None, None))[1 if south else 0]
-        key(1024, 0, 1, 1)  # GTModelTypeGeoKey = Projected
-        if base:
-            key(3072, 0, 1, base + zone)  # ProjectedCSTypeGeoKey = EPSG code
-    elif proj.lower().startswith("geographic"):
-        key(1024, 0, 1, 2)  # Geographic
-        key(2048, 0, 1, 4326)
-    else:
-        key(1024, 0, 1, 1)
-    keys[3] = (len(keys) - 4) // 4
-    tags.append((34735, "H", len(keys), tuple(keys), False))
-    return tags
-
-
-def write_geotiff(path: str | os.PathLike, image: np.ndarray, cube: Cube) -> Path:
-    """Write a 2-D image as a GeoTIFF; the cube must have map info."""
-    import tifffile
-
-    if not cube.map_info:
-        raise InputError("the cube has no map info: GeoTIFF needs a georeferenced cube; use ENVI, PNG or NPY", cube.path)
-    out = _stem(path).with_suffix(".tif")
-    tags = geotiff_tags(cube.map_info)
+    a = np.asarray(image)
+    bands = a[None] if a.ndim == 2 else np.moveaxis(a, 2, 0)
+    if a.dtype == bool:
+        bands = bands.astype(np.uint8)
+    profile = {"driver": "GTiff", "height": bands.shape[1], "width": bands.shape[2], "count": bands.shape[0],
+               "dtype": bands.dtype.name, "compress": "deflate"}
+    if bands.dtype.kind == "f":
+        profile["nodata"] = float("nan")
+    if grid is not None:
+        profile["crs"] = rasterio.crs.CRS.from_user_input(grid.crs)
+        profile["transform"] = Affine.from_gdal(*grid.transform)
     with atomic_paths(out) as (tmp,):
         try:
-            tifffile.imwrite(tmp, np.asarray(image), extratags=tags, photometric="minisblack")
-        except OSError as exc:
-            raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", NotGeoreferencedWarning)  # said in the description instead
+                with rasterio.open(tmp, "w", **profile) as dst:
+                    if colormap is not None:  # (before the pixels: the TIFF is then a palette image)
+                        dst.write_colormap(1, {i: (*map(int, c), 255) for i, c in enumerate(colormap)})
+                    dst.update_tags(TIFFTAG_IMAGEDESCRIPTION=description)
+                    dst.write(bands)
+        except (OSError, rasterio.errors.RasterioError) as exc:
+            raise OutputError(f"cannot write ({getattr(exc, 'strerror', None) or exc})", out) from exc
     return out
+
+
+def write_geotiff(path: str | os.PathLike, image: np.ndarray, cube: Cube, description: str = "") -> Path:
+    """Write a 2-D image as a GeoTIFF (through rasterio) carrying the cube's CRS and transform.
+
+    A cube on a map grid (ENVI map info, a GeoTIFF, a product's grid) gives its grid; a swath with a
+    geometry lookup table (EMIT) is orthorectified through it onto the GLT's grid; a swath without one
+    is written without georeferencing, said in the TIFF's description
+    (:func:`hyperapp.io.georef.geotiff_placement`). A cube with no location is refused.
+    """
+    from hyperapp.io.georef import geo_of
+
+    if geo_of(cube) is None:
+        raise InputError("the cube has no map info or location: GeoTIFF needs a georeferenced cube; use ENVI, PNG "
+                         "or NPY", getattr(cube, "path", None))
+    out = _stem(path).with_suffix(".tif")
+    img, grid, words = _placed(np.asarray(image), cube)
+    return _write_tiff(out, img, grid, f"{description or 'hyperapp output ' + out.stem}; {words}")
 
 
 def write_png(path: str | os.PathLike, image: np.ndarray) -> Path:
@@ -292,19 +308,9 @@ def write_classification(path: str | os.PathLike, labels: np.ndarray, names: lis
                 raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
         return out
     if fmt == "tiff":
-        import tifffile
-
         out = _stem(path).with_suffix(".tif")
-        tags = geotiff_tags(cube.map_info) if cube is not None and cube.map_info else []
-        size = 256 if dtype == np.uint8 else 65536
-        cmap = np.zeros((3, size), np.uint16)
-        cmap[:, : k + 1] = lut.T.astype(np.uint16) * 257
-        with atomic_paths(out) as (tmp,):
-            try:
-                tifffile.imwrite(tmp, code, photometric="palette", colormap=cmap, extratags=tags)
-            except OSError as exc:
-                raise OutputError(f"cannot write ({exc.strerror or exc})", out) from exc
-        return out
+        code, grid, words = _placed(code, cube)  # (0, Unclassified, where an orthorectified grid has no pixel)
+        return _write_tiff(out, code, grid, f"hyperapp class map; {words}", colormap=lut)
     raise InputError(f"unknown class map format {fmt!r}; choose one of {', '.join(CLASS_FORMATS)}")
 
 

@@ -53,6 +53,8 @@ class Session:
     _mean: np.ndarray | None = None
     #: whether the header's bad bands are kept (the CLI's --all-bands, a job's all_bands)
     all_bands: bool = False
+    #: whether the cube is a swath orthorectified through its GLT (:func:`hyperapp.io.georef.ortho_cube`)
+    ortho: bool = False
 
     def __post_init__(self):
         if self.roi is None:
@@ -87,13 +89,18 @@ class Session:
         return self._mean
 
     @classmethod
-    def open(cls, path: str | os.PathLike, dataset: str | None = None, all_bands: bool = False) -> Session:
+    def open(cls, path: str | os.PathLike, dataset: str | None = None, all_bands: bool = False,
+             ortho: bool = False) -> Session:
         """The cube at ``path`` less the header's bad bands (unless ``all_bands``), as the CLI and a job
-        open it (:meth:`hyperapp.core.cube.Cube.run_bands`)."""
+        open it (:meth:`hyperapp.core.cube.Cube.run_bands`); ``ortho``: orthorectified through its GLT."""
         from hyperapp.io import open_named_cube
 
         cube = open_named_cube(path, dataset).run_bands(bool(all_bands))
-        return cls(cube, dataset, all_bands=bool(all_bands))
+        if ortho:
+            from hyperapp.io.georef import ortho_cube
+
+            cube = ortho_cube(cube)
+        return cls(cube, dataset, all_bands=bool(all_bands), ortho=bool(ortho))
 
     def load_truth(self, path: str | os.PathLike, variable: str | None = None) -> None:
         from hyperapp.io import read_truth
@@ -155,6 +162,7 @@ class Session:
             "bands": self.bands,
             "all_bands": self.all_bands,
             "runs": runs,
+            **({"ortho": True} if self.ortho else {}),
         }
 
     def save_project(self, path: str | os.PathLike) -> None:
@@ -263,6 +271,9 @@ class Session:
             p = p.with_suffix(".toml")
         if not self.cube.path:
             raise InputError("the cube was not opened from a file: a batch job needs files")
+        if self.ortho:
+            raise InputError("the cube is orthorectified: a batch job runs on the swath's pixels, where these "
+                             "marks are not (run detect --ortho on the swath instead)")
         if not self.runs:
             raise InputError("run a detector first: the job repeats the window's runs")
         clicks = p.with_name(p.stem + "-clicks.csv")

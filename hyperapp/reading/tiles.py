@@ -270,6 +270,12 @@ class TileReader:
         is done before this returns."""
         view = self.view(k, r1 - r0)
         if self._file is None:
+            src = self.cube.store.source
+            if hasattr(src, "read_direct") and src.dtype == view.dtype:
+                # an HDF5 dataset (EMIT, Tanager, AVIRIS NetCDF, generic HDF5): h5py reads the hyperslab
+                # straight into the ring's buffer, with no second copy
+                src.read_direct(view, source_sel=self._selection(r0, r1))
+                return view, []
             ax = self.cube.store.axes[0]
             copy_parallel(np.moveaxis(view, ax, 0), np.moveaxis(np.asarray(self._block(r0, r1)), ax, 0), pool)
             if self._mm is not None:  # drop the mapped pages: resident memory stays one ring
@@ -293,14 +299,18 @@ class TileReader:
         pool = pool or copy_pool()
         return view, [pool.submit(_read_ranges, self._fd, buf, g, name) for g in groups]
 
-    def _block(self, r0: int, r1: int):
-        """The stored hyperslab of cube rows r0:r1 (a view of the memory map, or an HDF5 read)."""
+    def _selection(self, r0: int, r1: int) -> tuple:
+        """The stored hyperslab of cube rows r0:r1, as slices in the stored axis order."""
         cube, st = self.cube, self.cube.store
         base_r = range(*cube.rows_sel.indices(st.shape[0]))[r0:r1]
         idx: list = [slice(None)] * 3
         idx[st.axes[0]] = slice(base_r.start, base_r.stop, base_r.step)
         idx[st.axes[1]] = cube.cols_sel
-        return st.source[tuple(idx)]
+        return tuple(idx)
+
+    def _block(self, r0: int, r1: int):
+        """The stored hyperslab of cube rows r0:r1 (a view of the memory map, or a read)."""
+        return self.cube.store.source[self._selection(r0, r1)]
 
     def start(self) -> None:
         """Start reading ahead now, before the consumer asks for the first tile: the ring is made and the

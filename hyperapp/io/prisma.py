@@ -1,0 +1,152 @@
+"""ASI PRISMA L1 radiance and L2B/L2C/L2D reflectance (HDF-EOS5 ``.he5``, read with h5py).
+
+Layout (opengeos/HyperCoast ``hypercoast/prisma.py``; acolite ``acolite/prisma/``): the swath
+``HDFEOS/SWATHS/PRS_<level>_HCO`` holds ``Data Fields/VNIR_Cube`` and ``Data Fields/SWIR_Cube``, each
+(rows, bands, cols) uint16 DN; the bands' centres are the root attributes ``List_Cw_Vnir`` /
+``List_Cw_Swir`` (widths ``List_Fwhm_Vnir`` / ``List_Fwhm_Swir``, flags ``List_Cw_Vnir_Flags`` /
+``List_Cw_Swir_Flags``), in the cube's band order: descending wavelength, with unused bands at 0 nm. Values:
+reflectance (L2) = ``L2ScaleVnirMin`` + DN (``L2ScaleVnirMax`` - ``L2ScaleVnirMin``) / 65535, radiance
+(L1) = DN / ``ScaleFactor_Vnir`` + ``Offset_Vnir`` (and the same with Swir). Places: ``Geolocation
+Fields/Latitude`` and ``Longitude`` (L1: ``Latitude_VNIR``/``Longitude_VNIR``).
+
+The cube hyperapp sees is VNIR and SWIR joined in ascending wavelength, the unused bands left out, one copy
+of the VNIR/SWIR overlap (:func:`hyperapp.io.band_stack.split_overlap`), scaled lazily as it is read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from hyperapp.core.cube import Cube, StoredArray
+from hyperapp.core.errors import CubeFormatError
+from hyperapp.core.geo import Swath
+from hyperapp.io.band_stack import BandStack, Piece, split_overlap
+from hyperapp.io.h5direct import direct_source
+from hyperapp.io.h5util import number, numbers, open_h5
+
+SWATHS = "HDFEOS/SWATHS"
+
+
+def _swath(f) -> str | None:
+    """The swath holding the co-registered cubes (``PRS_L2D_HCO``...), preferring HCO."""
+    if SWATHS not in f:
+        return None
+    names = [n for n in f[SWATHS] if n.startswith("PRS_") and "Data Fields" in f[SWATHS][n]
+             and ("VNIR_Cube" in f[SWATHS][n]["Data Fields"] or "SWIR_Cube" in f[SWATHS][n]["Data Fields"])]
+    names.sort(key=lambda n: (not n.endswith("_HCO"), n))
+    return names[0] if names else None
+
+
+def can_open(path: str | os.PathLike) -> bool:
+    """An HDF-EOS5 file with a ``PRS_*`` swath holding ``VNIR_Cube``/``SWIR_Cube``."""
+    f = open_h5(path)
+    if f is None:
+        return False
+    with f:
+        return _swath(f) is not None and ("List_Cw_Vnir" in f.attrs or "List_Cw_Swir" in f.attrs)
+
+
+def _level(swath: str) -> str:
+    m = re.match(r"PRS_(L[0-9][A-Z]?)_", swath)
+    return m.group(1) if m else "L?"
+
+
+def _attr(f, key: str, p) -> float:
+    v = number(f.attrs.get(key))
+    if v is None:
+        raise CubeFormatError(f"the root attribute {key} is missing (PRISMA's scaling of the cube)", p)
+    return v
+
+
+def open_prisma(path: str | os.PathLike) -> Cube:
+    """Open a PRISMA ``.he5`` lazily as one (rows, cols, bands) float32 cube (see the module's text)."""
+    import h5py
+
+    p = Path(path)
+    f = h5py.File(p, "r")
+    sw = _swath(f)
+    if sw is None:
+        raise CubeFormatError("no PRS_* swath with VNIR_Cube or SWIR_Cube under HDFEOS/SWATHS", p)
+    level = _level(sw)
+    l2 = level.startswith("L2")
+    fields = f[SWATHS][sw]["Data Fields"]
+    parts = []  # (name, dataset, wavelengths, fwhm, flags, gain, offset)
+    for det, key in (("VNIR", "Vnir"), ("SWIR", "Swir")):
+        if f"{det}_Cube" not in fields:
+            continue
+        ds = fields[f"{det}_Cube"]
+        if ds.ndim != 3:
+            raise CubeFormatError(f"{det}_Cube is not 3-D: {ds.shape}", p)
+        if f"List_Cw_{key}" not in f.attrs:
+            raise CubeFormatError(f"the root attribute List_Cw_{key} (the {det} wavelengths) is missing", p)
+        cw = numbers(f.attrs[f"List_Cw_{key}"])
+        if cw.size != ds.shape[1]:
+            raise CubeFormatError(f"{det}_Cube is {ds.shape} (rows, bands, cols), and List_Cw_{key} lists "
+                                  f"{cw.size} wavelengths", p)
+        fw = numbers(f.attrs[f"List_Fwhm_{key}"]) if f"List_Fwhm_{key}" in f.attrs else None
+        fl = numbers(f.attrs[f"List_Cw_{key}_Flags"]) if f"List_Cw_{key}_Flags" in f.attrs else None
+        if l2:
+            lo, hi = _attr(f, f"L2Scale{key}Min", p), _attr(f, f"L2Scale{key}Max", p)
+            gain, offset = (hi - lo) / 65535.0, lo
+        else:
+            sf = _attr(f, f"ScaleFactor_{key}", p)
+            gain, offset = 1.0 / sf, number(f.attrs.get(f"Offset_{key}")) or 0.0
+        parts.append((det, ds, cw, fw, fl, gain, offset))
+    if not parts:
+        raise CubeFormatError(f"the swath {sw} holds neither VNIR_Cube nor SWIR_Cube", p)
+    notes: list[str] = []
+    used = []
+    for det, ds, cw, fw, fl, gain, offset in parts:
+        idx = np.flatnonzero(cw > 0)
+        if idx.size < cw.size:
+            notes.append(f"{cw.size - idx.size} unused {det} bands (wavelength 0) left out")
+        idx = idx[np.argsort(cw[idx], kind="stable")]  # ascending (PRISMA stores VNIR descending)
+        used.append([det, ds, idx, cw, fw, fl, gain, offset])
+    if len(used) == 2:
+        v, s = used
+        kv, ks, note = split_overlap(v[3][v[2]], s[3][s[2]])
+        v[2], s[2] = v[2][kv], s[2][ks]
+        if note:
+            notes.append(note)
+    pieces, wl, fwhm, bad = [], [], [], []
+    for _det, ds, idx, cw, fw, fl, gain, offset in used:
+        n = idx.size
+        pieces.append(Piece(direct_source(ds, p), (0, 2, 1), idx, np.full(n, gain), np.full(n, offset)))
+        wl.append(cw[idx])
+        fwhm.append(fw[idx] if fw is not None and fw.size == cw.size else np.full(n, np.nan))
+        bad.append(fl[idx] == 0 if fl is not None and fl.size == cw.size else np.zeros(n, bool))
+    stack = BandStack(pieces)
+    fwhm_all = np.concatenate(fwhm)
+    geo = _geo(f[SWATHS][sw], stack.shape[:2])
+    if l2:
+        notes.append("reflectance = L2ScaleMin + DN (L2ScaleMax - L2ScaleMin) / 65535, per detector")
+    else:
+        notes.append("radiance = DN / ScaleFactor + Offset, per detector")
+    return Cube(
+        StoredArray(stack, (0, 1, 2)),
+        name=p.stem,
+        path=str(p),
+        wavelengths=np.concatenate(wl),
+        wavelength_units="nm",
+        fwhm=None if np.isnan(fwhm_all).any() else fwhm_all,
+        bad_bands=np.concatenate(bad),
+        interleave="hdf5",
+        geo=geo,
+        product=f"PRISMA {level} {'reflectance' if l2 else 'radiance'} ({sw})",
+        value_units="reflectance (0-1)" if l2 else "radiance (W m-2 sr-1 um-1)",
+        notes=tuple(notes),
+    )
+
+
+def _geo(swath, shape) -> Swath | None:
+    g = swath.get("Geolocation Fields")
+    if g is None:
+        return None
+    for lat, lon in (("Latitude", "Longitude"), ("Latitude_VNIR", "Longitude_VNIR")):
+        if lat in g and lon in g and tuple(g[lat].shape) == tuple(shape) and tuple(g[lon].shape) == tuple(shape):
+            return Swath(g[lat], g[lon])
+    return None
