@@ -87,7 +87,7 @@ def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_
 def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, monkeypatch, tmp_path):
     """Replace hyperapp.detect.run's mask with a recognisable one: whatever the window shows and exports
     must be it (a window that thresholds on its own fails)."""
-    import hyperapp.detect.run as detect
+    import hyperapp.detect.outputs as detect
     import hyperapp.gui.main_window as mw
     from hyperapp.io import open_cube
 
