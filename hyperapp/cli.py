@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     prep = sub.add_parser("prepare-gpu", help="compile every GPU kernel now, into CuPy's on-disk cache, so that no "
                                               "method's first run waits for its compilation")
     prep.add_argument("cubes", nargs="*", metavar="CUBE",
-                      help="your own cubes: every method also runs on a window of each (kernels specialised "
-                           "for their band counts)")
+                      help="cubes whose windows every method also runs on (not needed: no kernel depends on "
+                           "a cube's band count or size)")
 
     smp = sub.add_parser("samples", help="rebuild the sample scenes")
     smp.add_argument("folder", nargs="?", default=None)

@@ -2,9 +2,16 @@
 
 Each algorithm has one ``.cu`` file here, shipped as package data. :func:`get_kernel` reads it with
 :mod:`importlib.resources`, prepends ``#line 1 "<file>"`` so compiler errors point at the real file,
-injects compile-time constants as ``#define`` lines, and compiles it with :class:`cupy.RawModule`.
-Modules are built lazily (never at import) and cached per device and specialisation; CuPy also keeps
-its own on-disk cache of the compiled cubins, so a second process does not recompile.
+injects compile-time constants as ``#define`` lines, and compiles it with :class:`cupy.RawModule`
+(template kernels through their name expressions). Modules are built lazily (never at import) and
+cached per device and specialisation; CuPy also keeps its own on-disk cache of the compiled cubins, so
+a second process does not recompile.
+
+No kernel is specialised on the data's shape: band counts and sizes are runtime arguments, and where a
+kernel needs a size at compile time (registers) it is a template instantiated from a small fixed set
+(padded sizes), so ``prepare-gpu`` compiles every module any cube will need once per installation
+(:func:`hyperapp.batch.prepare_gpu.kernel_variants`). Only constants that never vary with the data (block
+sizes, tunables) are ``#define``s.
 """
 
 from __future__ import annotations

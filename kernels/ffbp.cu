@@ -15,8 +15,10 @@
 //   issuing ~2,500 dependent loads; 0.73 ms for the whole 1024 x 1024 x 64 search on an H100.)
 //   The number of live windows stays on the device (n_in); the host launches enough threads for the
 //   largest possible level and surplus threads exit, so no level needs a host round trip.
-//   Compile-time constants: NB bands, NF features, NH hidden neurons, MEANSTD, SCALE; WPB warps per
-//   block and SCAN_CH (the scans' run length) are tunables.
+//   The network's shape (NB bands, NF features, NH hidden neurons, MEANSTD, SCALE) is a runtime argument
+//   (a Shape), so a cube of a new band count compiles nothing; the networks and the warps' feature rows
+//   live in dynamic shared memory (2 * NET_SIZE + WPB * NF floats). WPB warps per block and SCAN_CH (the
+//   scans' run length) are compile-time tunables, the same for every cube.
 //
 // hyperapp_ffbp_search: the whole search after the statistics in one persistent launch (see there).
 
@@ -239,10 +241,16 @@ __device__ __forceinline__ double box_sum(const double* __restrict__ T, int w1, 
 #ifndef WPB
 #define WPB 4  // windows (warps) per block
 #endif
-#define NET_SIZE (NF * NH + 2 * NH + 1)
+
+// The networks' shape: bands, features, hidden neurons, mean-and-std features, the size-class feature.
+struct Shape {
+    int nb, nf, nh, meanstd, scale;
+    __device__ __forceinline__ int net_size() const { return nf * nh + 2 * nh + 1; }
+};
 
 // What the search needs to judge a window, in one place (the same for every window of a search).
 struct Judge {
+    Shape S;
     int R, C, bs;  // image size, block size
     const float* ref;
     const float* s_net;  // both networks, in shared memory
@@ -258,6 +266,7 @@ struct Judge {
 struct TableSums {
     const double* T1;
     const double* T2;
+    int NB;
     int w1;              // table width
     int r0, c0, r1, c1;  // the window's corners in the table
     __device__ __forceinline__ double2 operator()(int b) const
@@ -271,6 +280,7 @@ struct TableSums {
 struct BlockSums {
     const float* S1;
     const float* S2;
+    int NB;
     int nbc;
     int4 W;
     __device__ __forceinline__ double2 operator()(int b) const
@@ -298,27 +308,27 @@ __device__ __forceinline__ float2 score_window(const Judge& J, const Sums& sums,
                                                float* __restrict__ feat)
 {
     const double n = (double)(min(W.z * J.bs, J.R) - W.x * J.bs) * (double)(min(W.w * J.bs, J.C) - W.y * J.bs);
-#pragma unroll
-    for (int q = 0; q < (NB + 31) / 32; ++q) {  // a fixed trip count: the loads of every pass in flight at once
+    const int NB = J.S.nb, NF = J.S.nf, NH = J.S.nh;
+#pragma unroll 4
+    for (int q = 0; q < (NB + 31) / 32; ++q) {  // no early exit: the loads of four passes in flight at once
         const int b = lane + 32 * q;
-        if (b >= NB) break;
-        const double2 sb = sums(b);
-        const double m = sb.x / n;
-        const double v = sb.y / n - m * m;
-        const float sd = (float)sqrt(v > 0.0 ? v : 0.0);
-#if MEANSTD
-        const int fs = NB + b;
-        feat[b] = 2.0f * ((float)(m + J.ref[b]) - J.fmin[b]) / fmaxf(J.fmax[b] - J.fmin[b], 1e-12f) - 1.0f;
-#else
-        const int fs = b;
-#endif
-        feat[fs] = 2.0f * (sd - J.fmin[fs]) / fmaxf(J.fmax[fs] - J.fmin[fs], 1e-12f) - 1.0f;
+        if (b < NB) {
+            const double2 sb = sums(b);
+            const double m = sb.x / n;
+            const double v = sb.y / n - m * m;
+            const float sd = (float)sqrt(v > 0.0 ? v : 0.0);
+            int fs = b;
+            if (J.S.meanstd) {
+                fs = NB + b;
+                feat[b] = 2.0f * ((float)(m + J.ref[b]) - J.fmin[b]) / fmaxf(J.fmax[b] - J.fmin[b], 1e-12f) - 1.0f;
+            }
+            feat[fs] = 2.0f * (sd - J.fmin[fs]) / fmaxf(J.fmax[fs] - J.fmin[fs], 1e-12f) - 1.0f;
+        }
     }
-#if SCALE
-    if (lane == 0)
+    if (J.S.scale && lane == 0)
         feat[NF - 1] = 2.0f * ((float)cls - J.fmin[NF - 1]) / fmaxf(J.fmax[NF - 1] - J.fmin[NF - 1], 1e-12f) - 1.0f;
-#endif
     __syncwarp();
+    const int NET_SIZE = J.S.net_size();
     float o1 = 0.0f, o2 = 0.0f;
     for (int j = lane; j < 2 * NH; j += 32) {
         const int net = j >= NH;
@@ -407,13 +417,13 @@ __device__ __forceinline__ void judge_listed(const Judge& J, const Sums& sums, i
 }
 
 __device__ __forceinline__ void stage_nets(float* s_net, const float* __restrict__ net1,
-                                           const float* __restrict__ net2)
+                                           const float* __restrict__ net2, int net_size)
 {
-    for (int q = threadIdx.x; q < NET_SIZE; q += blockDim.x) { s_net[q] = net1[q]; s_net[NET_SIZE + q] = net2[q]; }
+    for (int q = threadIdx.x; q < net_size; q += blockDim.x) { s_net[q] = net1[q]; s_net[net_size + q] = net2[q]; }
 }
 
 extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
-    const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
+    int s_nb, int s_nf, int s_nh, int s_meanstd, int s_scale, const double* __restrict__ T1, const double* __restrict__ T2, int R, int C, int bs, int w1,
     const float* __restrict__ ref, int is_root, const int4* __restrict__ win_in, const int* __restrict__ n_in,
     const float* __restrict__ net1, const float* __restrict__ net2,
     const float* __restrict__ fmin, const float* __restrict__ fmax,
@@ -423,19 +433,20 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_level(
     int cap_boxes)
 {
     // One warp per live window of the level (the grid is sized for the largest level possible).
-    __shared__ float s_net[2 * NET_SIZE];
-    __shared__ float s_feat[WPB][NF];
+    const Shape S{s_nb, s_nf, s_nh, s_meanstd, s_scale};
+    extern __shared__ float s_dyn[];  // both networks, then each warp's feature row
+    float* s_net = s_dyn;
     const int live = is_root ? 1 : *n_in;
     if (blockIdx.x * WPB >= live) return;
-    stage_nets(s_net, net1, net2);
+    stage_nets(s_net, net1, net2, S.net_size());
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int i = blockIdx.x * WPB + warp;
     if (i >= live) return;  // after the only block-wide barrier
-    const Judge J{R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
+    const Judge J{S, R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
     const int4 W = is_root ? make_int4(0, 0, (R + bs - 1) / bs, w1 - 1) : win_in[i];
-    const TableSums sums{T1, T2, w1, W.x, W.y, W.z, W.w};
-    judge_listed(J, sums, W, lane, s_feat[warp], win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
+    const TableSums sums{T1, T2, S.nb, w1, W.x, W.y, W.z, W.w};
+    judge_listed(J, sums, W, lane, s_dyn + 2 * S.net_size() + warp * S.nf, win_out, n_out, cap_out, boxes, s1_out, s2_out, n_boxes,
                  cap_boxes);
 }
 
@@ -522,11 +533,11 @@ __device__ __forceinline__ float2 score_in_search(const Judge& J, const SearchTa
                                                   int lane, float* feat)
 {
     if (level <= Q.lc) {
-        const TableSums sums{Q.C1, Q.C2, Q.wc, __ldg(Q.inv_r + W.x), __ldg(Q.inv_c + W.y), __ldg(Q.inv_r + W.z),
+        const TableSums sums{Q.C1, Q.C2, J.S.nb, Q.wc, __ldg(Q.inv_r + W.x), __ldg(Q.inv_c + W.y), __ldg(Q.inv_r + W.z),
                               __ldg(Q.inv_c + W.w)};
         return score_window(J, sums, W, cls, lane, feat);
     }
-    return score_window(J, BlockSums{Q.S1, Q.S2, Q.nbc, W}, W, cls, lane, feat);
+    return score_window(J, BlockSums{Q.S1, Q.S2, J.S.nb, Q.nbc, W}, W, cls, lane, feat);
 }
 
 // Judge window W of level `level` with one warp; lane 0 appends the outcome. (Appending a whole block's
@@ -552,7 +563,7 @@ __device__ __forceinline__ void judge_in_search(const Judge& J, const SearchTabl
 //   read back through L2 (__ldcg). counts[levels + 3] is the barrier; dec and p hold the top's decisions
 //   and scores.
 extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
-    const float* __restrict__ S1, const float* __restrict__ S2, double* C1, double* C2, int lc,
+    int s_nb, int s_nf, int s_nh, int s_meanstd, int s_scale, const float* __restrict__ S1, const float* __restrict__ S2, double* C1, double* C2, int lc,
     const int* __restrict__ rb, const int* __restrict__ cb, const int* __restrict__ inv_r,
     const int* __restrict__ inv_c,
     int nbr, int nbc, int R, int C, int bs, const float* __restrict__ ref, int levels, int top,
@@ -562,8 +573,10 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     const float* __restrict__ t1, int max_class, float t2,
     int4* boxes, float* s1_out, float* s2_out, int cap_boxes, int* __restrict__ out_counts)
 {
-    __shared__ float s_net[2 * NET_SIZE];
-    __shared__ float s_feat[WPB][NF];
+    const Shape S{s_nb, s_nf, s_nh, s_meanstd, s_scale};
+    extern __shared__ float s_dyn[];  // both networks, then each warp's feature row
+    float* s_net = s_dyn;
+    const int NB = S.nb;
     unsigned int* bar = reinterpret_cast<unsigned int*>(counts + levels + 3);
     int* n_boxes = counts + levels + 2;
     unsigned int k = 0;
@@ -591,7 +604,7 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
         C1[o] = acc1;
         C2[o] = acc2;
     }
-    stage_nets(s_net, net1, net2);
+    stage_nets(s_net, net1, net2, S.net_size());
     grid_barrier(bar, ++k * gridDim.x);
     STAMP(3);
     // phase 2: prefix along each row of C (rows 1..nc, columns 1..nc), in place
@@ -613,9 +626,9 @@ extern "C" __global__ void __launch_bounds__(WPB * 32) hyperapp_ffbp_search(
     }
     grid_barrier(bar, ++k * gridDim.x);
     STAMP(5);
-    const Judge J{R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
+    const Judge J{S, R, C, bs, ref, s_net, fmin, fmax, t1, max_class, t2};
     const SearchTables Q{S1, S2, nbc, C1, C2, wc, lc, inv_r, inv_c};
-    float* feat = s_feat[warp];
+    float* feat = s_dyn + 2 * S.net_size() + warp * S.nf;
     // phase 4: every window of levels 0 .. top-1, live or not
     const int n_top = dense_offset(top);
     for (int i = gwarp; i < n_top; i += nwarps) {

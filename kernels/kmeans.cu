@@ -31,9 +31,8 @@
 #ifndef R
 #define R 3
 #endif
-#ifndef NC
-#define NC 2
-#endif
+// NC, the number of ROI classes, is a runtime argument (data, not a setting): the class histograms live
+// in dynamic shared memory (KS * NC ints).
 #define THREADS 256
 #define WARPS (THREADS / 32)
 
@@ -91,10 +90,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 hyperapp_kmeans_subsets(const float* __restrict__ Xt, int n, const int* __restrict__ bands,
                         const float* __restrict__ init, int iters, const signed char* __restrict__ y,
                         float* __restrict__ centres_out, double* __restrict__ inertia_out,
-                        int* __restrict__ counts_out, int* __restrict__ hist_out, int* __restrict__ iters_out) {
+                        int* __restrict__ counts_out, int* __restrict__ hist_out, int* __restrict__ iters_out,
+                        const int NC) {
     __shared__ float c[KS * R];
     __shared__ float red[WARPS][KS * (R + 1)];
-    __shared__ int hist[KS * NC];
+    extern __shared__ int hist[];  // KS * NC
     __shared__ int changed;
     const int s = blockIdx.x;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

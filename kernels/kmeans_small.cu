@@ -29,12 +29,12 @@
 // Ties go to the first centre, as numpy.argmin. Members are listed in no fixed order, which moves a
 // float64 sum by ~1e-16 relative from NumPy's: the float32 centres come out the same.
 //
-// Compile-time: D (dimensions). Dynamic shared memory: 2 k D + k doubles (sums, centres, their
-// squared norms) + 3 k ints (counts, member offsets, fill counters).
+// Dimensions: D is a runtime argument; the template parameter DMAX (8, 16, 32 or 64, from a fixed set,
+// never the data's dimension) is how many coordinates a thread keeps in registers, the rest being zero;
+// DMAX 0 keeps none and reads the coordinates from XT (L1/L2) at each use, for wider points. So no
+// point dimension compiles a kernel of its own. Dynamic shared memory: 2 k D + k doubles (sums,
+// centres, their squared norms) + 3 k ints (counts, member offsets, fill counters).
 
-#ifndef D
-#define D 16
-#endif
 #define THREADS 1024
 #define WARPS (THREADS / 32)
 
@@ -69,27 +69,45 @@ __device__ double block_exclusive_scan(double v, double* warp_tot, double* total
     return (w > 0 ? warp_tot[w - 1] : 0.0) + incl - v;
 }
 
-__device__ __forceinline__ void load_point(const float* __restrict__ XT, int n, int p, float* x) {
+// One thread's point: its coordinates in registers (DMAX > 0; those past D are zero), or where to read them
+template <int DMAX>
+struct Point {
+    float x[DMAX > 0 ? DMAX : 1];
+    const float* __restrict__ XT;
+    int n, p, D;
+    __device__ __forceinline__ void load(const float* __restrict__ XT_, int n_, int p_, int D_) {
+        XT = XT_; n = n_; p = p_; D = D_;
+        if (DMAX > 0) {
 #pragma unroll
-    for (int i = 0; i < D; ++i) x[i] = XT[(size_t)i * n + p];
-}
-
-__device__ __forceinline__ double dot(const float* x, const double* c) {
-    double s = 0.0;
+            for (int i = 0; i < DMAX; ++i) x[i] = i < D ? XT[(size_t)i * n + p] : 0.0f;
+        }
+    }
+    __device__ __forceinline__ float at(int i) const { return DMAX > 0 ? x[i] : XT[(size_t)i * n + p]; }
+    __device__ __forceinline__ double dot(const double* c) const {
+        double s = 0.0;
+        if (DMAX > 0) {
 #pragma unroll
-    for (int i = 0; i < D; ++i) s += (double)x[i] * c[i];
-    return s;
-}
-
-__device__ __forceinline__ double sq_norm(const float* x) {
-    double s = 0.0;
+            for (int i = 0; i < DMAX; ++i)
+                if (i < D) s += (double)x[i] * c[i];
+        } else {
+            for (int i = 0; i < D; ++i) s += (double)at(i) * c[i];
+        }
+        return s;
+    }
+    __device__ __forceinline__ double sq_norm() const {
+        double s = 0.0;
+        if (DMAX > 0) {
 #pragma unroll
-    for (int i = 0; i < D; ++i) s += (double)x[i] * (double)x[i];
-    return s;
-}
+            for (int i = 0; i < DMAX; ++i) s += (double)x[i] * (double)x[i];
+        } else {
+            for (int i = 0; i < D; ++i) s += (double)at(i) * (double)at(i);
+        }
+        return s;
+    }
+};
 
 // centre j := point p (as double), and its squared norm; one warp
-__device__ __forceinline__ void set_centre(const float* __restrict__ XT, int n, int p, double* c, double* cc) {
+__device__ __forceinline__ void set_centre(const float* __restrict__ XT, int n, int D, int p, double* c, double* cc) {
     const int lane = threadIdx.x & 31;
     double q = 0.0;
     for (int i = lane; i < D; i += 32) {
@@ -126,7 +144,7 @@ __device__ void group_members(const int* __restrict__ label, int n, int k, const
 // warp w takes centres c = w, w + WARPS, ...; its lanes walk the centre's members 32 at a time and
 // add in float64 registers, then the warp reduces with shuffles. mode 0: coordinate sums into
 // sums[c * D + i]; mode 1: summed squared distances to the centre cs[c] into sums[c]
-__device__ void member_sums(const float* __restrict__ XT, int n, int k, const int* __restrict__ perm,
+__device__ void member_sums(const float* __restrict__ XT, int n, int D, int k, const int* __restrict__ perm,
                             const int* off, const int* cnt, const double* cs, double* sums, int mode) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     for (int c = w; c < k; c += WARPS) {
@@ -167,12 +185,13 @@ __device__ void member_sums(const float* __restrict__ XT, int n, int k, const in
     }
 }
 
-// XT (D, n): the points, transposed; first: the first centre; u (k - 1): the seeding draws in
+// XT (D, n): the points, transposed, D of them per point; first: the first centre; u (k - 1): the seeding draws in
 // [0, 1); xx, d2 (n doubles), perm (n ints): scratch; C (k, D) out; label (n) out; count (k) out;
 // ssq (k) out: each centre's summed squared member distance (after the last update, to the last
 // assignment)
-extern "C" __global__ void __launch_bounds__(THREADS)
-hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, const double* __restrict__ u,
+template <int DMAX>
+__global__ void __launch_bounds__(THREADS)
+hyperapp_kmeans_small(const float* __restrict__ XT, int n, int D, int k, int first, const double* __restrict__ u,
                       int n_iter, double* __restrict__ xx, double* __restrict__ d2, int* __restrict__ perm,
                       float* __restrict__ C, int* __restrict__ label, int* __restrict__ count,
                       double* __restrict__ ssq) {
@@ -188,16 +207,16 @@ hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, con
     __shared__ int pick;
     __shared__ int moved;
     const int tid = threadIdx.x;
-    float x[D];
+    Point<DMAX> x;
 
     // ---- k-means++ seeding
-    if (tid < 32) set_centre(XT, n, first, cs, cc);
+    if (tid < 32) set_centre(XT, n, D, first, cs, cc);
     __syncthreads();
     for (int p = tid; p < n; p += THREADS) {
-        load_point(XT, n, p, x);
-        const double q = sq_norm(x);
+        x.load(XT, n, p, D);
+        const double q = x.sq_norm();
         xx[p] = q;
-        d2[p] = fmax(q - 2.0 * dot(x, cs) + cc[0], 0.0);
+        d2[p] = fmax(q - 2.0 * x.dot(cs) + cc[0], 0.0);
     }
     const int chunk = (n + THREADS - 1) / THREADS;
     const int lo = min(n, tid * chunk), hi = min(n, lo + chunk);
@@ -225,12 +244,12 @@ hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, con
             pick = min((int)(u[j - 1] * n), n - 1);
         }
         __syncthreads();
-        if (tid < 32) set_centre(XT, n, pick, cs + (size_t)j * D, cc + j);
+        if (tid < 32) set_centre(XT, n, D, pick, cs + (size_t)j * D, cc + j);
         __syncthreads();
         const double* c = cs + (size_t)j * D;
         for (int p = tid; p < n; p += THREADS) {
-            load_point(XT, n, p, x);
-            d2[p] = fmin(d2[p], fmax(xx[p] - 2.0 * dot(x, c) + cc[j], 0.0));
+            x.load(XT, n, p, D);
+            d2[p] = fmin(d2[p], fmax(xx[p] - 2.0 * x.dot(c) + cc[j], 0.0));
         }
     }
     __syncthreads();
@@ -243,11 +262,11 @@ hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, con
         __syncthreads();
         for (int p = tid; p < n; p += THREADS) {
             // the arg-min needs only ||c||^2 - 2 x.c (||x||^2 is the same for every centre)
-            load_point(XT, n, p, x);
-            double best = cc[0] - 2.0 * dot(x, cs);
+            x.load(XT, n, p, D);
+            double best = cc[0] - 2.0 * x.dot(cs);
             int arg = 0;
             for (int c = 1; c < k; ++c) {
-                const double v = cc[c] - 2.0 * dot(x, cs + (size_t)c * D);
+                const double v = cc[c] - 2.0 * x.dot(cs + (size_t)c * D);
                 if (v < best) {
                     best = v;
                     arg = c;
@@ -258,7 +277,7 @@ hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, con
         }
         __syncthreads();
         group_members(label, n, k, cnt, off, fill, perm);
-        member_sums(XT, n, k, perm, off, cnt, cs, sums, 0);
+        member_sums(XT, n, D, k, perm, off, cnt, cs, sums, 0);
         __syncthreads();
         // new centres (rounded to float32, as the host path keeps them); an emptied centre stays where
         // it was; converged when every coordinate moved at most 1e-8 + 1e-5 |old| (numpy.allclose's
@@ -289,7 +308,7 @@ hyperapp_kmeans_small(const float* __restrict__ XT, int n, int k, int first, con
         __syncthreads();
         group_members(label, n, k, cnt, off, fill, perm);
     }
-    member_sums(XT, n, k, perm, off, cnt, cs, sums, 1);
+    member_sums(XT, n, D, k, perm, off, cnt, cs, sums, 1);
     __syncthreads();
     for (int i = tid; i < k * D; i += THREADS) C[i] = (float)cs[i];
     for (int i = tid; i < k; i += THREADS) {

@@ -10,16 +10,18 @@
 // errors of the output and hidden layers; (c) one thread per weight sums its gradient over the batch
 // (no atomics) and applies the Adam update. At the end of each epoch the block reduces the weighted
 // validation error, keeps the best weights and stops after `patience` epochs without improvement.
-// Compile-time constants: NF inputs, NH hidden neurons. Epoch permutations come from the host RNG, so
-// the sequence of mini-batches is the NumPy path's.
+// NF inputs is a runtime argument (it follows the cube's band count, which must compile nothing new);
+// NH hidden neurons is the template parameter (a model parameter). Epoch permutations come from the
+// host RNG, so the sequence of mini-batches is the NumPy path's.
 
 #define THREADS 256
 #define NP (NF * NH + 2 * NH + 1)  // U (NF x NH, row f), b (NH), w (NH), b0
 #define OFF_B (NF * NH)
 #define OFF_W (NF * NH + NH)
 
+template <int NH>
 __device__ __forceinline__ float mlp_forward(const float* __restrict__ x, const float* __restrict__ P,
-                                             float* __restrict__ h)
+                                             float* __restrict__ h, const int NF)
 {
     float o = P[NP - 1];
 #pragma unroll 4
@@ -32,8 +34,9 @@ __device__ __forceinline__ float mlp_forward(const float* __restrict__ x, const 
     return tanhf(o);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
-    const float* __restrict__ X, const float* __restrict__ t, const float* __restrict__ sw,
+template <int NH>
+__global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
+    const int NF, const float* __restrict__ X, const float* __restrict__ t, const float* __restrict__ sw,
     const int* __restrict__ perm, int n_tr, const int* __restrict__ ev, int n_ev,
     int batch, int epochs, int patience, float lr,
     const float* __restrict__ init, float* __restrict__ adam, float* __restrict__ best_out,
@@ -66,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
             }
             __syncthreads();
             for (int s = tid; s < nb; s += THREADS) {
-                const float o = mlp_forward(Xb + s * NF, P, h);
+                const float o = mlp_forward<NH>(Xb + s * NF, P, h, NF);
                 const int idx = pe[i0 + s];
                 const float go = 2.f * sw[idx] * (o - t[idx]) / nb * (1.f - o * o);
                 GO[s] = go;
@@ -101,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
         float acc = 0.f;
         for (int s = tid; s < n_ev; s += THREADS) {
             const int idx = ev[s];
-            const float o = mlp_forward(X + (long long)idx * NF, P, h);
+            const float o = mlp_forward<NH>(X + (long long)idx * NF, P, h, NF);
             acc += sw[idx] * (o - t[idx]) * (o - t[idx]);
         }
         red[tid] = acc;

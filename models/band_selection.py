@@ -131,7 +131,7 @@ def subset_kmeans_gpu(Xt, subsets: np.ndarray, init: np.ndarray, iters: int, y, 
     S, r = subsets.shape
     k = init.shape[1]
     nc = max(n_classes, 1)
-    fn = get_kernel("kmeans", "hyperapp_kmeans_subsets", {"KS": k, "R": r, "NC": nc})
+    fn = get_kernel("kmeans", "hyperapp_kmeans_subsets", {"KS": k, "R": r})  # the classes: a runtime argument
     n = Xt.shape[1]
     centres = cupy.empty((S, k, r), cupy.float32)
     inertia = cupy.empty(S, cupy.float64)
@@ -139,7 +139,8 @@ def subset_kmeans_gpu(Xt, subsets: np.ndarray, init: np.ndarray, iters: int, y, 
     hist = cupy.empty((S, k, nc), cupy.int32)
     it = cupy.empty(S, cupy.int32)
     fn((S,), (256,), (cupy.ascontiguousarray(Xt), np.int32(n), cupy.asarray(subsets, cupy.int32),
-                      cupy.asarray(init, cupy.float32), np.int32(iters), y, centres, inertia, counts, hist, it))
+                      cupy.asarray(init, cupy.float32), np.int32(iters), y, centres, inertia, counts, hist, it,
+                      np.int32(nc)), shared_mem=k * nc * 4)
     return centres, inertia, counts, hist[:, :, :n_classes], it
 
 

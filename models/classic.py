@@ -74,6 +74,48 @@ def whitened_rows(z, s, mode: int):
     return ace_from_products(z @ s, sq, s @ s)
 
 
+#: ACE and RX on the GPU through :func:`quad_rows` (one kernel reading the cube once); False: the cuBLAS GEMM
+#: into a whitened copy, then :func:`whitened_rows` (kept for comparison)
+FUSED_QUAD = True
+
+
+def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
+    """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
+    (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
+    for the whitened target s: one kernel (``kernels/quadform.cu``) reads each pixel once, the whitened
+    rows never stored; ``tri``: U is upper triangular (an inverse Cholesky factor), half the FMAs."""
+    import cupy
+
+    from hyperapp.core.backend import device_attributes
+    from hyperapp.kernels import get_kernel
+
+    P = cupy.ascontiguousarray(P, dtype=cupy.float32)
+    n, nb = P.shape
+    out = cupy.empty(n, cupy.float32)
+    if n == 0:
+        return out
+    U = cupy.ascontiguousarray(U, dtype=cupy.float32)
+    v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
+    blocks = max(1, min(-(-n // 128), 8 * int(device_attributes().get("MultiProcessorCount", 80))))
+    get_kernel("quadform", "hyperapp_quad_rows")(
+        (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
+                            cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
+                            np.float32(ss), np.int32(mode), out))
+    return out
+
+
+def upper_triangular(W) -> bool:
+    """Whether the (host) matrix is upper triangular to rounding (what :func:`quad_rows`' ``tri`` needs)."""
+    W = np.asarray(W)
+    return W.ndim == 2 and W.shape[0] == W.shape[1] and \
+        float(np.abs(np.tril(W, -1)).max(initial=0.0)) <= 1e-12 * float(np.abs(W).max(initial=0.0))
+
+
+def _fused(P, W) -> bool:
+    xp = get_namespace(P)
+    return FUSED_QUAD and xp is not np and P.dtype == xp.float32 and W.dtype == xp.float32
+
+
 def ace_from_products(dot, sq, ss):
     """ACE from a whitened pixel's product with the whitened target (``dot`` = z.s), its own z.z
     (``sq``) and the target's s.s (``ss``), as ``spectral.ace``: dot^2 / (ss sq), clipped to [0, 1],
@@ -150,6 +192,7 @@ class _WhitenedDetector(PixelDetector):
                 type(self).__name__, type(self).__name__))
             self.s_ = s.astype(dtype)
             self.s_host_ = to_host(self.s_)  # the kernel takes s.s as a host scalar
+            self.v_ = (stats.sqrt_inv_cov @ s).astype(dtype)  # W s: ACE's z.s = (x - mu) . v
             # MF's filter folded into one vector: z.s / s.s = (x - mu) . (W s / s.s)
             self.w_mf_ = (stats.sqrt_inv_cov @ s / (s @ s)).astype(dtype)
         return self
@@ -184,6 +227,11 @@ class ACE(_WhitenedDetector):
         pass
 
     def _score_chunk(self, P):
+        if _fused(P, self.W_):
+            s = self.s_host_.astype(np.float64)
+            v = getattr(self, "v_", None)  # (models saved before it have none)
+            return quad_rows(P, self.mu_, self.W_, ACE_MODE, v=self.W_ @ get_namespace(P).asarray(self.s_host_)
+                             if v is None else v, ss=float(s @ s))
         return whitened_rows(self._whiten(P), self.s_host_, ACE_MODE)
 
 
@@ -196,6 +244,8 @@ class RX(_WhitenedDetector):
         pass
 
     def _score_chunk(self, P):
+        if _fused(P, self.W_):
+            return quad_rows(P, self.mu_, self.W_, RX_MODE)
         return whitened_rows(self._whiten(P), None, RX_MODE)
 
 

@@ -76,9 +76,16 @@ def _pack(ann):
 TIMING = False  # a profiling build: the kernels stamp each phase's start (scripts/profile_ffbp.py)
 
 
-def _stat_defines(B: int) -> dict:
-    """Compile-time constants of the statistics kernels (the network sizes do not matter to them)."""
-    return {"NB": B, "NF": 1, "NH": 1, "MEANSTD": 0, "SCALE": 0, "FFBP_TIMING": int(TIMING)}
+def _stat_defines(B: int | None = None) -> dict:
+    """Compile-time constants of ``kernels/ffbp.cu``: tunables only, the same for every cube and network
+    (``B`` is ignored: the band count, like the networks' shape, is a runtime argument), so one module
+    serves every search and ``prepare-gpu`` compiles it once."""
+    return {"FFBP_TIMING": int(TIMING), "SCAN_CH": SCAN_CH, "WPB": WPB}
+
+
+def kernel_variants() -> list[tuple[str, dict]]:
+    """(module, defines) of ``kernels/ffbp.cu`` as the searches build it: what ``prepare-gpu`` compiles."""
+    return [("ffbp", _stat_defines())]
 
 
 def _scan_into(S, T) -> None:
@@ -122,9 +129,9 @@ def blocks_per_sm(model) -> int:
     PERSISTENT_BLOCKS_PER_SM, capped by what the occupancy calculator allows for this build of the kernel."""
     import cupy
 
-    kernel = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
+    kernel, smem = _net_kernel("hyperapp_ffbp_search", model)
     function = getattr(kernel, "kernel", kernel)  # a RawKernel's driver function
-    fits = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, WPB * 32, 0)
+    fits = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, WPB * 32, smem)
     if fits < 1:
         raise RuntimeError("the FFBP search kernel cannot be resident on this GPU")
     return min(PERSISTENT_BLOCKS_PER_SM, fits)
@@ -261,11 +268,32 @@ def _nets(model):
     return cache["nets"]
 
 
-def _defines(model) -> dict:
+def _defines(model=None) -> dict:
+    """The module's compile-time constants (:func:`_stat_defines`; the model's shape is not among them)."""
+    return _stat_defines()
+
+
+def _shape(model) -> tuple[np.int32, ...]:
+    """The kernels' runtime network shape: bands, features, hidden neurons, mean-and-std, size class."""
     B = int(model.n_bands_)
     nf = (2 * B if model.features == "meanstd" else B) + (1 if model.use_scale else 0)
-    return {"NB": B, "NF": nf, "NH": int(model.n_hidden), "MEANSTD": int(model.features == "meanstd"),
-            "SCALE": int(model.use_scale), "FFBP_TIMING": int(TIMING), "SCAN_CH": SCAN_CH, "WPB": WPB}
+    return tuple(np.int32(v) for v in (B, nf, int(model.n_hidden), int(model.features == "meanstd"),
+                                       int(model.use_scale)))
+
+
+def _net_smem(model) -> int:
+    """Dynamic shared memory of the level and search kernels: both networks and each warp's features."""
+    _, nf, nh, _, _ = (int(v) for v in _shape(model))
+    return (2 * (nf * nh + 2 * nh + 1) + WPB * nf) * 4
+
+
+def _net_kernel(name: str, model):
+    """The level or search kernel, allowed the dynamic shared memory this model's networks need."""
+    kernel = get_kernel("ffbp", name, _defines())
+    smem = _net_smem(model)
+    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem
+    return kernel, smem
 
 
 def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
@@ -276,7 +304,7 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
 
     R, C, B = X.shape
     nbr, nbc = st.nb
-    search = get_kernel("ffbp", "hyperapp_ffbp_search", _defines(model))
+    search, smem = _net_kernel("hyperapp_ffbp_search", model)
     net1, net2, fmin, fmax, t1 = _nets(model)
     levels = _levels(nbr, nbc)
     wb = _buffers(model, nbr, nbc, levels)
@@ -284,12 +312,12 @@ def _launch_persistent(model, X, st, out=None) -> tuple[dict, int]:
     _block_stats_into(X, st.bs, st.ref, st.S1, st.S2, _stat_defines(B), zero=wb["counts"])
     grid = int(device_attributes()["MultiProcessorCount"]) * blocks_per_sm(model)
     search((grid,), (WPB * 32,),
-           (st.S1, st.S2, wb["C1"], wb["C2"], np.int32(wb["lc"]), wb["rb"], wb["cb"], wb["inv_r"], wb["inv_c"],
+           (*_shape(model), st.S1, st.S2, wb["C1"], wb["C2"], np.int32(wb["lc"]), wb["rb"], wb["cb"], wb["inv_r"], wb["inv_c"],
             np.int32(nbr), np.int32(nbc), np.int32(R), np.int32(C),
             np.int32(st.bs), st.ref, np.int32(levels), np.int32(_top(levels)), wb["bufs"][0], wb["bufs"][1],
             wb["counts"], np.int32(wb["cap"]), wb["dec"], wb["p_top"], net1, net2, fmin, fmax, t1,
             np.int32(model.max_class_), np.float32(model.t2_), boxes, s1, s2, np.int32(wb["box_cap"]),
-            out_counts))
+            out_counts), shared_mem=smem)
     return wb, levels
 
 
@@ -297,7 +325,7 @@ def _launch_levels(model, st) -> tuple[dict, int]:
     """Every level of the tree, one launch each (the eager form kept for comparison)."""
     nbr, nbc = st.nb
     R, C = st.shape
-    k = get_kernel("ffbp", "hyperapp_ffbp_level", _defines(model))
+    k, smem = _net_kernel("hyperapp_ffbp_level", model)
     net1, net2, fmin, fmax, t1 = _nets(model)
     levels = _levels(nbr, nbc)
     wb = _buffers(model, nbr, nbc, levels)
@@ -306,11 +334,11 @@ def _launch_levels(model, st) -> tuple[dict, int]:
     for lev in range(levels + 1):
         most = min(4 ** lev, cap)
         k(((most + WPB - 1) // WPB,), (WPB * 32,),
-          (st.T1, st.T2, np.int32(R), np.int32(C), np.int32(st.bs), np.int32(nbc + 1), st.ref,
+          (*_shape(model), st.T1, st.T2, np.int32(R), np.int32(C), np.int32(st.bs), np.int32(nbc + 1), st.ref,
            np.int32(lev == 0), bufs[lev % 2], counts[lev:lev + 1],
            net1, net2, fmin, fmax, t1, np.int32(model.max_class_), np.float32(model.t2_),
            bufs[(lev + 1) % 2], counts[lev + 1:lev + 2], np.int32(cap), wb["boxes"], wb["s1"], wb["s2"],
-           counts[levels + 2:levels + 3], np.int32(box_cap)))
+           counts[levels + 2:levels + 3], np.int32(box_cap)), shared_mem=smem)
     return wb, levels
 
 

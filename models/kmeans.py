@@ -40,6 +40,21 @@ class SmallKMeans(NamedTuple):
 SMALL_SHARED_BYTES = 48 * 1024
 
 
+#: points a thread of ``kernels/kmeans_small.cu`` keeps in registers: the template instantiations, a fixed
+#: set whatever the data's dimension (0: none, the coordinates read at each use, for wider points)
+SMALL_DMAX = (8, 16, 32, 64, 0)
+
+
+def _small_dmax(dim: int) -> int:
+    return next((d for d in SMALL_DMAX if d and dim <= d), 0)
+
+
+def small_kernel_variants() -> list[tuple[str, tuple[str, ...]]]:
+    """(module, name expressions) of every instantiation :func:`kmeans_small` may launch: what
+    ``prepare-gpu`` compiles."""
+    return [("kmeans_small", (f"hyperapp_kmeans_small<{d}>",)) for d in SMALL_DMAX]
+
+
 def _small_shared(k: int, dim: int) -> int:
     return (2 * k * dim + k) * 8 + 12 * k
 
@@ -117,8 +132,9 @@ def _kmeans_small_gpu(X, k: int, n_iter: int, first: int, u) -> SmallKMeans:
     scratch = cupy.empty((2, n), cupy.float64)
     perm = cupy.empty(n, cupy.int32)
     u_d = cupy.asarray(np.ascontiguousarray(u, np.float64) if len(u) else np.zeros(1))
-    get_kernel("kmeans_small", "hyperapp_kmeans_small", {"D": dim})(
-        (1,), (1024,), (XT, np.int32(n), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
+    expr = f"hyperapp_kmeans_small<{_small_dmax(dim)}>"
+    get_kernel("kmeans_small", expr, name_expressions=(expr,))(
+        (1,), (1024,), (XT, np.int32(n), np.int32(dim), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
                         scratch[1], perm, C, labels, counts, ssq), shared_mem=_small_shared(k, dim))
     return SmallKMeans(C, labels.astype(cupy.int64), counts, ssq)
 

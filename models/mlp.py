@@ -136,11 +136,12 @@ class TansigMLP:
         adam = cupy.empty(2 * npar, cupy.float32)
         best = cupy.empty(npar, cupy.float32)
         result = cupy.zeros(2, cupy.float32)
-        kern = get_kernel("mlp", "hyperapp_mlp_train", {"NF": m, "NH": k})
+        expr = f"hyperapp_mlp_train<{k}>"
+        kern = get_kernel("mlp", expr, name_expressions=(expr,))
         smem = _gpu_smem(m, k, batch)
         if smem > 48 * 1024:
             kern.max_dynamic_shared_size_bytes = smem
-        kern((1,), (256,), (cupy.ascontiguousarray(X), cupy.ascontiguousarray(t.astype(cupy.float32)),
+        kern((1,), (256,), (np.int32(m), cupy.ascontiguousarray(X), cupy.ascontiguousarray(t.astype(cupy.float32)),
                             cupy.ascontiguousarray(sw.astype(cupy.float32)), cupy.asarray(perms), np.int32(len(tr)),
                             cupy.asarray(np.asarray(ev, np.int32)), np.int32(len(ev)), np.int32(batch),
                             np.int32(self.epochs), np.int32(self.patience), np.float32(self.learning_rate),
@@ -157,6 +158,13 @@ class TansigMLP:
         return self
 
 GPU_SMEM_LIMIT = 200 * 1024
+
+
+def kernel_variants(hidden: tuple[int, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, name expressions) of the training kernel for networks of these hidden-layer sizes (the
+    band count is a runtime argument; the hidden layer's size is the template's): what ``prepare-gpu``
+    compiles for the FFBP detector's default networks."""
+    return [("mlp", tuple(f"hyperapp_mlp_train<{int(h)}>" for h in hidden))]
 
 
 def _gpu_smem(m: int, k: int, batch: int) -> int:

@@ -1,9 +1,10 @@
 """GPU inference of the RBFN: the fused CUDA kernel, and tiled scoring of cubes larger than GPU memory.
 
-The kernel (``kernels/rbfn.cu``) is specialised at compile time on (bands, whitened dimensions,
-neurons, diagonal whitening, normalisation), so every loop is unrolled and every weight is an FFMA
-operand read from constant memory. The network's parameters are copied into the module's constant
-symbols only when a different network was last loaded there.
+The kernel (``kernels/rbfn.cu``) is a template over a small fixed set of shapes: the whitened
+dimensions padded to one of :data:`K4_SET`, the hidden neurons to one of :data:`NH_SET`, diagonal
+whitening and normalisation. The band count is a runtime argument, so a cube of a new sensor needs no
+compilation (:func:`kernel_variants` lists what ``prepare-gpu`` compiles once per installation). The
+network's parameters (padded with zeros) go up in one buffer the kernel stages into shared memory.
 """
 
 from __future__ import annotations
@@ -14,78 +15,114 @@ from hyperapp.core.backend import device_attributes
 from hyperapp.kernels import get_module
 
 WARPS = 4
-MAX_REGISTER_VALUES = 96  # z[K] + d[NH] kept in registers
+MAX_REGISTER_VALUES = 96  # z[K4] + d[NH] kept in registers
 DIRECT_MIN_BANDS = 128  # wider pixels skip the shared-memory staging (see default_variant)
-_loaded: dict[int, tuple] = {}
+#: the whitened dimensions' padded sizes (dense whitening) and the hidden layer's: every network is scored
+#: by the instantiation of the next sizes up (pads are zero, a padded neuron's output weight is 0)
+K4_SET = (8, 16, 32, 64)
+NH_SET = (4, 8, 16, 32, 48, 64, 80)
+#: (variant, K4, NH, DIAG, NORM) of what a default RBFN may launch on any cube: whitened PCA-16 (PCA-8 and
+#: less below 9 bands, which never take the direct kernel), 32 neurons, normalised spectra; and the
+#: thesis's scaling (per-band, not normalised; ``prepare-gpu`` runs it with the default 32 neurons)
+DEFAULT_SHAPES = (("staged", 16, 32, 0, 1), ("direct", 16, 32, 0, 1), ("staged", 8, 32, 0, 1),
+                  ("staged", 0, 32, 1, 0))
+
+
+def _pad(v: int, sizes: tuple[int, ...]) -> int | None:
+    return next((s for s in sizes if s >= v), None)
 
 
 def _dims(model) -> tuple[int, int, int, int, int]:
+    """(bands, padded whitened dimensions (0 for diagonal whitening), padded neurons, diagonal, normalise);
+    a padded size is None where the network is larger than every instantiation."""
     nb = int(model.n_bands_)
-    nh = int(model.centres_.shape[0])
+    nh = _pad(int(model.centres_.shape[0]), NH_SET)
     diag = 1 if model.diagonal_ else 0
-    k = int(model.centres_.shape[1])
-    return nb, k, nh, diag, 1 if model.normalize else 0
+    k4 = 0 if diag else _pad(int(model.centres_.shape[1]), K4_SET)
+    return nb, k4, nh, diag, 1 if model.normalize else 0
+
+
+def _nbp(nb: int) -> int:
+    return (nb + 3) // 4 * 4
 
 
 def _stride(nb: int) -> int:
-    if nb % 4 == 0:
-        return nb + 4 if nb % 8 == 0 else nb + 8
-    return nb + 1 if nb % 2 == 0 else nb
+    """Floats per staged pixel row: the row rounded up to 4, then to 4 modulo 8 (conflict-free float4 reads)."""
+    p = _nbp(nb)
+    return p + 4 if p % 8 == 0 else p + 8
 
 
-def _k4(k: int) -> int:
-    return (k + 3) // 4 * 4
+def _param_floats(nb: int, k4: int, nh: int, diag: int) -> int:
+    nbp = _nbp(nb)
+    if diag:
+        return nh * nbp + 2 * nbp + 2 * nh + 4
+    return nbp * k4 + nh * k4 + k4 + 2 * nh + 4
 
 
-def _smem_bytes(model) -> int:
-    nb, k, nh, diag, _ = _dims(model)
-    params = (0 if diag else nb * _k4(k)) + nh * _k4(k)
-    return (params + 2 * WARPS * 32 * _stride(nb)) * 4  # two tile buffers per warp
+def _smem_bytes(model, variant: str = "staged") -> int:
+    nb, k4, nh, diag, _ = _dims(model)
+    params = _param_floats(nb, k4, nh, diag) * 4
+    return params if variant == "direct" else params + 2 * WARPS * 32 * _stride(nb) * 4  # two tiles per warp
 
 
 def fused_fits(model) -> bool:
-    """Whether the network fits the fused kernel (shared memory and registers)."""
-    nb, k, nh, diag, _ = _dims(model)
-    regs = nh + (0 if diag else _k4(k))
-    return regs <= MAX_REGISTER_VALUES and _smem_bytes(model) <= _smem_limit()
+    """Whether the network fits the fused kernel (an instantiation, registers, and shared memory: the
+    staged kernel's tiles, or for dense whitening only its parameters, :func:`default_variant`)."""
+    nb, k4, nh, diag, _ = _dims(model)
+    if nh is None or k4 is None:
+        return False
+    return nh + k4 <= MAX_REGISTER_VALUES and _smem_bytes(model, default_variant(model)) <= _smem_limit()
 
 
 def _smem_limit() -> int:
     return int(device_attributes().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
 
 
-_KERNELS: dict[tuple, tuple] = {}
+def _expression(variant: str, k4: int, nh: int, diag: int, norm: int) -> str:
+    b = ("false", "true")
+    if variant == "direct":
+        return f"hyperapp_rbfn_score_direct<{k4}, {nh}, {b[norm]}>"
+    return f"hyperapp_rbfn_score<{k4}, {nh}, {b[diag]}, {b[norm]}>"
+
+
+def kernel_variants() -> list[tuple[str, tuple[str, ...]]]:
+    """(module, name expressions) of every instantiation a default network needs on any cube: what
+    ``prepare-gpu`` compiles."""
+    return [("rbfn", (_expression(*shape),)) for shape in DEFAULT_SHAPES]
+
+
+#: (instantiation, device) -> [kernel, the dynamic shared memory it is allowed]
+_KERNELS: dict[tuple, list] = {}
 
 
 def default_variant(model) -> str:
-    """``"direct"`` (no pixel staging) for dense whitening of wide pixels, else ``"staged"``."""
-    nb, _, _, diag, _ = _dims(model)
-    return "direct" if (not diag and nb % 4 == 0 and nb > DIRECT_MIN_BANDS) else "staged"
+    """``"direct"`` (no pixel staging) for dense whitening of wide pixels (or where the staged tiles would
+    not fit in shared memory), else ``"staged"``."""
+    nb, k4, nh, diag, _ = _dims(model)
+    if diag:
+        return "staged"
+    wide = nb > DIRECT_MIN_BANDS or (k4 is not None and nh is not None and _smem_bytes(model) > _smem_limit())
+    return "direct" if wide else "staged"
 
 
 def _kernel(model, variant: str = "staged"):
-    """(kernel, dynamic shared memory, device parameter buffer), kernels cached per module and variant."""
-    nb, k, nh, diag, norm = _dims(model)
-    module = get_module("rbfn", {"NB": nb, "K": k, "NH": nh, "DIAG": diag, "NORM": norm})
-    key = (id(module), variant)
-    if key not in _KERNELS:
-        if variant == "direct":
-            kern = module.get_function("hyperapp_rbfn_score_direct_f32")
-            smem = ((0 if diag else nb * _k4(k)) + nh * _k4(k)) * 4
-        else:
-            kern = module.get_function("hyperapp_rbfn_score_f32")
-            smem = _smem_bytes(model)
-        if smem > 48 * 1024:
-            kern.max_dynamic_shared_size_bytes = smem
-        _KERNELS[key] = (kern, smem)
-    kern, smem = _KERNELS[key]
-    return kern, smem, _upload(model, module)
+    """(kernel, dynamic shared memory, device parameter buffer); each instantiation is its own module
+    (compiled once, then from CuPy's on-disk cache)."""
+    nb, k4, nh, diag, norm = _dims(model)
+    expr = _expression(variant, k4, nh, diag, norm)
+    smem = _smem_bytes(model, variant)
+    import cupy
 
-
-def _pad_cols(a: np.ndarray, k4: int) -> np.ndarray:
-    out = np.zeros((a.shape[0], k4), dtype=np.float32)
-    out[:, : a.shape[1]] = a
-    return out
+    key = (expr, cupy.cuda.runtime.getDevice())
+    entry = _KERNELS.get(key)
+    if entry is None:
+        entry = _KERNELS[key] = [get_module("rbfn", None, (expr,)).get_function(expr), 48 * 1024]
+    # one kernel serves every band count, so its shared-memory allowance only ever grows (lowering it
+    # for a narrower cube made the next launch for a wider one fail with an invalid argument)
+    if smem > entry[1]:
+        entry[0].max_dynamic_shared_size_bytes = smem
+        entry[1] = smem
+    return entry[0], smem, _upload(model, nb, k4, nh, diag)
 
 
 def _same(a, b) -> bool:
@@ -105,40 +142,44 @@ def _host_values(model) -> tuple[np.ndarray, ...]:
     return tuple(v.astype(np.float32) for v in to_host_together(list(arrays), np.float64))
 
 
-def _upload(model, module):
-    """Copy the small vectors into the module's constant symbols (skipped when already there) and
-    return the device buffer [A | U] the kernel stages into shared memory.
-
-    Everything is laid out on the host and goes up in one copy; the constants are then copied from
-    that buffer into their symbols on the device (a dozen small device operations each cost the live
-    click 13-20 us of host time)."""
+def _upload(model, nb: int, k4: int, nh: int, diag: int):
+    """The device buffer of the network's parameters in the kernel's layout (``kernels/rbfn.cu``), laid
+    out on the host and copied up once per fitted model (kept with the model)."""
     import cupy
 
     # the fitted arrays themselves, compared by identity (a fit makes new ones), and the bias by value:
     # the token holds them alive, so no later model's arrays can take their ids or device pointers
     token = (model.weights_, model.centres_, model.gamma_, model.mean_, model.proj_, float(model.bias_))
     cached = model.__dict__.get("_gpu_params")
-    if cached is not None and _same(cached[0], token) and _same(_loaded.get(id(module)), token):
+    if cached is not None and _same(cached[0], token) and cached[2] == (nb, k4, nh, diag):
         return cached[1]
-    diag = model.diagonal_
-    k4 = _k4(model.centres_.shape[1])
     w, centres, gamma, mean, proj = _host_values(model)
-    shift = np.zeros(k4, np.float32)
-    shift[: proj.shape[1]] = -(mean.astype(np.float32) @ proj.astype(np.float32))
-    U = _pad_cols(centres, k4)
-    params = U.ravel() if diag else np.concatenate([_pad_cols(proj, k4).ravel(), U.ravel()])
-    consts = {"c_shift": shift, "c_gamma": gamma, "c_w": w, "c_bias": np.array([model.bias_])}
+    nbp = _nbp(nb)
+    m = centres.shape[0]
+    width = nbp if diag else k4
+    U = np.zeros((nh, width), np.float32)
+    U[:m, : centres.shape[1]] = centres
+    g = np.zeros(nh, np.float32)
+    g[:m] = gamma
+    wp = np.zeros(nh, np.float32)
+    wp[:m] = w
+    bias = np.array([model.bias_, 0, 0, 0], np.float32)
     if diag:
-        consts["c_A"] = np.diag(proj)
-    host = [params] + [np.ascontiguousarray(v, np.float32).ravel() for v in consts.values()]
-    dev = cupy.asarray(np.concatenate(host).astype(np.float32, copy=False))
-    i = params.size
-    for name, v in zip(consts, host[1:]):
-        module.get_global(name).copy_from_device_async(dev[i:i + v.size].data, v.nbytes)
-        i += v.size
-    params = dev[:params.size]
-    _loaded[id(module)] = token
-    model.__dict__["_gpu_params"] = (token, params)
+        a = np.zeros(nbp, np.float32)
+        a[:nb] = np.diag(proj)
+        shift = np.zeros(nbp, np.float32)
+        shift[:nb] = -(mean.astype(np.float32) * a[:nb])
+        parts = [U.ravel(), a, shift]
+    else:
+        A = np.zeros((nbp, k4), np.float32)
+        A[:nb, : proj.shape[1]] = proj
+        shift = np.zeros(k4, np.float32)
+        shift[: proj.shape[1]] = -(mean.astype(np.float32) @ proj.astype(np.float32))
+        parts = [A.ravel(), U.ravel(), shift]
+    host = np.concatenate(parts + [g, wp, bias]).astype(np.float32, copy=False)
+    assert host.size == _param_floats(nb, k4, nh, diag)
+    params = cupy.asarray(host)
+    model.__dict__["_gpu_params"] = (token, params, (nb, k4, nh, diag))
     return params
 
 
@@ -158,7 +199,7 @@ def score_fused(model, P, variant: str | None = None):
     if variant == "direct":
         per_sm = max(1, min(16, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
         blocks = int(min((n + 127) // 128, attrs["MultiProcessorCount"] * per_sm))
-        kern((blocks,), (128,), (P, np.int64(n), params, out), shared_mem=smem)
+        kern((blocks,), (128,), (P, np.int64(n), np.int32(P.shape[1]), params, out), shared_mem=smem)
         return out
     ntiles = (n + 31) // 32
     # a persistent grid: exactly as many blocks as fit on the GPU at once, so each warp walks many tiles
@@ -166,5 +207,6 @@ def score_fused(model, P, variant: str | None = None):
     # copy of the next tile rarely overlapped anything)
     per_sm = max(1, min(8, int(attrs["MaxSharedMemoryPerMultiprocessor"]) // (smem + 1024)))
     blocks = int(min((ntiles + WARPS - 1) // WARPS, attrs["MultiProcessorCount"] * per_sm))
-    kern((blocks,), (WARPS * 32,), (P, np.int64(n), params, out), shared_mem=smem)
+    kern((blocks,), (WARPS * 32,), (P, np.int64(n), np.int32(P.shape[1]), np.int32(_stride(P.shape[1])), params, out),
+         shared_mem=smem)
     return out

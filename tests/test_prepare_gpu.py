@@ -48,6 +48,20 @@ def test_every_warm_up_runs(tmp_path):
             fn()
 
 
+def test_wide_warm_ups_run_every_method_once_on_the_resampled_land_scene(tmp_path):
+    """The warm-ups at other band counts (CuPy's reductions compile per class of length): the land scene
+    resampled keeps its targets and truth, and each method runs once, in memory, without a truth."""
+    from hyperapp.batch.prepare_gpu import WIDE_BANDS, _method_tasks, _resampled
+    from hyperapp.models.registry import ANALYSES, METHODS
+
+    cube, targets, truth = _resampled(tmp_path, WIDE_BANDS[0])
+    assert cube.bands == WIDE_BANDS[0] and targets.any() and truth.any() and targets.shape == (cube.rows, cube.cols)
+    tasks = dict(_method_tasks(cube, targets, truth, "wide", "cpu", lean=True))
+    assert len(tasks) == len(METHODS) + len(ANALYSES)
+    for name in ("sam on wide", "rbfn on wide"):
+        tasks[name]()
+
+
 def test_a_users_cube_adds_its_band_count(tmp_path, land_hdr):
     from hyperapp.batch.prepare_gpu import warmup_tasks
 

@@ -15,9 +15,14 @@ have what real ones have, and fills that cache:
   evaluation), in memory and streamed in two passes (the large-file path); RBFN also as the thesis
   scales it; FFBP trained from the clicks;
 - every analysis method on the same scene (class-aware ones on two ROI classes);
-- optionally, the same on a window of the person's own cubes (``prepare-gpu CUBE ...``): a kernel
-  specialised for a band count (the small k-means of the RBFN, ``#define D``) is then compiled for
-  theirs.
+- every detector and analysis method again on the land scene resampled to 200 and 400 bands
+  (:data:`WIDE_BANDS`): CuPy compiles a reduction once per class of the length it reduces;
+- every instantiation of hyperapp's own kernels that a run with the default parameters may launch on any
+  cube (:func:`kernel_variants`). No kernel depends on the cube's shape: the band count and the sizes are
+  runtime arguments, or pick one of a small fixed set of template instantiations (the RBFN's padded
+  whitened dimensions and neurons, the small k-means' register tile), so a cube of a new sensor (224, 285
+  or 430 bands) compiles nothing on its first click. ``prepare-gpu CUBE ...`` still runs every method on
+  a window of each cube named, which is no longer needed.
 
 Afterwards a stamp file in the cache folder records the hyperapp and CuPy versions and the device's
 compute capability; the window's warm-up (:func:`start_background`) does nothing when it is there.
@@ -41,9 +46,16 @@ from hyperapp.core.progress import NULL_PROGRESS, Progress
 
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96
+#: band counts of the land scene resampled, on which every method also warms up. CuPy sizes a CUB
+#: reduction's thread block by the length it reduces (32 threads up to 128 values, 64 up to 256, 128 up to
+#: 512, 256 up to 1,024) and compiles one kernel per size: the land scene's 64 bands reach the first
+#: class only, so a 224-band cube's first k-means, MTMF, FFBP or RBFN compiled 1-3 of them (2-5 s:
+#: ``bench --case first-run-new-bands``). 200 and 400 bands, and their doubles (the FFBP's mean-and-std
+#: features), reach the classes of every cube up to 512 bands.
+WIDE_BANDS = (200, 400)
 #: analysis options of the warm-ups, where the defaults would only take longer: the number of random band
-#: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k, bands per subset and
-#: classes, left at their defaults)
+#: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k and bands per subset,
+#: left at their defaults; the classes are a runtime argument)
 ANALYSIS_PARAMS = {"band-subsets": {"n_subsets": 64}}
 
 
@@ -52,14 +64,27 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache")
 
 
+def kernels_digest() -> str:
+    """A short digest of every ``kernels/*.cu`` source: a stamp names it, so changed kernels (a new
+    checkout of the same version) are prepared again instead of compiling on their first use."""
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    for f in sorted((p for p in resources.files("hyperapp.kernels").iterdir() if p.name.endswith(".cu")),
+                    key=lambda p: p.name):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def stamp_path() -> Path:
-    """The file that says this installation's kernels were prepared (per hyperapp and CuPy version and
-    compute capability; a new version of either prepares again)."""
+    """The file that says this installation's kernels were prepared (per hyperapp and CuPy version,
+    compute capability and kernel sources; a change of any prepares again)."""
     import cupy
 
     from hyperapp import __version__
     cc = cupy.cuda.Device().compute_capability
-    return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}.json"
+    return cache_dir() / f"hyperapp-prepared-{__version__}-cupy{cupy.__version__}-sm{cc}-k{kernels_digest()}.json"
 
 
 def is_prepared() -> bool:
@@ -78,6 +103,22 @@ def _land():
     shape = (cube.rows, cube.cols)
     return cube, read_labels(hdr.with_name("land_targets.csv"), shape), read_labels(hdr.with_name("land_truth.hdr"),
                                                                                    shape)
+
+
+def _resampled(folder: Path, bands: int):
+    """The land scene resampled to ``bands`` bands (linear along each spectrum), as a float32 ENVI file in
+    ``folder``: (cube, targets, truth)."""
+    from hyperapp.io import open_cube
+    from hyperapp.io.writers import write_envi_cube
+
+    cube, targets, truth = _land()
+    X = cube.to_float32()
+    src = np.linspace(0.0, 1.0, X.shape[2])
+    dst = np.linspace(0.0, 1.0, bands)
+    j = np.clip(np.searchsorted(src, dst, side="right") - 1, 0, X.shape[2] - 2)
+    f = ((dst - src[j]) / (src[j + 1] - src[j])).astype(np.float32)
+    Y = np.ascontiguousarray(X[:, :, j] * (1 - f) + X[:, :, j + 1] * f, np.float32)
+    return open_cube(write_envi_cube(folder / f"land-{bands}-bands", Y, "bil")), targets, truth
 
 
 def _scene(cube):
@@ -117,8 +158,10 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
         (np.float32, "bil", True))]
 
 
-def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
-    """Every detector (in memory and streamed) and every analysis method on ``cube``."""
+def _method_tasks(cube, targets, truth, label: str, device: str,
+                  lean: bool = False) -> list[tuple[str, Callable[[], None]]]:
+    """Every detector (in memory and streamed) and every analysis method on ``cube``; ``lean``: each
+    detector once, in memory, without a truth (what differs with the band count alone)."""
     from hyperapp.analyse.run import Selection, run_analysis
     from hyperapp.detect.run import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
@@ -129,18 +172,20 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
     undesired = pixels[[0, pixels.shape[0] // 2]].astype(np.float64)
     for name, m in METHODS.items():
         variants = [("", {}, None)]
-        if m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
+        if not lean and m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
             variants.append((" streamed", {}, 1e-6))  # a budget of 1 kB: the two-pass large-file path
-        if name == "rbfn":
+        if name == "rbfn" and not lean:
             variants.append((" (thesis scaling)", {"whiten": "std", "normalize": False}, None))
         for suffix, params, memory in variants:
             extra = {"undesired_spectra": undesired} if memory and getattr(m, "uses_undesired", False) else {}
 
-            def run(name=name, params=params, memory=memory, extra=extra):
+            truths = (None,) if lean else (truth, None)
+
+            def run(name=name, params=params, memory=memory, extra=extra, truths=truths):
                 # with a truth mask (the evaluation's kernels) and without (a person's usual run: the
                 # threshold and report then take other paths, whose kernels a first fresh run after a
                 # prepare of the evaluated runs alone still compiled, about a second of it)
-                for t in (truth, None):
+                for t in truths:
                     res = run_detection(cube, name, targets, None, params=params, device=device, truth=t,
                                         memory=memory, **extra)
                     assert isinstance(res.objects, list)  # the object table: its kernels too
@@ -187,15 +232,50 @@ def _cache_files() -> set[str]:
     return {p.name for p in d.iterdir()} if d.is_dir() else set()
 
 
+def kernel_variants() -> list[tuple[str, dict | None, tuple[str, ...]]]:
+    """(module, defines, name expressions) of every instantiation of ``kernels/*.cu`` whose choice depends
+    on the data rather than on a method's parameters (the RBFN's staged and direct scoring, the small
+    k-means' register tiles, the FFBP module), for the default parameters: compiled by
+    :func:`compile_kernel_variants` whatever the band counts of the warm-up scenes."""
+    from hyperapp.models import ffbp_gpu, rbfn_gpu
+    from hyperapp.models.ffbp import FFBP
+    from hyperapp.models.kmeans import small_kernel_variants
+    from hyperapp.models.mlp import kernel_variants as mlp_variants
+
+    out = [(name, None, exprs) for name, exprs in rbfn_gpu.kernel_variants() + small_kernel_variants()
+           + mlp_variants((int(FFBP().n_hidden),))]
+    out += [(name, defines, ()) for name, defines in ffbp_gpu.kernel_variants()]
+    return out
+
+
+def compile_kernel_variants(threads: int = 8) -> str:
+    """Compile :func:`kernel_variants` (NVRTC runs outside the GIL: several at once). Returns a note."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hyperapp.kernels import get_module
+
+    variants = kernel_variants()
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(variants)))) as pool:
+        for f in [pool.submit(get_module, name, defines, exprs) for name, defines, exprs in variants]:
+            f.result()
+    return f"{len(variants)} modules"
+
+
 def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> list[tuple[str, Callable[[], None]]]:
     """Every warm-up of :func:`prepare_gpu` as (name, function) pairs, on ``device`` (the CPU runs the
     same paths, which tests them where there is no GPU); temporary files go to ``folder``."""
     from hyperapp.core.backend import get_backend
     from hyperapp.io import open_cube
 
-    tasks = _reading_tasks(folder, get_backend(device).xp)
+    tasks = []
+    if device != "cpu":
+        tasks.append(("every kernel's instantiations (any cube's shape)", compile_kernel_variants))
+    tasks += _reading_tasks(folder, get_backend(device).xp)
     land, t, truth = _land()
     tasks += _method_tasks(land, t, truth, "the land scene", device)
+    if device != "cpu":  # (the CPU compiles nothing: its tests run the land scene's tasks)
+        for bands in WIDE_BANDS:
+            tasks += _method_tasks(*_resampled(folder, bands), f"the land scene at {bands} bands", device, lean=True)
     for path in cubes:
         c = open_cube(path).good_bands()
         c = c.subset(slice(0, min(WINDOW, c.rows)), slice(0, min(WINDOW, c.cols)))
@@ -211,7 +291,8 @@ def prepare_gpu(cubes: list[str] = (), progress: Progress = NULL_PROGRESS,
     Parameters
     ----------
     cubes : list of str
-        The person's cubes: every method also runs on a window of each (their band counts).
+        Cubes whose windows every method also runs on (not needed: no kernel depends on the cube's
+        shape; kept for the command line's ``prepare-gpu CUBE ...``).
     progress : Progress
         Receives the share done and the task running.
     report : callable(str), optional

@@ -145,8 +145,9 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
         names = [n for n in names or CPU_CASES if n in CPU_CASES]
         if not names:
             raise BackendError(f"these cases need a GPU: {gpu_status()}")
-    # (the first-run case alone fills a cache of its own: nothing to prepare for it)
-    prepared = _kernels_prepared() if gpu and set(names or CASES) - {"first-run-every-method"} else None
+    # (the first-run cases alone fill caches of their own: nothing to prepare for them)
+    prepared = _kernels_prepared() if gpu and set(names or CASES) - {"first-run-every-method",
+                                                                     "first-run-new-bands"} else None
     bw = device_bandwidth_gbs() if gpu else 0.0
     ctx = Context(repeats, bw, gpu_status())
     command = "hyperapp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) \

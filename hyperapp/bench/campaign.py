@@ -8,12 +8,18 @@ reader may), with the share of the run the GPU was busy and each stage's median 
 README's GPU install line), then the first and the second run of every detector and analysis method,
 each in a fresh process: the first run should cost no more than 1.5x the second.
 
+``first-run-new-bands``: the same with cubes of band counts no warm-up ever saw (57, 224, 285 and 430:
+the land scene resampled along its spectra), each band count in a copy of the prepared cache of its own,
+and the kernels each first run still compiled named (``CUPY_CACHE_SAVE_CUDA_SOURCE``).
+
 ``bench --quick`` makes both small (and the campaign runs on the CPU where there is no GPU), to smoke-test
 them anywhere.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -247,6 +253,119 @@ def first_runs(ctx) -> list[Measurement]:
             out.append(Measurement(f"first-run-{name}", walls[1] * 1e3, None, "first run after prepare-gpu",
                                    walls[0] * 1e3, notes={"first_over_second": round(ratio, 2),
                                                           "within_1.5x": ratio <= 1.5}))
+    return out
+
+
+#: band counts of ``first-run-new-bands`` (``HYPERAPP_FIRST_RUN_BANDS="57,224"`` to choose others): a
+#: multispectral-like count, AVIRIS / EnMAP, EMIT, and a wide imager's
+NEW_BANDS = (57, 224, 285, 430)
+
+
+def _resampled_land(d: Path, bands: int) -> tuple[Path, Path, Path]:
+    """The land scene resampled to ``bands`` bands (linear interpolation along each spectrum): its header,
+    its targets CSV and a two-class ROI map, in folder ``d``."""
+    from hyperapp.io import open_cube, read_labels
+    from hyperapp.io.masks import write_pixels
+    from hyperapp.io.samples import sample_path
+
+    hdr = sample_path("land")
+    cube = open_cube(hdr)
+    X = cube.to_float32()
+    src = np.linspace(0.0, 1.0, X.shape[2])
+    dst = np.linspace(0.0, 1.0, bands)
+    j = np.clip(np.searchsorted(src, dst, side="right") - 1, 0, X.shape[2] - 2)
+    f = ((dst - src[j]) / (src[j + 1] - src[j])).astype(np.float32)
+    Y = X[:, :, j] * (1 - f) + X[:, :, j + 1] * f
+    d.mkdir(parents=True, exist_ok=True)
+    out = F.write_envi_raw(d / f"land-{bands}", np.ascontiguousarray(Y, np.float32), "bil")
+    shape = (cube.rows, cube.cols)
+    targets = d / "targets.csv"
+    write_pixels(targets, read_labels(hdr.with_name("land_targets.csv"), shape))
+    roi = _class_map(d, read_labels(hdr.with_name("land_truth.hdr"), shape))
+    return out, targets, roi
+
+
+_GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)")
+
+
+def _compiled(cache: Path, before: set[str]) -> list[str]:
+    """The kernels in the CUDA sources CuPy saved to ``cache`` since ``before`` (its file names then)."""
+    names: list[str] = []
+    for p in sorted(cache.iterdir()):
+        if p.name not in before and p.suffix == ".cu":
+            names += _GLOBAL.findall(p.read_text(errors="replace"))
+    return names
+
+
+def _band_lane(d: Path, bands: int, prepared: Path) -> list[Measurement]:
+    """Every method's first and second fresh run on the land scene at ``bands`` bands, in a copy of the
+    prepared kernel cache (so each band count's first runs compile only what they themselves need)."""
+    import shutil
+
+    from hyperapp.models.registry import ANALYSES, METHODS
+
+    lane = d / f"bands-{bands}"
+    cache = lane / "kernel-cache"
+    shutil.copytree(prepared, cache)
+    env = {"CUPY_CACHE_DIR": str(cache), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
+    hdr, targets, roi = _resampled_land(lane, bands)
+    runs = [(f"detect-{m}", ["detect", str(hdr), "--method", m, "--targets", str(targets)]) for m in METHODS]
+    runs += [(f"analyse-{m}", ["analyse", str(hdr), "--method", m] + (["--roi", str(roi)] if a.needs_classes else []))
+             for m, a in ANALYSES.items()]
+    out = []
+    for name, args in runs:
+        walls, compiled = [], []
+        for i in range(2):
+            before = {p.name for p in cache.iterdir()}
+            w, _ = F.fresh_run(args + ["--device", "gpu", "--out", str(lane / f"{name}-{i}")], env)
+            walls.append(w)
+            compiled.append(_compiled(cache, before))
+        ratio = walls[0] / walls[1]
+        print(f"  {bands} bands, {name}: first {walls[0]:.2f} s, second {walls[1]:.2f} s ({ratio:.2f}x); "
+              f"compiled by the first: {len(compiled[0])} {sorted(set(compiled[0]))[:6]}", flush=True)
+        out.append(Measurement(f"first-run-{bands}b-{name}", walls[1] * 1e3, None, "first run after prepare-gpu",
+                               walls[0] * 1e3, notes={"bands": bands, "first_over_second": round(ratio, 2),
+                                                      "within_1.5x": ratio <= 1.5,
+                                                      "kernels_compiled_first": len(compiled[0]),
+                                                      "kernels_compiled_second": len(compiled[1]),
+                                                      "compiled": sorted(set(compiled[0]))[:12]}))
+    return out
+
+
+@bench_case("first-run-new-bands")
+def first_runs_new_bands(ctx) -> list[Measurement]:
+    """Empty kernel cache, ``prepare-gpu`` (no argument), then the first and second fresh run of every
+    method on cubes of band counts it never saw (57, 224, 285, 430): first / second should be within
+    1.5x, and the first should compile nothing."""
+    bands = tuple(int(b) for b in os.environ.get("HYPERAPP_FIRST_RUN_BANDS", "").split(",") if b.strip()) \
+        or NEW_BANDS
+    out: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="hyperapp-first-bands-") as tmp:
+        d = Path(tmp)
+        prepared = d / "kernel-cache"
+        env = {"CUPY_CACHE_DIR": str(prepared), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
+                           text=True, cwd=tempfile.gettempdir(), env=F.fresh_env(env))
+        prep_s = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+        out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
+                               notes={"summary": r.stdout.strip().splitlines()[-1],
+                                      "cache_files": len(list(prepared.iterdir()))}))
+        # a lane per band count, each in its own copy of the prepared cache; one at a time unless
+        # HYPERAPP_FIRST_RUN_LANES says more (four at once on a 16-core H200 host took a quarter of the time,
+        # but moved ratios both ways by up to 2x where nothing was compiled)
+        lanes_at_once = max(1, int(os.environ.get("HYPERAPP_FIRST_RUN_LANES", "1")))
+        with ThreadPoolExecutor(max_workers=min(lanes_at_once, len(bands))) as pool:
+            lanes = list(pool.map(lambda b: _band_lane(d, b, prepared), bands))
+        for lane in lanes:
+            out += lane
+        ratios = [m.notes["first_over_second"] for lane in lanes for m in lane]
+        out.append(Measurement("first-run-new-bands-summary", None, None, notes={
+            "bands": list(bands), "runs": len(ratios), "within_1.5x": sum(r <= 1.5 for r in ratios),
+            "worst_first_over_second": max(ratios),
+            "first_runs_that_compiled": sum(m.notes["kernels_compiled_first"] > 0 for lane in lanes for m in lane)}))
     return out
 
 
