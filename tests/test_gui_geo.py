@@ -112,3 +112,20 @@ def test_orthorectify_an_emit_swath_in_the_window(qtbot, win, tmp_path):
 def test_no_ortho_without_glt(win, tmp_path):
     assert win.open_cube(_utm_cube(tmp_path))
     assert not win.ortho_action.isEnabled()
+
+
+def test_spectrum_lines_break_across_dropped_bad_bands(win, tmp_path):
+    """A product opened without its bad bands leaves a gap in wavelength: the spectrum's line breaks there
+    (a straight line across it read as data), and the value axis says what the product's values are."""
+    from .product_files import write_emit
+
+    path, truth = write_emit(tmp_path)
+    assert win.open_cube(path)
+    cube = win.session.cube
+    assert truth["bad"].any() and cube.bands < truth["bad"].size  # the bad bands were left out
+    connect = win.spectrum.connect
+    assert isinstance(connect, np.ndarray) and connect.size == cube.bands
+    wl = np.asarray(cube.wavelengths, float)
+    gaps = np.flatnonzero(~connect[:-1])
+    assert gaps.size >= 1 and np.all(np.diff(wl)[gaps] > 2 * np.median(np.diff(wl)))
+    assert win.spectrum.getAxis("left").labelText == (cube.value_units or "value (as stored)")

@@ -438,7 +438,8 @@ class MainWindow(QMainWindow):
             panel.reset()
         self.band.setRange(0, cube.bands - 1)
         self.band.setValue(cube.rgb_bands()[0])
-        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands, cube.scale_factor)
+        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands, cube.scale_factor,
+                               cube.value_units)
         self.spectrum.clear_pins()
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)

@@ -72,7 +72,7 @@ class ResultsPanel(QWidget):
         lay.addLayout(row)
         lay.addWidget(self.refusal)
         lay.addWidget(self.slider)
-        self.counts = QLabel("no result yet: mark targets, then Train & Run")
+        self.counts = QLabel("no result yet: mark targets, then run the detector (F5)")
         self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
         self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
@@ -321,5 +321,5 @@ class ResultsPanel(QWidget):
         self.slider.setValue(0)  # not where the last cube's threshold left it
         self.slider.blockSignals(False)
         self.origin.setVisible(False)
-        self.counts.setText("no result yet: mark targets, then Train & Run")
+        self.counts.setText("no result yet: mark targets, then run the detector (F5)")
         self.set_detection_shown(True)

@@ -33,6 +33,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.roi_items: list = []
         self.review_items: list = []
         self.x = None
+        self.connect = "all"  # or one bool a point: whether its line goes on to the next (False at a gap)
         self.scale = 1.0
         self.setMinimumHeight(180)
         self.getAxis("left").enableAutoSIPrefix(False)
@@ -58,13 +59,22 @@ class SpectrumPlot(pg.PlotWidget):
             pi.layout.addItem(legend, 1, 3, 3, 1)
         pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
-    def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None) -> None:
+    def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None,
+                 value_units: str | None = None) -> None:
         """The x axis (wavelengths with units, or band numbers) and the y axis: reflectance when the
-        header gives a reflectance scale factor (values are divided by it), else the stored values."""
+        header gives a reflectance scale factor (values are divided by it), else what the product says its
+        values are (``value_units``), else the stored values. Lines break across a gap in wavelength (a
+        product's dropped bad bands), which a straight line would draw as data."""
         self.scale = float(scale_factor) if scale_factor else 1.0
-        self.setLabel("left", "reflectance" if scale_factor else "value (as stored)")
+        self.setLabel("left", "reflectance" if scale_factor else (value_units or "value (as stored)"))
+        self.connect = "all"
         if wavelengths is not None and len(wavelengths) == bands:
             self.x = np.asarray(wavelengths, dtype=float)
+            step = np.diff(self.x)
+            if step.size > 2 and np.median(np.abs(step)) > 0:
+                joined = np.abs(step) <= 2.5 * np.median(np.abs(step))
+                if not joined.all():
+                    self.connect = np.append(joined, False)
             self.getAxis("bottom").enableAutoSIPrefix(False)
             from hyperapp.gui.panels import units_text
 
@@ -79,7 +89,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.enableAutoRange(axis="y")
 
     def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
-        self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale)
+        self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale, connect=self.connect)
         self.setTitle(label)
 
     def clear_cursor(self) -> None:
@@ -89,7 +99,7 @@ class SpectrumPlot(pg.PlotWidget):
     def pin(self, spectrum: np.ndarray, label: str) -> None:
         colour = PIN_COLOURS[len(self.pins) % len(PIN_COLOURS)]
         self.pins.append(self.plot(self.x, np.asarray(spectrum) / self.scale, pen=pg.mkPen(colour, width=1.5),
-                                   name=label))
+                                   name=label, connect=self.connect))
 
     def clear_pins(self) -> None:
         for p in self.pins:
@@ -105,12 +115,12 @@ class SpectrumPlot(pg.PlotWidget):
         for name, (mean, std, *colour) in stats.items():
             mean, std = np.asarray(mean) / self.scale, np.asarray(std) / self.scale
             c = tuple(int(v) for v in colour[0][:3]) if colour else colours.get(name, (200, 200, 200))
-            lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)))
-            hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)))
+            lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)), connect=self.connect)
+            hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)), connect=self.connect)
             fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c + (40,)))
             self.addItem(fill)
             line = self.plot(self.x, mean, pen=pg.mkPen(c, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
-                             name=f"{name} mean")
+                             name=f"{name} mean", connect=self.connect)
             self.roi_items += [lo, hi, fill, line]
 
     def show_review(self, mean: np.ndarray, label: str, title: str = "", match=None) -> None:
