@@ -129,12 +129,12 @@ class SpectrumPlot(pg.PlotWidget):
         None) of its best library match, dotted. Short texts: the title's width is the plot's narrowest."""
         self.clear_review()
         self.review_items.append(self.plot(self.x, np.asarray(mean) / self.scale, pen=pg.mkPen(REVIEW_COLOUR, width=2.5),
-                                           name=label))
+                                           name=label, connect=self.connect))
         if match is not None and match[1] is not None:
             self.review_items.append(self.plot(self.x, np.asarray(match[1]) / self.scale,
                                                pen=pg.mkPen(MATCH_COLOUR, width=2,
                                                             style=pg.QtCore.Qt.PenStyle.DotLine),
-                                               name=f"match: {_short(match[0])}"))
+                                               name=f"match: {_short(match[0])}", connect=self.connect))
         self.setTitle(title or label)
 
     def clear_review(self) -> None:
