@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperapp.core.cube import Cube
-from hyperapp.core.errors import CubeFormatError, CubeNotFoundError, InputError
+from hyperapp.core.errors import CubeFormatError, CubeNotFoundError, HyperappError, InputError
 from hyperapp.io.masks import read_labels, read_mask, read_pixels, read_truth, write_pixels
 from hyperapp.io.writers import write_envi, write_geotiff, write_image, write_npy, write_png
 
@@ -78,7 +78,16 @@ def open_cube(path: str | os.PathLike, dataset: str | None = None, band_axis: in
         raise CubeFormatError("is a folder, not a cube file", p)
     if band_axis is not None and band_axis not in (0, 1, 2):
         raise InputError(f"--band-axis must be 0, 1 or 2 (a stored axis of the 3-D dataset), got {band_axis!r}", p)
-    return _usable(_open_by_format(p, dataset, band_axis), p)
+    try:
+        cube = _open_by_format(p, dataset, band_axis)
+    except HyperappError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OSError) as exc:
+        # a reader meeting a file laid out otherwise than its format says (a product with pieces of different
+        # sizes, an attribute that is no number): the file is bad, said in one line, never an internal error
+        said = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise CubeFormatError(f"cannot read it as its format says ({said})", p) from exc
+    return _usable(cube, p)
 
 
 def _hdf5_product(p: Path):
@@ -158,6 +167,14 @@ def _usable(cube: Cube, p: Path) -> Cube:
                               "save its magnitude (or its real part) as a real-valued cube first", p)
     if kind not in "biuf":
         raise CubeFormatError(f"data of type {np.dtype(cube.store.dtype).name} is not numbers", p)
+    if cube.wavelengths is not None:
+        wl = np.asarray(cube.wavelengths, dtype=float)
+        if wl.size and not np.isfinite(wl).all():
+            raise CubeFormatError(f"the wavelengths hold NaN or Inf ({int((~np.isfinite(wl)).sum())} of {wl.size})", p)
+        if wl.size > 1 and np.unique(wl[wl > 0]).size < 2:  # all 0, all the same: no band's place is known
+            raise CubeFormatError(f"the wavelengths do not tell the bands apart ({wl.size} bands, "
+                                  f"{np.unique(wl[wl > 0]).size} distinct wavelength(s) above 0): fix them in the file",
+                                  p)
     return cube
 
 

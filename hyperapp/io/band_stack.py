@@ -137,7 +137,15 @@ class RasterBands:
             return np.empty((len(br), max(0, len(range(r0, r1, rs))), max(0, len(range(c0, c1, cs)))),
                             self.dtype)
         win = Window(c0, r0, c1 - c0, r1 - r0)
-        a = self.ds.read([b + 1 for b in br], window=win)
+        from rasterio.errors import RasterioError
+
+        try:
+            a = self.ds.read([b + 1 for b in br], window=win)
+        except RasterioError as exc:  # a TIFF cut short or damaged: said for the file, not in GDAL's words
+            from hyperapp.core.errors import CubeFormatError
+
+            raise CubeFormatError(f"cannot read rows {r0}-{r1 - 1} (the file is cut short or damaged: "
+                                  f"{' '.join(str(exc).split())[:120]})", self.path) from exc
         if rs != 1 or cs != 1:
             a = a[:, ::rs, ::cs]
         return a

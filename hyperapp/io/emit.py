@@ -84,7 +84,7 @@ def open_emit(path: str | os.PathLike) -> Cube:
         bad_bands=(good == 0) if good is not None and good.size == nb else None,
         nodata=fill_value(ds),
         interleave="hdf5",
-        geo=_geo(f, ds.shape[:2]),
+        geo=_geo(f, ds.shape[:2], notes),
         product=product,
         value_units=vunits,
         notes=tuple(notes),
@@ -101,12 +101,41 @@ def grid_of(f) -> MapGrid | None:
     return MapGrid(tuple(gt), text(f.attrs["spatial_ref"]))
 
 
-def _geo(f, shape) -> Swath | MapGrid | None:
+def _geo(f, shape, notes: list[str]) -> Swath | MapGrid | None:
+    """The swath's lat/lon (and its GLT where usable); where the file has a location that cannot be used,
+    ``notes`` says why (``info`` and the report then do not read as if the file had none)."""
     loc = f.get("location")
-    if loc is None or "lat" not in loc or "lon" not in loc:
+    if loc is None:
+        return None
+    if "lat" not in loc or "lon" not in loc:
+        notes.append("location: the group 'location' has no lat/lon: the pixels are not placed")
         return None
     lat, lon = loc["lat"], loc["lon"]
     if tuple(lat.shape) != tuple(shape) or tuple(lon.shape) != tuple(shape):
+        notes.append(f"location: lat {tuple(lat.shape)} / lon {tuple(lon.shape)} do not match the cube's "
+                     f"{shape[0]} x {shape[1]} pixels: the pixels are not placed")
         return None
     glt = (loc["glt_x"], loc["glt_y"]) if "glt_x" in loc and "glt_y" in loc else None
-    return Swath(lat, lon, glt, grid_of(f) if glt is not None else None)
+    grid = grid_of(f) if glt is not None else None
+    if glt is not None:
+        why = glt_problem(glt, shape) or (None if grid is not None else "no geotransform/spatial_ref for its grid")
+        if why:
+            notes.append(f"location: the GLT is left out ({why}): the swath cannot be orthorectified")
+            glt, grid = None, None
+    return Swath(lat, lon, glt, grid)
+
+
+def glt_problem(glt, shape) -> str | None:
+    """Why a GLT (``glt_x``, ``glt_y``: 1-based swath columns and rows, 0 = no pixel, negative = a filled
+    cell, by its magnitude) cannot map the grid onto a swath of ``shape``, or None when it can."""
+    gx, gy = np.asarray(glt[0]), np.asarray(glt[1])
+    if gx.ndim != 2 or gx.shape != gy.shape:
+        return f"glt_x {gx.shape} and glt_y {gy.shape} are not one 2-D grid"
+    ax, ay = np.abs(gx.astype(np.int64)), np.abs(gy.astype(np.int64))
+    used = (ax > 0) & (ay > 0)
+    if not used.any():
+        return "it places no swath pixel (every cell is 0)"
+    if ax.max() > shape[1] or ay.max() > shape[0]:
+        return (f"it points outside the swath (columns up to {int(ax.max())}, rows up to {int(ay.max())} for "
+                f"{shape[1]} x {shape[0]})")
+    return None

@@ -88,9 +88,11 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
     notes: list[str] = []
 
     def per_band(key: str) -> np.ndarray | None:
-        v = _list(h.get(key))
-        if v is None:
-            v = _list(envi_tags.get(key))
+        if h.get(key) is not None:  # an ENVI header's list: the ENVI reader's rule (numbers, one a band)
+            from hyperapp.io.envi import _per_band
+
+            return _per_band(h, key, hdr, n)
+        v = _list(envi_tags.get(key))
         if v is not None and v.size != n:
             notes.append(f"the {key} list has {v.size} values for {n} bands: left out")
             return None

@@ -99,6 +99,9 @@ def open_prisma(path: str | os.PathLike) -> Cube:
     if not parts:
         raise CubeFormatError(f"the swath {sw} holds neither VNIR_Cube nor SWIR_Cube", p)
     notes: list[str] = []
+    if len(parts) == 1:  # a PRISMA swath has both: a file missing one is said, not read as the whole
+        notes.append(f"only the {parts[0][0]} cube is in the file: the {'SWIR' if parts[0][0] == 'VNIR' else 'VNIR'} "
+                     "bands are missing")
     used = []
     for det, ds, cw, fw, fl, gain, offset in parts:
         idx = np.flatnonzero(cw > 0)
@@ -121,7 +124,7 @@ def open_prisma(path: str | os.PathLike) -> Cube:
         bad.append(fl[idx] == 0 if fl is not None and fl.size == cw.size else np.zeros(n, bool))
     stack = BandStack(pieces)
     fwhm_all = np.concatenate(fwhm)
-    geo = _geo(f[SWATHS][sw], stack.shape[:2])
+    geo = _geo(f[SWATHS][sw], stack.shape[:2], notes)
     if l2:
         notes.append("reflectance = L2ScaleMin + DN (L2ScaleMax - L2ScaleMin) / 65535, per detector")
     else:
@@ -142,11 +145,18 @@ def open_prisma(path: str | os.PathLike) -> Cube:
     )
 
 
-def _geo(swath, shape) -> Swath | None:
+def _geo(swath, shape, notes: list[str]) -> Swath | None:
+    """The swath's latitude/longitude; where the file has them but they cannot be used, ``notes`` says why."""
     g = swath.get("Geolocation Fields")
     if g is None:
         return None
+    seen = []
     for lat, lon in (("Latitude", "Longitude"), ("Latitude_VNIR", "Longitude_VNIR")):
-        if lat in g and lon in g and tuple(g[lat].shape) == tuple(shape) and tuple(g[lon].shape) == tuple(shape):
-            return Swath(g[lat], g[lon])
+        if lat in g and lon in g:
+            if tuple(g[lat].shape) == tuple(shape) and tuple(g[lon].shape) == tuple(shape):
+                return Swath(g[lat], g[lon])
+            seen.append(f"{lat} {tuple(g[lat].shape)}")
+    notes.append("location: " + (f"{', '.join(seen)} do not match the cube's {shape[0]} x {shape[1]} pixels"
+                                 if seen else "'Geolocation Fields' holds no Latitude/Longitude")
+                 + ": the pixels are not placed")
     return None
