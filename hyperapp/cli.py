@@ -342,9 +342,12 @@ def cmd_detect(args) -> int:
         line += f"; {rep['boxes']} boxes, windows per level {'/'.join(map(str, rep['windows_per_level']))}"
     print(line)
     from hyperapp.detect.finish import ties_words
+    from hyperapp.detect.suggest import suggestion_words
 
     if ties := ties_words(rep):
         print(ties)
+    if said := suggestion_words(rep):  # the rate kept few of the clicked targets: what keeps them
+        print(said)
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
     if o := rep.get("orthorectified"):
@@ -380,6 +383,11 @@ def cmd_analyse(args) -> int:
     sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
     names = class_names_of(args.roi) if args.roi else None
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
+        from hyperapp.analyse.cost import long_run_words
+
+        said = long_run_words(cube, args.method, st["params"], sel, roi, objects, args.device)
+        if said:  # a long run is announced, not asked about: the command line runs unattended
+            print(f"hyperapp: {said}", file=sys.stderr)
         result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
                               class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)

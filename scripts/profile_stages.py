@@ -36,7 +36,7 @@ from hyperapp.batch import pipeline
 from hyperapp.batch.jobfile import load_job
 from hyperapp.batch.runner import run_job
 from hyperapp.bench.campaign import CAMPAIGN_SHAPE, _job, campaign_files, parallel_read_s
-from hyperapp.detect import run as detect
+from hyperapp.detect import outputs as detect
 from hyperapp.reading import tiles as stream
 
 ap = argparse.ArgumentParser()

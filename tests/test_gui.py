@@ -206,7 +206,7 @@ def test_fill_border_in_the_window(qtbot, win, land_hdr, tmp_path):
 def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeypatch):
     """A pixel detector on a cube whose pixels exceed the memory budget streams it from the file, as
     the CLI does: the window never holds the cube, and the scores equal the in-memory run's."""
-    import hyperapp.detect.run as detect
+    import hyperapp.detect.budget as detect
     from hyperapp.io import read_labels
 
     assert win.open_cube(land_hdr)

@@ -147,6 +147,11 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                 mode_scores=mode_scores, keep=sel)
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
+            if m.uses_targets:  # where the rate keeps few of the clicked targets: the threshold that keeps them
+                from hyperapp.detect.suggest import clicked_kind
+
+                report["suggested_threshold"] = clicked_kind(
+                    scores_dev, xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold)
         else:
             far_used = None
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators

@@ -20,30 +20,17 @@ from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host
 from hyperapp.core.cube import Cube
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
-from hyperapp.detect.budget import (  # noqa: F401
-    GPU_FRACTION,
+from hyperapp.detect.budget import (
     _refuse_whole_image_over_budget,
-    memory_budget,
     needs_streaming,
-    needs_tiling,
-    whole_image_error,
 )
-from hyperapp.detect.cascade import BOX_LIFT, _cascade_boxes, add_mask_boxes, refine_in_boxes  # noqa: F401
-from hyperapp.detect.finish import (  # noqa: F401
-    DEFAULT_FAR,
+from hyperapp.detect.cascade import _cascade_boxes, refine_in_boxes
+from hyperapp.detect.finish import (
     DetectionResult,
-    _origin,
-    _refuse_constant_scores,
-    count_at,
     finish_detection,
-    mask_at,
-    objects_at,
-    operating_point,
     run_report,
-    threshold_origin,
-    ties_words,
 )
-from hyperapp.detect.outputs import DETECTION_ITEMS, _write_detection, write_detection, write_detection_item  # noqa: F401
+from hyperapp.detect.outputs import _write_detection
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method

@@ -62,8 +62,7 @@ class DetectorDock(QWidget):
         lay.addStretch(1)
         tool_page(self, body, "Train && Run")
         self.run_button.setToolTip("Train the method on the marked pixels (where it learns) and score every pixel "
-                                   "(F5 or Ctrl+R)")
-        self.run_button.setShortcut("Ctrl+R")
+                                   "(F5 or Ctrl+R)")  # (the window's Run menu holds both keys)
         self.method.currentIndexChanged.connect(self._rebuild)
         self.run_button.clicked.connect(self.run_requested)
         self.cancel_button.clicked.connect(self.cancel_requested)

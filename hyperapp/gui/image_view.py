@@ -72,6 +72,19 @@ def colourise(scores: np.ndarray, opacity: float, cmap: str = SCORE_CMAP) -> np.
     return rgba
 
 
+#: the class legend's rows at most, under the image (more classes scroll)
+LEGEND_ROWS = 3
+
+
+def bar_label_forms(text: str) -> list[str]:
+    """``text`` and its shorter forms, longest first: without the percentiles' parenthesis, then its
+    first word ("score (1st-99.9th pct.), white: threshold" -> "score, white: threshold" -> "score")."""
+    import re
+
+    forms = [text, re.sub(r" \([^)]*\)", "", text), text.split()[0] if text.split() else text]
+    return list(dict.fromkeys(forms))
+
+
 class ImageView(pg.GraphicsLayoutWidget):
     """Shows an image and overlays; reports the pixel under the cursor and clicks."""
 
@@ -89,7 +102,9 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.colour_bar.getAxis("right").enableAutoSIPrefix(False)
         # (the colours span the 1st to the 99.9th percentile, score_levels: the scores beyond take the end
         # colours, which a bar labelled "score" alone showed as the whole range)
-        self.colour_bar.getAxis("right").setLabel(BAR_LABEL)
+        self._bar_label = ""  # the label wanted; the axis shows the longest form of it its height takes
+        self.set_bar_label(BAR_LABEL)
+        self.colour_bar.getAxis("right").geometryChanged.connect(self._fit_bar_label)
         # the threshold on the bar (white: the colour map's top is the histogram's yellow), at its end when
         # beyond it: RX's threshold sat above the 99.9th percentile, off the bar, with nothing saying where
         self.bar_mark = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen((255, 255, 255), width=3))
@@ -202,10 +217,9 @@ class ImageView(pg.GraphicsLayoutWidget):
     def set_threshold_mark(self, t: float | None) -> None:
         """Mark threshold ``t`` on the score colour bar (None: no mark); one beyond the bar's ends sits at
         the end, and the bar's label says where it is."""
-        axis = self.colour_bar.getAxis("right")
         if t is None or not self._bar_on:  # (not isVisible: a view in a tab not shown is not visible)
             self.bar_mark.hide()
-            axis.setLabel(BAR_LABEL)
+            self.set_bar_label(BAR_LABEL)
             return
         lo, hi = self.colour_bar.levels()
         # the bar's own view spans its colour map's 256 rows, its axis the values: placed by its share
@@ -214,7 +228,37 @@ class ImageView(pg.GraphicsLayoutWidget):
         beyond = "above" if t > hi else "below" if t < lo else ""
         # one line, short (a second line was clipped at the view's edge)
         # (its value is the Results dock's; with it the line ran past a 1366 x 768 window's bar)
-        axis.setLabel("score (1st-99.9th pct.), " + (f"threshold {beyond}" if beyond else "white: threshold"))
+        self.set_bar_label("score (1st-99.9th pct.), " + (f"threshold {beyond}" if beyond else "white: threshold"))
+
+    def set_bar_label(self, text: str) -> None:
+        """Say what the colour bar's values are beside it: the whole ``text`` where the bar is tall enough,
+        else a shorter form of it (:func:`bar_label_forms`; the Compare view's bar at 1366 x 768 cut the
+        line off mid-word), the whole of it in the bar's tooltip."""
+        self._bar_label = text
+        self.colour_bar.getAxis("right").setToolTip(text)
+        self._fit_bar_label()
+
+    def drop_key_line(self) -> None:
+        """Take the key line out from under the image (a second view beside the main one, whose key says
+        the same): its height goes to the image."""
+        if self.key.scene() is not None:
+            self.removeItem(self.key)
+
+    def bar_label_shown(self) -> str:
+        """The form of the colour bar's label shown now (for tests)."""
+        return getattr(self, "_bar_shown", "")
+
+    def _fit_bar_label(self) -> None:
+        from PySide6.QtGui import QFontMetrics
+
+        axis = self.colour_bar.getAxis("right")
+        room = axis.geometry().height() - 8
+        fm = QFontMetrics(axis.label.font())
+        forms = bar_label_forms(self._bar_label)
+        text = next((f for f in forms if fm.horizontalAdvance(f) <= room), forms[-1])
+        if text != getattr(self, "_bar_shown", None):
+            self._bar_shown = text
+            axis.setLabel(text)
 
     def set_overlay(self, rgba: np.ndarray | None, levels: tuple[float, float] | None = None) -> None:
         """Draw an RGBA overlay; ``levels``: the score range it spans, shown on the colour bar (None: a
@@ -400,12 +444,20 @@ def colourise_labels(labels: np.ndarray, opacity: float, values=None, colours=No
 
 class ClassLegend(QListWidget):
     """The colour legend of a class or cluster map on the image: a swatch, the name and the pixel count of
-    each class; hidden while no class map is shown."""
+    each class; hidden while no class map is shown. It lies under the image, its lines side by side and
+    wrapping, as tall as they need (:data:`LEGEND_ROWS` rows at most, then it scrolls): beside the image
+    it took a 210-pixel column, mostly empty for the few classes of a map."""
 
     def __init__(self, parent=None):
+        from PySide6.QtWidgets import QListView, QSizePolicy
+
         super().__init__(parent)
-        self.setFixedWidth(190)
+        self.setFlow(QListView.Flow.LeftToRight)
+        self.setWrapping(True)
+        self.setResizeMode(QListView.ResizeMode.Adjust)
+        self.setSpacing(1)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setToolTip("The classes drawn on the image")
         self.title = ""
         self.hide()
@@ -417,7 +469,7 @@ class ClassLegend(QListWidget):
         self.clear()
         self.setToolTip(tip or "The classes drawn on the image")
         self.title = title
-        head = QListWidgetItem(title)
+        head = QListWidgetItem(f"{title}:")
         f = head.font()
         f.setBold(True)
         head.setFont(f)
@@ -430,11 +482,24 @@ class ClassLegend(QListWidget):
             item = QListWidgetItem(QIcon(pix), text)
             item.setToolTip(tip)
             self.addItem(item)
-        # as wide as the longest line (within reason), so no name is cut
-        fm = self.fontMetrics()
-        widest = max((fm.horizontalAdvance(self.item(i).text()) for i in range(self.count())), default=100)
-        self.setFixedWidth(min(max(widest + 48, 150), 320))
         self.show()
+        self.fit_height()
+
+    def fit_height(self) -> None:
+        """As tall as its lines laid out at its width need, :data:`LEGEND_ROWS` rows at most."""
+        if not self.count():
+            return
+        self.doItemsLayout()
+        row = max(self.sizeHintForRow(0), self.fontMetrics().lineSpacing() + 4)
+        bottom = max(self.visualItemRect(self.item(i)).bottom() for i in range(self.count()))
+        bottom += self.verticalOffset()  # (laid out while scrolled: the rows above count too)
+        frame = 2 * self.frameWidth() + 2 * self.spacing()
+        self.setFixedHeight(min(bottom + 1, LEGEND_ROWS * (row + 2 * self.spacing())) + frame)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.fit_height()
 
     def entries(self) -> list[str]:
         """The class lines (for tests)."""

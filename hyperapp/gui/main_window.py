@@ -133,12 +133,12 @@ class MainWindow(QMainWindow):
                   self.lo_pct, self.hi_pct, QLabel("overlay opacity"), self.opacity, self.opacity_label):
             bar.addWidget(w)
         cl.addLayout(bar)
+        # a run that succeeded took the kept values: the refusal said under the detector's form is history
+        self.run_finished.connect(lambda run: run is not None and self.detector.param_form.clear_refusal())
         self.view = ImageView()
-        self.legend = ClassLegend()
-        row = QHBoxLayout()
-        row.addWidget(self.view, 1)
-        row.addWidget(self.legend)
-        cl.addLayout(row, 1)
+        self.legend = ClassLegend()  # under the image, as tall as its lines (it was a column beside it)
+        cl.addWidget(self.view, 1)
+        cl.addWidget(self.legend)
         self.view.show_hint("Open a cube: File > Open cube… (Ctrl+O), or drop a file here")
         #: what the image's overlay shows: "detection" (the chosen run) or an analysis's title
         self.shown = "detection"
@@ -149,21 +149,33 @@ class MainWindow(QMainWindow):
         self.detector = DetectorDock()
         self.results = ResultsPanel()
         self.compare_view = ImageView()
-        self.compare_view.setMinimumSize(320, 200)
+        # its image about as tall as the dock allows at 1366 x 768 (it was ~150 pixels): no key line (the
+        # image's own says the same overlays), and a minimum the bottom docks' height holds anyway
+        self.compare_view.drop_key_line()
+        self.compare_view.setMinimumSize(320, 230)
         self.compare_pick = QComboBox()
         cw = QWidget()
         cwl = QVBoxLayout(cw)
-        cwl.addWidget(self.compare_pick)
+        # the picker and its note on one row, in thin margins: the view gets the dock's height (at 1366 x 768
+        # the image was about 150 pixels tall under a row each and the layout's margins)
+        cwl.setContentsMargins(2, 2, 2, 2)
+        cwl.setSpacing(2)
+        pick_row = QHBoxLayout()
+        pick_row.addWidget(self.compare_pick, 2)
         # what the view below shows (until a run is picked: what it is for); two lines always, so that a
         # change of text never resizes the view, which is linked to the main view's zoom
         self.compare_note = QLabel("")
         self.compare_note.setWordWrap(True)
         self.compare_note.setFixedHeight(2 * self.compare_note.fontMetrics().lineSpacing() + 4)
-        cwl.addWidget(self.compare_note)
+        pick_row.addWidget(self.compare_note, 3)
+        cwl.addLayout(pick_row)
         cwl.addWidget(self.compare_view, 1)
         self._compare_placeholder()
-        self.compare_view.vb.setXLink(self.view.vb)
-        self.compare_view.vb.setYLink(self.view.vb)
+        # zoomed and panned with the image: the image's range drives the view's, and the person's own zoom or
+        # pan in the view drives the image's. Not pyqtgraph's two-way link: the two views' aspects differ,
+        # and a resize of the linked view (a run, a layout) moved the person's zoom on the image
+        self.view.vb.sigRangeChanged.connect(self._follow_view)
+        self.compare_view.vb.sigRangeChangedManually.connect(self._lead_view)
         self.toolbox = ToolBox()
         self.toolbox.add_tool(DETECT_TOOL, self.detector, tip="Train a detector on the marked pixels and "
                               "score every pixel; the Results dock shows the scores, the threshold and the objects")
@@ -357,6 +369,9 @@ class MainWindow(QMainWindow):
         self._action(v, "&Fit image to window", self.view.fit, "Ctrl+0")
         r = mb.addMenu("&Run")
         self._action(r, "&Run the chosen tool", self.run_current_tool, "F5")
+        # the window's, not the Train & Run button's: a button's shortcut works only while it is shown, and
+        # Ctrl+R did nothing with an analysis tool or the library in front
+        self._action(r, "Run the &detector", self.run_detector, "Ctrl+R")
         self._action(r, "&Cancel", self.cancel_everything, "Esc")
         self._update_recent()
 
@@ -717,7 +732,7 @@ class MainWindow(QMainWindow):
         self.legend.show_classes(heading, list(names), list(colours), [int(counts[int(v)]) for v in values], tip)
         self.shown = title
         self.results.set_detection_shown(False, f"the {heading} map")
-        self.statusBar().showMessage(f"{heading}: {len(values)} class{'' if len(values) == 1 else 'es'} shown on the image (legend at the right)",
+        self.statusBar().showMessage(f"{heading}: {len(values)} class{'' if len(values) == 1 else 'es'} shown on the image (legend under it)",
                                      5000)
 
     def show_detection(self, reason: str = "") -> None:
@@ -780,13 +795,29 @@ class MainWindow(QMainWindow):
         if run.result.method != self.detector.method_name():
             line = f"Shown: {line} (the form above holds the next run's method)"
         self.detector.status.setText(line)
+        self._say_shown_run(run)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.review.adopt(run.review)  # its statuses, when the Objects tab showed it before
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
-                                 res.report.get("far") if run.threshold == res.threshold else None)
+                                 res.report.get("far") if run.threshold == res.threshold else None,
+                                 report=res.report)
         self.show_detection()
+
+    def _say_shown_run(self, run: Run) -> None:
+        """The status bar names the run shown (it went on naming the last run made after another was picked
+        in the Results dock), with its stage timings in the tooltip; the run just made says it finished."""
+        if self._timing_message.startswith(f"{run.name} finished"):
+            return  # (said by _run_done a moment ago)
+        sec = run.result.report["seconds"]
+        total = sec["total"]
+        took = f"{total * 1e3:.0f} ms" if total < 1 else f"{total:.1f} s"
+        said = f"Shown: {run.name} (it took {took})"
+        stages = "\n".join(f"{k}: {v * 1e3:.1f} ms" for k, v in sec.items() if k != "total" and v >= 5e-5)
+        self._timing_message = said
+        self.statusBar().setToolTip(f"{run.name}, from the click to the result:\n{stages}")
+        self.statusBar().showMessage(said, 15000)
 
     def _threshold_moved(self, t: float) -> None:
         run = self.current_run()
@@ -812,6 +843,16 @@ class MainWindow(QMainWindow):
         """A run's stage timings stay in the status bar's tooltip only while its message shows."""
         if text != self._timing_message:
             self.statusBar().setToolTip("")
+
+    def _follow_view(self, *_) -> None:
+        """The Compare view shows the image's range (framed to its own aspect)."""
+        xr, yr = self.view.vb.viewRange()
+        self.compare_view.vb.setRange(xRange=xr, yRange=yr, padding=0)
+
+    def _lead_view(self, *_) -> None:
+        """A zoom or pan made in the Compare view moves the image the same way."""
+        xr, yr = self.compare_view.vb.viewRange()
+        self.view.vb.setRange(xRange=xr, yRange=yr, padding=0)
 
     def _compare_placeholder(self) -> None:
         """The Compare picker's line while nothing is picked, following the runs it lists."""

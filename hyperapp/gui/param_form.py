@@ -251,6 +251,12 @@ class ParamForm(QWidget):
         box.refused.connect(refused)
         box.valueChanged.connect(accepted)
 
+    def clear_refusal(self) -> None:
+        """Forget what was refused last (a run with the kept values succeeded: the red line under the form
+        stayed through later runs, reading as a problem of theirs)."""
+        self.note.hide()
+        self.note.setProperty("box", None)
+
     def values(self) -> dict:
         return {k: g() for k, g in self._get.items()}
 

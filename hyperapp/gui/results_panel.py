@@ -81,6 +81,10 @@ class ResultsPanel(QWidget):
         self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.finish.threshold_origin); "
                                "moving the slider replaces it")
         lay.addWidget(self.origin)
+        from hyperapp.gui.threshold_hint import ThresholdHint
+
+        self.hint = ThresholdHint(self)  # where the default rate keeps few of the clicked targets
+        lay.addWidget(self.hint)
         self.shown_note = QLabel("")
         self.shown_note.setWordWrap(True)
         self.show_button = QPushButton("Show the detection on the image")
@@ -146,7 +150,8 @@ class ResultsPanel(QWidget):
 
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
-                    exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None) -> None:
+                    exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None,
+                    report: dict | None = None) -> None:
         """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen, and
         ``far_asked`` the false-alarm rate it was set for (while the threshold is there, the ROC's title
         says when the truth counts many more)."""
@@ -189,6 +194,7 @@ class ResultsPanel(QWidget):
         self.value_box.blockSignals(False)
         self.value_box.setEnabled(True)
         self.set_threshold(threshold)
+        self.hint.show_for(report, threshold)  # (the run's report: its suggested threshold, if any)
 
     def set_threshold(self, value: float) -> None:
         """Move the slider (and everything that follows it) to ``value``, counted at once."""
@@ -321,5 +327,6 @@ class ResultsPanel(QWidget):
         self.slider.setValue(0)  # not where the last cube's threshold left it
         self.slider.blockSignals(False)
         self.origin.setVisible(False)
+        self.hint.show_for(None, 0.0)
         self.counts.setText("no result yet: mark targets, then run the detector (F5)")
         self.set_detection_shown(True)

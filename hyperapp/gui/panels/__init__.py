@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hyperapp.analyse.cost import ASK_ABOVE
 from hyperapp.core.errors import HyperappError
 from hyperapp.detect.finish import mask_at
 from hyperapp.gui.param_form import IntBox, ParamForm
@@ -81,6 +82,7 @@ class AnalysisPanel(QWidget):
         self.form.watch(self.sample, "Sample size")  # (its range joins its tooltip)
         self.build_controls(lay)
         lay.addWidget(self.form)
+        self.cost_line(lay)  # every method's run in seconds, under its options
         self.note = QLabel("")
         self.note.setWordWrap(True)
         self.note.setStyleSheet("font-style: italic;")  # in the text's colour: a pale grey was hard to read
@@ -114,7 +116,7 @@ class AnalysisPanel(QWidget):
         for signal in (self.form.changed, self.sample.valueChanged, self.source.currentIndexChanged,
                        self.method.currentIndexChanged):
             signal.connect(self._mark_stale)
-        self.run_button.clicked.connect(self.run)
+        self.run_button.clicked.connect(lambda: self.run())
         self.cancel_button.clicked.connect(self.cancel)
         self._rebuild()
 
@@ -123,37 +125,143 @@ class AnalysisPanel(QWidget):
         """Extra controls above the method's form (none here)."""
 
     def cost_line(self, layout: QVBoxLayout) -> None:
-        """A line (:attr:`cost`) saying what a run will cost, which the panel's ``_estimate`` writes,
-        again whenever the spectra, their number, the options or the method change."""
+        """A line (:attr:`cost`) saying what a run will cost, in seconds on this machine
+        (:func:`hyperapp.analyse.cost.estimate`), again whenever the spectra, their number, the options or
+        the method change. The first estimate of a method times two small fits, in a worker thread, while
+        the tool is shown."""
         self.cost = QLabel("")
         self.cost.setWordWrap(True)
+        self.cost.setToolTip("Estimated from two small fits of the method timed on this machine (once per "
+                             "session), scaled by how its work grows with the spectra, bands and options. "
+                             f"A run estimated above {ASK_ABOVE:.0f} s asks before it starts.")
         layout.addWidget(self.cost)
+        self.calibrating: Worker | None = None
         self.sample.valueChanged.connect(self._estimate)
         self.source.currentIndexChanged.connect(self._estimate)
         self.form.changed.connect(self._estimate)
 
-    def _estimate(self) -> None:
-        """Write :attr:`cost` (a panel with a :meth:`cost_line` says its method's cost here)."""
+    def cost_words(self, n: int, v: dict) -> str:
+        """What the run does, in words, before its time (a panel says its k, starts, iterations here)."""
+        return f"{n:,} spectra"
 
-    def k_cost(self, unknown: str) -> tuple | None:
-        """What a cost line of a method fitted once for each k of a range starts from: (the spectra, the
-        k tried, the cube's bands, the option values); None where the line is said already (k that does not
-        parse, or spectra known only at run time: ``unknown`` then says what the cost grows with)."""
-        from hyperapp.core.errors import HyperappError
-        from hyperapp.models.kmeans import parse_k
-
-        v = self.form.values()
-        s = self.host.session
+    def cost_spectra(self) -> int | None:
+        """Spectra a run fits on, for its cost: :meth:`spectra_count`, or the marked pixels of the ROIs
+        chosen, or the current result's object pixels; None where not known before the run."""
         n = self.spectra_count()
+        s = self.host.session
+        if n is not None or s is None:
+            return n
+        sel = self.selection()
+        if sel.kind in ("roi", "rois"):
+            lab = s.roi.labels
+            n = int((lab == sel.roi_class).sum() if sel.kind == "roi" else (lab > 0).sum())
+        elif sel.kind == "objects":
+            run = self.host.current_run() if hasattr(self.host, "current_run") else None
+            n = None if run is None else int(mask_at(run.result.scores, run.threshold).sum())
+        return n or None
+
+    def estimate(self, calibrate: bool = True):
+        """The run's :class:`~hyperapp.analyse.cost.Estimate` as the form stands, or None where the spectra
+        are not known yet or the options do not parse (``calibrate=False``: None too where this machine's
+        speed for the method is not measured yet)."""
+        from hyperapp.analyse import cost
+        from hyperapp.core.backend import get_backend
+
+        s = self.host.session
+        n = self.cost_spectra()
+        if s is None or n is None:
+            return None
+        method, backend = self.method_name(), get_backend(self.host.detector.device_name())
         try:
-            ks = parse_k(v.get("k", "8"))
+            params = ANALYSES[method].check_params(self.params())
+            if not calibrate and not cost.is_calibrated(method, params, s.cube.bands, backend):
+                return None
+            return cost.estimate(method, params, n, s.cube.bands, backend, s.cube.rows * s.cube.cols)
         except HyperappError:
-            self.cost.setText("Cost: give k as one number (8) or a range (2..10).")
             return None
-        if n is None or s is None:
-            self.cost.setText(f"Cost: grows with {unknown}.")
-            return None
-        return n, ks, s.cube.bands, v
+
+    def _estimate(self) -> None:
+        """Write :attr:`cost`: what the run does and its time, or what is still being measured."""
+        from hyperapp.analyse import cost
+        from hyperapp.core.backend import get_backend
+
+        if not hasattr(self, "cost"):
+            return
+        s = self.host.session
+        n = self.cost_spectra()
+        if s is None or n is None:
+            kind = self.selection().kind
+            self.cost.setText("Cost: known once pixels are marked (the ROIs it fits on)." if kind in ("roi", "rois")
+                              else "Cost: known once there are detected objects (run a detector)."
+                              if kind == "objects" else "Cost: known once a cube is open.")
+            return
+        try:
+            params = ANALYSES[self.method_name()].check_params(self.params())
+            what = self.cost_words(n, {**{p.name: p.default for p in ANALYSES[self.method_name()].params},
+                                       **params})
+        except HyperappError as exc:
+            self.cost.setText(f"Cost: {exc}")
+            return
+        backend = get_backend(self.host.detector.device_name())
+        where = "GPU" if backend.is_gpu else "CPU"
+        if cost.is_calibrated(self.method_name(), params, s.cube.bands, backend):
+            est = self.estimate(calibrate=False)
+            took = f"{est.words()} on the {where}" if est is not None else "unknown"
+            self.cost.setText(f"Cost: {what}; estimated time {took}.")
+        elif self.isVisible():
+            self._calibrate(self.method_name(), params, s.cube.bands, backend)
+            self.cost.setText(f"Cost: {what}; estimating its time (timing a small fit on the {where}).")
+        else:
+            self.cost.setText(f"Cost: {what}; its time is estimated when this tool is shown.")
+
+    def _calibrate(self, method: str, params: dict, bands: int, backend) -> None:
+        """Time the method's small fits in a worker thread, then write the cost line again."""
+        from hyperapp.analyse import cost
+
+        if self.calibrating is not None:
+            return
+
+        def job(progress):
+            cost.calibrate(method, params, bands, backend)
+
+        w = Worker(job)
+        w.signals.error.connect(lambda m: self.cost.setText(f"Cost: its time could not be estimated ({m})."))
+        w.signals.finished.connect(self._calibrated)
+        self.calibrating = w
+        start(w)
+
+    def _calibrated(self) -> None:
+        self.calibrating = None
+        self._estimate()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        if hasattr(self, "cost"):
+            self._estimate()
+
+    def ask_long_run(self, est) -> None:
+        """Ask before a run estimated above :data:`~hyperapp.analyse.cost.ASK_ABOVE` seconds: a dialog
+        (not modal: the window stays usable) whose Run starts it (:attr:`confirm_box`)."""
+        from PySide6.QtWidgets import QMessageBox
+
+        if getattr(self, "confirm_box", None) is not None:
+            self.confirm_box.close()
+        box = QMessageBox(QMessageBox.Icon.Question, "hyperapp",
+                          f"{ANALYSES[self.method_name()].title} is estimated to take {est.words()} on this "
+                          "machine. Run it?", QMessageBox.StandardButton.Cancel, self)
+        run = box.addButton("Run", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setInformativeText("Fewer spectra, a smaller k range or fewer iterations make it shorter.")
+        box.setModal(False)
+
+        def answered(button):
+            self.confirm_box = None
+            if button is run:
+                self.run(confirmed=True)
+
+        box.buttonClicked.connect(answered)
+        box.show()
+        self.confirm_box = box
 
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
@@ -193,7 +301,7 @@ class AnalysisPanel(QWidget):
                 self.sample.setValue(self.cpu_sample)
                 self._cpu_set["sample"] = ("Sample size", self.cpu_sample, self.sample_default)
         self._cpu_note()
-        if hasattr(self, "cost"):  # the new method's cost
+        if hasattr(self, "cost"):  # the new method's cost (the base builds it after the first rebuild)
             self._estimate()
 
     def _cpu_note(self) -> None:
@@ -238,8 +346,10 @@ class AnalysisPanel(QWidget):
         _, kind, cls = SOURCES[self.source.currentIndex()]
         return Selection(kind, self.sample.value(), 0, cls)
 
-    def run(self):
-        """Fit the chosen method in a worker thread; returns the worker (None when nothing to run)."""
+    def run(self, confirmed: bool = False):
+        """Fit the chosen method in a worker thread; returns the worker (None when nothing to run, or
+        while a run estimated above a minute asks first: :meth:`ask_long_run`; ``confirmed`` skips
+        that)."""
         from hyperapp.analyse.run import run_analysis
 
         s = self.host.session
@@ -256,6 +366,15 @@ class AnalysisPanel(QWidget):
         except HyperappError as exc:
             self.host.show_error(str(exc))
             return None
+        if not confirmed and hasattr(self, "cost"):
+            from hyperapp.analyse.cost import ASK_ABOVE
+
+            est = self.estimate()  # (times the method's small fits first, where this session has not)
+            self._estimate()
+            # (its longest: every iteration allowed; this machine's runs were up to 3x its "about")
+            if est is not None and est.longest > ASK_ABOVE:
+                self.ask_long_run(est)
+                return None
         device = self.host.detector.device_name()
         roi = s.roi.labels.astype("int32") if s.roi.labels.any() else None
         names, colours = s.roi.class_names(), s.roi.class_colours()
@@ -358,6 +477,7 @@ class AnalysisPanel(QWidget):
 
     def _done(self, result) -> None:
         self.result = result
+        self.form.clear_refusal()  # the run took the kept values: a refusal said before is history
         self._shown_options = self._asked
         rep = result.report
         self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "

@@ -33,6 +33,12 @@ class BandsPanel(AnalysisPanel):
     #: 10,000 subsets took 198 s on the CPU on the 128 x 128 x 64 sample scene; 500 take seconds
     cpu_defaults = {"band-subsets": {"n_subsets": 500}}
 
+    def cost_words(self, n: int, v: dict) -> str:
+        if self.method_name() == "band-subsets":
+            return (f"{n:,} spectra, {v['n_subsets']:,} subsets of {v['subset_size']} bands, each a k-means "
+                    f"of {v['k']} clusters")
+        return f"{min(n, v['max_pixels']):,} spectra, {v['n_clusters']} band clusters"
+
     def build_plots(self, tabs) -> None:
         box = QWidget()
         lay = QVBoxLayout(box)

@@ -35,6 +35,11 @@ class ForestPanel(AnalysisPanel):
     title = "Forest classification"
 
     # ------------------------------------------------------------------ controls: the classes
+
+    def cost_words(self, n: int, v: dict) -> str:
+        trees = "one tree" if self.method_name() == "cart" else f"{v['n_trees']} trees"
+        return f"{n:,} marked pixels, {trees}, then every pixel of the image classified"
+
     def build_controls(self, layout) -> None:
         box = QGroupBox("Training classes (ROIs)")
         lay = QVBoxLayout(box)

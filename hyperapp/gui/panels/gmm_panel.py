@@ -29,22 +29,15 @@ class GMMPanel(AnalysisPanel):
     cpu_defaults = {"gmm": {"n_init": 1}}
     cpu_sample = 5000
 
-    def build_controls(self, layout) -> None:
-        self.cost_line(layout)
+    def cost_words(self, n: int, v: dict) -> str:
+        """EM's run in words: every iteration weighs each spectrum against each component's covariance
+        (bands squared for full matrices), for every k tried and every start."""
+        from hyperapp.models.kmeans import parse_k
 
-    def _estimate(self) -> None:
-        """EM's cost up front: every iteration weighs each spectrum against each component's covariance
-        (bands^2 for full matrices), for every k tried and every start."""
-        got = self.k_cost("spectra x components x starts x iterations (x bands^2 for full covariances)")
-        if got is None:
-            return
-        n, ks, d, v = got
-        per = d * d if v.get("covariance") == "full" else d
-        work = n * sum(ks) * per * v.get("n_init", 1) * v.get("max_iter", 100)
+        ks = parse_k(v["k"])
         tried = f"{ks[0]} components" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} fits)"
-        self.cost.setText(f"Cost: about {n:,} spectra, {tried}, {v.get('n_init', 1)} start(s), up to "
-                          f"{v.get('max_iter', 100)} EM iterations on {d} bands: up to {work:.2g} multiply-adds; "
-                          "time grows with each (bands squared for full covariances).")
+        return (f"{n:,} spectra, {tried}, {v['n_init']} start(s), up to {v['max_iter']} EM iterations on "
+                f"{self.host.session.cube.bands} bands")
 
     def build_plots(self, tabs) -> None:
         self.bic_plot = plot_widget("number of components k", "BIC")

@@ -34,18 +34,12 @@ class HACPanel(AnalysisPanel):
     sample_default = 3000
 
     def build_controls(self, layout) -> None:
-        self.cost_line(layout)
         self.form.changed.connect(self._height_label)
 
-    def _estimate(self) -> None:
-        """The tree's cost up front: its pairwise distances grow with the square of the spectra."""
-        n = self.spectra_count()
-        if n is None:
-            self.cost.setText("Cost: the tree grows with the square of the selected spectra.")
-            return
+    def cost_words(self, n: int, v: dict) -> str:
+        """The tree's size in words: its pairwise distances grow with the square of the spectra."""
         mb = n * (n - 1) / 2 * 8 / 2**20
-        self.cost.setText(f"Cost: about {n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB); "
-                          "time and memory grow with the square of the spectra.")
+        return f"{n:,} spectra, {n * (n - 1) // 2:,} pairwise distances ({mb:,.0f} MB)"
 
     def build_plots(self, tabs) -> None:
         box = QWidget()

@@ -14,23 +14,16 @@ class KMeansPanel(AnalysisPanel):
     methods = ("kmeans",)
     title = "k-means"
 
-    def build_controls(self, layout) -> None:
-        self.cost_line(layout)
+    def cost_words(self, n: int, v: dict) -> str:
+        """Lloyd's run in words: every iteration measures each spectrum against each centre, for every k
+        tried and every restart (k = 10,000 on 20,000 spectra ran 269 s on the CPU with nothing said)."""
+        from hyperapp.models.kmeans import parse_k
 
-    def _estimate(self) -> None:
-        """Lloyd's cost up front, as the mixture's and the tree's panels say theirs: every iteration measures
-        each spectrum against each centre, for every k tried and every restart (k = 10,000 on 20,000
-        spectra ran 269 s on the CPU with nothing said before)."""
-        got = self.k_cost("spectra x clusters x restarts x iterations x bands")
-        if got is None:
-            return
-        n, ks, d, v = got
-        work = n * sum(ks) * d * v.get("n_init", 1) * v.get("max_iter", 100)
+        ks = parse_k(v["k"])
         tried = f"{ks[0]} clusters" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} fits)"
         few = f"; k = {ks[-1]} leaves about {n / ks[-1]:.1f} spectra a cluster" if ks[-1] * 10 > n else ""
-        self.cost.setText(f"Cost: about {n:,} spectra, {tried}, {v.get('n_init', 1)} restart(s), up to "
-                          f"{v.get('max_iter', 100)} iterations on {d} bands: up to {work:.2g} "
-                          f"multiply-adds{few}.")
+        return (f"{n:,} spectra, {tried}, {v['n_init']} restart(s), up to {v['max_iter']} iterations on "
+                f"{self.host.session.cube.bands} bands{few}")
 
     def build_plots(self, tabs) -> None:
         self.inertia_plot = plot_widget("number of clusters k", "inertia")

@@ -35,6 +35,10 @@ class SOMPanel(AnalysisPanel):
     methods = ("som",)
     title = "SOM"
 
+    def cost_words(self, n: int, v: dict) -> str:
+        return (f"{n:,} spectra, {v['rows']} x {v['cols']} neurons, {v['epochs']} epoch(s) of "
+                f"{v['training']} training")
+
     def build_plots(self, tabs) -> None:
         # the three maps of the neurons side by side in one tab, each a square grid filling its plot: the
         # wide, low plots dock gives each its own third, and a person reads them together

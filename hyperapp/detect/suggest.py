@@ -1,0 +1,87 @@
+"""A threshold that keeps what was clicked, where the requested false-alarm rate keeps few objects.
+
+A false-alarm rate sets the threshold from the background's scores alone. On a scene whose targets
+score near the background's tail it keeps almost nothing: on the airport scene, RBFN after five clicks
+on aircraft scores an AUC of 0.956-0.968, but its threshold for a false-alarm rate of 1e-3 keeps 10
+pixels in 4-7 objects, one of the five clicked aircraft among them (Pd 0.03-0.04). An analyst who
+clicked five aircraft of thirteen expects the aircraft, or to be told how to get them.
+
+The pixels clicked as targets say what a target scores: a threshold just below the lowest clicked
+target's score keeps every pixel that scores at least like each of them, the clicked objects' kind (on
+the airport: 180 pixels in 43 objects, all 13 aircraft among them, Pd 0.51). The same logic as the
+network-mode split of :func:`hyperapp.models.evaluation.far_threshold`, which takes the pixels that stand
+apart with the targets as targets, from the other side: from the targets' own scores rather than from
+a gap in the top of the distribution. :func:`clicked_kind` computes it on the scores' device at a
+run's end (:func:`hyperapp.detect.finish.finish_detection` puts it in the report as
+``"suggested_threshold"``), :func:`suggestion_words` says it; the window's Results dock offers it in one
+click and the CLI's summary prints it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperapp.core.backend import get_namespace, to_host
+
+
+def clicked_kind(scores, targets, threshold: float) -> dict | None:
+    """The threshold that keeps every clicked target, where the run's ``threshold`` misses half of them
+    or more; else None.
+
+    Parameters
+    ----------
+    scores : (rows, cols) array (NumPy or CuPy)
+        The run's scores (NaN: no data).
+    targets : bool (rows, cols) array on the same device
+        The pixels clicked as targets.
+    threshold : float
+        The run's threshold (the mask holds the scores above it).
+
+    Returns
+    -------
+    dict or None
+        ``threshold`` (just below the lowest clicked target's score), ``pixels`` and ``objects`` it keeps,
+        and at the run's threshold: ``pixels_now``, ``objects_now``, ``clicked`` (clicked objects,
+        8-connected) and ``clicked_kept_now`` (those the mask touches). None where nothing is clicked,
+        the clicked pixels have no finite score, half or more of the clicked objects are kept already, or
+        the suggestion would not lower the threshold.
+    """
+    from hyperapp.models.postprocess import label_objects
+
+    xp = get_namespace(scores)
+    t = targets.astype(bool) if targets.dtype != bool else targets
+    clicked = scores[t]
+    clicked = clicked[xp.isfinite(clicked)]
+    if clicked.size == 0:
+        return None
+    low = float(to_host(clicked.min()))
+    dtype = np.float32 if scores.dtype == np.float32 else np.float64
+    suggested = float(np.nextafter(dtype(low), dtype(-np.inf)))  # the mask takes the scores above it
+    if suggested >= float(threshold):
+        return None
+    lab, n_clicked = label_objects(t)
+    mask = xp.greater(scores, threshold)
+    kept_now = int(xp.unique(lab[xp.logical_and(mask, t)]).size)
+    if n_clicked == 0 or 2 * kept_now > n_clicked:
+        return None
+    _, objects_now = label_objects(mask)
+    new = xp.greater(scores, suggested)
+    _, objects = label_objects(new)
+    return {"threshold": suggested, "pixels": int(new.sum()), "objects": int(objects),
+            "pixels_now": int(mask.sum()), "objects_now": int(objects_now), "clicked": int(n_clicked),
+            "clicked_kept_now": kept_now}
+
+
+def suggestion_words(report: dict) -> str:
+    """The report's ``suggested_threshold`` in words (the Results dock and the CLI's summary), or ""."""
+    s = report.get("suggested_threshold")
+    if not s:
+        return ""
+    far = report.get("far")
+    asked = f"The false-alarm rate of {far:g}" if far else "The threshold"
+    px = "pixel" if s["pixels_now"] == 1 else "pixels"
+    return (f"{asked} keeps only {s['objects_now']} object{'s' if s['objects_now'] != 1 else ''} "
+            f"({s['pixels_now']} {px}), {s['clicked_kept_now']} of the {s['clicked']} clicked targets among "
+            f"them. A threshold of {s['threshold']:.4g}, just below the lowest clicked target's score, keeps "
+            f"everything that scores like every clicked target: {s['objects']} objects ({s['pixels']} pixels), "
+            "to review.")

@@ -1,0 +1,57 @@
+"""The Results dock's offer of a threshold that keeps the clicked targets, where the run's false-alarm
+rate kept few of them: the words and the threshold come from the run's report
+(:func:`hyperapp.detect.suggest.suggestion_words`, ``"suggested_threshold"``); one click moves the
+threshold there."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+
+
+class ThresholdHint(QWidget):
+    """A line saying what the default threshold keeps and a button taking the suggested one; shown while
+    the run's threshold is its default, hidden once the threshold moves."""
+
+    def __init__(self, results, parent=None):
+        super().__init__(parent)
+        self.results = results
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 2, 0, 2)
+        self.text = QLabel("")
+        self.text.setWordWrap(True)
+        self.text.setStyleSheet("color: #e0a000;")
+        self.button = QPushButton("")
+        self.button.setToolTip("Move the threshold just below the lowest clicked target's score: every pixel "
+                               "that scores at least like each clicked target joins the mask")
+        lay.addWidget(self.text)
+        lay.addWidget(self.button)
+        self.suggested: dict | None = None
+        self._default: float | None = None
+        self.button.clicked.connect(self.take)
+        results.threshold_changed.connect(self._moved)
+        self.hide()
+
+    def show_for(self, report: dict | None, threshold: float) -> None:
+        """Offer the report's suggestion while ``threshold`` is the run's default (else nothing)."""
+        from hyperapp.detect.suggest import suggestion_words
+
+        report = report or {}
+        s = report.get("suggested_threshold")
+        self.suggested = s if s and float(threshold) == float(report.get("threshold", float("nan"))) else None
+        self._default = float(threshold)
+        if self.suggested is None:
+            self.hide()
+            return
+        self.text.setText(suggestion_words(report))
+        # short: the Results dock's column is 300 pixels wide (the words above say the rest)
+        self.button.setText(f"Use threshold {s['threshold']:.4g} ({s['objects']} objects)")
+        self.show()
+
+    def take(self) -> None:
+        """Move the threshold to the suggestion (the mask, counts and table follow)."""
+        if self.suggested is not None:
+            self.results.set_threshold(self.suggested["threshold"])
+
+    def _moved(self, t: float) -> None:
+        if self.isVisible() and t != self._default:
+            self.hide()
