@@ -181,6 +181,34 @@ def test_objects_follow_the_connectivity_of_the_run(tmp_path):
         Review.from_folder(d, mask.shape)
 
 
+def test_a_moved_threshold_keeps_the_marks_of_the_objects_that_overlap():
+    """A Good object that grows keeps Good, a Bad one that shrinks keeps Bad; an object merging a Good and a
+    Bad one, and a new one, are Pending."""
+    s = np.zeros((12, 20), np.float32)
+    s[2, 2] = s[2, 3] = 0.9           # A: grows at the lower threshold (2, 4)
+    s[2, 4] = 0.5
+    s[6, 6:9] = [0.9, 0.4, 0.9]       # B and C, apart at 0.8, one object at 0.3
+    s[9, 12:15] = [0.9, 0.9, 0.85]    # D: shrinks at 0.87
+    s[0, 18] = 0.5                    # E: new at 0.3
+    high = Review.from_mask(s > 0.8, s, 0.8)
+    by_pixel = {tuple(map(int, np.argwhere(high.labels == i)[0])): i for i in high.ids.tolist()}
+    high.set_status(by_pixel[(2, 2)], GOOD)
+    high.set_status(by_pixel[(6, 6)], GOOD)
+    high.set_status(by_pixel[(6, 8)], BAD)
+    high.set_status(by_pixel[(9, 12)], BAD)
+    low = Review.from_mask(s > 0.3, s, 0.3)
+    assert low.carry_statuses(high) == 2  # A and D
+
+    def status_at(rv, r, c):
+        return rv.status[rv.index_of(int(rv.labels[r, c]))]
+
+    assert status_at(low, 2, 4) == GOOD and status_at(low, 6, 7) == PENDING and status_at(low, 0, 18) == PENDING
+    assert status_at(low, 9, 14) == BAD
+    higher = Review.from_mask(s > 0.87, s, 0.87)
+    assert higher.carry_statuses(high) == 4
+    assert status_at(higher, 9, 12) == BAD and status_at(higher, 2, 2) == GOOD and status_at(higher, 6, 8) == BAD
+
+
 def test_lon_lat_columns_when_the_objects_carry_them(planted):
     img, mask, scores = planted
     rv = Review.from_mask(mask, scores)

@@ -232,8 +232,28 @@ class Review:
         return [self.row(i) for i, s in enumerate(self.status) if s == GOOD]
 
     def carry_statuses(self, other: Review) -> int:
-        """Take ``other``'s statuses for the objects both hold: the same box and size, whatever their ids
-        (a threshold moved, which numbers the objects anew; a run reopened); returns how many were taken."""
+        """Take ``other``'s statuses (a threshold moved, a run reopened); returns how many objects took one.
+
+        With both label images (the same shape): each object takes the status its overlapping objects of
+        ``other`` were given, where those marked agree (an object that grew or shrank keeps its mark; one
+        that merged a Good and a Bad object stays Pending). Otherwise (``other`` read from a review.csv):
+        the objects with the same box and size."""
+        mine = getattr(other, "labels", None)
+        if mine is not None and mine.shape == self.labels.shape:
+            a, b = mine.reshape(-1), self.labels.reshape(-1)
+            both = (a > 0) & (b > 0)
+            pairs = np.unique(np.stack([b[both], a[both]]), axis=1) if both.any() else np.zeros((2, 0), np.int64)
+            marked = {int(i): s for i, s in zip(other.ids, other.status) if s != PENDING}
+            given: dict[int, set] = {}
+            for new, old in pairs.T.tolist():  # one pass over the overlapping pairs of objects, not pixels
+                if old in marked:
+                    given.setdefault(new, set()).add(marked[old])
+            n = 0
+            for k, i in enumerate(self.ids.tolist()):
+                if len(given.get(i, ())) == 1:
+                    self.status[k] = next(iter(given[i]))
+                    n += 1
+            return n
         theirs = {(box(o), int(o["pixels"])): s for o, s in zip(other.objects, other.status)}
         n = 0
         for k, o in enumerate(self.objects):
@@ -259,6 +279,7 @@ class Review:
             except (KeyError, ValueError, TypeError) as exc:
                 raise CubeFormatError(f"not a review.csv (a row without id, box or status: {exc})", p) from exc
         prior = Review.__new__(Review)
+        prior.labels = None  # matched by box and size
         prior.ids = np.array([o["label"] for o, _ in old], np.int64)
         prior.objects = [o for o, _ in old]
         prior.status = [s for _, s in old]

@@ -167,7 +167,7 @@ class ReviewPanel(QWidget):
     def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None, geo=None) -> Review:
         """The review of the objects above ``threshold`` (through the run's target filter ``filters``, where it
         has one): the one shown when it was made at that threshold (the run's own, :meth:`adopt`), else a
-        new one that keeps the statuses of the objects both hold
+        new one whose objects keep the marks of the objects they overlap, where those agree
         (:meth:`~hyperapp.detect.review.Review.carry_statuses`). ``geo``: the cube's location, where it has
         one: the objects get the lon/lat objects.csv gives them (``hyperapp.io.objects.with_lonlat``)."""
         from hyperapp.detect.finish import mask_at
