@@ -6,10 +6,12 @@ Headless commands
 ``info CUBE``
     Shape, dtype, interleave, wavelength range and size.
 ``detect CUBE --method M (--targets T | --target-spectra LIB [--spectra "a,b"]) [--undesired-spectra LIB2]
-[--background B] [--truth MASK] [--far F | --threshold X] [--device auto|gpu|cpu] --out DIR``
+[--background B] [--truth MASK] [--far F | --threshold X] [--clump N] [--sieve MIN[..MAX]] [--connectivity 4|8]
+[--continuum-removed] [--device auto|gpu|cpu] --out DIR``
     Writes ``DIR/scores.hdr/.img`` (float32, higher = more target-like), ``DIR/mask.hdr/.img``
     (uint8 0/1), ``DIR/objects.csv`` and ``DIR/report.json``; MTMF and MTTCIMF also
-    ``DIR/infeasibility.hdr/.img``.
+    ``DIR/infeasibility.hdr/.img``. The options make one :class:`hyperapp.request.DetectRequest`, the
+    same a job step's keys and the window's fields make.
 ``analyse CUBE --method NAME [--param K=V ...] [--roi MASK|CSV] [--select KIND] [--sample N]
 [--bands LIST] [--device auto|gpu|cpu] --out DIR``
     Fits an analysis method (k-means, band subsets, band clustering) on a selection of spectra and
@@ -138,11 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     det.add_argument("--hidden", help="RBFN/FFBP hidden neurons (same as --param n_hidden=N)")
     det.add_argument("--save-model", help="save the trained model to this file (.npz)")
     det.add_argument("--model", help="score with a saved model instead of training")
-    det.add_argument("--train-from", help="train on this scene instead (FFBP: the window networks), then score the cube")
+    det.add_argument("--train-from", dest="train", help="train on this scene instead (FFBP: the window networks), then score the cube")
     det.add_argument("--train-truth", help="the targets of --train-from: a truth mask or clicks")
     det.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     det.add_argument("--bands", help="run on these bands only (0-based, e.g. 3,17,40 or 10..20), as a band "
                                      "reduction chose them")
+    det.add_argument("--clump", metavar="N", help="target filter: close the mask with an N x N square (N odd; "
+                                                  "fills gaps narrower than N inside and between detections)")
+    det.add_argument("--sieve", metavar="MIN[..MAX]", help="target filter: remove objects of fewer than MIN (or "
+                                                           "more than MAX) pixels, after --clump")
+    det.add_argument("--connectivity", metavar="4|8", help="which neighbours join pixels into one object (default 8)")
+    det.add_argument("--continuum-removed", action="store_true",
+                     help="detect on continuum-removed spectra (each divided by its upper convex hull over "
+                          "wavelength), the targets' too")
     det.add_argument("--ortho", action="store_true", help="write the outputs on the orthorectified map grid of "
                      "the swath's geometry lookup table (EMIT), not on the swath's pixels")
 
@@ -224,15 +234,14 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _label(key: str) -> str:
-    """How the CLI names a run setting in messages: its option."""
-    return {"roi": "--roi", "train": "--train-from", "params": "--param"}.get(key, "--" + key.replace("_", "-"))
+def _request(args, kind: str):
+    """The run's request (:class:`hyperapp.request.DetectRequest` or ``AnalyseRequest``) from the command
+    line's options, checked as a job step's and the window's are; then the output folder is checked
+    (nothing is created yet)."""
+    from dataclasses import fields
 
-
-def _settings(args, kind: str) -> dict:
-    """The run's options checked by :func:`hyperapp.request.checks.run_settings`, the check a job step and the
-    window share; then the output folder is checked (nothing is created yet)."""
     from hyperapp.io.atomic import check_out_dir
+    from hyperapp.request import AnalyseRequest, DetectRequest
     from hyperapp.request import checks as options
 
     params: dict = {}
@@ -241,25 +250,18 @@ def _settings(args, kind: str) -> dict:
         if k in params and params[k] != v:
             raise InputError(f"--param {k} is given twice, as {params[k]!r} and {v!r}: give it once")
         params[k] = v
-    raw = {"params": params, "bands": args.bands, "all_bands": args.all_bands}
-    if kind == "detect":
-        if args.hidden is not None:
-            if "n_hidden" in params and str(params["n_hidden"]).strip() != str(args.hidden).strip():
-                raise InputError(f"--hidden {args.hidden} and --param n_hidden={params['n_hidden']} disagree: "
-                                 "give one of them")
-            params["n_hidden"] = args.hidden
-        raw.update(far=args.far, threshold=args.threshold, targets=args.targets, background=args.background,
-                   truth=args.truth, model=args.model, train=args.train_from, train_truth=args.train_truth,
-                   target_spectra=args.target_spectra,
-                   spectra=args.spectra, undesired_spectra=args.undesired_spectra,
-                   undesired_names=args.undesired_names, undesired_rois=args.undesired_rois, mnf=args.mnf)
-    else:
-        raw.update(sample=args.sample, seed=args.seed, roi_class=args.roi_class, select=args.select,
-                   roi=args.roi, objects=args.objects)
-    st = options.run_settings(kind, args.method, raw, _label,
-                              need_targets=not (kind == "detect" and (args.method == "ffbp" or args.train_from)))
+    if getattr(args, "hidden", None) is not None:
+        if "n_hidden" in params and str(params["n_hidden"]).strip() != str(args.hidden).strip():
+            raise InputError(f"--hidden {args.hidden} and --param n_hidden={params['n_hidden']} disagree: "
+                             "give one of them")
+        params["n_hidden"] = args.hidden
+    cls = DetectRequest if kind == "detect" else AnalyseRequest
+    keys = {f.name for f in fields(cls)}
+    mapping = {k: v for k, v in vars(args).items() if k in keys}
+    mapping["params"] = params
+    req = cls.from_mapping(mapping, "cli")
     check_out_dir(options.out_folder(args.out))
-    return st
+    return req
 
 
 def cmd_detect(args) -> int:
@@ -269,10 +271,7 @@ def cmd_detect(args) -> int:
     from hyperapp.io.masks import check_background, require_marks
     from hyperapp.request import checks as options
 
-    st = _settings(args, "detect")
-    if args.truth_var is not None and args.truth is None:
-        raise InputError("--truth-var names the truth's variable in a .mat file: give --truth too")
-    memory = options.memory(args.memory, "--memory") if args.memory is not None else None
+    req = _request(args, "detect")
     if args.save_model is not None and not args.save_model.strip():  # given, but empty: not silently no model
         raise InputError("--save-model must name the model file to write, got ''")
     if args.save_model:  # the file it will write (.npz added), checked before any work or output
@@ -286,50 +285,42 @@ def cmd_detect(args) -> int:
 
     check_ortho(cube, args.ortho)  # (before any training)
     shape = (cube.rows, cube.cols)
-    targets = read_labels(args.targets, shape) if args.targets else None
+    targets = read_labels(req.targets, shape) if req.targets else None
     if targets is not None:
-        require_marks(targets, args.targets)  # naming the file, not the cube the model would have named
-    background = read_labels(args.background, shape) if args.background else None
-    check_background(background, targets, args.background)
-    truth = read_truth(args.truth, shape, args.truth_var) if args.truth else None
-    params = st["params"]
+        require_marks(targets, req.targets)  # naming the file, not the cube the model would have named
+    background = read_labels(req.background, shape) if req.background else None
+    check_background(background, targets, req.background)
+    truth = read_truth(req.truth, shape, req.truth_var) if req.truth else None
     model = None
-    if args.model:
+    if req.model:
         from hyperapp.detect.model_files import load_model
 
-        model = load_model(args.model, n_bands=cube.bands, method=args.method)
-    if args.train_from:
+        model = load_model(req.model, n_bands=cube.bands, method=req.method)
+    if req.train:
         from hyperapp.detect.training import train_on_scene
 
-        if not args.train_truth:
-            raise InputError("--train-from needs --train-truth (the training scene's targets: a truth mask or "
-                             "clicks)")
-        model = train_on_scene(args.train_from, args.method, args.train_truth, bands=args.bands,
-                               all_bands=args.all_bands, params=params, device=args.device,
-                               expected_bands=cube.bands, memory=memory)
-    elif args.method == "ffbp" and model is None and targets is None:
+        model = train_on_scene(req.train, req.method, req.train_truth, bands=req.bands, all_bands=req.all_bands,
+                               params=req.params, device=req.device, expected_bands=cube.bands, memory=req.memory)
+    elif req.method == "ffbp" and model is None and targets is None:
         raise InputError("ffbp needs a model: --model FILE, --train-from SCENE --train-truth MASK, "
                          "or --targets marking the targets of this scene")
     from hyperapp.io.masks import read_class_map
     from hyperapp.io.signatures import signature_kwargs
 
-    sig = signature_kwargs(cube, st.get("target_spectra"), st.get("spectra"), st.get("undesired_spectra", []),
-                           st.get("undesired_names"),
-                           read_class_map(st["undesired_rois"], shape) if "undesired_rois" in st else None)
+    sig = signature_kwargs(cube, req.target_spectra, req.spectra, req.undesired_spectra, req.undesired_names,
+                           read_class_map(req.undesired_rois, shape) if req.undesired_rois else None)
     if args.save_model and model is None:  # a model that could not be saved: refused before any output
         from hyperapp.detect.model_files import check_savable, model_path
 
         several = sig.get("target_spectra") is not None and len(sig["target_spectra"]) > 1
-        check_savable(args.method, st.get("mnf") is not None, several, model_path(args.save_model))
+        check_savable(req.method, req.mnf is not None, several, model_path(args.save_model))
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
-        result, paths = detect_to_folder(cube, args.method, targets, background, args.out, params=params,
-                                         device=args.device, truth=truth, far=st.get("far"),
-                                         threshold=st.get("threshold"), model=model, memory=memory,
-                                         progress=shown.progress(), mnf=st.get("mnf"), ortho=args.ortho, **sig)
+        result, paths = detect_to_folder(cube, req, targets, background, args.out, ortho=args.ortho, truth=truth,
+                                         model=model, progress=shown.progress(), **sig)
     if args.save_model:
         from hyperapp.detect.model_files import save_model
 
-        saved = save_model(result.model, args.save_model, method=args.method)
+        saved = save_model(result.model, args.save_model, method=req.method)
         # (a name without .npz gets it: say where the model went, which --model then takes)
         print(f"saved the model to {saved}")
     rep = result.report
@@ -371,25 +362,24 @@ def _open(args):
 
 
 def cmd_analyse(args) -> int:
-    from hyperapp.analyse.run import DEFAULT_SAMPLE, Selection, forest_shape, run_analysis, write_analysis
+    from hyperapp.analyse.run import forest_shape, run_analysis, write_analysis
     from hyperapp.core.progress import ProgressDisplay
     from hyperapp.io.masks import class_names_of, read_class_map
 
-    st = _settings(args, "analyse")
+    req = _request(args, "analyse")
     cube = _open(args)
     shape = (cube.rows, cube.cols)
-    roi = read_class_map(args.roi, shape) if args.roi else None
-    objects = read_class_map(args.objects, shape) > 0 if args.objects else None
-    sel = Selection(st["select"], st.get("sample", DEFAULT_SAMPLE), st["seed"], st["roi_class"])
-    names = class_names_of(args.roi) if args.roi else None
+    roi = read_class_map(req.roi, shape) if req.roi else None
+    objects = read_class_map(req.objects, shape) > 0 if req.objects else None
+    names = class_names_of(req.roi) if req.roi else None
     with ProgressDisplay() as shown, about(args.cube):  # what the data does wrong names the cube
         from hyperapp.analyse.cost import long_run_words
+        from hyperapp.analyse.run import selection_of
 
-        said = long_run_words(cube, args.method, st["params"], sel, roi, objects, args.device)
+        said = long_run_words(cube, req.method, req.params, selection_of(req), roi, objects, req.device)
         if said:  # a long run is announced, not asked about: the command line runs unattended
             print(f"hyperapp: {said}", file=sys.stderr)
-        result = run_analysis(cube, args.method, st["params"], sel, roi=roi, objects=objects, device=args.device,
-                              class_names=names, progress=shown.progress())
+        result = run_analysis(cube, req, roi=roi, objects=objects, class_names=names, progress=shown.progress())
     paths = write_analysis(result, args.out, cube)
     rep = result.report
     res = rep["results"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError, ModelError
-from hyperapp.models.base import Estimator
+from hyperapp.models.base import Estimator, Param
 
 #: labelled classes the GPU kernel's per-cluster histogram holds at most
 MAX_CLASSES = 32
@@ -173,6 +173,16 @@ class BandSubsetSearch(Estimator):
     best_centres_ : (top, k, r) array, each best subset's centres, for :meth:`predict`'s ``rank``
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_subsets", int, help="Random band subsets explored, each with its own small k-means.", minimum=1, maximum=1000000, label="Subsets explored"),
+        Param("subset_size", int, help="Bands in each subset.", minimum=1, maximum=16, label="Bands per subset"),
+        Param("k", int, help="Clusters per subset: each pixel is coded in log2(k) bits.", minimum=2, maximum=64, label="Clusters per subset"),
+        Param("max_iter", int, help="k-means iterations per subset at most.", minimum=1, maximum=1000, label="Iterations at most"),
+        Param("top", int, help="Best subsets listed.", minimum=1, maximum=1000, label="Subsets listed"),
+        Param("seed", int, help="Seed of the subsets and the initial centres.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
+
     accepts_progress = True
 
     def __init__(self, n_subsets: int = 10000, subset_size: int = 3, k: int = 8, max_iter: int = 20,
@@ -202,12 +212,8 @@ class BandSubsetSearch(Estimator):
             raise ModelError("no spectra selected: the selection is empty")
         if not 1 <= r <= nb:
             raise InputError(f"subset size must be between 1 and the number of bands ({nb}), got {r}")
-        if not 2 <= k <= 64:
-            raise InputError(f"k must be between 2 and 64, got {k}")
         if k > n:
             raise ModelError(f"k = {k} is larger than the number of spectra ({n})")
-        if int(self.n_subsets) < 1:
-            raise InputError("n_subsets must be at least 1")
         check_finite(X, "selected spectra")
         Z, mu, sd = _standardise(X)
         if not bool((sd > 1e-12).any()):
@@ -320,6 +326,13 @@ class BandClustering(Estimator):
     band_labels_ : (bands,) int array, the cluster of every band
     representatives_ : (n_clusters,) int array, sorted: per cluster, the band nearest its centre
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_clusters", int, help="Bands kept: the bands are clustered by how they vary together, and the band nearest each cluster's centre is kept.", minimum=1, maximum=1024, label="Bands to keep"),
+        Param("max_pixels", int, help="Of the spectra chosen above, at most this many (a random subset of them) build the band vectors.", minimum=100, maximum=10**7, label="Of them, use at most"),
+        Param("seed", int, help="Seed of the sample and of k-means.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
 
     accepts_progress = True
 

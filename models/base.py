@@ -9,6 +9,10 @@ target-like.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
@@ -132,9 +136,81 @@ def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     return tgt, marked[v == BACKGROUND], marked[v == NODATA], n
 
 
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a model, declared once on its class (:attr:`Estimator.parameters`): its type, range
+    or choices, the words a person reads (``label``) and its tooltip (``help``). The default is the class's
+    ``__init__`` default (:meth:`Estimator.declared` fills it in). The registry's forms, the CLI's
+    ``--param``, a job's ``params`` and ``fit`` all check a value through :meth:`check`."""
+
+    name: str
+    type: type
+    default: object = None
+    help: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple = ()
+    label: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ").capitalize()
+
+    def check(self, value, owner: str = ""):
+        """``value`` as this parameter's type, within its range and choices, or an
+        :class:`~hyperapp.core.errors.InputError` naming the option (the same words from the window, the
+        CLI's ``--param``, a job's ``params`` and a direct ``fit``)."""
+        from hyperapp.core import values as options
+
+        name = f"{owner} option {self.name}" if owner else self.name
+        if self.label:  # the window's words beside the option's name, for whoever typed it where
+            name += f" ({self.label})"
+        if self.type is bool:
+            return options.flag(value, name)
+        if self.type is int:
+            return options.whole(value, name, None if self.minimum is None else int(self.minimum),
+                                 None if self.maximum is None else int(self.maximum))
+        if self.type is float:
+            return options.number(value, name, self.minimum, self.maximum)
+        return options.text(value, name, self.choices)
+
+
 class Estimator:
     """What every model shares, scikit-learn style: parameters read from ``__init__``'s signature, a
-    fitted-ness check (fitted state lives in attributes ending in ``_``), and a readable repr."""
+    fitted-ness check (fitted state lives in attributes ending in ``_``), and a readable repr.
+
+    A model declares its parameters once, in :attr:`parameters` (as scikit-learn's
+    ``_parameter_constraints``): the registry's forms and checks derive from it, and ``fit`` (and
+    ``fit_signature``) check the current values against it before any work (:meth:`_validate_declared`)."""
+
+    #: the parameters a person sets, each once: type, range or choices, label and help (defaults: ``__init__``'s)
+    parameters: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "fit_signature", "fit_from_stats", "fit_scenes", "fit_from_pixels"):
+            f = cls.__dict__.get(name)
+            if f is not None and not getattr(f, "_validates", False):
+                setattr(cls, name, _validating(f))
+
+    @classmethod
+    def declared(cls) -> dict[str, Param]:
+        """The declared parameters by name, each with its ``__init__`` default."""
+        got = cls.__dict__.get("_declared_cache")
+        if got is None:
+            import inspect
+
+            sig = inspect.signature(cls.__init__).parameters
+            got = {p.name: replace(p, default=sig[p.name].default) for p in cls.parameters}
+            cls._declared_cache = got
+        return got
+
+    def _validate_declared(self) -> None:
+        """Every declared parameter's current value within its declaration, or an InputError naming it."""
+        for p in type(self).declared().values():
+            v = getattr(self, p.name)
+            if not (v is None and p.default is None):
+                p.check(v, type(self).__name__)
 
     def _check_fitted(self) -> None:
         if not any(k.endswith("_") and not k.startswith("_") for k in vars(self)):
@@ -149,6 +225,36 @@ class Estimator:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+#: set inside :func:`unchecked_parameters`: fit skips the declared parameters' check
+_UNCHECKED = contextvars.ContextVar("hyperapp_unchecked_parameters", default=False)
+
+
+@contextlib.contextmanager
+def unchecked_parameters():
+    """Fits inside it skip the declared parameters' check (scikit-learn's ``skip_parameter_validation``):
+    for a maintainer's measurement that sets a value no person may ask (a calibration's ``tol < 0``, every
+    iteration run)."""
+    token = _UNCHECKED.set(True)
+    try:
+        yield
+    finally:
+        _UNCHECKED.reset(token)
+
+
+def _validating(fit):
+    """``fit`` that first checks the declared parameters (:meth:`Estimator._validate_declared`)."""
+    import functools
+
+    @functools.wraps(fit)
+    def checked(self, *args, **kwargs):
+        if not _UNCHECKED.get():
+            self._validate_declared()
+        return fit(self, *args, **kwargs)
+
+    checked._validates = True
+    return checked
 
 
 class PixelDetector(Estimator):

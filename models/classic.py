@@ -27,6 +27,7 @@ from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError
 from hyperapp.models.base import (
     TARGET,
+    Param,
     PixelDetector,
     as_pixels,
     check_finite,
@@ -435,18 +436,29 @@ class LocalRX(PixelDetector):
         Window widths in pixels (the guard window and the background window).
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("inner", int, help="Width in pixels of the guard window around the pixel under test, left out of the background statistics (odd).", minimum=1, maximum=99, label="Guard window (px)"),
+        Param("outer", int, help="Width in pixels of the local window whose pixels (outside the guard window) estimate the background (odd).", minimum=3, maximum=201, label="Background window (px)"),
+    )
+
     uses_targets = False
 
     def __init__(self, inner: int = 3, outer: int = 15):
         self.inner = inner
         self.outer = outer
 
+    def _validate_params(self):
+        """The rule between the two windows (each one's range: :attr:`parameters`)."""
+        inner, outer = int(self.inner), int(self.outer)
+        if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
+            raise InputError(f"the guard window (option inner, {inner} px) must be smaller than the background "
+                             f"window (option outer, {outer} px), and both an odd number of pixels")
+
     def fit(self, X, y=None):
         if X.ndim != 3:
             raise InputError("local RX needs the image as (rows, cols, bands)")
-        if self.inner % 2 == 0 or self.outer % 2 == 0 or self.inner >= self.outer:
-            raise InputError(f"the guard window (inner, {self.inner} px) must be smaller than the background "
-                             f"window (outer, {self.outer} px), and both an odd number of pixels")
+        self._validate_params()
         if self.outer > min(X.shape[:2]):
             raise InputError(f"outer window {self.outer} is larger than the image {X.shape[0]}x{X.shape[1]}")
         P, _ = as_pixels(X)

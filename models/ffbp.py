@@ -39,7 +39,7 @@ from scipy import ndimage
 from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.io.objects import box_mask
-from hyperapp.models.base import TARGET, PixelDetector, check_finite
+from hyperapp.models.base import TARGET, Param, PixelDetector, check_finite
 from hyperapp.models.mlp import TansigMLP
 
 FEATURES = ("std", "meanstd")
@@ -252,6 +252,15 @@ class FFBP(PixelDetector):
         trained from the clicks (coarse windows first, pixels last) for a pixel mask.
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("features", str, help="What describes a window: the standard deviation of each band (std) or its mean and standard deviation (meanstd).", choices=("std", "meanstd"), label="Window features"),
+        Param("n_hidden", int, help="Hidden neurons of each of the two window networks.", minimum=2, maximum=256, label="Neurons per network"),
+        Param("min_window", int, help="The search stops at windows of this side.", minimum=2, maximum=256, label="Smallest window (px)"),
+        Param("pad", int, help="Pixels added around each detected box.", minimum=0, maximum=32, label="Box margin (px)"),
+        Param("epochs", int, help="Training epochs at most (training stops early when the validation error stops falling).", minimum=1, maximum=10000, label="Training epochs"),
+    )
+
     accepts_progress = True
     kind = "window"
 
@@ -331,8 +340,6 @@ class FFBP(PixelDetector):
 
     def fit_scenes(self, scenes, progress=None):
         """Train on several ``(image, truth mask)`` scenes of the same band count."""
-        if self.features not in FEATURES:
-            raise InputError(f"features must be one of {', '.join(FEATURES)}, got {self.features!r}")
         if not scenes:
             raise ModelError("no training scenes given")
         nb = {s[0].shape[2] for s in scenes}

@@ -32,7 +32,7 @@ import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError
-from hyperapp.models.base import Estimator
+from hyperapp.models.base import Estimator, Param
 
 #: classes the GPU kernels hold per node at most
 MAX_CLASSES = 64
@@ -161,6 +161,17 @@ def _split_numpy(Xb, y, w, node_of, feats, n_nodes, n_bins, C, min_leaf, max_ent
     return totals, best, slot, b_out
 
 
+#: the parameters of one tree, declared once (CART declares the same)
+TREE_PARAMETERS = (
+    Param("max_depth", int, help="Levels below the root at most; 0 grows every tree until its leaves are pure or too small to split.", minimum=0, maximum=64, label="Depth at most (0 = no limit)"),
+    Param("min_samples_leaf", int, help="No split may leave fewer training spectra than this on a side.", minimum=1, maximum=100000, label="Spectra per leaf at least"),
+    Param("min_samples_split", int, help="A node with fewer training spectra stays a leaf.", minimum=2, maximum=100000, label="Spectra to split at least"),
+    Param("n_bins", int, help="Candidate thresholds per band + 1: each band is cut into this many bins at quantiles of the training spectra.", minimum=2, maximum=256, label="Thresholds per band"),
+    Param("test_fraction", float, help="Share of each class's marked pixels kept out of training, to measure the accuracy and the confusion matrix on.", minimum=0.0, maximum=0.9, label="Held out for testing"),
+    Param("seed", int, help="Seed of the held-out split, the bootstrap samples and the bands drawn per split.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+)
+
+
 class RandomForest(Estimator):
     """Random forest of CART trees (Gini), any number of classes; ``n_trees=1, max_features="all",
     bootstrap=False`` is one CART tree.
@@ -193,6 +204,13 @@ class RandomForest(Estimator):
     test_accuracy_, confusion_ : on the held-out spectra (rows true class, columns predicted)
     depth_, n_leaves_ : of the deepest tree / over all trees
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_trees", int, help="Trees grown together, each on its own bootstrap sample; the class is their majority (mean probability).", minimum=1, maximum=10000, label="Trees"),
+        Param("max_features", str, help="Bands drawn at random as candidates at each split: sqrt or log2 of the band count, all, or a number.", label="Bands tried per split"),
+        Param("bootstrap", bool, help="Train each tree on a sample drawn with replacement (gives the out-of-bag accuracy).", label="Bootstrap samples"),
+    ) + TREE_PARAMETERS
 
     accepts_progress = True
 
@@ -270,12 +288,6 @@ class RandomForest(Estimator):
         if few.size:
             raise InputError(f"class {few[0]} has {counts[counts < need][0]} pixel(s): mark at least {need} per class"
                              + (" (one is held out for testing)" if need == 2 else ""))
-        if not 0 <= float(self.test_fraction) < 1:
-            raise InputError(f"test_fraction must be in [0, 1), got {self.test_fraction}")
-        if not 2 <= int(self.n_bins) <= 256:
-            raise InputError(f"n_bins must be between 2 and 256, got {self.n_bins}")
-        if int(self.n_trees) < 1:
-            raise InputError(f"n_trees must be at least 1, got {self.n_trees}")
         self.classes_ = classes
         rng = np.random.default_rng(self.seed)
         train, test = self._split_classes(yi, rng)

@@ -25,8 +25,8 @@ import math
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
-from hyperapp.core.errors import InputError, ModelError
-from hyperapp.models.base import Estimator
+from hyperapp.core.errors import ModelError
+from hyperapp.models.base import Estimator, Param
 
 CHUNK_BYTES = 256 << 20
 
@@ -59,6 +59,17 @@ class GaussianMixtureEM(Estimator):
     ll_curve_ : per-iteration average log-likelihood of the chosen k's best run
     n_iter_ : iterations of that run
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("k", str, help="Components, one number (8) or a range (2..10): the lowest BIC labels the image.", label="Components (k or range)"),
+        Param("covariance", str, help="Each component's covariance: full matrices, or diagonal (bands independent).", choices=("full", "diag"), label="Covariance"),
+        Param("n_init", int, help="EM runs from different k-means starts; the highest likelihood is kept. One start can settle in a worse optimum; several cost little on the GPU. To compare with scikit-learn's GaussianMixture, give it the same number (its n_init).", minimum=1, maximum=100, label="Starts"),
+        Param("max_iter", int, help="EM iterations at most.", minimum=1, maximum=10000, label="Iterations at most"),
+        Param("tol", float, help="Stop when the average log-likelihood per spectrum changes by less than this.", minimum=0.0, maximum=10.0, label="Tolerance"),
+        Param("reg_covar", float, help="Added to every covariance's diagonal, so constant or collinear bands stay invertible.", minimum=0.0, maximum=1e6, label="Covariance floor"),
+        Param("seed", int, help="Seed of the k-means starts.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
 
     accepts_progress = True
 
@@ -180,10 +191,6 @@ class GaussianMixtureEM(Estimator):
         X, _ = as_pixels(X)
         xp = get_namespace(X)
         ks = parse_k(self.k)
-        if self.covariance not in ("full", "diag"):
-            raise InputError(f"covariance must be full or diag, got {self.covariance!r}")
-        if int(self.n_init) < 1 or int(self.max_iter) < 1:
-            raise InputError("n_init and max_iter must be at least 1")
         X = selected_spectra(X, max(ks), f"{max(ks)} components is more than the number of spectra ({X.shape[0]})")
         n, d = X.shape
         self.center_ = X.mean(axis=0, dtype=xp.float64)

@@ -25,7 +25,7 @@ import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError
-from hyperapp.models.base import Estimator
+from hyperapp.models.base import Estimator, Param
 
 LINKAGES = ("single", "complete", "average", "ward")
 METRICS = ("euclidean", "sam")
@@ -142,6 +142,14 @@ class HierarchicalClustering(Estimator):
     n_clusters_ : int
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("linkage", str, help="How the distance between two clusters is measured: Ward (least growth of the within-cluster variance), average, complete (farthest pair) or single (closest pair).", choices=("ward", "average", "complete", "single"), label="Linkage"),
+        Param("metric", str, help="Distance between spectra: Euclidean, or the spectral angle (SAM, insensitive to brightness).", choices=("euclidean", "sam"), label="Distance"),
+        Param("n_clusters", int, help="Clusters the tree is cut into.", minimum=1, maximum=100000, label="Clusters"),
+        Param("height", float, help="Cut the tree at this merge height instead (0: cut into the number of clusters above).", minimum=0.0, maximum=1e12, label="Cut height (0 = by count)"),
+    )
+
     def __init__(self, linkage: str = "ward", metric: str = "euclidean", n_clusters: int = 8, height: float = 0.0):
         self.linkage = linkage
         self.metric = metric
@@ -150,10 +158,6 @@ class HierarchicalClustering(Estimator):
 
     def fit(self, X, y=None):
         xp = get_namespace(X)
-        if self.linkage not in LINKAGES:
-            raise InputError(f"linkage must be one of {', '.join(LINKAGES)}, got {self.linkage!r}")
-        if self.metric not in METRICS:
-            raise InputError(f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
         if X.ndim != 2:
             raise InputError(f"expected spectra (n, bands), got shape {X.shape}")
         n = X.shape[0]

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
-from hyperapp.models.base import Estimator
+from hyperapp.models.base import Estimator, Param
 
 
 def sq_distances(X, C):
@@ -462,6 +462,17 @@ class MultiKMeans(Estimator):
     n_iter_ : int
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("k", str, help="One number of clusters (8) or a range (2..16): every k of a range is fitted at once and the criterion picks the one that labels the image.", label="Clusters (k or range)"),
+        Param("n_init", int, help="Restarts per k from different k-means++ seeds; the lowest inertia is kept.", minimum=1, maximum=100, label="Restarts"),
+        Param("max_iter", int, help="Lloyd iterations at most.", minimum=1, maximum=10000, label="Iterations at most"),
+        Param("tol", float, help="Stop when the centres move less than this (relative to the mean band variance).", minimum=0.0, maximum=1.0, label="Tolerance"),
+        Param("criterion", str, help="How a range chooses k: highest silhouette (on a sample), lowest Davies-Bouldin index, or the elbow of the inertia curve.", choices=("silhouette", "davies_bouldin", "elbow"), label="Choose k by"),
+        Param("silhouette_sample", int, help="Spectra (a random sample) the silhouette is computed on.", minimum=0, maximum=20000, label="Silhouette sample"),
+        Param("seed", int, help="Seed of the k-means++ seeding and the silhouette sample.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
+
     accepts_progress = True
 
     def __init__(self, k="2..16", n_init: int = 4, max_iter: int = 100, tol: float = 1e-4,
@@ -477,16 +488,12 @@ class MultiKMeans(Estimator):
 
     def fit(self, X, y=None, progress=None):
         """Cluster the rows of ``X`` (n, bands) for every k."""
-        from hyperapp.core.errors import InputError, ModelError
+        from hyperapp.core.errors import ModelError
         from hyperapp.models.base import as_pixels, selected_spectra
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
         ks = parse_k(self.k)
-        if self.criterion not in ("silhouette", "davies_bouldin", "elbow"):
-            raise InputError(f"criterion must be silhouette, davies_bouldin or elbow, got {self.criterion!r}")
-        if int(self.n_init) < 1 or int(self.max_iter) < 1:
-            raise InputError("n_init and max_iter must be at least 1")
         n = X.shape[0]
         X = selected_spectra(X, max(ks), f"k = {max(ks)} is larger than the number of spectra ({n})")
         mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)

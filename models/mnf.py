@@ -35,6 +35,7 @@ from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models.base import (
     TARGET,
     Estimator,
+    Param,
     PixelDetector,
     as_pixels,
     check_finite,
@@ -44,7 +45,7 @@ from hyperapp.models.base import (
     labelled_target_mean,
 )
 from hyperapp.models.stats import BackgroundStats
-from hyperapp.models.subspace import _signature_matrix, _streamed_signatures, atgp, tcimf_weights
+from hyperapp.models.subspace import N_UNDESIRED, _signature_matrix, _streamed_signatures, atgp, tcimf_weights
 
 DIRECTIONS = ("lowerright", "lowerleft", "right", "lower")
 CHUNK = 1 << 18
@@ -98,6 +99,13 @@ class MNF(Estimator):
         Which neighbour the noise differences are taken with.
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_components", int, help="Component images written; 0 keeps those whose signal-to-noise ratio (eigenvalue - 1) is at least the SNR below.", minimum=0, maximum=1024, label="Components (0 = by SNR)"),
+        Param("snr_min", float, help="With 0 components: the smallest signal-to-noise ratio kept.", minimum=0.0, maximum=1e6, label="SNR kept down to"),
+        Param("direction", str, help="Which neighbour the noise is estimated from (shift differences).", choices=("lowerright", "lowerleft", "right", "lower"), label="Noise from neighbour"),
+    )
+
     def __init__(self, n_components: int = 0, snr_min: float = 1.0, direction: str = "lowerright"):
         self.n_components = n_components
         self.snr_min = snr_min
@@ -134,8 +142,6 @@ class MNF(Estimator):
         big = np.abs(V).argmax(axis=0)
         V = V * np.sign(V[big, np.arange(V.shape[1])])
         k = int(self.n_components)
-        if k < 0:
-            raise InputError(f"n_components must be 0 (automatic) or more, got {self.n_components}")
         if k > lam.size:  # as --mnf refuses it (it was cut to the band count without a word)
             raise InputError(f"n_components {k} is more than the {lam.size} bands")
         if k == 0:
@@ -190,6 +196,12 @@ class MNF(Estimator):
 
 class _MixtureTuned(PixelDetector):
     """Shared MNF fit, scoring and infeasibility of MTMF and MTTCIMF."""
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_components", int, help="MNF components the filter works in; 0 keeps those whose signal-to-noise ratio (eigenvalue - 1) is at least the SNR below.", minimum=0, maximum=1024, label="MNF components (0 = by SNR)"),
+        Param("snr_min", float, help="With 0 components: the smallest signal-to-noise ratio of a component kept.", minimum=0.0, maximum=1e6, label="SNR kept down to"),
+    )
 
     accepts_check_input = True
     #: the streamed path sums the image's statistics and its neighbour differences' (:meth:`fit_from_stats`)
@@ -329,6 +341,9 @@ class MTTCIMF(_MixtureTuned):
     n_undesired : int
         Undesired signatures ATGP finds when none are given (0: none).
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = _MixtureTuned.parameters + (N_UNDESIRED,)
 
     uses_undesired = True
 

@@ -134,6 +134,7 @@ from hyperapp.core.backend import get_namespace, to_device_together, to_host, to
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.models import classic
 from hyperapp.models.base import (
+    Param,
     PixelDetector,
     as_pixels,
     check_finite,
@@ -486,6 +487,23 @@ class RBFN(PixelDetector):
         memory) or the cuBLAS GEMM formulation.
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("n_hidden", int, help="Radial-basis neurons: centres placed by k-means among the target clicks and the background.", minimum=2, maximum=1024, label="Neurons"),
+        Param("whiten", str, help="How spectra are whitened before the distances: principal components of the background (pca), its full covariance (cov), or per-band scaling (std).", choices=("pca", "cov", "std"), label="Whitening"),
+        Param("n_components", int, help="Principal components of the background kept by the pca whitening.", minimum=1, maximum=512, label="Components kept"),
+        Param("width_scale", float, help="Multiplies every neuron's width: larger values give smoother, more tolerant scores.", minimum=0.1, maximum=20.0, label="Width factor"),
+        Param("coherence", float, help="Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", minimum=0.0, maximum=100.0, label="Coherence input"),
+        Param("anomaly", float, help="Weight of the anomaly input (RX, the distance from the background): where most clicks are strong anomalies, a pixel scores as a target when either the network or RX says so, so targets of materials nobody clicked are found too; where the clicks are ordinary it does not count. 0 uses the network alone.", minimum=0.0, maximum=100.0, label="Anomaly input"),
+        Param("normalize", bool, help="Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
+        Param("n_background", int, help="Background pixels sampled from the image (beside any you marked) to train on.", minimum=10, maximum=200000, label="Background samples"),
+        Param("n_augment", int, help="Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", minimum=0, maximum=100000, label="Synthetic sub-pixel targets"),
+        Param("ridge", float, help="Ridge penalty of the output layer's least-squares fit (regularisation).", minimum=0.0, maximum=10.0, label="Regularisation"),
+        Param("n_library_targets", int, help="Training from a library spectrum: synthetic sub-pixel targets mixing it with sampled background pixels (abundances from the smallest fill to 1).", minimum=0, maximum=100000, label="Library mixtures"),
+        Param("min_fill", float, help="Smallest target abundance of the synthetic sub-pixel targets.", minimum=0.01, maximum=1.0, label="Smallest fill"),
+        Param("seed", int, help="Seed of the background sampling and of k-means: the same seed gives the same network.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
+
     accepts_progress = True
 
     def __init__(self, n_hidden: int = 32, n_target_centres: int | None = None, whiten: str = "pca",
@@ -514,30 +532,12 @@ class RBFN(PixelDetector):
 
     # ------------------------------------------------------------------ training
     def _validate_params(self):
-        if self.whiten not in WHITENINGS:
-            raise InputError(f"whiten must be one of {', '.join(WHITENINGS)}, got {self.whiten!r}")
-        if int(self.n_hidden) < 2:
-            raise InputError(f"the RBFN needs at least 2 hidden neurons, got {self.n_hidden}")
-        if not 0.0 < float(self.min_fill) <= 1.0:
-            raise InputError(f"min_fill must be in (0, 1], got {self.min_fill}")
-        try:
-            c = float(self.coherence)
-        except (TypeError, ValueError):
-            raise InputError(f"coherence must be a weight >= 0, got {self.coherence!r}") from None
-        if not c >= 0:
-            raise InputError(f"coherence must be a weight >= 0, got {self.coherence!r}")
-        try:
-            a = float(self.anomaly)
-        except (TypeError, ValueError):
-            raise InputError(f"anomaly must be a weight >= 0, got {self.anomaly!r}") from None
-        if not a >= 0:
-            raise InputError(f"anomaly must be a weight >= 0, got {self.anomaly!r}")
+        """The rules between parameters (each parameter's type and range: :attr:`parameters`, checked by fit)."""
+        c, a = float(self.coherence), float(self.anomaly)
         if (c > 0 or a > 0) and int(self.n_augment) > 0:
             raise InputError("the coherence input needs real clicks only: set n_augment to 0 or coherence to 0")
         if self.library_coherence not in ("mf", "ace"):
             raise InputError(f"library_coherence must be mf or ace, got {self.library_coherence!r}")
-        if int(self.n_library_targets) < 0:
-            raise InputError(f"n_library_targets must be 0 or more, got {self.n_library_targets}")
         if self.backend_kernel not in ("auto", "fused", "gemm"):
             raise InputError(f"backend_kernel must be auto, fused or gemm, got {self.backend_kernel!r}")
 

@@ -1,8 +1,9 @@
 """Detectors and analysis methods by the names the CLI (``--method``) and the GUI's lists use.
 
-Each entry builds an estimator from keyword parameters; :data:`PARAMS` describes those parameters
-(type, default, range, help) so the GUI builds its form from them and the CLI its options, and a
-new model adds one entry here rather than a hand-built form.
+Each entry builds an estimator from keyword parameters; the estimator's class declares those parameters
+once (:attr:`hyperapp.models.base.Estimator.parameters`: type, range, label, help; the default is its
+``__init__``'s), and :attr:`Method.params` reads them, so the GUI builds its form from them, the CLI and
+job files check against them, and ``fit`` enforces the same bounds.
 """
 
 from __future__ import annotations
@@ -10,43 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Param:
-    """One option of a method: the CLI's ``--param NAME=VALUE`` and one row of the GUI's form.
-
-    ``label`` is what a person reads in the form; ``help`` is the tooltip that explains it.
-    """
-
-    name: str
-    type: type
-    default: object
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple = ()
-    label: str = ""
-
-    @property
-    def title(self) -> str:
-        return self.label or self.name.replace("_", " ").capitalize()
-
-    def check(self, value, owner: str = ""):
-        """``value`` as this parameter's type, within its range and choices, or an
-        :class:`~hyperapp.core.errors.InputError` naming the option (the same words from the window, the
-        CLI's ``--param`` and a job's ``params``)."""
-        from hyperapp.core import values as options
-        name = f"{owner} option {self.name}" if owner else self.name
-        if self.label:  # the window's words beside the option's name, for whoever typed it where
-            name += f" ({self.label})"
-        if self.type is bool:
-            return options.flag(value, name)
-        if self.type is int:
-            return options.whole(value, name, None if self.minimum is None else int(self.minimum),
-                                 None if self.maximum is None else int(self.maximum))
-        if self.type is float:
-            return options.number(value, name, self.minimum, self.maximum)
-        return options.text(value, name, self.choices)
+from hyperapp.models.base import Param  # noqa: F401  (the declarations' type, named here for the forms)
 
 
 @dataclass(frozen=True)
@@ -54,7 +19,8 @@ class Method:
     name: str
     title: str
     factory: Callable
-    params: tuple[Param, ...] = field(default_factory=tuple)
+    #: which of the class's declared parameters the method shows and checks (names; default: every one)
+    shown: Callable | None = None
     uses_targets: bool = True
     kind: str = "pixel"  # "pixel" detectors score every pixel; "window" ones return boxes; "analysis"
     #: analysis methods: whether the fitted model labels every pixel of the image (``predict``)
@@ -84,6 +50,16 @@ class Method:
     #: options the user gave that this run would not use: ``idle(given, merged, settings)`` -> [(option,
     #: why)], from the names given, every option's value, and the run's other settings (library keys)
     idle: Callable | None = None
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        """The method's parameters as its model class declares them (:attr:`~hyperapp.models.base.Estimator.
+        parameters`: type, range, default, label, help), the form's rows and the checks' bounds."""
+        key = (self.kind, self.name)
+        if key not in _DECLARED:
+            decl = type(self.factory()).declared()
+            _DECLARED[key] = tuple(decl[n] for n in (self.shown() if self.shown else decl))
+        return _DECLARED[key]
 
     def idle_options(self, given: dict, settings: dict) -> list[tuple[str, str]]:
         """(option, why) for each of the options ``given`` (checked values) that a run with ``settings``
@@ -127,6 +103,10 @@ class Method:
             out[key] = None if v is None and default is None else schema[key].check(v, self.name)
         if self.rules is not None:
             self.rules({**est.get_params(), **out})
+        if hasattr(est, "_validate_params"):  # the model's own rules between its parameters
+            for k, v in out.items():
+                setattr(est, k, v)
+            est._validate_params()
         return out
 
     def build(self, **kwargs):
@@ -153,24 +133,6 @@ def _k_rule(p: dict) -> None:
     parse_k(p["k"])
 
 
-def _windows_rule(p: dict) -> None:
-    from hyperapp.core.errors import InputError
-
-    inner, outer = int(p["inner"]), int(p["outer"])
-    if inner % 2 == 0 or outer % 2 == 0 or inner >= outer:
-        raise InputError(f"the guard window (option inner, {inner} px) must be smaller than the background window "
-                         f"(option outer, {outer} px), and both an odd number of pixels")
-
-
-def _rbfn_rule(p: dict) -> None:
-    from hyperapp.models.rbfn import RBFN
-
-    est = RBFN()
-    for k, v in p.items():
-        setattr(est, k, v)
-    est._validate_params()
-
-
 def _max_features_rule(p: dict) -> None:
     from hyperapp.core.errors import InputError
 
@@ -187,6 +149,8 @@ def _max_features_rule(p: dict) -> None:
 
 
 METHODS: dict[str, Method] = {}
+#: each method's declared parameters, read from its class once
+_DECLARED: dict[tuple[str, str], tuple] = {}
 
 
 def register(method: Method) -> Method:
@@ -202,10 +166,7 @@ register(Method("ace", "ACE (adaptive coherence)", _classic("ACE"), min_bands=2)
 register(Method("mf", "Matched filter", _classic("MatchedFilter")))
 register(Method("cem", "CEM (constrained energy min.)", _classic("CEM")))
 register(Method("rx", "RX anomaly (global)", _classic("RX"), uses_targets=False))
-register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), (
-    Param("inner", int, 3, "Width in pixels of the guard window around the pixel under test, left out of the background statistics (odd).", 1, 99, label="Guard window (px)"),
-    Param("outer", int, 15, "Width in pixels of the local window whose pixels (outside the guard window) estimate the background (odd).", 3, 201, label="Background window (px)"),
-), uses_targets=False, rules=_windows_rule))
+register(Method("lrx", "RX anomaly (local window)", _classic("LocalRX"), uses_targets=False))
 
 
 def _subspace(name):
@@ -263,27 +224,18 @@ def _kmeans_idle(given: set, merged: dict, settings: dict) -> list[tuple[str, st
             if "criterion" in given and len(parse_k(merged["k"])) == 1 else [])
 
 
-_N_UNDESIRED = Param("n_undesired", int, 8, "Undesired (background) signatures found automatically by ATGP, "
-                     "started from the target, when none are given from a library or ROI classes; 0 uses none.",
-                     0, 64, label="Undesired found (ATGP)")
-_MNF_PARAMS = (
-    Param("n_components", int, 0, "MNF components the filter works in; 0 keeps those whose signal-to-noise "
-          "ratio (eigenvalue - 1) is at least the SNR below.", 0, 1024, label="MNF components (0 = by SNR)"),
-    Param("snr_min", float, 1.0, "With 0 components: the smallest signal-to-noise ratio of a component kept.",
-          0.0, 1e6, label="SNR kept down to"),
-)
 
-register(Method("osp", "OSP (orthogonal subspace projection)", _subspace("OSP"), (_N_UNDESIRED,),
+register(Method("osp", "OSP (orthogonal subspace projection)", _subspace("OSP"),
                 help="Harsanyi and Chang 1994: projects out the undesired signatures, then scores each pixel's "
                      "target abundance (1 = pure target).", uses_undesired=True, idle=_undesired_idle, min_bands=2))
-register(Method("tcimf", "TCIMF (target-constrained interference min.)", _subspace("TCIMF"), (_N_UNDESIRED,),
+register(Method("tcimf", "TCIMF (target-constrained interference min.)", _subspace("TCIMF"),
                 help="Ren and Chang 2000: a filter with gain 1 on the target, 0 on the undesired signatures, "
                      "least output energy otherwise (CEM when there are none).", uses_undesired=True,
                 idle=_undesired_idle, min_bands=2))
-register(Method("mtmf", "MTMF (mixture-tuned matched filter)", _mnf_model("MTMF"), _MNF_PARAMS,
+register(Method("mtmf", "MTMF (mixture-tuned matched filter)", _mnf_model("MTMF"),
                 help="Boardman 1998: matched filter in MNF space, plus an infeasibility map (noise-sigma units); "
                      "targets score high with low infeasibility.", idle=_mnf_idle, min_bands=2))
-register(Method("mttcimf", "MTTCIMF (mixture-tuned TCIMF)", _mnf_model("MTTCIMF"), _MNF_PARAMS + (_N_UNDESIRED,),
+register(Method("mttcimf", "MTTCIMF (mixture-tuned TCIMF)", _mnf_model("MTTCIMF"),
                 help="TCIMF in MNF space with the mixture-tuning infeasibility map, suppressing undesired "
                      "signatures.", uses_undesired=True, idle=_mnf_undesired_idle, min_bands=2))
 
@@ -294,22 +246,8 @@ def _rbfn(**kw):
     return RBFN(**kw)
 
 
-register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, (
-    Param("n_hidden", int, 32, "Radial-basis neurons: centres placed by k-means among the target clicks and the background.", 2, 1024, label="Neurons"),
-    Param("whiten", str, "pca", "How spectra are whitened before the distances: principal components of the background (pca), its full covariance (cov), or per-band scaling (std).", choices=("pca", "cov", "std"), label="Whitening"),
-    Param("n_components", int, 16, "Principal components of the background kept by the pca whitening.", 1, 512, label="Components kept"),
-    Param("width_scale", float, 3.0, "Multiplies every neuron's width: larger values give smoother, more tolerant scores.", 0.1, 20.0, label="Width factor"),
-    Param("coherence", float, 1.0, "Weight of the coherence input: how well each pixel lines up with the clicks in the background-whitened space (ACE), which finds weak and sub-pixel targets; 0 uses the network alone.", 0.0, 100.0, label="Coherence input"),
-    Param("anomaly", float, 0.5, "Weight of the anomaly input (RX, the distance from the background): where most clicks are strong anomalies, a pixel scores as a target when either the network or RX says so, so targets of materials nobody clicked are found too; where the clicks are ordinary it does not count. 0 uses the network alone.", 0.0, 100.0, label="Anomaly input"),
-    Param("normalize", bool, True, "Divide every spectrum by its norm, so brightness (shade, slope) does not change the score.", label="Ignore brightness"),
-    Param("n_background", int, 4000, "Background pixels sampled from the image (beside any you marked) to train on.", 10, 200000, label="Background samples"),
-    Param("n_augment", int, 0, "Synthetic sub-pixel targets mixed from the clicks and the background, added to the training set.", 0, 100000, label="Synthetic sub-pixel targets"),
-    Param("ridge", float, 3e-3, "Ridge penalty of the output layer's least-squares fit (regularisation).", 0.0, 10.0, label="Regularisation"),
-    Param("n_library_targets", int, 1024, "Training from a library spectrum: synthetic sub-pixel targets mixing it with sampled background pixels (abundances from the smallest fill to 1).", 0, 100000, label="Library mixtures"),
-    Param("min_fill", float, 0.3, "Smallest target abundance of the synthetic sub-pixel targets.", 0.01, 1.0, label="Smallest fill"),
-    Param("seed", int, 0, "Seed of the background sampling and of k-means: the same seed gives the same network.", 0, 2**31 - 1, label="Random seed"),
-), help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
-        "sub-pixel mixtures with the background.", uses_undesired=True, rules=_rbfn_rule, uses_background=True,
+register(Method("rbfn", "RBFN (radial-basis network)", _rbfn, help="Radial-basis network trained in milliseconds from clicks, or from a library spectrum via synthetic "
+        "sub-pixel mixtures with the background.", uses_undesired=True, uses_background=True,
     idle=_rbfn_idle,
     # measured on abu-airport-1 from the truth's mean spectrum (README, "Targets from a spectral library"):
     # mixtures are linear in the cube's units, so spectra keep their brightness; wide units and a firm
@@ -323,13 +261,7 @@ def _ffbp(**kw):
     return FFBP(**kw)
 
 
-register(Method("ffbp", "FFBP multi-resolution windows", _ffbp, (
-    Param("features", str, "std", "What describes a window: the standard deviation of each band (std) or its mean and standard deviation (meanstd).", choices=("std", "meanstd"), label="Window features"),
-    Param("n_hidden", int, 16, "Hidden neurons of each of the two window networks.", 2, 256, label="Neurons per network"),
-    Param("min_window", int, 8, "The search stops at windows of this side.", 2, 256, label="Smallest window (px)"),
-    Param("pad", int, 3, "Pixels added around each detected box.", 0, 32, label="Box margin (px)"),
-    Param("epochs", int, 300, "Training epochs at most (training stops early when the validation error stops falling).", 1, 10000, label="Training epochs"),
-), kind="window", uses_background=True))  # background marks train the RBFN that refines its boxes
+register(Method("ffbp", "FFBP multi-resolution windows", _ffbp, kind="window", uses_background=True))  # background marks train the RBFN that refines its boxes
 
 
 # ------------------------------------------------------------------ analysis methods (side panels)
@@ -359,40 +291,11 @@ def _band_clusters(**kw):
     return BandClustering(**kw)
 
 
-register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, (
-    Param("k", str, "2..16", "One number of clusters (8) or a range (2..16): every k of a range is fitted at "
-          "once and the criterion picks the one that labels the image.", label="Clusters (k or range)"),
-    Param("n_init", int, 4, "Restarts per k from different k-means++ seeds; the lowest inertia is kept.", 1, 100,
-          label="Restarts"),
-    Param("max_iter", int, 100, "Lloyd iterations at most.", 1, 10000, label="Iterations at most"),
-    Param("tol", float, 1e-4, "Stop when the centres move less than this (relative to the mean band variance).",
-          0.0, 1.0, label="Tolerance"),
-    Param("criterion", str, "silhouette", "How a range chooses k: highest silhouette (on a sample), lowest "
-          "Davies-Bouldin index, or the elbow of the inertia curve.",
-          choices=("silhouette", "davies_bouldin", "elbow"), label="Choose k by"),
-    Param("silhouette_sample", int, 2000, "Spectra (a random sample) the silhouette is computed on.", 0, 20000,
-          label="Silhouette sample"),
-    Param("seed", int, 0, "Seed of the k-means++ seeding and the silhouette sample.", 0, 2**31 - 1,
-          label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule, idle=_kmeans_idle))
+register_analysis(Method("kmeans", "k-means (one k or a range)", _kmeans, uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule, idle=_kmeans_idle))
 
-register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _band_subsets, (
-    Param("n_subsets", int, 10000, "Random band subsets explored, each with its own small k-means.", 1, 1000000,
-          label="Subsets explored"),
-    Param("subset_size", int, 3, "Bands in each subset.", 1, 16, label="Bands per subset"),
-    Param("k", int, 8, "Clusters per subset: each pixel is coded in log2(k) bits.", 2, 64, label="Clusters per subset"),
-    Param("max_iter", int, 20, "k-means iterations per subset at most.", 1, 1000, label="Iterations at most"),
-    Param("top", int, 20, "Best subsets listed.", 1, 1000, label="Subsets listed"),
-    Param("seed", int, 0, "Seed of the subsets and the initial centres.", 0, 2**31 - 1, label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True))
+register_analysis(Method("band-subsets", "Band subsets (k-means code search)", _band_subsets, uses_targets=False, kind="analysis", labels_image=True))
 
-register_analysis(Method("band-clusters", "Band clustering (one band per cluster)", _band_clusters, (
-    Param("n_clusters", int, 8, "Bands kept: the bands are clustered by how they vary together, and the band "
-          "nearest each cluster's centre is kept.", 1, 1024, label="Bands to keep"),
-    Param("max_pixels", int, 20000, "Of the spectra chosen above, at most this many (a random subset of them) "
-          "build the band vectors.", 100, 10**7, label="Of them, use at most"),
-    Param("seed", int, 0, "Seed of the sample and of k-means.", 0, 2**31 - 1, label="Random seed"),
-), uses_targets=False, kind="analysis"))
+register_analysis(Method("band-clusters", "Band clustering (one band per cluster)", _band_clusters, uses_targets=False, kind="analysis"))
 
 
 def _som(**kw):
@@ -407,46 +310,9 @@ def _gmm(**kw):
     return GaussianMixtureEM(**kw)
 
 
-register_analysis(Method("som", "Self-organising map (SOM)", _som, (
-    Param("rows", int, 10, "Neurons down the map.", 1, 512, label="Map rows"),
-    Param("cols", int, 10, "Neurons across the map.", 1, 512, label="Map columns"),
-    Param("epochs", int, 10, "Passes over the spectra; each is one batch update of every neuron.", 1, 10000,
-          label="Epochs"),
-    Param("sigma_start", float, 0.0, "Neighbourhood radius (in neurons) at the first epoch; 0: half the map's "
-          "larger side.", 0.0, 1000.0, label="Start radius (0 = half the map)"),
-    Param("sigma_end", float, 1.0, "Neighbourhood radius at the last epoch; the radius shrinks exponentially.",
-          0.01, 1000.0, label="End radius"),
-    Param("learning_rate_start", float, 1.0, "Share of each epoch's batch mean taken into the codebook at the "
-          "start (1: the pure batch rule).", 0.001, 1.0, label="Start learning rate (1 = batch)"),
-    Param("learning_rate_end", float, 1.0, "The same at the last epoch.", 0.001, 1.0,
-          label="End learning rate (1 = batch)"),
-    Param("codebook_clusters", int, 8, "k: colour the image by k-means clusters of the neurons (a readable "
-          "number of classes); 0: by best-matching neuron (one class per neuron).", 0, 4096,
-          label="Clusters of the codebook"),
-    Param("init", str, "pca", "Start from the plane of the two principal components, or from random spectra.",
-          choices=("pca", "random"), label="Start codebook"),
-    Param("training", str, "batch", "batch: one neighbourhood-weighted mean per epoch (fast); online: the "
-          "thesis's per-spectrum updates (sequential, slow on large selections; use learning rates like "
-          "0.5 -> 0.01).", choices=("batch", "online"), label="Training"),
-    Param("seed", int, 0, "Seed of the random start and of the codebook's k-means.", 0, 2**31 - 1,
-          label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True))
+register_analysis(Method("som", "Self-organising map (SOM)", _som, uses_targets=False, kind="analysis", labels_image=True))
 
-register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, (
-    Param("k", str, "8", "Components, one number (8) or a range (2..10): the lowest BIC labels the image.",
-          label="Components (k or range)"),
-    Param("covariance", str, "full", "Each component's covariance: full matrices, or diagonal (bands "
-          "independent).", choices=("full", "diag"), label="Covariance"),
-    Param("n_init", int, 3, "EM runs from different k-means starts; the highest likelihood is kept. One start "
-          "can settle in a worse optimum; several cost little on the GPU. To compare with scikit-learn's "
-          "GaussianMixture, give it the same number (its n_init).", 1, 100, label="Starts"),
-    Param("max_iter", int, 100, "EM iterations at most.", 1, 10000, label="Iterations at most"),
-    Param("tol", float, 1e-3, "Stop when the average log-likelihood per spectrum changes by less than this.",
-          0.0, 10.0, label="Tolerance"),
-    Param("reg_covar", float, 1e-6, "Added to every covariance's diagonal, so constant or collinear bands stay "
-          "invertible.", 0.0, 1e6, label="Covariance floor"),
-    Param("seed", int, 0, "Seed of the k-means starts.", 0, 2**31 - 1, label="Random seed"),
-), uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule))
+register_analysis(Method("gmm", "Gaussian mixture (EM)", _gmm, uses_targets=False, kind="analysis", labels_image=True, rules=_k_rule))
 
 
 def _forest(**kw):
@@ -461,61 +327,30 @@ def _cart(**kw):
     return cart(**kw)
 
 
+def _tree_parameters() -> list[str]:
+    from hyperapp.models.forest import TREE_PARAMETERS
+
+    return [p.name for p in TREE_PARAMETERS]
+
+
 def _hac(**kw):
     from hyperapp.models.hac import HierarchicalClustering
 
     return HierarchicalClustering(**kw)
 
 
-_TREE_PARAMS = (
-    Param("max_depth", int, 0, "Levels below the root at most; 0 grows every tree until its leaves are pure "
-          "or too small to split.", 0, 64, label="Depth at most (0 = no limit)"),
-    Param("min_samples_leaf", int, 1, "No split may leave fewer training spectra than this on a side.", 1, 100000,
-          label="Spectra per leaf at least"),
-    Param("min_samples_split", int, 2, "A node with fewer training spectra stays a leaf.", 2, 100000,
-          label="Spectra to split at least"),
-    Param("n_bins", int, 256, "Candidate thresholds per band + 1: each band is cut into this many bins at "
-          "quantiles of the training spectra.", 2, 256, label="Thresholds per band"),
-    Param("test_fraction", float, 0.3, "Share of each class's marked pixels kept out of training, to measure "
-          "the accuracy and the confusion matrix on.", 0.0, 0.9, label="Held out for testing"),
-    Param("seed", int, 0, "Seed of the held-out split, the bootstrap samples and the bands drawn per split.",
-          0, 2**31 - 1, label="Random seed"),
-)
 
-register_analysis(Method("forest", "Random forest (classes from ROIs)", _forest, (
-    Param("n_trees", int, 100, "Trees grown together, each on its own bootstrap sample; the class is their "
-          "majority (mean probability).", 1, 10000, label="Trees"),
-    Param("max_features", str, "sqrt", "Bands drawn at random as candidates at each split: sqrt or log2 of "
-          "the band count, all, or a number.", label="Bands tried per split"),
-    Param("bootstrap", bool, True, "Train each tree on a sample drawn with replacement (gives the out-of-bag "
-          "accuracy).", label="Bootstrap samples"),
-) + _TREE_PARAMS, uses_targets=False, kind="analysis", labels_image=True, needs_classes=True,
+register_analysis(Method("forest", "Random forest (classes from ROIs)", _forest, uses_targets=False, kind="analysis", labels_image=True, needs_classes=True,
     rules=_max_features_rule))
 
-register_analysis(Method("cart", "Decision tree (CART)", _cart, _TREE_PARAMS,
+register_analysis(Method("cart", "Decision tree (CART)", _cart, shown=_tree_parameters,
                          uses_targets=False, kind="analysis", labels_image=True, needs_classes=True,
                          rules=_max_features_rule))
 
-register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, (
-    Param("linkage", str, "ward", "How the distance between two clusters is measured: Ward (least growth of "
-          "the within-cluster variance), average, complete (farthest pair) or single (closest pair).",
-          choices=("ward", "average", "complete", "single"), label="Linkage"),
-    Param("metric", str, "euclidean", "Distance between spectra: Euclidean, or the spectral angle (SAM, "
-          "insensitive to brightness).", choices=("euclidean", "sam"), label="Distance"),
-    Param("n_clusters", int, 8, "Clusters the tree is cut into.", 1, 100000, label="Clusters"),
-    Param("height", float, 0.0, "Cut the tree at this merge height instead (0: cut into the number of clusters "
-          "above).", 0.0, 1e12, label="Cut height (0 = by count)"),
-), uses_targets=False, kind="analysis", labels_image=True, idle=_hac_idle))
+register_analysis(Method("hac", "Hierarchical clustering (HAC)", _hac, uses_targets=False, kind="analysis", labels_image=True, idle=_hac_idle))
 
 
-register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"), (
-    Param("n_components", int, 0, "Component images written; 0 keeps those whose signal-to-noise ratio "
-          "(eigenvalue - 1) is at least the SNR below.", 0, 1024, label="Components (0 = by SNR)"),
-    Param("snr_min", float, 1.0, "With 0 components: the smallest signal-to-noise ratio kept.", 0.0, 1e6,
-          label="SNR kept down to"),
-    Param("direction", str, "lowerright", "Which neighbour the noise is estimated from (shift differences).",
-          choices=("lowerright", "lowerleft", "right", "lower"), label="Noise from neighbour"),
-), uses_targets=False, kind="analysis", needs_image=True, idle=_mnf_idle,
+register_analysis(Method("mnf", "MNF (minimum noise fraction)", _mnf_model("MNF"), uses_targets=False, kind="analysis", needs_image=True, idle=_mnf_idle,
     help="Green et al. 1988: components ordered by signal-to-noise ratio (noise from neighbouring-pixel "
          "differences); eigenvalue plot and component images."))
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host
-from hyperapp.core.errors import InputError
-from hyperapp.models.base import Estimator
+from hyperapp.models.base import Estimator, Param
 from hyperapp.models.kmeans import nearest_centre
 
 CHUNK_BYTES = 256 << 20
@@ -77,6 +76,21 @@ class SOM(Estimator):
     cluster_of_unit_ : (rows*cols,) the codebook cluster of each unit (when codebook_clusters > 0)
     """
 
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (
+        Param("rows", int, help="Neurons down the map.", minimum=1, maximum=512, label="Map rows"),
+        Param("cols", int, help="Neurons across the map.", minimum=1, maximum=512, label="Map columns"),
+        Param("epochs", int, help="Passes over the spectra; each is one batch update of every neuron.", minimum=1, maximum=10000, label="Epochs"),
+        Param("sigma_start", float, help="Neighbourhood radius (in neurons) at the first epoch; 0: half the map's larger side.", minimum=0.0, maximum=1000.0, label="Start radius (0 = half the map)"),
+        Param("sigma_end", float, help="Neighbourhood radius at the last epoch; the radius shrinks exponentially.", minimum=0.01, maximum=1000.0, label="End radius"),
+        Param("learning_rate_start", float, help="Share of each epoch's batch mean taken into the codebook at the start (1: the pure batch rule).", minimum=0.001, maximum=1.0, label="Start learning rate (1 = batch)"),
+        Param("learning_rate_end", float, help="The same at the last epoch.", minimum=0.001, maximum=1.0, label="End learning rate (1 = batch)"),
+        Param("codebook_clusters", int, help="k: colour the image by k-means clusters of the neurons (a readable number of classes); 0: by best-matching neuron (one class per neuron).", minimum=0, maximum=4096, label="Clusters of the codebook"),
+        Param("init", str, help="Start from the plane of the two principal components, or from random spectra.", choices=("pca", "random"), label="Start codebook"),
+        Param("training", str, help="batch: one neighbourhood-weighted mean per epoch (fast); online: the thesis's per-spectrum updates (sequential, slow on large selections; use learning rates like 0.5 -> 0.01).", choices=("batch", "online"), label="Training"),
+        Param("seed", int, help="Seed of the random start and of the codebook's k-means.", minimum=0, maximum=2**31 - 1, label="Random seed"),
+    )
+
     accepts_progress = True
 
     def __init__(self, rows: int = 10, cols: int = 10, epochs: int = 10, sigma_start: float = 0.0,
@@ -132,12 +146,6 @@ class SOM(Estimator):
         X, _ = as_pixels(X)
         xp = get_namespace(X)
         R, C = int(self.rows), int(self.cols)
-        if R < 1 or C < 1 or int(self.epochs) < 1:
-            raise InputError("the map needs at least 1 x 1 neurons and 1 epoch")
-        if self.init not in ("pca", "random"):
-            raise InputError(f"init must be pca or random, got {self.init!r}")
-        if self.training not in ("batch", "online"):
-            raise InputError(f"training must be batch or online, got {self.training!r}")
         n = X.shape[0]
         X = selected_spectra(X, 2, "a self-organising map needs at least 2 spectra")
         check_not_identical(X, "map")

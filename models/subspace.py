@@ -26,6 +26,7 @@ from hyperapp.core.backend import get_namespace, to_host
 from hyperapp.core.errors import InputError
 from hyperapp.models.base import (
     TARGET,
+    Param,
     PixelDetector,
     as_pixels,
     check_finite,
@@ -176,6 +177,10 @@ def _signature_matrix(target, undesired, nb: int, xp_host=np):
     return D.T, U.T
 
 
+#: the subspace detectors' ATGP count (OSP, TCIMF and MTTCIMF declare it)
+N_UNDESIRED = Param("n_undesired", int, help="Undesired (background) signatures found automatically by ATGP, started from the target, when none are given from a library or ROI classes; 0 uses none.", minimum=0, maximum=64, label="Undesired found (ATGP)")
+
+
 class _SignatureDetector(PixelDetector):
     """Shared fitting of the detectors that take a target and undesired signatures.
 
@@ -183,6 +188,9 @@ class _SignatureDetector(PixelDetector):
     library's). Undesired signatures come from the caller (a library, ROI class means) or, when none are
     given, from ATGP started at the target (``n_undesired`` of them; 0 uses none).
     """
+
+    #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
+    parameters = (N_UNDESIRED,)
 
     accepts_check_input = True
     uses_undesired = True
@@ -200,8 +208,6 @@ class _SignatureDetector(PixelDetector):
         exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
         if undesired is None or np.asarray(to_host(undesired)).size == 0:
             n = int(self.n_undesired)
-            if n < 0:
-                raise InputError(f"n_undesired must be 0 or more, got {self.n_undesired}")
             undesired, self.undesired_pixels_ = atgp(P, n, start=to_host(target), exclude=exclude) if n else \
                 (None, np.zeros(0, np.int64))
             self.undesired_source_ = "ATGP" if n else "none"

@@ -21,6 +21,7 @@ import numpy as np
 from hyperapp.bench.live import _wall, scene
 from hyperapp.core.cube import cube_from_array
 from hyperapp.detect.run import run_detection
+from hyperapp.request import DetectRequest
 
 ap = argparse.ArgumentParser()
 ap.add_argument("methods", nargs="*", default=["rbfn", "ace", "sam"])
@@ -50,8 +51,8 @@ print(f"host: one small CuPy operation {(time.perf_counter() - t0) / 2000 * 1e6:
 for method in a.methods:
     def click(method=method):
         if a.library:
-            return run_detection(cube, method, device="gpu", truth=truth, image=Xd, target_spectra=t)
-        return run_detection(cube, method, clicks, device="gpu", truth=truth, image=Xd)
+            return run_detection(cube, DetectRequest(method, device="gpu"), truth=truth, image=Xd, target_spectra=t)
+        return run_detection(cube, DetectRequest(method, device="gpu"), clicks, truth=truth, image=Xd)
 
     for _ in range(2):
         click()

@@ -28,6 +28,7 @@ from hyperapp.bench.implanted import KINDS, implanted_scene
 from hyperapp.core.cube import cube_from_array
 from hyperapp.detect.run import run_detection
 from hyperapp.io.samples import BACKGROUNDS, make_background_scene, make_land_scene, make_sea_scene
+from hyperapp.request import DetectRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 AIRPORT = ROOT.parent / "shared" / "cubes" / "abu-airport-1.mat"
@@ -106,8 +107,7 @@ def evaluate(names, methods, seeds, n_clicks, params, far=1e-3):
             rows = []
             for seed in range(seeds):
                 clicks = clicks_for(truth, n_clicks, seed)
-                r = run_detection(cube, method, clicks, device="cpu", truth=truth, far=far,
-                                  params=params if method == "rbfn" else None)
+                r = run_detection(cube, DetectRequest(method, device="cpu", far=far, params=params if method == "rbfn" else None), clicks, truth=truth)
                 e = r.report["evaluation"]
                 keep = ~clicks
                 mask = r.mask.astype(bool)

@@ -18,6 +18,7 @@ from hyperapp.models.band_selection import (
     random_subsets,
 )
 from hyperapp.models.kmeans import MultiKMeans, davies_bouldin, parse_k, silhouette
+from hyperapp.request import AnalyseRequest
 
 
 def _pixels(path, n=None, seed=0, **kw):
@@ -198,7 +199,7 @@ def test_selection_kinds():
 
 def test_run_analysis_labels_image_and_nan(land_hdr):
     cube = open_cube(land_hdr).good_bands()
-    res = run_analysis(cube, "kmeans", {"k": "2..5"}, Selection("sample", 3000), device="cpu")
+    res = run_analysis(cube, AnalyseRequest("kmeans", params={"k": "2..5"}, select="sample", sample=3000, device="cpu"))
     assert res.labels.shape == (128, 128) and res.labels.dtype == np.int16
     assert set(np.unique(res.labels)) == set(range(res.model.chosen_k_))
     assert res.report["selection"]["n_spectra"] == 3000
@@ -206,21 +207,19 @@ def test_run_analysis_labels_image_and_nan(land_hdr):
     data = cube.to_float32()
     data[4, 9] = np.nan
     nan_cube = cube_from_array(data, "nan-cube")
-    res = run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("roi"), roi=_roi_at(data.shape, (10, 10), (50, 50), (90, 20)),
-                       device="cpu")
+    res = run_analysis(nan_cube, AnalyseRequest("kmeans", params={"k": 3}, select="roi", device="cpu"), roi=_roi_at(data.shape, (10, 10), (50, 50), (90, 20)))
     assert res.labels[4, 9] == -1 and (res.labels >= 0).sum() == 128 * 128 - 1
-    res = run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("image"), device="cpu")
+    res = run_analysis(nan_cube, AnalyseRequest("kmeans", params={"k": 3}, select="image", device="cpu"))
     assert res.report["selection"]["nodata_left_out"] == 1 and res.report["selection"]["n_spectra"] == 128 * 128 - 1
     assert res.labels[4, 9] == -1
     only = np.zeros((128, 128), int)
     only[4, 9] = 1
     with pytest.raises(InputError, match="no data"):
-        run_analysis(nan_cube, "kmeans", {"k": 3}, Selection("roi"), roi=only, device="cpu")
+        run_analysis(nan_cube, AnalyseRequest("kmeans", params={"k": 3}, select="roi", device="cpu"), roi=only)
     with pytest.raises(InputError, match="no pixels"):
-        run_analysis(cube, "kmeans", {"k": 3}, Selection("roi", roi_class=2), roi=np.zeros((128, 128), int),
-                     device="cpu")
+        run_analysis(cube, AnalyseRequest("kmeans", params={"k": 3}, select="roi", roi_class=2, device="cpu"), roi=np.zeros((128, 128), int))
     with pytest.raises(InputError, match="takes no option"):
-        run_analysis(cube, "kmeans", {"clusters": 3}, device="cpu")
+        run_analysis(cube, AnalyseRequest("kmeans", params={"clusters": 3}, device="cpu"))
 
 
 def _roi_at(shape, *centres):
@@ -294,7 +293,7 @@ def test_cli_analyse_bad_input(land_hdr, tmp_path, capsys):
 
 def test_write_analysis_band_clusters(land_hdr, tmp_path):
     cube = open_cube(land_hdr).good_bands()
-    res = run_analysis(cube, "band-clusters", {"n_clusters": 5}, Selection("sample", 2000), device="cpu")
+    res = run_analysis(cube, AnalyseRequest("band-clusters", params={"n_clusters": 5}, select="sample", sample=2000, device="cpu"))
     paths = write_analysis(res, tmp_path, cube)
     assert "labels" not in paths and paths["band_clusters"].is_file()
     assert len(json.loads(paths["report"].read_text())["results"]["representatives"]) == 5

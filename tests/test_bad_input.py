@@ -274,6 +274,7 @@ def test_no_data_cube_leaves_no_empty_folders(tmp_path, capsys):
 def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
     from hyperapp.detect.run import run_detection
     from hyperapp.project.session import Session
+    from hyperapp.request import DetectRequest
 
     bbl = [1, 0, 1, 1, 0, 1, 1, 1]
     cube = _cube(tmp_path / "scenes" / "s1.hdr", bbl=bbl)
@@ -283,7 +284,7 @@ def test_bad_bands_alike_from_the_cli_a_job_and_the_window(tmp_path, capsys):
         job = _scene_job(tmp_path, f'detect = "rx"\nthreshold = 1.0\n{key}', out=f"job-{keep}")
         assert _cli(["run", job, "--device", "cpu"], capsys)[0] == 0
         s = Session.open(cube, all_bands=keep)
-        win = run_detection(s.cube, "rx", None, None, device="cpu", threshold=1.0).scores
+        win = run_detection(s.cube, DetectRequest("rx", device="cpu", threshold=1.0), None, None).scores
         a = np.fromfile(cli_out / "scores.img", np.float32)
         b = np.fromfile(tmp_path / f"job-{keep}" / "s1" / "detect-rx" / "scores.img", np.float32)
         assert json.loads((cli_out / "report.json").read_text())["shape"][2] == (8 if keep else 6)
@@ -330,8 +331,9 @@ def test_sigterm_stops_a_batch_analysis_promptly(tmp_path, capsys):
 
 
 def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
-    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.analyse.run import run_analysis
     from hyperapp.core.cube import cube_from_array
+    from hyperapp.request import AnalyseRequest
 
     X = np.ones((10, 10, 6), np.float32)
     roi = np.zeros((10, 10), np.int32)
@@ -339,7 +341,7 @@ def test_identical_spectra_are_refused_by_every_analysis(tmp_path):
     for method in ("kmeans", "gmm", "som", "hac", "forest", "cart", "band-subsets", "band-clusters"):
         with pytest.raises(HyperappError, match="identical"):
             params = {"n_clusters": 2} if method == "band-clusters" else {}
-            run_analysis(cube_from_array(X), method, params, Selection("image"), roi=roi, device="cpu")
+            run_analysis(cube_from_array(X), AnalyseRequest(method, params=params, select="image", device="cpu"), roi=roi)
 
 
 def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cube(tmp_path, capsys):
@@ -410,9 +412,9 @@ def test_library_options_refused_alike_by_the_cli_and_a_job_before_the_first_cub
     assert not (tmp_path / "out").exists()
     job = load_job(_scene_job(tmp_path, 'detect = "osp"\ntarget_spectra = "lib.sli"\nspectra = ["a"]\n'
                                         'undesired_spectra = "lib.sli"\nundesired_names = ["b"]'))
-    s = job.steps[0]
+    s = job.steps[0].request
     assert (s.target_spectra, s.spectra, s.undesired_spectra, s.undesired_names) == (
-        str(tmp_path / "lib.sli"), "a", [str(tmp_path / "lib.sli")], "b")
+        str(tmp_path / "lib.sli"), "a", (str(tmp_path / "lib.sli"),), "b")
 
 
 def test_a_jobs_truth_masks_are_checked_before_its_first_cube(tmp_path, capsys):
@@ -547,7 +549,7 @@ def test_a_train_scene_is_checked_on_the_steps_bands(tmp_path):
     (tmp_path / "clicks.csv").write_text("row,col\n5,5\n")
     job = load_job(_scene_job(tmp_path, 'detect = "ace"\ntargets = "clicks.csv"\ntrain = "other/o.hdr"\n'
                                         'bands = "0-5"'))
-    assert job.steps[0].train.endswith("o.hdr")
+    assert job.steps[0].request.train.endswith("o.hdr")
 
 
 def _envi(path: Path, X: np.ndarray, wavelengths=None) -> Path:
@@ -660,14 +662,14 @@ def test_an_undesired_signature_that_is_the_target_is_refused(tmp_path, capsys, 
 def test_undesired_equal_to_the_clicked_target_is_refused_at_fitting(method):
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
 
     rng = np.random.default_rng(5)
     X = rng.uniform(0.1, 0.5, (20, 20, 8)).astype(np.float32)
     targets = np.zeros((20, 20), bool)
     targets[5, 5] = True
     with pytest.raises(InputError, match="is the target"):
-        run_detection(cube_from_array(X, "s"), method, targets, device="cpu",
-                      undesired_spectra=X[5, 5][None].astype(np.float64) * 3)
+        run_detection(cube_from_array(X, "s"), DetectRequest(method, device="cpu"), targets, undesired_spectra=X[5, 5][None].astype(np.float64) * 3)
 
 
 def test_a_truth_mask_that_cannot_score_is_refused_before_any_work(tmp_path, capsys):

@@ -164,7 +164,7 @@ def test_job_text_round_trips(tmp_path):
         {"detect": "rbfn", "targets": str(tmp_path / "clicks.csv"), "params": {"n_hidden": 6, "whiten": "pca"},
          "far": 0.001}], str(tmp_path / "o"))
     j = load_job(_job(tmp_path, text))
-    assert j.steps[0].params == {"n_hidden": 6, "whiten": "pca"} and j.steps[0].far == 0.001
+    assert j.steps[0].request.params == {"n_hidden": 6, "whiten": "pca"} and j.steps[0].request.far == 0.001
 
 
 def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
@@ -185,10 +185,10 @@ def test_gui_saves_a_batch_job(qtbot, win, land_hdr, tmp_path):
     # no step carries an option its run did not use (a job refuses both)
     job = load_job(tmp_path / "campaign.toml")
     assert [s.method for s in job.steps] == ["sam", "rbfn"]
-    assert job.steps[0].background is None and Path(job.steps[1].background).name == "campaign-background.csv"
-    assert "n_library_targets" not in job.steps[1].params and "min_fill" not in job.steps[1].params
+    assert job.steps[0].request.background is None and Path(job.steps[1].request.background).name == "campaign-background.csv"
+    assert "n_library_targets" not in job.steps[1].request.params and "min_fill" not in job.steps[1].request.params
     job.steps = job.steps[:1]
-    assert job.steps[0].method == "sam" and Path(job.steps[0].targets).name == "campaign-clicks.csv"
+    assert job.steps[0].method == "sam" and Path(job.steps[0].request.targets).name == "campaign-clicks.csv"
     assert str(land_hdr.resolve()) in job.inputs
     job.inputs = [str(land_hdr.resolve())]
     from hyperapp.batch.runner import run_job

@@ -63,10 +63,13 @@ def test_estimate_grows_with_the_work():
 def _estimate_and_time(cube, name, params, n, sel, kw) -> tuple[float, float]:
     """(the estimate, the seconds the run took) of analysis ``name`` on ``n`` spectra of ``cube``."""
     from hyperapp.analyse.run import run_analysis
+    from hyperapp.request import AnalyseRequest
 
     est = cost.estimate(name, params, n, cube.bands, "cpu", cube.rows * cube.cols).seconds
+    req = AnalyseRequest(name, params=params, device="cpu", select=sel.kind, sample=sel.n, seed=sel.seed,
+                         roi_class=sel.roi_class)
     t0 = time.perf_counter()
-    r = run_analysis(cube, name, params, sel, device="cpu", **kw)
+    r = run_analysis(cube, req, **kw)
     took = time.perf_counter() - t0
     assert r.report["selection"]["n_spectra"] == (cube.rows * cube.cols if ANALYSES[name].needs_image else n)
     return est, took

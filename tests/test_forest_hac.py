@@ -6,13 +6,14 @@ import json
 import numpy as np
 import pytest
 
-from hyperapp.analyse.run import Selection, run_analysis
+from hyperapp.analyse.run import run_analysis
 from hyperapp.cli import main
 from hyperapp.core.cube import cube_from_array
 from hyperapp.core.errors import InputError
 from hyperapp.io.samples import make_classes_scene
 from hyperapp.models.forest import RandomForest, cart
 from hyperapp.models.hac import HierarchicalClustering
+from hyperapp.request import AnalyseRequest
 
 from .conftest import hac_reference, stratified_split
 
@@ -149,7 +150,7 @@ def test_hac_bad_input(spectra_2000):
         HierarchicalClustering(n_clusters=11).fit(spectra_2000[:10])
     with pytest.raises(InputError, match="at least 2 spectra"):
         HierarchicalClustering(n_clusters=1).fit(spectra_2000[:1])
-    with pytest.raises(InputError, match="linkage must be one of"):
+    with pytest.raises(InputError, match=r"option linkage \(Linkage\) must be one of ward, average, complete, single"):
         HierarchicalClustering(linkage="centroid").fit(spectra_2000[:10])
 
 
@@ -168,8 +169,7 @@ def _cube(scene):
 def test_forest_through_the_analysis_path(classes_scene):
     _, _, s = classes_scene
     roi = np.where(stratified_split(s.labels.ravel(), 0.1).reshape(s.labels.shape), s.labels, 0)
-    res = run_analysis(_cube(s), "forest", {"n_trees": "20", "max_depth": "10"}, Selection("rois"), roi=roi,
-                       class_names={int(k): n for k, n in enumerate(s.classes, 1)})
+    res = run_analysis(_cube(s), AnalyseRequest("forest", params={"n_trees": "20", "max_depth": "10"}, select="rois"), roi=roi, class_names={int(k): n for k, n in enumerate(s.classes, 1)})
     acc = (res.labels == s.labels).mean()
     assert acc > 0.8
     assert res.report["results"]["test_accuracy"] > 0.8

@@ -113,10 +113,11 @@ def _read_csv(path):
 @pytest.mark.parametrize("name", list(CUBES))
 def test_objects_carry_lon_lat_within_half_a_pixel(tmp_path, name):
     from hyperapp.detect.run import detect_to_folder
+    from hyperapp.request import DetectRequest
 
     make, truth, half = CUBES[name]
     cube = make(tmp_path)
-    _, paths = detect_to_folder(cube, "ace", _clicks(), None, tmp_path / "out", threshold=0.5, device="cpu")
+    _, paths = detect_to_folder(cube, DetectRequest("ace", threshold=0.5, device="cpu"), _clicks(), None, tmp_path / "out")
     rows = _read_csv(paths["objects"])
     assert list(rows[0])[-2:] == ["lon", "lat"]
     found = {(round(float(o["centroid_row"]) - 0.5), round(float(o["centroid_col"]) - 0.5)): o for o in rows}
@@ -132,9 +133,9 @@ def test_objects_carry_lon_lat_within_half_a_pixel(tmp_path, name):
 
 def test_objects_without_location_have_no_lon_lat(tmp_path):
     from hyperapp.detect.run import detect_to_folder
+    from hyperapp.request import DetectRequest
 
-    _, paths = detect_to_folder(cube_from_array(_scene()), "ace", _clicks(), None, tmp_path / "o", threshold=0.5,
-                                device="cpu")
+    _, paths = detect_to_folder(cube_from_array(_scene()), DetectRequest("ace", threshold=0.5, device="cpu"), _clicks(), None, tmp_path / "o")
     assert paths["objects"].read_text().splitlines()[0] == \
         "label,pixels,centroid_row,centroid_col,row0,col0,row1,col1,peak_score"
 
@@ -312,10 +313,10 @@ def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
     from hyperapp.cli import main
     from hyperapp.detect.run import detect_to_folder
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = _swath_cube()
-    res, paths = detect_to_folder(cube, "ace", _clicks(), None, tmp_path / "o", threshold=0.5, device="cpu",
-                                  ortho=True)
+    res, paths = detect_to_folder(cube, DetectRequest("ace", threshold=0.5, device="cpu"), _clicks(), None, tmp_path / "o", ortho=True)
     scores = open_cube(paths["scores"])
     assert (scores.rows, scores.cols) == SW_SHAPE
     assert isinstance(scores.geo, MapGrid) and scores.geo.transform == pytest.approx(SW_GRID.transform)
@@ -337,7 +338,7 @@ def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
         assert src.transform.to_gdal() == pytest.approx(SW_GRID.transform)
     # refused, before any output, for a cube without a GLT
     with pytest.raises(InputError, match="--ortho needs a swath"):
-        detect_to_folder(_wgs84_cube(), "ace", _clicks(), None, tmp_path / "p", threshold=0.5, ortho=True)
+        detect_to_folder(_wgs84_cube(), DetectRequest("ace", threshold=0.5), _clicks(), None, tmp_path / "p", ortho=True)
     assert not (tmp_path / "p").exists()
     hdr = _envi_utm(tmp_path).path
     (tmp_path / "t.csv").write_text(f"{PLANTED[0][0]},{PLANTED[0][1]}\n")

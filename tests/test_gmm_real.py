@@ -57,9 +57,10 @@ def test_a_covariance_still_singular_gets_a_reported_floor():
 
 
 def test_non_finite_objective_is_an_error_not_a_result(land_hdr, monkeypatch):
-    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.analyse.run import run_analysis
     from hyperapp.io import open_cube
     from hyperapp.models.kmeans import MultiKMeans
+    from hyperapp.request import AnalyseRequest
 
     real = MultiKMeans.summary
 
@@ -70,7 +71,7 @@ def test_non_finite_objective_is_an_error_not_a_result(land_hdr, monkeypatch):
 
     monkeypatch.setattr(MultiKMeans, "summary", broken)
     with pytest.raises(ModelError, match="inertia"):
-        run_analysis(open_cube(land_hdr), "kmeans", {"k": "3"}, Selection("sample", 500, 0), device="cpu")
+        run_analysis(open_cube(land_hdr), AnalyseRequest("kmeans", params={"k": "3"}, select="sample", sample=500, seed=0, device="cpu"))
 
 
 def _airport_pixels(abu) -> np.ndarray:

@@ -144,12 +144,13 @@ def test_evaluation_on_gpu(cp):
 def test_detect_pipeline_on_gpu(land_hdr):
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels, read_mask
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr)
     t = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
     truth = read_mask(land_hdr.with_name("land_truth.hdr")) > 0
-    g = run_detection(cube, "rbfn", t, device="gpu", truth=truth)
-    c = run_detection(cube, "rbfn", t, device="cpu", truth=truth)
+    g = run_detection(cube, DetectRequest("rbfn", device="gpu"), t, truth=truth)
+    c = run_detection(cube, DetectRequest("rbfn", device="cpu"), t, truth=truth)
     assert g.report["device"] == "gpu"
     assert g.report["evaluation"]["auc"] == pytest.approx(c.report["evaluation"]["auc"], abs=1e-3)
 
@@ -229,12 +230,13 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
 def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     import hyperapp.detect.run as det
     from hyperapp.io import open_cube, read_labels
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr)
     t = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
-    whole = det.run_detection(cube, "rbfn", t, device="gpu")
+    whole = det.run_detection(cube, DetectRequest("rbfn", device="gpu"), t)
     monkeypatch.setattr(det, "GPU_FRACTION", 1e-9)  # pretend the GPU is almost full
-    tiled = det.run_detection(cube, "rbfn", t, device="gpu")
+    tiled = det.run_detection(cube, DetectRequest("rbfn", device="gpu"), t)
     assert tiled.report["streamed"] and not whole.report["streamed"]
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
 
@@ -294,6 +296,7 @@ def test_click_to_result_cpu_and_gpu_agree(cp, method):
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
     from hyperapp.io.samples import make_land_scene
+    from hyperapp.request import DetectRequest
 
     # a scene with a realistic (non-degenerate) background spectrum: with isotropic noise the PCA
     # whitening would pick among equal eigenvalues, differently on each backend
@@ -303,8 +306,8 @@ def test_click_to_result_cpu_and_gpu_agree(cp, method):
     clicks = np.zeros_like(truth)
     clicks[tuple(s.clicks.T)] = True
     cube = cube_from_array(X, "agree")
-    a = run_detection(cube, method, clicks, device="cpu", truth=truth, image=X)
-    b = run_detection(cube, method, clicks, device="gpu", truth=truth, image=cp.asarray(X))
+    a = run_detection(cube, DetectRequest(method, device="cpu"), clicks, truth=truth, image=X)
+    b = run_detection(cube, DetectRequest(method, device="gpu"), clicks, truth=truth, image=cp.asarray(X))
     scale = float(np.abs(a.scores).max())
     np.testing.assert_allclose(b.scores, a.scores, rtol=0, atol=1e-3 * scale)
     assert int((b.mask != a.mask).sum()) <= 2
@@ -394,13 +397,14 @@ def test_streamed_gpu_equals_in_memory(cp, land_hdr, method, monkeypatch):
     import hyperapp.reading.tiles as stream
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     monkeypatch.setattr(stream, "TILE_BYTES", 9 * 128 * 64 * 2)
     cube = open_cube(land_hdr).good_bands()
     t = read_labels(land_hdr.with_name("land_targets.csv"), (cube.rows, cube.cols)) > 0
-    mem = run_detection(cube, method, t, device="gpu")
-    st = run_detection(cube, method, t, device="gpu", memory=1e-4)
-    cpu = run_detection(cube, method, t, device="cpu", memory=1e-4)
+    mem = run_detection(cube, DetectRequest(method, device="gpu"), t)
+    st = run_detection(cube, DetectRequest(method, device="gpu", memory=1e-4), t)
+    cpu = run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4), t)
     assert st.report["streamed"] and st.report["device"] == "gpu"
     scale = float(np.nanmax(np.abs(cpu.scores)))
     np.testing.assert_allclose(st.scores, mem.scores, atol=1e-3 * scale)
@@ -418,10 +422,11 @@ def test_fresh_gpu_process_gives_the_in_process_scores(cp, land_hdr, tmp_path, m
 
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr)
     targets = land_hdr.with_name("land_targets.csv")
-    want = run_detection(cube, method, read_labels(targets, (128, 128)), device="gpu")
+    want = run_detection(cube, DetectRequest(method, device="gpu"), read_labels(targets, (128, 128)))
     script = (
         "import sys\n"
         "from hyperapp.cli import main\n"

@@ -62,12 +62,13 @@ def test_band_clusters_gpu(cp, scene):
 
 
 def test_analysis_path_gpu(cp, land_hdr):
-    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.analyse.run import run_analysis
     from hyperapp.io import open_cube
+    from hyperapp.request import AnalyseRequest
 
     cube = open_cube(land_hdr).good_bands()
-    a = run_analysis(cube, "kmeans", {"k": "2..6"}, Selection("sample", 5000), device="cpu")
-    b = run_analysis(cube, "kmeans", {"k": "2..6"}, Selection("sample", 5000), device="gpu")
+    a = run_analysis(cube, AnalyseRequest("kmeans", params={"k": "2..6"}, select="sample", sample=5000, device="cpu"))
+    b = run_analysis(cube, AnalyseRequest("kmeans", params={"k": "2..6"}, select="sample", sample=5000, device="gpu"))
     assert b.report["device"] == "gpu" and a.report["results"]["chosen_k"] == b.report["results"]["chosen_k"]
     assert (a.labels == b.labels).mean() > 0.995
 

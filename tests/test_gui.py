@@ -95,6 +95,8 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     w2 = MainWindow()
     qtbot.addWidget(w2)
     assert w2.open_project(tmp_path / "s.hyperapp.json"), w2.last_error
+    assert w2.worker is not None  # the saved runs run again in a worker thread, not on the window's
+    qtbot.waitUntil(lambda: w2.worker is None, timeout=120000)
     assert w2.session.roi.counts() == win.session.roi.counts()
     assert [r.name for r in w2.session.runs] == [r.name for r in win.session.runs]
     np.testing.assert_allclose(w2.session.runs[1].result.scores, rbfn.result.scores, rtol=1e-5, atol=1e-6)
@@ -206,7 +208,7 @@ def test_fill_border_in_the_window(qtbot, win, land_hdr, tmp_path):
 def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeypatch):
     """A pixel detector on a cube whose pixels exceed the memory budget streams it from the file, as
     the CLI does: the window never holds the cube, and the scores equal the in-memory run's."""
-    import hyperapp.detect.budget as detect
+    import hyperapp.detect.budget as budget
     from hyperapp.io import read_labels
 
     assert win.open_cube(land_hdr)
@@ -215,7 +217,7 @@ def test_a_cube_over_the_memory_budget_is_streamed(qtbot, win, land_hdr, monkeyp
     held = _run(qtbot, win, "ace").result
     assert not held.report.get("streamed")
     win.session._device_cache.clear()
-    monkeypatch.setattr(detect, "memory_budget", lambda limit=None: 1 << 16)  # 64 KB: every cube streams
+    monkeypatch.setattr(budget, "memory_budget", lambda limit=None: 1 << 16)  # 64 KB: every cube streams
     streamed = _run(qtbot, win, "ace").result
     assert streamed.report["streamed"]
     assert not win.session._device_cache  # nothing was read into the window's memory

@@ -27,6 +27,7 @@ def test_save_and_reopen_a_project_with_each_classic_model(qtbot, win, land_hdr,
     w2 = MainWindow()
     qtbot.addWidget(w2)
     assert w2.open_project(p), w2.last_error
+    qtbot.waitUntil(lambda: w2.worker is None, timeout=120000)
     np.testing.assert_allclose(w2.session.runs[0].result.scores, run.result.scores, rtol=1e-4, atol=1e-5)
     assert w2.detector.method_name() == method  # 7: the method box shows the reopened run's method
 

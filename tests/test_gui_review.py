@@ -87,7 +87,8 @@ def test_review_keys_spectrum_matches_project_and_export(qtbot, win, airport, tm
     project = tmp_path / "review.hyperapp.json"
     assert win.save_project(project), win.last_error
     kept = list(rv.status)
-    assert win.open_project(project), win.last_error
+    with qtbot.waitSignal(win.run_finished, timeout=120000):  # the project's runs re-run in a worker
+        assert win.open_project(project), win.last_error
     panel = win.results.review
     win.results.tabs.setCurrentWidget(panel)
     assert panel.review is not rv and panel.review.status == kept

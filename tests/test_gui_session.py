@@ -70,8 +70,8 @@ def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_
     assert list(job.truth.values()) == [str(scenes.with_name("land_truth.hdr").resolve())]
     steps = {s.method: s for s in job.steps}
     assert set(steps) == {"sam", "ace"}
-    assert steps["sam"].threshold == pytest.approx(t) and steps["sam"].far is None
-    assert steps["ace"].far == pytest.approx(0.01) and steps["ace"].threshold is None
+    assert steps["sam"].request.threshold == pytest.approx(t) and steps["sam"].request.far is None
+    assert steps["ace"].request.far == pytest.approx(0.01) and steps["ace"].request.threshold is None
     assert run_job(job, device="cpu") == 0
     out = Path(job.output) / "land"
     for s, mask in ((steps["sam"], sam_mask), (steps["ace"], ace_mask)):
@@ -87,8 +87,7 @@ def test_a_saved_batch_job_reproduces_the_windows_masks(qtbot, win, scenes, tmp_
 def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, monkeypatch, tmp_path):
     """Replace hyperapp.detect.run's mask with a recognisable one: whatever the window shows and exports
     must be it (a window that thresholds on its own fails)."""
-    import hyperapp.detect.outputs as detect
-    import hyperapp.gui.main_window as mw
+    import hyperapp.detect.finish as finish
     from hyperapp.io import open_cube
 
     assert win.open_cube(land_hdr)
@@ -97,12 +96,12 @@ def test_the_window_thresholds_through_the_service_layer(qtbot, win, land_hdr, m
     checker = (np.indices((128, 128)).sum(axis=0) % 2).astype(np.uint8)
     calls = []
 
-    def fake_mask(scores, threshold):
+    def fake_mask(scores, threshold, filters=None):
         calls.append(threshold)
         return checker.copy()
 
-    monkeypatch.setattr(detect, "mask_at", fake_mask)
-    monkeypatch.setattr(mw, "mask_at", fake_mask)
+    # the window's masks, counts and exports (DetectionResult.remask, count_at)
+    monkeypatch.setattr(finish, "mask_at", fake_mask)
     win.results.set_threshold(float(np.median(win.current_run().result.scores)))
     assert calls
     np.testing.assert_array_equal(win.view.mask_item.image[..., 3] > 0, checker.astype(bool))
@@ -148,6 +147,7 @@ def test_nothing_stale_after_another_cube_or_project(qtbot, win, land_hdr, sea_h
     # reopening a project drops the HAC plots of the session before it
     hac, _ = _analyse(qtbot, win, "Hierarchical clustering", n_clusters=3)
     assert win.open_project(tmp_path / "p.hyperapp.json"), win.last_error
+    qtbot.waitUntil(lambda: win.worker is None, timeout=120000)
     assert win.panels["Hierarchical clustering"].lines == []
     assert win.results.runs.count() == 1
 

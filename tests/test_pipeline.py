@@ -5,7 +5,6 @@ import json
 import threading
 import time
 from concurrent.futures import CancelledError
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from hyperapp.batch.jobfile import Step, load_job
 from hyperapp.batch.pipeline import CubePipeline
 from hyperapp.batch.runner import FLUSH_SECONDS, Manifest, run_job
 from hyperapp.io.atomic import atomic_write_text, staged_folder
+from hyperapp.request import DetectRequest
 
 from .test_batch import BASIC, _job, _scenes
 
@@ -23,7 +23,7 @@ FINALS = {"scores.hdr", "scores.img", "mask.hdr", "mask.img", "objects.csv", "re
 
 def _steps(tmp_path: Path, method: str = "sam") -> list[dict]:
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
-    return [asdict(Step("detect", method, f"detect-{method}", targets=str(tmp_path / "clicks.csv"), far=0.01))]
+    return [Step("detect", f"detect-{method}", DetectRequest(method, targets=str(tmp_path / "clicks.csv"), far=0.01)).to_dict()]
 
 
 def _slow(pipe: CubePipeline, seconds: float, log: list) -> None:
@@ -168,12 +168,13 @@ def test_saved_models_and_click_masks_are_prepared_once(tmp_path, monkeypatch):
     # a saved model: loaded once, every cube scored with it
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(cubes[0]).good_bands()
-    model = run_detection(cube, "sam", real_read(tmp_path / "clicks.csv", (48, 48)), device="cpu").model
+    model = run_detection(cube, DetectRequest("sam", device="cpu"), real_read(tmp_path / "clicks.csv", (48, 48))).model
     hmodels.save_model(model, tmp_path / "sam.npz", method="sam")
     monkeypatch.setattr(hmodels, "load_model", lambda *a, **k: (loads.append(a), real_load(*a, **k))[1])
-    steps = [asdict(Step("detect", "sam", "saved", model=str(tmp_path / "sam.npz"), far=0.01))]
+    steps = [Step("detect", "saved", DetectRequest("sam", model=str(tmp_path / "sam.npz"), far=0.01)).to_dict()]
     with CubePipeline(steps, str(tmp_path / "out2"), device="cpu") as pipe:
         rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
     assert all(r["error"] is None and r["detections"]["saved"] >= 16 for r in rows)
@@ -255,12 +256,12 @@ def test_a_steps_library_is_resampled_once_per_wavelength_grid(tmp_path, monkeyp
     cube = open_cube(cubes[0]).good_bands()
     target = cube.read()[10:14, 10:14].reshape(-1, cube.bands).mean(axis=0)
     write_library(SpectralLibrary(["paint", "other"], np.stack([target, target[::-1]])), tmp_path / "lib.sli")
-    step = Step("detect", "ace", "lib", target_spectra=str(tmp_path / "lib.sli"), spectra="paint", far=0.01)
+    step = Step("detect", "lib", DetectRequest("ace", target_spectra=str(tmp_path / "lib.sli"), spectra="paint", far=0.01))
     uncached = step.library_kwargs(cube)
     reads = []
     real = speclib.read_library
     monkeypatch.setattr(speclib, "read_library", lambda *a, **k: (reads.append(a), real(*a, **k))[1])
-    with CubePipeline([asdict(step)], str(tmp_path / "out"), device="cpu") as pipe:
+    with CubePipeline([step.to_dict()], str(tmp_path / "out"), device="cpu") as pipe:
         rows = [f.result(timeout=60) for f in [pipe.submit(c) for c in cubes]]
         cached = step.library_kwargs(cube, pipe._libraries)
     assert all(r["error"] is None and r["detections"]["lib"] >= 16 for r in rows)

@@ -6,11 +6,12 @@ import pytest
 
 
 def _fit(land_hdr, device="cpu"):
-    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.analyse.run import run_analysis
     from hyperapp.io import open_cube
+    from hyperapp.request import AnalyseRequest
 
     cube = open_cube(land_hdr).good_bands()
-    res = run_analysis(cube, "gmm", {"k": "3", "covariance": "diag"}, Selection("sample", 2000), device=device)
+    res = run_analysis(cube, AnalyseRequest("gmm", params={"k": "3", "covariance": "diag"}, select="sample", sample=2000, device=device))
     return cube, res
 
 

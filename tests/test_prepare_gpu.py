@@ -112,6 +112,7 @@ EVALUATE_PROBE = r"""
 import json, sys, time
 import numpy as np
 from hyperapp.detect.run import run_detection
+from hyperapp.request import DetectRequest
 from hyperapp.io import open_cube
 from hyperapp.io.writers import write_envi_cube
 from pathlib import Path
@@ -122,7 +123,7 @@ hdr = write_envi_cube(d / "c", X, "bil")
 t = np.zeros((1024, 1024), bool); t[100:104, 100:104] = True  # the clicks
 truth = np.zeros((1024, 1024), np.int8); truth[100:110, 100:110] = 1  # AUC over the pixels not clicked
 cube = open_cube(hdr)
-res = run_detection(cube, "ace", t, device="gpu", truth=truth)
+res = run_detection(cube, DetectRequest("ace", device="gpu"), t, truth=truth)
 print(json.dumps({"evaluate": res.report["seconds"]["evaluate"],
                   "special": "cupyx.scipy.special" in sys.modules}))
 """
@@ -147,6 +148,7 @@ SPECIAL_PROBE = r"""
 import json, sys
 import numpy as np
 from hyperapp.detect.run import run_detection
+from hyperapp.request import DetectRequest
 from hyperapp.core.cube import cube_from_array
 from hyperapp.models.registry import METHODS
 rng = np.random.default_rng(0)
@@ -157,7 +159,7 @@ cube = cube_from_array(X, "probe")
 first = None
 # the window detector (FFBP) is left out: its training still has operators with scalars on the GPU
 for m in [m for m in METHODS if m != "ffbp"]:
-    run_detection(cube, m, t, device="gpu", truth=truth)
+    run_detection(cube, DetectRequest(m, device="gpu"), t, truth=truth)
     if first is None and "cupyx.scipy.special" in sys.modules:
         first = m
 print(json.dumps({"first": first}))

@@ -162,14 +162,15 @@ def test_the_cascades_default_mask_keeps_the_targets_nobody_clicked(scene):
     RBFN's alone does."""
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels
+    from hyperapp.request import DetectRequest
 
     root = Path(__file__).resolve().parents[1] / "sample_cubes"
     cube = open_cube(root / f"{scene}.hdr")
     shape = (cube.rows, cube.cols)
     clicks = read_labels(root / f"{scene}_targets.csv", shape)
     truth = open_cube(root / f"{scene}_truth.hdr").read()[:, :, 0] > 0
-    res = run_detection(cube, "ffbp", clicks, device="cpu", truth=truth)
-    rb = run_detection(cube, "rbfn", clicks, device="cpu")
+    res = run_detection(cube, DetectRequest("ffbp", device="cpu"), clicks, truth=truth)
+    rb = run_detection(cube, DetectRequest("rbfn", device="cpu"), clicks)
     m = res.mask.astype(bool)
     assert (m & truth).sum() / truth.sum() >= 0.95
     assert (m & ~truth).sum() / (~truth).sum() <= 3e-3

@@ -213,12 +213,13 @@ def test_default_mask_finds_what_the_roc_says(name, method):
     from hyperapp.detect.finish import DEFAULT_FAR
     from hyperapp.detect.run import run_detection
     from hyperapp.models.evaluation import evaluate
+    from hyperapp.request import DetectRequest
 
     X, truth = _scene(name)
     cube = cube_from_array(X, name)
     for seed in range(3):
         clicks = random_clicks(truth, 5, seed)
-        r = run_detection(cube, method, clicks, device="cpu")
+        r = run_detection(cube, DetectRequest(method, device="cpu"), clicks)
         keep = ~clicks
         assert DEFAULT_FAR == 1e-3  # the rate evaluate's "pd_at_far_1e-3" is taken at
         roc_pd = evaluate(r.scores[keep], truth[keep])["pd_at_far_1e-3"]
@@ -413,10 +414,11 @@ def test_rbfn_on_an_image_with_fewer_pixels_than_neurons(shape):
     network has those neurons (it indexed its output weights by the number asked, and crashed)."""
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.1, 1.0, (*shape, 8)).astype(np.float32)
     cube = cube_from_array(X, "small")
-    r = run_detection(cube, "rbfn", device="cpu", target_spectra=rng.uniform(0.1, 1.0, (1, 8)))
+    r = run_detection(cube, DetectRequest("rbfn", device="cpu"), target_spectra=rng.uniform(0.1, 1.0, (1, 8)))
     assert np.isfinite(r.scores).all() and r.model.centres_.shape[0] <= 32
     assert r.model.weights_.shape[0] == r.model.centres_.shape[0]

@@ -11,6 +11,7 @@ import pytest
 
 from hyperapp.core.errors import HyperappError, InputError
 from hyperapp.detect.review import BAD, GOOD, PENDING, Review, parse_status
+from hyperapp.request import DetectRequest
 
 
 # ------------------------------------------------------------------ the formulas
@@ -227,7 +228,7 @@ def _detect_folder(land_hdr, out):
 
     cube = open_cube(land_hdr)
     clicks = read_labels(land_hdr.with_name("land_targets.csv"), (cube.rows, cube.cols))
-    res = run_detection(cube, "sam", clicks, device="cpu", far=0.01)
+    res = run_detection(cube, DetectRequest("sam", device="cpu", far=0.01), clicks)
     write_detection(res, out, cube)
     return cube, res
 
@@ -274,7 +275,7 @@ def test_airport_review_three_good_two_bad_saved_and_reopened(abu, tmp_path):
 
     cube = open_named_cube(abu, "data")
     truth = read_truth(abu, (cube.rows, cube.cols), "map") > 0
-    res = run_detection(cube, "rbfn", random_clicks(truth, 5, 0), device="cpu", far=0.01)
+    res = run_detection(cube, DetectRequest("rbfn", device="cpu", far=0.01), random_clicks(truth, 5, 0))
     rv = Review.from_mask(res.mask, res.scores, res.threshold)
     assert len(rv) >= 5
     X = cube.read()

@@ -68,6 +68,7 @@ def test_sid_float64_and_refusals():
 def test_sid_is_registered_and_runs_the_detection_path():
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
 
     m = get_method("sid")
     assert m.min_bands == 2 and m.kind == "pixel" and m.uses_targets
@@ -80,7 +81,7 @@ def test_sid_is_registered_and_runs_the_detection_path():
     truth[10:14, 10:14] = 1
     targets = np.zeros((40, 40), bool)
     targets[11, 11] = True
-    res = run_detection(cube_from_array(X, "probe"), "sid", targets, device="cpu", truth=truth)
+    res = run_detection(cube_from_array(X, "probe"), DetectRequest("sid", device="cpu"), targets, truth=truth)
     assert res.scores.shape == (40, 40)
     assert np.isfinite(res.scores).all()
     assert res.report["evaluation"]["auc"] > 0.99

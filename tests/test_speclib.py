@@ -254,7 +254,7 @@ def test_job_step_with_target_spectra(land_hdr, tmp_path):
     (tmp_path / "job.toml").write_text(f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "mtmf"\n'
                                        'target_spectra = "lib.sli"\n[output]\nfolder = "out"\n')
     job = load_job(tmp_path / "job.toml")
-    assert job.steps[0].target_spectra == str(tmp_path / "lib.sli")
+    assert job.steps[0].request.target_spectra == str(tmp_path / "lib.sli")
     assert run_job(job, device="cpu") == 0
     step = next((tmp_path / "out").rglob("detect-mtmf"))
     assert (step / "infeasibility.hdr").is_file()
@@ -401,7 +401,7 @@ def test_cli_detect_with_database_targets(tmp_path, land_hdr, capsys):
 
     step = f'[inputs]\npaths = ["{land_hdr}"]\n[[steps]]\ndetect = "ace"\ntarget_spectra = "{db}"\n'
     (tmp_path / "job.toml").write_text(step + 'spectra = "avena fatua"\n[output]\nfolder = "out"\n')
-    assert load_job(tmp_path / "job.toml").steps[0].spectra == "avena fatua"
+    assert load_job(tmp_path / "job.toml").steps[0].request.spectra == "avena fatua"
     (tmp_path / "bad.toml").write_text(step + '[output]\nfolder = "out"\n')
     with pytest.raises(InputError, match="holds 3 spectra: pick some"):
         load_job(tmp_path / "bad.toml")
@@ -467,8 +467,9 @@ def test_spectral_python_info_is_dropped_only_inside_the_quiet_block(caplog):
 
 def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothing(tmp_path):
     """A folder's name, or a path under a file, is one message; nothing appears beside the folder."""
-    from hyperapp.analyse.run import Selection, run_analysis, write_class_map
+    from hyperapp.analyse.run import run_analysis, write_class_map
     from hyperapp.core.errors import OutputError
+    from hyperapp.request import AnalyseRequest
 
     (tmp_path / "folder").mkdir()
     (tmp_path / "a-file").write_text("")
@@ -478,7 +479,7 @@ def test_a_library_or_class_map_saved_onto_a_folder_is_refused_and_writes_nothin
             write_library(_lib(), path)
     X = np.random.default_rng(0).random((12, 10, 4)).astype(np.float32)
     cube = cube_from_array(X)
-    res = run_analysis(cube, "kmeans", {"k": 2}, Selection("image"), device="cpu")
+    res = run_analysis(cube, AnalyseRequest("kmeans", params={"k": 2}, select="image", device="cpu"))
     with pytest.raises(OutputError, match="is a folder"):
         write_class_map(res, tmp_path / "folder", cube)
     assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -17,6 +17,7 @@ from hyperapp.core.cube import cube_from_array
 from hyperapp.detect.run import run_detection
 from hyperapp.io import open_cube, read_labels
 from hyperapp.reading.tiles import read_float32
+from hyperapp.request import DetectRequest
 
 from .conftest import OUTSIDE, cli_env
 
@@ -233,8 +234,8 @@ def _land(land_hdr):
 def test_streamed_equals_in_memory(land_hdr, method, small_tiles):
     cube, targets = _land(land_hdr)
     truth = read_labels(land_hdr.with_name("land_truth.hdr"), (cube.rows, cube.cols)) > 0
-    mem = run_detection(cube, method, targets, device="cpu", truth=truth)
-    st = run_detection(cube, method, targets, device="cpu", truth=truth, memory=1e-4)  # 100 KB: streamed
+    mem = run_detection(cube, DetectRequest(method, device="cpu"), targets, truth=truth)
+    st = run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4), targets, truth=truth)  # 100 KB: streamed
     assert st.report["streamed"] and not mem.report["streamed"]
     scale = float(np.nanmax(np.abs(mem.scores)))
     np.testing.assert_allclose(st.scores, mem.scores, rtol=1e-5, atol=1e-5 * scale)
@@ -260,10 +261,11 @@ def test_streamed_scores_go_straight_into_the_output_file(land_hdr, tmp_path, sm
     """A streamed run writes its score tiles into the output's own data file (no second copy of the map
     in memory or on disk), and the ENVI output reads back as the in-memory run's scores."""
     from hyperapp.detect.run import detect_to_folder
+    from hyperapp.request import DetectRequest
 
     cube, targets = _land(land_hdr)
-    mem = run_detection(cube, "ace", targets, device="cpu")
-    res, paths = detect_to_folder(cube, "ace", targets, None, tmp_path / "out", device="cpu", memory=1e-4)
+    mem = run_detection(cube, DetectRequest("ace", device="cpu"), targets)
+    res, paths = detect_to_folder(cube, DetectRequest("ace", device="cpu", memory=1e-4), targets, None, tmp_path / "out")
     assert res.report["streamed"] and isinstance(res.scores, np.memmap)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "mask.hdr", "mask.img", "objects.csv", "report.json", "scores.hdr", "scores.img"]
@@ -297,8 +299,8 @@ def _swath(land_hdr, fill):
 def test_fill_border_gives_the_swaths_scores(land_hdr, fill, method, streamed, small_tiles):
     full, crop, t_full, t_crop, inside, (r0, r1, c0, c1) = _swath(land_hdr, fill)
     mem = {"memory": 1e-4} if streamed else {}
-    a = run_detection(full, method, t_full, device="cpu", **mem)
-    b = run_detection(crop, method, t_crop, device="cpu", **mem)
+    a = run_detection(full, DetectRequest(method, device="cpu", **mem), t_full)
+    b = run_detection(crop, DetectRequest(method, device="cpu", **mem), t_crop)
     sa = a.scores[r0:r1, c0:c1]
     ok = inside[r0:r1, c0:c1]
     assert np.isnan(a.scores[~inside]).all() and not a.mask[~inside].any()
@@ -405,8 +407,8 @@ def test_hdf5_fill_value_is_no_data(tmp_path):
 
 def _mixture_tuned_runs(cube, targets, method, **kw):
     """The in-memory and the streamed run (tiles of a few rows: many tile boundaries) of ``method``."""
-    mem = run_detection(cube, method, targets, device="cpu", **kw)
-    st = run_detection(cube, method, targets, device="cpu", memory=1e-4, **kw)
+    mem = run_detection(cube, DetectRequest(method, device="cpu"), targets, **kw)
+    st = run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4), targets, **kw)
     assert st.report["streamed"] and not mem.report["streamed"]
     for name, a, b in [("scores", st.scores, mem.scores),
                        ("infeasibility", st.maps["infeasibility"], mem.maps["infeasibility"])]:
@@ -422,6 +424,7 @@ def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles, tmp_path):
     beside the scores; no-data pixels (part of a tile's first row, one inside a tile) take the mean of
     the others in both paths."""
     from hyperapp.detect.run import detect_to_folder
+    from hyperapp.request import DetectRequest
 
     cube, targets = _land(land_hdr)
     if holes:
@@ -432,7 +435,7 @@ def test_streamed_mtmf_equals_in_memory(land_hdr, holes, small_tiles, tmp_path):
     mem, st = _mixture_tuned_runs(cube, targets, "mtmf")
     assert st.report["nodata_pixels"] == mem.report["nodata_pixels"] == (41 if holes else 0)
     if not holes:
-        res, paths = detect_to_folder(cube, "mtmf", targets, None, tmp_path / "out", device="cpu", memory=1e-4)
+        res, paths = detect_to_folder(cube, DetectRequest("mtmf", device="cpu", memory=1e-4), targets, None, tmp_path / "out")
         assert res.report["streamed"]
         np.testing.assert_array_equal(open_cube(paths["infeasibility"]).band(0), st.maps["infeasibility"])
 
@@ -464,7 +467,7 @@ def test_whole_image_methods_over_the_budget_are_refused_before_loading(land_hdr
 
     cube, targets = _land(land_hdr)
     with pytest.raises(InputError, match="needs the whole image in memory") as err:
-        run_detection(cube, method, targets, device="cpu", memory=1e-4, **kw)
+        run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4, **kw), targets)
     assert str(cube.path) in str(err.value) and "\n" not in str(err.value)
 
 

@@ -193,9 +193,10 @@ def test_mttcimf_keeps_more_components_than_signatures(land_hdr):
 def test_mnf_analysis_writes_eigenvalues_and_component_images(land_hdr, tmp_path):
     from hyperapp.analyse.run import run_analysis, write_analysis
     from hyperapp.io import open_cube
+    from hyperapp.request import AnalyseRequest
 
     cube = open_cube(land_hdr)
-    res = run_analysis(cube, "mnf", {"n_components": 5}, device="cpu")
+    res = run_analysis(cube, AnalyseRequest("mnf", params={"n_components": 5}, device="cpu"))
     paths = write_analysis(res, tmp_path, cube)
     assert res.images["components"].shape == (cube.rows, cube.cols, 5)
     lam = res.report["results"]["eigenvalues"]
@@ -211,6 +212,7 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
     from hyperapp.io import open_cube
     from hyperapp.io.signatures import signature_kwargs
     from hyperapp.io.speclib import SpectralLibrary, write_library
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(abu)
     truth = sio.loadmat(abu)["map"] > 0
@@ -219,12 +221,11 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
     sig = signature_kwargs(cube, tmp_path / "air.sli")
     auc = {}
     for m in ("ace", "mf", "cem", "sam"):
-        r = run_detection(cube, m, truth=truth, device="cpu", image=X, **sig)
+        r = run_detection(cube, DetectRequest(m, device="cpu"), truth=truth, image=X, **sig)
         auc[m] = r.report["evaluation"]["auc"]
         assert r.report["n_target_pixels"] == 0
     # the RBFN samples its training set: the mean over five seeds (scripts/library_auc.py's protocol)
-    auc["rbfn"] = np.mean([run_detection(cube, "rbfn", truth=truth, device="cpu", image=X, params={"seed": s},
-                                         **sig).report["evaluation"]["auc"] for s in range(5)])
+    auc["rbfn"] = np.mean([run_detection(cube, DetectRequest("rbfn", device="cpu", params={"seed": s}), truth=truth, image=X, **sig).report["evaluation"]["auc"] for s in range(5)])
     best = max(v for k, v in auc.items() if k != "rbfn")
     assert auc["rbfn"] >= best, auc
 
@@ -235,11 +236,12 @@ def test_airport_library_spectrum_rbfn_matches_best_classic(abu, tmp_path):
 def test_library_detectors_gpu_agree_with_cpu(cp, land_hdr, method):
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr).good_bands()
     X = cube.to_float32()
     t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)[None].astype(np.float64)
-    out = [run_detection(cube, method, device=d, target_spectra=t, far=1e-2) for d in ("cpu", "gpu")]
+    out = [run_detection(cube, DetectRequest(method, device=d, far=1e-2), target_spectra=t) for d in ("cpu", "gpu")]
     a, b = out[0].scores, out[1].scores
     scale = np.abs(a).max()
     # float32 GEMMs on the GPU against NumPy's: a few scores near 0 differ by up to 2e-4 of the range
@@ -279,12 +281,13 @@ def test_mixture_tuned_model_saves_and_scores_the_same(land_hdr, tmp_path):
     from hyperapp.detect.model_files import load_model, save_model
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr).good_bands()
     t = cube.read(slice(40, 43), slice(50, 53)).reshape(-1, cube.bands).mean(0)[None]
-    r = run_detection(cube, "mttcimf", target_spectra=t, device="cpu")
+    r = run_detection(cube, DetectRequest("mttcimf", device="cpu"), target_spectra=t)
     model = load_model(save_model(r.model, tmp_path / "m.npz", method="mttcimf"), n_bands=cube.bands)
-    again = run_detection(cube, "mttcimf", model=model, device="cpu")
+    again = run_detection(cube, DetectRequest("mttcimf", device="cpu"), model=model)
     np.testing.assert_array_equal(again.scores, r.scores)
     np.testing.assert_array_equal(again.maps["infeasibility"], r.maps["infeasibility"])
 
@@ -293,6 +296,7 @@ def test_library_targets_leave_no_data_pixels_out(land_hdr):
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     c = open_cube(land_hdr).good_bands()
     X = c.to_float32()
@@ -300,7 +304,7 @@ def test_library_targets_leave_no_data_pixels_out(land_hdr):
     cube = cube_from_array(X, "holes", wavelengths=c.wavelengths)
     t = X[40:43, 50:53].reshape(-1, c.bands).mean(0)[None]
     for m in ("ace", "cem", "osp", "mtmf", "rbfn"):
-        r = run_detection(cube, m, target_spectra=t, device="cpu")
+        r = run_detection(cube, DetectRequest(m, device="cpu"), target_spectra=t)
         assert r.report["nodata_pixels"] == 3 * c.cols
         assert np.isnan(r.scores[:3]).all() and np.isfinite(r.scores[3:]).all(), m
 
@@ -308,12 +312,13 @@ def test_library_targets_leave_no_data_pixels_out(land_hdr):
 def test_several_library_targets_keep_the_highest_score(land_hdr):
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr).good_bands()
     X = cube.to_float32()
     t = np.stack([X[40, 50], X[10, 10]]).astype(np.float64)
-    both = run_detection(cube, "ace", target_spectra=t, device="cpu")
-    one = [run_detection(cube, "ace", target_spectra=t[i:i + 1], device="cpu").scores for i in range(2)]
+    both = run_detection(cube, DetectRequest("ace", device="cpu"), target_spectra=t)
+    one = [run_detection(cube, DetectRequest("ace", device="cpu"), target_spectra=t[i:i + 1]).scores for i in range(2)]
     np.testing.assert_allclose(both.scores, np.maximum(*one), rtol=1e-6)
     np.testing.assert_array_equal(both.maps["target_index"], (one[1] > one[0]).astype(np.int16))
 
@@ -323,35 +328,37 @@ def test_streamed_library_run_equals_in_memory(land_hdr, method):
     from hyperapp.core.errors import InputError
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr).good_bands()
     X = cube.to_float32()
     t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)[None].astype(np.float64)
     U = np.stack([X[5, 5], X[100, 20]]).astype(np.float64) if method != "ace" else None
-    mem = run_detection(cube, method, target_spectra=t, undesired_spectra=U, device="cpu")
-    st = run_detection(cube, method, target_spectra=t, undesired_spectra=U, device="cpu", memory=1e-4)
+    mem = run_detection(cube, DetectRequest(method, device="cpu"), target_spectra=t, undesired_spectra=U)
+    st = run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4), target_spectra=t, undesired_spectra=U)
     assert st.report["streamed"] and not mem.report["streamed"]
     np.testing.assert_allclose(st.scores, mem.scores, rtol=1e-4, atol=1e-5 * float(np.abs(mem.scores).max()))
     if method != "ace":  # ATGP needs every pixel at once: a streamed run says so
         with pytest.raises(InputError, match="cannot find undesired signatures by ATGP"):
-            run_detection(cube, method, target_spectra=t, device="cpu", memory=1e-4)
+            run_detection(cube, DetectRequest(method, device="cpu", memory=1e-4), target_spectra=t)
 
 
 def test_detectors_run_in_mnf_space(land_hdr):
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     cube = open_cube(land_hdr).good_bands()
     X = cube.to_float32()
     t = X[40:43, 50:53].reshape(-1, cube.bands).mean(0)[None].astype(np.float64)
-    plain = run_detection(cube, "ace", target_spectra=t, device="cpu")
+    plain = run_detection(cube, DetectRequest("ace", device="cpu"), target_spectra=t)
     # ACE is invariant to an invertible affine map: in the full MNF space it gives the same scores
-    full = run_detection(cube, "ace", target_spectra=t, device="cpu", mnf=cube.bands)
+    full = run_detection(cube, DetectRequest("ace", device="cpu", mnf=cube.bands), target_spectra=t)
     assert full.report["mnf_components"] == cube.bands
     np.testing.assert_allclose(full.scores, plain.scores, atol=2e-3)
-    few = run_detection(cube, "tcimf", target_spectra=np.vstack([t, X[5, 5]]), device="cpu", mnf=6)
+    few = run_detection(cube, DetectRequest("tcimf", device="cpu", mnf=6), target_spectra=np.vstack([t, X[5, 5]]))
     assert few.report["mnf_components"] == 6 and np.isfinite(few.scores).all()
     clicks = np.zeros((cube.rows, cube.cols), bool)
     clicks[40:43, 50:53] = True
-    rb = run_detection(cube, "rbfn", clicks, device="cpu", mnf=0, params={"n_components": 4})
+    rb = run_detection(cube, DetectRequest("rbfn", device="cpu", mnf=0, params={"n_components": 4}), clicks)
     assert rb.report["mnf_components"] >= 2

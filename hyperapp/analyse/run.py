@@ -26,12 +26,18 @@ from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.registry import get_analysis
+from hyperapp.request import AnalyseRequest
 from hyperapp.request.checks import DEFAULT_SAMPLE, SELECTIONS
 
 #: what one label of a method's map is called (default "cluster")
 UNIT_NAMES = {"gmm": "component", "band-subsets": "code"}
 #: analyses whose outputs hold each component's posterior probability per pixel (``posterior.hdr``)
 POSTERIOR_METHODS = ("gmm",)
+
+
+def selection_of(request: AnalyseRequest) -> Selection:
+    """The spectra ``request`` fits on, as :func:`run_analysis` selects them."""
+    return Selection(request.select, request.sample, request.seed, request.roi_class)
 
 
 @dataclass
@@ -225,13 +231,10 @@ def posterior_image(model, cube: Cube, backend, image=None, progress: Progress =
 
 def run_analysis(
     cube: Cube,
-    method: str,
-    params: dict | None = None,
-    selection: Selection | None = None,
+    request: AnalyseRequest,
     *,
     roi: np.ndarray | None = None,
     objects: np.ndarray | None = None,
-    device: str = "auto",
     image=None,
     class_names: dict[int, str] | None = None,
     class_colours: dict[int, tuple] | None = None,
@@ -242,12 +245,10 @@ def run_analysis(
     Parameters
     ----------
     cube : Cube
-    method : str
-        A name from :data:`hyperapp.models.registry.ANALYSES`.
-    params : dict
-        Method options (``{"k": "2..16"}``).
-    selection : Selection
-        Which spectra (default: a random sample of 20,000 pixels, plus the ROI pixels).
+    request : AnalyseRequest
+        The method, its options (``{"k": "2..16"}``), the device and which spectra
+        (:func:`selection_of`; default: a random sample of 20,000 pixels,
+        plus the ROI pixels).
     roi : int (rows, cols) array, optional
         Class map (0 = none, 1.. classes): the ROI selections, and the classes class-aware methods use.
     objects : bool (rows, cols) array, optional
@@ -257,10 +258,10 @@ def run_analysis(
     class_names, class_colours : dict, optional
         Names and RGB colours of the ROI classes (by class value), for the report and the class map.
     """
+    method, params, selection = request.method, request.params, selection_of(request)
     m = get_analysis(method)
-    backend = get_backend(device)
+    backend = get_backend(request.device)
     timer = Timer(backend)
-    selection = selection or Selection()
     shape = (cube.rows, cube.cols)
     t0 = time.perf_counter()
     est = m.build(**(params or {}))

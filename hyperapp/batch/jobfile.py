@@ -29,7 +29,8 @@ model or training clicks, analysis methods of the analysis path) and its output 
     folder = "out"
 
 Every problem is a :class:`~hyperapp.core.errors.InputError` naming the file, the key and what is wrong, found
-by the checks the CLI's options go through (:func:`hyperapp.request.checks.run_settings`).
+by the checks the CLI's options go through (:meth:`hyperapp.request.DetectRequest.check`): a step is a
+request (:class:`Step`).
 """
 
 from __future__ import annotations
@@ -39,19 +40,20 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hyperapp.core.errors import HyperappError, InputError
+from hyperapp.request import AnalyseRequest, DetectRequest, job_keys, labeller
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-DETECT_KEYS = {"detect", "targets", "background", "train", "model", "params", "far", "threshold", "bands",
-               "all_bands", "name", "target_spectra", "spectra", "undesired_spectra", "undesired_names"}
-ANALYSE_KEYS = {"analyse", "params", "select", "sample", "seed", "roi", "roi_class", "bands", "all_bands", "name"}
+#: the keys a step takes: the request's, as a job names them (:data:`hyperapp.request.VOCABULARY`), and its name
+DETECT_KEYS = job_keys("detect") | {"name"}
+ANALYSE_KEYS = job_keys("analyse") | {"name"}
 #: the selections a job step can make (a job has no detection mask to take ``objects`` from)
 JOB_SELECTIONS = ("sample", "image", "roi", "rois")
 #: data files of an ENVI pair: left out of a glob when their header is matched too
@@ -60,29 +62,25 @@ _DATA_SUFFIXES = (".img", ".raw", ".dat", ".bsq", ".bil", ".bip")
 
 @dataclass
 class Step:
-    """One step: ``kind`` "detect" or "analyse", the method, and its settings (paths absolute)."""
+    """One step: ``kind`` "detect" or "analyse", its output folder's ``name``, and its request (paths
+    absolute; the run's device and memory are the batch run's)."""
 
     kind: str
-    method: str
     name: str
-    params: dict = field(default_factory=dict)
-    targets: str | None = None
-    background: str | None = None
-    train: str | None = None
-    model: str | None = None
-    far: float | None = None
-    threshold: float | None = None
-    select: str | None = None
-    sample: int | None = None
-    seed: int = 0
-    roi: str | None = None
-    bands: str | None = None
-    roi_class: int = 1
-    all_bands: bool = False
-    target_spectra: str | None = None
-    spectra: str | None = None
-    undesired_spectra: list = field(default_factory=list)
-    undesired_names: str | None = None
+    request: DetectRequest | AnalyseRequest
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    def to_dict(self) -> dict:
+        """The step as plain values (what a Dask worker and the fingerprint take)."""
+        return {"kind": self.kind, "name": self.name, "request": self.request.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Step:
+        req = (DetectRequest if d["kind"] == "detect" else AnalyseRequest).from_dict(d["request"])
+        return cls(d["kind"], d["name"], req)
 
     def library_kwargs(self, cube, libraries=None) -> dict:
         """``run_detection`` arguments for this step's library targets and undesired signatures on
@@ -90,12 +88,13 @@ class Step:
         :class:`~hyperapp.io.speclib.ResampledLibraries`, once for many cubes); empty when the step names none."""
         from hyperapp.io.signatures import signature_kwargs
 
-        return signature_kwargs(cube, self.target_spectra, self.spectra, self.undesired_spectra,
-                                self.undesired_names, libraries=libraries)
+        r = self.request
+        return signature_kwargs(cube, r.target_spectra, r.spectra, r.undesired_spectra, r.undesired_names,
+                                libraries=libraries)
 
     def fingerprint(self) -> str:
         """A hash of this step's settings: its output is redone when they change."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=str)
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -119,7 +118,7 @@ class Job:
 
     def fingerprint(self) -> str:
         """A hash of the steps' settings (and the truth masks): a finished cube is redone when they change."""
-        blob = json.dumps([asdict(s) for s in self.steps] + ([self.truth] if self.truth else []),
+        blob = json.dumps([s.to_dict() for s in self.steps] + ([self.truth] if self.truth else []),
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -254,8 +253,9 @@ def _check_train_bands(p: Path, steps: list, files: list[str], reads: _Reads) ->
     """Each ``train`` scene against every input's header, on the step's bands as the run takes them: a
     model trained on another band count could score no cube. Headers only; an input that cannot be
     opened fails alone when it runs."""
-    for i, s in enumerate(steps):
-        if not s.train:
+    for i, step in enumerate(steps):
+        s = step.request
+        if step.kind != "detect" or not s.train:
             continue
         key = f"steps[{i}].train"
         try:
@@ -295,17 +295,18 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
         raise _err(p, "inputs.dataset" if reads.dataset is not None else "inputs.paths", str(failed)) from None
     done: dict = {}
 
-    def fits(i: int, s, cube) -> tuple[str, HyperappError] | None:
-        """The first (key, problem) of step ``s`` on ``cube``, None when it fits."""
+    def fits(i: int, step, cube) -> tuple[str, HyperappError] | None:
+        """The first (key, problem) of step ``step`` on ``cube``, None when it fits."""
+        s, detect = step.request, step.kind == "detect"
         shape = (cube.rows, cube.cols)
         checks = [("bands", lambda: cube.run_bands(s.all_bands, s.bands, "bands"))]
-        if s.targets:
+        if detect and s.targets:
             checks.append(("targets", lambda: reads.mask(s.targets, shape)))
-        if s.background:
+        if detect and s.background:
             checks.append(("background", lambda: check_background(
                 reads.mask(s.background, shape), reads.mask(s.targets, shape) if s.targets else None,
                 s.background)))
-        if s.roi:
+        if not detect and s.roi:
             def roi_class():
                 m = reads.mask(s.roi, shape, read_class_map)
                 if s.select == "roi" and not (m == s.roi_class).any():
@@ -314,9 +315,9 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
         # libraries on each input's wavelengths (a library of 5-7 um against cubes of 0.4-2.5 um failed every
         # cube after the job began, exit 1); resampled once per grid (ResampledLibraries)
         on_bands = lambda: cube.run_bands(s.all_bands, s.bands, "bands")  # noqa: E731
-        if s.target_spectra:
+        if detect and s.target_spectra:
             checks.append(("target_spectra", lambda: libraries(s.target_spectra, on_bands(), s.spectra)))
-        for j, u in enumerate(s.undesired_spectra):
+        for j, u in enumerate(s.undesired_spectra if detect else ()):
             checks.append((f"undesired_spectra[{j}]", lambda u=u: libraries(u, on_bands(), s.undesired_names)))
         for key, check in checks:
             memo = (i, key, shape, cube.store.shape[2]) + ((wavelength_grid(cube),) if "spectra" in key else ())
@@ -335,7 +336,7 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
         if all(problems):
             key, exc = problems[0]
             raise _err(p, f"steps[{i}].{key}", f"fits no input: {exc} (as in {Path(cubes[0][0]).name})") from None
-    marks = [s.targets for s in steps if s.kind == "detect" and s.targets]
+    marks = [s.request.targets for s in steps if s.kind == "detect" and s.request.targets]
     for cube_path, truth_path in truth.items():
         cube = dict(cubes).get(cube_path)
         if cube is None:
@@ -353,8 +354,9 @@ def _check_steps_fit_some_cube(p: Path, steps: list, files: list[str], reads: _R
 
 
 def load_job(path: str | Path) -> Job:
-    """Read and check a job file, every value as :func:`hyperapp.request.checks.run_settings` checks the CLI's
-    options, and every file it names; relative paths are taken from the job file's folder."""
+    """Read and check a job file, every step's values as the CLI's options are checked (a step's request,
+    :meth:`hyperapp.request.DetectRequest.from_mapping`), and every file it names; relative paths are
+    taken from the job file's folder."""
     from hyperapp.io.atomic import check_out_dir
     from hyperapp.io.masks import check_labels_file, need_file
     from hyperapp.request import checks as options
@@ -506,46 +508,41 @@ def load_job(path: str | Path) -> Job:
                 v = raw[k]
                 _expect(p, f"{key}.{k}", v, (str, list), "a path or a list of paths")
                 raw[k] = [rel(u, f"{key}.{k}[{j}]") for j, u in enumerate([v] if isinstance(v, str) else v)]
+        cls = DetectRequest if kind == "detect" else AnalyseRequest
         try:
             if "select" in raw:
                 options._keyed("select", options.select, raw["select"], "select", JOB_SELECTIONS)
-            got = options.run_settings(kind, method, raw)
+            req = cls.from_mapping({kind: method, **raw}, "job")
             name = options._keyed("name", options.folder_name, st["name"], "name") if "name" in st else None
         except HyperappError as exc:  # a missing file too, named with its key
             k = getattr(exc, "key", None)
+            k = kind if k == "method" else labeller("job")(k) if k else None
             raise _err(p, f"{key}.{k}" if k and k != kind else (f"{key}.{kind}" if k else key), str(exc)) from None
         default = f"{kind}-{method}" + (f"-{i}" if any(x.get(kind) == method for x in raw_steps[:i]) else "")
-        s = Step(kind, method, name or default, got["params"], targets=got.get("targets"),
-                 background=got.get("background"), train=got.get("train"), model=got.get("model"),
-                 far=got.get("far"), threshold=got.get("threshold"), bands=got.get("bands"),
-                 all_bands=got["all_bands"], target_spectra=got.get("target_spectra"), spectra=got.get("spectra"),
-                 undesired_spectra=got.get("undesired_spectra", []), undesired_names=got.get("undesired_names"))
-        if kind == "analyse":
-            s.select, s.sample, s.seed = got["select"], got.get("sample"), got["seed"]
-            s.roi, s.roi_class = got.get("roi"), got["roi_class"]
+        s = Step(kind, name or default, req)
         try:  # the files a step reads on every cube are read once now
-            for k in ("targets", "background", "roi"):
-                if getattr(s, k):
-                    check_labels_file(getattr(s, k), targets=k == "targets", classes=k == "roi")
-            if s.model:
+            for k, path in (("targets", getattr(req, "targets", None)), ("targets", getattr(req, "train_truth", None)),
+                            ("background", getattr(req, "background", None)), ("roi", getattr(req, "roi", None))):
+                if path:
+                    check_labels_file(path, targets=k == "targets", classes=k == "roi")
+            if kind == "detect" and req.model:
                 from hyperapp.detect.model_files import load_model
 
                 k = "model"
-                load_model(s.model, method=s.method)
-            if s.target_spectra or s.undesired_spectra:  # libraries read, and the names picked found in them
-                from hyperapp.io.speclib import read_library
+                load_model(req.model, method=req.method)
+            if kind == "detect" and (req.target_spectra or req.undesired_spectra):
+                from hyperapp.io.speclib import (
+                    read_library,  # libraries read, and the names picked found in them
+                )
 
-                if s.target_spectra:
+                if req.target_spectra:
                     k = "target_spectra"
-                    read_library(s.target_spectra, s.spectra)
-                for j, u in enumerate(s.undesired_spectra):
+                    read_library(req.target_spectra, req.spectra)
+                for j, u in enumerate(req.undesired_spectra):
                     k = f"undesired_spectra[{j}]"
-                    read_library(u, s.undesired_names)
+                    read_library(u, req.undesired_names)
         except HyperappError as exc:
             raise _err(p, f"{key}.{k}", str(exc)) from None
-        if s.train:
-            if not s.targets:
-                raise _err(p, f"{key}.train", "train names the cube the clicks are on: give targets too")
         steps.append(s)
     names = [s.name.casefold() for s in steps]
     if len(set(names)) != len(names):

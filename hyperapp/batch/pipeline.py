@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from hyperapp.batch.jobfile import Step
 from hyperapp.core.errors import Cancelled, HyperappError, InputError
 from hyperapp.core.progress import Progress
+from hyperapp.request import DetectRequest
 
 #: cubes waiting between two stages (bounds memory: at most this many read cubes wait for the GPU)
 DEPTH = 2
@@ -121,7 +122,7 @@ class CubePipeline:
     Parameters
     ----------
     steps : list of dict
-        The job's steps (:class:`hyperapp.batch.jobfile.Step` as dicts, models of ``train`` steps saved).
+        The job's steps (:meth:`hyperapp.batch.jobfile.Step.to_dict`, models of ``train`` steps saved).
     out : str
         The job's output folder.
     dataset : str, optional
@@ -139,7 +140,7 @@ class CubePipeline:
                  memory: float | None = None, depth: int = DEPTH, band_axis: int | None = None):
         from hyperapp.io.speclib import ResampledLibraries
 
-        self.steps = [Step(**d) for d in steps]
+        self.steps = [Step.from_dict(d) for d in steps]
         self.out, self.dataset, self.device, self.memory = str(out), dataset, device, memory
         self.band_axis = band_axis
         self.depth = max(1, int(depth))
@@ -381,7 +382,7 @@ class CubePipeline:
 
         item.planned, item.plan, item.reader = True, None, None
         item.cube = open_cube(item.path, self.dataset, self.band_axis)
-        sel = {(s.all_bands, s.bands) for s in self.steps}
+        sel = {(s.request.all_bands, s.request.bands) for s in self.steps}
         if len(sel) != 1:
             return  # steps on different bands: each reads its own (compute stage)
         all_bands, bands = sel.pop()
@@ -441,7 +442,7 @@ class CubePipeline:
         return need <= memory_budget(self.memory)
 
     def _compute(self, item: _Item) -> None:
-        from hyperapp.analyse.run import DEFAULT_SAMPLE, Selection, run_analysis, write_analysis
+        from hyperapp.analyse.run import run_analysis, write_analysis
         from hyperapp.batch.folders import cube_folder, step_folder
         from hyperapp.core.backend import get_backend
         from hyperapp.detect.run import detect_to_folder, run_detection
@@ -456,41 +457,38 @@ class CubePipeline:
             from hyperapp.io import read_truth
 
             truth = read_truth(item.truth, (raw.rows, raw.cols))
-        for s in self.steps:
+        for step in self.steps:
+            s = step.request.replace(device=self.device, memory=self.memory)
             cube = raw.run_bands(s.all_bands, s.bands, "bands")
             image = X  # read ahead only when every step runs on the same bands (the read stage)
             shape = (cube.rows, cube.cols)
-            folder = step_folder(cube_out, s.name)
-            if s.kind == "detect":
+            folder = step_folder(cube_out, step.name)
+            if step.kind == "detect":
                 model = self._model(s, cube.bands)
                 targets = self._mask(s.targets, shape) if s.targets and model is None else None
                 background = self._mask(s.background, shape) if s.background and model is None else None
                 if (s.background, s.targets, shape) not in self._backgrounds_checked:  # once per job and shape
                     check_background(background, targets, s.background)
                     self._backgrounds_checked.add((s.background, s.targets, shape))
-                kw = dict(params=s.params, device=self.device, far=s.far, threshold=s.threshold, model=model,
-                          memory=self.memory, progress=self._progress, truth=truth)
+                kw = dict(model=model, progress=self._progress, truth=truth)
                 if model is None:  # targets and undesired signatures from spectral libraries, where given
-                    kw.update(s.library_kwargs(cube, self._libraries))
+                    kw.update(step.library_kwargs(cube, self._libraries))
                 if image is None:  # not read ahead: the whole-file path, streamed when it must be
-                    res, _ = detect_to_folder(cube, s.method, targets, background, folder, **kw)
-                    item.results.append((s, folder, None, cube))
+                    res, _ = detect_to_folder(cube, s, targets, background, folder, **kw)
+                    item.results.append((step, folder, None, cube))
                 else:
-                    res = run_detection(cube, s.method, targets, background, image=image, **kw)
+                    res = run_detection(cube, s, targets, background, image=image, **kw)
                     res.object_columns  # noqa: B018  (the object table, built on the device before the writer)
-                    item.results.append((s, folder, res, cube))
-                item.row["detections"] = {**(item.row["detections"] or {}), s.name: int(res.report["detections"])}
+                    item.results.append((step, folder, res, cube))
+                item.row["detections"] = {**(item.row["detections"] or {}), step.name: int(res.report["detections"])}
             else:
                 roi = self._classes(s.roi, shape) if s.roi else None
-                kind = s.select or ("rois" if roi is not None and s.sample is None else "sample")
-                sel = Selection(kind, s.sample or DEFAULT_SAMPLE, s.seed, s.roi_class)
-                res = run_analysis(cube, s.method, s.params, sel, roi=roi, device=self.device, image=image,
-                                   progress=self._progress)
+                res = run_analysis(cube, s, roi=roi, image=image, progress=self._progress)
                 if image is None:
                     write_analysis(res, folder, cube)
-                    item.results.append((s, folder, None, cube))
+                    item.results.append((step, folder, None, cube))
                 else:
-                    item.results.append((s, folder, res, cube))
+                    item.results.append((step, folder, res, cube))
             del image
         # the device is done with the pixels before they are let go: their memory goes back to the
         # reader's stream, which may fill it with the next cube at once
@@ -533,7 +531,7 @@ class CubePipeline:
                 self._labels[key] = read_class_map(path, shape)
             return self._labels[key].copy()
 
-    def _model(self, s: Step, n_bands: int):
+    def _model(self, s: DetectRequest, n_bands: int):
         """A step's saved model, loaded once per band count (scoring does not change it)."""
         if not s.model:
             return None
@@ -547,7 +545,7 @@ class CubePipeline:
                 self._models[key] = load_model(s.model, n_bands=n_bands, method=s.method)
             return self._models[key]
 
-    def _train_fits(self, s: Step, n_bands: int) -> None:
+    def _train_fits(self, s: DetectRequest, n_bands: int) -> None:
         """An :class:`InputError` naming step ``s``'s training scene when the model trained on it (on the
         step's bands) cannot score a cube of ``n_bands`` bands (its header read once)."""
         from hyperapp.io import open_cube

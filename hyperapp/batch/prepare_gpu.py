@@ -162,9 +162,10 @@ def _method_tasks(cube, targets, truth, label: str, device: str,
                   lean: bool = False) -> list[tuple[str, Callable[[], None]]]:
     """Every detector (in memory and streamed) and every analysis method on ``cube``; ``lean``: each
     detector once, in memory, without a truth (what differs with the band count alone)."""
-    from hyperapp.analyse.run import Selection, run_analysis
+    from hyperapp.analyse.run import run_analysis
     from hyperapp.detect.run import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
+    from hyperapp.request import AnalyseRequest, DetectRequest
 
     tasks: list[tuple[str, Callable[[], None]]] = []
     # undesired signatures for the streamed subspace detectors (which cannot find them by ATGP)
@@ -186,8 +187,8 @@ def _method_tasks(cube, targets, truth, label: str, device: str,
                 # threshold and report then take other paths, whose kernels a first fresh run after a
                 # prepare of the evaluated runs alone still compiled, about a second of it)
                 for t in truths:
-                    res = run_detection(cube, name, targets, None, params=params, device=device, truth=t,
-                                        memory=memory, **extra)
+                    res = run_detection(cube, DetectRequest(name, params=params, device=device, memory=memory),
+                                        targets, None, truth=t, **extra)
                     assert isinstance(res.objects, list)  # the object table: its kernels too
             tasks.append((f"{name}{suffix} on {label}", run))
     roi = np.zeros(truth.shape, np.int32)
@@ -195,9 +196,9 @@ def _method_tasks(cube, targets, truth, label: str, device: str,
     roi[: max(2, truth.shape[0] // 8), : max(2, truth.shape[1] // 8)] = 2  # a background class
     for name, m in ANALYSES.items():
         def run(name=name, m=m):
-            sel = Selection("rois") if m.needs_classes else Selection("sample", 4000, 0)
-            run_analysis(cube, name, ANALYSIS_PARAMS.get(name, {}), sel, roi=roi if m.needs_classes else None,
-                         device=device)
+            sel = {"select": "rois"} if m.needs_classes else {"select": "sample", "sample": 4000}
+            run_analysis(cube, AnalyseRequest(name, params=ANALYSIS_PARAMS.get(name, {}), device=device, **sel),
+                         roi=roi if m.needs_classes else None)
         tasks.append((f"{name} on {label}", run))
     return tasks
 

@@ -26,12 +26,11 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.batch.folders import cube_folder, step_folder  # noqa: F401
-from hyperapp.batch.jobfile import LOCK, LOG, MANIFEST, MODELS, Job
+from hyperapp.batch.jobfile import LOCK, LOG, MANIFEST, MODELS, Job, Step
 from hyperapp.batch.pipeline import CubePipeline
 from hyperapp.core.errors import HyperappError, InputError
 
@@ -175,9 +174,9 @@ def _train_models(job: Job, device: str) -> dict[str, object]:
     writes them where every cube then loads them."""
     from hyperapp.detect.training import train_on_scene
 
-    return {s.name: train_on_scene(s.train, s.method, s.targets, s.background, dataset=job.dataset, bands=s.bands,
-                                   all_bands=s.all_bands, params=s.params, device=device)
-            for s in job.steps if s.kind == "detect" and s.train}
+    return {s.name: train_on_scene(r.train, r.method, r.train_truth, r.background, dataset=job.dataset,
+                                   bands=r.bands, all_bands=r.all_bands, params=r.params, device=device)
+            for s, r in ((s, s.request) for s in job.steps) if s.kind == "detect" and r.train}
 
 
 def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
@@ -187,11 +186,11 @@ def _save_models(job: Job, models: dict, out: Path) -> list[dict]:
 
     steps = []
     for s in job.steps:
-        d = asdict(s)
         if s.name in models:
-            d["model"] = str(save_model(models[s.name], out / MODELS / f"{s.name}.npz", method=s.method))
-            d["targets"] = d["background"] = None  # ``train`` stays: errors name the scene, not the cache
-        steps.append(d)
+            # ``train`` stays: errors name the scene, not the cache
+            model = str(save_model(models[s.name], out / MODELS / f"{s.name}.npz", method=s.method))
+            s = Step(s.kind, s.name, s.request.replace(model=model, train_truth=None, background=None))
+        steps.append(s.to_dict())
     return steps
 
 

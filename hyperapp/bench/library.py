@@ -104,6 +104,7 @@ def library_click(ctx):
     from hyperapp.bench.live import _wall
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
 
     X, truth, t = _setup()
     cube = cube_from_array(X, "bench")
@@ -111,7 +112,7 @@ def library_click(ctx):
     out = []
     for method in ("ace", "mf", "cem", "sam", "osp", "tcimf", "mtmf", "mttcimf", "rbfn"):
         def click(method=method):
-            return run_detection(cube, method, device="gpu", truth=truth, image=Xd, target_spectra=t[None])
+            return run_detection(cube, DetectRequest(method, device="gpu"), truth=truth, image=Xd, target_spectra=t[None])
 
         res = click()
         seconds = []

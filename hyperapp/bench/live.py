@@ -56,6 +56,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
 
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
 
     X, truth, clicks = scene(rows, cols, bands)
     cube = cube_from_array(X, "bench")
@@ -63,7 +64,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     out = []
     for method in METHODS:
         def click(dev="gpu", image=Xd, method=method):
-            return run_detection(cube, method, clicks, device=dev, truth=truth, image=image)
+            return run_detection(cube, DetectRequest(method, device=dev), clicks, truth=truth, image=image)
 
         res = click()  # compile and warm
         # the median of ctx.repeats (20) clicks: five moved by a few milliseconds between runs of the

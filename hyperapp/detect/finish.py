@@ -13,7 +13,7 @@ from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET
 from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold
-from hyperapp.models.postprocess import label_objects, object_columns, object_table, table_rows
+from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
 from hyperapp.models.registry import get_method
 
 DEFAULT_FAR = 1e-3
@@ -40,6 +40,8 @@ class DetectionResult:
     _columns: dict | None = None
     #: (labels, scores, object count) on the run's device, kept until the table is built from them
     _device: tuple | None = None
+    #: the target filter the mask went through (:func:`filtered`): {} for none
+    filters: dict = field(default_factory=dict)
 
     @property
     def object_columns(self) -> dict:
@@ -50,7 +52,8 @@ class DetectionResult:
                 self._columns = object_columns(None, scores, labels=labels, n=n)
                 self._device = None
             else:
-                self._columns = object_columns(self.mask, self.scores)
+                self._columns = object_columns(self.mask.astype(bool), self.scores,
+                                               *_labelled(self.mask.astype(bool), self.filters))
         return self._columns
 
     @property
@@ -62,33 +65,56 @@ class DetectionResult:
 
     def remask(self, threshold: float) -> np.ndarray:
         """Mask for another threshold (the GUI's slider) without recomputing scores."""
-        return mask_at(self.scores, threshold)
+        return mask_at(self.scores, threshold, self.filters)
 
     def objects_at(self, threshold: float) -> list[dict]:
         """The object table at ``threshold`` (the run's own table at its own threshold)."""
-        return self.objects if threshold == self.threshold else objects_at(self.scores, threshold)
+        return self.objects if threshold == self.threshold else objects_at(self.scores, threshold, self.filters)
+
+    def count_at(self, threshold: float) -> tuple[int, int]:
+        """(pixels, objects) of the mask at ``threshold``, filtered as the run's."""
+        return count_at(self.scores, threshold, self.filters)
 
 
 # ---------------------------------------------------------------------- threshold -> mask -> objects
 # The one home of these steps for every caller: the run's end (finish_detection, on the device), the
 # window's threshold slider, its exports and the batch job's outputs.
-def mask_at(scores, threshold: float) -> np.ndarray:
-    """uint8 (rows, cols) mask of the pixels scoring above ``threshold`` (NaN, no data: never)."""
+def filtered(mask, filters: dict | None):
+    """``mask`` (bool, on its device) through the run's target filter (clump, sieve, connectivity:
+    :func:`hyperapp.models.postprocess.filter_objects`), with its object labels and their number."""
+    filters = filters or {}
+    if filters.get("clump") or filters.get("sieve") is not None:
+        return filter_objects(mask, filters.get("clump", 0), filters.get("sieve"), filters.get("connectivity", 8))
+    labels, n = label_objects(mask, filters.get("connectivity", 8))
+    return mask, labels, n
+
+
+def _labelled(mask, filters: dict | None) -> tuple:
+    _, labels, n = filtered(mask, filters)
+    return labels, n
+
+
+def mask_at(scores, threshold: float, filters: dict | None = None) -> np.ndarray:
+    """uint8 (rows, cols) mask of the pixels scoring above ``threshold`` (NaN, no data: never), through the
+    target filter ``filters`` where a run has one (:func:`filtered`)."""
     s = np.asarray(scores)
     with np.errstate(invalid="ignore"):
-        return np.greater(s, np.float32(threshold) if s.dtype == np.float32 else threshold).view(np.uint8)
+        m = np.greater(s, np.float32(threshold) if s.dtype == np.float32 else threshold)
+    if filters and (filters.get("clump") or filters.get("sieve") is not None):
+        m = filtered(m, filters)[0]
+    return m.view(np.uint8)
 
 
-def count_at(scores, threshold: float) -> tuple[int, int]:
-    """(pixels, objects) above ``threshold`` (8-connected objects, as :func:`objects_at` labels them)."""
-    m = mask_at(scores, threshold)
-    _, n = label_objects(m.astype(bool))
+def count_at(scores, threshold: float, filters: dict | None = None) -> tuple[int, int]:
+    """(pixels, objects) above ``threshold`` (objects as :func:`objects_at` labels them)."""
+    m, _, n = filtered(np.asarray(mask_at(scores, threshold)).astype(bool), filters)
     return int(m.sum()), int(n)
 
 
-def objects_at(scores, threshold: float) -> list[dict]:
+def objects_at(scores, threshold: float, filters: dict | None = None) -> list[dict]:
     """The object table (label, size, centroid, peak score, bounding box) at ``threshold``."""
-    return object_table(mask_at(scores, threshold).astype(bool), np.asarray(scores))
+    m, labels, n = filtered(mask_at(scores, threshold).astype(bool), filters)
+    return table_rows(object_columns(m, np.asarray(scores), labels=labels, n=n))
 
 
 def operating_point(scores, truth, threshold: float, exclude=None) -> tuple[float, float]:
@@ -122,12 +148,14 @@ def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: 
 
 def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
                      threshold=None, progress: Progress = NULL_PROGRESS, mode_scores=None,
-                     separate_targets: bool | None = None) -> DetectionResult:
+                     separate_targets: bool | None = None, filters: dict | None = None) -> DetectionResult:
     """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
     object count, evaluation and the host copies: the end every detection run shares, in memory or
     streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
     detector gives them, are the scores the threshold's separate mode of targets is found in
-    (:func:`~hyperapp.models.evaluation.far_threshold`)."""
+    (:func:`~hyperapp.models.evaluation.far_threshold`); ``filters``, the request's target filter
+    (clump, sieve, connectivity: :func:`filtered`), cleans the mask before its objects are counted and
+    its detection rate is measured."""
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
@@ -160,7 +188,10 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
-        labels_dev, n_objects = label_objects(mask_dev)
+        mask_dev, labels_dev, n_objects = filtered(mask_dev, filters)
+    if filters:
+        report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
+                             "connectivity": filters.get("connectivity", 8)}
     with timer.stage("copy"):
         scores = to_host_pinned(scores_dev.astype(xp.float32, copy=False))
         mask = to_host_pinned(mask_dev.view(xp.uint8) if xp is not np else mask_dev.astype(np.uint8))
@@ -178,8 +209,17 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
             exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
             report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
+            if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
+                keep = xp.logical_and(t_dev, xp.logical_not(exclude))
+                n_t = int(xp.count_nonzero(keep))
+                report["evaluation"]["pd_of_mask"] = (int(xp.count_nonzero(xp.logical_and(mask_dev, keep))) / n_t
+                                                      if n_t else None)
     return DetectionResult(method, scores, mask, float(threshold), report,
-                           _device=(labels_dev, scores_dev, n_objects))
+                           _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))
+
+
+def _plain_sieve(sieve):
+    return None if sieve is None else [int(sieve[0]), None if sieve[1] is None else int(sieve[1])]
 
 
 def _refuse_constant_scores(m, scores_dev, xp) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from hyperapp.core.cube import Cube
 from hyperapp.core.errors import InputError
-from hyperapp.detect.finish import DetectionResult, count_at, mask_at
+from hyperapp.detect.finish import DetectionResult
 from hyperapp.models.postprocess import objects_csv
 
 #: what :func:`write_detection_item` writes
@@ -33,7 +33,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
                               nan_is_nodata=_has_nan(result))
         return write_image(p, data, fmt, cube)
     if kind == "mask":
-        data = result.mask.astype(np.uint8) if t == result.threshold else mask_at(result.scores, t)
+        data = result.mask.astype(np.uint8) if t == result.threshold else result.remask(t)
         if fmt == "envi":
             return write_envi(p, data, cube, f"hyperapp {result.method} detection mask, threshold {t:.6g}",
                               classes=MASK_CLASSES)
@@ -58,7 +58,7 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
     if kind == "report":
         rep = dict(result.report)
         if t != result.threshold:
-            pixels, n = count_at(result.scores, t)
+            pixels, n = result.count_at(t)
             rep.update({"threshold": t, "far": None, "detections": pixels, "objects": n})
         atomic_write_text(p, json.dumps(rep, indent=2) + "\n")
         return p

@@ -22,7 +22,9 @@ from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.detect.budget import (
     _refuse_whole_image_over_budget,
+    memory_budget,
     needs_streaming,
+    whole_image_error,
 )
 from hyperapp.detect.cascade import _cascade_boxes, refine_in_boxes
 from hyperapp.detect.finish import (
@@ -34,6 +36,7 @@ from hyperapp.detect.outputs import _write_detection
 from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
 from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
+from hyperapp.request import DetectRequest
 
 
 def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
@@ -71,28 +74,27 @@ def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_
 
 def run_detection(
     cube: Cube,
-    method: str,
+    request: DetectRequest,
     targets: np.ndarray | None = None,
     background: np.ndarray | None = None,
     *,
-    params: dict | None = None,
-    device: str = "auto",
     truth: np.ndarray | None = None,
-    far: float | None = None,
-    threshold: float | None = None,
     model=None,
     image=None,
-    memory: float | None = None,
     progress: Progress = NULL_PROGRESS,
     scores_file=None,
     target_spectra=None,
     undesired_spectra=None,
     signature_info: dict | None = None,
-    mnf: int | None = None,
 ) -> DetectionResult:
-    """Fit ``method`` from the marked pixels (or use a fitted ``model``) and score the cube.
+    """Run ``request`` (:class:`~hyperapp.request.DetectRequest`: the method, its options, the device,
+    the threshold rule, memory, MNF and the target filter) on the cube: fit the method from the marked
+    pixels (or use a fitted ``model``) and score every pixel.
 
-    A cube whose pixels do not fit the memory budget (``memory`` GB of host memory, default half of
+    The request names its inputs as files; the arrays here are those inputs read (the window's clicks
+    are never files): :func:`read_inputs` reads a request's files into them.
+
+    A cube whose pixels do not fit the memory budget (``request.memory`` GB of host memory, default half of
     what is available; or half the GPU's free memory) is streamed from its file in two passes
     (:func:`hyperapp.detect.streamed.run_streamed`); otherwise it is read once and held (on the GPU for
     the GPU backend). No-data pixels (NaN, or the cube's no-data value) are left out of every fit and
@@ -106,17 +108,13 @@ def run_detection(
     Parameters
     ----------
     cube : Cube
-    method : str
-        A name from :data:`hyperapp.models.registry.METHODS`.
+    request : DetectRequest
+        What to run (checked by the front end: :meth:`~hyperapp.request.DetectRequest.check`).
     targets, background : bool (rows, cols) arrays
         Marked pixels. ``targets`` may be None only for methods that do not use targets (RX) or when
         a fitted ``model`` is given.
-    params : dict
-        Method options (``{"n_hidden": 8}``).
     truth : bool (rows, cols), optional
         Ground truth; the report then carries AUC and Pd (target clicks excluded).
-    far, threshold :
-        How to threshold; default ``far=1e-3``.
     model : fitted estimator, optional
         Skip training and score with this model.
     image : backend array, optional
@@ -132,31 +130,36 @@ def run_detection(
         Signatures to suppress (OSP, TCIMF, MTTCIMF) or to train as background (RBFN).
     signature_info : dict, optional
         Where the spectra came from (names, library, notes), copied into the report.
-    mnf : int, optional
-        Run the detector in MNF space: on the image's leading ``mnf`` MNF components (0: those with an SNR
-        of at least 1), targets and undesired spectra transformed alike (:class:`~hyperapp.models.mnf.InMNF`).
     """
+    method, params, far, threshold = request.method, request.params, request.far, request.threshold
+    memory, mnf = request.memory, request.mnf
     m = get_method(method)
-    backend = get_backend(device)
+    backend = get_backend(request.device)
     timer = Timer(backend)
     y, target_spectra, undesired_spectra = _check_inputs(m, cube, targets, background, truth=truth, far=far,
                                                          threshold=threshold, model=model, mnf=mnf,
                                                          target_spectra=target_spectra,
                                                          undesired_spectra=undesired_spectra,
-                                                         signature_info=signature_info)
+                                                         signature_info=signature_info,
+                                                         continuum=request.continuum_removed)
     t0 = time.perf_counter()
     if image is None:
         _refuse_whole_image_over_budget(cube, m, mnf, memory)
-    if image is None and m.kind == "pixel" and mnf is None and needs_streaming(cube, backend, memory):
+        if request.continuum_removed and cube.rows * cube.cols * cube.bands * 4 > memory_budget(memory):
+            raise whole_image_error(cube, f"{method} on continuum-removed spectra (--continuum-removed)")
+    if image is None and m.kind == "pixel" and mnf is None and not request.continuum_removed \
+            and needs_streaming(cube, backend, memory):
         return _run_streamed(cube, m, y, backend, params=params, truth=truth, far=far, threshold=threshold,
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
-                             undesired_spectra=undesired_spectra, signature_info=signature_info)
+                             undesired_spectra=undesired_spectra, signature_info=signature_info,
+                             filters=request.filters)
     px = _load_labelled(cube, y, backend, timer, image, progress)
     if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
         _refuse_one_spectrum(px.X, backend.xp)
     if model is None and m.uses_background and px.n_targets and px.n_background:
         _refuse_contradictory_marks(px, cube.cols)
-    est, params = _estimator(m, model, params, target_spectra, mnf, px, timer)
+    est, params = _estimator(m, model, params, target_spectra, mnf, px, timer,
+                             _wavelengths(cube) if request.continuum_removed else False)
     if model is None:
         est = _fit(m, est, px, params, target_spectra, undesired_spectra, timer, progress.sub(0.45, 0.7))
     progress(0.7, "scoring")
@@ -175,7 +178,9 @@ def run_detection(
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
     result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, far=far,
                               threshold=threshold, progress=progress, mode_scores=mode,
-                              separate_targets=True if refine else None)
+                              separate_targets=True if refine else None, filters=request.filters)
+    if request.continuum_removed:
+        result.report["continuum_removed"] = True
     if rbfn_dev is not None:
         boxes = _cascade_boxes(boxes, result, rbfn_dev, px.y_dev, far, threshold, mode)
     result.model, result.boxes = est, boxes
@@ -204,7 +209,7 @@ class _Pixels:
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
-                  undesired_spectra, signature_info=None):
+                  undesired_spectra, signature_info=None, continuum=False):
     """Check the run's inputs against the method and the cube before any pixel is read; returns the label
     map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays.
     ``signature_info`` (:func:`hyperapp.io.signatures.signature_kwargs`') names the spectra in messages."""
@@ -256,6 +261,9 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
+    if continuum and (m.kind != "pixel" or model is not None):
+        raise InputError(f"--continuum-removed runs a pixel detector it trains on continuum-removed spectra; {method} "
+                         f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
     if mnf is not None and int(mnf) > cube.bands:
         raise InputError(f"--mnf {int(mnf)} asks for more MNF components than the cube's {cube.bands} bands",
                          cube.path)
@@ -263,7 +271,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
 
 
 def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
-                  target_spectra, undesired_spectra, signature_info) -> DetectionResult:
+                  target_spectra, undesired_spectra, signature_info, filters) -> DetectionResult:
     """The run of a cube larger than the memory budget: :func:`hyperapp.detect.streamed.run_streamed`."""
     from hyperapp.detect.streamed import run_streamed
 
@@ -273,7 +281,7 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
     result = run_streamed(cube, m.name, y, params=params, backend=backend, truth=truth, far=far,
                           threshold=threshold, model=model, progress=progress, scores_file=scores_file,
                           target_mean=None if target_spectra is None else target_spectra[0],
-                          undesired=undesired_spectra)
+                          undesired=undesired_spectra, filters=filters)
     _report_signatures(result, result.model, target_spectra, undesired_spectra, signature_info)
     return result
 
@@ -312,9 +320,17 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
                    int(np.count_nonzero(marks == BACKGROUND)))
 
 
-def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer):
+def _wavelengths(cube: Cube):
+    """The cube's band centres where it has one per band, else None (the band index serves)."""
+    wl = cube.wavelengths
+    return wl if wl is not None and len(wl) == cube.bands else None
+
+
+def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, timer, continuum=False):
     """The estimator to fit (built from ``params``, a library's defaults under them) or the given
-    ``model`` on the run's backend, wrapped in MNF space for ``mnf``; returns it and the params used.
+    ``model`` on the run's backend, wrapped in MNF space for ``mnf`` and on continuum-removed spectra
+    unless ``continuum`` is False (else the wavelengths, or None:
+    :class:`~hyperapp.models.continuum.InContinuum`); returns it and the params used.
     A window detector or an MNF (its noise from neighbouring pixels) needs the image's geometry: its
     no-data pixels take the mean of the pixels with data (their scores are dropped after scoring; the
     streamed MNF fills them alike)."""
@@ -326,6 +342,10 @@ def _estimator(m, model, params: dict | None, target_spectra, mnf, px: _Pixels, 
         from hyperapp.models.mnf import InMNF
 
         est = InMNF(est, int(mnf))
+    if continuum is not False:
+        from hyperapp.models.continuum import InContinuum
+
+        est = InContinuum(est, continuum)
     if px.n_nodata and (m.kind != "pixel" or getattr(est, "stream_stats", None) in (None, "mnf")):
         with timer.stage("no-data"):
             X = px.X
@@ -391,6 +411,8 @@ def _complete_result(result: DetectionResult, est, px: _Pixels, maps_dev: dict, 
     xp = get_namespace(px.X)
     if mnf is not None:
         first = est.estimators_[0] if hasattr(est, "estimators_") else est  # (several targets: one each)
+        if not hasattr(first, "mnf_"):  # on continuum-removed spectra: the MNF-space detector inside
+            first = first.detector_
         result.report["mnf_components"] = int(first.mnf_.n_components_)
     if maps_dev:
         with timer.stage("copy"):
@@ -476,8 +498,8 @@ def _refuse_one_spectrum(X, xp) -> None:
                          "nothing can stand out")
 
 
-def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str | Path, ortho: bool = False,
-                     **kwargs):
+def detect_to_folder(cube: Cube, request: DetectRequest, targets, background, out_dir: str | Path,
+                     ortho: bool = False, **kwargs):
     """:func:`run_detection` and its outputs in ``out_dir``, all or nothing: the run happens inside the
     staging folder, so a streamed run writes its scores straight into the final data file, tile by
     tile. ``ortho``: the outputs on the swath's orthorectified grid (:func:`hyperapp.detect.outputs.orthorectified`;
@@ -487,7 +509,7 @@ def detect_to_folder(cube: Cube, method: str, targets, background, out_dir: str 
 
     check_ortho(cube, ortho)
     with staged_folder(out_dir) as stage:
-        result = run_detection(cube, method, targets, background,
+        result = run_detection(cube, request, targets, background,
                                scores_file=None if ortho else stage / "scores.img", **kwargs)
         paths = _write_detection(result, stage, cube, ortho)
     return result, {k: Path(out_dir) / p.name for k, p in paths.items()}

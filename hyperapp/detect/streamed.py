@@ -37,7 +37,7 @@ def _flat_valid(tile):
 
 def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None, backend, truth=None, far=None,
                  threshold=None, model=None, progress: Progress = NULL_PROGRESS, tile_bytes: int | None = None,
-                 scores_file=None, target_mean=None, undesired=None):
+                 scores_file=None, target_mean=None, undesired=None, filters: dict | None = None):
     """Fit and score ``method`` on ``cube`` in two passes (see the module); ``y`` is the label map
     (1 target, 0 background, -1 unlabelled; host int8). Returns a :class:`hyperapp.detect.finish.DetectionResult`.
 
@@ -66,7 +66,7 @@ def run_streamed(cube: Cube, method: str, y: np.ndarray, *, params: dict | None,
     report = run_report(method, params, backend, cube, True, n_targets, int((y == 0).sum()), n_nodata)
     # the 2-D maps are small: threshold, objects and evaluation run on the host
     result = finish_detection(method, scores, y, report, timer, truth=truth, far=far, threshold=threshold,
-                              progress=progress, mode_scores=maps.pop(MODE_SCORES, None))
+                              progress=progress, mode_scores=maps.pop(MODE_SCORES, None), filters=filters)
     result.model = est
     result.maps = maps
     result.scores = scores  # the file's map itself, so writing the outputs only adds its header

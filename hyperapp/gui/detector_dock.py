@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QLabel,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -52,6 +54,29 @@ class DetectorDock(QWidget):
         self.far.setValue(1e-3)
         self.far.setToolTip("The share of background pixels allowed above the threshold: it sets the mask.")
         form.addRow("False-alarm rate", self.far)
+        # the target filter (clump, then sieve) and continuum removal: the request's, as the CLI's options
+        self.clump = QSpinBox()
+        self.clump.setRange(0, 99)
+        self.clump.setSingleStep(2)
+        self.clump.setToolTip("Close the mask with a square of this odd side (pixels): fills gaps narrower than it "
+                              "inside and between detections; 0 = off")
+        form.addRow("Clump", self.clump)
+        self.sieve_min, self.sieve_max = QSpinBox(), QSpinBox()
+        self.sieve_min.setRange(0, 10**8)
+        self.sieve_max.setRange(0, 10**8)
+        self.sieve_min.setToolTip("Remove objects of fewer pixels than this (after clumping); 0 = no sieve")
+        self.sieve_max.setToolTip("Remove objects of more pixels than this; 0 = no upper bound")
+        form.addRow("Sieve: min pixels", self.sieve_min)
+        form.addRow("Sieve: max pixels", self.sieve_max)
+        self.connectivity = QComboBox()
+        self.connectivity.addItem("8 (corners join)", 8)
+        self.connectivity.addItem("4 (edges only)", 4)
+        self.connectivity.setToolTip("Which neighbours join pixels into one object")
+        form.addRow("Connectivity", self.connectivity)
+        self.continuum_removed = QCheckBox("Continuum removed")
+        self.continuum_removed.setToolTip("Detect on continuum-removed spectra (each divided by its upper convex "
+                                          "hull over wavelength), the targets' too")
+        form.addRow("", self.continuum_removed)
         lay.addLayout(form)
         self.param_form = ParamForm()
         self.param_form.watch(self.far, "False-alarm rate")  # refusals said under the parameters; range in tooltip
@@ -92,6 +117,30 @@ class DetectorDock(QWidget):
 
     def device_name(self) -> str:
         return self.device.currentData()
+
+    def settings(self) -> dict:
+        """The page's fields under the request's keys (:class:`hyperapp.request.DetectRequest`); the
+        options are those set away from the method's defaults, as the CLI's ``--param`` gives them."""
+        lo, hi = self.sieve_min.value(), self.sieve_max.value()
+        defaults = METHODS[self.method_name()].factory().get_params()
+        params = {k: v for k, v in self.params().items() if k not in defaults or defaults[k] != v}
+        return {"method": self.method_name(), "params": params, "device": self.device_name(),
+                "far": self.far.value(), "clump": self.clump.value(),
+                "sieve": None if not lo else (lo, hi or None), "connectivity": self.connectivity.currentData(),
+                "continuum_removed": self.continuum_removed.isChecked()}
+
+    def set_settings(self, request) -> None:
+        """Show ``request``'s method, options and filter (a reopened project's run)."""
+        self.set_method(request.method)
+        self.set_params(request.params)
+        if request.far is not None:
+            self.far.setValue(request.far)
+        self.clump.setValue(request.clump)
+        lo, hi = request.sieve or (0, None)
+        self.sieve_min.setValue(lo)
+        self.sieve_max.setValue(hi or 0)
+        self.connectivity.setCurrentIndex(self.connectivity.findData(request.connectivity))
+        self.continuum_removed.setChecked(request.continuum_removed)
 
     def set_busy(self, busy: bool) -> None:
         set_busy(self, busy)

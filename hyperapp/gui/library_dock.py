@@ -264,6 +264,22 @@ class LibraryDock(QWidget):
         return [n for n in (self.library.names if self.library else []) if self.roles.get(n) == role]
 
     # ------------------------------------------------------------------ for Train & Run
+    def settings(self) -> dict:
+        """The chosen targets and undesired signatures under the request's keys
+        (:class:`hyperapp.request.DetectRequest`): the library's file and the names; {} when the library is
+        not in use, or is not a file (spectra added and not saved: the run takes them as arrays)."""
+        if self.library is None or not self.use.isChecked() or not self.library.path:
+            return {}
+        if not Path(self.library.path).is_file():
+            return {}
+        targets, undesired = self.names_with("target"), self.names_with("undesired")
+        out: dict = {}
+        if targets:
+            out.update(target_spectra=str(self.library.path), spectra=",".join(targets))
+        if undesired:
+            out.update(undesired_spectra=(str(self.library.path),), undesired_names=",".join(undesired))
+        return out
+
     def run_kwargs(self, cube):
         """``run_detection`` keywords for the chosen targets and undesired signatures ({} when the library
         is not in use); None after showing the error when they cannot be brought onto the cube."""

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.core.errors import HyperappError
-from hyperapp.detect.finish import mask_at
 from hyperapp.gui.detector_dock import DetectorDock
 from hyperapp.gui.image_view import ClassLegend, ImageView, colourise, colourise_labels, score_levels, stretch
 from hyperapp.gui.panels import analysis_panels
@@ -38,6 +37,7 @@ from hyperapp.gui.spectrum_plot import SpectrumPlot
 from hyperapp.gui.toolbox import ToolBox
 from hyperapp.gui.worker import Worker, start
 from hyperapp.project.session import Run, Session
+from hyperapp.request import DetectRequest
 
 log = logging.getLogger("hyperapp.gui")
 CUBE_FILTER = ("Cubes (*.hdr *.img *.dat *.raw *.bsq *.bil *.bip *.h5 *.hdf5 *.he5 *.nc *.mat *.tif *.tiff *.TIF "
@@ -583,31 +583,37 @@ class MainWindow(QMainWindow):
             self.detector.status.setText(f"pixels marked: {said}")
 
     # ------------------------------------------------------------------ running
+    def detect_request(self) -> DetectRequest:
+        """The request the Detector tool's fields and the Spectral library tool make, checked as the CLI's
+        options and a job step's keys are (an :class:`InputError` names the window's fields). The clicks are
+        the session's, not files: the request names none."""
+        s = self.session
+        mapping = {**self.detector.settings(), **self.library_dock.settings()}
+        if s is not None:
+            mapping.update(all_bands=s.all_bands, bands=",".join(map(str, s.bands)) if s.bands is not None else None)
+        return DetectRequest.from_mapping(mapping, "window", need_targets=False)
+
     def run_detector(self):
         """Train and run the chosen detector in a worker thread; returns the worker."""
         if not self._ready():
             return self.worker
         from hyperapp.detect.run import run_detection
+        from hyperapp.models.registry import get_method
 
         s = self.session
-        method, params, device = self.detector.method_name(), self.detector.params(), self.detector.device_name()
-        far = self.detector.far.value()
+        try:  # the check the CLI and a job make, before any work: a dialog, not a failed run
+            req = self.detect_request()
+        except HyperappError as exc:
+            self.show_error(str(exc))
+            return None
+        method = req.method
         targets = s.roi.targets.copy()
         background = s.roi.background
         truth = None if s.truth is None else s.truth.copy()
         model = self.ffbp_model if method == "ffbp" else None
-        try:  # the options' check the CLI and a job make, before any work: a dialog, not a failed run
-            from hyperapp.models.registry import get_method
-
-            params = get_method(method).check_params(params)
-        except HyperappError as exc:
-            self.show_error(str(exc))
-            return None
-        self._save_params(method, params)
+        self._save_params(method, req.params)
         if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
             return None
-        from hyperapp.models.registry import get_method
-
         if get_method(method).uses_targets and not targets.any() and "target_spectra" not in sig and model is None:
             # the window's words (the checks after it name the command line's options)
             label = self.detector.method.currentText()
@@ -617,23 +623,14 @@ class MainWindow(QMainWindow):
                                if method == "ffbp" else ""))
             self.run_finished.emit(None)  # a failed run, as one that fails in its worker
             return None
-        try:  # the CLI's and a job's words for a library the method cannot use
-            from hyperapp.request import checks as options
-            options.library_use(method, "target_spectra" in sig,
-                                "undesired_spectra" if "undesired_spectra" in sig else None,
-                                lambda key: {"target_spectra": "the library's target spectra"}.get(key, key))
-        except HyperappError as exc:
-            self.show_error(str(exc))
-            return None
 
         def job(progress):
-            image = s.pixels_for(method, device, progress.sub(0.0, 0.4))  # None: streamed from the file
-            return run_detection(s.cube, method, targets if targets.any() else None, background, params=params,
-                                 device=device, truth=truth, far=far, model=model,
-                                 image=image, progress=progress.sub(0.4, 1.0), **sig)
+            image = s.pixels_for(method, req.device, progress.sub(0.0, 0.4))  # None: streamed from the file
+            return run_detection(s.cube, req, targets if targets.any() else None, background, truth=truth,
+                                 model=model, image=image, progress=progress.sub(0.4, 1.0), **sig)
 
-        return self._start_worker(job, lambda res: setattr(self, "_outcome",
-                                                           self._run_done(method, params, res, emit=False)), method)
+        return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(req, res, emit=False)),
+                                  method)
 
     def _ready(self) -> bool:
         """Whether a worker may start: a cube is open (else a dialog says so) and no worker runs."""
@@ -681,9 +678,10 @@ class MainWindow(QMainWindow):
     def _run_cancelled(self, method: str) -> None:
         self.detector.status.setText(f"{method} run cancelled")
 
-    def _run_done(self, method: str, params: dict, result, emit: bool = True) -> Run:
+    def _run_done(self, request: DetectRequest, result, emit: bool = True, threshold: float | None = None) -> Run:
         s = self.session
-        run = Run(s.unique_run_name(method), method, params, result, result.threshold)
+        run = Run(s.unique_run_name(request.method), request, result,
+                  result.threshold if threshold is None else threshold)
         s.runs.append(run)
         rep = result.report
         self.detector.status.setText(_run_summary(run))
@@ -802,7 +800,7 @@ class MainWindow(QMainWindow):
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None,
-                                 report=res.report)
+                                 report=res.report, filters=res.filters)
         self.show_detection()
 
     def _say_shown_run(self, run: Run) -> None:
@@ -825,7 +823,7 @@ class MainWindow(QMainWindow):
             return
         run.threshold = t
         if self.shown == "detection":
-            self.view.set_mask(mask_at(run.result.scores, t))
+            self.view.set_mask(run.result.remask(t))
             self.view.set_threshold_mark(t)
         if self.session.runs.index(run) == self.compare_pick.currentIndex():  # the compared run's mask follows
             self._compare_mask(run)
@@ -836,7 +834,7 @@ class MainWindow(QMainWindow):
             return
         scores = run.result.scores
         self.view.set_overlay(colourise(scores, self.opacity.value() / 100.0), score_levels(scores))
-        self.view.set_mask(mask_at(scores, run.threshold))
+        self.view.set_mask(run.result.remask(run.threshold))
         self.view.set_threshold_mark(run.threshold)
 
     def _status_changed(self, text: str) -> None:
@@ -890,20 +888,18 @@ class MainWindow(QMainWindow):
     def _compare_mask(self, run) -> None:
         """The compared run's numbers beside it (the Results dock shares the bottom tabs: they could not
         be read while comparing) and its mask, at its threshold now."""
-        from hyperapp.detect.finish import count_at
-
-        pixels, objects = count_at(run.result.scores, run.threshold)
+        pixels, objects = run.result.count_at(run.threshold)
         self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
         ev = run.result.report.get("evaluation")
         self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {pixels} pixels, {objects} objects"
                                   + (f", AUC {ev['auc']:.4f}" if ev else "") + "; zoomed and panned with the image.")
-        self.compare_view.set_mask(mask_at(run.result.scores, run.threshold))
+        self.compare_view.set_mask(run.result.remask(run.threshold))
 
     def current_mask(self) -> np.ndarray:
         run = self.current_run()
         if run is None:
             raise HyperappError("no result to export: run a detector first")
-        return mask_at(run.result.scores, run.threshold)
+        return run.result.remask(run.threshold)
 
     # ------------------------------------------------------------------ files
     def load_truth(self, path, variable: str | None = None) -> bool:
@@ -979,10 +975,8 @@ class MainWindow(QMainWindow):
         return True
 
     def open_project(self, path) -> bool:
-        """Reopen a project: the cube, ROIs and truth, then re-run each saved model (no retraining)."""
-        from hyperapp.detect.model_files import load_model
-        from hyperapp.detect.run import run_detection
-
+        """Reopen a project: the cube, ROIs and truth, then re-run each saved run's request with its saved
+        model (no retraining) in a worker thread; False (after a dialog) when the project cannot open."""
         try:
             d = Session.read_project(path)
             session = Session.open(d["cube"], d.get("dataset"), bool(d.get("all_bands", False)), bool(d.get("ortho")))
@@ -997,20 +991,14 @@ class MainWindow(QMainWindow):
             self.set_session(session)
             if d.get("truth"):
                 self.view.set_truth(session.truth)
-            # results folders opened again, not re-run; the others' saved reviews come back as they finish
-            for r in self._review("reopen_runs", d.get("runs", [])):
-                model = load_model(r["model"], n_bands=session.cube.bands, method=r["method"]) if r.get("model") else None
-                res = run_detection(session.cube, r["method"], session.roi.targets if session.roi.targets.any() else None,
-                                    session.roi.background, params=r["params"], device="cpu", truth=session.truth,
-                                    threshold=r["threshold"], model=model,
-                                    image=session.pixels_for(r["method"], "cpu"))
-                self._run_done(r["method"], r["params"], res)
-            if d.get("runs"):
-                self.detector.set_method(d["runs"][-1]["method"])
-                self.detector.set_params(d["runs"][-1]["params"])
+            runs = [(r["request"].check("window", need_targets=False), r.get("model"), r["threshold"])
+                    for r in self._review("reopen_runs", d.get("runs", []))]  # results folders: read again
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
+        if runs:
+            self.detector.set_settings(runs[-1][0])
+            self._rerun(session, runs)
         return True
 
     def _review(self, name: str, *args):
@@ -1018,6 +1006,33 @@ class MainWindow(QMainWindow):
         from hyperapp.gui import review_panel
 
         return getattr(review_panel, name)(self, *args)
+
+    def _rerun(self, session: Session, runs: list) -> None:
+        """Run a reopened project's requests (each with its saved model, on the CPU as saved) in a worker;
+        each shows as it would after Run, at the threshold it was saved at."""
+        from hyperapp.detect.model_files import load_model
+        from hyperapp.detect.run import run_detection
+
+        targets = session.roi.targets.copy()
+        background = None if session.roi.background is None else session.roi.background.copy()
+        truth = None if session.truth is None else session.truth.copy()
+
+        def job(progress):
+            out = []
+            for i, (req, model_file, threshold) in enumerate(runs):
+                part = progress.sub(i / len(runs), (i + 1) / len(runs))
+                model = load_model(model_file, n_bands=session.cube.bands, method=req.method) if model_file else None
+                req = req.replace(device="cpu", threshold=threshold, far=None)
+                res = run_detection(session.cube, req, targets if targets.any() else None, background, truth=truth,
+                                    model=model, image=session.pixels_for(req.method, "cpu"), progress=part)
+                out.append((req, res, threshold))
+            return out
+
+        def done(results):
+            for req, res, threshold in results:
+                self._run_done(req, res, threshold=threshold)
+
+        self._start_worker(job, done, "reopened project")
 
     # ------------------------------------------------------------------ dialogs
     def _open_dialog(self) -> None:

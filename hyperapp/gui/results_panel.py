@@ -136,6 +136,7 @@ class ResultsPanel(QWidget):
         self._timer.timeout.connect(self._follow)
         tabs.currentChanged.connect(lambda _: self._refresh_table())
         self.scores: np.ndarray | None = None
+        self.filters: dict = {}
         self.truth: np.ndarray | None = None
         self.exclude: np.ndarray | None = None
         self._auc: float | None = None
@@ -151,11 +152,13 @@ class ResultsPanel(QWidget):
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None,
-                    report: dict | None = None) -> None:
+                    report: dict | None = None, filters: dict | None = None) -> None:
         """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen, and
         ``far_asked`` the false-alarm rate it was set for (while the threshold is there, the ROC's title
-        says when the truth counts many more)."""
+        says when the truth counts many more); ``filters``: the run's target filter (its mask and objects
+        go through it)."""
         self.scores = np.asarray(scores, dtype=np.float32)
+        self.filters = dict(filters or {})
         self._asked = (float(threshold), far_asked) if far_asked else None
         self.truth, self.exclude = truth, exclude
         self.origin.setText(origin)
@@ -252,7 +255,7 @@ class ResultsPanel(QWidget):
         if self.scores is None or self._counted == self._threshold:
             return
         t = self._threshold
-        pixels, n_obj = count_at(self.scores, t)
+        pixels, n_obj = count_at(self.scores, t, self.filters)
         self.counts.setText(f"threshold {t:.5g}: {pixels} pixels, {n_obj} objects")
         if self.truth is not None:
             far, pd = operating_point(self.scores, self.truth, t, self.exclude)

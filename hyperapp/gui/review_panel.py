@@ -531,6 +531,7 @@ def read_results(window, folder):
 
     from hyperapp.detect.finish import DetectionResult
     from hyperapp.io import open_cube
+    from hyperapp.request import DetectRequest
 
     s = window.session
     if s is None:
@@ -553,9 +554,15 @@ def read_results(window, folder):
     method = str(report.get("method") or "results")
     threshold = float(review.threshold if review.threshold is not None else np.nanmin(scores[review.labels > 0]))
     review.threshold = threshold
-    result = DetectionResult(method, scores.astype(np.float32), (review.labels > 0).view(np.uint8), threshold, report)
+    filters = dict(report.get("filters") or {})  # the run's target filter: the Results dock counts with it
+    result = DetectionResult(method, scores.astype(np.float32), (review.labels > 0).view(np.uint8), threshold, report,
+                             filters=filters)
+    sieve = filters.get("sieve")
+    request = DetectRequest(method, params=dict(report.get("params") or {}), threshold=threshold,
+                            clump=int(filters.get("clump") or 0), sieve=tuple(sieve) if sieve else None,
+                            connectivity=int(filters.get("connectivity") or 8))
     window.results.tabs.setCurrentIndex(0)  # no review built from the scores while the run is added
-    run = window._run_done(method, dict(report.get("params") or {}), result)
+    run = window._run_done(request, result)
     run.name = f"{method} ({d.name})"
     run.results_folder = str(d)
     window.results.runs.setItemText(window.session.runs.index(run), run.name)

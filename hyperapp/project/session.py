@@ -17,6 +17,7 @@ import numpy as np
 from hyperapp.core.cube import Cube
 from hyperapp.core.errors import CubeFormatError, InputError
 from hyperapp.io.roi import RoiSet
+from hyperapp.request import DetectRequest
 
 PROJECT_FORMAT = "hyperapp-project"
 PROJECT_VERSION = 1
@@ -24,11 +25,10 @@ PROJECT_VERSION = 1
 
 @dataclass
 class Run:
-    """One detector run shown in the window."""
+    """One detector run shown in the window: its request, its result and the threshold the person left it at."""
 
     name: str
-    method: str
-    params: dict
+    request: DetectRequest
     result: object  # hyperapp.detect.finish.DetectionResult
     threshold: float
     model_path: str | None = None
@@ -36,6 +36,14 @@ class Run:
     review: object = None
     #: the results folder it was read from (File > Open results for review), or None for a run made here
     results_folder: str | None = None
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def params(self) -> dict:
+        return self.request.params
 
 
 @dataclass
@@ -146,8 +154,8 @@ class Session:
         runs = []
         model_paths = model_paths or [r.model_path for r in self.runs]
         for r, mp in zip(self.runs, model_paths):
-            runs.append({"name": r.name, "method": r.method, "params": r.params, "threshold": float(r.threshold),
-                         "model": os.path.relpath(mp, folder) if mp else None})
+            runs.append({"name": r.name, "request": r.request.to_dict(defaults=False),
+                         "threshold": float(r.threshold), "model": os.path.relpath(mp, folder) if mp else None})
             if r.results_folder:
                 runs[-1]["results"] = os.path.relpath(r.results_folder, folder)
             if r.review is not None:
@@ -230,6 +238,12 @@ class Session:
             for key in ("model", "results"):
                 if r.get(key):
                     r[key] = str((base / r[key]).resolve())
+            if "request" not in r:  # written before runs held their request: the method and its options
+                r["request"] = {"method": r.get("method"), "params": r.get("params") or {}}
+            try:
+                r["request"] = DetectRequest.from_dict(r["request"])
+            except (TypeError, InputError) as exc:
+                raise CubeFormatError(f"a run of the project is not a detection request ({exc})", p) from exc
         return d
 
     def batch_inputs(self) -> list[Path]:
@@ -295,22 +309,21 @@ class Session:
             params = {k: v for k, v in (run.params or {}).items() if k not in defaults or defaults[k] != v}
             for k, _ in m.idle_options(params, {}):
                 params.pop(k, None)
-            st = {"detect": run.method, "params": params}
-            if m.uses_targets:
-                st["targets"] = clicks.name
+            req = run.request.replace(params=params, device="auto", memory=None, targets=None, background=None,
+                                      bands=",".join(map(str, self.bands)) if self.bands is not None else None,
+                                      all_bands=self.all_bands, far=None, threshold=None)
+            if m.uses_targets and (rows or req.target_spectra is None):
+                req = req.replace(targets=clicks.name)
                 if has_bg and m.uses_background:  # the other detectors do not learn from background marks
-                    st["background"] = bg.name
-            if self.bands is not None:
-                st["bands"] = ",".join(map(str, self.bands))
-            if self.all_bands:
-                st["all_bands"] = True
+                    req = req.replace(background=bg.name)
             res = run.result
             far = res.report.get("far")
             if run.threshold != res.threshold or far is None:
-                st["threshold"] = float(run.threshold)  # the threshold the person moved to (or was given)
+                # the threshold the person moved to (or was given)
+                req = req.replace(threshold=float(run.threshold))
             else:
-                st["far"] = float(far)
-            steps.append(st)
+                req = req.replace(far=float(far))
+            steps.append(req.job_table())
 
         def rel(f) -> str:
             return Path(os.path.relpath(Path(f).resolve(), p.parent.resolve())).as_posix()

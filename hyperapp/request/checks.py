@@ -1,8 +1,8 @@
-"""Run options checked once: the CLI's options, a job file's keys and the window's fields.
+"""The method-aware checks a request makes (:meth:`hyperapp.request.requests.DetectRequest.check`).
 
 The value parsers are :mod:`hyperapp.core.values` (re-exported here for the services); this module adds
-what depends on the method: each method's parameters (through its schema,
-:meth:`hyperapp.models.registry.Method.check_params`), its input files and library settings.
+what depends on the method: its input files, library settings, and the inputs or options a run would
+drop without a word.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def scheduler(value, name: str = "--scheduler") -> str:
     return t
 
 
-# ------------------------------------------------------------------ a run's settings, checked at once
+# ------------------------------------------------------------------ what a request's check uses
 #: files a detect or analyse run may name, and what each must be
 FILES = {"targets": "mask or pixel list", "background": "mask or pixel list", "truth": "mask file",
          "roi": "class map or pixel list", "objects": "mask file", "model": "saved model file",
@@ -103,7 +103,7 @@ def library_window_error(method: str, option: str) -> str:
 
 def library_use(method: str, targets: bool, undesired: str | None, label=lambda key: key) -> None:
     """Whether detector ``method`` takes target spectra (``targets``) and undesired signatures (given
-    under the key ``undesired``, None when there are none); the window's library dock asks this too."""
+    under the key ``undesired``, None when there are none)."""
     from hyperapp.models.registry import get_method
 
     m = _keyed("detect", get_method, method)
@@ -115,7 +115,7 @@ def library_use(method: str, targets: bool, undesired: str | None, label=lambda 
         _fail(undesired, f"method {method} does not use undesired signatures; OSP, TCIMF, MTTCIMF and the RBFN do")
 
 
-def _signature_settings(m, method: str, got: dict, out: dict, label) -> None:
+def signature_settings(m, method: str, got: dict, out: dict, label) -> None:
     """The library keys of a detect run (target and undesired spectra, ``--mnf``), checked into ``out``."""
     for key, what in FILE_LISTS.items():
         if got.get(key):
@@ -146,99 +146,7 @@ def _keyed(key: str, fn, *args):
         raise
 
 
-def run_settings(kind: str, method: str, raw: dict, label=lambda key: key, *, need_targets: bool = True) -> dict:
-    """The settings of one detect or analyse run, checked as the CLI, a job step and the window share them.
-
-    Parameters
-    ----------
-    kind : {"detect", "analyse"}
-    method : str
-        A detector or analysis method name.
-    raw : dict
-        Any of ``params`` (a table of method options), ``far``, ``threshold``, ``sample``, ``seed``,
-        ``select``, ``roi_class``, ``bands``, ``all_bands``, the files of :data:`FILES` and the file
-        lists of :data:`FILE_LISTS` (paths as given; relative ones are the caller's to resolve), and
-        for a detector ``spectra``, ``undesired_names`` (names in those libraries) and ``mnf``. Absent
-        or None: the default.
-    label : callable
-        How a key is named in messages (``"--roi-class"`` on the command line, ``"roi_class"`` in a job).
-    need_targets : bool
-        Whether a detector that uses targets must be given ``targets`` or a ``model`` here.
-
-    Returns
-    -------
-    dict
-        The same keys, checked and converted, plus the analysis's resolved ``select``. An
-        :class:`~hyperapp.core.errors.InputError` says what is wrong (its ``key`` attribute names the key).
-    """
-    from hyperapp.models.registry import get_analysis, get_method
-
-    m = _keyed(kind, get_method if kind == "detect" else get_analysis, method)
-    got = {k: v for k, v in raw.items() if v is not None}
-    out: dict = {"method": method}
-    out["params"] = _keyed("params", m.check_params, got.get("params", {}))
-    for key, what in FILES.items():
-        if key in got:
-            from hyperapp.io.masks import need_file
-
-            p = text(got[key], label(key), what="a path (text)")
-            _keyed(key, need_file, p, what)
-            out[key] = p
-    if "bands" in got:
-        out["bands"] = _keyed("bands", band_spec, got["bands"], label("bands"))
-    out["all_bands"] = _keyed("all_bands", flag, got.get("all_bands", False), label("all_bands"))
-    if kind == "detect":
-        if "far" in got and "threshold" in got:
-            e = InputError(f"give {label('far')} or {label('threshold')}, not both")
-            e.key = "far"
-            raise e
-        if "far" in got:
-            out["far"] = _keyed("far", far, got["far"], label("far"))
-        if "threshold" in got:
-            out["threshold"] = _keyed("threshold", threshold, got["threshold"], label("threshold"))
-        _signature_settings(m, method, got, out, label)
-        if "train" in out and "model" in out:
-            _fail("train", f"give {label('train')} (a scene to train on) or {label('model')} (a saved model), not both")
-        if "model" in out and "targets" in out:
-            _fail("targets", f"give {label('model')} (a saved model scores the cube) or {label('targets')} "
-                             "(clicks to train on), not both")
-        if "train_truth" in out:
-            if "train" not in out:
-                _fail("train_truth", f"{label('train_truth')} marks the targets of {label('train')}: give "
-                                     f"{label('train')} too")
-            if "targets" in out:
-                _fail("targets", f"give {label('targets')} (clicks on this cube) or {label('train')} with "
-                                 f"{label('train_truth')} (targets on another scene), not both")
-        if need_targets and m.uses_targets and not {"targets", "model", "target_spectra"} & set(out):
-            _fail("targets", f"{method} needs {label('targets')} (training clicks), {label('target_spectra')} "
-                             f"(a spectral library) or {label('model')} (a saved model)")
-        _idle_detect_inputs(m, method, out, label)
-        _idle_params(m, out, label)
-        return out
-    if "sample" in got:
-        out["sample"] = _keyed("sample", sample, got["sample"], label("sample"))
-    out["seed"] = _keyed("seed", seed, got.get("seed", 0), label("seed"))
-    out["roi_class"] = _keyed("roi_class", roi_class, got.get("roi_class", 1), label("roi_class"))
-    sel = _keyed("select", select, got["select"], label("select")) if "select" in got else None
-    if sel is None:
-        sel = ("objects" if "objects" in out else
-               "rois" if "roi" in out and "sample" not in out else "sample")
-    need = {"roi": "roi", "rois": "roi", "objects": "objects"}.get(sel)
-    if need and need not in out:
-        e = InputError(f"{label('select')} {sel} needs {label(need)}")
-        e.key = "select"
-        raise e
-    if m.needs_classes and "roi" not in out:
-        e = InputError(f"{method} needs classes: give {label('roi')} (a class map or ROI pixels)")
-        e.key = "roi"
-        raise e
-    out["select"] = sel
-    _idle_selection(m, method, got, out, label)
-    _idle_params(m, out, label)
-    return out
-
-
-def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
+def idle_detect_inputs(m, method: str, out: dict, label) -> None:
     """Refuse a detector's input that this run would drop without a word (the same class as an option given
     twice): background pixels for a method that does not learn from them, or for a saved or trained model;
     a saved model's options or library spectra; a false-alarm rate that a window detector's saved model,
@@ -272,13 +180,13 @@ def _idle_detect_inputs(m, method: str, out: dict, label) -> None:
                      f"{label('threshold')} instead")
 
 
-def _idle_params(m, out: dict, label) -> None:
+def idle_params(m, out: dict, label) -> None:
     """Refuse method options the user gave that the run would not use (:attr:`Method.idle`)."""
     for key, why in m.idle_options(out["params"], out):
         _fail("params", f"{label('params')} {key} {why}: leave it out")
 
 
-def _idle_selection(m, method: str, got: dict, out: dict, label) -> None:
+def idle_selection(m, method: str, got: dict, out: dict, label) -> None:
     """Refuse selection inputs the analysis would drop without a word: an MNF fits the whole image, so it
     takes no selection; a forest trains on every pixel of its classes, so a random sample (its size, its
     seed) or the whole image adds only pixels it leaves out; the sample's size and seed are ``select =

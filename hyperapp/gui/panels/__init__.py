@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
 
 from hyperapp.analyse.cost import ASK_ABOVE
 from hyperapp.core.errors import HyperappError
-from hyperapp.detect.finish import mask_at
 from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
 from hyperapp.gui.worker import Worker, start
 from hyperapp.models.registry import ANALYSES
+from hyperapp.request import AnalyseRequest
 
 #: (label, Selection kind, ROI class) of the spectra a panel can analyse
 SOURCES = (
@@ -157,7 +157,7 @@ class AnalysisPanel(QWidget):
             n = int((lab == sel.roi_class).sum() if sel.kind == "roi" else (lab > 0).sum())
         elif sel.kind == "objects":
             run = self.host.current_run() if hasattr(self.host, "current_run") else None
-            n = None if run is None else int(mask_at(run.result.scores, run.threshold).sum())
+            n = None if run is None else int(run.result.remask(run.threshold).sum())
         return n or None
 
     def estimate(self, calibrate: bool = True):
@@ -376,18 +376,20 @@ class AnalysisPanel(QWidget):
                 self.ask_long_run(est)
                 return None
         device = self.host.detector.device_name()
+        # the ROIs and objects are the window's, in memory: the request names no file
+        req = AnalyseRequest(method, params=params, device=device, select=sel.kind, sample=sel.n, seed=sel.seed,
+                             roi_class=sel.roi_class)
         roi = s.roi.labels.astype("int32") if s.roi.labels.any() else None
         names, colours = s.roi.class_names(), s.roi.class_colours()
         objects = None
         if sel.kind == "objects":
             run = self.host.current_run()
-            objects = None if run is None else mask_at(run.result.scores, run.threshold)
+            objects = None if run is None else run.result.remask(run.threshold)
 
         def job(progress):
             image = s.pixels_on(device, progress.sub(0.0, 0.3))
-            result = run_analysis(s.cube, method, params, sel, roi=roi, objects=objects, device=device,
-                                  image=image, class_names=names, class_colours=colours,
-                                  progress=progress.sub(0.3, 0.95))
+            result = run_analysis(s.cube, req, roi=roi, objects=objects, image=image, class_names=names,
+                                  class_colours=colours, progress=progress.sub(0.3, 0.95))
             result.extra = self.after_fit(result, image)  # still in the worker thread
             return result
 
