@@ -319,3 +319,19 @@ def test_the_gpu_review_agrees_with_numpy(planted, cp):
     np.testing.assert_allclose(gpu.means, cpu.means, rtol=1e-12)
     np.testing.assert_array_equal(gpu.found.sam_index, cpu.found.sam_index)
     np.testing.assert_allclose(gpu.found.sid_divergence, cpu.found.sid_divergence, rtol=1e-9, atol=1e-14)
+
+
+def test_a_filtered_4_connected_detect_folder_opens_for_review(land_hdr, tmp_path):
+    """``detect --clump 3 --sieve 2..500 --connectivity 4``: the folder's objects are its filtered mask's
+    4-connected objects, each id on its own pixels."""
+    from hyperapp.cli import main
+
+    out = tmp_path / "f4"
+    assert main(["--headless", "detect", str(land_hdr), "--method", "sam", "--targets",
+                 str(land_hdr.with_name("land_targets.csv")), "--far", "0.02", "--clump", "3", "--sieve", "2..500",
+                 "--connectivity", "4", "--device", "cpu", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO((out / "objects.csv").read_text())))
+    rv = Review.from_folder(out, (128, 128))
+    assert rv.ids.tolist() == [int(r["label"]) for r in rows] and len(rv) > 3
+    for i, r in zip(rv.ids.tolist(), rows):
+        assert (rv.labels == i).sum() == int(r["pixels"]) >= 2
