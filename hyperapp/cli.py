@@ -1,4 +1,5 @@
-"""Command line: ``hyperapp [CUBE]`` opens the window; ``hyperapp --headless COMMAND`` works in batch.
+"""Command line: ``hyperapp [CUBE] [--review RESULTS_FOLDER]`` opens the window (on a detection's outputs to
+review); ``hyperapp --headless COMMAND`` works in batch.
 
 Headless commands
 -----------------
@@ -611,11 +612,20 @@ def main(argv: list[str] | None = None) -> int:
     gp.add_argument("cube", nargs="?", help="cube to open (default: the bundled land scene)")
     gp.add_argument("--dataset", help="HDF5 dataset or .mat variable")
     gp.add_argument("--all-bands", action="store_true", help="keep the header's bad bands (File > Keep bad bands)")
+    gp.add_argument("--review", metavar="RESULTS_FOLDER",
+                    help="review a detection's outputs (objects.csv, mask, scores of hyperapp --headless detect) on "
+                         "the cube: File > Open results for review")
     gp.add_argument("--headless", action="store_true", help="run a batch command instead of the window")
     args = gp.parse_args(argv)
+    if args.review and not args.cube:
+        print("hyperapp: error: --review needs the results' cube: hyperapp CUBE --review RESULTS_FOLDER", file=sys.stderr)
+        return 2
+    if args.review and not Path(args.review).is_dir():
+        print(f"hyperapp: error: {args.review}: not a results folder (it does not exist or is a file)", file=sys.stderr)
+        return 2
     from hyperapp.gui.app import run_gui  # Qt only on this path
 
-    return run_gui(args.cube, args.dataset, args.all_bands)
+    return run_gui(args.cube, args.dataset, args.all_bands, args.review)
 
 
 #: set when a headless command that used CUDA has finished and written everything

@@ -6,6 +6,11 @@ Run it from an install (offscreen, no display needed):
 
     QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot.png
     QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot-1920.png 1920x1080
+    QT_QPA_PLATFORM=offscreen python scripts/screenshot.py resources/screenshot-review.png 1366x768 review
+
+``review``: the review of the run's objects instead (false-alarm rate 0.01): a library of the scene's
+aircraft and background means open, three objects marked Good and two Bad with the keys, the next one
+chosen, its mean spectrum beside the target's.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import sys
 from pathlib import Path
 
 
-def main(out: str, size: str = "1366x768") -> int:
+def main(out: str, size: str = "1366x768", what: str = "") -> int:
     import os
     import tempfile
 
@@ -33,7 +38,8 @@ def main(out: str, size: str = "1366x768") -> int:
     w, h = (int(v) for v in size.split("x"))
     win.resize(w, h)
     win.show()
-    abu = Path(__file__).resolve().parent.parent.parent / "shared" / "cubes" / "abu-airport-1.mat"
+    shared = os.environ.get("HYPERAPP_CUBES") or Path(__file__).resolve().parent.parent.parent / "shared" / "cubes"
+    abu = Path(shared) / "abu-airport-1.mat"
     if abu.is_file():
         win.open_cube(abu, "data")
         win.load_truth(abu, "map")
@@ -49,13 +55,19 @@ def main(out: str, size: str = "1366x768") -> int:
         win.load_truth(land.with_name("land_truth.hdr"))
     win.detector.set_method("rbfn")
     win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    if what == "review":
+        _library(win, Path(tempfile.mkdtemp()))
+        win.detector.far.setValue(0.01)
     win.run_detector()
     QThreadPool.globalInstance().waitForDone()
     for _ in range(20):
         app.processEvents()
-    win.results.tabs.setCurrentIndex(1)
-    win._hover(40, 40)
-    win.pin_spectrum()
+    if what == "review":
+        _review(win, app)
+    else:
+        win.results.tabs.setCurrentIndex(1)
+        win._hover(40, 40)
+        win.pin_spectrum()
     for _ in range(20):
         app.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -64,6 +76,30 @@ def main(out: str, size: str = "1366x768") -> int:
     return 0 if ok else 1
 
 
+def _library(win, folder: Path) -> None:
+    """A library of the scene's truth (target) mean and background mean, opened in the library tool."""
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    X = win.session.cube.read()
+    truth = win.session.truth > 0
+    lib = SpectralLibrary(["aircraft (truth mean)" if X.shape[2] == 205 else "target (truth mean)", "background mean"],
+                          [X[truth].mean(axis=0), X[~truth].mean(axis=0)])
+    win.library_dock.open_library(write_library(lib, folder / "scene.sli"))
+
+
+def _review(win, app) -> None:
+    """The Objects tab: three objects Good, two Bad (keys G and B, each moving on), then the next one."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    win.results.tabs.setCurrentWidget(win.results.review)
+    panel = win.results.review
+    panel.select(0)
+    for key in (Qt.Key.Key_G, Qt.Key.Key_G, Qt.Key.Key_G, Qt.Key.Key_B, Qt.Key.Key_B):
+        QTest.keyClick(panel.table, key)
+        app.processEvents()
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshot.png",
-                  sys.argv[2] if len(sys.argv) > 2 else "1366x768"))
+                  sys.argv[2] if len(sys.argv) > 2 else "1366x768", sys.argv[3] if len(sys.argv) > 3 else ""))

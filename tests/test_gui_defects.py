@@ -55,7 +55,7 @@ def test_object_table_follows_the_threshold(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
     mark_clicks(win, land_hdr)
     run = run_detector(qtbot, win, "rbfn")
-    win.results.tabs.setCurrentWidget(win.results.table)
+    win.results.tabs.setCurrentWidget(win.results.review)
     for q in (99.0, 99.8, 95.0):
         t = float(np.percentile(run.result.scores, q))
         win.results.set_threshold(t)

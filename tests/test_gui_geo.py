@@ -42,14 +42,24 @@ def test_status_bar_and_object_table_show_lon_lat(qtbot, win, tmp_path):
     with qtbot.waitSignal(win.run_finished, timeout=60000):
         win.run_detector()
     win.results.set_threshold(0.5)
-    win.results.tabs.setCurrentWidget(win.results.table)
+    win.results.tabs.setCurrentWidget(win.results.review)
     t = win.results.table
     heads = [t.horizontalHeaderItem(j).text() for j in range(t.columnCount())]
     assert heads[-2:] == ["lon", "lat"] and t.rowCount() >= 3
+    row, col, lon_at = heads.index("centre row"), heads.index("centre col"), heads.index("lon")
     for i in range(t.rowCount()):
-        r, c = float(t.item(i, 2).text()), float(t.item(i, 3).text())
+        r, c = float(t.item(i, row).text()), float(t.item(i, col).text())
         lon, lat = _truth(r, c)
-        assert abs(float(t.item(i, 6).text()) - lon) < 2e-6 and abs(float(t.item(i, 7).text()) - lat) < 2e-6
+        assert abs(float(t.item(i, lon_at).text()) - lon) < 2e-6 and abs(float(t.item(i, lon_at + 1).text()) - lat) < 2e-6
+    # the review's review.csv gives them too
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(win.results.review.review.csv_text())))
+    assert len(rows) == t.rowCount()
+    for r in rows:
+        lon, lat = _truth(float(r["centroid_row"]), float(r["centroid_col"]))
+        assert abs(float(r["lon"]) - lon) < 2e-6 and abs(float(r["lat"]) - lat) < 2e-6
     # the mask as GeoTIFF: offered, and written with the cube's CRS and transform
     import rasterio
 

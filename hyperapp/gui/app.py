@@ -6,7 +6,10 @@ import logging
 import sys
 
 
-def run_gui(path: str | None = None, dataset: str | None = None, all_bands: bool = False) -> int:
+def run_gui(path: str | None = None, dataset: str | None = None, all_bands: bool = False,
+            review: str | None = None) -> int:
+    """The window on ``path``; ``review``: a results folder of that cube to review (File > Open results for
+    review)."""
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.main_window import MainWindow
@@ -17,5 +20,8 @@ def run_gui(path: str | None = None, dataset: str | None = None, all_bands: bool
     app.setApplicationName("hyperapp")
     win = MainWindow()
     win.show()
-    win.open_cube(path or sample_path("land"), dataset, all_bands)
+    if win.open_cube(path or sample_path("land"), dataset, all_bands) and review:
+        from hyperapp.gui.review_panel import open_results
+
+        open_results(win, review)
     return app.exec()

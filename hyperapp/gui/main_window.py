@@ -199,6 +199,8 @@ class MainWindow(QMainWindow):
         spec_dock.raise_()  # the spectrum, not the last panel's plots, in front at the bottom
         from hyperapp.gui.library_dock import install_library_dock
         self.library_dock = install_library_dock(self)  # spectral library + MTMF scatter (their own module)
+        from hyperapp.gui.review_panel import install_review
+        install_review(self)  # the Objects tab's review list: image, Spectrum dock, library (its own module)
         self._readable_tabs()
         self._build_menus()
         self._fit_docks()
@@ -216,7 +218,6 @@ class MainWindow(QMainWindow):
         self.detector.marking.class_chosen.connect(self.set_roi_class)
         self.detector.cancel_requested.connect(self.cancel_run)
         self.results.threshold_changed.connect(self._threshold_moved)
-        self.results.object_selected.connect(lambda r0, c0, r1, c1: self.view.zoom_to(r0, c0, r1, c1))
         self.results.run_selected.connect(self._show_run)
         self.results.show_detection_requested.connect(self.show_detection)
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
@@ -325,6 +326,7 @@ class MainWindow(QMainWindow):
         self._action(f, "Open &project…", self._open_project_dialog, "Ctrl+Shift+O")
         self._action(f, "&Save project…", self._save_project_dialog, QKeySequence.StandardKey.Save)
         self._action(f, "Save as &batch job…", self._save_job_dialog)
+        self._action(f, "Open results for re&view…", lambda: self._review("open_results_dialog"))
         f.addSeparator()
         ex = f.addMenu("&Export")
         self._action(ex, "Detection &mask…", lambda: self._export_dialog("mask"), "Ctrl+E")
@@ -333,6 +335,7 @@ class MainWindow(QMainWindow):
         self._action(ex, "&Boxes (CSV, GeoJSON)…", lambda: self._export_dialog("boxes"))
         self._action(ex, "Screens&hot…", lambda: self._export_dialog("screenshot"))
         self._action(ex, "&ROIs…", lambda: self._export_dialog("rois"))
+        self._action(ex, "&Confirmed objects (review)…", lambda: self._review("export_dialog"))
         self._action(f, "&Import ROIs…", self._import_rois_dialog)
         f.addSeparator()
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
@@ -793,6 +796,7 @@ class MainWindow(QMainWindow):
         self._say_shown_run(run)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
+        self.results.review.adopt(run.review)  # its statuses, when the Objects tab showed it before
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None,
@@ -988,7 +992,7 @@ class MainWindow(QMainWindow):
             if d.get("truth"):
                 self.view.set_truth(session.truth)
             runs = [(r["request"].check("window", need_targets=False), r.get("model"), r["threshold"])
-                    for r in d.get("runs", [])]
+                    for r in self._review("reopen_runs", d.get("runs", []))]  # results folders: read again
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
@@ -996,6 +1000,12 @@ class MainWindow(QMainWindow):
             self.detector.set_settings(runs[-1][0])
             self._rerun(session, runs)
         return True
+
+    def _review(self, name: str, *args):
+        """A function of the review list's module (:mod:`hyperapp.gui.review_panel`) on this window."""
+        from hyperapp.gui import review_panel
+
+        return getattr(review_panel, name)(self, *args)
 
     def _rerun(self, session: Session, runs: list) -> None:
         """Run a reopened project's requests (each with its saved model, on the CPU as saved) in a worker;

@@ -1,6 +1,6 @@
 """Inspecting a detection: the result list, the threshold slider (live mask, pixel and object counts),
-the score histogram, the ROC with AUC and the threshold's operating point, and the object table (click
-a row to zoom there).
+the score histogram, the ROC with AUC and the threshold's operating point, and the object table as a review list
+(:mod:`hyperapp.gui.review_panel`).
 
 Every number comes from the service layer (:func:`hyperapp.detect.finish.count_at`,
 :func:`~hyperapp.detect.finish.objects_at`, :func:`~hyperapp.detect.finish.operating_point`): the panel only shows.
@@ -14,12 +14,9 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSlider,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -34,7 +31,6 @@ COUNT_DELAY_MS = 60
 
 class ResultsPanel(QWidget):
     threshold_changed = Signal(float)
-    object_selected = Signal(int, int, int, int)
     run_selected = Signal(int)
     show_detection_requested = Signal()
 
@@ -120,22 +116,16 @@ class ResultsPanel(QWidget):
         self.roc_curve = self.roc.plot(pen=pg.mkPen("c", width=2))
         self.roc_point = self.roc.plot([], [], pen=None, symbol="o", symbolSize=11,
                                        symbolBrush=pg.mkBrush(255, 230, 0), symbolPen=pg.mkPen("k", width=1))
-        self.table = QTableWidget(0, 6)
-        self.table.setHorizontalHeaderLabels(["label", "pixels", "centre row", "centre col", "peak score",
-                                              "box: rows, cols"])
-        self.table.horizontalHeaderItem(0).setToolTip("The object's id, as objects.csv names it (the rows are "
-                                                      "sorted by peak score)")
-        self.table.horizontalHeaderItem(5).setToolTip(
-            "The first and last row and column the object covers. objects.csv gives row0, col0 and the ends "
-            "row1, col1 one past them, as a Python slice: rows 63-64 here are row0 63, row1 65 there")
-        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.verticalHeader().setVisible(False)
+        # the object table as a review list (statuses, next/previous, library matches): its own module
+        from hyperapp.gui.review_panel import ReviewPanel
+
+        self.review = ReviewPanel()
+        self.table = self.review.table
         tabs.addTab(self.hist, "Histogram")
         tabs.addTab(self.roc, "ROC")
-        tabs.addTab(self.table, "Objects")
+        tabs.addTab(self.review, "Objects")
+        tabs.setTabToolTip(2, "The objects at the threshold as a review list: mark each Good or Bad (G, B), move with "
+                           "N and Shift+N; the Good ones export alone")
         self.tabs = tabs
         outer.addWidget(tabs, 1)
         self._table_threshold: float | None = None
@@ -153,7 +143,6 @@ class ResultsPanel(QWidget):
         self._lo, self._hi = 0.0, 1.0
         self._threshold = 0.0
         self.slider.valueChanged.connect(self._slider_moved)
-        self.table.cellClicked.connect(self._row_clicked)
         self.runs.currentIndexChanged.connect(self.run_selected)
         self.show_button.clicked.connect(self.show_detection_requested)
         self._objects: list[dict] = []
@@ -288,14 +277,18 @@ class ResultsPanel(QWidget):
 
     def _refresh_table(self) -> None:
         """The object table for the current threshold, built only when it is shown (the count is live)."""
-        if self.scores is None or self.tabs.currentWidget() is not self.table:
+        if self.scores is None or self.tabs.currentWidget() is not self.review:
             return
         if self._table_threshold == self._threshold:
             return
-        from hyperapp.detect.finish import objects_at
-
-        self._fill_table(objects_at(self.scores, self._threshold, self.filters))
+        self._objects = self.review.show_at(self.scores, self._threshold, getattr(self, "filters", None),
+                                            getattr(self, "geo", None)).objects
         self._table_threshold = self._threshold
+
+    def refresh_objects(self) -> None:
+        """Build the object table again (a run's review restored) when its tab is shown."""
+        self._table_threshold = None
+        self._refresh_table()
 
     def set_detection_shown(self, shown: bool, what: str = "") -> None:
         """Whether the image shows the chosen detection; when an analysis's map replaced it, the slider
@@ -323,7 +316,7 @@ class ResultsPanel(QWidget):
         self.runs.blockSignals(True)
         self.runs.clear()
         self.runs.blockSignals(False)
-        self.table.setRowCount(0)
+        self.review.adopt(None)
         self.hist_curve.setData([], [])
         self.hist_line.hide()
         self.hist.setTitle("no result yet: the score histogram appears after a run")
@@ -340,30 +333,3 @@ class ResultsPanel(QWidget):
         self.hint.show_for(None, 0.0)
         self.counts.setText("no result yet: mark targets, then run the detector (F5)")
         self.set_detection_shown(True)
-
-    def _fill_table(self, rows: list[dict]) -> None:
-        from hyperapp.io.objects import with_lonlat
-
-        rows = with_lonlat(rows, self.geo)  # (as objects.csv gives them)
-        self._objects = rows
-        self.table.setColumnCount(6 + 2 * (self.geo is not None))
-        if self.geo is not None:
-            for j, (name, word) in enumerate((("lon", "longitude"), ("lat", "latitude")), 6):
-                head = QTableWidgetItem(name)
-                head.setToolTip(f"WGS84 {word} of the object's centroid (degrees), as objects.csv gives it")
-                self.table.setHorizontalHeaderItem(j, head)
-        self.table.setRowCount(len(rows))
-        def span(first: int, end: int) -> str:  # an exclusive end shown as the last index covered
-            return str(first) if end - 1 == first else f"{first}\u2013{end - 1}"
-
-        for i, r in enumerate(rows):
-            vals = [r["label"], r["pixels"], f"{r['centroid_row']:.1f}", f"{r['centroid_col']:.1f}",
-                    f"{r['peak_score']:.4g}", f"{span(r['row0'], r['row1'])}, {span(r['col0'], r['col1'])}"]
-            if "lon" in r:  # WGS84 degrees of the centroid
-                vals += [f"{r['lon']:.6f}", f"{r['lat']:.6f}"]
-            for j, v in enumerate(vals):
-                self.table.setItem(i, j, QTableWidgetItem(str(v)))
-
-    def _row_clicked(self, i: int, _col: int) -> None:
-        r = self._objects[i]
-        self.object_selected.emit(r["row0"], r["col0"], r["row1"], r["col1"])

@@ -1,13 +1,19 @@
-"""Spectra: the one under the cursor (live), pinned ones, and each ROI class's mean and spread."""
+"""Spectra: the one under the cursor (live), pinned ones, each ROI class's mean and spread, and the reviewed
+object's mean with its best library match."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 #: the plot's title while it shows no pixel
 HINT_NO_CUBE = "Open a cube, then hover the image: the spectrum under the cursor shows here"
 HINT_HOVER = "Hover the image: the spectrum under the cursor shows here (P pins it)"
+#: the reviewed object's mean and its best library match (apart from the target red, the pins and the cursor)
+REVIEW_COLOUR, MATCH_COLOUR = (255, 160, 0), (150, 210, 255)
+#: a plot narrower than this (pixels) has its legend under it
+LEGEND_BELOW_WIDTH = 520
 PIN_COLOURS = [(255, 200, 0), (0, 200, 255), (255, 0, 200), (120, 255, 0), (255, 120, 0), (180, 180, 255)]
 
 
@@ -25,11 +31,33 @@ class SpectrumPlot(pg.PlotWidget):
         self.cursor_curve = self.plot(pen=pg.mkPen("w", width=2), name="cursor")
         self.pins: list = []
         self.roi_items: list = []
+        self.review_items: list = []
         self.x = None
         self.connect = "all"  # or one bool a point: whether its line goes on to the next (False at a gap)
         self.scale = 1.0
         self.setMinimumHeight(180)
         self.getAxis("left").enableAutoSIPrefix(False)
+        self._legend_below = False
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt's name)
+        self._place_legend()  # first: the view sizes the plot to the layout as the legend leaves it
+        super().resizeEvent(ev)
+
+    def _place_legend(self) -> None:
+        """The legend beside the plot, or under it where the plot is narrower than :data:`LEGEND_BELOW_WIDTH`
+        (the review's Spectrum dock beside the image): beside a narrow plot it took half its width."""
+        pi = self.getPlotItem()
+        legend = getattr(pi, "legend", None)
+        below = self.width() < LEGEND_BELOW_WIDTH
+        if legend is None or below == getattr(self, "_legend_below", False):
+            return
+        self._legend_below = below
+        pi.layout.removeItem(legend)
+        if below:
+            pi.layout.addItem(legend, 4, 0, 1, 3)
+        else:
+            pi.layout.addItem(legend, 1, 3, 3, 1)
+        pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
     def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None,
                  value_units: str | None = None) -> None:
@@ -94,3 +122,27 @@ class SpectrumPlot(pg.PlotWidget):
             line = self.plot(self.x, mean, pen=pg.mkPen(c, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
                              name=f"{name} mean", connect=self.connect)
             self.roi_items += [lo, hi, fill, line]
+
+    def show_review(self, mean: np.ndarray, label: str, title: str = "", match=None) -> None:
+        """The reviewed object's mean spectrum (``label`` in the legend, ``title`` over the plot) in amber,
+        beside the target mean (:meth:`show_rois`), and ``match``: (name, spectrum on the cube's bands, or
+        None) of its best library match, dotted. Short texts: the title's width is the plot's narrowest."""
+        self.clear_review()
+        self.review_items.append(self.plot(self.x, np.asarray(mean) / self.scale, pen=pg.mkPen(REVIEW_COLOUR, width=2.5),
+                                           name=label, connect=self.connect))
+        if match is not None and match[1] is not None:
+            self.review_items.append(self.plot(self.x, np.asarray(match[1]) / self.scale,
+                                               pen=pg.mkPen(MATCH_COLOUR, width=2,
+                                                            style=pg.QtCore.Qt.PenStyle.DotLine),
+                                               name=f"match: {_short(match[0])}", connect=self.connect))
+        self.setTitle(title or label)
+
+    def clear_review(self) -> None:
+        for it in self.review_items:
+            self.removeItem(it)
+        self.review_items = []
+
+
+def _short(name: str, n: int = 18) -> str:
+    """A legend's name, at most ``n`` characters (the legend's width is taken from the plot's)."""
+    return name if len(name) <= n else name[:n - 1] + "\u2026"

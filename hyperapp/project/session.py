@@ -32,6 +32,10 @@ class Run:
     result: object  # hyperapp.detect.finish.DetectionResult
     threshold: float
     model_path: str | None = None
+    #: the review of its objects (hyperapp.detect.review.Review), once the Objects tab showed them
+    review: object = None
+    #: the results folder it was read from (File > Open results for review), or None for a run made here
+    results_folder: str | None = None
 
     @property
     def method(self) -> str:
@@ -123,6 +127,10 @@ class Session:
             self._device_cache[backend.name] = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
         return self._device_cache[backend.name]
 
+    def held_pixels(self):
+        """The pixels a run left on a device (:meth:`pixels_on`), or None when none is held."""
+        return next(iter(self._device_cache.values()), None)
+
     def pixels_for(self, method: str, device: str, progress=None):
         """The pixels a run of ``method`` takes: held on the device (:meth:`pixels_on`), or None when a
         pixel detector must stream this cube from its file (its float32 pixels exceed the memory
@@ -148,6 +156,10 @@ class Session:
         for r, mp in zip(self.runs, model_paths):
             runs.append({"name": r.name, "request": r.request.to_dict(defaults=False),
                          "threshold": float(r.threshold), "model": os.path.relpath(mp, folder) if mp else None})
+            if r.results_folder:
+                runs[-1]["results"] = os.path.relpath(r.results_folder, folder)
+            if r.review is not None:
+                runs[-1]["review"] = r.review.to_dict()
         return {
             "format": PROJECT_FORMAT, "format_version": PROJECT_VERSION,
             "cube": os.path.relpath(self.cube.path, folder) if self.cube.path else None,
@@ -223,8 +235,9 @@ class Session:
             if d.get(key):
                 d[key] = str((base / d[key]).resolve())
         for r in d.get("runs", []):
-            if r.get("model"):
-                r["model"] = str((base / r["model"]).resolve())
+            for key in ("model", "results"):
+                if r.get(key):
+                    r[key] = str((base / r[key]).resolve())
             if "request" not in r:  # written before runs held their request: the method and its options
                 r["request"] = {"method": r.get("method"), "params": r.get("params") or {}}
             try:
