@@ -228,6 +228,7 @@ def test_ffbp_graph_and_eager_searches_agree(cp):
 
 
 def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
+    import hyperapp.detect.budget as budget
     import hyperapp.detect.run as det
     from hyperapp.io import open_cube, read_labels
     from hyperapp.request import DetectRequest
@@ -235,7 +236,7 @@ def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     cube = open_cube(land_hdr)
     t = read_labels(land_hdr.with_name("land_targets.csv"), (128, 128))
     whole = det.run_detection(cube, DetectRequest("rbfn", device="gpu"), t)
-    monkeypatch.setattr(det, "GPU_FRACTION", 1e-9)  # pretend the GPU is almost full
+    monkeypatch.setattr(budget, "GPU_FRACTION", 1e-9)  # pretend the GPU is almost full
     tiled = det.run_detection(cube, DetectRequest("rbfn", device="gpu"), t)
     assert tiled.report["streamed"] and not whole.report["streamed"]
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)

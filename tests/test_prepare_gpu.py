@@ -179,16 +179,15 @@ def test_no_detector_imports_cupyx_special_on_the_gpu():
 
 @pytest.mark.gpu
 def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
-    from dataclasses import asdict
-
     from hyperapp.batch.jobfile import Step
     from hyperapp.batch.pipeline import CubePipeline
+    from hyperapp.request import DetectRequest
 
     from .test_batch import _scenes
 
     cubes = [str(c) for c in _scenes(tmp_path / "scenes", 6, size=96, bands=32)]
     (tmp_path / "clicks.csv").write_text("row,col\n11,11\n12,12\n")
-    steps = [asdict(Step("detect", "rbfn", "r", targets=str(tmp_path / "clicks.csv"), far=0.01))]
+    steps = [Step("detect", "r", DetectRequest("rbfn", targets=str(tmp_path / "clicks.csv"), far=0.01)).to_dict()]
     with CubePipeline(steps, str(tmp_path / "piped"), device="gpu") as pipe:
         rows = [f.result(timeout=300) for f in [pipe.submit(c) for c in cubes]]
     alone = CubePipeline(steps, str(tmp_path / "alone"), device="gpu")
