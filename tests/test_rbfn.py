@@ -412,13 +412,12 @@ def test_library_training_keeps_its_mf_coherence_without_the_anomaly_input():
 def test_rbfn_on_an_image_with_fewer_pixels_than_neurons(shape):
     """A background sample with fewer distinct pixels than background neurons places fewer centres; the
     network has those neurons (it indexed its output weights by the number asked, and crashed)."""
-    from hyperapp.core.cube import cube_from_array
-    from hyperapp.detect.run import run_detection
-    from hyperapp.request import DetectRequest
+    from hyperapp.models.registry import get_method
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.1, 1.0, (*shape, 8)).astype(np.float32)
-    cube = cube_from_array(X, "small")
-    r = run_detection(cube, DetectRequest("rbfn", device="cpu"), target_spectra=rng.uniform(0.1, 1.0, (1, 8)))
-    assert np.isfinite(r.scores).all() and r.model.centres_.shape[0] <= 32
-    assert r.model.weights_.shape[0] == r.model.centres_.shape[0]
+    # the network as a library target fits it (run_detection then refuses a 4-pixel image whose scores
+    # tie to float32 precision, which is a result of its own, not this defect's)
+    model = RBFN(**get_method("rbfn").library_params).fit_signature(X, rng.uniform(0.1, 1.0, (1, 8)))
+    assert np.isfinite(model.decision_function(X)).all() and model.centres_.shape[0] <= 32
+    assert model.weights_.shape[0] == model.centres_.shape[0]

@@ -9,18 +9,8 @@ import pytest
 
 from hyperapp.cli import main
 
-
-def _cli(argv, capsys):
-    rc = main(["--headless", *map(str, argv)])
-    return rc, capsys.readouterr().err
-
-
-def _one_line(rc, err, *words):
-    assert rc == 2, err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "internal error" not in err and "Traceback" not in err, err
-    for w in words:
-        assert w in err, (w, err)
+from .refusal_helpers import _cli
+from .refusal_helpers import _one_clean_line as _one_line
 
 
 @pytest.mark.parametrize("named", [False, True])
