@@ -28,8 +28,11 @@ def test_results_dock_offers_the_threshold_that_keeps_the_clicked_kind(qtbot, wi
     assert f"({s['objects']} objects)" in hint.button.text()
     b = hint.button
     assert b.fontMetrics().horizontalAdvance(b.text()) <= b.width() - 8  # whole in the dock's column
+    origin_shown = win.results.origin.isVisible()
     hint.button.click()
     assert run.threshold == pytest.approx(s["threshold"]) and not hint.isVisible()
+    # the line saying how the default threshold was chosen no longer describes the one in use
+    assert origin_shown and not win.results.origin.isVisible()
     win.results.flush()
     assert win.results.counts.text().endswith(f"{s['pixels']} pixels, {s['objects']} objects")
     assert count_at(run.result.scores, run.threshold) == (s["pixels"], s["objects"])

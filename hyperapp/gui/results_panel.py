@@ -77,6 +77,7 @@ class ResultsPanel(QWidget):
         lay.addWidget(self.counts)
         self._asked = None  # (the run's threshold, the false-alarm rate it was set for)
         self.origin = QLabel("")
+        self._origin_at: float | None = None  # the threshold the origin line explains
         self.origin.setWordWrap(True)
         self.origin.setToolTip("How the default threshold was chosen (hyperapp.detect.finish.threshold_origin); "
                                "moving the slider replaces it")
@@ -163,6 +164,7 @@ class ResultsPanel(QWidget):
         self.truth, self.exclude = truth, exclude
         self.origin.setText(origin)
         self.origin.setVisible(bool(origin))
+        self._origin_at = float(threshold)  # the threshold ``origin`` explains; any other hides it
         self._table_threshold = None
         self._counted = None
         finite = self.scores[np.isfinite(self.scores)]
@@ -200,8 +202,10 @@ class ResultsPanel(QWidget):
         self.hint.show_for(report, threshold)  # (the run's report: its suggested threshold, if any)
 
     def set_threshold(self, value: float) -> None:
-        """Move the slider (and everything that follows it) to ``value``, counted at once."""
+        """Move the slider (and everything that follows it) to ``value``, counted at once. The line saying
+        how the run's threshold was chosen shows only while that threshold is the one in use."""
         self._threshold = float(value)
+        self.origin.setVisible(bool(self.origin.text()) and self._threshold == self._origin_at)
         pos = int(round((value - self._lo) / (self._hi - self._lo) * STEPS))
         self.slider.blockSignals(True)
         self.slider.setValue(min(max(pos, 0), STEPS))
