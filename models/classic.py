@@ -300,8 +300,9 @@ class CEM(PixelDetector):
         return (P.astype(self.w_.dtype) @ self.w_).reshape(lead)
 
 
-class SAM(PixelDetector):
-    """Spectral angle mapper against the mean target spectrum; score = cos(angle)."""
+class _TargetShapeDetector(PixelDetector):
+    """A detector scoring each pixel against the mean target spectrum alone (SAM, SID): fitted from the
+    clicked targets' mean or a library spectrum; subclasses give :meth:`fit_from_stats` and the score."""
 
     def __init__(self):
         pass
@@ -320,6 +321,13 @@ class SAM(PixelDetector):
 
     #: the streamed path needs only the target pixels
     stream_stats = "none"
+
+    def fit_from_stats(self, target_mean, dtype=np.float32):  # pragma: no cover - each subclass gives it
+        raise NotImplementedError
+
+
+class SAM(_TargetShapeDetector):
+    """Spectral angle mapper against the mean target spectrum; score = cos(angle)."""
 
     def fit_from_stats(self, target_mean, dtype=np.float32):
         """Fit from the mean target spectrum (float64)."""
@@ -359,7 +367,7 @@ class SAM(PixelDetector):
 SID_EPS = 1e-12
 
 
-class SID(PixelDetector):
+class SID(_TargetShapeDetector):
     """Spectral information divergence against the mean target spectrum (Chang 2000), as ENVI's SID.
 
     Each spectrum is read as a probability distribution over the bands, p = x / Σx (and q = t / Σt for
@@ -372,24 +380,6 @@ class SID(PixelDetector):
     clipped to it before the scaling, in the pixels and the target alike: the divergence stays finite
     and such a band counts as (almost) no share of the spectrum.
     """
-
-    def __init__(self):
-        pass
-
-    accepts_check_input = True
-
-    def fit(self, X, y, check_input: bool = True):
-        P, _, _, t = labelled_target_mean(X, y, check_input)
-        return self.fit_from_stats(t, float_dtype(P))
-
-    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
-        """Fit from a target spectrum (a library's) instead of clicks."""
-        P, _ = as_pixels(X)
-        xp = get_namespace(P)
-        return self.fit_from_stats(xp.asarray(target, dtype=xp.float64), float_dtype(P))
-
-    #: the streamed path needs only the target pixels
-    stream_stats = "none"
 
     def fit_from_stats(self, target_mean, dtype=np.float32):
         """Fit from the mean target spectrum (float64)."""
