@@ -18,7 +18,7 @@ from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid
 from hyperapp.io.h5direct import direct_source
-from hyperapp.io.h5util import dim_names, fill_value, numbers, open_h5, text
+from hyperapp.io.h5util import dim_names, fill_value, holds, numbers, text
 
 VARIABLES = {"reflectance": ("AVIRIS orthorectified surface reflectance", "reflectance (0-1)"),
              "radiance": ("AVIRIS orthorectified at-sensor radiance", None)}
@@ -34,11 +34,7 @@ def _variable(f):
 
 def can_open(path: str | os.PathLike) -> bool:
     """A NetCDF4 file with a group ``reflectance``/``radiance`` holding that 3-D variable and ``wavelength``."""
-    f = open_h5(path)
-    if f is None:
-        return False
-    with f:
-        return _variable(f) is not None
+    return holds(path, lambda f: _variable(f) is not None)
 
 
 def _grid(f, group, ds) -> MapGrid | None:

@@ -21,7 +21,7 @@ from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid, Swath
 from hyperapp.io.h5direct import direct_source
-from hyperapp.io.h5util import dim_names, fill_value, numbers, open_h5, text
+from hyperapp.io.h5util import dim_names, fill_value, holds, numbers, text
 
 VARIABLES = {"reflectance": ("EMIT L2A surface reflectance", "reflectance (0-1)"),
              "radiance": ("EMIT L1B at-sensor radiance", None),
@@ -38,11 +38,7 @@ def _variable(f):
 
 def can_open(path: str | os.PathLike) -> bool:
     """An HDF5 file with a root 3-D ``reflectance``/``radiance`` and a ``sensor_band_parameters`` group."""
-    f = open_h5(path)
-    if f is None:
-        return False
-    with f:
-        return _variable(f) is not None and BANDS in f and "wavelengths" in f[BANDS]
+    return holds(path, lambda f: _variable(f) is not None and BANDS in f and "wavelengths" in f[BANDS])
 
 
 def open_emit(path: str | os.PathLike) -> Cube:

@@ -33,6 +33,16 @@ def open_h5(path: str | os.PathLike):
         return None
 
 
+def holds(path: str | os.PathLike, test) -> bool:
+    """Whether ``path`` is an HDF5 file for which ``test(file)`` is true: a product reader's ``can_open``,
+    looking at the file's structure (never its name); the file is closed again."""
+    f = open_h5(path)
+    if f is None:
+        return False
+    with f:
+        return bool(test(f))
+
+
 def text(v) -> str:
     """An attribute as text (bytes, 1-element arrays and lists of one unwrapped)."""
     if isinstance(v, bytes):

@@ -26,7 +26,7 @@ from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import Swath
 from hyperapp.io.band_stack import BandStack, Piece, split_overlap
 from hyperapp.io.h5direct import direct_source
-from hyperapp.io.h5util import number, numbers, open_h5
+from hyperapp.io.h5util import holds, number, numbers
 
 SWATHS = "HDFEOS/SWATHS"
 
@@ -43,11 +43,7 @@ def _swath(f) -> str | None:
 
 def can_open(path: str | os.PathLike) -> bool:
     """An HDF-EOS5 file with a ``PRS_*`` swath holding ``VNIR_Cube``/``SWIR_Cube``."""
-    f = open_h5(path)
-    if f is None:
-        return False
-    with f:
-        return _swath(f) is not None and ("List_Cw_Vnir" in f.attrs or "List_Cw_Swir" in f.attrs)
+    return holds(path, lambda f: _swath(f) is not None and ("List_Cw_Vnir" in f.attrs or "List_Cw_Swir" in f.attrs))
 
 
 def _level(swath: str) -> str:

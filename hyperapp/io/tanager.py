@@ -18,7 +18,7 @@ from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid
 from hyperapp.io.h5direct import direct_source
-from hyperapp.io.h5util import fill_value, numbers, open_h5, text
+from hyperapp.io.h5util import fill_value, holds, numbers, text
 
 GRID = "HDFEOS/GRIDS/HYP/Data Fields"
 VARIABLES = {"surface_reflectance": ("Planet Tanager surface reflectance", "reflectance (0-1)"),
@@ -36,11 +36,7 @@ def _variable(f):
 
 def can_open(path: str | os.PathLike) -> bool:
     """An HDF-EOS5 file with ``HDFEOS/GRIDS/HYP/Data Fields/surface_reflectance`` (or ``toa_radiance``)."""
-    f = open_h5(path)
-    if f is None:
-        return False
-    with f:
-        return _variable(f) is not None
+    return holds(path, lambda f: _variable(f) is not None)
 
 
 def _dms(v: float) -> float:
