@@ -258,3 +258,28 @@ def test_classic_netcdf_says_what_it_is(tmp_path, capsys):
     p.write_bytes(b"CDF\x01" + bytes(200))
     code, _, err = run(capsys, "info", p)
     assert code == 2 and "classic NetCDF" in err and "old.nc" in err
+
+
+def test_a_job_over_a_folder_mixing_products_runs_each_once(tmp_path):
+    """A glob over a folder of downloads matches several files of one product (DESIS's TIFF and its
+    header, EnMAP's spectral image and its METADATA.XML): each product is one input, and every product
+    in the folder runs."""
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
+
+    from .product_files import write_desis, write_emit, write_enmap, write_prisma
+
+    d = tmp_path / "downloads"
+    for sub in ("emit", "prisma", "desis", "enmap"):
+        (d / sub).mkdir(parents=True)
+    made = [write_emit(d / "emit")[0], write_prisma(d / "prisma")[0], write_desis(d / "desis")[0],
+            write_enmap(d / "enmap")[0]]
+    (tmp_path / "t.csv").write_text("row,col\n5,7\n12,30\n")
+    job = tmp_path / "job.toml"
+    job.write_text(f'[inputs]\npaths = ["{d}/**/*"]\n[[steps]]\ndetect = "ace"\ntargets = "{tmp_path / "t.csv"}"\n'
+                   f'[output]\nfolder = "{tmp_path / "out"}"\n')
+    inputs = load_job(job).inputs
+    assert len(inputs) == 4, inputs  # one per product, whichever of its files the glob met
+    assert run_job(load_job(job), device="cpu") == 0
+    reports = sorted((tmp_path / "out").rglob("report.json"))
+    assert len(reports) == 4 and len(made) == 4

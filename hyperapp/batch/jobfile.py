@@ -162,7 +162,6 @@ def output_names(inputs: list[str]) -> dict[str, str]:
     case: folders on case-insensitive disks), their paths below the folder they share, joined with
     ``-``; any name still taken, or one of the run's own files' (:data:`RESERVED_NAMES`), gets ``-2``,
     ``-3``... Deterministic for a given list of inputs."""
-    import os
     from collections import defaultdict
 
     stems: dict[str, list[str]] = defaultdict(list)
@@ -435,8 +434,10 @@ def load_job(path: str | Path) -> Job:
     # each cube once, in order: a path listed twice, or a link to a file listed already, runs once, said
     seen: dict[str, str] = {}
     twice: list[str] = []
+    from hyperapp.io import product_file
+
     for f in files:
-        real = os.path.realpath(f)
+        real = product_file(f)  # a product opened by several of its files (DESIS .tif + .hdr) runs once
         if real in seen:
             twice.append(f)
         else:

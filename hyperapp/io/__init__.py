@@ -155,6 +155,25 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
                           "AVIRIS), GeoTIFF (EnMAP, DESIS) or MATLAB .mat", p)
 
 
+def product_file(path: str | os.PathLike) -> str:
+    """The one file that stands for the cube ``path`` opens, as a real path: several files open the same
+    product (a DESIS TIFF and the ENVI header beside it; an EnMAP spectral image and its METADATA.XML), so a
+    batch's glob that matches both runs it once."""
+    from hyperapp.io import enmap, geotiff
+
+    p = Path(path)
+    ext = p.suffix.lower()
+    if ext == ".hdr":
+        tif = geotiff.tiff_beside(p)
+        if tif is not None:
+            p = tif
+    if p.suffix.lower() in (".tif", ".tiff", ".xml"):
+        meta = enmap.metadata_of(p)
+        if meta is not None:
+            p = meta
+    return os.path.realpath(p)
+
+
 def _usable(cube: Cube, p: Path) -> Cube:
     """What every format's cube must be, checked once for all of them: at least one row, column and band
     (an HDF5 or .mat array of shape (32, 32, 0) was an internal error deep in a detector, and ``info``
