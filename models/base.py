@@ -359,3 +359,17 @@ def fitted_on(est, xp):
         if k.endswith("_") and hasattr(v, "shape") and hasattr(v, "dtype"):
             setattr(new, k, to_host(v) if xp is np else xp.asarray(v))
     return new
+
+
+class TransformedDetector(PixelDetector):
+    """A detector run on transformed pixels (MNF components, continuum-removed spectra): the wrapped
+    ``detector_`` scores what ``_transform(X)`` gives; subclasses fit it and define ``_transform``."""
+
+    def decision_function(self, X):
+        return self.detector_.decision_function(self._transform(X))
+
+    def score_maps(self, X):
+        Z = self._transform(X)
+        if hasattr(self.detector_, "score_maps"):
+            return self.detector_.score_maps(Z)
+        return self.detector_.decision_function(Z), {}

@@ -20,7 +20,7 @@ import numpy as np
 
 from hyperapp.core.backend import get_namespace
 from hyperapp.core.errors import InputError
-from hyperapp.models.base import PixelDetector, as_pixels, check_finite, float_dtype
+from hyperapp.models.base import TransformedDetector, as_pixels, check_finite, float_dtype
 
 #: spectra per step on the CPU and on the GPU: bounds the (spectra, bands) temporaries (a few of float64 and
 #: int64 each, about 50 MB at 224 bands on the CPU, 1.8 GB on the GPU)
@@ -176,7 +176,7 @@ def continuum_removed(X, wavelengths=None):
     return xp.where(pos, X.astype(hull.dtype) / xp.where(pos, hull, 1), 1).astype(hull.dtype)
 
 
-class InContinuum(PixelDetector):
+class InContinuum(TransformedDetector):
     """Any pixel detector run on continuum-removed spectra: the image's pixels, and any target or undesired
     spectrum (a library's), are divided by their continuum (:func:`continuum_removed`) before the detector
     fits and scores them. The image keeps its shape; a (rows, cols, bands) image stays one for detectors that
@@ -241,12 +241,3 @@ class InContinuum(PixelDetector):
         if P.shape[1] != self.n_bands_:
             raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.n_bands_}")
         return continuum_removed(X, self.wavelengths)
-
-    def decision_function(self, X):
-        return self.detector_.decision_function(self._transform(X))
-
-    def score_maps(self, X):
-        Z = self._transform(X)
-        if hasattr(self.detector_, "score_maps"):
-            return self.detector_.score_maps(Z)
-        return self.detector_.decision_function(Z), {}

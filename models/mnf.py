@@ -37,6 +37,7 @@ from hyperapp.models.base import (
     Estimator,
     Param,
     PixelDetector,
+    TransformedDetector,
     as_pixels,
     check_finite,
     check_not_identical,
@@ -353,7 +354,7 @@ class MTTCIMF(_MixtureTuned):
         self.n_undesired = n_undesired
 
 
-class InMNF(PixelDetector):
+class InMNF(TransformedDetector):
     """Any pixel detector run in MNF space: the image's leading MNF components stand in for its bands, and
     a target or undesired spectrum is transformed the same way (ENVI's "run the detector on the MNF
     image"). Fitted on the image (rows, cols, bands), scored on the same bands.
@@ -411,12 +412,3 @@ class InMNF(PixelDetector):
         if P.shape[1] != self.n_bands_:
             raise InputError(f"image has {P.shape[1]} bands, the detector was fitted on {self.n_bands_}")
         return self.mnf_.transform(X)
-
-    def decision_function(self, X):
-        return self.detector_.decision_function(self._transform(X))
-
-    def score_maps(self, X):
-        Z = self._transform(X)
-        if hasattr(self.detector_, "score_maps"):
-            return self.detector_.score_maps(Z)
-        return self.detector_.decision_function(Z), {}
