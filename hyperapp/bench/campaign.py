@@ -213,6 +213,18 @@ def _class_map(d: Path, truth: np.ndarray) -> Path:
     return write_envi(d / "classes", roi)
 
 
+def _prepare_gpu_fresh(env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    """``hyperapp --headless prepare-gpu`` in a fresh process with ``env`` (its kernel cache): wall seconds
+    and the finished process; a failure raises with the end of its output."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
+                       text=True, cwd=tempfile.gettempdir(), env=F.fresh_env(env))
+    seconds = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+    return seconds, r
+
+
 @bench_case("first-run-every-method")
 def first_runs(ctx) -> list[Measurement]:
     """Empty kernel cache, ``prepare-gpu``, then the first and second run of every method in fresh
@@ -226,12 +238,7 @@ def first_runs(ctx) -> list[Measurement]:
     with tempfile.TemporaryDirectory(prefix="hyperapp-first-") as tmp:
         d = Path(tmp)
         env = {"CUPY_CACHE_DIR": str(d / "kernel-cache")}
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
-                           text=True, cwd=tempfile.gettempdir(), env=F.fresh_env(env))
-        prep_s = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+        prep_s, r = _prepare_gpu_fresh(env)
         fresh = [ln.strip() for ln in r.stdout.splitlines() if "fresh command-line run" in ln]
         out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
                                notes={"summary": r.stdout.strip().splitlines()[-1],
@@ -344,12 +351,7 @@ def first_runs_new_bands(ctx) -> list[Measurement]:
         d = Path(tmp)
         prepared = d / "kernel-cache"
         env = {"CUPY_CACHE_DIR": str(prepared), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "prepare-gpu"], capture_output=True,
-                           text=True, cwd=tempfile.gettempdir(), env=F.fresh_env(env))
-        prep_s = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise RuntimeError(f"prepare-gpu failed: {(r.stdout + r.stderr).strip()[-600:]}")
+        prep_s, r = _prepare_gpu_fresh(env)
         out.append(Measurement("prepare-gpu-empty-cache", prep_s * 1e3, None,
                                notes={"summary": r.stdout.strip().splitlines()[-1],
                                       "cache_files": len(list(prepared.iterdir()))}))
