@@ -33,6 +33,7 @@ import numpy as np
 from hyperapp.bench import Measurement, bench_case
 from hyperapp.bench import whole_path as F
 from hyperapp.bench.settle import settle_writes, stage_medians  # noqa: F401
+from hyperapp.io.writers import write_envi_cube
 
 CAMPAIGN_CUBES, CAMPAIGN_SHAPE = 16, (2048, 2048, 128)
 #: the threads reading the files in parallel for the page-cache floor
@@ -284,7 +285,7 @@ def _resampled_land(d: Path, bands: int) -> tuple[Path, Path, Path]:
     f = ((dst - src[j]) / (src[j + 1] - src[j])).astype(np.float32)
     Y = X[:, :, j] * (1 - f) + X[:, :, j + 1] * f
     d.mkdir(parents=True, exist_ok=True)
-    out = F.write_envi_raw(d / f"land-{bands}", np.ascontiguousarray(Y, np.float32), "bil")
+    out = write_envi_cube(d / f"land-{bands}", np.ascontiguousarray(Y, np.float32), "bil")
     shape = (cube.rows, cube.cols)
     targets = d / "targets.csv"
     write_pixels(targets, read_labels(hdr.with_name("land_targets.csv"), shape))
