@@ -1,0 +1,129 @@
+"""Sensor products built independently of ``tests/product_files.py`` (issue 50), opened through the public
+entry points: :func:`hyperapp.io.open_cube` and the command line's ``info`` and ``detect``.
+
+For each product: the band count and wavelengths (ascending, the product's own bad bands flagged), the
+physical values (scale and offset applied), no-data from the fill value, a detection from two planted pixels
+that ranks the other planted pixels on top, and objects.csv's longitude/latitude within half a pixel.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperapp.io import open_cube
+from tests.independent_products import BUILDERS, TARGETS, Product
+
+NAMES = tuple(BUILDERS)
+
+
+@pytest.fixture(scope="module")
+def products(tmp_path_factory) -> dict[str, Product]:
+    root = tmp_path_factory.mktemp("independent")
+    out = {}
+    for name, build in BUILDERS.items():
+        sub = root / name
+        sub.mkdir()
+        out[name] = build(sub)
+    return out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hyperapp", "--headless", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _matching_bands(cube_wl: np.ndarray, truth_wl: np.ndarray) -> np.ndarray:
+    """For each cube band, the index of the truth band of the same wavelength (-1 where none)."""
+    d = np.abs(cube_wl[:, None] - truth_wl[None, :])
+    idx = d.argmin(axis=1)
+    return np.where(d[np.arange(cube_wl.size), idx] < 0.01, idx, -1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_open_bands_values_nodata(products, name):
+    p = products[name]
+    cube = open_cube(p.path)
+    rows, cols = p.shape
+    assert (cube.rows, cube.cols) == (rows, cols), f"{name}: {cube.shape}"
+    wl = np.asarray(cube.wavelengths, dtype=float)
+    assert wl.shape == (cube.bands,)
+    units = (cube.wavelength_units or "nm").lower()
+    assert units in ("nm", "nanometers", "nanometer"), units
+    assert np.all(np.diff(wl) >= 0), f"{name}: wavelengths not in ascending order"
+    # every real band of the product is there, none invented
+    match = _matching_bands(wl, p.wavelengths)
+    assert np.all(match >= 0), f"{name}: bands {wl[match < 0]} not in the product"
+    assert set(match.tolist()) == set(range(p.wavelengths.size)), f"{name}: bands missing"
+    # the product's own bad bands, and only those, are flagged
+    bad = np.zeros(cube.bands, bool) if cube.bad_bands is None else np.asarray(cube.bad_bands, bool)
+    assert np.array_equal(bad, ~p.good[match]), f"{name}: bad bands {wl[bad]} vs {p.wavelengths[~p.good]}"
+    assert "reflectance" in (cube.value_units or ""), f"{name}: value units {cube.value_units!r}"
+
+    data = cube.read()
+    valid = ~p.nodata
+    good = p.good[match]
+    got = data[valid][:, good]
+    want = p.values[valid][:, match[good]]
+    np.testing.assert_allclose(got, want, atol=p.atol + 1e-6, rtol=1e-5, err_msg=f"{name}: physical values")
+    assert 0.0 <= np.nanmin(got) and np.nanmax(got) <= 1.0
+    fill = data[p.nodata]
+    is_missing = ~np.isfinite(fill)
+    if cube.nodata is not None:
+        is_missing |= fill == cube.nodata
+    assert is_missing.all(), f"{name}: fill pixels read as data"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_info_says_bands_range_units_location(products, name):
+    p = products[name]
+    r = _cli("info", str(p.path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"x {p.wavelengths.size} bands" in out or f"x {p.values.shape[2]} bands" in out, out
+    assert f"{p.wavelengths.min():.4g}"[:4] in out and "nm" in out, out
+    assert "reflectance" in out, out
+    assert "location:" in out and "lon/lat" in out, out
+
+
+def _pixel_error(p: Product, r: int, c: int, lon: float, lat: float) -> np.ndarray:
+    """(row, col) offset in pixels of (lon, lat) from pixel (r, c)'s centre, through the local Jacobian."""
+    r1 = r + 1 if r + 1 < p.shape[0] else r - 1
+    c1 = c + 1 if c + 1 < p.shape[1] else c - 1
+    j = np.array([[(p.lon[r1, c] - p.lon[r, c]) / (r1 - r), (p.lon[r, c1] - p.lon[r, c]) / (c1 - c)],
+                  [(p.lat[r1, c] - p.lat[r, c]) / (r1 - r), (p.lat[r, c1] - p.lat[r, c]) / (c1 - c)]])
+    return np.linalg.solve(j, [lon - p.lon[r, c], lat - p.lat[r, c]])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_detect_ranks_planted_pixels_and_places_them(products, name, tmp_path):
+    p = products[name]
+    clicks = tmp_path / "clicks.csv"
+    clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
+    out = tmp_path / "out"
+    r = _cli("detect", str(p.path), "--method", "ace", "--targets", str(clicks), "--out", str(out),
+             "--device", "cpu")
+    assert r.returncode == 0, r.stderr + r.stdout
+    scores = open_cube(out / "scores.hdr").read()[:, :, 0]
+    assert scores.shape == p.shape
+    s = np.where(np.isfinite(scores) & ~p.nodata, scores, -np.inf)
+    top = {tuple(int(v) for v in np.unravel_index(i, s.shape)) for i in np.argsort(s, axis=None)[::-1][:len(TARGETS)]}
+    assert top == set(TARGETS), f"{name}: top pixels {sorted(top)}"
+    assert not np.isfinite(scores[p.nodata]).any() or np.all(scores[p.nodata] < s[TARGETS[2]]), name
+
+    with open(out / "objects.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and "lon" in rows[0] and "lat" in rows[0], rows[:1]
+    placed = {}
+    for row in rows:
+        if row["pixels"] == "1":
+            placed[(int(row["row0"]), int(row["col0"]))] = (float(row["lon"]), float(row["lat"]))
+    for t in TARGETS:
+        assert t in placed, f"{name}: no single-pixel object at {t}"
+        err = _pixel_error(p, *t, *placed[t])
+        assert np.all(np.abs(err) <= 0.5), f"{name}: object at {t} placed {err} pixels off"
