@@ -67,8 +67,12 @@ def number(v) -> float | None:
 
 
 def numbers(v) -> np.ndarray:
-    """An attribute (or dataset) as a 1-D float array."""
-    a = np.asarray(v[()] if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.ndarray) else v)
+    """An attribute (or dataset) as a 1-D float array. An attribute comes as h5py gives it: a NumPy array, a
+    NumPy scalar (``np.bytes_`` for the fixed-length text netCDF-C and HDF-EOS5 write, ``np.float32``...), a
+    ``str`` (variable-length text) or a list; only a dataset is read."""
+    import h5py
+
+    a = np.asarray(v[()] if isinstance(v, h5py.Dataset) else v)
     if a.dtype.kind in "SUO":
         a = np.asarray([float(x) for x in text(a).replace(",", " ").split()])
     return a.astype(np.float64).reshape(-1)
