@@ -258,8 +258,8 @@ def build_prisma(folder: Path) -> Product:
     swir = np.linspace(934.5, 2497.0, 38)[::-1]
     vnir_cw = vnir.copy()
     swir_cw = swir.copy()
-    vnir_cw[:2] = 0.0                                       # unused bands: wavelength 0, flag 0
-    swir_cw[-2:] = 0.0
+    vnir_cw[-2:] = 0.0                                      # unused bands: wavelength 0, flag 0 (VNIR's
+    swir_cw[:2] = 0.0                                       # shortest, SWIR's longest; the overlap stays)
     vnir_flag = (vnir_cw > 0).astype(np.int8)
     swir_flag = (swir_cw > 0).astype(np.int8)
     wl_v = np.where(vnir_cw > 0, vnir_cw, 500.0)
@@ -267,8 +267,8 @@ def build_prisma(folder: Path) -> Product:
     all_wl = np.concatenate([wl_v, wl_s])
     refl = scene(all_wl, seed=22)
     nodata = np.zeros((rows, cols), bool)
-    for r in range(rows):                                    # L2D: the swath's edge leaves a corner empty
-        nodata[r, : max(0, 6 - r // 2)] = True
+    for r in range(rows):      # L2D: the swath's edge leaves a corner empty, DN 0 in every band (EnMAP-Box's
+        nodata[r, : max(0, 6 - r // 2)] = True            # importer masks such pixels as no data)
     vmin, vmax, smin, smax = 0.0, 0.7, 0.0, 0.65
 
     def dn(r, lo, hi):
@@ -300,10 +300,11 @@ def build_prisma(folder: Path) -> Product:
         a.create("L2ScaleSwirMin", np.float32(smin))
         a.create("L2ScaleSwirMax", np.float32(smax))
         a.create("Epsg_Code", np.int32(epsg))
-        a.create("Product_ULcorner_easting", np.float64(x0))
-        a.create("Product_ULcorner_northing", np.float64(y0))
-        a.create("Product_LRcorner_easting", np.float64(x0 + cols * px))
-        a.create("Product_LRcorner_northing", np.float64(y0 - rows * px))
+        # the corners are the centres of the corner pixels (EnMAP-Box's L2D importer widens them by 15 m)
+        a.create("Product_ULcorner_easting", np.float64(x0 + px / 2))
+        a.create("Product_ULcorner_northing", np.float64(y0 - px / 2))
+        a.create("Product_LRcorner_easting", np.float64(x0 + (cols - 0.5) * px))
+        a.create("Product_LRcorner_northing", np.float64(y0 - (rows - 0.5) * px))
         a.create("Sun_zenith_angle", np.float32(31.2))
         f.create_group("HDFEOS/ADDITIONAL/FILE_ATTRIBUTES")
         f.create_dataset("HDFEOS INFORMATION/StructMetadata.0", data=np.bytes_(
@@ -331,11 +332,12 @@ def build_prisma(folder: Path) -> Product:
     order = np.argsort(wl_used, kind="stable")
     return Product(path, "prisma", wl_used[order], np.ones(order.size, bool),
                    phys[:, :, order].astype(np.float32), nodata, lon, lat, atol=(vmax - vmin) / 65535 * 1.01,
-                   extra={"n_unused": int((~used).sum()), "overlap": (934.5, 1005.0)})
+                   extra={"n_unused": int((~used).sum()), "overlap": (swir_cw[swir_cw > 0].min(),
+                                                                       vnir_cw.max())})
 
 
 # -------------------------------------------------------------------------------------------- EnMAP
-def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str) -> str:
+def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int) -> str:
     bands = "\n".join(
         f'      <bandID number="{i + 1}">\n'
         f"        <wavelengthCenterOfBand>{w:.6f}</wavelengthCenterOfBand>\n"
@@ -350,7 +352,13 @@ def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str) -> str:
         "  <product><image><merge><dimension><rows>40</rows><columns>50</columns></dimension>\n"
         f"    <channels>{len(wl)}</channels></merge></image></product>\n"
         f"  <quality>\n    <defectivePixels>\n{extra_band_blocks}\n    </defectivePixels>\n  </quality>\n"
-        "  <specific>\n    <bandCharacterisation>\n" + bands + "\n    </bandCharacterisation>\n"
+        "  <specific>\n"
+        f"    <numberOfBands>{len(wl)}</numberOfBands>\n"
+        f"    <vnirProductQuality><expectedChannelsList>{','.join(str(i) for i in range(1, n_vnir + 1))}"
+        "</expectedChannelsList></vnirProductQuality>\n"
+        f"    <swirProductQuality><expectedChannelsList>{','.join(str(i) for i in range(n_vnir + 1, len(wl) + 1))}"
+        "</expectedChannelsList></swirProductQuality>\n"
+        "    <bandCharacterisation>\n" + bands + "\n    </bandCharacterisation>\n"
         "  </specific>\n</level_X>\n")
 
 
@@ -360,8 +368,10 @@ def build_enmap(folder: Path) -> Product:
     from rasterio.transform import from_origin
 
     rows, cols = ROWS, COLS
-    wl = np.concatenate([np.linspace(418.24, 993.0, 30), np.linspace(1002.0, 2445.5, 36)])
-    fwhm = np.where(wl < 1000, 6.5, 11.0)
+    # VNIR's bands then SWIR's, the two detectors overlapping at 904-993 nm (EnMAP-Box's importers find the
+    # overlap from vnir/swirProductQuality's expectedChannelsList)
+    wl = np.concatenate([np.linspace(418.24, 993.0, 30), np.linspace(904.2, 2445.5, 36)])
+    fwhm = np.concatenate([np.full(30, 6.5), np.full(36, 11.0)])
     bad = (wl > 1330) & (wl < 1400)
     refl = scene(wl, seed=33)
     nodata = np.zeros((rows, cols), bool)
@@ -377,7 +387,7 @@ def build_enmap(folder: Path) -> Product:
     stem = "ENMAP01-____L2A-DT0000084101_20240702T104526Z_008_V010402_20240705T123001Z"
     d = folder / stem
     d.mkdir()
-    (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, defects))
+    (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, defects, n_vnir=30))
     epsg, x0, y0, px = 32633, 368_010.0, 5_808_990.0, 30.0
     path = d / f"{stem}-SPECTRAL_IMAGE.TIF"
     with rasterio.open(path, "w", driver="GTiff", width=cols, height=rows, count=wl.size, dtype="int16",
@@ -385,7 +395,9 @@ def build_enmap(folder: Path) -> Product:
                        interleave="band", tiled=False) as ds:
         ds.write(np.transpose(dn, (2, 0, 1)))
     lon, lat = _grid_lonlat(epsg, x0, y0, px)
-    return Product(path, "enmap", wl, ~bad, phys.astype(np.float32), nodata, lon, lat, atol=1e-4 * 0.51)
+    order = np.argsort(wl, kind="stable")
+    return Product(path, "enmap", wl[order], ~bad[order], phys[:, :, order].astype(np.float32), nodata, lon, lat,
+                   atol=1e-4 * 0.51, extra={"overlap": (904.2, 993.0)})
 
 
 # ------------------------------------------------------------------------------------------- AVIRIS

@@ -45,12 +45,18 @@ class Piece:
 
 
 class BandStack:
-    """Pieces joined along the band axis, read lazily as float32 (see the module's text)."""
+    """Pieces joined along the band axis, read lazily as float32 (see the module's text).
+
+    ``empty_pixel``: a stored value that, held by a pixel in every band read, makes the pixel no data (NaN
+    in all its bands): PRISMA L2D leaves the grid outside its swath at DN 0 in every band, a value a real
+    pixel has in some bands only.
+    """
 
     dtype = np.dtype(np.float32)
     ndim = 3
 
-    def __init__(self, pieces: list[Piece]):
+    def __init__(self, pieces: list[Piece], empty_pixel: float | None = None):
+        self.empty_pixel = empty_pixel
         if not pieces:
             raise ValueError("a band stack needs at least one piece")
         shapes = set()
@@ -81,6 +87,7 @@ class BandStack:
         out = np.empty((nr, nc, want.size), np.float32)
         if nr == 0 or nc == 0 or want.size == 0:
             return out
+        empty = None  # pixels holding empty_pixel in every band read so far
         for k, p in enumerate(self.pieces):
             a, b = self.starts[k], self.starts[k + 1]
             sel = np.flatnonzero((want >= a) & (want < b))
@@ -97,6 +104,9 @@ class BandStack:
             pick = stored - lo
             if not (pick.size == block.shape[2] and np.array_equal(pick, np.arange(pick.size))):
                 block = block[:, :, pick]
+            if self.empty_pixel is not None:
+                e = (block == self.empty_pixel).all(axis=2)
+                empty = e if empty is None else empty & e
             vals = block.astype(np.float32)
             if p.gain is not None:
                 vals *= p.gain[local].astype(np.float32)
@@ -108,7 +118,28 @@ class BandStack:
                 out = vals if vals.flags.c_contiguous else np.ascontiguousarray(vals)
             else:
                 out[:, :, sel] = vals
+        if empty is not None and empty.any():
+            out[empty] = np.nan
         return out
+
+
+def empty_bands(stack: BandStack, max_rows: int = 64) -> tuple[np.ndarray, int]:
+    """Bands that hold no value where the other bands do: a product's way of saying a band is bad by
+    filling it with its no-data value (EnMAP L2A fills the bands at the edge of the 1.4 um water vapour
+    absorption so). Read from ``max_rows`` rows spread over the image (the whole image would be read
+    otherwise): a band is empty when it has no finite value in any sampled pixel where half the bands or more
+    have one. Returns (bool per band, the number of such pixels sampled; 0: nothing could be said)."""
+    rows, _, nb = stack.shape
+    empty = np.ones(nb, bool)
+    seen = 0
+    for r in np.unique(np.linspace(0, rows - 1, min(rows, max_rows)).round().astype(int)):
+        block = stack[int(r):int(r) + 1, :, :].reshape(-1, nb)
+        ok = np.isfinite(block)
+        pix = ok.sum(axis=1) * 2 >= nb
+        if pix.any():
+            seen += int(pix.sum())
+            empty &= ~ok[pix].any(axis=0)
+    return (empty if seen else np.zeros(nb, bool)), seen
 
 
 class RasterBands:

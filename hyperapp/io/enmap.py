@@ -26,7 +26,7 @@ import numpy as np
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid, corner_swath
-from hyperapp.io.band_stack import BandStack, Piece, RasterBands, split_overlap
+from hyperapp.io.band_stack import BandStack, Piece, RasterBands, empty_bands, split_overlap
 
 IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?\.(?P<ext>[A-Za-z]+)$")
 IMAGE_EXTS = ("TIF", "TIFF", "BSQ", "BIL", "BIP")
@@ -201,6 +201,14 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         else:
             notes.append("no location: the image has no map grid and METADATA.XML no corner coordinates")
     fw = meta["fwhm"][idx]
+    bad = np.zeros(idx.size, bool) if meta["bad"] is None else meta["bad"][idx].copy()
+    empty, seen = empty_bands(stack)
+    if (empty & ~bad).any():  # L2A fills its bad bands with the no-data value, flagged nowhere else
+        wl_empty = meta["wl"][idx][empty & ~bad]
+        notes.append(f"{wl_empty.size} band(s) at {', '.join(f'{w:g}' for w in wl_empty[:6])}"
+                     f"{' ...' if wl_empty.size > 6 else ''} nm hold only the no-data value (in {seen} pixels "
+                     "sampled over the image): marked bad")
+        bad |= empty
     return Cube(
         StoredArray(stack, (0, 1, 2)),
         name=Path(prefix).name,
@@ -208,7 +216,7 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         wavelengths=meta["wl"][idx],
         wavelength_units="nm",
         fwhm=None if np.isnan(fw).any() else fw,
-        bad_bands=None if meta["bad"] is None else meta["bad"][idx],
+        bad_bands=bad if (meta["bad"] is not None or bad.any()) else None,
         interleave="tiff",
         geo=geo,
         product=f"EnMAP {level or '(level not stated)'}",

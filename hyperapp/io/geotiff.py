@@ -5,8 +5,9 @@ on disk. What the bands are comes from, in order: an ENVI-style ``.hdr`` beside 
 its compressed TIFF with one: ``wavelength``, ``fwhm``, ``bbl``, ``data gain values`` / ``data offset
 values``, ``data ignore value``; the header describes the TIFF, whose bytes are never read as raw ENVI
 data), else GDAL's ``ENVI`` metadata domain (``wavelength``, ``bbl``), else per-band ``wavelength`` tags.
-Values are scaled by the header's gains/offsets or the TIFF's own scales/offsets, lazily as they are read.
-The grid is the TIFF's transform and CRS.
+Values are scaled by the header's gains/offsets or the TIFF's own scales/offsets, lazily as they are read;
+where the header's description says reflectance and gains scale it, the values are said to be reflectance
+(0-1). The grid is the TIFF's transform and CRS.
 """
 
 from __future__ import annotations
@@ -141,6 +142,10 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
     if "desis" in str(sensor).lower():
         product = "DESIS (GeoTIFF + ENVI header)" if hdr is not None else "DESIS GeoTIFF"
     scale = h.get("reflectance scale factor")
+    vunits = None  # what the values are, where the header says: reflectance scaled to 0-1 by its gains
+    said = " ".join(str(h.get(k) or "") for k in ("description", "sensor type", "data units")).lower()
+    if "reflectance" in said and "radiance" not in said and gain is not None:
+        vunits = "reflectance (0-1)"
     return Cube(
         store,
         name=p.stem,
@@ -154,6 +159,6 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
         interleave="tiff",
         geo=geo,
         product=product,
-        value_units=None,
+        value_units=vunits,
         notes=tuple(notes),
     )

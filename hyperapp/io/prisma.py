@@ -11,6 +11,8 @@ Fields/Latitude`` and ``Longitude`` (L1: ``Latitude_VNIR``/``Longitude_VNIR``).
 
 The cube hyperapp sees is VNIR and SWIR joined in ascending wavelength, the unused bands left out, one copy
 of the VNIR/SWIR overlap (:func:`hyperapp.io.band_stack.split_overlap`), scaled lazily as it is read.
+No data (L2): a pixel at DN 0 in every band, as the grid outside an L2D swath is (EnMAP-Box's PRISMA L2D
+importer masks it so); the product has no fill value of its own.
 """
 
 from __future__ import annotations
@@ -118,11 +120,14 @@ def open_prisma(path: str | os.PathLike) -> Cube:
         wl.append(cw[idx])
         fwhm.append(fw[idx] if fw is not None and fw.size == cw.size else np.full(n, np.nan))
         bad.append(fl[idx] == 0 if fl is not None and fl.size == cw.size else np.zeros(n, bool))
-    stack = BandStack(pieces)
+    # L2: the grid outside the swath is DN 0 in every band of both cubes (EnMAP-Box's L2D importer masks
+    # these pixels as no data); a pixel of the scene has DN 0 in some bands at most
+    stack = BandStack(pieces, empty_pixel=0 if l2 else None)
     fwhm_all = np.concatenate(fwhm)
     geo = _geo(f[SWATHS][sw], stack.shape[:2], notes)
     if l2:
-        notes.append("reflectance = L2ScaleMin + DN (L2ScaleMax - L2ScaleMin) / 65535, per detector")
+        notes.append("reflectance = L2ScaleMin + DN (L2ScaleMax - L2ScaleMin) / 65535, per detector; a pixel "
+                     "at DN 0 in every band is no data")
     else:
         notes.append("radiance = DN / ScaleFactor + Offset, per detector")
     return Cube(
