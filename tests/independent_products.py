@@ -158,14 +158,24 @@ def _var(group, name: str, data, dims, long_name: str, units: str | None, fill=-
 
 
 # --------------------------------------------------------------------------------------------- EMIT
-def build_emit(folder: Path) -> Product:
-    """EMIT L2A reflectance: a rotated ISS swath with its location arrays and GLT."""
+def _radiance(refl: np.ndarray, wl: np.ndarray) -> np.ndarray:
+    """At-sensor radiance (uW cm-2 sr-1 nm-1) of a reflectance: a solar curve times reflectance plus path."""
+    sun = 15.0 * np.exp(-((wl - 500.0) / 900.0) ** 2) + 1.0
+    return refl * sun / np.pi * 1.8 + 0.3 * np.exp(-(wl - 400.0) / 300.0)
+
+
+def build_emit(folder: Path, level: str = "L2A") -> Product:
+    """EMIT L2A reflectance (or L1B radiance): a rotated ISS swath with its location arrays and GLT."""
     rows, cols = ROWS, COLS
     wl = np.round(np.linspace(381.0, 2493.0, 64), 4).astype(np.float32)
     fwhm = np.full(wl.size, 8.5, np.float32)
     good = ~bad_water(wl.astype(float))
     refl = scene(wl.astype(float), seed=11)
-    refl[:, :, ~good] = np.random.default_rng(5).normal(0.02, 0.05, (rows, cols, int((~good).sum())))
+    if level == "L1B":  # radiance: no bad-band list in L1B's sensor_band_parameters
+        refl = _radiance(refl, wl.astype(float))
+        good = np.ones(wl.size, bool)
+    else:
+        refl[:, :, ~good] = np.random.default_rng(5).normal(0.02, 0.05, (rows, cols, int((~good).sum())))
     nodata = np.zeros((rows, cols), bool)
     nodata[:3, :4] = True          # the swath's start, never acquired
     nodata[-2:, -6:] = True
@@ -204,7 +214,9 @@ def build_emit(folder: Path) -> Product:
     glt_x = np.where(inside, ci + 1, 0).astype(np.int32)
     glt_y = np.where(inside, ri + 1, 0).astype(np.int32)
 
-    path = folder / "EMIT_L2A_RFL_001_20240614T201532_2416613_007.nc"
+    path = folder / f"EMIT_{level}_{'RFL' if level == 'L2A' else 'RAD'}_001_20240614T201532_2416613_007.nc"
+    var, long_name, units = (("reflectance", "Surface Reflectance", "unitless") if level == "L2A"
+                             else ("radiance", "Radiance Data", "uW/cm^2/SR/nm"))
     wkt = CRS.from_epsg(4326).to_wkt("WKT1_GDAL")
     with h5py.File(path, "w", libver="earliest") as f:
         f.attrs.create("_NCProperties", NC_PROPERTIES)
@@ -214,7 +226,7 @@ def build_emit(folder: Path) -> Product:
         d_oy = _dim(f, "ortho_y", ny)
         d_ox = _dim(f, "ortho_x", nx)
         for k, v in [("ncei_template_version", "NCEI_NetCDF_Swath_Template_v2.0"),
-                     ("title", "EMIT L2A Estimated Surface Reflectance 60 m V001"),
+                     ("title", f"EMIT {level} {'Estimated Surface Reflectance' if level == 'L2A' else 'At-Sensor Calibrated Radiance'} 60 m V001"),
                      ("keywords", "Imaging Spectroscopy, minerals, EMIT, dust, radiative forcing"),
                      ("Conventions", "CF-1.63"), ("sensor", "EMIT (Earth Surface Mineral Dust Source Investigation)"),
                      ("instrument", "EMIT"), ("platform", "ISS"), ("naming_authority", "LPDAAC"),
@@ -230,14 +242,15 @@ def build_emit(folder: Path) -> Product:
                      ("westernmost_longitude", lon.min()), ("southernmost_latitude", lat.min()),
                      ("spatialResolution", step)]:
             _num(f, k, v, np.float64)
-        _var(f, "reflectance", stored, (d_down, d_cross, d_bands), "Surface Reflectance", "unitless")
+        _var(f, var, stored, (d_down, d_cross, d_bands), long_name, units)
         sbp = f.create_group("sensor_band_parameters")
         _var(sbp, "wavelengths", wl, (d_bands,), "Wavelength Centers", "nm")
         _var(sbp, "fwhm", fwhm, (d_bands,), "Full Width at Half Max", "nm")
         # netCDF4-python casts the -9999 fill to the variable's type: 241 for u1
-        _var(sbp, "good_wavelengths", good.astype(np.uint8), (d_bands,),
-             "Wavelengths where reflectance is useable: 1 = good data, 0 = bad data", "unitless",
-             fill=np.array(-9999).astype(np.int64).astype(np.uint8))
+        if level == "L2A":
+            _var(sbp, "good_wavelengths", good.astype(np.uint8), (d_bands,),
+                 "Wavelengths where reflectance is useable: 1 = good data, 0 = bad data", "unitless",
+                 fill=np.array(-9999).astype(np.int64).astype(np.uint8))
         loc = f.create_group("location")
         _var(loc, "lon", lon, (d_down, d_cross), "Longitude (WGS-84)", "degrees east")
         _var(loc, "lat", lat, (d_down, d_cross), "Latitude (WGS-84)", "degrees north")
@@ -247,6 +260,7 @@ def build_emit(folder: Path) -> Product:
         _var(loc, "glt_y", glt_y, (d_oy, d_ox), "GLT Line Lookup", "pixel location", fill=-9999,
              chunks=True, compression="gzip", compression_opts=9)
     return Product(path, "emit", wl.astype(float), good, refl.astype(np.float32), nodata, lon, lat,
+                   units="reflectance" if level == "L2A" else "radiance",
                    extra={"glt": (glt_x, glt_y), "geotransform": (gx0, step, gy0)})
 
 
@@ -465,12 +479,16 @@ def _struct_metadata(rows: int, cols: int, ul: tuple, lr: tuple, zone: int) -> b
         "GROUP=ZaStructure\nEND_GROUP=ZaStructure\nEND\n").encode()
 
 
-def build_tanager(folder: Path) -> Product:
-    """Planet Tanager ortho surface reflectance (HDF-EOS5 grid, UTM): (band, y, x) float32."""
+def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> Product:
+    """Planet Tanager surface reflectance, HDF-EOS5 (band, y, x) float32: the ortho product on a UTM grid
+    (``GRIDS/HYP``), or the basic one in sensor geometry (``SWATHS/HYP`` with ``Geolocation Fields``)."""
     rows, cols = ROWS, COLS
     wl = np.linspace(376.4, 2499.1, 70).astype(np.float32)
     good = ~(((wl > 1340) & (wl < 1460)) | ((wl > 1790) & (wl < 1960)) | (wl > 2470))
     refl = scene(wl.astype(float), seed=55)
+    if radiance:  # toa_radiance, W m-2 sr-1 um-1 (ten times uW cm-2 sr-1 nm-1); no bad-band list
+        refl = 10.0 * _radiance(refl, wl.astype(float))
+        good = np.ones(wl.size, bool)
     nodata = np.zeros((rows, cols), bool)
     rr, cc = np.mgrid[:rows, :cols]
     nodata |= cc < (8 - rr // 5)            # the rotated strip leaves the grid's corners empty
@@ -478,35 +496,46 @@ def build_tanager(folder: Path) -> Product:
     stored = refl.astype(np.float32)
     stored[nodata] = -9999.0
     epsg, zone, x0, y0, px = 32632, 32, 301_020.0, 5_110_980.0, 30.0
-    path = folder / "20250506_103512_02_4001_ortho_sr_hdf5.h5"
+    lon, lat = _grid_lonlat(epsg, x0, y0, px)
+    if not ortho:  # sensor geometry: a slightly skewed strip, placed by per-pixel latitude/longitude
+        rr, cc = np.mgrid[:rows, :cols].astype(float)
+        lon, lat = _utm_lonlat(epsg, x0 + (cc + 0.5) * px + 4.0 * rr, y0 - (rr + 0.5) * px + 2.5 * cc)
+    cube_name = "toa_radiance" if radiance else "surface_reflectance"
+    path = folder / f"20250506_103512_02_4001_{'ortho' if ortho else 'basic'}_{'radiance' if radiance else 'sr'}_hdf5.h5"
     with h5py.File(path, "w") as f:
-        f.create_dataset("HDFEOS INFORMATION/StructMetadata.0",
-                         data=np.bytes_(_struct_metadata(rows, cols, (x0, y0), (x0 + cols * px, y0 - rows * px),
-                                                         zone)), dtype="S32000")
+        struct = (_struct_metadata(rows, cols, (x0, y0), (x0 + cols * px, y0 - rows * px), zone) if ortho else
+                  b'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="HYP"\n\tEND_GROUP=SWATH_1\n'
+                  b"END_GROUP=SwathStructure\nGROUP=GridStructure\nEND_GROUP=GridStructure\nEND\n")
+        f.create_dataset("HDFEOS INFORMATION/StructMetadata.0", data=np.bytes_(struct), dtype="S32000")
         f["HDFEOS INFORMATION"].attrs.create("HDFEOSVersion", np.bytes_(b"HDFEOS_5.1.16"))
         f.create_group("HDFEOS/ADDITIONAL/FILE_ATTRIBUTES")
-        hyp = f.create_group("HDFEOS/GRIDS/HYP")
-        hyp.attrs.create("epsg_code", np.int64(epsg))
+        hyp = f.create_group("HDFEOS/GRIDS/HYP" if ortho else "HDFEOS/SWATHS/HYP")
+        if ortho:
+            hyp.attrs.create("epsg_code", np.int64(epsg))
+        else:
+            gf = hyp.create_group("Geolocation Fields")
+            gf.create_dataset("Latitude", data=lat)
+            gf.create_dataset("Longitude", data=lon)
         hyp.attrs.create("strip_id", np.bytes_(b"20250506_103512_02_4001"))
         hyp.attrs.create("created_at", np.bytes_(b"2025-05-07T02:11:09Z"))
         df = hyp.create_group("Data Fields")
-        sr = df.create_dataset("surface_reflectance", data=np.transpose(stored, (2, 0, 1)),
+        sr = df.create_dataset(cube_name, data=np.transpose(stored, (2, 0, 1)),
                                chunks=(1, rows, cols), compression="gzip", compression_opts=4)
         sr.attrs.create("wavelengths", wl)
         sr.attrs.create("fwhm", np.full(wl.size, 6.05, np.float32))
-        sr.attrs.create("good_wavelengths", good.astype(np.uint8))
-        sr.attrs.create("Unit", np.bytes_(b"Unitless"))
+        if not radiance:  # Planet ships the bad-band flags on the SR product only
+            sr.attrs.create("good_wavelengths", good.astype(np.uint8))
+        sr.attrs.create("Unit", np.bytes_(b"W/(m^2 sr um)" if radiance else b"Unitless"))
         sr.attrs.create("_FillValue", np.float32(-9999.0))
         unc = np.full_like(np.transpose(stored, (2, 0, 1)), 0.01)
         unc[:, nodata] = -9999.0
-        df.create_dataset("surface_reflectance_uncertainty", data=unc, chunks=(1, rows, cols),
-                          compression="gzip")
+        df.create_dataset(f"{cube_name}_uncertainty", data=unc, chunks=(1, rows, cols), compression="gzip")
         df.create_dataset("nodata_pixels", data=nodata.astype(np.uint8))
         df.create_dataset("beta_cloud_mask", data=np.zeros((rows, cols), np.uint8))
         df.create_dataset("beta_cirrus_mask", data=np.zeros((rows, cols), np.uint8))
         df.create_dataset("aerosol_optical_depth", data=np.full((rows, cols), 0.12, np.float32))
-    lon, lat = _grid_lonlat(epsg, x0, y0, px)
-    return Product(path, "tanager", wl.astype(float), good, refl.astype(np.float32), nodata, lon, lat)
+    return Product(path, "tanager", wl.astype(float), good, refl.astype(np.float32), nodata, lon, lat,
+                   units="radiance (W/(m^2 sr um))" if radiance else "reflectance")
 
 
 # --------------------------------------------------------------------------------------------- DESIS
@@ -554,8 +583,10 @@ def build_desis(folder: Path) -> Product:
                    atol=1e-4 * 0.51)
 
 
-BUILDERS = {"emit": build_emit, "prisma": build_prisma, "enmap": build_enmap, "aviris": build_aviris,
-            "tanager": build_tanager, "desis": build_desis}
+BUILDERS = {"emit": build_emit, "emit_l1b": lambda d: build_emit(d, "L1B"), "prisma": build_prisma,
+            "enmap": build_enmap, "aviris": build_aviris, "tanager": build_tanager,
+            "tanager_basic": lambda d: build_tanager(d, ortho=False),
+            "tanager_radiance": lambda d: build_tanager(d, radiance=True), "desis": build_desis}
 
 
 def build_all(folder: Path) -> dict[str, Product]:

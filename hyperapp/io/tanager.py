@@ -1,9 +1,11 @@
-"""Planet Tanager orthorectified products (HDF-EOS5, read with h5py).
+"""Planet Tanager products, ortho and basic (HDF-EOS5, read with h5py).
 
-Layout: the grid ``HDFEOS/GRIDS/HYP`` holds ``Data Fields/surface_reflectance`` (or ``toa_radiance``), (band,
-y, x), with the attributes ``wavelengths``, ``fwhm`` and ``good_wavelengths`` (and ``_FillValue``); the
-grid's place is HDF-EOS5's ``HDFEOS INFORMATION/StructMetadata.0`` text (``XDim``, ``YDim``,
-``UpperLeftPointMtrs``, ``LowerRightMtrs``, ``Projection``, ``ZoneCode``).
+Layout: the grid ``HDFEOS/GRIDS/HYP`` (ortho products) or the swath ``HDFEOS/SWATHS/HYP`` (basic products,
+in sensor geometry) holds ``Data Fields/surface_reflectance`` (or ``toa_radiance``), (band, y, x), with the
+attributes ``wavelengths``, ``fwhm`` and ``good_wavelengths`` (and ``_FillValue``, ``Unit``); the grid's
+place is HDF-EOS5's ``HDFEOS INFORMATION/StructMetadata.0`` text (``XDim``, ``YDim``,
+``UpperLeftPointMtrs``, ``LowerRightMtrs``, ``Projection``, ``ZoneCode``), the swath's its ``Geolocation
+Fields/Latitude`` and ``Longitude`` (y, x). (HyperCoast's ``tanager.py`` reads the four products so.)
 """
 
 from __future__ import annotations
@@ -16,26 +18,29 @@ import numpy as np
 
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
-from hyperapp.core.geo import MapGrid
+from hyperapp.core.geo import MapGrid, Swath
 from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import fill_value, holds, numbers, text
 
 GRID = "HDFEOS/GRIDS/HYP/Data Fields"
+SWATH = "HDFEOS/SWATHS/HYP/Data Fields"
 VARIABLES = {"surface_reflectance": ("Planet Tanager surface reflectance", "reflectance (0-1)"),
              "toa_radiance": ("Planet Tanager top-of-atmosphere radiance", None)}
 
 
-def _variable(f):
-    if GRID not in f:
-        return None
-    for name in VARIABLES:
-        if name in f[GRID] and f[GRID][name].ndim == 3:
-            return name
+def _variable(f) -> tuple[str, str] | None:
+    """(the Data Fields group, the cube's name): the ortho grid's first, else the basic swath's."""
+    for where in (GRID, SWATH):
+        if where in f:
+            for name in VARIABLES:
+                if name in f[where] and f[where][name].ndim == 3:
+                    return where, name
     return None
 
 
 def can_open(path: str | os.PathLike) -> bool:
-    """An HDF-EOS5 file with ``HDFEOS/GRIDS/HYP/Data Fields/surface_reflectance`` (or ``toa_radiance``)."""
+    """An HDF-EOS5 file with ``HDFEOS/GRIDS/HYP/Data Fields/surface_reflectance`` (or ``toa_radiance``), or
+    the same under ``HDFEOS/SWATHS/HYP``."""
     return holds(path, lambda f: _variable(f) is not None)
 
 
@@ -87,10 +92,11 @@ def open_tanager(path: str | os.PathLike) -> Cube:
 
     p = Path(path)
     f = h5py.File(p, "r")
-    name = _variable(f)
-    if name is None:
-        raise CubeFormatError(f"no 3-D surface_reflectance or toa_radiance in {GRID}", p)
-    ds = f[GRID][name]
+    found = _variable(f)
+    if found is None:
+        raise CubeFormatError(f"no 3-D surface_reflectance or toa_radiance in {GRID} or {SWATH}", p)
+    where, name = found
+    ds = f[where][name]
     if "wavelengths" not in ds.attrs:
         raise CubeFormatError(f"{name} has no wavelengths attribute (Tanager's band centres)", p)
     wl = numbers(ds.attrs["wavelengths"])
@@ -100,13 +106,27 @@ def open_tanager(path: str | os.PathLike) -> Cube:
     good = numbers(ds.attrs["good_wavelengths"]) if "good_wavelengths" in ds.attrs else None
     if np.any(np.diff(wl) <= 0):
         raise CubeFormatError(f"{name}'s wavelengths are not ascending", p)
-    meta = f.get("HDFEOS INFORMATION/StructMetadata.0")
-    geo = grid_from_struct(text(meta[()])) if meta is not None else None
-    if geo is not None and not re.search(rf"XDim={ds.shape[2]}\b", text(meta[()])):
+    notes: list[str] = []
+    if where == GRID:
+        meta = f.get("HDFEOS INFORMATION/StructMetadata.0")
+        geo = grid_from_struct(text(meta[()])) if meta is not None else None
+        if geo is not None and not re.search(rf"XDim={ds.shape[2]}\b", text(meta[()])):
+            geo = None
+    else:  # basic product: sensor geometry, a latitude and longitude per pixel
         geo = None
+        g = f[where].parent.get("Geolocation Fields")
+        if g is not None and "Latitude" in g and "Longitude" in g:
+            if g["Latitude"].shape == ds.shape[1:] and g["Longitude"].shape == ds.shape[1:]:
+                geo = Swath(g["Latitude"], g["Longitude"])
+            else:
+                notes.append(f"location: Latitude {g['Latitude'].shape} does not match the cube's "
+                             f"{ds.shape[1]} x {ds.shape[2]} pixels: the pixels are not placed")
     product, vunits = VARIABLES[name]
-    if vunits is None:
-        vunits = f"radiance ({text(ds.attrs['units'])})" if "units" in ds.attrs else "radiance"
+    if where == SWATH:
+        product += " (basic, sensor geometry)"
+    if vunits is None:  # Planet writes the unit as "Unit"
+        unit = next((ds.attrs[k] for k in ("units", "Unit", "Units") if k in ds.attrs), None)
+        vunits = f"radiance ({text(unit)})" if unit is not None else "radiance"
     return Cube(
         StoredArray(direct_source(ds, p), (1, 2, 0)),
         name=p.stem,
@@ -120,4 +140,5 @@ def open_tanager(path: str | os.PathLike) -> Cube:
         geo=geo,
         product=product,
         value_units=vunits,
+        notes=tuple(notes),
     )
