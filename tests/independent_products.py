@@ -351,7 +351,8 @@ def build_prisma(folder: Path) -> Product:
 
 
 # -------------------------------------------------------------------------------------------- EnMAP
-def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int) -> str:
+def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int, level: str = "L2A",
+               corners: dict | None = None) -> str:
     bands = "\n".join(
         f'      <bandID number="{i + 1}">\n'
         f"        <wavelengthCenterOfBand>{w:.6f}</wavelengthCenterOfBand>\n"
@@ -361,13 +362,19 @@ def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int) -> s
         f"      </bandID>" for i, (w, fw, g, o) in enumerate(zip(wl, fwhm, gain, offset)))
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n<level_X xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
-        "  <metadata><schema><processingLevel>L2A</processingLevel></schema></metadata>\n"
-        "  <base><temporalCoverage><startTime>2024-07-02T10:45:26.000Z</startTime></temporalCoverage></base>\n"
+        f"  <metadata><schema><processingLevel>{level}</processingLevel></schema></metadata>\n"
+        "  <base><temporalCoverage><startTime>2024-07-02T10:45:26.000Z</startTime></temporalCoverage>\n"
+        + ("" if corners is None else "    <spatialCoverage><boundingPolygon>\n" + "".join(
+            f"      <point><frame>{k}</frame><latitude>{la:.7f}</latitude><longitude>{lo:.7f}</longitude></point>\n"
+            for k, (lo, la) in corners.items()) + "    </boundingPolygon></spatialCoverage>\n")
+        + "  </base>\n"
         "  <product><image><merge><dimension><rows>40</rows><columns>50</columns></dimension>\n"
         f"    <channels>{len(wl)}</channels></merge></image></product>\n"
         f"  <quality>\n    <defectivePixels>\n{extra_band_blocks}\n    </defectivePixels>\n  </quality>\n"
         "  <specific>\n"
         f"    <numberOfBands>{len(wl)}</numberOfBands>\n"
+        f"    <numberOfVNIRBands>{n_vnir}</numberOfVNIRBands><numberOfSWIRBands>{len(wl) - n_vnir}"
+        "</numberOfSWIRBands>\n"
         f"    <vnirProductQuality><expectedChannelsList>{','.join(str(i) for i in range(1, n_vnir + 1))}"
         "</expectedChannelsList></vnirProductQuality>\n"
         f"    <swirProductQuality><expectedChannelsList>{','.join(str(i) for i in range(n_vnir + 1, len(wl) + 1))}"
@@ -412,6 +419,52 @@ def build_enmap(folder: Path) -> Product:
     order = np.argsort(wl, kind="stable")
     return Product(path, "enmap", wl[order], ~bad[order], phys[:, :, order].astype(np.float32), nodata, lon, lat,
                    atol=1e-4 * 0.51, extra={"overlap": (904.2, 993.0)})
+
+
+def build_enmap_l1b(folder: Path) -> Product:
+    """EnMAP L1B: VNIR and SWIR radiance in two GeoTIFFs in sensor geometry (no grid), DN x gain + offset
+    per band, the four scene corners in METADATA.XML's ``base/spatialCoverage/boundingPolygon``."""
+    import warnings
+
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning
+
+    rows, cols = ROWS, COLS
+    wl = np.concatenate([np.linspace(418.24, 993.0, 30), np.linspace(904.2, 2445.5, 36)])
+    fwhm = np.concatenate([np.full(30, 6.5), np.full(36, 11.0)])
+    rad = _radiance(scene(wl, seed=77), wl) * 10.0          # W m-2 sr-1 um-1
+    gain = np.where(wl < 1000, 0.0021, 0.0013) * (1 + 0.05 * np.sin(np.arange(wl.size)))
+    offset = np.where(wl < 1000, -0.12, -0.05)
+    dn = np.rint((rad - offset) / gain).astype(np.int16)
+    phys = dn * gain + offset
+    # the scene's corners (pixel centres), a track 12 degrees off north near 47.9 N 11.3 E
+    lat0, lon0, ang = 47.9, 11.3, np.radians(12.0)
+    m_lon = 111_000.0 * np.cos(np.radians(lat0))
+
+    def place(r, c):
+        e = 30.0 * (c * np.cos(ang) + r * np.sin(ang))
+        n = 30.0 * (c * np.sin(ang) - r * np.cos(ang))
+        return lon0 + e / m_lon, lat0 + n / 111_000.0
+
+    corners = {"upper_left": place(0, 0), "upper_right": place(0, cols - 1), "lower_left": place(rows - 1, 0),
+               "lower_right": place(rows - 1, cols - 1), "center": place((rows - 1) / 2, (cols - 1) / 2)}
+    rr, cc = np.mgrid[:rows, :cols].astype(float)
+    lon, lat = place(rr, cc)
+    stem = "ENMAP01-____L1B-DT0000084101_20240702T104526Z_008_V010402_20240705T122311Z"
+    d = folder / stem
+    d.mkdir()
+    (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, "", n_vnir=30, level="L1B",
+                                                       corners=corners))
+    for det, sl in (("VNIR", slice(0, 30)), ("SWIR", slice(30, None))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NotGeoreferencedWarning)
+            with rasterio.open(d / f"{stem}-SPECTRAL_IMAGE_{det}.TIF", "w", driver="GTiff", width=cols,
+                               height=rows, count=dn[:, :, sl].shape[2], dtype="int16", interleave="band") as ds:
+                ds.write(np.transpose(dn[:, :, sl], (2, 0, 1)))
+    order = np.argsort(wl, kind="stable")
+    return Product(d / f"{stem}-METADATA.XML", "enmap", wl[order], np.ones(wl.size, bool),
+                   phys[:, :, order].astype(np.float32), np.zeros((rows, cols), bool), lon, lat,
+                   units="radiance", atol=float(gain.max()) * 0.51, extra={"overlap": (904.2, 993.0)})
 
 
 # ------------------------------------------------------------------------------------------- AVIRIS
@@ -584,7 +637,7 @@ def build_desis(folder: Path) -> Product:
 
 
 BUILDERS = {"emit": build_emit, "emit_l1b": lambda d: build_emit(d, "L1B"), "prisma": build_prisma,
-            "enmap": build_enmap, "aviris": build_aviris, "tanager": build_tanager,
+            "enmap": build_enmap, "enmap_l1b": build_enmap_l1b, "aviris": build_aviris, "tanager": build_tanager,
             "tanager_basic": lambda d: build_tanager(d, ortho=False),
             "tanager_radiance": lambda d: build_tanager(d, radiance=True), "desis": build_desis}
 
