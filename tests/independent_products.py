@@ -265,8 +265,9 @@ def build_emit(folder: Path, level: str = "L2A") -> Product:
 
 
 # ------------------------------------------------------------------------------------------- PRISMA
-def build_prisma(folder: Path) -> Product:
-    """PRISMA L2D: VNIR and SWIR cubes (rows, bands, cols) uint16, descending wavelengths, unused bands 0."""
+def build_prisma(folder: Path, level: str = "L2D") -> Product:
+    """PRISMA L2D (or L2C, or L1 radiance): VNIR and SWIR cubes (rows, bands, cols) uint16, descending
+    wavelengths, unused bands 0. L2C and L1 are in sensor geometry (a skewed swath placed per pixel)."""
     rows, cols = ROWS, COLS
     vnir = np.linspace(402.4, 1005.0, 26)[::-1]            # descending as stored
     swir = np.linspace(934.5, 2497.0, 38)[::-1]
@@ -280,28 +281,45 @@ def build_prisma(folder: Path) -> Product:
     wl_s = np.where(swir_cw > 0, swir_cw, 1500.0)
     all_wl = np.concatenate([wl_v, wl_s])
     refl = scene(all_wl, seed=22)
+    if level == "L1":
+        refl = 10.0 * _radiance(refl, all_wl)                # W m-2 sr-1 um-1
     nodata = np.zeros((rows, cols), bool)
     for r in range(rows):      # L2D: the swath's edge leaves a corner empty, DN 0 in every band (EnMAP-Box's
         nodata[r, : max(0, 6 - r // 2)] = True            # importer masks such pixels as no data)
     vmin, vmax, smin, smax = 0.0, 0.7, 0.0, 0.65
 
+    if level != "L2D":
+        nodata[:] = False                                    # a swath has no grid corner to leave empty
+
     def dn(r, lo, hi):
         return np.clip(np.rint((r - lo) / (hi - lo) * 65535.0), 0, 65535).astype(np.uint16)
 
-    dn_v = dn(refl[:, :, : vnir.size], vmin, vmax)
-    dn_s = dn(refl[:, :, vnir.size:], smin, smax)
-    dn_v[nodata] = 0
-    dn_s[nodata] = 0
-    phys_v = vmin + dn_v.astype(np.float64) * (vmax - vmin) / 65535.0
-    phys_s = smin + dn_s.astype(np.float64) * (smax - smin) / 65535.0
+    sf_v, sf_s, off_v, off_s = 120.0, 230.0, 0.0, -0.5       # L1: radiance = DN / ScaleFactor + Offset
+    if level == "L1":
+        dn_v = np.clip(np.rint((refl[:, :, : vnir.size] - off_v) * sf_v), 0, 65535).astype(np.uint16)
+        dn_s = np.clip(np.rint((refl[:, :, vnir.size:] - off_s) * sf_s), 0, 65535).astype(np.uint16)
+        phys_v, phys_s = dn_v / sf_v + off_v, dn_s / sf_s + off_s
+    else:
+        dn_v = dn(refl[:, :, : vnir.size], vmin, vmax)
+        dn_s = dn(refl[:, :, vnir.size:], smin, smax)
+        dn_v[nodata] = 0
+        dn_s[nodata] = 0
+        phys_v = vmin + dn_v.astype(np.float64) * (vmax - vmin) / 65535.0
+        phys_s = smin + dn_s.astype(np.float64) * (smax - smin) / 65535.0
 
     epsg, x0, y0, px = 32632, 512_000.0, 4_921_020.0, 30.0
     lon, lat = _grid_lonlat(epsg, x0, y0, px)
-    path = folder / "PRS_L2D_STD_20240512101847_20240512101851_0001.he5"
+    if level != "L2D":  # sensor geometry: the rows run along the track, 9 degrees off north
+        rr, cc = np.mgrid[:rows, :cols].astype(float)
+        a = np.radians(9.0)
+        lon, lat = _utm_lonlat(epsg, x0 + 30.0 * (cc * np.cos(a) + rr * np.sin(a)),
+                               y0 + 30.0 * (cc * np.sin(a) - rr * np.cos(a)))
+    sw = {"L2D": "PRS_L2D_HCO", "L2C": "PRS_L2C_HCO", "L1": "PRS_L1_HCO"}[level]
+    path = folder / f"PRS_{level}_STD{'_OFFL' if level == 'L1' else ''}_20240512101847_20240512101851_0001.he5"
     with h5py.File(path, "w") as f:
         a = f.attrs
-        a.create("Processing_Level", np.bytes_(b"2D"))
-        a.create("Product_ID", np.bytes_(b"PRS_L2D_STD"))
+        a.create("Processing_Level", np.bytes_(level[1:].encode()))
+        a.create("Product_ID", np.bytes_(f"PRS_{level}_STD".encode()))
         a.create("Product_StartTime", np.bytes_(b"2024-05-12T10:18:47.012"))
         a.create("List_Cw_Vnir", vnir_cw.astype(np.float32))
         a.create("List_Cw_Swir", swir_cw.astype(np.float32))
@@ -309,10 +327,16 @@ def build_prisma(folder: Path) -> Product:
         a.create("List_Fwhm_Swir", np.where(swir_cw > 0, 10.5, 0.0).astype(np.float32))
         a.create("List_Cw_Vnir_Flags", vnir_flag)
         a.create("List_Cw_Swir_Flags", swir_flag)
-        a.create("L2ScaleVnirMin", np.float32(vmin))
-        a.create("L2ScaleVnirMax", np.float32(vmax))
-        a.create("L2ScaleSwirMin", np.float32(smin))
-        a.create("L2ScaleSwirMax", np.float32(smax))
+        if level == "L1":
+            a.create("ScaleFactor_Vnir", np.float32(sf_v))
+            a.create("ScaleFactor_Swir", np.float32(sf_s))
+            a.create("Offset_Vnir", np.float32(off_v))
+            a.create("Offset_Swir", np.float32(off_s))
+        else:
+            a.create("L2ScaleVnirMin", np.float32(vmin))
+            a.create("L2ScaleVnirMax", np.float32(vmax))
+            a.create("L2ScaleSwirMin", np.float32(smin))
+            a.create("L2ScaleSwirMax", np.float32(smax))
         a.create("Epsg_Code", np.int32(epsg))
         # the corners are the centres of the corner pixels (EnMAP-Box's L2D importer widens them by 15 m)
         a.create("Product_ULcorner_easting", np.float64(x0 + px / 2))
@@ -322,22 +346,28 @@ def build_prisma(folder: Path) -> Product:
         a.create("Sun_zenith_angle", np.float32(31.2))
         f.create_group("HDFEOS/ADDITIONAL/FILE_ATTRIBUTES")
         f.create_dataset("HDFEOS INFORMATION/StructMetadata.0", data=np.bytes_(
-            b"GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName=\"PRS_L2D_HCO\"\n\tEND_GROUP=SWATH_1\n"
-            b"END_GROUP=SwathStructure\nEND\n"))
-        hco = f.create_group("HDFEOS/SWATHS/PRS_L2D_HCO")
+            f'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="{sw}"\n\tEND_GROUP=SWATH_1\n'
+            "END_GROUP=SwathStructure\nEND\n".encode()))
+        hco = f.create_group(f"HDFEOS/SWATHS/{sw}")
         df = hco.create_group("Data Fields")
         df.create_dataset("VNIR_Cube", data=np.transpose(dn_v, (0, 2, 1)), chunks=(1, vnir.size, cols),
                           compression="gzip")
         df.create_dataset("SWIR_Cube", data=np.transpose(dn_s, (0, 2, 1)), chunks=(1, swir.size, cols),
                           compression="gzip")
-        df.create_dataset("VNIR_PIXEL_L2_ERR_MATRIX", data=np.zeros((rows, vnir.size, cols), np.uint8))
-        df.create_dataset("SWIR_PIXEL_L2_ERR_MATRIX", data=np.zeros((rows, swir.size, cols), np.uint8))
+        err = "L2" if level != "L1" else "L1"
+        df.create_dataset(f"VNIR_PIXEL_{err}_ERR_MATRIX", data=np.zeros((rows, vnir.size, cols), np.uint8))
+        df.create_dataset(f"SWIR_PIXEL_{err}_ERR_MATRIX", data=np.zeros((rows, swir.size, cols), np.uint8))
         gf = hco.create_group("Geolocation Fields")
-        gf.create_dataset("Latitude", data=lat.astype(np.float32))
-        gf.create_dataset("Longitude", data=lon.astype(np.float32))
+        if level == "L1":  # L1 places each detector (acolite reads the SWIR's)
+            for det in ("VNIR", "SWIR"):
+                gf.create_dataset(f"Latitude_{det}", data=lat.astype(np.float32))
+                gf.create_dataset(f"Longitude_{det}", data=lon.astype(np.float32))
+        else:
+            gf.create_dataset("Latitude", data=lat.astype(np.float32))
+            gf.create_dataset("Longitude", data=lon.astype(np.float32))
         geom = hco.create_group("Geometric Fields")
         geom.create_dataset("Solar_Zenith_Angle", data=np.full((rows, cols), 31.2, np.float32))
-        pco = f.create_group("HDFEOS/SWATHS/PRS_L2D_PCO")
+        pco = f.create_group(f"HDFEOS/SWATHS/{sw[:-3]}PCO")
         pco.create_dataset("Data Fields/Cube", data=np.zeros((rows * 6, cols * 6), np.uint16))
     # what a reader should give: the used bands, ascending (the VNIR/SWIR overlap both present)
     used = np.concatenate([vnir_flag, swir_flag]).astype(bool)
@@ -345,7 +375,9 @@ def build_prisma(folder: Path) -> Product:
     wl_used = all_wl[used]
     order = np.argsort(wl_used, kind="stable")
     return Product(path, "prisma", wl_used[order], np.ones(order.size, bool),
-                   phys[:, :, order].astype(np.float32), nodata, lon, lat, atol=(vmax - vmin) / 65535 * 1.01,
+                   phys[:, :, order].astype(np.float32), nodata, lon, lat,
+                   units="radiance" if level == "L1" else "reflectance",
+                   atol=(vmax - vmin) / 65535 * 1.01 if level != "L1" else 1e-5,
                    extra={"n_unused": int((~used).sum()), "overlap": (swir_cw[swir_cw > 0].min(),
                                                                        vnir_cw.max())})
 
@@ -637,6 +669,7 @@ def build_desis(folder: Path) -> Product:
 
 
 BUILDERS = {"emit": build_emit, "emit_l1b": lambda d: build_emit(d, "L1B"), "prisma": build_prisma,
+            "prisma_l2c": lambda d: build_prisma(d, "L2C"), "prisma_l1": lambda d: build_prisma(d, "L1"),
             "enmap": build_enmap, "enmap_l1b": build_enmap_l1b, "aviris": build_aviris, "tanager": build_tanager,
             "tanager_basic": lambda d: build_tanager(d, ortho=False),
             "tanager_radiance": lambda d: build_tanager(d, radiance=True), "desis": build_desis}
