@@ -189,3 +189,35 @@ def test_a_pixel_at_the_empty_value_in_every_band_is_no_data():
     out = stack[:, :, :]
     assert np.isnan(out[0, 0]).all() and np.isfinite(out[1, 1]).all() and out[1, 1, 3] == 200
     assert np.isfinite(np.delete(out.reshape(-1, 5), 0, axis=0)).all()
+
+
+def test_emit_detect_orthorectified_through_the_glt(products, tmp_path):
+    """``--ortho``: the scores land on EMIT's GLT grid (each cell the score of the swath pixel its GLT names,
+    1-based, 0 = none) and the objects' lon/lat are their cells' centres on the grid of ``geotransform``."""
+    p = products["emit"]
+    glt_x, glt_y = p.extra["glt"]
+    x0, step, y0 = p.extra["geotransform"]
+    clicks = tmp_path / "clicks.csv"
+    clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
+    swath, ortho = tmp_path / "swath", tmp_path / "ortho"
+    for out, extra in ((swath, ()), (ortho, ("--ortho",))):
+        r = _cli("detect", str(p.path), "--method", "ace", "--targets", str(clicks), "--out", str(out),
+                 "--device", "cpu", *extra)
+        assert r.returncode == 0, r.stderr + r.stdout
+    s = open_cube(swath / "scores.hdr").read()[:, :, 0]
+    o = open_cube(ortho / "scores.hdr").read()[:, :, 0]
+    assert o.shape == glt_x.shape
+    has = glt_x > 0
+    want = np.full(glt_x.shape, np.nan, np.float32)
+    want[has] = s[glt_y[has] - 1, glt_x[has] - 1]
+    np.testing.assert_allclose(o[has], want[has], rtol=1e-5, atol=1e-6)
+    assert not np.isfinite(o[~has]).any()
+    with open(ortho / "objects.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows
+    for row in rows:
+        r0, c0 = int(row["row0"]), int(row["col0"])
+        cy, cx = float(row["centroid_row"]), float(row["centroid_col"])
+        lon, lat = x0 + (cx + 0.5) * step, y0 - (cy + 0.5) * step
+        assert abs(float(row["lon"]) - lon) <= step / 2 and abs(float(row["lat"]) - lat) <= step / 2, row
+        assert has[r0, c0]
