@@ -221,3 +221,25 @@ def test_emit_detect_orthorectified_through_the_glt(products, tmp_path):
         lon, lat = x0 + (cx + 0.5) * step, y0 - (cy + 0.5) * step
         assert abs(float(row["lon"]) - lon) <= step / 2 and abs(float(row["lat"]) - lat) <= step / 2, row
         assert has[r0, c0]
+
+
+def test_a_job_over_a_folder_of_these_downloads_runs_each_product_once(tmp_path):
+    """A glob over a folder of the products above meets every file of each (EnMAP's XML and images, DESIS's
+    TIFF, header and METADATA.xml): each product is one input and all of them run (DESIS's METADATA.xml was
+    an input of its own, refused as 'not an EnMAP product', and the job failed)."""
+    from hyperapp.batch.jobfile import load_job
+    from hyperapp.batch.runner import run_job
+    from tests.independent_products import build_all
+
+    d = tmp_path / "downloads"
+    built = build_all(d)
+    desis_xml = next(built["desis"].path.parent.glob("*-METADATA.xml"))
+    assert open_cube(desis_xml).bands == open_cube(built["desis"].path).bands
+    (tmp_path / "t.csv").write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
+    job = tmp_path / "job.toml"
+    job.write_text(f'[inputs]\npaths = ["{d}/**/*"]\n[[steps]]\ndetect = "ace"\ntargets = "{tmp_path / "t.csv"}"\n'
+                   f'[output]\nfolder = "{tmp_path / "out"}"\n')
+    inputs = load_job(job).inputs
+    assert len(inputs) == len(built), inputs
+    assert run_job(load_job(job), device="cpu") == 0
+    assert len(list((tmp_path / "out").rglob("report.json"))) == len(built)

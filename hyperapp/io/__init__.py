@@ -137,7 +137,11 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
     if ext == ".zip" or ext == ".xml" or enmap.can_open(p):
         if enmap.can_open(p):
             return enmap.open_enmap(p)
-        raise CubeFormatError("is not an EnMAP product (no *-METADATA.XML with bandCharacterisation)", p)
+        image = geotiff.image_of_metadata(p) if ext == ".xml" else None
+        if image is not None:  # a DESIS product named by its METADATA.xml
+            return geotiff.open_geotiff(image)
+        raise CubeFormatError("is not an EnMAP product (no *-METADATA.XML with bandCharacterisation) nor a "
+                              "product's METADATA.xml beside its *-SPECTRAL_IMAGE.tif", p)
     if geotiff.is_tiff(p):  # before ENVI: a TIFF beside an ENVI header (DESIS) is read as a TIFF, never raw
         return geotiff.open_geotiff(p)
     if ext == ".hdr":
@@ -171,6 +175,8 @@ def product_file(path: str | os.PathLike) -> str:
         meta = enmap.metadata_of(p)
         if meta is not None:
             p = meta
+        elif p.suffix.lower() == ".xml":  # DESIS: the METADATA.xml beside its SPECTRAL_IMAGE.tif
+            p = geotiff.image_of_metadata(p) or p
     return os.path.realpath(p)
 
 

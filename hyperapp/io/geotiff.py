@@ -4,7 +4,7 @@ A GeoTIFF's bands are the cube's bands; rasterio reads windows of them on demand
 on disk. What the bands are comes from, in order: an ENVI-style ``.hdr`` beside the TIFF (DESIS L2A ships
 its compressed TIFF with one: ``wavelength``, ``fwhm``, ``bbl``, ``data gain values`` / ``data offset
 values``, ``data ignore value``; the header describes the TIFF, whose bytes are never read as raw ENVI
-data), else GDAL's ``ENVI`` metadata domain (``wavelength``, ``bbl``), else per-band ``wavelength`` tags.
+data; the product's ``*-METADATA.xml`` opens its ``*-SPECTRAL_IMAGE.tif``), else GDAL's ``ENVI`` metadata domain (``wavelength``, ``bbl``), else per-band ``wavelength`` tags.
 Values are scaled by the header's gains/offsets or the TIFF's own scales/offsets, lazily as they are read;
 where the header's description says reflectance and gains scale it, the values are said to be reflectance
 (0-1). The grid is the TIFF's transform and CRS.
@@ -42,6 +42,19 @@ def tiff_beside(hdr: Path) -> Path | None:
     if stem.suffix.lower() in (".tif", ".tiff"):
         cands.insert(0, stem)
     return next((c for c in cands if c.is_file() and is_tiff(c)), None)
+
+
+def image_of_metadata(xml: Path) -> Path | None:
+    """The spectral image a product's ``<prefix>-METADATA.xml`` describes: a TIFF ``<prefix>-SPECTRAL_IMAGE.tif``
+    beside it (DESIS ships its L1/L2 products so; EnMAP-Box imports DESIS from the XML), else None."""
+    m = re.match(r"^(?P<prefix>.+)-METADATA\.xml$", xml.name, re.IGNORECASE)
+    if m is None:
+        return None
+    for ext in (".tif", ".TIF", ".tiff", ".TIFF"):
+        cand = xml.with_name(f"{m.group('prefix')}-SPECTRAL_IMAGE{ext}")
+        if cand.is_file() and is_tiff(cand):
+            return cand
+    return None
 
 
 def header_beside(tif: Path) -> Path | None:
