@@ -415,8 +415,10 @@ def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int, leve
         "  </specific>\n</level_X>\n")
 
 
-def build_enmap(folder: Path) -> Product:
-    """EnMAP L2A: one GeoTIFF (int16 reflectance x 10000) and METADATA.XML, water-vapour edge bands nodata."""
+def build_enmap(folder: Path, cog: bool = False) -> Product:
+    """EnMAP L2A: one GeoTIFF (int16 reflectance x 10000) and METADATA.XML, water-vapour edge bands nodata.
+    ``cog``: the cloud-optimised delivery (DLR's STAC assets): ``*-SPECTRAL_IMAGE_COG.TIF``, tiled with
+    overviews, and the quality masks beside it (``*-QL_QUALITY_CLOUD_COG.TIF``...)."""
     import rasterio
     from rasterio.transform import from_origin
 
@@ -442,11 +444,21 @@ def build_enmap(folder: Path) -> Product:
     d.mkdir()
     (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, defects, n_vnir=30))
     epsg, x0, y0, px = 32633, 368_010.0, 5_808_990.0, 30.0
-    path = d / f"{stem}-SPECTRAL_IMAGE.TIF"
-    with rasterio.open(path, "w", driver="GTiff", width=cols, height=rows, count=wl.size, dtype="int16",
-                       crs=f"EPSG:{epsg}", transform=from_origin(x0, y0, px, px), nodata=-32768,
-                       interleave="band", tiled=False) as ds:
+    path = d / f"{stem}-SPECTRAL_IMAGE{'_COG' if cog else ''}.TIF"
+    profile = dict(width=cols, height=rows, count=wl.size, dtype="int16", crs=f"EPSG:{epsg}",
+                   transform=from_origin(x0, y0, px, px), nodata=-32768)
+    if cog:
+        profile.update(driver="COG", blocksize=16, compress="deflate", overview_resampling="nearest")
+    else:
+        profile.update(driver="GTiff", interleave="band", tiled=False)
+    with rasterio.open(path, "w", **profile) as ds:
         ds.write(np.transpose(dn, (2, 0, 1)))
+    if cog:
+        for q in ("CLOUD", "CLOUDSHADOW", "HAZE"):
+            with rasterio.open(d / f"{stem}-QL_QUALITY_{q}_COG.TIF", "w", driver="COG", width=cols, height=rows,
+                               count=1, dtype="uint8", crs=f"EPSG:{epsg}",
+                               transform=from_origin(x0, y0, px, px)) as ds:
+                ds.write(np.zeros((1, rows, cols), np.uint8))
     lon, lat = _grid_lonlat(epsg, x0, y0, px)
     order = np.argsort(wl, kind="stable")
     return Product(path, "enmap", wl[order], ~bad[order], phys[:, :, order].astype(np.float32), nodata, lon, lat,
@@ -670,7 +682,7 @@ def build_desis(folder: Path) -> Product:
 
 BUILDERS = {"emit": build_emit, "emit_l1b": lambda d: build_emit(d, "L1B"), "prisma": build_prisma,
             "prisma_l2c": lambda d: build_prisma(d, "L2C"), "prisma_l1": lambda d: build_prisma(d, "L1"),
-            "enmap": build_enmap, "enmap_l1b": build_enmap_l1b, "aviris": build_aviris, "tanager": build_tanager,
+            "enmap": build_enmap, "enmap_cog": lambda d: build_enmap(d, cog=True), "enmap_l1b": build_enmap_l1b, "aviris": build_aviris, "tanager": build_tanager,
             "tanager_basic": lambda d: build_tanager(d, ortho=False),
             "tanager_radiance": lambda d: build_tanager(d, radiance=True), "desis": build_desis}
 

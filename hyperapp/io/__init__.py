@@ -161,8 +161,8 @@ def _open_by_format(p: Path, dataset: str | None, band_axis: int | None = None) 
 
 def product_file(path: str | os.PathLike) -> str:
     """The one file that stands for the cube ``path`` opens, as a real path: several files open the same
-    product (a DESIS TIFF and the ENVI header beside it; an EnMAP spectral image and its METADATA.XML), so a
-    batch's glob that matches both runs it once."""
+    product (a DESIS TIFF, the ENVI header and the METADATA.xml beside it; an EnMAP spectral image, its
+    quality layers and quicklooks and its METADATA.XML), so a batch's glob that matches them runs it once."""
     from hyperapp.io import enmap, geotiff
 
     p = Path(path)
@@ -172,7 +172,7 @@ def product_file(path: str | os.PathLike) -> str:
         if tif is not None:
             p = tif
     if p.suffix.lower() in (".tif", ".tiff", ".xml"):
-        meta = enmap.metadata_of(p)
+        meta = enmap.product_metadata(p)
         if meta is not None:
             p = meta
         elif p.suffix.lower() == ".xml":  # DESIS: the METADATA.xml beside its SPECTRAL_IMAGE.tif

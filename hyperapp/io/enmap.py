@@ -6,7 +6,8 @@ The XML's ``specific/bandCharacterisation/bandID`` (one per band, numbered from 
 offset); ``vnirProductQuality/expectedChannelsList`` and ``swirProductQuality/expectedChannelsList`` list
 the bands (bandID numbers) that hold data, the others are bad. L1B keeps VNIR and SWIR in two images
 (``*-SPECTRAL_IMAGE_VNIR``, ``*-SPECTRAL_IMAGE_SWIR``); L1C and L2A one (``*-SPECTRAL_IMAGE``) of VNIR's
-bands then SWIR's. In both the detectors overlap near 900-1000 nm: one copy is kept
+bands then SWIR's; the cloud-optimised delivery names them ``*-SPECTRAL_IMAGE_COG.TIF`` (and keeps its
+quality layers beside, ``*-QL_QUALITY_CLOUD_COG.TIF``...). In both the detectors overlap near 900-1000 nm: one copy is kept
 (:func:`hyperapp.io.band_stack.split_overlap`). L1C/L2A images are map grids (their GeoTIFF transform);
 L1B is in sensor geometry: its location is bilinear between the four corners of ``base/spatialCoverage``
 (approximate; the RPCs are not applied). (Layout after the EnMAP-Box importers, read only.)
@@ -28,7 +29,10 @@ from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid, corner_swath
 from hyperapp.io.band_stack import BandStack, Piece, RasterBands, empty_bands, split_overlap
 
-IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?\.(?P<ext>[A-Za-z]+)$")
+# the spectral image: GeoTIFF, ENVI, or the cloud-optimised delivery's ``-SPECTRAL_IMAGE_COG.TIF``
+IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?(?:_COG)?\.(?P<ext>[A-Za-z]+)$")
+# the product's other rasters: quality layers and quicklooks (``-QL_QUALITY_CLOUD_COG.TIF``, ``-QL_VNIR.TIF``...)
+SIDECAR = re.compile(r"^(?P<prefix>.*)-QL_[A-Za-z0-9_]+\.(?P<ext>[A-Za-z]+)$")
 IMAGE_EXTS = ("TIF", "TIFF", "BSQ", "BIL", "BIP")
 
 
@@ -49,6 +53,18 @@ def metadata_of(path: Path) -> Path | None:
         return None
     with open(cand, "rb") as fh:
         return cand if _is_metadata(fh.read(1 << 22)) else None
+
+
+def product_metadata(path: Path) -> Path | None:
+    """The METADATA.XML of the EnMAP product any of its files belongs to (the XML, a spectral image, a
+    quality layer or quicklook), for counting a product once however many of its files a glob meets."""
+    m = SIDECAR.match(path.name)
+    if m is not None and m.group("ext").upper() in IMAGE_EXTS:
+        cand = path.with_name(m.group("prefix") + "-METADATA.XML")
+        if cand.is_file():
+            with open(cand, "rb") as fh:
+                return cand if _is_metadata(fh.read(1 << 22)) else None
+    return metadata_of(path)
 
 
 def _zip_members(path: Path) -> tuple[str, list[str]] | None:
