@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from hyperapp.io import open_cube
-from tests.independent_products import BUILDERS, TARGETS, Product
+
+from .conftest import OUTSIDE, cli_env
+from .independent_products import BUILDERS, TARGETS, Product
 
 NAMES = tuple(BUILDERS)
 
@@ -34,7 +36,7 @@ def products(tmp_path_factory) -> dict[str, Product]:
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hyperapp", "--headless", *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, cwd=OUTSIDE, env=cli_env())
 
 
 def _matching_bands(cube_wl: np.ndarray, truth_wl: np.ndarray) -> np.ndarray:
@@ -229,7 +231,8 @@ def test_a_job_over_a_folder_of_these_downloads_runs_each_product_once(tmp_path)
     an input of its own, refused as 'not an EnMAP product', and the job failed)."""
     from hyperapp.batch.jobfile import load_job
     from hyperapp.batch.runner import run_job
-    from tests.independent_products import build_all
+
+    from .independent_products import build_all
 
     d = tmp_path / "downloads"
     built = build_all(d)
