@@ -142,6 +142,13 @@ def test_detect_ranks_planted_pixels_and_places_them(products, name, tmp_path):
     assert top == set(TARGETS), f"{name}: top pixels {sorted(top)}"
     assert not np.isfinite(scores[p.nodata]).any() or np.all(scores[p.nodata] < s[TARGETS[2]]), name
 
+    from hyperapp.core.geo import MapGrid
+
+    geo = open_cube(p.path).geo
+    if isinstance(geo, MapGrid):  # the scores carry the product's grid (ENVI map info)
+        sgeo = open_cube(out / "scores.hdr").geo
+        assert isinstance(sgeo, MapGrid), f"{name}: scores without the map grid"
+        np.testing.assert_allclose(sgeo.transform, geo.transform, atol=1e-6)
     with open(out / "objects.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert rows and "lon" in rows[0] and "lat" in rows[0], rows[:1]
@@ -266,3 +273,19 @@ def test_a_job_over_a_folder_of_these_downloads_runs_each_product_once(tmp_path)
     assert len(inputs) == len(built), inputs
     assert run_job(load_job(job), device="cpu") == 0
     assert len(list((tmp_path / "out").rglob("report.json"))) == len(built)
+
+
+def test_prisma_l2d_is_a_map_grid_checked_against_its_latitude_longitude(products):
+    """PRISMA L2D is on a UTM grid: ``Epsg_Code`` and the corner attributes (the corner pixels' centres)
+    make a :class:`MapGrid` (so exports carry the CRS) when they agree with the file's Latitude/Longitude;
+    L2C, in sensor geometry, keeps its latitude/longitude per pixel."""
+    from hyperapp.core.geo import MapGrid, Swath, lonlat
+
+    p = products["prisma"]
+    geo = open_cube(p.path).geo
+    assert isinstance(geo, MapGrid) and geo.crs == "EPSG:32632"
+    rr, cc = np.mgrid[: p.shape[0], : p.shape[1]]
+    lon, lat = lonlat(geo, rr, cc)
+    np.testing.assert_allclose(lon, p.lon, atol=1e-7)
+    np.testing.assert_allclose(lat, p.lat, atol=1e-7)
+    assert isinstance(open_cube(products["prisma_l2c"].path).geo, Swath)

@@ -7,7 +7,9 @@ Layout (opengeos/HyperCoast ``hypercoast/prisma.py``; acolite ``acolite/prisma/`
 ``List_Cw_Swir_Flags``), in the cube's band order: descending wavelength, with unused bands at 0 nm. Values:
 reflectance (L2) = ``L2ScaleVnirMin`` + DN (``L2ScaleVnirMax`` - ``L2ScaleVnirMin``) / 65535, radiance
 (L1) = DN / ``ScaleFactor_Vnir`` + ``Offset_Vnir`` (and the same with Swir). Places: ``Geolocation
-Fields/Latitude`` and ``Longitude`` (L1: ``Latitude_VNIR``/``Longitude_VNIR``).
+Fields/Latitude`` and ``Longitude`` (L1: ``Latitude_VNIR``/``Longitude_VNIR``); L2D, a map grid, also by
+``Epsg_Code`` and its corners ``Product_ULcorner_*``/``Product_LRcorner_*`` (used where they agree with the
+Latitude/Longitude, see :func:`_l2d_grid`).
 
 The cube hyperapp sees is VNIR and SWIR joined in ascending wavelength, the unused bands left out, one copy
 of the VNIR/SWIR overlap (:func:`hyperapp.io.band_stack.split_overlap`), scaled lazily as it is read.
@@ -25,7 +27,7 @@ import numpy as np
 
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
-from hyperapp.core.geo import Swath
+from hyperapp.core.geo import MapGrid, Swath, lonlat
 from hyperapp.io.band_stack import BandStack, Piece, split_overlap
 from hyperapp.io.h5direct import direct_source
 from hyperapp.io.h5util import holds, number, numbers
@@ -125,6 +127,8 @@ def open_prisma(path: str | os.PathLike) -> Cube:
     stack = BandStack(pieces, empty_pixel=0 if l2 else None)
     fwhm_all = np.concatenate(fwhm)
     geo = _geo(f[SWATHS][sw], stack.shape[:2], notes)
+    if level == "L2D":
+        geo = _l2d_grid(f, stack.shape[:2], geo, notes) or geo
     if l2:
         notes.append("reflectance = L2ScaleMin + DN (L2ScaleMax - L2ScaleMin) / 65535, per detector; a pixel "
                      "at DN 0 in every band is no data")
@@ -144,6 +148,46 @@ def open_prisma(path: str | os.PathLike) -> Cube:
         value_units="reflectance (0-1)" if l2 else "radiance (W m-2 sr-1 um-1)",
         notes=tuple(notes),
     )
+
+
+def _l2d_grid(f, shape, swath: Swath | None, notes: list[str]) -> MapGrid | None:
+    """L2D's map grid: ``Epsg_Code`` and the corners ``Product_ULcorner_easting``/``_northing`` and
+    ``Product_LRcorner_*``. Readers differ on what a corner is (EnMAP-Box's importer: the centre of the
+    corner pixel; HyperCoast's: the outer corner), so both are tried against the file's own Latitude and
+    Longitude and the one they agree with (within a tenth of a pixel) is used; None (the swath kept) when
+    neither agrees, or the file lacks them."""
+    keys = ("Product_ULcorner_easting", "Product_ULcorner_northing", "Product_LRcorner_easting",
+            "Product_LRcorner_northing")
+    epsg = number(f.attrs.get("Epsg_Code"))
+    vals = [number(f.attrs.get(k)) for k in keys]
+    rows, cols = shape
+    if epsg is None or any(v is None for v in vals) or swath is None or rows < 2 or cols < 2:
+        return None
+    ulx, uly, lrx, lry = vals
+    r = np.array([0, 0, rows - 1, rows - 1, rows // 2])
+    c = np.array([0, cols - 1, 0, cols - 1, cols // 2])
+    want_lon, want_lat = lonlat(swath, r, c, nearest=True)
+    for what, px, py, x0, y0 in (
+            ("the centres of the corner pixels", (lrx - ulx) / (cols - 1), (uly - lry) / (rows - 1), None, None),
+            ("the outer corners", (lrx - ulx) / cols, (uly - lry) / rows, ulx, uly)):
+        if px <= 0 or py <= 0:
+            continue
+        x0 = ulx - px / 2 if x0 is None else x0
+        y0 = uly + py / 2 if y0 is None else y0
+        grid = MapGrid((x0, px, 0.0, y0, 0.0, -py), f"EPSG:{int(epsg)}")
+        try:
+            lon, lat = lonlat(grid, r, c)
+        except Exception:  # noqa: BLE001  (a code pyproj does not know: the swath stays)
+            return None
+        step = np.hypot(*[np.diff(v) for v in lonlat(swath, [0, 0], [0, 1], nearest=True)])
+        err = np.hypot(lon - want_lon, lat - want_lat)
+        if step.size and np.all(err <= 0.1 * float(step[0])):
+            notes.append(f"location: the map grid of Epsg_Code {int(epsg)} and the product's corners (read as "
+                         f"{what}, as its Latitude/Longitude agree)")
+            return grid
+    notes.append("location: the Latitude/Longitude per pixel (the product's corners and Epsg_Code do not agree "
+                 "with them)")
+    return None
 
 
 def _geo(swath, shape, notes: list[str]) -> Swath | None:
