@@ -15,16 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperapp.bench.products import EMIT_WKT, emit_wavelengths  # noqa: F401  (re-exported for the tests)
+from hyperapp.bench.products import netcdf_dims as _netcdf_dims
+
 ROWS, COLS = 40, 50
 #: planted target pixels (row, col): the first two are given as targets, the rest must rank on top
 TARGETS = [(5, 7), (12, 30), (20, 15), (28, 40), (33, 8), (36, 25), (8, 44), (24, 3)]
 #: pixels holding the fill value in every band
 FILL = [(0, 0), (0, 1), (1, 0), (39, 49)]
 
-#: EMIT's ``spatial_ref`` (GDAL's WKT1 of WGS84, as the files hold it)
-EMIT_WKT = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'
-            'AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,'
-            'AUTHORITY["EPSG","9122"]],AXIS["Latitude",NORTH],AXIS["Longitude",EAST],AUTHORITY["EPSG","4326"]]')
 #: WGS84 UTM zone 11N
 UTM11 = "EPSG:32611"
 X0, Y0, PIXEL = 400000.0, 3760000.0, 30.0
@@ -100,83 +99,34 @@ def _truth(wl, bad, lonlat, refl=None, **more):
     return out
 
 
-def _netcdf_dims(f, names_sizes):
-    """NetCDF4's dimensions without variables: dimension-scale datasets the cube's axes attach to."""
-    for name, n in names_sizes:
-        d = f.create_dataset(name, shape=(n,), dtype="f4")
-        d.make_scale("This is a netCDF dimension but not a netCDF variable." + " " * 9 + str(n))
-
-
 # ----------------------------------------------------------------------------- EMIT
 
-def emit_wavelengths(n: int = 48) -> np.ndarray:
-    return np.linspace(381.0, 2493.0, n)
-
-
 def write_emit(folder, level: str = "L2A", chunks=True, rows: int = ROWS, cols: int = COLS,
-               wl: np.ndarray | None = None, data: np.ndarray | None = None):
-    """An EMIT L2A RFL (or L1B RAD) NetCDF4 file: root ``reflectance``/``radiance`` (downtrack, crosstrack,
-    bands) float32 with _FillValue -9999, ``sensor_band_parameters`` and ``location`` groups, global
-    ``geotransform`` and ``spatial_ref``. ``data``: the cube to write instead of the scene (large files)."""
-    import h5py
+               wl: np.ndarray | None = None):
+    """An EMIT L2A RFL (or L1B RAD) NetCDF4 file (:func:`hyperapp.bench.products.write_emit_file`, the layout
+    the full-size bench case writes too) of the scene, with its truth."""
+    from hyperapp.bench.products import write_emit_file
 
     wl = emit_wavelengths() if wl is None else wl
-    nb = wl.size
-    name = "reflectance" if level == "L2A" else "radiance"
     kind = "RFL" if level == "L2A" else "RAD"
-    p = Path(folder) / f"EMIT_{level}_{kind}_001_20230316T045133_2307503_005.nc"
+    refl = scene(wl)
+    arr = (refl if level == "L2A" else refl * 10.0).astype(np.float32)
+    _fill(arr, -9999.0, 2)
+    lon0, lat0, px = -118.0, 34.0, 0.0005
+    p = write_emit_file(Path(folder) / f"EMIT_{level}_{kind}_001_20230316T045133_2307503_005.nc", level, wl, rows, cols,
+                        arr, chunks, (lon0, lat0), px)
     good = ~(((wl > 1320) & (wl < 1440)) | ((wl > 1770) & (wl < 1970)))
-    refl = scene(wl) if data is None else None
-    with h5py.File(p, "w") as f:
-        _netcdf_dims(f, [("downtrack", rows), ("crosstrack", cols), ("bands", nb),
-                         ("ortho_y", rows + 2), ("ortho_x", cols + 2)])
-        if data is None:
-            arr = (refl if level == "L2A" else refl * 10.0).astype(np.float32)
-            _fill(arr, -9999.0, 2)
-        else:
-            arr = None
-        ds = f.create_dataset(name, shape=(rows, cols, nb), dtype="f4", chunks=chunks, fillvalue=-9999.0,
-                              data=arr)
-        if data is not None:
-            step = max(1, (64 << 20) // (cols * nb * 4))
-            for r0 in range(0, rows, step):
-                ds[r0:r0 + step] = data[r0:r0 + step]
-        ds.attrs["_FillValue"] = np.float32(-9999.0)
-        ds.attrs["long_name"] = "Surface Reflectance" if level == "L2A" else "Radiance Data"
-        ds.attrs["units"] = "unitless" if level == "L2A" else "uW/cm^2/SR/nm"
-        for i, dim in enumerate(("downtrack", "crosstrack", "bands")):
-            ds.dims[i].attach_scale(f[dim])
-        g = f.create_group("sensor_band_parameters")
-        w = g.create_dataset("wavelengths", data=wl.astype(np.float32))
-        w.attrs["long_name"] = "Wavelength Centers"
-        w.attrs["units"] = "nm"
-        g.create_dataset("fwhm", data=np.full(nb, 8.5, np.float32)).attrs["units"] = "nm"
-        g.create_dataset("good_wavelengths", data=good.astype(np.float32))
-        loc = f.create_group("location")
-        # the orthorectified grid: geographic, with a one-pixel border of "no data" around the swath
-        px = 0.0005
-        lon0, lat0 = -118.0, 34.0
-        rr, cc = np.mgrid[0:rows, 0:cols].astype(np.float64)
-        loc.create_dataset("lat", data=lat0 - (rr + 1.5) * px)
-        loc.create_dataset("lon", data=lon0 + (cc + 1.5) * px)
-        loc.create_dataset("elev", data=np.full((rows, cols), 250.0))
-        gx = np.zeros((rows + 2, cols + 2), np.int32)
-        gy = np.zeros((rows + 2, cols + 2), np.int32)
-        gx[1:-1, 1:-1] = cc.astype(np.int32) + 1
-        gy[1:-1, 1:-1] = rr.astype(np.int32) + 1
-        loc.create_dataset("glt_x", data=gx)
-        loc.create_dataset("glt_y", data=gy)
-        f.attrs["geotransform"] = np.array([lon0, px, 0.0, lat0, 0.0, -px])
-        f.attrs["spatial_ref"] = EMIT_WKT
-        f.attrs["title"] = f"EMIT {level} {kind}"
 
     def lonlat(r, c):
         return lon0 + (np.asarray(c, float) + 1.5) * px, lat0 - (np.asarray(r, float) + 1.5) * px
 
-    if data is not None:
-        return p, {}
     truth = _truth(wl, ~good, lonlat, refl)
     truth["scale"] = 1.0 if level == "L2A" else 10.0
+    gx = np.zeros((rows + 2, cols + 2), np.int32)
+    gy = np.zeros((rows + 2, cols + 2), np.int32)
+    rr, cc = np.mgrid[0:rows, 0:cols]
+    gx[1:-1, 1:-1] = cc + 1
+    gy[1:-1, 1:-1] = rr + 1
     truth["glt"] = (gx, gy)
     return p, truth
 

@@ -48,18 +48,31 @@ def test_every_warm_up_runs(tmp_path):
             fn()
 
 
-def test_wide_warm_ups_run_every_method_once_on_the_resampled_land_scene(tmp_path):
-    """The warm-ups at other band counts (CuPy's reductions compile per class of length): the land scene
-    resampled keeps its targets and truth, and each method runs once, in memory, without a truth."""
-    from hyperapp.batch.prepare_gpu import WIDE_BANDS, _method_tasks, _resampled
-    from hyperapp.models.registry import ANALYSES, METHODS
+def test_hyperapp_turns_cupys_cub_block_reductions_off_unless_the_user_chose(tmp_path):
+    """CuPy's CUB block reductions compile a kernel per class of the length reduced (a new band count
+    compiled on its first run): importing hyperapp turns them off before CuPy's import, and keeps a
+    CUPY_ACCELERATORS the user set."""
+    import os
 
-    cube, targets, truth = _resampled(tmp_path, WIDE_BANDS[0])
-    assert cube.bands == WIDE_BANDS[0] and targets.any() and truth.any() and targets.shape == (cube.rows, cube.cols)
-    tasks = dict(_method_tasks(cube, targets, truth, "wide", "cpu", lean=True))
-    assert len(tasks) == len(METHODS) + len(ANALYSES)
-    for name in ("sam on wide", "rbfn on wide"):
-        tasks[name]()
+    code = "import hyperapp, os; print(repr(os.environ['CUPY_ACCELERATORS']))"
+    env = {k: v for k, v in os.environ.items() if k != "CUPY_ACCELERATORS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "''"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "CUPY_ACCELERATORS": "cub"}, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "'cub'"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no GPU")
+def test_cupy_reduces_without_cub_after_hyperapps_probe():
+    """Even where CuPy was imported first (with CUB on), the GPU's probe turns the block reductions off."""
+    code = ("import os; os.environ['CUPY_ACCELERATORS'] = 'cub'; import cupy; del os.environ['CUPY_ACCELERATORS']; "
+            "from cupy._core import _accelerator as a; assert a.get_reduction_accelerators(); "
+            "from hyperapp.core.backend import gpu_available; assert gpu_available(); "
+            "print(a.get_reduction_accelerators(), a.get_routine_accelerators())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []"
 
 
 def test_a_users_cube_adds_its_band_count(tmp_path, land_hdr):

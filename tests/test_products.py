@@ -2,6 +2,7 @@
 right axes, ascending wavelengths, physical values, no-data, bad bands and place on Earth, with no --dataset;
 the CLI's info says it and detect finds the planted targets."""
 
+import importlib.util
 import json
 
 import numpy as np
@@ -260,26 +261,32 @@ def test_classic_netcdf_says_what_it_is(tmp_path, capsys):
     assert code == 2 and "classic NetCDF" in err and "old.nc" in err
 
 
-def test_a_job_over_a_folder_mixing_products_runs_each_once(tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_job_over_a_folder_mixing_products_runs_each_once(tmp_path, device):
     """A glob over a folder of downloads matches several files of one product (DESIS's TIFF and its
     header, EnMAP's spectral image and its METADATA.XML): each product is one input, and every product
-    in the folder runs."""
+    in the folder runs, on the CPU and the GPU, each with detections."""
     from hyperapp.batch.jobfile import load_job
     from hyperapp.batch.runner import run_job
 
-    from .product_files import write_desis, write_emit, write_enmap, write_prisma
-
+    writers = {"emit": pf.write_emit, "prisma": pf.write_prisma, "tanager": pf.write_tanager,
+               "aviris": pf.write_aviris_nc}
+    if importlib.util.find_spec("rasterio") is not None:  # (the GPU host's Python has no rasterio)
+        writers.update(desis=pf.write_desis, enmap=pf.write_enmap)
+    elif device == "cpu":
+        pytest.fail("rasterio, a dependency, is missing")
     d = tmp_path / "downloads"
-    for sub in ("emit", "prisma", "desis", "enmap"):
+    made = []
+    for sub, write in writers.items():
         (d / sub).mkdir(parents=True)
-    made = [write_emit(d / "emit")[0], write_prisma(d / "prisma")[0], write_desis(d / "desis")[0],
-            write_enmap(d / "enmap")[0]]
+        made.append(write(d / sub)[0])
     (tmp_path / "t.csv").write_text("row,col\n5,7\n12,30\n")
     job = tmp_path / "job.toml"
     job.write_text(f'[inputs]\npaths = ["{d}/**/*"]\n[[steps]]\ndetect = "ace"\ntargets = "{tmp_path / "t.csv"}"\n'
                    f'[output]\nfolder = "{tmp_path / "out"}"\n')
     inputs = load_job(job).inputs
-    assert len(inputs) == 4, inputs  # one per product, whichever of its files the glob met
-    assert run_job(load_job(job), device="cpu") == 0
-    reports = sorted((tmp_path / "out").rglob("report.json"))
-    assert len(reports) == 4 and len(made) == 4
+    assert len(inputs) == len(writers), inputs  # one per product, whichever of its files the glob met
+    assert run_job(load_job(job), device=device) == 0
+    reports = [json.loads(p.read_text()) for p in sorted((tmp_path / "out").rglob("report.json"))]
+    assert len(reports) == len(made) and {r["device"] for r in reports} == {device}
+    assert all(r["detections"] > 0 for r in reports)

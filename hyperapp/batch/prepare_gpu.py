@@ -15,13 +15,12 @@ have what real ones have, and fills that cache:
   evaluation), in memory and streamed in two passes (the large-file path); RBFN also as the thesis
   scales it; FFBP trained from the clicks;
 - every analysis method on the same scene (class-aware ones on two ROI classes);
-- every detector and analysis method again on the land scene resampled to 200 and 400 bands
-  (:data:`WIDE_BANDS`): CuPy compiles a reduction once per class of the length it reduces;
 - every instantiation of hyperapp's own kernels that a run with the default parameters may launch on any
   cube (:func:`kernel_variants`). No kernel depends on the cube's shape: the band count and the sizes are
   runtime arguments, or pick one of a small fixed set of template instantiations (the RBFN's padded
-  whitened dimensions and neurons, the small k-means' register tile), so a cube of a new sensor (224, 285
-  or 430 bands) compiles nothing on its first click. ``prepare-gpu CUBE ...`` still runs every method on
+  whitened dimensions and neurons, the small k-means' register tile), and CuPy's reductions run without
+  its CUB block reductions (``hyperapp/__init__.py``), which compiled one kernel per class of the length
+  reduced, so a cube of a new sensor (224, 285 or 430 bands) compiles nothing on its first click. ``prepare-gpu CUBE ...`` still runs every method on
   a window of each cube named, which is no longer needed.
 
 Afterwards a stamp file in the cache folder records the hyperapp and CuPy versions and the device's
@@ -46,13 +45,6 @@ from hyperapp.core.progress import NULL_PROGRESS, Progress
 
 #: rows and columns of a person's cube used by ``prepare-gpu CUBE``
 WINDOW = 96
-#: band counts of the land scene resampled, on which every method also warms up. CuPy sizes a CUB
-#: reduction's thread block by the length it reduces (32 threads up to 128 values, 64 up to 256, 128 up to
-#: 512, 256 up to 1,024) and compiles one kernel per size: the land scene's 64 bands reach the first
-#: class only, so a 224-band cube's first k-means, MTMF, FFBP or RBFN compiled 1-3 of them (2-5 s:
-#: ``bench --case first-run-new-bands``). 200 and 400 bands, and their doubles (the FFBP's mean-and-std
-#: features), reach the classes of every cube up to 512 bands.
-WIDE_BANDS = (200, 400)
 #: analysis options of the warm-ups, where the defaults would only take longer: the number of random band
 #: subsets is a launch size, not a kernel's specialisation (its ``#define``s are k and bands per subset,
 #: left at their defaults; the classes are a runtime argument)
@@ -105,21 +97,6 @@ def _land():
                                                                                    shape)
 
 
-def _resampled(folder: Path, bands: int):
-    """The land scene resampled to ``bands`` bands (linear along each spectrum), as a float32 ENVI file in
-    ``folder``: (cube, targets, truth)."""
-    from hyperapp.io import open_cube
-    from hyperapp.io.writers import write_envi_cube
-
-    cube, targets, truth = _land()
-    X = cube.to_float32()
-    src = np.linspace(0.0, 1.0, X.shape[2])
-    dst = np.linspace(0.0, 1.0, bands)
-    j = np.clip(np.searchsorted(src, dst, side="right") - 1, 0, X.shape[2] - 2)
-    f = ((dst - src[j]) / (src[j + 1] - src[j])).astype(np.float32)
-    Y = np.ascontiguousarray(X[:, :, j] * (1 - f) + X[:, :, j + 1] * f, np.float32)
-    return open_cube(write_envi_cube(folder / f"land-{bands}-bands", Y, "bil")), targets, truth
-
 
 def _scene(cube):
     """Targets and a truth for a window of a person's cube: its brightest pixels, so every method runs."""
@@ -158,10 +135,8 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
         (np.float32, "bil", True))]
 
 
-def _method_tasks(cube, targets, truth, label: str, device: str,
-                  lean: bool = False) -> list[tuple[str, Callable[[], None]]]:
-    """Every detector (in memory and streamed) and every analysis method on ``cube``; ``lean``: each
-    detector once, in memory, without a truth (what differs with the band count alone)."""
+def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
+    """Every detector (in memory and streamed) and every analysis method on ``cube``."""
     from hyperapp.analyse.run import run_analysis
     from hyperapp.detect.run import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
@@ -173,16 +148,14 @@ def _method_tasks(cube, targets, truth, label: str, device: str,
     undesired = pixels[[0, pixels.shape[0] // 2]].astype(np.float64)
     for name, m in METHODS.items():
         variants = [("", {}, None)]
-        if not lean and m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
+        if m.kind == "pixel" and getattr(m.build(), "stream_stats", None) is not None:
             variants.append((" streamed", {}, 1e-6))  # a budget of 1 kB: the two-pass large-file path
-        if name == "rbfn" and not lean:
+        if name == "rbfn":
             variants.append((" (thesis scaling)", {"whiten": "std", "normalize": False}, None))
         for suffix, params, memory in variants:
             extra = {"undesired_spectra": undesired} if memory and getattr(m, "uses_undesired", False) else {}
 
-            truths = (None,) if lean else (truth, None)
-
-            def run(name=name, params=params, memory=memory, extra=extra, truths=truths):
+            def run(name=name, params=params, memory=memory, extra=extra, truths=(truth, None)):
                 # with a truth mask (the evaluation's kernels) and without (a person's usual run: the
                 # threshold and report then take other paths, whose kernels a first fresh run after a
                 # prepare of the evaluated runs alone still compiled, about a second of it)
@@ -274,9 +247,6 @@ def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> li
     tasks += _reading_tasks(folder, get_backend(device).xp)
     land, t, truth = _land()
     tasks += _method_tasks(land, t, truth, "the land scene", device)
-    if device != "cpu":  # (the CPU compiles nothing: its tests run the land scene's tasks)
-        for bands in WIDE_BANDS:
-            tasks += _method_tasks(*_resampled(folder, bands), f"the land scene at {bands} bands", device, lean=True)
     for path in cubes:
         c = open_cube(path).good_bands()
         c = c.subset(slice(0, min(WINDOW, c.rows)), slice(0, min(WINDOW, c.cols)))

@@ -91,7 +91,7 @@ class Context:
 
 
 def list_cases() -> list[tuple[str, str]]:
-    from hyperapp.bench import campaign, cases, library, live, peers, whole_path  # noqa: F401  (each registers its cases)
+    from hyperapp.bench import campaign, cases, library, live, peers, products, whole_path  # noqa: F401  (each registers its cases)
 
     return [(k, (v.__doc__ or "").strip().splitlines()[0] if v.__doc__ else "") for k, v in CASES.items()]
 
@@ -128,7 +128,7 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
     import shlex
     import sys
 
-    from hyperapp.bench import campaign, cases, library, live, peers, whole_path  # noqa: F401  (each registers its cases)
+    from hyperapp.bench import campaign, cases, library, live, peers, products, whole_path  # noqa: F401  (each registers its cases)
     from hyperapp.core.backend import gpu_available, gpu_status
     from hyperapp.core.errors import BackendError, InputError
 

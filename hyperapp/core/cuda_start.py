@@ -63,6 +63,7 @@ def _probe_gpu_once() -> tuple[bool, str]:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA install raising at import
         return False, f"CuPy is not installed ({exc.__class__.__name__})"
+    _no_block_reductions()
     try:
         n = cupy.cuda.runtime.getDeviceCount()
         if n < 1:
@@ -75,6 +76,22 @@ def _probe_gpu_once() -> tuple[bool, str]:
     except Exception as exc:
         return False, f"CUDA device not usable: {exc}"
 
+
+
+def _no_block_reductions() -> None:
+    """CuPy's reductions without CUB (``hyperapp/__init__.py`` says why) also when CuPy was imported before
+    hyperapp set ``CUPY_ACCELERATORS``; nothing when the user chose accelerators."""
+    import os
+
+    if os.environ.get("CUPY_ACCELERATORS", "") != "":
+        return
+    try:
+        from cupy._core import _accelerator
+
+        _accelerator.set_reduction_accelerators([])
+        _accelerator.set_routine_accelerators([])
+    except (ImportError, AttributeError):  # a CuPy without these: its own default stands
+        pass
 
 
 def prewarm(device: str = "auto") -> None:
