@@ -197,7 +197,7 @@ def test_a_band_the_product_fills_with_no_data_is_found_bad():
     a[:, :5, :] = -1               # a corner outside the footprint: every band no data
     a[4, 10:, :] = -1              # a band with data in a few rows only is not empty
     stack = BandStack([Piece(a, (1, 2, 0), np.arange(6), None, None, -1)])
-    empty, seen = empty_bands(stack, max_rows=8)
+    empty, seen = empty_bands(stack, side=8)
     assert empty.tolist() == [False, False, True, False, False, False] and seen > 0
     none = BandStack([Piece(np.full((3, 4, 4), -1, np.int16), (1, 2, 0), np.arange(3), None, None, -1)])
     assert empty_bands(none)[0].tolist() == [False] * 3  # nothing to say from an image without data

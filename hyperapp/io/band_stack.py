@@ -123,23 +123,41 @@ class BandStack:
         return out
 
 
-def empty_bands(stack: BandStack, max_rows: int = 64) -> tuple[np.ndarray, int]:
+def _sample_pixels(stack: BandStack, side: int):
+    """(pixels, bands) bool: which values are data, at pixels spread over the image: for GeoTIFF pieces one
+    decimated read each (rasterio takes a COG's overviews: a row of a COG's large tiles would decompress
+    whole tiles of every band), else ``side`` rows spread over the image."""
+    rows, cols, nb = stack.shape
+    if all(isinstance(p.source, RasterBands) and tuple(p.axes) == (1, 2, 0) for p in stack.pieces):
+        from rasterio.enums import Resampling
+
+        h, w = min(rows, side), min(cols, side)
+        parts = []
+        for p in stack.pieces:
+            a = p.source.ds.read([int(b) + 1 for b in p.bands], out_shape=(len(p.bands), h, w),
+                                 resampling=Resampling.nearest)
+            ok = np.isfinite(a) if a.dtype.kind == "f" else np.ones(a.shape, bool)
+            if p.fill is not None:
+                ok &= a != p.fill
+            parts.append(ok.reshape(len(p.bands), -1).T)
+        return np.concatenate(parts, axis=1)
+    picks = np.unique(np.linspace(0, rows - 1, min(rows, side)).round().astype(int))
+    return np.concatenate([np.isfinite(stack[int(r):int(r) + 1, :, :].reshape(-1, nb)) for r in picks])
+
+
+def empty_bands(stack: BandStack, side: int = 64) -> tuple[np.ndarray, int]:
     """Bands that hold no value where the other bands do: a product's way of saying a band is bad by
     filling it with its no-data value (EnMAP L2A fills the bands at the edge of the 1.4 um water vapour
-    absorption so). Read from ``max_rows`` rows spread over the image (the whole image would be read
-    otherwise): a band is empty when it has no finite value in any sampled pixel where half the bands or more
-    have one. Returns (bool per band, the number of such pixels sampled; 0: nothing could be said)."""
-    rows, _, nb = stack.shape
-    empty = np.ones(nb, bool)
-    seen = 0
-    for r in np.unique(np.linspace(0, rows - 1, min(rows, max_rows)).round().astype(int)):
-        block = stack[int(r):int(r) + 1, :, :].reshape(-1, nb)
-        ok = np.isfinite(block)
-        pix = ok.sum(axis=1) * 2 >= nb
-        if pix.any():
-            seen += int(pix.sum())
-            empty &= ~ok[pix].any(axis=0)
-    return (empty if seen else np.zeros(nb, bool)), seen
+    absorption so). Read from pixels spread over the image (about ``side`` x ``side`` of them, or ``side``
+    rows; the whole image would be read otherwise): a band is empty when it has no value in any sampled
+    pixel where half the bands or more have one. Returns (bool per band, the number of such pixels sampled;
+    0: nothing could be said)."""
+    nb = stack.shape[2]
+    ok = _sample_pixels(stack, side)
+    pix = ok.sum(axis=1) * 2 >= nb
+    if not pix.any():
+        return np.zeros(nb, bool), 0
+    return ~ok[pix].any(axis=0), int(pix.sum())
 
 
 class RasterBands:
