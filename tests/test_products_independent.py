@@ -289,3 +289,24 @@ def test_prisma_l2d_is_a_map_grid_checked_against_its_latitude_longitude(product
     np.testing.assert_allclose(lon, p.lon, atol=1e-7)
     np.testing.assert_allclose(lat, p.lat, atol=1e-7)
     assert isinstance(open_cube(products["prisma_l2c"].path).geo, Swath)
+
+
+def test_emit_mask_file_is_refused_as_what_it_is(tmp_path):
+    """EMIT's L2A MASK (downloaded with the RFL: ``mask`` with ``sensor_band_parameters/mask_bands``, and the
+    packed ``band_mask``) holds flags, not spectra: refused in one line naming it, not as 'several 3-D
+    datasets' (emit-sds's layout; nasa/EMIT-Data-Resources ``quality_mask``/``band_mask``)."""
+    import h5py
+
+    from hyperapp.core.errors import CubeFormatError
+
+    p = tmp_path / "EMIT_L2A_MASK_001_20240614T201532_2416613_007.nc"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("mask", data=np.zeros((40, 50, 8), np.float32))
+        f.create_dataset("band_mask", data=np.zeros((40, 50, 36), np.uint8))
+        f.create_dataset("sensor_band_parameters/mask_bands",
+                         data=np.array([b"Cloud flag", b"Cirrus flag", b"Water flag", b"Spacecraft Flag",
+                                        b"Dilated Cloud Flag", b"AOD550", b"H2O (g cm-2)", b"Aggregate Flag"]))
+    with pytest.raises(CubeFormatError, match="EMIT L2A MASK"):
+        open_cube(p)
+    r = _cli("info", str(p))
+    assert r.returncode == 2 and "EMIT L2A MASK" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -36,9 +36,17 @@ def _variable(f):
     return None
 
 
+def _mask_file(f) -> bool:
+    """EMIT's L2A MASK: per-pixel flags (``mask``, with ``sensor_band_parameters/mask_bands``) and the packed
+    ``band_mask``: no spectra."""
+    return "mask" in f and BANDS in f and "mask_bands" in f[BANDS]
+
+
 def can_open(path: str | os.PathLike) -> bool:
-    """An HDF5 file with a root 3-D ``reflectance``/``radiance`` and a ``sensor_band_parameters`` group."""
-    return holds(path, lambda f: _variable(f) is not None and BANDS in f and "wavelengths" in f[BANDS])
+    """An HDF5 file with a root 3-D ``reflectance``/``radiance`` and a ``sensor_band_parameters`` group (or
+    EMIT's L2A MASK file, to be refused as what it is)."""
+    return holds(path, lambda f: (_variable(f) is not None and BANDS in f and "wavelengths" in f[BANDS])
+                 or _mask_file(f))
 
 
 def open_emit(path: str | os.PathLike) -> Cube:
@@ -47,6 +55,10 @@ def open_emit(path: str | os.PathLike) -> Cube:
 
     p = Path(path)
     f = h5py.File(p, "r")
+    if _mask_file(f) and _variable(f) is None:  # downloaded beside the RFL file, matched by a batch's glob
+        f.close()
+        raise CubeFormatError("an EMIT L2A MASK file (cloud, water and other flags per pixel), not spectra: "
+                              "open the scene's EMIT_L2A_RFL file", p)
     name = _variable(f)
     if name is None:
         raise CubeFormatError("no 3-D reflectance or radiance variable at the file's root (EMIT layout)", p)
