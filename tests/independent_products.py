@@ -58,16 +58,16 @@ NC_PROPERTIES = np.bytes_("version=2,netcdf=4.9.2,hdf5=1.14.2")
 class Product:
     """What a built product file holds, in the order a reader should present it."""
 
-    path: Path                       # the file to open
-    kind: str                        # "emit", "prisma", ...
-    wavelengths: np.ndarray          # every real band of the file, ascending (nm)
-    good: np.ndarray                 # bool per band: not flagged bad by the product
-    values: np.ndarray               # (rows, cols, bands) physical values in that band order
-    nodata: np.ndarray               # (rows, cols) bool: fill
-    lon: np.ndarray                  # (rows, cols) pixel-centre longitude (WGS84)
-    lat: np.ndarray                  # (rows, cols) pixel-centre latitude
+    path: Path  # the file to open
+    kind: str  # "emit", "prisma", ...
+    wavelengths: np.ndarray  # every real band of the file, ascending (nm)
+    good: np.ndarray  # bool per band: not flagged bad by the product
+    values: np.ndarray  # (rows, cols, bands) physical values in that band order
+    nodata: np.ndarray  # (rows, cols) bool: fill
+    lon: np.ndarray  # (rows, cols) pixel-centre longitude (WGS84)
+    lat: np.ndarray  # (rows, cols) pixel-centre latitude
     units: str = "reflectance"
-    atol: float = 1e-6               # quantisation of the stored values
+    atol: float = 1e-6  # quantisation of the stored values
     targets: tuple = TARGETS
     extra: dict = field(default_factory=dict)
 
@@ -80,18 +80,23 @@ class Product:
 def _endmembers(wl: np.ndarray) -> np.ndarray:
     """Four smooth background reflectances (soil, vegetation, water, dry grass) at ``wl`` nm."""
     x = (wl - 400.0) / 2100.0
-    soil = 0.12 + 0.28 * x - 0.08 * x ** 2
+    soil = 0.12 + 0.28 * x - 0.08 * x**2
     veg = 0.04 + 0.38 / (1 + np.exp(-(wl - 715.0) / 12.0)) - 0.2 * np.clip(x - 0.45, 0, None)
-    veg = veg + 0.03 * np.exp(-((wl - 550.0) / 40.0) ** 2)
+    veg = veg + 0.03 * np.exp(-(((wl - 550.0) / 40.0) ** 2))
     water = 0.06 * np.exp(-(wl - 400.0) / 250.0) + 0.005
-    grass = 0.1 + 0.22 * np.sqrt(np.clip(x, 0, None)) - 0.05 * np.exp(-((wl - 2100.0) / 80.0) ** 2)
+    grass = 0.1 + 0.22 * np.sqrt(np.clip(x, 0, None)) - 0.05 * np.exp(-(((wl - 2100.0) / 80.0) ** 2))
     return np.stack([soil, veg, water, grass])
 
 
 def _target(wl: np.ndarray) -> np.ndarray:
     """The planted material: bright, with two absorption bands of its own."""
-    return (0.55 - 0.25 * np.exp(-((wl - 620.0) / 35.0) ** 2) - 0.2 * np.exp(-((wl - 1700.0) / 60.0) ** 2)
-            - 0.1 * np.exp(-((wl - 2300.0) / 50.0) ** 2) + 0.03 * np.sin(wl / 90.0))
+    return (
+        0.55
+        - 0.25 * np.exp(-(((wl - 620.0) / 35.0) ** 2))
+        - 0.2 * np.exp(-(((wl - 1700.0) / 60.0) ** 2))
+        - 0.1 * np.exp(-(((wl - 2300.0) / 50.0) ** 2))
+        + 0.03 * np.sin(wl / 90.0)
+    )
 
 
 def scene(wl: np.ndarray, seed: int, rows: int = ROWS, cols: int = COLS) -> np.ndarray:
@@ -160,7 +165,7 @@ def _var(group, name: str, data, dims, long_name: str, units: str | None, fill=-
 # --------------------------------------------------------------------------------------------- EMIT
 def _radiance(refl: np.ndarray, wl: np.ndarray) -> np.ndarray:
     """At-sensor radiance (uW cm-2 sr-1 nm-1) of a reflectance: a solar curve times reflectance plus path."""
-    sun = 15.0 * np.exp(-((wl - 500.0) / 900.0) ** 2) + 1.0
+    sun = 15.0 * np.exp(-(((wl - 500.0) / 900.0) ** 2)) + 1.0
     return refl * sun / np.pi * 1.8 + 0.3 * np.exp(-(wl - 400.0) / 300.0)
 
 
@@ -177,7 +182,7 @@ def build_emit(folder: Path, level: str = "L2A") -> Product:
     else:
         refl[:, :, ~good] = np.random.default_rng(5).normal(0.02, 0.05, (rows, cols, int((~good).sum())))
     nodata = np.zeros((rows, cols), bool)
-    nodata[:3, :4] = True          # the swath's start, never acquired
+    nodata[:3, :4] = True  # the swath's start, never acquired
     nodata[-2:, -6:] = True
     stored = refl.astype(np.float32)
     stored[nodata] = -9999.0
@@ -209,14 +214,23 @@ def build_emit(folder: Path, level: str = "L2A") -> Product:
     col_f = (e * np.cos(ang) + n * np.sin(ang)) / 60.0
     row_f = (e * np.sin(ang) - n * np.cos(ang)) / 60.0
     ri, ci = np.rint(row_f).astype(int), np.rint(col_f).astype(int)
-    inside = (ri >= 0) & (ri < rows) & (ci >= 0) & (ci < cols) & (np.abs(row_f - ri) <= 0.75) \
+    inside = (
+        (ri >= 0)
+        & (ri < rows)
+        & (ci >= 0)
+        & (ci < cols)
+        & (np.abs(row_f - ri) <= 0.75)
         & (np.abs(col_f - ci) <= 0.75)
+    )
     glt_x = np.where(inside, ci + 1, 0).astype(np.int32)
     glt_y = np.where(inside, ri + 1, 0).astype(np.int32)
 
     path = folder / f"EMIT_{level}_{'RFL' if level == 'L2A' else 'RAD'}_001_20240614T201532_2416613_007.nc"
-    var, long_name, units = (("reflectance", "Surface Reflectance", "unitless") if level == "L2A"
-                             else ("radiance", "Radiance Data", "uW/cm^2/SR/nm"))
+    var, long_name, units = (
+        ("reflectance", "Surface Reflectance", "unitless")
+        if level == "L2A"
+        else ("radiance", "Radiance Data", "uW/cm^2/SR/nm")
+    )
     wkt = CRS.from_epsg(4326).to_wkt("WKT1_GDAL")
     with h5py.File(path, "w", libver="earliest") as f:
         f.attrs.create("_NCProperties", NC_PROPERTIES)
@@ -225,22 +239,36 @@ def build_emit(folder: Path, level: str = "L2A") -> Product:
         d_bands = _dim(f, "bands", wl.size)
         d_oy = _dim(f, "ortho_y", ny)
         d_ox = _dim(f, "ortho_x", nx)
-        for k, v in [("ncei_template_version", "NCEI_NetCDF_Swath_Template_v2.0"),
-                     ("title", f"EMIT {level} {'Estimated Surface Reflectance' if level == 'L2A' else 'At-Sensor Calibrated Radiance'} 60 m V001"),
-                     ("keywords", "Imaging Spectroscopy, minerals, EMIT, dust, radiative forcing"),
-                     ("Conventions", "CF-1.63"), ("sensor", "EMIT (Earth Surface Mineral Dust Source Investigation)"),
-                     ("instrument", "EMIT"), ("platform", "ISS"), ("naming_authority", "LPDAAC"),
-                     ("flight_line", "emit20240614t201532_o16613_s000"),
-                     ("time_coverage_start", "2024-06-14T20:15:32+0000"),
-                     ("time_coverage_end", "2024-06-14T20:15:44+0000"), ("product_version", "V001"),
-                     ("day_night_flag", "Day"), ("crosstrack_orientation", "as seen on ground"),
-                     ("spatial_ref", wkt)]:
+        for k, v in [
+            ("ncei_template_version", "NCEI_NetCDF_Swath_Template_v2.0"),
+            (
+                "title",
+                f"EMIT {level} {'Estimated Surface Reflectance' if level == 'L2A' else 'At-Sensor Calibrated Radiance'} 60 m V001",
+            ),
+            ("keywords", "Imaging Spectroscopy, minerals, EMIT, dust, radiative forcing"),
+            ("Conventions", "CF-1.63"),
+            ("sensor", "EMIT (Earth Surface Mineral Dust Source Investigation)"),
+            ("instrument", "EMIT"),
+            ("platform", "ISS"),
+            ("naming_authority", "LPDAAC"),
+            ("flight_line", "emit20240614t201532_o16613_s000"),
+            ("time_coverage_start", "2024-06-14T20:15:32+0000"),
+            ("time_coverage_end", "2024-06-14T20:15:44+0000"),
+            ("product_version", "V001"),
+            ("day_night_flag", "Day"),
+            ("crosstrack_orientation", "as seen on ground"),
+            ("spatial_ref", wkt),
+        ]:
             _text(f, k, v)
         _text(f, "summary", "EMIT observes the sunlit Earth's dust source regions within +/-52° latitude.")
         f.attrs.create("geotransform", np.array([gx0, step, 0.0, gy0, 0.0, -step], np.float64))
-        for k, v in [("easternmost_longitude", lon.max()), ("northernmost_latitude", lat.max()),
-                     ("westernmost_longitude", lon.min()), ("southernmost_latitude", lat.min()),
-                     ("spatialResolution", step)]:
+        for k, v in [
+            ("easternmost_longitude", lon.max()),
+            ("northernmost_latitude", lat.max()),
+            ("westernmost_longitude", lon.min()),
+            ("southernmost_latitude", lat.min()),
+            ("spatialResolution", step),
+        ]:
             _num(f, k, v, np.float64)
         _var(f, var, stored, (d_down, d_cross, d_bands), long_name, units)
         sbp = f.create_group("sensor_band_parameters")
@@ -248,20 +276,56 @@ def build_emit(folder: Path, level: str = "L2A") -> Product:
         _var(sbp, "fwhm", fwhm, (d_bands,), "Full Width at Half Max", "nm")
         # netCDF4-python casts the -9999 fill to the variable's type: 241 for u1
         if level == "L2A":
-            _var(sbp, "good_wavelengths", good.astype(np.uint8), (d_bands,),
-                 "Wavelengths where reflectance is useable: 1 = good data, 0 = bad data", "unitless",
-                 fill=np.array(-9999).astype(np.int64).astype(np.uint8))
+            _var(
+                sbp,
+                "good_wavelengths",
+                good.astype(np.uint8),
+                (d_bands,),
+                "Wavelengths where reflectance is useable: 1 = good data, 0 = bad data",
+                "unitless",
+                fill=np.array(-9999).astype(np.int64).astype(np.uint8),
+            )
         loc = f.create_group("location")
         _var(loc, "lon", lon, (d_down, d_cross), "Longitude (WGS-84)", "degrees east")
         _var(loc, "lat", lat, (d_down, d_cross), "Latitude (WGS-84)", "degrees north")
         _var(loc, "elev", elev, (d_down, d_cross), "Surface Elevation", "m")
-        _var(loc, "glt_x", glt_x, (d_oy, d_ox), "GLT Sample Lookup", "pixel location", fill=-9999,
-             chunks=True, compression="gzip", compression_opts=9, shuffle=False)
-        _var(loc, "glt_y", glt_y, (d_oy, d_ox), "GLT Line Lookup", "pixel location", fill=-9999,
-             chunks=True, compression="gzip", compression_opts=9)
-    return Product(path, "emit", wl.astype(float), good, refl.astype(np.float32), nodata, lon, lat,
-                   units="reflectance" if level == "L2A" else "radiance",
-                   extra={"glt": (glt_x, glt_y), "geotransform": (gx0, step, gy0)})
+        _var(
+            loc,
+            "glt_x",
+            glt_x,
+            (d_oy, d_ox),
+            "GLT Sample Lookup",
+            "pixel location",
+            fill=-9999,
+            chunks=True,
+            compression="gzip",
+            compression_opts=9,
+            shuffle=False,
+        )
+        _var(
+            loc,
+            "glt_y",
+            glt_y,
+            (d_oy, d_ox),
+            "GLT Line Lookup",
+            "pixel location",
+            fill=-9999,
+            chunks=True,
+            compression="gzip",
+            compression_opts=9,
+        )
+    return Product(
+        path,
+        "emit",
+        wl.astype(float),
+        good,
+        refl.astype(np.float32),
+        nodata,
+        lon,
+        lat,
+        units="reflectance" if level == "L2A" else "radiance",
+        extra={"glt": (glt_x, glt_y), "geotransform": (gx0, step, gy0)},
+    )
 
 
 # ------------------------------------------------------------------------------------------- PRISMA
@@ -269,12 +333,12 @@ def build_prisma(folder: Path, level: str = "L2D") -> Product:
     """PRISMA L2D (or L2C, or L1 radiance): VNIR and SWIR cubes (rows, bands, cols) uint16, descending
     wavelengths, unused bands 0. L2C and L1 are in sensor geometry (a skewed swath placed per pixel)."""
     rows, cols = ROWS, COLS
-    vnir = np.linspace(402.4, 1005.0, 26)[::-1]            # descending as stored
+    vnir = np.linspace(402.4, 1005.0, 26)[::-1]  # descending as stored
     swir = np.linspace(934.5, 2497.0, 38)[::-1]
     vnir_cw = vnir.copy()
     swir_cw = swir.copy()
-    vnir_cw[-2:] = 0.0                                      # unused bands: wavelength 0, flag 0 (VNIR's
-    swir_cw[:2] = 0.0                                       # shortest, SWIR's longest; the overlap stays)
+    vnir_cw[-2:] = 0.0  # unused bands: wavelength 0, flag 0 (VNIR's
+    swir_cw[:2] = 0.0  # shortest, SWIR's longest; the overlap stays)
     vnir_flag = (vnir_cw > 0).astype(np.int8)
     swir_flag = (swir_cw > 0).astype(np.int8)
     wl_v = np.where(vnir_cw > 0, vnir_cw, 500.0)
@@ -282,26 +346,26 @@ def build_prisma(folder: Path, level: str = "L2D") -> Product:
     all_wl = np.concatenate([wl_v, wl_s])
     refl = scene(all_wl, seed=22)
     if level == "L1":
-        refl = 10.0 * _radiance(refl, all_wl)                # W m-2 sr-1 um-1
+        refl = 10.0 * _radiance(refl, all_wl)  # W m-2 sr-1 um-1
     nodata = np.zeros((rows, cols), bool)
-    for r in range(rows):      # L2D: the swath's edge leaves a corner empty, DN 0 in every band (EnMAP-Box's
-        nodata[r, : max(0, 6 - r // 2)] = True            # importer masks such pixels as no data)
+    for r in range(rows):  # L2D: the swath's edge leaves a corner empty, DN 0 in every band (EnMAP-Box's
+        nodata[r, : max(0, 6 - r // 2)] = True  # importer masks such pixels as no data)
     vmin, vmax, smin, smax = 0.0, 0.7, 0.0, 0.65
 
     if level != "L2D":
-        nodata[:] = False                                    # a swath has no grid corner to leave empty
+        nodata[:] = False  # a swath has no grid corner to leave empty
 
     def dn(r, lo, hi):
         return np.clip(np.rint((r - lo) / (hi - lo) * 65535.0), 0, 65535).astype(np.uint16)
 
-    sf_v, sf_s, off_v, off_s = 120.0, 230.0, 0.0, -0.5       # L1: radiance = DN / ScaleFactor + Offset
+    sf_v, sf_s, off_v, off_s = 120.0, 230.0, 0.0, -0.5  # L1: radiance = DN / ScaleFactor + Offset
     if level == "L1":
         dn_v = np.clip(np.rint((refl[:, :, : vnir.size] - off_v) * sf_v), 0, 65535).astype(np.uint16)
-        dn_s = np.clip(np.rint((refl[:, :, vnir.size:] - off_s) * sf_s), 0, 65535).astype(np.uint16)
+        dn_s = np.clip(np.rint((refl[:, :, vnir.size :] - off_s) * sf_s), 0, 65535).astype(np.uint16)
         phys_v, phys_s = dn_v / sf_v + off_v, dn_s / sf_s + off_s
     else:
         dn_v = dn(refl[:, :, : vnir.size], vmin, vmax)
-        dn_s = dn(refl[:, :, vnir.size:], smin, smax)
+        dn_s = dn(refl[:, :, vnir.size :], smin, smax)
         dn_v[nodata] = 0
         dn_s[nodata] = 0
         phys_v = vmin + dn_v.astype(np.float64) * (vmax - vmin) / 65535.0
@@ -312,10 +376,13 @@ def build_prisma(folder: Path, level: str = "L2D") -> Product:
     if level != "L2D":  # sensor geometry: the rows run along the track, 9 degrees off north
         rr, cc = np.mgrid[:rows, :cols].astype(float)
         a = np.radians(9.0)
-        lon, lat = _utm_lonlat(epsg, x0 + 30.0 * (cc * np.cos(a) + rr * np.sin(a)),
-                               y0 + 30.0 * (cc * np.sin(a) - rr * np.cos(a)))
+        lon, lat = _utm_lonlat(
+            epsg, x0 + 30.0 * (cc * np.cos(a) + rr * np.sin(a)), y0 + 30.0 * (cc * np.sin(a) - rr * np.cos(a))
+        )
     sw = {"L2D": "PRS_L2D_HCO", "L2C": "PRS_L2C_HCO", "L1": "PRS_L1_HCO"}[level]
-    path = folder / f"PRS_{level}_STD{'_OFFL' if level == 'L1' else ''}_20240512101847_20240512101851_0001.he5"
+    path = (
+        folder / f"PRS_{level}_STD{'_OFFL' if level == 'L1' else ''}_20240512101847_20240512101851_0001.he5"
+    )
     with h5py.File(path, "w") as f:
         a = f.attrs
         a.create("Processing_Level", np.bytes_(level[1:].encode()))
@@ -345,15 +412,21 @@ def build_prisma(folder: Path, level: str = "L2D") -> Product:
         a.create("Product_LRcorner_northing", np.float64(y0 - (rows - 0.5) * px))
         a.create("Sun_zenith_angle", np.float32(31.2))
         f.create_group("HDFEOS/ADDITIONAL/FILE_ATTRIBUTES")
-        f.create_dataset("HDFEOS INFORMATION/StructMetadata.0", data=np.bytes_(
-            f'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="{sw}"\n\tEND_GROUP=SWATH_1\n'
-            "END_GROUP=SwathStructure\nEND\n".encode()))
+        f.create_dataset(
+            "HDFEOS INFORMATION/StructMetadata.0",
+            data=np.bytes_(
+                f'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="{sw}"\n\tEND_GROUP=SWATH_1\n'
+                "END_GROUP=SwathStructure\nEND\n".encode()
+            ),
+        )
         hco = f.create_group(f"HDFEOS/SWATHS/{sw}")
         df = hco.create_group("Data Fields")
-        df.create_dataset("VNIR_Cube", data=np.transpose(dn_v, (0, 2, 1)), chunks=(1, vnir.size, cols),
-                          compression="gzip")
-        df.create_dataset("SWIR_Cube", data=np.transpose(dn_s, (0, 2, 1)), chunks=(1, swir.size, cols),
-                          compression="gzip")
+        df.create_dataset(
+            "VNIR_Cube", data=np.transpose(dn_v, (0, 2, 1)), chunks=(1, vnir.size, cols), compression="gzip"
+        )
+        df.create_dataset(
+            "SWIR_Cube", data=np.transpose(dn_s, (0, 2, 1)), chunks=(1, swir.size, cols), compression="gzip"
+        )
         err = "L2" if level != "L1" else "L1"
         df.create_dataset(f"VNIR_PIXEL_{err}_ERR_MATRIX", data=np.zeros((rows, vnir.size, cols), np.uint8))
         df.create_dataset(f"SWIR_PIXEL_{err}_ERR_MATRIX", data=np.zeros((rows, swir.size, cols), np.uint8))
@@ -374,31 +447,55 @@ def build_prisma(folder: Path, level: str = "L2D") -> Product:
     phys = np.concatenate([phys_v, phys_s], axis=2)[:, :, used]
     wl_used = all_wl[used]
     order = np.argsort(wl_used, kind="stable")
-    return Product(path, "prisma", wl_used[order], np.ones(order.size, bool),
-                   phys[:, :, order].astype(np.float32), nodata, lon, lat,
-                   units="radiance" if level == "L1" else "reflectance",
-                   atol=(vmax - vmin) / 65535 * 1.01 if level != "L1" else 1e-5,
-                   extra={"n_unused": int((~used).sum()), "overlap": (swir_cw[swir_cw > 0].min(),
-                                                                       vnir_cw.max())})
+    return Product(
+        path,
+        "prisma",
+        wl_used[order],
+        np.ones(order.size, bool),
+        phys[:, :, order].astype(np.float32),
+        nodata,
+        lon,
+        lat,
+        units="radiance" if level == "L1" else "reflectance",
+        atol=(vmax - vmin) / 65535 * 1.01 if level != "L1" else 1e-5,
+        extra={"n_unused": int((~used).sum()), "overlap": (swir_cw[swir_cw > 0].min(), vnir_cw.max())},
+    )
 
 
 # -------------------------------------------------------------------------------------------- EnMAP
-def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int, level: str = "L2A",
-               corners: dict | None = None) -> str:
+def _enmap_xml(
+    wl,
+    fwhm,
+    gain,
+    offset,
+    extra_band_blocks: str,
+    n_vnir: int,
+    level: str = "L2A",
+    corners: dict | None = None,
+) -> str:
     bands = "\n".join(
         f'      <bandID number="{i + 1}">\n'
         f"        <wavelengthCenterOfBand>{w:.6f}</wavelengthCenterOfBand>\n"
         f"        <FWHMOfBand>{fw:.4f}</FWHMOfBand>\n"
         f"        <GainOfBand>{g:.8g}</GainOfBand>\n"
         f"        <OffsetOfBand>{o:.8g}</OffsetOfBand>\n"
-        f"      </bandID>" for i, (w, fw, g, o) in enumerate(zip(wl, fwhm, gain, offset)))
+        f"      </bandID>"
+        for i, (w, fw, g, o) in enumerate(zip(wl, fwhm, gain, offset))
+    )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n<level_X xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
         f"  <metadata><schema><processingLevel>{level}</processingLevel></schema></metadata>\n"
         "  <base><temporalCoverage><startTime>2024-07-02T10:45:26.000Z</startTime></temporalCoverage>\n"
-        + ("" if corners is None else "    <spatialCoverage><boundingPolygon>\n" + "".join(
-            f"      <point><frame>{k}</frame><latitude>{la:.7f}</latitude><longitude>{lo:.7f}</longitude></point>\n"
-            for k, (lo, la) in corners.items()) + "    </boundingPolygon></spatialCoverage>\n")
+        + (
+            ""
+            if corners is None
+            else "    <spatialCoverage><boundingPolygon>\n"
+            + "".join(
+                f"      <point><frame>{k}</frame><latitude>{la:.7f}</latitude><longitude>{lo:.7f}</longitude></point>\n"
+                for k, (lo, la) in corners.items()
+            )
+            + "    </boundingPolygon></spatialCoverage>\n"
+        )
         + "  </base>\n"
         "  <product><image><merge><dimension><rows>40</rows><columns>50</columns></dimension>\n"
         f"    <channels>{len(wl)}</channels></merge></image></product>\n"
@@ -412,7 +509,8 @@ def _enmap_xml(wl, fwhm, gain, offset, extra_band_blocks: str, n_vnir: int, leve
         f"    <swirProductQuality><expectedChannelsList>{','.join(str(i) for i in range(n_vnir + 1, len(wl) + 1))}"
         "</expectedChannelsList></swirProductQuality>\n"
         "    <bandCharacterisation>\n" + bands + "\n    </bandCharacterisation>\n"
-        "  </specific>\n</level_X>\n")
+        "  </specific>\n</level_X>\n"
+    )
 
 
 def build_enmap(folder: Path, cog: bool = False) -> Product:
@@ -437,16 +535,25 @@ def build_enmap(folder: Path, cog: bool = False) -> Product:
     gain = np.full(wl.size, 1e-4)
     offset = np.zeros(wl.size)
     phys = dn.astype(np.float64) * 1e-4
-    defects = "\n".join(f'      <bandID number="{i}"><defectivePixelCount>{i % 3}</defectivePixelCount></bandID>'
-                        for i in (3, 7, 12))
+    defects = "\n".join(
+        f'      <bandID number="{i}"><defectivePixelCount>{i % 3}</defectivePixelCount></bandID>'
+        for i in (3, 7, 12)
+    )
     stem = "ENMAP01-____L2A-DT0000084101_20240702T104526Z_008_V010402_20240705T123001Z"
     d = folder / stem
     d.mkdir()
     (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, defects, n_vnir=30))
     epsg, x0, y0, px = 32633, 368_010.0, 5_808_990.0, 30.0
     path = d / f"{stem}-SPECTRAL_IMAGE{'_COG' if cog else ''}.TIF"
-    profile = dict(width=cols, height=rows, count=wl.size, dtype="int16", crs=f"EPSG:{epsg}",
-                   transform=from_origin(x0, y0, px, px), nodata=-32768)
+    profile = dict(
+        width=cols,
+        height=rows,
+        count=wl.size,
+        dtype="int16",
+        crs=f"EPSG:{epsg}",
+        transform=from_origin(x0, y0, px, px),
+        nodata=-32768,
+    )
     if cog:
         profile.update(driver="COG", blocksize=16, compress="deflate", overview_resampling="nearest")
     else:
@@ -455,14 +562,32 @@ def build_enmap(folder: Path, cog: bool = False) -> Product:
         ds.write(np.transpose(dn, (2, 0, 1)))
     if cog:
         for q in ("CLOUD", "CLOUDSHADOW", "HAZE"):
-            with rasterio.open(d / f"{stem}-QL_QUALITY_{q}_COG.TIF", "w", driver="COG", width=cols, height=rows,
-                               count=1, dtype="uint8", crs=f"EPSG:{epsg}",
-                               transform=from_origin(x0, y0, px, px)) as ds:
+            with rasterio.open(
+                d / f"{stem}-QL_QUALITY_{q}_COG.TIF",
+                "w",
+                driver="COG",
+                width=cols,
+                height=rows,
+                count=1,
+                dtype="uint8",
+                crs=f"EPSG:{epsg}",
+                transform=from_origin(x0, y0, px, px),
+            ) as ds:
                 ds.write(np.zeros((1, rows, cols), np.uint8))
     lon, lat = _grid_lonlat(epsg, x0, y0, px)
     order = np.argsort(wl, kind="stable")
-    return Product(path, "enmap", wl[order], ~bad[order], phys[:, :, order].astype(np.float32), nodata, lon, lat,
-                   atol=1e-4 * 0.51, extra={"overlap": (904.2, 993.0)})
+    return Product(
+        path,
+        "enmap",
+        wl[order],
+        ~bad[order],
+        phys[:, :, order].astype(np.float32),
+        nodata,
+        lon,
+        lat,
+        atol=1e-4 * 0.51,
+        extra={"overlap": (904.2, 993.0)},
+    )
 
 
 def build_enmap_l1b(folder: Path) -> Product:
@@ -476,7 +601,7 @@ def build_enmap_l1b(folder: Path) -> Product:
     rows, cols = ROWS, COLS
     wl = np.concatenate([np.linspace(418.24, 993.0, 30), np.linspace(904.2, 2445.5, 36)])
     fwhm = np.concatenate([np.full(30, 6.5), np.full(36, 11.0)])
-    rad = _radiance(scene(wl, seed=77), wl) * 10.0          # W m-2 sr-1 um-1
+    rad = _radiance(scene(wl, seed=77), wl) * 10.0  # W m-2 sr-1 um-1
     gain = np.where(wl < 1000, 0.0021, 0.0013) * (1 + 0.05 * np.sin(np.arange(wl.size)))
     offset = np.where(wl < 1000, -0.12, -0.05)
     dn = np.rint((rad - offset) / gain).astype(np.int16)
@@ -490,25 +615,49 @@ def build_enmap_l1b(folder: Path) -> Product:
         n = 30.0 * (c * np.sin(ang) - r * np.cos(ang))
         return lon0 + e / m_lon, lat0 + n / 111_000.0
 
-    corners = {"upper_left": place(0, 0), "upper_right": place(0, cols - 1), "lower_left": place(rows - 1, 0),
-               "lower_right": place(rows - 1, cols - 1), "center": place((rows - 1) / 2, (cols - 1) / 2)}
+    corners = {
+        "upper_left": place(0, 0),
+        "upper_right": place(0, cols - 1),
+        "lower_left": place(rows - 1, 0),
+        "lower_right": place(rows - 1, cols - 1),
+        "center": place((rows - 1) / 2, (cols - 1) / 2),
+    }
     rr, cc = np.mgrid[:rows, :cols].astype(float)
     lon, lat = place(rr, cc)
     stem = "ENMAP01-____L1B-DT0000084101_20240702T104526Z_008_V010402_20240705T122311Z"
     d = folder / stem
     d.mkdir()
-    (d / f"{stem}-METADATA.XML").write_text(_enmap_xml(wl, fwhm, gain, offset, "", n_vnir=30, level="L1B",
-                                                       corners=corners))
+    (d / f"{stem}-METADATA.XML").write_text(
+        _enmap_xml(wl, fwhm, gain, offset, "", n_vnir=30, level="L1B", corners=corners)
+    )
     for det, sl in (("VNIR", slice(0, 30)), ("SWIR", slice(30, None))):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NotGeoreferencedWarning)
-            with rasterio.open(d / f"{stem}-SPECTRAL_IMAGE_{det}.TIF", "w", driver="GTiff", width=cols,
-                               height=rows, count=dn[:, :, sl].shape[2], dtype="int16", interleave="band") as ds:
+            with rasterio.open(
+                d / f"{stem}-SPECTRAL_IMAGE_{det}.TIF",
+                "w",
+                driver="GTiff",
+                width=cols,
+                height=rows,
+                count=dn[:, :, sl].shape[2],
+                dtype="int16",
+                interleave="band",
+            ) as ds:
                 ds.write(np.transpose(dn[:, :, sl], (2, 0, 1)))
     order = np.argsort(wl, kind="stable")
-    return Product(d / f"{stem}-METADATA.XML", "enmap", wl[order], np.ones(wl.size, bool),
-                   phys[:, :, order].astype(np.float32), np.zeros((rows, cols), bool), lon, lat,
-                   units="radiance", atol=float(gain.max()) * 0.51, extra={"overlap": (904.2, 993.0)})
+    return Product(
+        d / f"{stem}-METADATA.XML",
+        "enmap",
+        wl[order],
+        np.ones(wl.size, bool),
+        phys[:, :, order].astype(np.float32),
+        np.zeros((rows, cols), bool),
+        lon,
+        lat,
+        units="radiance",
+        atol=float(gain.max()) * 0.51,
+        extra={"overlap": (904.2, 993.0)},
+    )
 
 
 # ------------------------------------------------------------------------------------------- AVIRIS
@@ -518,7 +667,7 @@ def build_aviris(folder: Path) -> Product:
     wl = np.linspace(390.9, 2496.3, 62).astype(np.float32)
     refl = scene(wl.astype(float), seed=44)
     nodata = np.zeros((rows, cols), bool)
-    nodata[:, -3:] = True                 # outside the flight line after orthorectification
+    nodata[:, -3:] = True  # outside the flight line after orthorectification
     nodata[:5, -8:] = True
     stored = refl.astype(np.float32)
     stored[nodata] = -9999.0
@@ -551,13 +700,22 @@ def build_aviris(folder: Path) -> Product:
         _text(d_w, "units", "nm")
         _text(d_w, "long_name", "Wavelength Centers")
         _var(g, "fwhm", np.full(wl.size, 7.4, np.float32), (d_w,), "Full Width at Half Max", "nm")
-        ds = _var(g, "reflectance", np.transpose(stored, (2, 0, 1)), (d_w, d_n, d_e),
-                  "Surface hemispherical directional reflectance factor", "unitless",
-                  chunks=(16, 20, 25), compression="gzip", compression_opts=4)
+        ds = _var(
+            g,
+            "reflectance",
+            np.transpose(stored, (2, 0, 1)),
+            (d_w, d_n, d_e),
+            "Surface hemispherical directional reflectance factor",
+            "unitless",
+            chunks=(16, 20, 25),
+            compression="gzip",
+            compression_opts=4,
+        )
         _text(ds, "grid_mapping", "transverse_mercator")
     lon, lat = _utm_lonlat(epsg, *np.meshgrid(east, north))
-    return Product(path, "aviris", wl.astype(float), np.ones(wl.size, bool), refl.astype(np.float32), nodata,
-                   lon, lat)
+    return Product(
+        path, "aviris", wl.astype(float), np.ones(wl.size, bool), refl.astype(np.float32), nodata, lon, lat
+    )
 
 
 # ------------------------------------------------------------------------------------------ Tanager
@@ -569,11 +727,12 @@ def _struct_metadata(rows: int, cols: int, ul: tuple, lr: tuple, zone: int) -> b
         f"\t\tUpperLeftPointMtrs=({ul[0]:.6f},{ul[1]:.6f})\n\t\tLowerRightMtrs=({lr[0]:.6f},{lr[1]:.6f})\n"
         f"\t\tProjection=HE5_GCTP_UTM\n\t\tZoneCode={zone}\n\t\tSphereCode=12\n"
         "\t\tGridOrigin=HE5_HDFE_GD_UL\n\t\tGROUP=Dimension\n\t\tEND_GROUP=Dimension\n"
-        "\t\tGROUP=DataField\n\t\t\tOBJECT=DataField_1\n\t\t\t\tDataFieldName=\"surface_reflectance\"\n"
+        '\t\tGROUP=DataField\n\t\t\tOBJECT=DataField_1\n\t\t\t\tDataFieldName="surface_reflectance"\n'
         '\t\t\t\tDataType=H5T_NATIVE_FLOAT\n\t\t\t\tDimList=("Band","YDim","XDim")\n'
         "\t\t\tEND_OBJECT=DataField_1\n\t\tEND_GROUP=DataField\n"
         "\tEND_GROUP=GRID_1\nEND_GROUP=GridStructure\nGROUP=PointStructure\nEND_GROUP=PointStructure\n"
-        "GROUP=ZaStructure\nEND_GROUP=ZaStructure\nEND\n").encode()
+        "GROUP=ZaStructure\nEND_GROUP=ZaStructure\nEND\n"
+    ).encode()
 
 
 def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> Product:
@@ -588,7 +747,7 @@ def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> P
         good = np.ones(wl.size, bool)
     nodata = np.zeros((rows, cols), bool)
     rr, cc = np.mgrid[:rows, :cols]
-    nodata |= cc < (8 - rr // 5)            # the rotated strip leaves the grid's corners empty
+    nodata |= cc < (8 - rr // 5)  # the rotated strip leaves the grid's corners empty
     nodata |= cc > cols - 1 - (rr // 6)
     stored = refl.astype(np.float32)
     stored[nodata] = -9999.0
@@ -598,11 +757,17 @@ def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> P
         rr, cc = np.mgrid[:rows, :cols].astype(float)
         lon, lat = _utm_lonlat(epsg, x0 + (cc + 0.5) * px + 4.0 * rr, y0 - (rr + 0.5) * px + 2.5 * cc)
     cube_name = "toa_radiance" if radiance else "surface_reflectance"
-    path = folder / f"20250506_103512_02_4001_{'ortho' if ortho else 'basic'}_{'radiance' if radiance else 'sr'}_hdf5.h5"
+    path = (
+        folder
+        / f"20250506_103512_02_4001_{'ortho' if ortho else 'basic'}_{'radiance' if radiance else 'sr'}_hdf5.h5"
+    )
     with h5py.File(path, "w") as f:
-        struct = (_struct_metadata(rows, cols, (x0, y0), (x0 + cols * px, y0 - rows * px), zone) if ortho else
-                  b'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="HYP"\n\tEND_GROUP=SWATH_1\n'
-                  b"END_GROUP=SwathStructure\nGROUP=GridStructure\nEND_GROUP=GridStructure\nEND\n")
+        struct = (
+            _struct_metadata(rows, cols, (x0, y0), (x0 + cols * px, y0 - rows * px), zone)
+            if ortho
+            else b'GROUP=SwathStructure\n\tGROUP=SWATH_1\n\t\tSwathName="HYP"\n\tEND_GROUP=SWATH_1\n'
+            b"END_GROUP=SwathStructure\nGROUP=GridStructure\nEND_GROUP=GridStructure\nEND\n"
+        )
         f.create_dataset("HDFEOS INFORMATION/StructMetadata.0", data=np.bytes_(struct), dtype="S32000")
         f["HDFEOS INFORMATION"].attrs.create("HDFEOSVersion", np.bytes_(b"HDFEOS_5.1.16"))
         f.create_group("HDFEOS/ADDITIONAL/FILE_ATTRIBUTES")
@@ -616,8 +781,13 @@ def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> P
         hyp.attrs.create("strip_id", np.bytes_(b"20250506_103512_02_4001"))
         hyp.attrs.create("created_at", np.bytes_(b"2025-05-07T02:11:09Z"))
         df = hyp.create_group("Data Fields")
-        sr = df.create_dataset(cube_name, data=np.transpose(stored, (2, 0, 1)),
-                               chunks=(1, rows, cols), compression="gzip", compression_opts=4)
+        sr = df.create_dataset(
+            cube_name,
+            data=np.transpose(stored, (2, 0, 1)),
+            chunks=(1, rows, cols),
+            compression="gzip",
+            compression_opts=4,
+        )
         sr.attrs.create("wavelengths", wl)
         sr.attrs.create("fwhm", np.full(wl.size, 6.05, np.float32))
         if not radiance:  # Planet ships the bad-band flags on the SR product only
@@ -631,8 +801,17 @@ def build_tanager(folder: Path, ortho: bool = True, radiance: bool = False) -> P
         df.create_dataset("beta_cloud_mask", data=np.zeros((rows, cols), np.uint8))
         df.create_dataset("beta_cirrus_mask", data=np.zeros((rows, cols), np.uint8))
         df.create_dataset("aerosol_optical_depth", data=np.full((rows, cols), 0.12, np.float32))
-    return Product(path, "tanager", wl.astype(float), good, refl.astype(np.float32), nodata, lon, lat,
-                   units="radiance (W/(m^2 sr um))" if radiance else "reflectance")
+    return Product(
+        path,
+        "tanager",
+        wl.astype(float),
+        good,
+        refl.astype(np.float32),
+        nodata,
+        lon,
+        lat,
+        units="radiance (W/(m^2 sr um))" if radiance else "reflectance",
+    )
 
 
 # --------------------------------------------------------------------------------------------- DESIS
@@ -645,7 +824,7 @@ def build_desis(folder: Path) -> Product:
     wl = np.round(np.linspace(401.9, 999.2, 60), 3)
     refl = scene(wl, seed=66)
     nodata = np.zeros((rows, cols), bool)
-    nodata[:2, :] = True                    # first lines of the tile: no data
+    nodata[:2, :] = True  # first lines of the tile: no data
     dn = np.rint(refl * 10000.0).astype(np.int16)
     dn[nodata] = -32768
     phys = dn.astype(np.float64) / 10000.0
@@ -654,9 +833,21 @@ def build_desis(folder: Path) -> Product:
     d = folder / stem
     d.mkdir()
     path = d / f"{stem}-SPECTRAL_IMAGE.tif"
-    with rasterio.open(path, "w", driver="GTiff", width=cols, height=rows, count=wl.size, dtype="int16",
-                       crs=f"EPSG:{epsg}", transform=from_origin(x0, y0, px, px), nodata=-32768,
-                       interleave="pixel", compress="deflate", tiled=False) as ds:
+    with rasterio.open(
+        path,
+        "w",
+        driver="GTiff",
+        width=cols,
+        height=rows,
+        count=wl.size,
+        dtype="int16",
+        crs=f"EPSG:{epsg}",
+        transform=from_origin(x0, y0, px, px),
+        nodata=-32768,
+        interleave="pixel",
+        compress="deflate",
+        tiled=False,
+    ) as ds:
         ds.write(np.transpose(dn, (2, 0, 1)))
     fmt = ", ".join
     hdr = (
@@ -671,20 +862,33 @@ def build_desis(folder: Path) -> Product:
         f"fwhm = {{{fmt('3.500' for _ in wl)}}}\n"
         f"data gain values = {{{fmt('0.0001' for _ in wl)}}}\n"
         f"data offset values = {{{fmt('0' for _ in wl)}}}\n"
-        f"band names = {{{fmt(f'band {i + 1}' for i in range(wl.size))}}}\n")
+        f"band names = {{{fmt(f'band {i + 1}' for i in range(wl.size))}}}\n"
+    )
     (d / f"{stem}-SPECTRAL_IMAGE.hdr").write_text(hdr)
     (d / f"{stem}-METADATA.xml").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?>\n<hsi_doc><base><productType>L2A</productType></base></hsi_doc>\n')
+        '<?xml version="1.0" encoding="UTF-8"?>\n<hsi_doc><base><productType>L2A</productType></base></hsi_doc>\n'
+    )
     lon, lat = _grid_lonlat(epsg, x0, y0, px)
-    return Product(path, "desis", wl, np.ones(wl.size, bool), phys.astype(np.float32), nodata, lon, lat,
-                   atol=1e-4 * 0.51)
+    return Product(
+        path, "desis", wl, np.ones(wl.size, bool), phys.astype(np.float32), nodata, lon, lat, atol=1e-4 * 0.51
+    )
 
 
-BUILDERS = {"emit": build_emit, "emit_l1b": lambda d: build_emit(d, "L1B"), "prisma": build_prisma,
-            "prisma_l2c": lambda d: build_prisma(d, "L2C"), "prisma_l1": lambda d: build_prisma(d, "L1"),
-            "enmap": build_enmap, "enmap_cog": lambda d: build_enmap(d, cog=True), "enmap_l1b": build_enmap_l1b, "aviris": build_aviris, "tanager": build_tanager,
-            "tanager_basic": lambda d: build_tanager(d, ortho=False),
-            "tanager_radiance": lambda d: build_tanager(d, radiance=True), "desis": build_desis}
+BUILDERS = {
+    "emit": build_emit,
+    "emit_l1b": lambda d: build_emit(d, "L1B"),
+    "prisma": build_prisma,
+    "prisma_l2c": lambda d: build_prisma(d, "L2C"),
+    "prisma_l1": lambda d: build_prisma(d, "L1"),
+    "enmap": build_enmap,
+    "enmap_cog": lambda d: build_enmap(d, cog=True),
+    "enmap_l1b": build_enmap_l1b,
+    "aviris": build_aviris,
+    "tanager": build_tanager,
+    "tanager_basic": lambda d: build_tanager(d, ortho=False),
+    "tanager_radiance": lambda d: build_tanager(d, radiance=True),
+    "desis": build_desis,
+}
 
 
 def build_all(folder: Path) -> dict[str, Product]:

@@ -23,7 +23,10 @@ def test_the_window_opens_the_product_and_says_where_the_cursor_is(win, tmp_path
     assert cube.wavelengths is not None and cube.bands >= 40
     # the spectrum's axis is the product's wavelengths, in nm
     np.testing.assert_allclose(win.spectrum.x, np.asarray(cube.wavelengths, float))
-    assert win.spectrum.x.min() >= p.wavelengths.min() - 0.01 and win.spectrum.x.max() <= p.wavelengths.max() + 0.01
+    assert (
+        win.spectrum.x.min() >= p.wavelengths.min() - 0.01
+        and win.spectrum.x.max() <= p.wavelengths.max() + 0.01
+    )
     assert "wavelength (n" in win.spectrum.getAxis("bottom").labelText.lower()
     r, c = TARGETS[2]
     win._hover(r, c)

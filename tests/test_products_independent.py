@@ -53,8 +53,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_the_installed_command_opens_a_product(products):
     """The same through ``python -m hyperapp`` in a process of its own, from outside the checkout."""
     p = products["emit"]
-    r = subprocess.run([sys.executable, "-m", "hyperapp", "--headless", "info", str(p.path)], capture_output=True,
-                       text=True, timeout=120, cwd=OUTSIDE, env=cli_env())
+    r = subprocess.run(
+        [sys.executable, "-m", "hyperapp", "--headless", "info", str(p.path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=OUTSIDE,
+        env=cli_env(),
+    )
     assert r.returncode == 0, r.stderr
     assert f"x {p.wavelengths.size} bands" in r.stdout and "EMIT L2A" in r.stdout, r.stdout
 
@@ -83,7 +89,9 @@ def test_open_bands_values_nodata(products, name):
     # every band is there; where two detectors overlap, one copy of a wavelength may be left out
     lo, hi = p.extra.get("overlap", (np.inf, -np.inf))
     needed = {i for i, w in enumerate(p.wavelengths) if not lo <= w <= hi}
-    assert needed <= set(match.tolist()), f"{name}: bands {p.wavelengths[sorted(needed - set(match))]} missing"
+    assert needed <= set(match.tolist()), (
+        f"{name}: bands {p.wavelengths[sorted(needed - set(match))]} missing"
+    )
     assert np.unique(match).size == match.size, f"{name}: a band twice"
     # the product's own bad bands, and only those, are flagged
     bad = np.zeros(cube.bands, bool) if cube.bad_bands is None else np.asarray(cube.bad_bands, bool)
@@ -121,8 +129,12 @@ def _pixel_error(p: Product, r: int, c: int, lon: float, lat: float) -> np.ndarr
     """(row, col) offset in pixels of (lon, lat) from pixel (r, c)'s centre, through the local Jacobian."""
     r1 = r + 1 if r + 1 < p.shape[0] else r - 1
     c1 = c + 1 if c + 1 < p.shape[1] else c - 1
-    j = np.array([[(p.lon[r1, c] - p.lon[r, c]) / (r1 - r), (p.lon[r, c1] - p.lon[r, c]) / (c1 - c)],
-                  [(p.lat[r1, c] - p.lat[r, c]) / (r1 - r), (p.lat[r, c1] - p.lat[r, c]) / (c1 - c)]])
+    j = np.array(
+        [
+            [(p.lon[r1, c] - p.lon[r, c]) / (r1 - r), (p.lon[r, c1] - p.lon[r, c]) / (c1 - c)],
+            [(p.lat[r1, c] - p.lat[r, c]) / (r1 - r), (p.lat[r, c1] - p.lat[r, c]) / (c1 - c)],
+        ]
+    )
     return np.linalg.solve(j, [lon - p.lon[r, c], lat - p.lat[r, c]])
 
 
@@ -132,13 +144,26 @@ def test_detect_ranks_planted_pixels_and_places_them(products, name, tmp_path):
     clicks = tmp_path / "clicks.csv"
     clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
     out = tmp_path / "out"
-    r = _cli("detect", str(p.path), "--method", "ace", "--targets", str(clicks), "--out", str(out),
-             "--device", "cpu")
+    r = _cli(
+        "detect",
+        str(p.path),
+        "--method",
+        "ace",
+        "--targets",
+        str(clicks),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     scores = open_cube(out / "scores.hdr").read()[:, :, 0]
     assert scores.shape == p.shape
     s = np.where(np.isfinite(scores) & ~p.nodata, scores, -np.inf)
-    top = {tuple(int(v) for v in np.unravel_index(i, s.shape)) for i in np.argsort(s, axis=None)[::-1][:len(TARGETS)]}
+    top = {
+        tuple(int(v) for v in np.unravel_index(i, s.shape))
+        for i in np.argsort(s, axis=None)[::-1][: len(TARGETS)]
+    }
     assert top == set(TARGETS), f"{name}: top pixels {sorted(top)}"
     assert not np.isfinite(scores[p.nodata]).any() or np.all(scores[p.nodata] < s[TARGETS[2]]), name
 
@@ -193,9 +218,9 @@ def test_a_band_the_product_fills_with_no_data_is_found_bad():
     from hyperapp.io.band_stack import BandStack, Piece, empty_bands
 
     a = np.random.default_rng(0).integers(1, 1000, (6, 30, 20)).astype(np.int16)  # (bands, rows, cols)
-    a[2] = -1                      # a band filled with no data
-    a[:, :5, :] = -1               # a corner outside the footprint: every band no data
-    a[4, 10:, :] = -1              # a band with data in a few rows only is not empty
+    a[2] = -1  # a band filled with no data
+    a[:, :5, :] = -1  # a corner outside the footprint: every band no data
+    a[4, 10:, :] = -1  # a band with data in a few rows only is not empty
     stack = BandStack([Piece(a, (1, 2, 0), np.arange(6), None, None, -1)])
     empty, seen = empty_bands(stack, side=8)
     assert empty.tolist() == [False, False, True, False, False, False] and seen > 0
@@ -211,10 +236,15 @@ def test_a_pixel_at_the_empty_value_in_every_band_is_no_data():
     v = np.full((4, 3, 5), 100, np.uint16)  # (rows, bands, cols) as PRISMA stores them
     s = np.full((4, 2, 5), 200, np.uint16)
     v[0, :, 0] = 0
-    s[0, :, 0] = 0                           # outside the swath
-    v[1, :, 1] = 0                           # dark in VNIR only: data
-    stack = BandStack([Piece(v, (0, 2, 1), np.arange(3), np.full(3, 0.5), None),
-                       Piece(s, (0, 2, 1), np.arange(2), None, None)], empty_pixel=0)
+    s[0, :, 0] = 0  # outside the swath
+    v[1, :, 1] = 0  # dark in VNIR only: data
+    stack = BandStack(
+        [
+            Piece(v, (0, 2, 1), np.arange(3), np.full(3, 0.5), None),
+            Piece(s, (0, 2, 1), np.arange(2), None, None),
+        ],
+        empty_pixel=0,
+    )
     out = stack[:, :, :]
     assert np.isnan(out[0, 0]).all() and np.isfinite(out[1, 1]).all() and out[1, 1, 3] == 200
     assert np.isfinite(np.delete(out.reshape(-1, 5), 0, axis=0)).all()
@@ -230,8 +260,19 @@ def test_emit_detect_orthorectified_through_the_glt(products, tmp_path):
     clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
     swath, ortho = tmp_path / "swath", tmp_path / "ortho"
     for out, extra in ((swath, ()), (ortho, ("--ortho",))):
-        r = _cli("detect", str(p.path), "--method", "ace", "--targets", str(clicks), "--out", str(out),
-                 "--device", "cpu", *extra)
+        r = _cli(
+            "detect",
+            str(p.path),
+            "--method",
+            "ace",
+            "--targets",
+            str(clicks),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            *extra,
+        )
         assert r.returncode == 0, r.stderr + r.stdout
     s = open_cube(swath / "scores.hdr").read()[:, :, 0]
     o = open_cube(ortho / "scores.hdr").read()[:, :, 0]
@@ -267,8 +308,10 @@ def test_a_job_over_a_folder_of_these_downloads_runs_each_product_once(tmp_path)
     assert open_cube(desis_xml).bands == open_cube(built["desis"].path).bands
     (tmp_path / "t.csv").write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
     job = tmp_path / "job.toml"
-    job.write_text(f'[inputs]\npaths = ["{d}/**/*"]\n[[steps]]\ndetect = "ace"\ntargets = "{tmp_path / "t.csv"}"\n'
-                   f'[output]\nfolder = "{tmp_path / "out"}"\n')
+    job.write_text(
+        f'[inputs]\npaths = ["{d}/**/*"]\n[[steps]]\ndetect = "ace"\ntargets = "{tmp_path / "t.csv"}"\n'
+        f'[output]\nfolder = "{tmp_path / "out"}"\n'
+    )
     inputs = load_job(job).inputs
     assert len(inputs) == len(built), inputs
     assert run_job(load_job(job), device="cpu") == 0
@@ -303,9 +346,21 @@ def test_emit_mask_file_is_refused_as_what_it_is(tmp_path):
     with h5py.File(p, "w") as f:
         f.create_dataset("mask", data=np.zeros((40, 50, 8), np.float32))
         f.create_dataset("band_mask", data=np.zeros((40, 50, 36), np.uint8))
-        f.create_dataset("sensor_band_parameters/mask_bands",
-                         data=np.array([b"Cloud flag", b"Cirrus flag", b"Water flag", b"Spacecraft Flag",
-                                        b"Dilated Cloud Flag", b"AOD550", b"H2O (g cm-2)", b"Aggregate Flag"]))
+        f.create_dataset(
+            "sensor_band_parameters/mask_bands",
+            data=np.array(
+                [
+                    b"Cloud flag",
+                    b"Cirrus flag",
+                    b"Water flag",
+                    b"Spacecraft Flag",
+                    b"Dilated Cloud Flag",
+                    b"AOD550",
+                    b"H2O (g cm-2)",
+                    b"Aggregate Flag",
+                ]
+            ),
+        )
     with pytest.raises(CubeFormatError, match="EMIT L2A MASK"):
         open_cube(p)
     r = _cli("info", str(p))

@@ -2,16 +2,17 @@
 rasterio) with their ``*-METADATA.XML``.
 
 The XML's ``specific/bandCharacterisation/bandID`` (one per band, numbered from 1, VNIR's first) gives
-``wavelengthCenterOfBand``, ``FWHMOfBand``, ``GainOfBand`` and ``OffsetOfBand`` (value = DN x gain +
-offset); ``vnirProductQuality/expectedChannelsList`` and ``swirProductQuality/expectedChannelsList`` list
-the bands (bandID numbers) that hold data, the others are bad. L1B keeps VNIR and SWIR in two images
-(``*-SPECTRAL_IMAGE_VNIR``, ``*-SPECTRAL_IMAGE_SWIR``); L1C and L2A one (``*-SPECTRAL_IMAGE``) of VNIR's
-bands then SWIR's; the cloud-optimised delivery names them ``*-SPECTRAL_IMAGE_COG.TIF`` (and keeps its
-quality layers beside, ``*-QL_QUALITY_CLOUD_COG.TIF``...). In both the detectors overlap near 900-1000 nm: one copy is kept
-(:func:`hyperapp.io.band_stack.split_overlap`). L1C/L2A images are map grids (their GeoTIFF transform);
-L1B is in sensor geometry: its location is bilinear between the four corners of ``base/spatialCoverage``
-(approximate; the RPCs are not applied). (Layout after the EnMAP-Box importers, read only.)
-A zipped product is read inside the zip (GDAL's ``/vsizip/``).
+``wavelengthCenterOfBand``, ``FWHMOfBand``, ``GainOfBand`` and ``OffsetOfBand`` (value = DN x gain + offset);
+``vnirProductQuality/expectedChannelsList`` and ``swirProductQuality/expectedChannelsList`` list each
+detector's bands (bandID numbers; EnMAP-Box finds the overlap from them): a band in neither is bad. L1B keeps VNIR and SWIR in two images
+(``*-SPECTRAL_IMAGE_VNIR``, ``*-SPECTRAL_IMAGE_SWIR``); L1C and L2A one (``*-SPECTRAL_IMAGE``) of VNIR's bands
+then SWIR's; the cloud-optimised delivery names them ``*-SPECTRAL_IMAGE_COG.TIF`` (and keeps its quality
+layers beside, ``*-QL_QUALITY_CLOUD_COG.TIF``...). In both the detectors overlap near 900-1000 nm: one copy is
+kept (:func:`hyperapp.io.band_stack.split_overlap`). Bands L2A fills wholly with its no-data value (the edge
+of the 1.4 um water vapour absorption) are bad too (:func:`band_stack.empty_bands`). L1C/L2A images are map
+grids (their GeoTIFF transform); L1B is in sensor geometry: its location is bilinear between the four corners
+of ``base/spatialCoverage`` (approximate; the RPCs are not applied). (Layout after the EnMAP-Box importers,
+read only.) A zipped product is read inside the zip (GDAL's ``/vsizip/``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """GeoTIFF / COG cubes through rasterio, with an ENVI header beside them where there is one (DESIS).
 
-A GeoTIFF's bands are the cube's bands; rasterio reads windows of them on demand, so a large scene stays
-on disk. What the bands are comes from, in order: an ENVI-style ``.hdr`` beside the TIFF (DESIS L2A ships
-its compressed TIFF with one: ``wavelength``, ``fwhm``, ``bbl``, ``data gain values`` / ``data offset
-values``, ``data ignore value``; the header describes the TIFF, whose bytes are never read as raw ENVI
-data; the product's ``*-METADATA.xml`` opens its ``*-SPECTRAL_IMAGE.tif``), else GDAL's ``ENVI`` metadata domain (``wavelength``, ``bbl``), else per-band ``wavelength`` tags.
-Values are scaled by the header's gains/offsets or the TIFF's own scales/offsets, lazily as they are read;
-where the header's description says reflectance and gains scale it, the values are said to be reflectance
-(0-1). The grid is the TIFF's transform and CRS.
+A GeoTIFF's bands are the cube's bands; rasterio reads windows of them on demand, so a large scene stays on
+disk. What the bands are comes from, in order: an ENVI-style ``.hdr`` beside the TIFF (DESIS L2A ships its
+compressed TIFF with one: ``wavelength``, ``fwhm``, ``bbl``, ``data gain values`` / ``data offset values``,
+``data ignore value``; the header describes the TIFF, whose bytes are never read as raw ENVI data; the
+product's ``*-METADATA.xml`` opens its ``*-SPECTRAL_IMAGE.tif``), else GDAL's ``ENVI`` metadata domain
+(``wavelength``, ``bbl``), else per-band ``wavelength`` tags. Values are scaled by the header's gains/offsets
+or the TIFF's own scales/offsets, lazily as they are read; where the header's description says reflectance and
+gains scale it, the values are said to be reflectance (0-1). The grid is the TIFF's transform and CRS.
 """
 
 from __future__ import annotations
