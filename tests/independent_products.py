@@ -29,9 +29,11 @@ compresses) and rasterio (GeoTIFF). Where each detail comes from:
   ``fwhm``, ``good_wavelengths``, ``Unit``, ``_FillValue`` -9999; ``surface_reflectance_uncertainty`` of the
   same shape; ``nodata_pixels`` and cloud masks; ``HYP`` attribute ``epsg_code``; the grid in
   ``HDFEOS INFORMATION/StructMetadata.0``).
-- DESIS L2A: ``*-SPECTRAL_IMAGE.tif`` band-interleaved-by-pixel and compressed (EnMAP-Box importer notes),
-  int16 reflectance x 10000, with an ENVI-style ``.hdr`` beside it (wavelength, fwhm, data gain values, map
-  info) that describes the TIFF and not raw bytes.
+- DESIS L2A: ``*-SPECTRAL_IMAGE.TIF`` band-interleaved-by-pixel and compressed, int16 reflectance x 10000,
+  with ``*-SPECTRAL_IMAGE.hdr`` beside it (wavelength, fwhm, data gain values, data offset values; map info)
+  that describes the TIFF and not raw bytes, and ``*-METADATA.xml`` (EnMAP-Box's DESIS L2A importer opens the
+  product from that XML and reads wavelengths and gains from the header). The header's description text is
+  this builder's guess.
 
 Every file holds a known scene: background spectra mixed from four smooth endmembers plus noise, one target
 spectrum planted (90 %) at six pixels, fill values at known pixels, the product's own bad bands, and a known
@@ -832,7 +834,7 @@ def build_desis(folder: Path) -> Product:
     stem = "DESIS-HSI-L2A-DT0851342560_003-20230810T153015-V0220"
     d = folder / stem
     d.mkdir()
-    path = d / f"{stem}-SPECTRAL_IMAGE.tif"
+    path = d / f"{stem}-SPECTRAL_IMAGE.TIF"  # upper case, as DLR names it
     with rasterio.open(
         path,
         "w",
