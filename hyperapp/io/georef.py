@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from hyperapp.core.errors import InputError
-from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.core.geo import MapGrid, Swath, crs_name, geo_from_map_info
+from hyperapp.core.progress import NULL_PROGRESS, Progress
 
 
 def geo_of(cube: Any) -> MapGrid | Swath | None:
