@@ -88,7 +88,8 @@ def test_orthorectify_an_emit_swath_in_the_window(qtbot, win, tmp_path):
     lon, lat = truth["lonlat"](12, 30)
     assert f"lon {lon:.6f}, lat {lat:.6f}" in win.statusBar().currentMessage()
     rows, cols = win.session.cube.rows, win.session.cube.cols
-    assert win.orthorectify()
+    assert win.orthorectify()  # a worker thread: the window stays live, with progress and Cancel
+    qtbot.waitUntil(lambda: win.session.ortho, timeout=20000)
     cube = win.session.cube
     assert (cube.rows, cube.cols) == (rows + 2, cols + 2) and "orthorectified" in cube.name
     assert win.view.base.image.shape[:2] == (rows + 2, cols + 2)
@@ -102,11 +103,41 @@ def test_orthorectify_an_emit_swath_in_the_window(qtbot, win, tmp_path):
     assert win.session.ortho and win.session.cube.rows == rows + 2 and win.session.roi.targets[13, 31]
     # bad bands kept or not: still on the grid
     win.keep_bad_bands.setChecked(True)
+    qtbot.waitUntil(lambda: win.session.ortho and win.session.all_bands, timeout=20000)
     assert win.session.ortho and win.session.cube.rows == rows + 2 and win.session.roi.targets[13, 31]
     from hyperapp.core.errors import InputError
 
     with pytest.raises(InputError, match="orthorectified"):
         win.session.save_batch_job(tmp_path / "job.toml")
+
+
+def test_orthorectifying_can_be_cancelled_and_leaves_the_swath(qtbot, win, tmp_path):
+    """The orthorectification runs in a worker (a real swath is gigabytes): Cancel stops it between blocks
+    and the swath stays open, its marks kept."""
+    from .product_files import write_emit
+
+    path, _ = write_emit(tmp_path)
+    assert win.open_cube(path)
+    swath = win.session
+    swath.roi.mark_pixels(np.array([[12, 30]]), "target")
+    import hyperapp.io.georef as georef
+
+    real = georef.ortho_cube
+    seen = []
+
+    def cancelled_at_once(cube, progress, **kw):  # as the Cancel button does (its thread-safe part), at once
+        seen.append(win.worker)
+        win.worker.cancel()
+        return real(cube, progress=progress, **kw)
+
+    georef.ortho_cube = cancelled_at_once
+    try:
+        assert win.orthorectify()
+        qtbot.waitUntil(lambda: win.worker is None, timeout=20000)
+    finally:
+        georef.ortho_cube = real
+    started = seen and "orthorectification run cancelled" in win.detector.status.text()
+    assert started and win.session is swath and not win.session.ortho and win.session.roi.targets[12, 30]
 
 
 def test_no_ortho_without_glt(win, tmp_path):

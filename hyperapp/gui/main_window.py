@@ -14,7 +14,6 @@ import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
@@ -408,33 +407,41 @@ class MainWindow(QMainWindow):
         if s is None or s.all_bands == keep or not s.cube.path:
             return
         labels, classes = s.roi.labels.copy(), list(s.roi.classes)
-        if self.open_cube(s.base_cube.path, s.dataset, keep) and (not s.ortho or self.orthorectify()):
+
+        def keep_marks() -> None:
             self.session.roi.classes = classes
             self.session.roi.set_labels(labels)
+
+        if self.open_cube(s.base_cube.path, s.dataset, keep) and (not s.ortho or self.orthorectify(keep_marks)):
+            if not s.ortho:
+                keep_marks()
         else:
             self.keep_bad_bands.blockSignals(True)
             self.keep_bad_bands.setChecked(s.all_bands)
             self.keep_bad_bands.blockSignals(False)
 
-    def orthorectify(self) -> bool:
+    def orthorectify(self, then=None) -> bool:
         """File > Orthorectify swath: the open swath (with a GLT) replaced by its orthorectified cube
-        (:func:`hyperapp.io.georef.ortho_cube`); marks and runs start afresh, on the grid's pixels."""
+        (:func:`hyperapp.io.georef.ortho_cube`, in a worker thread with progress and Cancel: a real swath
+        is gigabytes); marks and runs start afresh, on the grid's pixels. ``then`` runs once the grid is
+        shown. Returns whether the work started."""
         from hyperapp.io.georef import ortho_cube
 
         s = self.session
-        if s is None:
+        if s is None or not self._ready():
             return False
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            cube = ortho_cube(s.base_cube)
-        except HyperappError as exc:
-            self.show_error(str(exc))
-            return False
-        finally:
-            QApplication.restoreOverrideCursor()
-        self.set_session(Session(cube, s.dataset, all_bands=s.all_bands, ortho=True))
-        self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
-                                     "(marks and runs start afresh on the grid)", 10000)
+        base, dataset, all_bands = s.base_cube, s.dataset, s.all_bands
+
+        def done(cube) -> None:
+            if self.session is not s:  # another cube opened meanwhile: this grid is stale
+                return
+            self.set_session(Session(cube, dataset, all_bands=all_bands, ortho=True))
+            self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
+                                         "(marks and runs start afresh on the grid)", 10000)
+            if then is not None:
+                then()
+
+        self._start_worker(lambda progress: ortho_cube(base, progress=progress), done, "orthorectification")
         return True
 
     def set_session(self, session: Session) -> None:

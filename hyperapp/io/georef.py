@@ -26,6 +26,7 @@ import numpy as np
 
 from hyperapp.core.errors import InputError
 from hyperapp.core.geo import MapGrid, Swath, crs_name, geo_from_map_info
+from hyperapp.core.progress import NULL_PROGRESS, Progress
 
 
 def geo_of(cube: Any) -> MapGrid | Swath | None:
@@ -187,14 +188,15 @@ def geotiff_placement(cube: Any) -> str:
     return "not georeferenced: the cube has no location"
 
 
-def ortho_cube(cube: Any, block_bytes: int = 256 << 20) -> Any:
+def ortho_cube(cube: Any, block_bytes: int = 256 << 20, progress: Progress = NULL_PROGRESS) -> Any:
     """The whole of ``cube`` (a swath with a GLT) orthorectified onto the GLT's grid, in memory: a new
     :class:`~hyperapp.core.cube.Cube` on that :class:`MapGrid` with the same bands, wavelengths and values
     (float32), the no-data value (NaN where the cube has none) where no swath pixel is.
 
     The swath is read in blocks of rows (``block_bytes`` of float32 each) and each block's pixels are
     scattered into the grid cells the GLT gives them, so memory holds the grid and one block. The
-    window's File > Orthorectify shows, marks and detects on it.
+    window's File > Orthorectify shows, marks and detects on it. ``progress`` hears of each block (and
+    stops the work when cancelled).
     """
     from dataclasses import replace
 
@@ -212,6 +214,7 @@ def ortho_cube(cube: Any, block_bytes: int = 256 << 20) -> Any:
     cells, vr, vc = cells[order], vr[order], vc[order]
     step = max(1, block_bytes // max(1, cube.cols * nb * 4))
     for a in range(0, cube.rows, step):
+        progress(a / cube.rows, "orthorectifying the swath through its GLT")
         b = min(cube.rows, a + step)
         lo, hi = np.searchsorted(vr, [a, b])
         if hi > lo:
