@@ -59,34 +59,46 @@ class SpectrumPlot(pg.PlotWidget):
             pi.layout.addItem(legend, 1, 3, 3, 1)
         pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
-    def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None,
-                 value_units: str | None = None) -> None:
-        """The x axis (wavelengths with units, or band numbers) and the y axis: reflectance when the
-        header gives a reflectance scale factor (values are divided by it), else what the product says its
-        values are (``value_units``), else the stored values. Lines break across a gap in wavelength (a
-        product's dropped bad bands), which a straight line would draw as data."""
-        self.scale = float(scale_factor) if scale_factor else 1.0
-        self.setLabel("left", "reflectance" if scale_factor else (value_units or "value (as stored)"))
-        self.connect = "all"
-        if wavelengths is not None and len(wavelengths) == bands:
-            self.x = np.asarray(wavelengths, dtype=float)
-            step = np.diff(self.x)
-            if step.size > 2 and np.median(np.abs(step)) > 0:
-                joined = np.abs(step) <= 2.5 * np.median(np.abs(step))
-                if not joined.all():
-                    self.connect = np.append(joined, False)
-            self.getAxis("bottom").enableAutoSIPrefix(False)
-            from hyperapp.gui.panels import units_text
+    def set_axis(self, cube, left_out=None) -> None:
+        """The axes of ``cube``'s spectra: x its wavelengths with units (or band numbers), y what its values
+        are (:func:`hyperapp.gui.panels.value_axis`, the label the status line and the panels use too).
+        Lines break where bands were left out between two bands (the product's bad bands,
+        :meth:`~hyperapp.core.cube.Cube.bands_left_out`, or ``left_out``: those counts of the cube the
+        spectra came from, for a cube made from it that no longer knows them, an orthorectified swath), and
+        across a gap in wavelength wider than 2.5 steps (bands cut before the file was written): a straight
+        line across a gap reads as data."""
+        from hyperapp.gui.panels import value_axis, wavelength_axis
 
-            u = units_text(units)
-            self.setLabel("bottom", f"wavelength ({u})" if u else "wavelength")
-        else:
-            self.x = np.arange(bands, dtype=float)
-            self.setLabel("bottom", "band")
+        bands = cube.bands
+        self.scale, ylabel = value_axis(cube)
+        self.setLabel("left", ylabel)
+        self.x, xlabel = wavelength_axis(cube)
+        self.setLabel("bottom", xlabel)
+        self.getAxis("bottom").enableAutoSIPrefix(False)
+        joined = np.ones(max(bands - 1, 0), bool)
+        gaps = np.asarray(cube.bands_left_out() if left_out is None else left_out)
+        if gaps.size == bands:
+            joined &= gaps[:-1] == 0
+        if xlabel != "band":
+            step = np.abs(np.diff(self.x))
+            if step.size > 2 and np.median(step) > 0:
+                joined &= step <= 2.5 * np.median(step)
+        self.connect = "all" if joined.all() else np.append(joined, False)
         # the new cube's range at once (the last cube's stayed under the new label until a hover)
         if self.x.size:
             self.setXRange(float(self.x.min()), float(self.x.max()) if self.x.size > 1 else float(self.x[0]) + 1)
         self.enableAutoRange(axis="y")
+
+    def frame_values(self, values) -> None:
+        """The value axis's range while no spectrum is drawn: that of ``values`` (stored values of the new
+        cube, the bands the image shows; on this plot's scale), so the last cube's range (a radiance's
+        1-4 under a reflectance's label) never stands under the new cube's label until a hover."""
+        v = np.asarray(values, dtype=np.float64).ravel() / self.scale
+        v = v[np.isfinite(v)]
+        if v.size:
+            lo, hi = (float(q) for q in np.percentile(v, [0.5, 99.5]))
+            self.setYRange(lo, hi if hi > lo else lo + 1.0)
+        self.enableAutoRange(axis="y")  # the first spectrum drawn frames itself
 
     def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
         self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale, connect=self.connect)

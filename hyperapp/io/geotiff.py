@@ -141,6 +141,16 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
     if "desis" in str(sensor).lower():
         product = "DESIS (GeoTIFF + ENVI header)" if hdr is not None else "DESIS GeoTIFF"
     scale = h.get("reflectance scale factor")
+    value_units = None
+    if gain is not None or offset is not None:
+        # what the scaled values are: the header's level (DESIS L2A's is surface reflectance, its gains
+        # 1e-4 making 0-1 of the stored integers); else said to be scaled, never "as stored"
+        said = " ".join(str(h.get(k) or "") for k in ("description", "sensor type", "product type"))
+        if re.search(r"(?<![A-Za-z0-9])L2A(?![A-Za-z0-9])", said):
+            value_units = "reflectance (0-1)"
+            notes.append("values are surface reflectance: the header names processing level L2A")
+        else:
+            value_units = "value (scale and offset applied)"
     return Cube(
         store,
         name=p.stem,
@@ -154,6 +164,6 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
         interleave="tiff",
         geo=geo,
         product=product,
-        value_units=None,
+        value_units=value_units,
         notes=tuple(notes),
     )
