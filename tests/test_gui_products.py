@@ -154,3 +154,25 @@ def test_project_reopened_with_a_band_subset_shows_every_band(qtbot, win, tmp_pa
     qtbot.waitUntil(lambda: win.statusBar().currentMessage().startswith("row 12, col 30"), timeout=3000)
     xs, ys = win.spectrum.cursor_curve.getData()
     assert len(xs) == len(ys) == n
+
+
+@pytest.mark.parametrize("name, axis, unit", [("emit-l1b", "radiance (uW/cm^2/SR/nm)", "radiance, uW/cm^2/SR/nm"),
+                                              ("prisma-l2d", "reflectance (0-1)", "reflectance"),
+                                              ("geotiff", "value (as stored)", "as stored")])
+def test_panels_name_a_products_values_as_the_spectrum_does(win, tmp_path, name, axis, unit):
+    """The analysis panels' value labels (:func:`value_axis`, :func:`value_unit`) are the Spectrum dock's:
+    a product's radiance is not "as stored", its reflectance's "(0-1)" is a range, not a unit."""
+    from hyperapp.gui.panels import value_axis, value_unit
+
+    write, kw, _, _ = PRODUCTS[name]
+    path, _ = write(tmp_path, **kw)
+    assert win.open_cube(path)
+    cube = win.session.cube
+    assert value_axis(cube) == (1.0, axis) == (1.0, win.spectrum.getAxis("left").labelText)
+    assert value_unit(cube) == (1.0, unit)
+    hac = win.panels["Hierarchical clustering"]
+
+    class Tree:
+        metric, linkage = "euclidean", "average"
+
+    assert hac.height_units(Tree()) == (1.0, f"merge distance<br>({unit})")

@@ -226,6 +226,7 @@ class MainWindow(QMainWindow):
         # what the open cube is, on the status bar's right while the cursor's lines come and go on its left
         # (the window's title said only the file's name, and a screenshot of the window shows no title)
         self.cube_info = QLabel("")
+        self.cube_info.setMinimumWidth(1)  # a long product name is cut (whole in the tooltip), the window not widened
         self.statusBar().addPermanentWidget(self.cube_info)
         self.detector.set_method("rbfn")  # the network the app is built around
         self.detector.set_params(self._saved_params(self.detector.method_name()))
@@ -463,7 +464,7 @@ class MainWindow(QMainWindow):
         self.band.setValue(cube.rgb_bands()[0])
         self.spectrum.set_axis(cube, left_out)
         self.cube_info.setText(cube_summary(cube, left_out))
-        self.cube_info.setToolTip("\n".join(cube.notes))
+        self.cube_info.setToolTip("\n".join([cube_summary(cube, left_out), *cube.notes]))
         self.spectrum.clear_pins()
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)

@@ -150,7 +150,7 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
             value_units = "reflectance (0-1)"
             notes.append("values are surface reflectance: the header names processing level L2A")
         else:
-            value_units = "value (scale and offset applied)"
+            value_units = "scaled value"
     return Cube(
         store,
         name=p.stem,

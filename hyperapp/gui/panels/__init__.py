@@ -590,12 +590,19 @@ def value_axis(cube) -> tuple[float, str]:
 
 def value_unit(cube) -> tuple[float, str]:
     """(divisor, unit) of spectral values as a label's parenthesis names them: "reflectance" where the
-    header gives a reflectance scale factor, the product's ``value_units`` ("reflectance, 0-1"), else
-    "as stored" (:func:`value_axis`'s scale)."""
+    header gives a reflectance scale factor or the product's ``value_units`` say reflectance (its "(0-1)" a
+    range, not a unit), the product's other units ("radiance, uW/cm^2/SR/nm"), else "as stored"
+    (:func:`value_axis`'s scale)."""
+    import re
+
     scale, label = value_axis(cube)
     if label == "value (as stored)":
         return scale, "as stored"
-    return scale, label[:-1].replace(" (", ", ", 1) if label.endswith(")") and " (" in label else label
+    m = re.fullmatch(r"(.+?) \((.+)\)", label)
+    if m is None:
+        return scale, label
+    word, inner = m.groups()
+    return scale, word if re.fullmatch(r"[\d.\s-]+", inner) else f"{word}, {inner}"
 
 
 def band_wavelength(cube, b: int) -> str:
