@@ -26,8 +26,12 @@ def move_mouse_to_pixel(view, r: int, c: int) -> None:
     pointer sends it: the scene maps it to the pixel and the window's hover readout follows."""
     from PySide6.QtCore import QEvent, QPointF, Qt
     from PySide6.QtGui import QMouseEvent
+    from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
+    # pyqtgraph's scene drops a move sooner than its rate limit after the last (10 ms at its 100 Hz); a
+    # pointer's stream of moves has later ones, this single event must not come too soon
+    QTest.qWait(25)
     local = QPointF(view.mapFromScene(view.vb.mapViewToScene(QPointF(c + 0.5, r + 0.5))))
     glob = QPointF(view.viewport().mapToGlobal(local.toPoint()))
     QApplication.sendEvent(view.viewport(), QMouseEvent(QEvent.Type.MouseMove, local, glob, Qt.MouseButton.NoButton,

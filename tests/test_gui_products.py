@@ -176,3 +176,61 @@ def test_panels_name_a_products_values_as_the_spectrum_does(win, tmp_path, name,
         metric, linkage = "euclidean", "average"
 
     assert hac.height_units(Tree()) == (1.0, f"merge distance<br>({unit})")
+
+
+@pytest.mark.parametrize("name", ["emit-l2a", "enmap-l2a", "geotiff"])
+def test_hovering_a_fill_pixel_draws_no_value(qtbot, win, tmp_path, capsys, name):
+    """A pixel holding the fill value (EMIT's and the GeoTIFF's -9999, kept as stored) or NaN (EnMAP's,
+    made NaN as it is scaled) in every band: the status line says there is no data, the plot draws nothing
+    (it drew -9999 and its axis went with it; an all-NaN spectrum with breaks failed in pyqtgraph's paint)."""
+    write, kw, _, _ = PRODUCTS[name]
+    path, truth = write(tmp_path, **kw)
+    open_from_menu(win, path)
+    r, c = truth["fill"][0]
+    move_mouse_to_pixel(win.view, r, c)
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage().startswith(f"row {r}, col {c}"), timeout=3000)
+    assert "no data at this pixel" in win.statusBar().currentMessage()
+    xs, _ = win.spectrum.cursor_curve.getData()
+    assert xs is None or len(xs) == 0
+    win.grab()  # paint it
+    lo, hi = win.spectrum.getViewBox().viewRange()[1]
+    assert lo > -100 and "Ignored exception" not in capsys.readouterr().err
+    # a pixel with values draws them again
+    move_mouse_to_pixel(win.view, *PIXEL)
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage().startswith(f"row {PIXEL[0]}, col {PIXEL[1]}"))
+    assert len(win.spectrum.cursor_curve.getData()[0]) == win.session.base_cube.bands
+
+
+def test_spectrum_with_some_bands_without_data(qtbot, win, tmp_path, capsys):
+    """A pixel with the fill value in three bands, on a cube with a bad band left out: its line breaks around
+    those bands and at the bad band, the mean is of the bands with values, and nothing fails to paint."""
+    import spectral.io.envi as envi
+
+    rng = np.random.default_rng(1)
+    data = (0.2 + 0.05 * rng.random((10, 12, 20))).astype(np.float32)
+    data[3, 4, 5:8] = -9999.0
+    data[4, 4, :] = np.nan
+    hdr = tmp_path / "gaps.hdr"
+    bbl = np.ones(20, int)
+    bbl[12] = 0
+    envi.save_image(str(hdr), data, dtype=np.float32, force=True, ext=".img", interleave="bsq",
+                    metadata={"data ignore value": -9999, "wavelength": list(np.linspace(400, 2400, 20)),
+                              "wavelength units": "Nanometers", "bbl": list(bbl)})
+    assert win.open_cube(hdr)
+    assert win.session.base_cube.bands == 19
+    move_mouse_to_pixel(win.view, 3, 4)
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage().startswith("row 3, col 4"), timeout=3000)
+    kept = np.delete(data[3, 4], 12)
+    ok = kept != -9999.0
+    assert f"19 bands (3 without data), mean value (as stored) {kept[ok].mean():.4g}" in win.statusBar().currentMessage()
+    xs, ys = win.spectrum.cursor_curve.getData()
+    connect = win.spectrum.cursor_curve.opts["connect"]
+    assert len(xs) == len(ys) == len(connect) == 19
+    drawn = np.flatnonzero(np.asarray(connect)[:-1])  # segments i -> i + 1 drawn
+    assert set(drawn) == set(range(18)) - {4, 5, 6, 7, 11}  # around bands 5-7 and across band 12 left out
+    assert np.all(np.isfinite(ys[drawn])) and np.all(np.isfinite(ys[drawn + 1]))
+    move_mouse_to_pixel(win.view, 4, 4)  # NaN in every band
+    qtbot.waitUntil(lambda: win.statusBar().currentMessage().startswith("row 4, col 4"), timeout=3000)
+    assert "no data at this pixel" in win.statusBar().currentMessage()
+    win.grab()
+    assert "Ignored exception" not in capsys.readouterr().err

@@ -520,8 +520,15 @@ class MainWindow(QMainWindow):
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
         scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
-        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {s.size} bands, "
-                                     f"mean {unit} {s.mean() / scale:.4g}{extra}")
+        v = _no_data_nan(s, cube.nodata)
+        ok = np.isfinite(v)
+        if ok.all():
+            said = f"{s.size} bands, mean {unit} {v.mean() / scale:.4g}"
+        elif ok.any():  # (the mean of the bands holding values: a fill value's -9999 is none)
+            said = f"{s.size} bands ({s.size - int(ok.sum())} without data), mean {unit} {v[ok].mean() / scale:.4g}"
+        else:
+            said = f"no data at this pixel (the fill value or NaN in all {s.size} bands)"
+        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {said}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
