@@ -90,6 +90,22 @@ def main(out: str, size: str = "1366x768", big: str = "1920x1080:emit-l2a,prisma
     for name, (path, truth) in files.items():
         i += 1
         print(shoot(win, app, name, path, truth, out_dir, size, i))
+    # EMIT's swath orthorectified through its GLT (File > Orthorectify swath): grid cell (13, 31) is swath
+    # pixel (12, 30) (the synthetic GLT's one-cell border), the same place under the cursor
+    i += 1
+    path, truth = files["emit-l2a"]
+    w, h = (int(v) for v in size.split("x"))
+    win.resize(w, h)
+    open_from_menu(win, path)
+    win.ortho_action.trigger()
+    settle(app)
+    move_mouse_to_pixel(win.view, PIXEL[0] + 1, PIXEL[1] + 1)
+    settle(app)
+    png = out_dir / f"{i:02d}-emit-l2a-ortho-{size}.png"
+    win.grab().save(str(png), "PNG")
+    lon, lat = truth["lonlat"](*PIXEL)
+    print(f"{png.name}: status {win.statusBar().currentMessage()!r}\n  truth lon {lon:.6f}, lat {lat:.6f}; "
+          f"cube line {win.cube_info.text()!r}")
     if big:
         big_size, names = big.split(":")
         for name in names.split(","):

@@ -107,7 +107,7 @@ def test_orthorectified_swath_keeps_its_breaks(win, tmp_path):
     assert before.tolist() == [i for i in range(kept.size - 1) if kept[i + 1] - kept[i] > 1]
     assert win.orthorectify()
     np.testing.assert_array_equal(_breaks(win), before)
-    assert "bad left out" in win.cube_info.text()
+    assert "orthorectified (GLT)" in win.cube_info.text() and "bad left out" in win.cube_info.text()
 
 
 def test_next_product_shows_nothing_of_the_last(qtbot, win, tmp_path):

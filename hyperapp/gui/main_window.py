@@ -463,8 +463,9 @@ class MainWindow(QMainWindow):
         self.band.setRange(0, cube.bands - 1)
         self.band.setValue(cube.rgb_bands()[0])
         self.spectrum.set_axis(cube, left_out)
-        self.cube_info.setText(cube_summary(cube, left_out))
-        self.cube_info.setToolTip("\n".join([cube_summary(cube, left_out), *cube.notes]))
+        summary = cube_summary(cube, left_out, session.ortho)
+        self.cube_info.setText(summary)
+        self.cube_info.setToolTip("\n".join([summary, *cube.notes]))
         self.spectrum.clear_pins()
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)
@@ -1219,12 +1220,15 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
     return img
 
 
-def cube_summary(cube, left_out=None) -> str:
-    """The status bar's line on the open cube: the product (where the reader names it), its wavelength
-    range and the bands left out ("EMIT L2A surface reflectance, 381-2493 nm, 40 bands (8 bad left out)")."""
+def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
+    """The status bar's line on the open cube: the product (where the reader names it; ``ortho``: on its
+    GLT's grid), its wavelength range and the bands left out ("EMIT L2A surface reflectance, 381-2493 nm,
+    40 bands (8 bad left out...)")."""
     from hyperapp.gui.panels import SHORT_UNITS, units_text
 
     parts = [cube.product] if cube.product else []
+    if ortho:
+        parts.append("orthorectified (GLT)")
     if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands and cube.bands:
         wl = np.asarray(cube.wavelengths, float)
         u = units_text(cube.wavelength_units)
