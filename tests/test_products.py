@@ -26,7 +26,7 @@ PRODUCTS = {
     "aviris-nc": (pf.write_aviris_nc, {}, "AVIRIS", "reflectance (0-1)"),
     "enmap-l2a": (pf.write_enmap, {}, "EnMAP L2A", "reflectance (0-1)"),
     "enmap-l1b": (pf.write_enmap, {"level": "L1B"}, "EnMAP L1B", "radiance"),
-    "desis": (pf.write_desis, {}, "DESIS", None),
+    "desis": (pf.write_desis, {}, "DESIS", "reflectance (0-1)"),
     "geotiff": (pf.write_geotiff, {}, "GeoTIFF", None),
 }
 

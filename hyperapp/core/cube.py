@@ -175,6 +175,13 @@ class Cube:
         new.default_bands = None
         return new
 
+    def bands_left_out(self) -> np.ndarray:
+        """Per band of this cube, how many stored bands lie between it and the next one and are not in it
+        (left out by :meth:`good_bands` or a band list: a gap in the spectrum); 0 for the last band."""
+        idx = self._band_index()
+        gaps = np.maximum(np.abs(np.diff(idx)) - 1, 0) if idx.size > 1 else np.zeros(0, np.intp)
+        return np.append(gaps, 0).astype(np.intp)[:idx.size]
+
     def good_bands(self) -> Cube:
         """This cube without its bad bands (the ENVI ``bbl`` list)."""
         if self.bad_bands is None or not self.bad_bands.any():

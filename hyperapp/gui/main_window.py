@@ -222,6 +222,11 @@ class MainWindow(QMainWindow):
         self.compare_pick.currentIndexChanged.connect(self._show_compare)
         self._timing_message = ""
         self.statusBar().messageChanged.connect(self._status_changed)
+        # what the open cube is, on the status bar's right while the cursor's lines come and go on its left
+        # (the window's title said only the file's name, and a screenshot of the window shows no title)
+        self.cube_info = QLabel("")
+        self.cube_info.setMinimumWidth(1)  # a long product name is cut (whole in the tooltip), the window not widened
+        self.statusBar().addPermanentWidget(self.cube_info)
         self.detector.set_method("rbfn")  # the network the app is built around
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
@@ -435,7 +440,8 @@ class MainWindow(QMainWindow):
         def done(cube) -> None:
             if self.session is not s:  # another cube opened meanwhile: this grid is stale
                 return
-            self.set_session(Session(cube, dataset, all_bands=all_bands, ortho=True))
+            # (the grid's cube holds the swath's bands in memory: the bands left out between them are the swath's)
+            self.set_session(Session(cube, dataset, all_bands=all_bands, ortho=True), base.bands_left_out())
             self.statusBar().showMessage(f"orthorectified through the GLT: {cube.rows} x {cube.cols} grid cells "
                                          "(marks and runs start afresh on the grid)", 10000)
             if then is not None:
@@ -444,9 +450,12 @@ class MainWindow(QMainWindow):
         self._start_worker(lambda progress: ortho_cube(base, progress=progress), done, "orthorectification")
         return True
 
-    def set_session(self, session: Session) -> None:
+    def set_session(self, session: Session, left_out=None) -> None:
         """Show ``session``: everything tied to the last cube (plots, status lines, results, overlays,
-        legends) is cleared."""
+        legends) is cleared. The image, the band slider and the Spectrum dock show the cube as opened
+        (``session.base_cube``: a project reopened with a band subset gave the axis the subset's bands
+        and the spectra all of them); ``left_out``: the bands left out after each band, where the cube no
+        longer knows them (:meth:`SpectrumPlot.set_axis`)."""
         self.cancel_run()
         self.session = session
         self.statusBar().clearMessage()
@@ -454,14 +463,16 @@ class MainWindow(QMainWindow):
         self.shown = "detection"
         self.detector.status.setText("")
         self.detector.progress.setValue(0)
-        cube = session.cube
+        cube = session.base_cube
         self._set_title()
         for panel in self.panels.values():
             panel.reset()
         self.band.setRange(0, cube.bands - 1)
         self.band.setValue(cube.rgb_bands()[0])
-        self.spectrum.set_axis(cube.wavelengths, cube.wavelength_units, cube.bands, cube.scale_factor,
-                               cube.value_units)
+        self.spectrum.set_axis(cube, left_out)
+        summary = cube_summary(cube, left_out, session.ortho)
+        self.cube_info.setText(summary)
+        self.cube_info.setToolTip("\n".join([summary, *cube.notes]))
         self.spectrum.clear_pins()
         self.spectrum.clear_cursor()
         session.roi.listeners.append(self._rois_changed)
@@ -479,14 +490,16 @@ class MainWindow(QMainWindow):
         self.compare_view.clear_layers()
         self.compare_view.base.clear()  # the last cube's picture too: the view shows a run, and there is none
         self.view.clear_layers()
-        self.refresh_image()
+        self.spectrum.frame_values(self.refresh_image())
         self.view.fit()  # the new cube, whatever the last one's zoom
         self._rois_changed()
         self.cube_opened.emit(session)
 
-    def refresh_image(self) -> None:
+    def refresh_image(self) -> np.ndarray | None:
+        """Draw the image (RGB or the band chosen) with the stretch chosen; returns the values drawn (no
+        data as NaN)."""
         if self.session is None:
-            return
+            return None
         cube = self.session.base_cube  # the view shows the cube as opened, whatever bands detect
         lo, hi = self.lo_pct.value(), max(self.hi_pct.value(), self.lo_pct.value() + 1)
         self.band.setEnabled(self.mode.currentText() != "RGB")  # it chooses nothing in RGB view
@@ -503,6 +516,7 @@ class MainWindow(QMainWindow):
         if not np.isfinite(raw).any():  # a black picture, and nothing said until a run refused the cube
             self.statusBar().showMessage("the bands shown hold no data at any pixel (NaN, Inf or the no-data "
                                          "value): try another band, or another cube", 15000)
+        return raw
 
     def _hover(self, r: int, c: int) -> None:
         if self.session is None:
@@ -514,8 +528,15 @@ class MainWindow(QMainWindow):
         run = self.current_run()
         extra = f"  score {run.result.scores[r, c]:.4g}" if run is not None else ""
         scale, unit = value_axis(cube)  # the mean on the Spectrum dock's scale, named as its axis is
-        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {s.size} bands, "
-                                     f"mean {unit} {s.mean() / scale:.4g}{extra}")
+        v = _no_data_nan(s, cube.nodata)
+        ok = np.isfinite(v)
+        if ok.all():
+            said = f"{s.size} bands, mean {unit} {v.mean() / scale:.4g}"
+        elif ok.any():  # (the mean of the bands holding values: a fill value's -9999 is none)
+            said = f"{s.size} bands ({s.size - int(ok.sum())} without data), mean {unit} {v[ok].mean() / scale:.4g}"
+        else:
+            said = f"no data at this pixel (the fill value or NaN in all {s.size} bands)"
+        self.statusBar().showMessage(f"row {r}, col {c}{_place(cube, r, c)}: {said}{extra}")
         self.spectrum.show_cursor(s, f"pixel ({r}, {c})")
         self._hovered = (r, c)
 
@@ -779,7 +800,9 @@ class MainWindow(QMainWindow):
     def _set_title(self) -> None:
         cube = self.session.cube
         extra = f", {cube.bands} of {self.session.base_cube.bands} bands" if self.session.bands is not None else ""
-        self.setWindowTitle(f"hyperapp — {cube.name} ({cube.rows} x {cube.cols} x {self.session.base_cube.bands}{extra})")
+        product = f"{cube.product}: " if cube.product else ""
+        self.setWindowTitle(f"hyperapp — {product}{cube.name} ({cube.rows} x {cube.cols} x "
+                            f"{self.session.base_cube.bands}{extra})")
 
     def current_run(self) -> Run | None:
         if self.session is None or not self.session.runs:
@@ -1202,6 +1225,24 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
     if nodata is not None:
         img = np.where(img == np.float32(nodata), np.float32(np.nan), img)
     return img
+
+
+def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
+    """The status bar's line on the open cube: the product (where the reader names it; ``ortho``: on its
+    GLT's grid), its wavelength range and the bands left out ("EMIT L2A surface reflectance, 381-2493 nm,
+    40 bands (8 bad left out...)")."""
+    from hyperapp.gui.panels import SHORT_UNITS, units_text
+
+    parts = [cube.product] if cube.product else []
+    if ortho:
+        parts.append("orthorectified (GLT)")
+    if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands and cube.bands:
+        wl = np.asarray(cube.wavelengths, float)
+        u = units_text(cube.wavelength_units)
+        parts.append(f"{wl.min():.4g}-{wl.max():.4g} {SHORT_UNITS.get(u, u)}".rstrip())
+    dropped = cube.store.shape[2] - cube.bands if left_out is None else int(np.sum(left_out))
+    parts.append(f"{cube.bands} bands" + (f" ({dropped} bad left out: File > Keep bad bands)" if dropped else ""))
+    return ", ".join(parts)
 
 
 def _place(cube, r: int, c: int) -> str:

@@ -35,6 +35,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.x = None
         self.connect = "all"  # or one bool a point: whether its line goes on to the next (False at a gap)
         self.scale = 1.0
+        self.nodata = None  # the cube's no-data value: a band holding it is no value, drawn as a gap
         self.setMinimumHeight(180)
         self.getAxis("left").enableAutoSIPrefix(False)
         self._legend_below = False
@@ -59,38 +60,69 @@ class SpectrumPlot(pg.PlotWidget):
             pi.layout.addItem(legend, 1, 3, 3, 1)
         pi.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
 
-    def set_axis(self, wavelengths, units: str | None, bands: int, scale_factor: float | None = None,
-                 value_units: str | None = None) -> None:
-        """The x axis (wavelengths with units, or band numbers) and the y axis: reflectance when the
-        header gives a reflectance scale factor (values are divided by it), else what the product says its
-        values are (``value_units``), else the stored values. Lines break across a gap in wavelength (a
-        product's dropped bad bands), which a straight line would draw as data."""
-        self.scale = float(scale_factor) if scale_factor else 1.0
-        self.setLabel("left", "reflectance" if scale_factor else (value_units or "value (as stored)"))
-        self.connect = "all"
-        if wavelengths is not None and len(wavelengths) == bands:
-            self.x = np.asarray(wavelengths, dtype=float)
-            step = np.diff(self.x)
-            if step.size > 2 and np.median(np.abs(step)) > 0:
-                joined = np.abs(step) <= 2.5 * np.median(np.abs(step))
-                if not joined.all():
-                    self.connect = np.append(joined, False)
-            self.getAxis("bottom").enableAutoSIPrefix(False)
-            from hyperapp.gui.panels import units_text
+    def set_axis(self, cube, left_out=None) -> None:
+        """The axes of ``cube``'s spectra: x its wavelengths with units (or band numbers), y what its values
+        are (:func:`hyperapp.gui.panels.value_axis`, the label the status line and the panels use too).
+        Lines break where bands were left out between two bands (the product's bad bands,
+        :meth:`~hyperapp.core.cube.Cube.bands_left_out`, or ``left_out``: those counts of the cube the
+        spectra came from, for a cube made from it that no longer knows them, an orthorectified swath), and
+        across a gap in wavelength wider than 2.5 steps (bands cut before the file was written): a straight
+        line across a gap reads as data."""
+        from hyperapp.gui.panels import value_axis, wavelength_axis
 
-            u = units_text(units)
-            self.setLabel("bottom", f"wavelength ({u})" if u else "wavelength")
-        else:
-            self.x = np.arange(bands, dtype=float)
-            self.setLabel("bottom", "band")
+        bands = cube.bands
+        self.nodata = cube.nodata
+        self.scale, ylabel = value_axis(cube)
+        self.setLabel("left", ylabel)
+        self.x, xlabel = wavelength_axis(cube)
+        self.setLabel("bottom", xlabel)
+        self.getAxis("bottom").enableAutoSIPrefix(False)
+        joined = np.ones(max(bands - 1, 0), bool)
+        gaps = np.asarray(cube.bands_left_out() if left_out is None else left_out)
+        if gaps.size == bands:
+            joined &= gaps[:-1] == 0
+        if xlabel != "band":
+            step = np.abs(np.diff(self.x))
+            if step.size > 2 and np.median(step) > 0:
+                joined &= step <= 2.5 * np.median(step)
+        self.connect = "all" if joined.all() else np.append(joined, False)
         # the new cube's range at once (the last cube's stayed under the new label until a hover)
         if self.x.size:
             self.setXRange(float(self.x.min()), float(self.x.max()) if self.x.size > 1 else float(self.x[0]) + 1)
         self.enableAutoRange(axis="y")
 
+    def frame_values(self, values) -> None:
+        """The value axis's range while no spectrum is drawn: that of ``values`` (stored values of the new
+        cube, the bands the image shows; on this plot's scale), so the last cube's range (a radiance's
+        1-4 under a reflectance's label) never stands under the new cube's label until a hover."""
+        v = np.asarray(values, dtype=np.float64).ravel() / self.scale
+        v = v[np.isfinite(v)]
+        if v.size:
+            lo, hi = (float(q) for q in np.percentile(v, [0.5, 99.5]))
+            self.setYRange(lo, hi if hi > lo else lo + 1.0)
+        self.enableAutoRange(axis="y")  # the first spectrum drawn frames itself
+
+    def curve(self, spectrum) -> tuple[np.ndarray, np.ndarray, object]:
+        """(x, y, connect) of a spectrum of the cube's bands as this plot draws it: on the plot's scale, the
+        no-data value and NaN left out as gaps (a fill pixel drew -9999 and took the axis with it; an
+        all-NaN one failed in pyqtgraph's paint), the line broken where bands were left out. Nothing
+        (empty arrays) where no band holds a value."""
+        raw = np.asarray(spectrum, dtype=np.float64)
+        y = raw / self.scale
+        if self.nodata is not None:
+            y[raw == np.float64(np.float32(self.nodata))] = np.nan
+        finite = np.isfinite(y)
+        if not finite.any():
+            return np.zeros(0), np.zeros(0), "all"
+        joined = np.ones(y.size, bool) if isinstance(self.connect, str) else np.asarray(self.connect, bool).copy()
+        joined[:-1] &= finite[:-1] & finite[1:]
+        joined[-1] = False
+        return self.x, y, ("all" if joined[:-1].all() else joined)
+
     def show_cursor(self, spectrum: np.ndarray, label: str) -> None:
-        self.cursor_curve.setData(self.x, np.asarray(spectrum) / self.scale, connect=self.connect)
-        self.setTitle(label)
+        x, y, connect = self.curve(spectrum)
+        self.cursor_curve.setData(x, y, connect=connect)
+        self.setTitle(label if x.size else f"{label}: no data (the product's fill value)")
 
     def clear_cursor(self) -> None:
         self.cursor_curve.setData([], [])
@@ -98,8 +130,8 @@ class SpectrumPlot(pg.PlotWidget):
 
     def pin(self, spectrum: np.ndarray, label: str) -> None:
         colour = PIN_COLOURS[len(self.pins) % len(PIN_COLOURS)]
-        self.pins.append(self.plot(self.x, np.asarray(spectrum) / self.scale, pen=pg.mkPen(colour, width=1.5),
-                                   name=label, connect=self.connect))
+        x, y, connect = self.curve(spectrum)
+        self.pins.append(self.plot(x, y, pen=pg.mkPen(colour, width=1.5), name=label, connect=connect))
 
     def clear_pins(self) -> None:
         for p in self.pins:
@@ -113,14 +145,14 @@ class SpectrumPlot(pg.PlotWidget):
         self.roi_items = []
         colours = {"target": (255, 60, 60), "background": (60, 140, 255)}
         for name, (mean, std, *colour) in stats.items():
-            mean, std = np.asarray(mean) / self.scale, np.asarray(std) / self.scale
+            mean, std = np.asarray(mean, float), np.asarray(std, float)
             c = tuple(int(v) for v in colour[0][:3]) if colour else colours.get(name, (200, 200, 200))
-            lo = self.plot(self.x, mean - std, pen=pg.mkPen(c + (60,)), connect=self.connect)
-            hi = self.plot(self.x, mean + std, pen=pg.mkPen(c + (60,)), connect=self.connect)
+            lo = self._plot(mean - std, pen=pg.mkPen(c + (60,)))
+            hi = self._plot(mean + std, pen=pg.mkPen(c + (60,)))
             fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(c + (40,)))
             self.addItem(fill)
-            line = self.plot(self.x, mean, pen=pg.mkPen(c, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
-                             name=f"{name} mean", connect=self.connect)
+            line = self._plot(mean, pen=pg.mkPen(c, width=2, style=pg.QtCore.Qt.PenStyle.DashLine),
+                              name=f"{name} mean")
             self.roi_items += [lo, hi, fill, line]
 
     def show_review(self, mean: np.ndarray, label: str, title: str = "", match=None) -> None:
@@ -128,14 +160,17 @@ class SpectrumPlot(pg.PlotWidget):
         beside the target mean (:meth:`show_rois`), and ``match``: (name, spectrum on the cube's bands, or
         None) of its best library match, dotted. Short texts: the title's width is the plot's narrowest."""
         self.clear_review()
-        self.review_items.append(self.plot(self.x, np.asarray(mean) / self.scale, pen=pg.mkPen(REVIEW_COLOUR, width=2.5),
-                                           name=label, connect=self.connect))
+        self.review_items.append(self._plot(mean, pen=pg.mkPen(REVIEW_COLOUR, width=2.5), name=label))
         if match is not None and match[1] is not None:
-            self.review_items.append(self.plot(self.x, np.asarray(match[1]) / self.scale,
-                                               pen=pg.mkPen(MATCH_COLOUR, width=2,
-                                                            style=pg.QtCore.Qt.PenStyle.DotLine),
-                                               name=f"match: {_short(match[0])}", connect=self.connect))
+            self.review_items.append(self._plot(match[1], pen=pg.mkPen(MATCH_COLOUR, width=2,
+                                                                       style=pg.QtCore.Qt.PenStyle.DotLine),
+                                                name=f"match: {_short(match[0])}"))
         self.setTitle(title or label)
+
+    def _plot(self, values, **kw):
+        """Plot a spectrum of the cube's bands (a mean, a library match) as :meth:`curve` draws it."""
+        x, y, connect = self.curve(values)
+        return self.plot(x, y, connect=connect, **kw)
 
     def clear_review(self) -> None:
         for it in self.review_items:

@@ -155,10 +155,17 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
     if "desis" in str(sensor).lower():
         product = "DESIS (GeoTIFF + ENVI header)" if hdr is not None else "DESIS GeoTIFF"
     scale = h.get("reflectance scale factor")
-    vunits = None  # what the values are, where the header says: reflectance scaled to 0-1 by its gains
-    said = " ".join(str(h.get(k) or "") for k in ("description", "sensor type", "data units")).lower()
-    if "reflectance" in said and "radiance" not in said and gain is not None:
-        vunits = "reflectance (0-1)"
+    value_units = None
+    if gain is not None or offset is not None:
+        # what the scaled values are: reflectance where the header says so, or names level L2A (DESIS L2A's
+        # gains 1e-4 make 0-1 of the stored integers); else said to be scaled, never "as stored"
+        said = " ".join(str(h.get(k) or "") for k in ("description", "sensor type", "data units", "product type"))
+        low = said.lower()
+        if ("reflectance" in low and "radiance" not in low) or re.search(r"(?<![A-Za-z0-9])L2A(?![A-Za-z0-9])", said):
+            value_units = "reflectance (0-1)"
+            notes.append("values are surface reflectance, as the header says")
+        else:
+            value_units = "scaled value"
     return Cube(
         store,
         name=p.stem,
@@ -172,6 +179,6 @@ def open_geotiff(path: str | os.PathLike, header: str | os.PathLike | None = Non
         interleave="tiff",
         geo=geo,
         product=product,
-        value_units=vunits,
+        value_units=value_units,
         notes=tuple(notes),
     )

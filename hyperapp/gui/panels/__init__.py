@@ -578,16 +578,31 @@ def wavelength_axis(cube) -> tuple:
 
 def value_axis(cube) -> tuple[float, str]:
     """(divisor, axis label) of spectral values: reflectance where the header gives a reflectance scale
-    factor (the Spectrum dock divides by it too, so every plot shows one scale), else the stored values."""
+    factor (the Spectrum dock divides by it too, so every plot shows one scale), else what the product says
+    its values are (``value_units``: "reflectance (0-1)", "radiance (uW/cm^2/SR/nm)"), else the stored values.
+    The one label of values in the window: the Spectrum dock's axis, the status line and every panel's."""
     f = getattr(cube, "scale_factor", None)
-    return (float(f), "reflectance") if f else (1.0, "value (as stored)")
+    if f:
+        return float(f), "reflectance"
+    units = getattr(cube, "value_units", None)
+    return (1.0, units) if units else (1.0, "value (as stored)")
 
 
 def value_unit(cube) -> tuple[float, str]:
     """(divisor, unit) of spectral values as a label's parenthesis names them: "reflectance" where the
-    header gives a reflectance scale factor, else "as stored" (:func:`value_axis`'s scale)."""
+    header gives a reflectance scale factor or the product's ``value_units`` say reflectance (its "(0-1)" a
+    range, not a unit), the product's other units ("radiance, uW/cm^2/SR/nm"), else "as stored"
+    (:func:`value_axis`'s scale)."""
+    import re
+
     scale, label = value_axis(cube)
-    return scale, ("reflectance" if label == "reflectance" else "as stored")
+    if label == "value (as stored)":
+        return scale, "as stored"
+    m = re.fullmatch(r"(.+?) \((.+)\)", label)
+    if m is None:
+        return scale, label
+    word, inner = m.groups()
+    return scale, word if re.fullmatch(r"[\d.\s-]+", inner) else f"{word}, {inner}"
 
 
 def band_wavelength(cube, b: int) -> str:
