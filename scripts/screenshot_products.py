@@ -98,6 +98,8 @@ def main(out: str, size: str = "1366x768", big: str = "1920x1080:emit-l2a,prisma
     win.resize(w, h)
     open_from_menu(win, path)
     win.ortho_action.trigger()
+    while not win.session.ortho:  # (a worker thread)
+        settle(app)
     settle(app)
     move_mouse_to_pixel(win.view, PIXEL[0] + 1, PIXEL[1] + 1)
     settle(app)

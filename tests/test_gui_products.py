@@ -96,7 +96,7 @@ def test_spectrum_breaks_exactly_where_bad_bands_were_left_out(win, tmp_path, na
     assert _breaks(win).size == 0 and "left out" not in win.cube_info.text()
 
 
-def test_orthorectified_swath_keeps_its_breaks(win, tmp_path):
+def test_orthorectified_swath_keeps_its_breaks(qtbot, win, tmp_path):
     """The grid's cube holds the swath's good bands in memory and no longer knows which were left out:
     its spectrum breaks where the swath's did (one bad band at 1381 nm, a step of 2x the others)."""
     wl = np.linspace(381.0, 2493.0, 20)
@@ -105,7 +105,8 @@ def test_orthorectified_swath_keeps_its_breaks(win, tmp_path):
     before = _breaks(win)
     kept = np.flatnonzero(~truth["bad"])
     assert before.tolist() == [i for i in range(kept.size - 1) if kept[i + 1] - kept[i] > 1]
-    assert win.orthorectify()
+    assert win.orthorectify()  # (a worker thread)
+    qtbot.waitUntil(lambda: win.session.ortho, timeout=20000)
     np.testing.assert_array_equal(_breaks(win), before)
     assert "orthorectified (GLT)" in win.cube_info.text() and "bad left out" in win.cube_info.text()
 
