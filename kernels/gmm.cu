@@ -22,8 +22,12 @@ __device__ __forceinline__ double warp_sum_d(double v)
 // (running maximum and sum), then lane 0 rewrites its k log densities as responsibilities.
 // resp (m, k) and lse (m,) are written; a row whose densities are not finite gets NaN (the caller
 // drops a run whose likelihood is not finite).
+// With has_extra, extra (m, k) is added to each squared norm: the squared norms of components whose
+// factors are too large for x U - mu U to resolve, summed from (x - mu) U by the caller (their columns
+// of Y and rows of b are zeros).
 extern "C" __global__ void hyperapp_gmm_estep_rows(const double* __restrict__ Y, const double* __restrict__ b,
-                                                   const double* __restrict__ c, long long m, int k, int d,
+                                                   const double* __restrict__ c, const double* __restrict__ extra,
+                                                   int has_extra, long long m, int k, int d,
                                                    double* __restrict__ resp, double* __restrict__ lse)
 {
     const int lane = threadIdx.x & 31;
@@ -42,6 +46,7 @@ extern "C" __global__ void hyperapp_gmm_estep_rows(const double* __restrict__ Y,
                 acc = fma(v, v, acc);
             }
             acc = warp_sum_d(acc);
+            if (has_extra) acc += extra[r * k + j];
             const double lp = c[j] - 0.5 * acc;
             if (lane == 0) p[j] = lp;
             if (j == 0) {

@@ -82,6 +82,15 @@ WHITENED_PIVOT = 1e-3
 #: of nearly identical spectra, or one floored far below the others)
 WIDE = 1e5
 
+#: a fused M-step's covariance whose smallest squared Cholesky pivot is below this many float64 epsilons
+#: of the largest centred value squared (the rounding level of its sums, see ``_fused_m_step``) is summed
+#: again from the spectra, centred per component (a component of nearly identical spectra)
+FUSED_PIVOT = 16.0
+#: a component whose largest precision factor times the largest centred value exceeds this has its
+#: fused E-step densities summed from (x - mu) U instead (x U - mu U would lose the difference: float64's
+#: rounding of x U, about 1e-16 of this, must stay far below 1)
+FUSED_WIDE = 1e10
+
 _SQ_NORMS = None
 
 
@@ -91,27 +100,32 @@ def _fused_rows(n: int, k: int, d: int) -> int:
     return int(max(256, min(n, CHUNK_BYTES // (8 * k * d))))
 
 
-def _estep_rows(Y, b, const, k: int, d: int):
+def _estep_rows(Y, b, const, k: int, d: int, out=None, extra=None):
     """Responsibilities (m, k) float64 and each row's log-sum-exp (m,) from the E-step's GEMM ``Y``
     (m, k d) = X [U_1 ... U_k]: log density c_j - |Y_j - b_j|^2 / 2 per component, then the log-sum-exp
-    over components. One kernel on CuPy (``kernels/gmm.cu``: ``Y`` read once), the same arithmetic on
-    NumPy."""
+    over components; ``extra`` (m, k), if given, is added to the squared norms. One kernel on CuPy
+    (``kernels/gmm.cu``: ``Y`` read once), the same arithmetic on NumPy."""
     xp = get_namespace(Y)
     m = Y.shape[0]
     if xp is np:
         D = Y.reshape(m, k, d) - b[None]
-        lp = const[None, :] - 0.5 * np.einsum("mkd,mkd->mk", D, D)
+        sq = np.einsum("mkd,mkd->mk", D, D)
+        lp = const[None, :] - 0.5 * (sq if extra is None else sq + extra)
         mx = lp.max(axis=1, keepdims=True)
         lse = mx[:, 0] + np.log(np.exp(lp - mx).sum(axis=1))
-        return np.exp(lp - lse[:, None]), lse
+        if out is None:
+            return np.exp(lp - lse[:, None]), lse
+        np.exp(lp - lse[:, None], out=out)
+        return out, lse
     from hyperapp.core.backend import device_attributes
     from hyperapp.kernels import get_kernel
 
-    resp = xp.empty((m, k), xp.float64)
+    resp = xp.empty((m, k), xp.float64) if out is None else out
     lse = xp.empty(m, xp.float64)
     blocks = max(1, min(8 * int(device_attributes().get("MultiProcessorCount", 80)), -(-m // 8)))
     get_kernel("gmm", "hyperapp_gmm_estep_rows")((blocks,), (256,), (
-        Y, b, const, np.int64(m), np.int32(k), np.int32(d), resp, lse))
+        Y, b, const, const if extra is None else extra, np.int32(extra is not None), np.int64(m), np.int32(k),
+        np.int32(d), resp, lse))
     return resp, lse
 
 
@@ -287,18 +301,27 @@ class GaussianMixtureEM(Estimator):
         return self._path(xp) == "whitened"
 
     @staticmethod
-    def _stacked_factors(weights, means, chol):
-        """What the fused E-step needs: W = [U_1 ... U_k] (d, k d), b_j = mu_j U_j (k, d) and each
-        component's log weight + log normalisation (k,), all float64 and C-contiguous."""
+    def _stacked_factors(weights, means, chol, xmax: float):
+        """What the fused E-step needs: W = [U_1 ... U_k] (d, k d), b_j = mu_j U_j (k, d), each
+        component's log weight + log normalisation (k,), all float64 and C-contiguous, and the components
+        too wide for x U - mu U (:data:`FUSED_WIDE`; ``xmax`` the largest centred value), whose columns of W
+        and rows of b are zeros."""
         xp = get_namespace(means)
         k, d = means.shape
-        W = xp.ascontiguousarray(chol.transpose(1, 0, 2).reshape(d, k * d))
-        b = xp.ascontiguousarray(xp.matmul(means[:, None, :], chol)[:, 0])
+        big = to_host(xp.abs(chol).max(axis=(1, 2))) * max(float(xmax), 1.0)
+        wide = [int(j) for j in np.flatnonzero(~(big <= FUSED_WIDE))]
+        U = chol
+        if wide:
+            U = chol.copy()
+            U[wide] = 0
+        W = xp.ascontiguousarray(U.transpose(1, 0, 2).reshape(d, k * d))
+        b = xp.ascontiguousarray(xp.matmul(means[:, None, :], U)[:, 0])
         logdet = xp.log(xp.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
         const = xp.ascontiguousarray(xp.log(weights) - 0.5 * d * math.log(2 * math.pi) + logdet)
-        return W, b, const
+        return W, b, const, wide
 
-    def _fused_pass(self, X, params=None, resp=None, shift=None, stats: bool = True, proba_out=None):
+    def _fused_pass(self, X, params=None, resp=None, shift=None, stats: bool = True, proba_out=None,
+                    xmax: float | None = None):
         """One pass over the centred float64 spectra ``X`` (n, d) in blocks of :func:`_fused_rows`.
 
         With ``params`` (weights, means, covariances, precision factors, ...): the E-step, Y = X_b W (one
@@ -306,12 +329,15 @@ class GaussianMixtureEM(Estimator):
         the responsibilities go to ``proba_out`` if given. Otherwise the responsibilities are ``resp``
         (n, k). With ``stats``: the M-step's sums about ``shift`` (k, d; the E-step's means by default),
         B = r (x - s) by :func:`_weighted_deviations` into the same block buffer, S += X_b^T B (one GEMM
-        for every component), B's column sums g and the weights n_k: returned for :meth:`_fused_m_step`.
+        for every component), B's column sums g, the weights n_k and the responsibilities: returned for
+        :meth:`_fused_m_step`. ``xmax``: the largest centred value (the fit's by default).
         """
         xp = get_namespace(X)
         n, d = X.shape
         if params is not None:
-            W, b, const = self._stacked_factors(params[0], params[1], params[3])
+            xmax = getattr(self, "_xmax", None) if xmax is None else xmax
+            W, b, const, wide = self._stacked_factors(params[0], params[1], params[3],
+                                                      float(xp.abs(X).max()) if xmax is None else xmax)
             if shift is None:
                 shift = params[1]
         k = int(shift.shape[0] if shift is not None else params[1].shape[0])
@@ -323,12 +349,18 @@ class GaussianMixtureEM(Estimator):
             nk = xp.zeros(k, xp.float64)
             g = xp.zeros(k * d, xp.float64)
             S = xp.zeros((d, k * d), xp.float64)
+            R = xp.empty((n, k), xp.float64) if params is not None else resp
         for a in range(0, n, rows):
             Xb = X[a:a + rows]
             Yb = buf[:Xb.shape[0]]
             if params is not None:
                 xp.matmul(Xb, W, out=Yb)
-                r, lse = _estep_rows(Yb, b, const, k, d)
+                extra = None
+                if wide:
+                    extra = xp.zeros((Xb.shape[0], k), xp.float64)
+                    for j in wide:
+                        extra[:, j] = (((Xb - params[1][j]) @ params[3][j]) ** 2).sum(axis=1)
+                r, lse = _estep_rows(Yb, b, const, k, d, R[a:a + rows] if stats else None, extra)
                 total += lse.sum()
                 if proba_out is not None:
                     proba_out[a:a + rows] = r
@@ -339,20 +371,25 @@ class GaussianMixtureEM(Estimator):
                 S += Xb.T @ Yb
                 nk += r.sum(axis=0)
         ll = float(total) / n if params is not None else None
-        return ll, ((nk, g.reshape(k, d), S, shift) if stats else None)
+        return ll, ((nk, g.reshape(k, d), S, shift, R) if stats else None)
 
-    def _fused_m_step(self, n: int, stats):
+    def _fused_m_step(self, X, stats):
         """Weights, means, covariances and factors from :meth:`_fused_pass`'s sums, in float64.
 
         With s the shift, b_i = r_i (x_i - s), g = sum_i b_i and S_j = sum_i x_i b_i^T:
         T = sum_i r_i (x_i - s)(x_i - s)^T = S_j - s g^T, the mean is s + delta with delta = g / n_j and
         the covariance T / n_j - delta delta^T. Only the products with a *centred* factor are summed (b),
         and g is summed from the very b the GEMM multiplies, so what cancels is the shift's move (delta),
-        not the spectra's offset: a component of nearly identical spectra comes out near zero, as from
-        the direct centred sums (:meth:`_direct_cov`).
+        not the spectra's offset. The products of the spectra themselves (x_i b_i^T) still round at about
+        float64's epsilon times the largest centred value squared: a component whose covariance has no
+        Cholesky factor or a squared pivot below :data:`FUSED_PIVOT` times that (one of nearly identical
+        spectra, with a floor below that level) gets its mean and covariance summed again from the
+        spectra ``X`` and the pass's responsibilities, centred per component (:meth:`_direct_cov`), as
+        the direct path does.
         """
         xp = get_namespace(stats[2])
-        nk, g, S, s = stats
+        nk, g, S, s, R = stats
+        n = X.shape[0]
         k, d = s.shape
         nk = nk + 10 * np.finfo(np.float64).eps
         delta = g / nk[:, None]
@@ -361,8 +398,33 @@ class GaussianMixtureEM(Estimator):
         cov = 0.5 * (cov + cov.transpose(0, 2, 1))
         diag = xp.arange(d)
         cov[:, diag, diag] += float(self.reg_covar)
-        L, chol, extra = self._precision_factors(cov)
-        return nk / n, s + delta, cov, chol, extra, L
+        means = s + delta
+        xmax = getattr(self, "_xmax", None)
+        if xmax is None:
+            xmax = float(xp.abs(X).max())
+        L, piv = self._cholesky_pivots(cov)
+        bad = ~to_host(xp.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= FUSED_PIVOT * np.finfo(np.float64).eps
+                                                       * xmax * xmax))
+        for j in np.flatnonzero(bad):
+            means[j] = (R[:, j] @ X) / nk[j]
+            cov[j] = self._direct_cov(X, R[:, j], means[j], nk[j])
+        L, chol, extra = self._precision_factors(cov, None if bad.any() else L)
+        return nk / n, means, cov, chol, extra, L
+
+    @staticmethod
+    def _cholesky_pivots(C):
+        """Cholesky factors of the stack ``C`` (NaN for a matrix that has none) and their squared pivots."""
+        xp = get_namespace(C)
+        try:
+            M = xp.linalg.cholesky(C)
+        except np.linalg.LinAlgError:  # NumPy raises for the whole stack: factor one by one
+            M = xp.full_like(C, np.nan)
+            for j in range(C.shape[0]):
+                try:
+                    M[j] = xp.linalg.cholesky(C[j])
+                except np.linalg.LinAlgError:
+                    pass
+        return M, xp.diagonal(M, axis1=1, axis2=2) ** 2
 
     def _fused_first_m_step(self, X, labels, k: int):
         """The M-step from k-means labels through the fused sums, shifted by the labels' own means (so
@@ -372,7 +434,7 @@ class GaussianMixtureEM(Estimator):
         nk = resp.sum(axis=0) + 10 * np.finfo(np.float64).eps
         shift = (resp.T @ X) / nk[:, None]
         stats = self._fused_pass(X, resp=resp, shift=shift)[1]
-        return self._fused_m_step(X.shape[0], stats)
+        return self._fused_m_step(X, stats)
 
     # ------------------------------------------------------------------ full covariances: float32 products
     @staticmethod
@@ -504,9 +566,10 @@ class GaussianMixtureEM(Estimator):
         return [int(j) for j in np.flatnonzero(~to_host(ok))]
 
     @staticmethod
-    def _precision_factors(cov):
+    def _precision_factors(cov, L=None):
         """Cholesky factors L of the covariances and U of the precisions (Sigma = L L^T,
-        Sigma^-1 = U U^T, U = (L^-1)^T).
+        Sigma^-1 = U U^T, U = (L^-1)^T); ``L`` the covariances' factors where already computed (every one
+        finite).
 
         Returns both and, per component, what had to be added to the diagonal (in place in ``cov``)
         for its Cholesky factorisation to exist: 0 for every component that needed nothing. NumPy
@@ -523,7 +586,8 @@ class GaussianMixtureEM(Estimator):
                 return None
             return L if bool(xp.isfinite(L).all()) else None
 
-        L = factor(cov)
+        if L is None:
+            L = factor(cov)
         if L is None:  # find the components that fail, and floor only those
             L = xp.empty_like(cov)
             diag = xp.arange(d)
@@ -577,7 +641,7 @@ class GaussianMixtureEM(Estimator):
 
     def _update(self, path: str, Xc, params, stats):
         if path == "fused":
-            return self._fused_m_step(Xc.shape[0], stats)
+            return self._fused_m_step(Xc, stats)
         if path == "whitened":
             return self._full_m_step(Xc, params, stats)
         return self._m_step(Xc, stats)
@@ -718,7 +782,8 @@ class GaussianMixtureEM(Estimator):
             if path == "fused":
                 part = out[a:a + step] if proba else None
                 Xc = P[a:a + step].astype(xp.float64) - c0
-                total += self._fused_pass(Xc, (w, mu, None, ch), stats=False, proba_out=part)[0] * Xc.shape[0]
+                total += self._fused_pass(Xc, (w, mu, None, ch), stats=False, proba_out=part,
+                                          xmax=float(xp.abs(Xc).max()))[0] * Xc.shape[0]
                 continue
             if full:
                 Xa = self._augmented(P[a:a + step], c0)
