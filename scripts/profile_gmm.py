@@ -6,7 +6,8 @@ log-likelihoods against that float64 reference.
 Figures (JSON, to stdout and ``$OUT/gmm.json`` if ``OUT`` is set; times in ms, GPU events, medians):
 
 - ``fit_ms``: the bench case's fit as the model runs it now (fused path, em-EM: 3 starts of
-  ``start_iter`` iterations, the best to 100), ``fit_em_iterations`` the EM iterations it ran;
+  at most ``start_iter`` iterations, ``fit_short_runs`` long, the best to 100), ``fit_em_iterations``
+  the EM iterations it ran;
   ``fit_all_starts_ms``: the fused path with every start run to 100 (``start_iter=100``);
   ``old_fit_ms``: the path main took (``_path`` forced to ``"direct"``, ``start_iter=100``).
 - ``loglik_*``: the average log-likelihoods of those three fits; ``loglik_fused_vs_direct_rel``: the fused
@@ -15,7 +16,8 @@ Figures (JSON, to stdout and ``$OUT/gmm.json`` if ``OUT`` is set; times in ms, G
 - Per iteration: ``e_step_ms`` (the fused E-step alone: one GEMM and one kernel a block),
   ``e_and_m_sums_ms`` (one fused pass: E-step and the M-step's sums), ``m_finish_ms`` (means,
   covariances, Cholesky factors and inverses from the sums), ``iteration_ms`` (their sum); the old path's
-  ``old_e_step_ms`` and ``old_m_step_ms``; one block's parts (``block_*``: the E-step GEMM, the rows
+  ``old_e_step_ms`` and ``old_m_step_ms``; ``e_and_m_sums_128MB_blocks_ms`` and ``_512MB_`` (the fused
+  pass with blocks of 16,384 and 65,536 spectra instead of 32,768); one block's parts (``block_*``: the E-step GEMM, the rows
   kernel, the deviations kernel, the M-step GEMM) with the block's rows; ``kmeans_start_ms``,
   ``first_m_step_ms`` (fused, from the k-means labels) and ``old_first_m_step_ms``.
 - With ``HYPERAPP_CUBES`` naming a folder that holds ``abu-airport-1.mat``: the default fit (k = 8, full,
@@ -91,6 +93,7 @@ G.GaussianMixtureEM._iteration = iteration
 out["fit_em_iterations"] = count["n"]
 out["fit_n_iter"] = int(m.n_iter_)
 out["fit_start_iter"] = int(m.start_iter)
+out["fit_short_runs"] = [int(v) for v in m.start_iterations_]
 out["fit_start_logliks"] = [float(v) for v in m.start_log_likelihoods_]
 out["fit_best_start"] = int(m.best_start_)
 out["loglik_emEM"] = float(m.log_likelihood_[0])
@@ -131,6 +134,11 @@ for _ in range(3):  # a few iterations in, as in the fit
     p = g._fused_m_step(Xc, g._fused_pass(Xc, p)[1])
 out["e_step_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p, stats=False), 10, warmup=2)
 out["e_and_m_sums_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 10, warmup=2)
+chunk = G.CHUNK_BYTES
+for mb in (128, 512):  # the block's array at other sizes (256 MB: 32,768 spectra, the default)
+    G.CHUNK_BYTES = mb << 20
+    out[f"e_and_m_sums_{mb}MB_blocks_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 5, warmup=1)
+G.CHUNK_BYTES = chunk
 st = g._fused_pass(Xc, p)[1]
 out["m_finish_ms"] = gpu_time_ms(lambda: g._fused_m_step(Xc, st), 10, warmup=2)
 out["cholesky_and_inverse_ms"] = gpu_time_ms(lambda: g._precision_factors(p[2].copy()), 10, warmup=2)
@@ -140,21 +148,22 @@ r_old = g._e_step(Xc, p[0], p[1], p[3])[1]
 out["old_m_step_ms"] = gpu_time_ms(lambda: g._m_step(Xc, r_old), 3, warmup=1)
 out["old_iteration_ms"] = out["old_e_step_ms"] + out["old_m_step_ms"]
 # one block's parts
-rows = G._fused_rows(Xc.shape[0], 8, 128)
+d = Xc.shape[1]
+rows = G._fused_rows(Xc.shape[0], 8, d)
 Xb = Xc[:rows]
 W, b, const, _ = g._stacked_factors(p[0], p[1], p[3], g._xmax)
-Y = cp.empty((rows, 8 * 128), cp.float64)
+Y = cp.empty((rows, 8 * d), cp.float64)
 out["block_rows"] = rows
 out["block_e_gemm_ms"] = gpu_time_ms(lambda: cp.matmul(Xb, W, out=Y), 10, warmup=2)
-out["block_rows_kernel_ms"] = gpu_time_ms(lambda: G._estep_rows(Y, b, const, 8, 128), 10, warmup=2)
-r = G._estep_rows(Y, b, const, 8, 128)[0]
+out["block_rows_kernel_ms"] = gpu_time_ms(lambda: G._estep_rows(Y, b, const, 8, d), 10, warmup=2)
+r = G._estep_rows(Y, b, const, 8, d)[0]
 shift = cp.ascontiguousarray(p[1])
 out["block_deviations_kernel_ms"] = gpu_time_ms(lambda: G._weighted_deviations(Xb, r, shift, Y), 10, warmup=2)
 out["block_m_gemm_ms"] = gpu_time_ms(lambda: Xb.T @ Y, 10, warmup=2)
-flops = 2.0 * rows * 128 * 8 * 128
+flops = 2.0 * rows * d * 8 * d
 out["block_e_gemm_tflops"] = flops / out["block_e_gemm_ms"] / 1e9
 out["block_m_gemm_tflops"] = flops / out["block_m_gemm_ms"] / 1e9
-out["block_array_gb"] = rows * 8 * 128 * 8 / 1e9
+out["block_array_gb"] = rows * 8 * d * 8 / 1e9
 out["block_rows_kernel_gbs"] = out["block_array_gb"] / out["block_rows_kernel_ms"] * 1e3
 out["block_deviations_kernel_gbs"] = out["block_array_gb"] / out["block_deviations_kernel_ms"] * 1e3
 save()
