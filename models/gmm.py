@@ -86,6 +86,10 @@ WHITENED_PIVOT = 1e-3
 #: of nearly identical spectra, or one floored far below the others)
 WIDE = 1e5
 
+#: the fused M-step's GEMM S = X_b^T B (d x k d from a block's m spectra) as this many batched GEMMs over
+#: slices of the block's rows, summed after (an explicit split of its long inner dimension; 1: one GEMM,
+#: cuBLAS's own choice). ``scripts/profile_gmm.py`` times both.
+M_SPLIT = 1
 #: em-EM's short runs stop once an iteration gains at most this share of the run's gain since its first
 #: E-step (Biernacki, Celeux and Govaert 2003: (L_p - L_p-1) / (L_p - L_0) <= 1e-2), or at ``start_iter``
 SHORT_RUN_SETTLE = 1e-2
@@ -377,7 +381,13 @@ class GaussianMixtureEM(Estimator):
                 r = xp.ascontiguousarray(resp[a:a + rows], dtype=xp.float64)
             if stats:
                 g += _weighted_deviations(Xb, r, shift, Yb)
-                S += Xb.T @ Yb
+                mb = Xb.shape[0]
+                if M_SPLIT > 1 and mb % M_SPLIT == 0:
+                    c = M_SPLIT
+                    S += xp.matmul(Xb.reshape(c, mb // c, d).transpose(0, 2, 1),
+                                   Yb.reshape(c, mb // c, k * d)).sum(axis=0)
+                else:
+                    S += Xb.T @ Yb
                 nk += r.sum(axis=0)
         ll = float(total) / n if params is not None else None
         return ll, ((nk, g.reshape(k, d), S, shift, R) if stats else None)

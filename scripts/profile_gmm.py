@@ -17,8 +17,9 @@ Figures (JSON, to stdout and ``$OUT/gmm.json`` if ``OUT`` is set; times in ms, G
   ``e_and_m_sums_ms`` (one fused pass: E-step and the M-step's sums), ``m_finish_ms`` (means,
   covariances, Cholesky factors and inverses from the sums), ``iteration_ms`` (their sum); the old path's
   ``old_e_step_ms`` and ``old_m_step_ms``; ``e_and_m_sums_128MB_blocks_ms`` and ``_512MB_`` (the fused
-  pass with blocks of 16,384 and 65,536 spectra instead of 32,768); one block's parts (``block_*``: the E-step GEMM, the rows
-  kernel, the deviations kernel, the M-step GEMM) with the block's rows; ``kmeans_start_ms``,
+  pass with blocks of 16,384 and 65,536 spectra instead of 32,768), ``e_and_m_sums_split16_ms`` (the
+  M-step GEMM as 16 batched GEMMs over row slices, ``M_SPLIT``); one block's parts (``block_*``: the E-step GEMM, the rows
+  kernel, the deviations kernel, the M-step GEMM, also split in 4 and 16) with the block's rows; ``kmeans_start_ms``,
   ``first_m_step_ms`` (fused, from the k-means labels) and ``old_first_m_step_ms``.
 - With ``HYPERAPP_CUBES`` naming a folder that holds ``abu-airport-1.mat``: the default fit (k = 8, full,
   3 starts) of the airport scene on the GPU (``airport_loglik``) and, with ``--sklearn``, scikit-learn's
@@ -134,6 +135,9 @@ for _ in range(3):  # a few iterations in, as in the fit
     p = g._fused_m_step(Xc, g._fused_pass(Xc, p)[1])
 out["e_step_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p, stats=False), 10, warmup=2)
 out["e_and_m_sums_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 10, warmup=2)
+G.M_SPLIT = 16
+out["e_and_m_sums_split16_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 5, warmup=1)
+G.M_SPLIT = 1
 chunk = G.CHUNK_BYTES
 for mb in (128, 512):  # the block's array at other sizes (256 MB: 32,768 spectra, the default)
     G.CHUNK_BYTES = mb << 20
@@ -160,6 +164,10 @@ r = G._estep_rows(Y, b, const, 8, d)[0]
 shift = cp.ascontiguousarray(p[1])
 out["block_deviations_kernel_ms"] = gpu_time_ms(lambda: G._weighted_deviations(Xb, r, shift, Y), 10, warmup=2)
 out["block_m_gemm_ms"] = gpu_time_ms(lambda: Xb.T @ Y, 10, warmup=2)
+for c in (4, 16):  # the same GEMM split explicitly (G.M_SPLIT): c batched GEMMs over row slices, then a sum
+    out[f"block_m_gemm_split{c}_ms"] = gpu_time_ms(
+        lambda c=c: cp.matmul(Xb.reshape(c, rows // c, d).transpose(0, 2, 1), Y.reshape(c, rows // c, 8 * d)).sum(axis=0),
+        10, warmup=2)
 flops = 2.0 * rows * d * 8 * d
 out["block_e_gemm_tflops"] = flops / out["block_e_gemm_ms"] / 1e9
 out["block_m_gemm_tflops"] = flops / out["block_m_gemm_ms"] / 1e9
