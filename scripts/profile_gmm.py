@@ -46,7 +46,8 @@ from hyperapp.bench.cases import _spectra
 from hyperapp.models.kmeans import MultiKMeans
 
 t_start = time.perf_counter()
-out: dict = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "n": 262144, "d": 128, "k": 8}
+out: dict = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "n": 262144, "d": 128, "k": 8,
+             "gmm_module": G.__file__}
 
 
 def save():
