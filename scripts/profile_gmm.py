@@ -166,6 +166,8 @@ shift = cp.ascontiguousarray(p[1])
 out["block_deviations_kernel_ms"] = gpu_time_ms(lambda: G._weighted_deviations(Xb, r, shift, Y), 10, warmup=2)
 out["block_m_gemm_ms"] = gpu_time_ms(lambda: Xb.T @ Y, 10, warmup=2)
 for c in (4, 16):  # the same GEMM split explicitly (G.M_SPLIT): c batched GEMMs over row slices, then a sum
+    if rows % c:
+        continue
     out[f"block_m_gemm_split{c}_ms"] = gpu_time_ms(
         lambda c=c: cp.matmul(Xb.reshape(c, rows // c, d).transpose(0, 2, 1), Y.reshape(c, rows // c, 8 * d)).sum(axis=0),
         10, warmup=2)
