@@ -5,17 +5,44 @@ does (y = (x - mu) U with U U^T = Sigma^-1, log N = -(d log 2pi + |y|^2)/2 + log
 log-sum-exp over components for stable responsibilities. M-step: weights, means and covariances, a
 covariance floor (``reg_covar`` on the diagonal, so constant bands stay invertible) and the Cholesky
 factors from the covariances. EM stops when the average log-likelihood per spectrum changes by less
-than ``tol``; several initialisations keep the best. k-means (part 1) starts each run. With a range of
-k, BIC picks the k that labels the image.
+than ``tol``. k-means (part 1) starts each run. With a range of k, BIC picks the k that labels the image.
+
+Several starts: em-EM (Biernacki, Celeux and Govaert 2003, "Choosing starting values for the EM
+algorithm for getting the highest likelihood in multivariate Gaussian mixture models", Comput. Stat.
+Data Anal. 41). Each of the ``n_init`` k-means starts runs a short EM that stops, as theirs does, once an
+iteration gains at most 1 % of what the run gained since its first E-step (:data:`SHORT_RUN_SETTLE`), at
+``start_iter`` iterations at most (20), or when it converges; the start whose last short-run E-step has
+the highest log-likelihood (EM never lowers it) goes on from where it stopped, to ``max_iter`` iterations
+in all, and the others are dropped. ``ll_curve_`` and ``n_iter_`` are that start's whole run, its short
+run included; ``start_log_likelihoods_`` and ``start_iterations_`` hold every start's short-run figure
+and length and ``best_start_`` the one chosen, and ``log_likelihood_`` is the likelihood of the final
+parameters, as before. ``start_iter`` at least ``max_iter`` (or one start) runs every start to the end
+and keeps the one whose final parameters score highest, as scikit-learn's ``n_init`` does. A fixed 10
+iterations chose the wrong start on the airport scene (4,000 spectra, 5 diagonal components: one start
+settles at 303.9 within 10 iterations, the other two climb past it to 316.0 after 20,
+``tests/test_som_gmm.py``); the relative stop left the short runs on the bench case's spectra (16,384 of
+them, on the CPU) at 3 iterations each: 106 EM iterations where every start run to the end takes 300.
+
+Full covariances on the GPU (the fused path): the E-step for every component is one float64 GEMM per
+block of spectra, Y = X [U_1 ... U_k] (d x k d), after which one kernel (``kernels/gmm.cu``, k and d
+runtime arguments) subtracts b_j = mu_j U_j, sums each row's k squared norms and takes the log-sum-exp
+and the responsibilities, reading Y once. The M-step's sums come from the same pass: one kernel writes
+B = r_ij (x - s_j) into Y's buffer (s_j the E-step's mean of component j) with B's column sums g, and
+one GEMM per block gives S = X^T B for every component (d x k d). With delta = g / n_j the new mean is
+s_j + delta and the covariance (S_j - s_j g^T) / n_j - delta delta^T (:meth:`GaussianMixtureEM._fused_m_step`),
+so only the shift's move cancels, never the spectra's offset (radiance in the thousands). The first
+M-step of a start is the same pass with the k-means labels as responsibilities, shifted by their means.
+The CPU keeps the float32 path below; diagonal covariances use the direct float64 sums everywhere.
 
 Precision. The spectra are centred in float64. Real scenes (radiance in the thousands, hundreds of
 nearly collinear bands) have covariances whose smallest eigenvalues sit below float32's rounding of
 their largest, so a covariance summed in float32 from the spectra comes out indefinite; the Cholesky
 factors and every covariance are float64. With full covariances on the CPU, the products over all
 spectra are float32 all the same, where float32 resolves them (a float32 GEMM runs at twice float64's
-rate on a CPU's vector units); on the GPU they stay float64, as the E-step of diagonal covariances and
-the first M-step of every start do everywhere: an H100's or H200's tensor cores run float64 GEMMs at
-float32's rate, and the float32 path below measured slower there (``docs/performance.md``).
+rate on a CPU's vector units); on the GPU they stay float64 (the fused path above), as the E-step of
+diagonal covariances and the first M-step of every start do everywhere: an H100's or H200's tensor
+cores run float64 GEMMs at float32's rate, and the float32 path below measured slower there
+(``docs/performance.md``).
 
 - The E-step's whitened spectra, y_j = [x, 1] [[U_j, 0], [-mu_j U_j, 1]]: one float32 GEMM per
   component (the spectra carry a column of ones, so the GEMM subtracts the mean and leaves the ones).
@@ -59,7 +86,81 @@ WHITENED_PIVOT = 1e-3
 #: of nearly identical spectra, or one floored far below the others)
 WIDE = 1e5
 
+#: the fused M-step's GEMM S = X_b^T B (d x k d from a block's m spectra) as this many batched GEMMs over
+#: slices of the block's rows, summed after (an explicit split of its long inner dimension; 1: one GEMM,
+#: cuBLAS's own choice). ``scripts/profile_gmm.py`` times both.
+M_SPLIT = 1
+#: em-EM's short runs stop once an iteration gains at most this share of the run's gain since its first
+#: E-step (Biernacki, Celeux and Govaert 2003: (L_p - L_p-1) / (L_p - L_0) <= 1e-2), or at ``start_iter``
+SHORT_RUN_SETTLE = 1e-2
+#: a fused M-step's covariance whose smallest squared Cholesky pivot is below this many float64 epsilons
+#: of the largest centred value squared (the rounding level of its sums, see ``_fused_m_step``) is summed
+#: again from the spectra, centred per component (a component of nearly identical spectra)
+FUSED_PIVOT = 16.0
+#: a component whose largest precision factor times the largest centred value exceeds this has its
+#: fused E-step densities summed from (x - mu) U instead (x U - mu U would lose the difference: float64's
+#: rounding of x U, about 1e-16 of this, must stay far below 1)
+FUSED_WIDE = 1e10
+
 _SQ_NORMS = None
+
+
+def _fused_rows(n: int, k: int, d: int) -> int:
+    """Spectra per block of the fused full-covariance path: the block's (m, k d) float64 array is at most
+    :data:`CHUNK_BYTES`."""
+    return int(max(256, min(n, CHUNK_BYTES // (8 * k * d))))
+
+
+def _estep_rows(Y, b, const, k: int, d: int, out=None, extra=None):
+    """Responsibilities (m, k) float64 and each row's log-sum-exp (m,) from the E-step's GEMM ``Y``
+    (m, k d) = X [U_1 ... U_k]: log density c_j - |Y_j - b_j|^2 / 2 per component, then the log-sum-exp
+    over components; ``extra`` (m, k), if given, is added to the squared norms. One kernel on CuPy
+    (``kernels/gmm.cu``: ``Y`` read once), the same arithmetic on NumPy."""
+    xp = get_namespace(Y)
+    m = Y.shape[0]
+    if xp is np:
+        D = Y.reshape(m, k, d) - b[None]
+        sq = np.einsum("mkd,mkd->mk", D, D)
+        lp = const[None, :] - 0.5 * (sq if extra is None else sq + extra)
+        mx = lp.max(axis=1, keepdims=True)
+        lse = mx[:, 0] + np.log(np.exp(lp - mx).sum(axis=1))
+        if out is None:
+            return np.exp(lp - lse[:, None]), lse
+        np.exp(lp - lse[:, None], out=out)
+        return out, lse
+    from hyperapp.core.backend import device_attributes
+    from hyperapp.kernels import get_kernel
+
+    resp = xp.empty((m, k), xp.float64) if out is None else out
+    lse = xp.empty(m, xp.float64)
+    blocks = max(1, min(8 * int(device_attributes().get("MultiProcessorCount", 80)), -(-m // 8)))
+    get_kernel("gmm", "hyperapp_gmm_estep_rows")((blocks,), (256,), (
+        Y, b, const, const if extra is None else extra, np.int32(extra is not None), np.int64(m), np.int32(k),
+        np.int32(d), resp, lse))
+    return resp, lse
+
+
+#: rows per tile of the weighted deviations' kernel (its column sums are summed over tiles afterwards)
+DEVIATION_TILE = 64
+
+
+def _weighted_deviations(X, R, s, out):
+    """B[i, j d + c] = R[i, j] (X[i, c] - s[j, c]) into ``out`` (m, k d) float64, and B's column sums
+    (k d,): what the M-step's GEMM X^T B needs. One kernel on CuPy (``B`` written once)."""
+    xp = get_namespace(X)
+    m, d = X.shape
+    k = R.shape[1]
+    if xp is np:
+        np.multiply(R[:, :, None], X[:, None, :] - s[None], out=out.reshape(m, k, d))
+        return out.sum(axis=0)
+    from hyperapp.kernels import get_kernel
+
+    tile = max(DEVIATION_TILE, -(-m // 65535))
+    tiles = -(-m // tile)
+    partial = xp.empty((tiles, k * d), xp.float64)
+    get_kernel("gmm", "hyperapp_gmm_weighted_deviations")((-(-k * d // 256), tiles), (256,), (
+        X, R, s, np.int64(m), np.int32(k), np.int32(d), np.int32(tile), out, partial))
+    return partial.sum(axis=0)
 
 
 def _sq_norms(Z):
@@ -86,7 +187,12 @@ class GaussianMixtureEM(Estimator):
         one start (scikit-learn's default) lands in a visibly worse optimum on some real scenes and k,
         and three cost little on the GPU (k = 8, full covariances, 10,000 spectra of 205 bands: 0.6 s
         a start on an H100). Compare with scikit-learn at the same ``n_init``.
+    start_iter : int
+        With ``n_init`` > 1, the most iterations of each start's short EM (em-EM, see the module's notes;
+        it stops earlier once it settles): only the best start continues. At least ``max_iter``: every
+        start runs to the end (scikit-learn's ``n_init``).
     max_iter : int
+        EM iterations at most of the run kept, its short run included.
     tol : float
         Stop when the average log-likelihood per spectrum changes by less than this.
     reg_covar : float
@@ -98,8 +204,13 @@ class GaussianMixtureEM(Estimator):
     k_values_, bic_, log_likelihood_ (average per spectrum, per k) : host arrays
     chosen_k_ : int
     weights_, means_, covariances_ : the chosen k's parameters (host arrays)
-    ll_curve_ : per-iteration average log-likelihood of the chosen k's best run
+    ll_curve_ : per-iteration average log-likelihood of the chosen k's best run (its short run included)
     n_iter_ : iterations of that run
+    start_log_likelihoods_ : the chosen k's starts' average log-likelihoods that chose the run (each short
+        run's last E-step; with every start run to the end, each one's final likelihood); NaN where a
+        start diverged
+    start_iterations_ : each of those starts' iterations before the choice
+    best_start_ : the start chosen (its k-means seed is ``seed`` + ``best_start_``)
     """
 
     #: declared once (:class:`~hyperapp.models.base.Param`; defaults: ``__init__``'s): forms, checks and fit use it
@@ -107,7 +218,8 @@ class GaussianMixtureEM(Estimator):
         Param("k", str, help="Components, one number (8) or a range (2..10): the lowest BIC labels the image.", label="Components (k or range)"),
         Param("covariance", str, help="Each component's covariance: full matrices, or diagonal (bands independent).", choices=("full", "diag"), label="Covariance"),
         Param("n_init", int, help="EM runs from different k-means starts; the highest likelihood is kept. One start can settle in a worse optimum; several cost little on the GPU. To compare with scikit-learn's GaussianMixture, give it the same number (its n_init).", minimum=1, maximum=100, label="Starts"),
-        Param("max_iter", int, help="EM iterations at most.", minimum=1, maximum=10000, label="Iterations at most"),
+        Param("start_iter", int, help="With several starts, each runs a short EM first, of at most this many iterations (it stops earlier once an iteration gains under 1 % of the run's gain); only the start with the highest likelihood then goes on, to the iterations at most in all (em-EM, Biernacki, Celeux and Govaert 2003). At least the iterations at most: every start runs to the end, as scikit-learn's n_init does.", minimum=1, maximum=10000, label="Iterations per start"),
+        Param("max_iter", int, help="EM iterations at most (of the start that goes on: its short run's iterations count).", minimum=1, maximum=10000, label="Iterations at most"),
         Param("tol", float, help="Stop when the average log-likelihood per spectrum changes by less than this.", minimum=0.0, maximum=10.0, label="Tolerance"),
         Param("reg_covar", float, help="Added to every covariance's diagonal, so constant or collinear bands stay invertible.", minimum=0.0, maximum=1e6, label="Covariance floor"),
         Param("seed", int, help="Seed of the k-means starts.", minimum=0, maximum=2**31 - 1, label="Random seed"),
@@ -115,11 +227,12 @@ class GaussianMixtureEM(Estimator):
 
     accepts_progress = True
 
-    def __init__(self, k="8", covariance: str = "full", n_init: int = 3, max_iter: int = 100, tol: float = 1e-3,
-                 reg_covar: float = 1e-6, seed: int = 0):
+    def __init__(self, k="8", covariance: str = "full", n_init: int = 3, start_iter: int = 20, max_iter: int = 100,
+                 tol: float = 1e-3, reg_covar: float = 1e-6, seed: int = 0):
         self.k = k
         self.covariance = covariance
         self.n_init = n_init
+        self.start_iter = start_iter
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
@@ -187,11 +300,162 @@ class GaussianMixtureEM(Estimator):
         cov[xp.arange(d), xp.arange(d)] += float(self.reg_covar)
         return cov
 
-    # ------------------------------------------------------------------ full covariances: float32 products
+    # ------------------------------------------------------------------ full covariances on the GPU: fused
+    def _path(self, xp) -> str:
+        """Which E- and M-steps a fit takes: ``"fused"`` (full covariances on the GPU: one float64 GEMM per
+        block for all components' densities and one for all their sums), ``"whitened"`` (full covariances
+        on the CPU: float32 products in whitened coordinates) or ``"direct"`` (diagonal covariances)."""
+        if self.covariance != "full":
+            return "direct"
+        return "whitened" if xp is np else "fused"
+
     def _whitened(self, xp) -> bool:
         """Whether this fit takes the float32 path (full covariances on the CPU; see the module's notes)."""
-        return self.covariance == "full" and xp is np
+        return self._path(xp) == "whitened"
 
+    @staticmethod
+    def _stacked_factors(weights, means, chol, xmax: float):
+        """What the fused E-step needs: W = [U_1 ... U_k] (d, k d), b_j = mu_j U_j (k, d), each
+        component's log weight + log normalisation (k,), all float64 and C-contiguous, and the components
+        too wide for x U - mu U (:data:`FUSED_WIDE`; ``xmax`` the largest centred value), whose columns of W
+        and rows of b are zeros."""
+        xp = get_namespace(means)
+        k, d = means.shape
+        big = to_host(xp.abs(chol).max(axis=(1, 2))) * max(float(xmax), 1.0)
+        wide = [int(j) for j in np.flatnonzero(~(big <= FUSED_WIDE))]
+        U = chol
+        if wide:
+            U = chol.copy()
+            U[wide] = 0
+        W = xp.ascontiguousarray(U.transpose(1, 0, 2).reshape(d, k * d))
+        b = xp.ascontiguousarray(xp.matmul(means[:, None, :], U)[:, 0])
+        logdet = xp.log(xp.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        const = xp.ascontiguousarray(xp.log(weights) - 0.5 * d * math.log(2 * math.pi) + logdet)
+        return W, b, const, wide
+
+    def _fused_pass(self, X, params=None, resp=None, shift=None, stats: bool = True, proba_out=None,
+                    xmax: float | None = None):
+        """One pass over the centred float64 spectra ``X`` (n, d) in blocks of :func:`_fused_rows`.
+
+        With ``params`` (weights, means, covariances, precision factors, ...): the E-step, Y = X_b W (one
+        GEMM for every component), then :func:`_estep_rows`; its average log-likelihood is returned and
+        the responsibilities go to ``proba_out`` if given. Otherwise the responsibilities are ``resp``
+        (n, k). With ``stats``: the M-step's sums about ``shift`` (k, d; the E-step's means by default),
+        B = r (x - s) by :func:`_weighted_deviations` into the same block buffer, S += X_b^T B (one GEMM
+        for every component), B's column sums g, the weights n_k and the responsibilities: returned for
+        :meth:`_fused_m_step`. ``xmax``: the largest centred value (the fit's by default).
+        """
+        xp = get_namespace(X)
+        n, d = X.shape
+        if params is not None:
+            xmax = getattr(self, "_xmax", None) if xmax is None else xmax
+            W, b, const, wide = self._stacked_factors(params[0], params[1], params[3],
+                                                      float(xp.abs(X).max()) if xmax is None else xmax)
+            if shift is None:
+                shift = params[1]
+        k = int(shift.shape[0] if shift is not None else params[1].shape[0])
+        rows = _fused_rows(n, k, d)
+        buf = xp.empty((min(rows, n), k * d), xp.float64)
+        total = xp.zeros((), xp.float64)
+        if stats:
+            shift = xp.ascontiguousarray(shift, dtype=xp.float64)
+            nk = xp.zeros(k, xp.float64)
+            g = xp.zeros(k * d, xp.float64)
+            S = xp.zeros((d, k * d), xp.float64)
+            R = xp.empty((n, k), xp.float64) if params is not None else resp
+        for a in range(0, n, rows):
+            Xb = X[a:a + rows]
+            Yb = buf[:Xb.shape[0]]
+            if params is not None:
+                xp.matmul(Xb, W, out=Yb)
+                extra = None
+                if wide:
+                    extra = xp.zeros((Xb.shape[0], k), xp.float64)
+                    for j in wide:
+                        extra[:, j] = (((Xb - params[1][j]) @ params[3][j]) ** 2).sum(axis=1)
+                r, lse = _estep_rows(Yb, b, const, k, d, R[a:a + rows] if stats else None, extra)
+                total += lse.sum()
+                if proba_out is not None:
+                    proba_out[a:a + rows] = r
+            else:
+                r = xp.ascontiguousarray(resp[a:a + rows], dtype=xp.float64)
+            if stats:
+                g += _weighted_deviations(Xb, r, shift, Yb)
+                mb = Xb.shape[0]
+                if M_SPLIT > 1 and mb % M_SPLIT == 0:
+                    c = M_SPLIT
+                    S += xp.matmul(Xb.reshape(c, mb // c, d).transpose(0, 2, 1),
+                                   Yb.reshape(c, mb // c, k * d)).sum(axis=0)
+                else:
+                    S += Xb.T @ Yb
+                nk += r.sum(axis=0)
+        ll = float(total) / n if params is not None else None
+        return ll, ((nk, g.reshape(k, d), S, shift, R) if stats else None)
+
+    def _fused_m_step(self, X, stats):
+        """Weights, means, covariances and factors from :meth:`_fused_pass`'s sums, in float64.
+
+        With s the shift, b_i = r_i (x_i - s), g = sum_i b_i and S_j = sum_i x_i b_i^T:
+        T = sum_i r_i (x_i - s)(x_i - s)^T = S_j - s g^T, the mean is s + delta with delta = g / n_j and
+        the covariance T / n_j - delta delta^T. Only the products with a *centred* factor are summed (b),
+        and g is summed from the very b the GEMM multiplies, so what cancels is the shift's move (delta),
+        not the spectra's offset. The products of the spectra themselves (x_i b_i^T) still round at about
+        float64's epsilon times the largest centred value squared: a component whose covariance has no
+        Cholesky factor or a squared pivot below :data:`FUSED_PIVOT` times that (one of nearly identical
+        spectra, with a floor below that level) gets its mean and covariance summed again from the
+        spectra ``X`` and the pass's responsibilities, centred per component (:meth:`_direct_cov`), as
+        the direct path does.
+        """
+        xp = get_namespace(stats[2])
+        nk, g, S, s, R = stats
+        n = X.shape[0]
+        k, d = s.shape
+        nk = nk + 10 * np.finfo(np.float64).eps
+        delta = g / nk[:, None]
+        T = S.reshape(d, k, d).transpose(1, 0, 2) - s[:, :, None] * g[:, None, :]
+        cov = T / nk[:, None, None] - delta[:, :, None] * delta[:, None, :]
+        cov = 0.5 * (cov + cov.transpose(0, 2, 1))
+        diag = xp.arange(d)
+        cov[:, diag, diag] += float(self.reg_covar)
+        means = s + delta
+        xmax = getattr(self, "_xmax", None)
+        if xmax is None:
+            xmax = float(xp.abs(X).max())
+        L, piv = self._cholesky_pivots(cov)
+        bad = ~to_host(xp.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= FUSED_PIVOT * np.finfo(np.float64).eps
+                                                       * xmax * xmax))
+        for j in np.flatnonzero(bad):
+            means[j] = (R[:, j] @ X) / nk[j]
+            cov[j] = self._direct_cov(X, R[:, j], means[j], nk[j])
+        L, chol, extra = self._precision_factors(cov, None if bad.any() else L)
+        return nk / n, means, cov, chol, extra, L
+
+    @staticmethod
+    def _cholesky_pivots(C):
+        """Cholesky factors of the stack ``C`` (NaN for a matrix that has none) and their squared pivots."""
+        xp = get_namespace(C)
+        try:
+            M = xp.linalg.cholesky(C)
+        except np.linalg.LinAlgError:  # NumPy raises for the whole stack: factor one by one
+            M = xp.full_like(C, np.nan)
+            for j in range(C.shape[0]):
+                try:
+                    M[j] = xp.linalg.cholesky(C[j])
+                except np.linalg.LinAlgError:
+                    pass
+        return M, xp.diagonal(M, axis1=1, axis2=2) ** 2
+
+    def _fused_first_m_step(self, X, labels, k: int):
+        """The M-step from k-means labels through the fused sums, shifted by the labels' own means (so
+        the sums are about each component's mean from the start)."""
+        xp = get_namespace(X)
+        resp = (labels[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
+        nk = resp.sum(axis=0) + 10 * np.finfo(np.float64).eps
+        shift = (resp.T @ X) / nk[:, None]
+        stats = self._fused_pass(X, resp=resp, shift=shift)[1]
+        return self._fused_m_step(X, stats)
+
+    # ------------------------------------------------------------------ full covariances: float32 products
     @staticmethod
     def _block_rows(n: int, k: int, d1: int) -> int:
         return int(min(n, BLOCK_ROWS, max(1024, CHUNK_BYTES // (4 * k * d1))))
@@ -321,9 +585,10 @@ class GaussianMixtureEM(Estimator):
         return [int(j) for j in np.flatnonzero(~to_host(ok))]
 
     @staticmethod
-    def _precision_factors(cov):
+    def _precision_factors(cov, L=None):
         """Cholesky factors L of the covariances and U of the precisions (Sigma = L L^T,
-        Sigma^-1 = U U^T, U = (L^-1)^T).
+        Sigma^-1 = U U^T, U = (L^-1)^T); ``L`` the covariances' factors where already computed (every one
+        finite).
 
         Returns both and, per component, what had to be added to the diagonal (in place in ``cov``)
         for its Cholesky factorisation to exist: 0 for every component that needed nothing. NumPy
@@ -340,7 +605,8 @@ class GaussianMixtureEM(Estimator):
                 return None
             return L if bool(xp.isfinite(L).all()) else None
 
-        L = factor(cov)
+        if L is None:
+            L = factor(cov)
         if L is None:  # find the components that fail, and floor only those
             L = xp.empty_like(cov)
             diag = xp.arange(d)
@@ -376,6 +642,56 @@ class GaussianMixtureEM(Estimator):
         return cov + k * d + k - 1
 
     # ------------------------------------------------------------------ fitting
+    def _first(self, path: str, Xc, labels, k: int):
+        """The first M-step of a start, from its k-means labels (float64, summed from the spectra)."""
+        xp = get_namespace(Xc)
+        if path == "fused":
+            return self._fused_first_m_step(Xc, labels, k)
+        resp = (labels[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
+        return self._m_step(Xc, resp)
+
+    def _iteration(self, path: str, Xc, Xa, params):
+        """One E-step and the M-step after it: (average log-likelihood of ``params``, the M-step's input)."""
+        if path == "fused":
+            return self._fused_pass(Xc, params)
+        if path == "whitened":
+            return self._full_e_step(Xa, params, Xc)
+        return self._e_step(Xc, params[0], params[1], params[3])
+
+    def _update(self, path: str, Xc, params, stats):
+        if path == "fused":
+            return self._fused_m_step(Xc, stats)
+        if path == "whitened":
+            return self._full_m_step(Xc, params, stats)
+        return self._m_step(Xc, stats)
+
+    def _log_likelihood(self, path: str, Xc, Xa, params) -> float:
+        """Average log-likelihood of ``params`` (an E-step without the M-step's sums)."""
+        if path == "fused":
+            return self._fused_pass(Xc, params, stats=False)[0]
+        if path == "whitened":
+            return self._full_e_step(Xa, params, Xc, stats=False)[0]
+        return self._e_step(Xc, params[0], params[1], params[3])[0]
+
+    def _run(self, path: str, Xc, Xa, run: dict, until: int, tick=None, settle: float | None = None) -> None:
+        """EM on ``run`` (its parameters and likelihood curve) until its curve has ``until`` iterations,
+        it converges (a change below ``tol``) or its likelihood stops being finite (``run["done"]``); with
+        ``settle`` (a short run), also once an iteration gains at most ``settle`` of the run's gain so far
+        (:data:`SHORT_RUN_SETTLE`), after that iteration's M-step, so the run can go on from there."""
+        curve = run["curve"]
+        while len(curve) < until and not run["done"]:
+            ll, stats = self._iteration(path, Xc, Xa, run["params"])
+            curve.append(ll)
+            if not math.isfinite(ll) or (len(curve) > 1 and abs(curve[-1] - curve[-2]) < float(self.tol)):
+                run["done"] = True
+                break
+            run["params"] = self._update(path, Xc, run["params"], stats)
+            stats = None
+            if tick is not None:
+                tick()
+            if settle is not None and len(curve) > 1 and curve[-1] - curve[-2] <= settle * (curve[-1] - curve[0]):
+                break
+
     def fit(self, X, y=None, progress=None):
         from hyperapp.models.base import as_pixels, selected_spectra
         from hyperapp.models.kmeans import MultiKMeans, parse_k
@@ -389,53 +705,70 @@ class GaussianMixtureEM(Estimator):
         Xc = X.astype(xp.float64) - self.center_
         if float(Xc.var(axis=0).max()) <= 0:
             raise ModelError("the selected spectra are all identical: there is nothing to model")
-        full = self._whitened(xp)
-        Xa = self._augmented(Xc) if full else None
+        path = self._path(xp)
+        Xa = self._augmented(Xc) if path == "whitened" else None
         self._xmax = float(xp.abs(Xc).max())
         self.k_values_ = np.asarray(ks)
         self.bic_ = np.empty(len(ks))
         self.log_likelihood_ = np.empty(len(ks))
+        n_init, max_iter = int(self.n_init), int(self.max_iter)
+        # em-EM: every start runs a short EM, only the best one goes on (see the class's notes)
+        short = n_init > 1 and int(self.start_iter) < max_iter
+        first = int(self.start_iter) if short else max_iter
+        per_k = n_init * first + (max_iter - first)  # iterations at most, for the progress bar
+        done_its = [0]
+
+        def tick():
+            done_its[0] += 1
+            if progress is not None:
+                progress(min(done_its[0] / (len(ks) * per_k), 1.0), f"EM with {k} components")
+
         best_models = []
-        total = len(ks) * int(self.n_init)
-        step = 0
         for i, k in enumerate(ks):
-            best = None
-            for r in range(int(self.n_init)):
+            runs = []
+            for r in range(n_init):
                 if progress is not None:
-                    progress(step / total, f"EM with {k} components, start {r + 1}")
-                step += 1
-                start = None if progress is None else progress.sub((step - 1) / total, (step - 1) / total)
+                    progress(min(done_its[0] / (len(ks) * per_k), 1.0), f"EM with {k} components, start {r + 1}")
+                start = None if progress is None else progress.sub(done_its[0] / (len(ks) * per_k),
+                                                                   done_its[0] / (len(ks) * per_k))
                 km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(
                     Xc.astype(xp.float32), progress=start)
-                resp = (km.labels_[:, None] == xp.arange(k)[None, :]).astype(xp.float64)
-                params = self._m_step(Xc, resp)
-                del resp
-                curve = []
-                for it in range(int(self.max_iter)):
-                    ll, stats = self._full_e_step(Xa, params, Xc) if full else \
-                        self._e_step(Xc, params[0], params[1], params[3])
-                    curve.append(ll)
-                    if not math.isfinite(ll) or (it and abs(curve[-1] - curve[-2]) < float(self.tol)):
-                        break
-                    params = self._full_m_step(Xc, params, stats) if full else self._m_step(Xc, stats)
-                    stats = None
-                    if progress is not None:
-                        progress((step - 1 + it / self.max_iter) / total, f"EM with {k} components")
-                stats = None
-                ll = self._full_e_step(Xa, params, Xc, stats=False)[0] if full else \
-                    self._e_step(Xc, params[0], params[1], params[3])[0]
-                if math.isfinite(ll) and (best is None or ll > best[0]):
-                    best = (ll, params, curve, len(curve))
-            if best is None:  # every start diverged: say so, never label from NaN responsibilities
+                run = {"params": self._first(path, Xc, km.labels_, k), "curve": [], "done": False}
+                self._run(path, Xc, Xa, run, first, tick, SHORT_RUN_SETTLE if short else None)
+                if not short:  # every start ran to the end: compare the likelihoods of their final parameters
+                    run["ll"] = self._log_likelihood(path, Xc, Xa, run["params"])
+                else:  # compare the short runs by their last E-step's likelihood (EM never lowers it)
+                    run["ll"] = run["curve"][-1] if run["curve"] else float("nan")
+                if not math.isfinite(run["ll"]):
+                    run["params"] = None  # a diverged start is never chosen; drop its arrays now
+                runs.append(run)
+            lls = np.array([run["ll"] for run in runs], dtype=float)
+            short_its = [len(run["curve"]) for run in runs]
+            lls[~np.isfinite(lls)] = np.nan
+            if np.isnan(lls).all():  # every start diverged: say so, never label from NaN responsibilities
                 raise ModelError(f"the Gaussian mixture with {k} components has no finite likelihood on these "
                                  "spectra: try diagonal covariances, fewer components or a larger covariance floor")
-            ll, params, curve, n_it = best
+            chosen = int(np.nanargmax(lls))
+            best = runs[chosen]
+            for run in runs:
+                if run is not best:
+                    run["params"] = None
+            if short:  # the best start goes on to max_iter iterations in all
+                done_its[0] += n_init * first - sum(len(run["curve"]) for run in runs)
+                self._run(path, Xc, Xa, best, max_iter, tick)
+                best["ll"] = self._log_likelihood(path, Xc, Xa, best["params"])
+                if not math.isfinite(best["ll"]):
+                    raise ModelError(f"the Gaussian mixture with {k} components lost its finite likelihood on these "
+                                     "spectra: try diagonal covariances, fewer components or a larger covariance "
+                                     "floor")
+            ll = best["ll"]
             self.log_likelihood_[i] = ll
             self.bic_[i] = -2.0 * ll * n + self._n_params(k, d) * math.log(n)
-            best_models.append((params, curve, n_it))
+            best_models.append((best["params"], best["curve"], len(best["curve"]), lls, chosen, short_its))
+            done_its[0] = (i + 1) * per_k
         i = int(np.argmin(self.bic_))
         self.chosen_k_ = int(ks[i])
-        (w, means, cov, chol, extra, _), curve, n_it = best_models[i]
+        (w, means, cov, chol, extra, _), curve, n_it, lls, chosen, short_its = best_models[i]
         self.weights_ = to_host(w)
         self.means_ = to_host(means + self.center_)
         self.covariances_ = to_host(cov)
@@ -445,6 +778,9 @@ class GaussianMixtureEM(Estimator):
         self._means_c = means
         self.ll_curve_ = np.asarray(curve)
         self.n_iter_ = n_it
+        self.start_log_likelihoods_ = lls
+        self.best_start_ = chosen
+        self.start_iterations_ = np.asarray(short_its)
         if progress is not None:
             progress(1.0, "mixture fitted")
         return self
@@ -462,9 +798,18 @@ class GaussianMixtureEM(Estimator):
         out = xp.empty((n, k), xp.float32) if proba else None
         w, mu, ch, c0 = (xp.asarray(to_host(v)) for v in (self.weights_, self._means_c, self._chol, self.center_))
         total = 0.0
-        full = self._whitened(xp)
+        path = self._path(xp)
+        full = path == "whitened"
         step = self._block_rows(n, k, d + 1) if full else max(1024, CHUNK_BYTES // (8 * d))
+        if path == "fused":
+            step = max(_fused_rows(n, k, d), 1024)
         for a in range(0, n, step):
+            if path == "fused":
+                part = out[a:a + step] if proba else None
+                Xc = P[a:a + step].astype(xp.float64) - c0
+                total += self._fused_pass(Xc, (w, mu, None, ch), stats=False, proba_out=part,
+                                          xmax=float(xp.abs(Xc).max()))[0] * Xc.shape[0]
+                continue
             if full:
                 Xa = self._augmented(P[a:a + step], c0)
                 white = self._whitening(w, mu, ch, float(xp.abs(Xa[:, :d]).max()))

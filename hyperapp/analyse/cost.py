@@ -126,7 +126,10 @@ def _gmm_units(p: dict, n: int, d: int, npx: int, iters: int | None = None) -> f
     per = (3.0 * d * d + 6.0 * d) if full else 12.0 * d
     it = int(p.get("max_iter", 100)) if iters is None else min(iters, int(p.get("max_iter", 100)))
     init = runs * sum(ks) * n * d * 4.0 * 30
-    em = runs * sum(k * (n * per * it + (d ** 3 if full else d) * it) for k in ks)
+    # em-EM: every start runs start_iter iterations at most (often fewer), then only the best goes on
+    first = int(p.get("start_iter", 20))
+    its = runs * first + (it - first) if runs > 1 and first < it else runs * it
+    em = sum(k * (n * per + (d ** 3 if full else d)) * its for k in ks)
     return init + em + npx * max(ks) * per
 
 
