@@ -273,6 +273,10 @@ class PixelDetector(Estimator):
     #: tested the pixels for NaN and Inf (:func:`hyperapp.detect.run.run_detection`, on every click) skips
     #: the second read of the cube
     accepts_check_input = False
+    #: whether ``fit`` (and ``fit_signature``) take ``sums=``, the :class:`~hyperapp.models.stats.PixelSums` of
+    #: the image's pixels with data taken once (:mod:`hyperapp.detect.resident`: a resident image's, reused by
+    #: every click); the labels then mark the pixels outside them no data
+    accepts_sums = False
 
     #: whether the detector suppresses undesired signatures (OSP, TCIMF, MTTCIMF; the RBFN trains on them)
     uses_undesired = False
