@@ -179,3 +179,16 @@ def test_gpu_clicks_on_a_resident_image_fit_as_without_it(cp, method, nodata):
     del image, cached
     gc.collect()
     assert key not in res._ENTRIES
+
+
+@pytest.mark.gpu
+def test_the_window_session_warms_its_resident_image(cp):
+    from hyperapp.project.session import Session
+
+    X, truth = _scene(nodata=True)
+    s = Session(cube_from_array(X, "resident"))
+    image = s.pixels_on("gpu")
+    assert res.resident(image).has_sums
+    r = run_detection(s.cube, DetectRequest("ace", device="gpu"), _clicks(truth.shape, (6, 7)), truth=truth,
+                      image=image)
+    assert r.report["background_sums"] == "reused"
