@@ -1,0 +1,101 @@
+"""The click's later stages on the GPU path (run here on NumPy where the code is backend-generic, or through a
+NumPy namespace that is not ``numpy`` itself, which takes the device branch): the same numbers as before."""
+
+import types
+
+import numpy as np
+import pytest
+
+from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, sparse_flatnonzero
+from hyperapp.models.evaluation import _at_far, _evaluate_device, evaluate, far_threshold, target_mode_size
+
+#: NumPy under another name: the functions take their device branch
+FAKE_XP = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+
+
+def _argsort_network_split(s, far, ms, keep):
+    """far_threshold's network mode split as it was: an argsort of the mode scores and two gathers."""
+    use = np.isfinite(s) & keep & np.isfinite(ms)
+    n = int(use.sum())
+    order = np.argsort(np.where(use, ms, -np.inf))[s.size - n:]
+    mode = target_mode_size(ms[order], far)
+    if mode and mode < n:
+        return float(_at_far(np.sort(s[order[:n - mode]]), far)), mode, "network mode split"
+    return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_network_mode_split_without_argsort_gives_the_same_threshold(seed):
+    rng = np.random.default_rng(seed)
+    n = 50_000
+    ms = rng.normal(size=n).astype(np.float32)
+    targets = rng.choice(n, 150 + 40 * seed, replace=False)
+    ms[targets] += 12.0  # a separate mode of the network's output
+    s = np.maximum(ms, rng.exponential(1.0, n).astype(np.float32) * (1 + seed % 3))  # anomalies beside it
+    s[rng.choice(n, 30)] = np.nan
+    ms[:200] = np.round(ms[:200], 1)  # ties below the mode
+    keep = rng.random(n) > 0.01
+    ref = _argsort_network_split(s, 1e-3, ms, keep)
+    assert ref is not None
+    assert far_threshold(s, 1e-3, separate_targets=True, mode_scores=ms, keep=keep) == ref
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_evaluation_at_the_truth_pixels_gives_the_same_numbers(seed):
+    rng = np.random.default_rng(seed)
+    truth = rng.random(30000) < 0.02
+    s = (rng.normal(size=30000) + 2 * truth).astype(np.float32)
+    s[:300] = np.round(s[:300], 1)
+    s[rng.choice(30000, 50)] = np.nan
+    ex = rng.random(30000) < 0.01
+    got = _evaluate_device(s, truth, exclude=ex, positives=np.flatnonzero(truth))
+    assert got == evaluate(s, truth, exclude=ex) == _evaluate_device(s, truth, exclude=ex)
+
+
+def test_the_truth_goes_to_the_device_as_its_pixels():
+    from hyperapp.detect.finish import _truth_on
+
+    rng = np.random.default_rng(0)
+    sparse = rng.random((300, 200)) < 0.01
+    t, idx = _truth_on(sparse.astype(np.uint8) * 3, FAKE_XP)
+    np.testing.assert_array_equal(t, sparse)
+    np.testing.assert_array_equal(idx, np.flatnonzero(sparse))
+    dense = rng.random((300, 200)) < 0.5
+    t, idx = _truth_on(dense, FAKE_XP)
+    assert idx is None
+    np.testing.assert_array_equal(t, dense)
+    t, idx = _truth_on(sparse, np)
+    assert idx is None and t.dtype == bool
+
+
+@pytest.mark.parametrize("nodata", [False, True])
+def test_labels_go_to_the_device_as_their_marks(nodata):
+    from hyperapp.detect.run import _labels_on
+
+    rng = np.random.default_rng(1)
+    y = np.full((120, 90), UNLABELLED, np.int8)
+    y.reshape(-1)[rng.choice(y.size, 7, replace=False)] = TARGET
+    y.reshape(-1)[rng.choice(y.size, 30, replace=False)] = BACKGROUND
+    valid = None
+    if nodata:
+        valid = np.ones(y.shape, bool)
+        valid[:5] = False
+        valid[y == TARGET] = True
+        y[~valid] = NODATA
+    marked = sparse_flatnonzero(y, UNLABELLED)
+    got = _labels_on(y, marked, y.reshape(-1)[marked], valid, FAKE_XP)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, y)
+
+
+def test_constant_scores_are_refused_in_one_copy():
+    from hyperapp.core.errors import ModelError
+    from hyperapp.detect.finish import _refuse_constant_scores
+    from hyperapp.models.registry import get_method
+
+    m = get_method("ace")
+    with pytest.raises(ModelError, match="no pixel a finite score"):
+        _refuse_constant_scores(m, np.full(10, np.nan, np.float32), np)
+    with pytest.raises(ModelError, match="same score"):
+        _refuse_constant_scores(m, np.array([1.0, 1.0, np.nan], np.float32), np)
+    _refuse_constant_scores(m, np.array([1.0, 2.0, np.nan], np.float32), np)
