@@ -99,3 +99,24 @@ def test_constant_scores_are_refused_in_one_copy():
     with pytest.raises(ModelError, match="same score"):
         _refuse_constant_scores(m, np.array([1.0, 1.0, np.nan], np.float32), np)
     _refuse_constant_scores(m, np.array([1.0, 2.0, np.nan], np.float32), np)
+
+
+def test_truth_beside_clicks_is_counted():
+    from hyperapp.core.errors import InputError
+    from hyperapp.io.masks import check_truth_beside_clicks
+
+    clicks = np.zeros((20, 30), bool)
+    clicks[3, 4] = clicks[5, 6] = True
+    truth = clicks.copy()
+    with pytest.raises(InputError, match="no target pixels besides"):
+        check_truth_beside_clicks(truth, clicks)
+    truth[7, 7] = True
+    check_truth_beside_clicks(truth, clicks)
+    check_truth_beside_clicks(truth.astype(np.uint8) * 255, clicks)
+    every = ~clicks
+    every[0, 0] = False
+    check_truth_beside_clicks(every | clicks, clicks)  # (0, 0) is neither
+    with pytest.raises(InputError, match="no non-target pixels besides"):
+        check_truth_beside_clicks(np.ones((20, 30), bool) & ~clicks, clicks)  # the clicks are the rest
+    with pytest.raises(InputError, match="no non-target pixels besides"):
+        check_truth_beside_clicks(np.ones((20, 30), bool), clicks)
