@@ -120,3 +120,37 @@ def test_truth_beside_clicks_is_counted():
         check_truth_beside_clicks(np.ones((20, 30), bool) & ~clicks, clicks)  # the clicks are the rest
     with pytest.raises(InputError, match="no non-target pixels besides"):
         check_truth_beside_clicks(np.ones((20, 30), bool), clicks)
+
+
+@pytest.mark.gpu
+def test_gpu_stages_give_the_numpy_numbers(cp):
+    """The device branches themselves on CuPy: the network mode split, the evaluation at the truth's pixels,
+    the truth and the labels built on the device."""
+    from hyperapp.detect.finish import _truth_on
+    from hyperapp.detect.run import _labels_on
+
+    rng = np.random.default_rng(5)
+    n = 200_000
+    ms = rng.normal(size=n).astype(np.float32)
+    ms[rng.choice(n, 600, replace=False)] += 12.0
+    s = np.maximum(ms, rng.exponential(1.0, n).astype(np.float32))
+    s[rng.choice(n, 30)] = np.nan
+    keep = rng.random(n) > 0.01
+    ref = far_threshold(s, 1e-3, separate_targets=True, mode_scores=ms, keep=keep)
+    assert ref[2] == "network mode split"
+    assert far_threshold(cp.asarray(s), 1e-3, separate_targets=True, mode_scores=cp.asarray(ms),
+                         keep=cp.asarray(keep)) == ref
+    truth = (rng.random(n) < 0.005).reshape(400, 500)
+    ex = rng.random(n) < 0.01
+    t_dev, idx = _truth_on(truth, cp)
+    assert idx is not None
+    cp.testing.assert_array_equal(t_dev, cp.asarray(truth))
+    got = evaluate(cp.asarray(s).reshape(400, 500), t_dev, exclude=cp.asarray(ex).reshape(400, 500), positives=idx)
+    assert got == evaluate(s.reshape(400, 500), truth, exclude=ex.reshape(400, 500))
+    y = np.full((400, 500), UNLABELLED, np.int8)
+    y.reshape(-1)[rng.choice(n, 9, replace=False)] = TARGET
+    valid = rng.random((400, 500)) > 0.1
+    valid[y == TARGET] = True
+    y[~valid] = NODATA
+    marked = sparse_flatnonzero(y, UNLABELLED)
+    cp.testing.assert_array_equal(_labels_on(y, marked, y.reshape(-1)[marked], cp.asarray(valid), cp), cp.asarray(y))
