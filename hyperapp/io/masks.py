@@ -122,7 +122,9 @@ def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str 
     # counted, not combined: the clicks are few, and a live click on a 2048 x 2048 image paid 2-6 ms on the
     # host for the three full-size boolean maps the combination made
     t = np.asarray(truth, bool).reshape(-1)
-    clicked = np.flatnonzero(np.asarray(targets).reshape(-1))
+    from hyperapp.core.backend import sparse_flatnonzero
+
+    clicked = sparse_flatnonzero(np.asarray(targets, bool))
     in_truth = int(np.count_nonzero(t[clicked]))
     n_t = int(np.count_nonzero(t))
     no_targets = n_t == in_truth  # every truth pixel is clicked
