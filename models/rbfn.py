@@ -318,6 +318,29 @@ def _rx_whitening(stats) -> np.ndarray:
     return np.linalg.solve(L, np.eye(cov.shape[0])).T
 
 
+#: the coherence input whitens with an inverse Cholesky factor of the floored covariance (upper triangular:
+#: the scoring kernel skips half its FMAs); False: the symmetric Σ^{-1/2} (the same ACE to rounding)
+COHERENCE_TRI = True
+
+
+def _coherence_whitening(stats):
+    """The coherence input's whitening U (host float64 where the covariance is decomposed there), with
+    U U^T the inverse of the covariance with its eigenvalues floored (:class:`BackgroundStats`): ACE's
+    products (z.z, z.s, and the matched filter's) are the same for every such U, the symmetric
+    Σ^{-1/2} or, with :data:`COHERENCE_TRI`, the inverse transposed Cholesky factor of the floored
+    covariance (positive definite by the floor), whose zero lower half the scoring kernel skips."""
+    if not COHERENCE_TRI or not stats._small:  # (a covariance over HOST_EIGH_MAX bands: on the device)
+        return stats.sqrt_inv_cov_on_host()
+    w, v = stats._eig_host  # floored: the same decomposition the network's whitening takes
+    try:
+        L = np.linalg.cholesky((v * w) @ v.T)
+    except np.linalg.LinAlgError:
+        return stats.sqrt_inv_cov_on_host()
+    # NumPy's solve, as _rx_whitening (SciPy's own OpenBLAS would slow NumPy's next small LAPACK call); its
+    # rounding leaves ~1e-15 below the diagonal, zeroed: the CPU and the kernel (which skips it) agree
+    return np.triu(np.linalg.solve(L, np.eye(L.shape[0])).T)
+
+
 #: the anomaly input counts where the median click lies above this share of the background's RX values,
 #: ramped to fully at the second (:func:`_fuse`)
 ANOMALY_GATE = (0.8, 0.9)
@@ -708,8 +731,10 @@ class RBFN(PixelDetector):
             mats.append(stats.pca_whitening(min(int(self.n_components), nb), host=True))
         elif self.whiten == "cov":
             mats.append(stats.sqrt_inv_cov_on_host())
+        coh_w_h = None
         if self.coherence_weight_:
-            mats.append(stats.sqrt_inv_cov_on_host())
+            coh_w_h = _coherence_whitening(stats)
+            mats.append(coh_w_h)
         if self.anomaly_weight_:
             a_w_h = _rx_whitening(raw)
             mats.append(a_w_h)
@@ -785,6 +810,8 @@ class RBFN(PixelDetector):
         self.n_target_centres_ = n_tc
         if coh is not None:
             self.coherence_w_ = coh.W
+            # an inverse Cholesky factor (_coherence_whitening): the scoring kernel skips its zero half
+            self.coherence_tri_ = isinstance(coh_w_h, np.ndarray) and upper_triangular(coh_w_h)
             self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_kind_ = kind
             if kind == "mf":  # one vector: (x - mean) W s / s.s
@@ -943,7 +970,7 @@ class RBFN(PixelDetector):
                     v = self.coherence_w_ @ xp.asarray(self.coherence_s_, dtype=xp.float32)
                     self.__dict__["_quad_v"] = cached = (key, v)
                 ace = quad_rows(P, self.mean_, self.coherence_w_, ACE_MODE, v=cached[1], ss=float(s @ s),
-                                normalize=self.normalize)
+                                normalize=self.normalize, tri=getattr(self, "coherence_tri_", False))
                 out += xp.multiply(ace, self.coherence_v_)
         if network is not None:
             network[...] = out

@@ -154,3 +154,44 @@ def test_gpu_stages_give_the_numpy_numbers(cp):
     y[~valid] = NODATA
     marked = sparse_flatnonzero(y, UNLABELLED)
     cp.testing.assert_array_equal(_labels_on(y, marked, y.reshape(-1)[marked], cp.asarray(valid), cp), cp.asarray(y))
+
+
+def test_coherence_whitening_is_triangular_and_gives_the_same_products():
+    """The RBFN's coherence input whitens with an inverse Cholesky factor of the floored covariance: the
+    products ACE takes (z.z, z.s) are those of the symmetric whitening, singular covariance included."""
+    from hyperapp.models.rbfn import _coherence_whitening
+    from hyperapp.models.stats import BackgroundStats
+
+    rng = np.random.default_rng(2)
+    for rank in (24, 10):  # full rank, and singular (floored)
+        S = (rng.normal(size=(3000, rank)) @ rng.normal(size=(rank, 24))).astype(np.float64)
+        S /= np.linalg.norm(S, axis=1, keepdims=True)
+        stats = BackgroundStats.from_pixels(S)
+        U, W = _coherence_whitening(stats), stats.sqrt_inv_cov_on_host()
+        assert np.abs(np.tril(U, -1)).max() == 0
+        D = S[:50] - stats.host_mean
+        zu, zw = D @ U, D @ W
+        np.testing.assert_allclose((zu * zu).sum(1), (zw * zw).sum(1), rtol=1e-6)
+        t = D[:3].mean(axis=0)
+        np.testing.assert_allclose(zu @ (t @ U), zw @ (t @ W), rtol=1e-6, atol=1e-6 * np.abs(zw @ (t @ W)).max())
+
+
+@pytest.mark.gpu
+def test_quad_rows_ace_with_a_triangular_whitening(cp):
+    from hyperapp.models.classic import ACE_MODE, ace_from_products, quad_rows
+    from hyperapp.models.rbfn import _coherence_whitening
+    from hyperapp.models.stats import BackgroundStats
+
+    rng = np.random.default_rng(3)
+    for bands in (64, 130, 200):
+        X = (rng.normal(size=(20000, bands)) + 4).astype(np.float32)
+        Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+        stats = BackgroundStats.from_pixels(Xn.astype(np.float64))
+        U = _coherence_whitening(stats)
+        mu = stats.host_mean
+        s = (Xn[:5] - mu).mean(axis=0) @ U
+        z = (Xn.astype(np.float64) - mu) @ U
+        ref = ace_from_products(z @ s, (z * z).sum(1), s @ s)
+        got = quad_rows(cp.asarray(X), cp.asarray(mu, dtype=cp.float32), cp.asarray(U, dtype=cp.float32), ACE_MODE,
+                        v=cp.asarray(U @ s, dtype=cp.float32), ss=float(s @ s), normalize=True, tri=True).get()
+        assert np.abs(got - ref).max() <= 1e-3, bands
