@@ -158,14 +158,17 @@ def main():
         result["sizes"]["x".join(map(str, size))] = profile_size(size, a.methods, a)
         cupy.get_default_memory_pool().free_all_blocks()  # the size's cube, freed with its function
     result["seconds"] = round(time.perf_counter() - t0, 1)
-    print("\n| size | method | click (median) | first click on a new image | fit | score | threshold | evaluate |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| size | method | click (median) | first click on a new image | its background sums | fit | score | "
+          "threshold | objects | copy | evaluate |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, per in result["sizes"].items():
         for method, e in per.items():
             st = e["stages_ms"]
+            sums = e["first_click_stages_ms"].get("background sums")
             print(f"| {name} | {method} | {e['click_ms']:.2f} ms | {e['first_click_ms']:.2f} ms | "
-                  f"{st.get('fit', 0):.2f} | {st.get('score', 0):.2f} | {st.get('threshold', 0):.2f} | "
-                  f"{st.get('evaluate', 0):.2f} |")
+                  f"{'-' if sums is None else f'{sums:.2f}'} | "
+                  + " | ".join(f"{st.get(k, 0):.2f}" for k in ("fit", "score", "threshold", "objects", "copy", "evaluate"))
+                  + " |")
     print(f"\n{result['seconds']} s in all")
     if os.environ.get("OUT"):
         path = Path(os.environ["OUT"]) / "click.json"
