@@ -327,18 +327,19 @@ def _coherence_whitening(stats):
     """The coherence input's whitening U (host float64 where the covariance is decomposed there), with
     U U^T the inverse of the covariance with its eigenvalues floored (:class:`BackgroundStats`): ACE's
     products (z.z, z.s, and the matched filter's) are the same for every such U, the symmetric
-    Σ^{-1/2} or, with :data:`COHERENCE_TRI`, the inverse transposed Cholesky factor of the floored
-    covariance (positive definite by the floor), whose zero lower half the scoring kernel skips."""
+    Σ^{-1/2} or, with :data:`COHERENCE_TRI`, the upper triangular one (the inverse transposed Cholesky
+    factor of the floored covariance, positive definite by the floor), whose zero lower half the scoring
+    kernel skips. That one is the Cholesky factor of the floored inverse with its rows and columns
+    reversed (J chol(J A J) J is upper triangular, and its product with its transpose is A): one Cholesky
+    of the inverse the eigendecomposition gives, 0.4 ms at 128 bands where a Cholesky and NumPy's
+    triangular solve took 1.5 ms (2-core host)."""
     if not COHERENCE_TRI or not stats._small:  # (a covariance over HOST_EIGH_MAX bands: on the device)
         return stats.sqrt_inv_cov_on_host()
     w, v = stats._eig_host  # floored: the same decomposition the network's whitening takes
     try:
-        L = np.linalg.cholesky((v * w) @ v.T)
+        return np.linalg.cholesky(((v / w) @ v.T)[::-1, ::-1])[::-1, ::-1].copy()
     except np.linalg.LinAlgError:
         return stats.sqrt_inv_cov_on_host()
-    # NumPy's solve, as _rx_whitening (SciPy's own OpenBLAS would slow NumPy's next small LAPACK call); its
-    # rounding leaves ~1e-15 below the diagonal, zeroed: the CPU and the kernel (which skips it) agree
-    return np.triu(np.linalg.solve(L, np.eye(L.shape[0])).T)
 
 
 #: the anomaly input counts where the median click lies above this share of the background's RX values,
