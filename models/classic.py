@@ -35,7 +35,7 @@ from hyperapp.models.base import (
     float_dtype,
     labelled_target_mean,
 )
-from hyperapp.models.stats import BackgroundStats, correlation_from_sums, scatter
+from hyperapp.models.stats import BackgroundStats, PixelSums, correlation_from_sums
 
 CHUNK = 1 << 18  # pixels per chunk: bounds the temporaries on the CPU
 #: pixels per chunk on the GPU: fewer, larger GEMMs (the temporaries are 0.5 GB at 128 bands)
@@ -148,8 +148,12 @@ class _WhitenedDetector(PixelDetector):
     """Shared fit for detectors that need background statistics and a target signature."""
 
     accepts_check_input = True
+    accepts_sums = True
 
-    def fit(self, X, y=None, check_input: bool = True):
+    def fit(self, X, y=None, check_input: bool = True, sums=None):
+        """Fit from labelled pixels (1 target; the background is every other pixel). ``sums``: the
+        :class:`~hyperapp.models.stats.PixelSums` of the rows of ``X`` that count, taken before (a
+        resident image's); ``y`` then labels the rows outside them no data (-2)."""
         if self.uses_targets:
             P, xp, y, self.target_ = labelled_target_mean(X, y, check_input)
             exclude = xp.flatnonzero(xp.equal(y, TARGET))  # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
@@ -160,18 +164,18 @@ class _WhitenedDetector(PixelDetector):
             xp = get_namespace(P)
             exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
         # the background is every pixel but the clicks: their rows are subtracted from the sums
-        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
+        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude, sums=sums),
                                    self.target_ if self.uses_targets else None, float_dtype(P))
 
-    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, sums=None):
         """Fit from a target spectrum (a library's, resampled to the image's bands) instead of clicks:
-        the background is every pixel but any clicked targets in ``y``."""
+        the background is every pixel but any clicked targets in ``y`` (``sums``: as :meth:`fit`'s)."""
         P, _ = as_pixels(X)
         if check_input:
             check_finite(P)
         xp = get_namespace(P)
         exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
-        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude),
+        return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude, sums=sums),
                                    xp.asarray(target, dtype=xp.float64), float_dtype(P))
 
     #: what the streamed (two-pass) path accumulates for :meth:`fit_from_stats`
@@ -257,25 +261,32 @@ class CEM(PixelDetector):
         pass
 
     accepts_check_input = True
+    accepts_sums = True
 
-    def fit(self, X, y, check_input: bool = True):
+    def fit(self, X, y, check_input: bool = True, sums=None):
+        """Fit from labelled pixels (R over every pixel). ``sums``: the
+        :class:`~hyperapp.models.stats.PixelSums` of the rows of ``X`` that count, taken before (a
+        resident image's); ``y`` then labels the rows outside them no data (-2)."""
         P, xp, _, d = labelled_target_mean(X, y, check_input)
-        # the uncentred correlation, summed about a rough mean and moved back (correlation_from_sums)
-        shift = BackgroundStats.shift_of(P)
-        s, G = scatter(P, shift)
-        return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0], d,
-                                   float_dtype(P))
+        return self._fit_correlation(P, d, sums)
 
-    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True):
-        """Fit from a target spectrum (a library's) instead of clicks; R is over every pixel."""
+    def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, sums=None):
+        """Fit from a target spectrum (a library's) instead of clicks; R is over every pixel (``sums``:
+        as :meth:`fit`'s)."""
         P, _ = as_pixels(X)
         if check_input:
             check_finite(P)
         xp = get_namespace(P)
-        shift = BackgroundStats.shift_of(P)
-        s, G = scatter(P, shift)
-        return self.fit_from_stats(correlation_from_sums(s, G, P.shape[0], shift), P.shape[0],
-                                   xp.asarray(target, dtype=xp.float64), float_dtype(P))
+        return self._fit_correlation(P, xp.asarray(target, dtype=xp.float64), sums)
+
+    def _fit_correlation(self, P, d, sums):
+        # the uncentred correlation, summed about a rough mean and moved back (correlation_from_sums)
+        if sums is None:
+            sums = PixelSums.of(P)
+        elif sums.bands != P.shape[1]:
+            raise InputError(f"sums of {sums.bands} bands for an image of {P.shape[1]}")
+        return self.fit_from_stats(correlation_from_sums(sums.s, sums.G, sums.n, sums.shift), sums.n, d,
+                                   float_dtype(P))
 
     #: the streamed path accumulates the uncentred correlation (sums about a rough mean, moved back to
     #: zero by correlation_from_sums)

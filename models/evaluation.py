@@ -144,10 +144,14 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         raise ModelError(NO_FINITE_SCORE)
     low = s.size - n
     if by_mode:
-        order = xp.argsort(xp.where(use, ms, -xp.inf))[low:]  # the used pixels, ascending in ``mode_scores``
-        mode = target_mode_size(ms[order], far)
+        # the used pixels' ``mode_scores``, ascending: a sort of the values, not of the pixels' order (the
+        # mode test reads values only; an argsort and two gathers of every pixel cost the GPU more)
+        ms_asc = xp.sort(xp.where(use, ms, -xp.inf))[low:]
+        mode = target_mode_size(ms_asc, far)
         if mode and mode < n:
-            return float(_at_far(xp.sort(s[order[:n - mode]]), far)), mode, "network mode split"
+            rest = _below_mode(ms, use, ms_asc, mode, xp)
+            return float(_at_far(xp.sort(xp.where(rest, s, -xp.inf))[s.size - (n - mode):], far)), mode, \
+                "network mode split"
     ascending = xp.sort(xp.where(use, s, -xp.inf))[low:]
     if not separate_targets:
         return float(_at_far(ascending, far)), 0, "quantile"
@@ -156,6 +160,22 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         return float(_at_far(ascending[:ascending.size - mode], far)), mode, "target mode split"
     threshold, rule = _tail_threshold(ascending, far)
     return threshold, 0, rule
+
+
+def _below_mode(ms, use, asc, mode: int, xp):
+    """The used pixels (``use``) less the ``mode`` highest of ``ms`` (``asc``: the used ones' ``ms``,
+    ascending), a boolean mask. :func:`target_mode_size` splits only at a gap (a positive spacing above the
+    typical one), so the mode's lowest score is above every other: the mask is the used pixels scoring
+    below it. Checked, in one copy of two numbers; where a tie crossed the split, the pixels would be
+    ranked by a stable sort instead."""
+    n = int(asc.size)
+    below, cut = (float(v) for v in to_host(asc[n - mode - 1:n - mode + 1]))
+    if below < cut:
+        return xp.logical_and(use, xp.less(ms, asc[n - mode]))
+    order = xp.argsort(xp.where(use, ms, -xp.inf), kind="stable")[ms.size - n:][:n - mode]
+    rest = xp.zeros(ms.shape, bool)
+    rest[order] = True
+    return rest
 
 
 def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float = MODE_FRACTION) -> int:
@@ -252,12 +272,13 @@ def roc_curve(scores, truth, exclude=None, max_points: int = 2048):
     return np.concatenate([[0.0], fpr]), np.concatenate([[0.0], tpr])
 
 
-def evaluate(scores, truth, exclude=None) -> dict:
+def evaluate(scores, truth, exclude=None, positives=None) -> dict:
     """AUC and Pd at 1e-2 and 1e-3 false-alarm rate, as the report records them (one split of the
-    pixels and one sort of the non-target scores serve all three)."""
+    pixels and one sort of the non-target scores serve all three). ``positives``: the flat indices of
+    the truth's target pixels, where the caller has them (on the GPU only they are looked up)."""
     xp = get_namespace(scores)
     if xp is not np:
-        return _evaluate_device(scores, truth, exclude)
+        return _evaluate_device(scores, truth, exclude, positives)
     pos, neg = _split(scores, truth, exclude)
     n_p, n_n = int(pos.size), int(neg.size)
     _check_both(n_p, n_n)
@@ -273,16 +294,21 @@ def evaluate(scores, truth, exclude=None) -> dict:
             "n_target_pixels": n_truth}
 
 
-def _evaluate_device(scores, truth, exclude=None) -> dict:
+def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     """:func:`evaluate` on the GPU with one copy to the host and no compaction: each boolean selection of
     the targets and the non-targets is a round trip for its size there. The non-targets are sorted with
-    every other pixel after them (as +inf), and every pixel is looked up in them, the targets' counts then
-    summed over their mask (a million binary searches cost the GPU less than one round trip). The same
-    numbers as the NumPy path, which selects (its selections cost no round trip, its searches would)."""
+    every other pixel after them (as +inf), and the targets are looked up in them: those at ``positives``
+    (the truth's target pixels, listed by the caller on the host, where the truth comes from), else every
+    pixel, the targets' counts then summed over their mask (a million binary searches cost the GPU less
+    than one round trip). The same numbers as the NumPy path, which selects (its selections cost no round
+    trip, its searches would)."""
     xp = get_namespace(scores)
     s, t, is_pos, is_neg = _masks(scores, truth, exclude)
     srt = xp.sort(xp.where(is_neg, s, xp.inf))  # the n_n non-targets first, ascending
     n_p, n_n = is_pos.sum(dtype=xp.int64), is_neg.sum(dtype=xp.int64)
+    if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
+        positives = xp.asarray(positives)
+        s, is_pos = s[positives], is_pos[positives]
     # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding
     # is above every finite score)
     both = xp.add(xp.searchsorted(srt, s, side="left"), xp.searchsorted(srt, s, side="right")).astype(xp.int64)

@@ -142,6 +142,40 @@ def _floored(w, v, xp):
     return xp.maximum(w, floor), v
 
 
+class PixelSums:
+    """:func:`scatter`'s sums over the rows of an image that count (its pixels with data), about the rough
+    mean :meth:`BackgroundStats.shift_of` takes of those rows, and their number: what every background
+    statistic of that image starts from (Spectral Python's ``calc_stats`` once per image, ENVI's statistics
+    file). A fit whose background leaves some of those rows out (its clicked targets) subtracts their
+    sums about the same shift (:meth:`BackgroundStats.from_pixels`), which gives the very statistics of
+    the rows left, so the sums of a resident image are taken once and reused by every click
+    (:mod:`hyperapp.detect.resident`). Never written in place.
+
+    Parameters
+    ----------
+    shift : (bands,) array
+        The rough mean the sums are about (float32 for float32 rows, else float64).
+    s, G : float64 arrays
+        The sum of d and of d d^T over the rows d = x - shift.
+    n : int
+        How many rows they summed.
+    """
+
+    def __init__(self, shift, s, G, n: int):
+        self.shift, self.s, self.G, self.n = shift, s, G, int(n)
+
+    @classmethod
+    def of(cls, P) -> PixelSums:
+        """The sums over every row of ``P`` (n, bands): one :func:`scatter` about ``shift_of(P)``."""
+        shift = BackgroundStats.shift_of(P)
+        s, G = scatter(P, shift)
+        return cls(shift, s, G, P.shape[0])
+
+    @property
+    def bands(self) -> int:
+        return int(self.s.shape[0])
+
+
 class BackgroundStats:
     """Mean and covariance of background pixels with cached inverse and whitening.
 
@@ -159,23 +193,39 @@ class BackgroundStats:
         self.n = n
 
     @classmethod
-    def from_pixels(cls, X, exclude=None, float64: bool = False) -> BackgroundStats:
+    def from_pixels(cls, X, exclude=None, float64: bool = False, sums: PixelSums | None = None) -> BackgroundStats:
         """Statistics of the rows of ``X`` (n, bands), less the rows ``exclude`` (indices, few).
 
         One pass of batched GEMMs over the rows, shifted by a rough mean first so nothing cancels (see
         :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums instead of
         copying every other row. ``float64``: float64 GEMMs over chunks of float32 rows (no float64
         copy of the whole array), for statistics whose small eigenvalues matter (MNF's noise).
+
+        ``sums``: :class:`PixelSums` already taken over the rows of ``X`` that count (a resident
+        image's, :mod:`hyperapp.detect.resident`); then ``X`` is not read but for the ``exclude`` rows,
+        which must be among those counted, and the statistics are the ones the pass over those rows
+        would give, to the bit: the same shift, the same sums, the same subtraction.
         """
         n, b = X.shape
         n_ex = 0 if exclude is None else int(exclude.size)
+        if sums is not None:
+            if sums.bands != b:
+                raise ModelError(f"background sums of {sums.bands} bands for pixels of {b}")
+            if float64 and sums.shift.dtype != get_namespace(X).float64:
+                raise ModelError("float64 background statistics from float32 sums")
+            n = sums.n
         if n - n_ex < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {n - n_ex}")
-        shift = cls.shift_of(X)
-        if float64:
-            shift = shift.astype(get_namespace(X).float64)  # scatter's float64 path
-        s, G = scatter(X, shift)
+        if sums is not None:
+            shift, s, G = sums.shift, sums.s, sums.G
+        else:
+            shift = cls.shift_of(X)
+            if float64:
+                shift = shift.astype(get_namespace(X).float64)  # scatter's float64 path
+            s, G = scatter(X, shift)
         if n_ex:
+            # a rank-n_ex downdate of the sums, in float64 about the same shift (new arrays: the sums
+            # may be a resident image's, reused by the next click)
             se, Ge = scatter(X[exclude], shift)
             s, G = s - se, G - Ge
         return cls.from_sums(s, G, n - n_ex, shift)

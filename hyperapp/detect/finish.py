@@ -11,7 +11,7 @@ from hyperapp.core.backend import get_namespace, to_host_pinned
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
-from hyperapp.models.base import NODATA, TARGET
+from hyperapp.models.base import NODATA, TARGET, sparse_flatnonzero
 from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
 from hyperapp.models.registry import get_method
@@ -205,10 +205,9 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         with timer.stage("evaluate"):
             # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
             # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
-            t_dev = xp.asarray(truth)
-            t_dev = t_dev if t_dev.dtype == bool else xp.greater(t_dev, 0)
+            t_dev, positives = _truth_on(truth, xp)
             exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
-            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude)
+            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
                 keep = xp.logical_and(t_dev, xp.logical_not(exclude))
                 n_t = int(xp.count_nonzero(keep))
@@ -216,6 +215,25 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                                                       if n_t else None)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))
+
+
+def _truth_on(truth, xp) -> tuple:
+    """The (host) truth as a boolean mask on ``xp``'s device, and on the GPU where its targets are few (a
+    truth mask's usual case), their flat indices there too (None otherwise): the mask is then made on the
+    device from them (a copy of a few kilobytes, where the mask's own is megabytes, pageable), and the
+    evaluation looks up those pixels alone (:func:`~hyperapp.models.evaluation.evaluate`)."""
+    if xp is np or get_namespace(truth) is not np:  # (on the device already: as it is)
+        t = xp.asarray(truth)
+        return (t if t.dtype == bool else xp.greater(t, 0)), None
+    t = np.asarray(truth)
+    t = t if t.dtype == bool else np.greater(t, 0)
+    idx = sparse_flatnonzero(t)
+    if idx.size * 16 > t.size:  # many targets: the mask itself is the smaller copy
+        return xp.asarray(t), None
+    idx_dev = xp.asarray(idx)
+    t_dev = xp.zeros(t.shape, bool)
+    t_dev.reshape(-1)[idx_dev] = True
+    return t_dev, idx_dev
 
 
 def _plain_sieve(sieve):
@@ -226,12 +244,15 @@ def _refuse_constant_scores(m, scores_dev, xp) -> None:
     """A pixel detector that gave every pixel with data the same score (to float precision) has found
     nothing to tell them apart by: a constant or all-zero cube, one band (every spectrum the same shape
     to SAM and ACE) or identical bands. Its mask would be empty or everything, said as a result; this
-    says why instead. One min and max on the scores' device."""
+    says why instead. One min and max on the scores' device, and one copy of both to the host (no finite
+    score: the min is +inf, above the max)."""
+    from hyperapp.core.backend import to_host
+
     finite = xp.isfinite(scores_dev)
-    if not bool(finite.any()):
+    lo, hi = (float(v) for v in to_host(xp.stack([xp.min(xp.where(finite, scores_dev, xp.inf)),
+                                                    xp.max(xp.where(finite, scores_dev, -xp.inf))])))
+    if not lo <= hi:
         raise ModelError(NO_FINITE_SCORE)
-    lo = float(xp.min(xp.where(finite, scores_dev, xp.inf)))
-    hi = float(xp.max(xp.where(finite, scores_dev, -xp.inf)))
     if hi - lo <= 1e-6 * max(abs(lo), abs(hi)):
         raise ModelError(f"{m.title} gave every pixel the same score ({hi:.6g}): in the bands used the pixels do "
                          "not differ in any way it measures (a constant or all-zero cube, a single band, or "

@@ -173,6 +173,8 @@ def run_detection(
     if m.kind == "window" and not refine and threshold is None:
         threshold, far = 0.0, None  # a model from elsewhere and no clicks: the box mask
     report = run_report(method, params, backend, cube, False, px.n_targets, px.n_background, px.n_nodata)
+    if px.sums_taken:
+        report["background_sums"] = px.sums_taken  # the click's true time: "computed" includes them
     # a cascade scores every pixel (its RBFN's, lifted in the boxes): its false-alarm threshold leaves out
     # the targets nobody clicked as a pixel detector's does (a plain quantile counted them as false alarms,
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
@@ -206,6 +208,11 @@ class _Pixels:
     n_nodata: int
     n_targets: int
     n_background: int
+    #: what the clicks on a resident image (``image=``) share: its no-data test and background sums
+    #: (:mod:`hyperapp.detect.resident`); None for pixels read for this run
+    resident: object = None
+    #: whether the fit took the resident image's background sums "computed" by this click or "reused"
+    sums_taken: str | None = None
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
@@ -297,27 +304,58 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
         raise InputError(f"pixels on the device have {X.shape[2]} bands, the cube has {cube.bands}")
     progress(0.45, "training")
     xp = backend.xp
+    held = None
+    if image is not None:
+        from hyperapp.detect.resident import resident
+
+        held = resident(image)
     with timer.stage("no-data"):
         # the largest and smallest value answer the common case (both finite: every value is) and give the
-        # magnitude check its answer; only a cube with no-data pixels pays for the per-pixel test
-        ext = extremes(X)
-        if np.isfinite(ext).all():
-            valid, n_nodata = None, 0
+        # magnitude check its answer; only a cube with no-data pixels pays for the per-pixel test. A
+        # resident image's answers are its first click's (hyperapp.detect.resident)
+        if held is not None:
+            ext = held.extremes()
+            valid, valid_h, n_nodata = held.valid()
         else:
-            valid = finite_pixels(X)
-            n_nodata = int(valid.size - int(valid.sum()))
+            ext = extremes(X)
+            if np.isfinite(ext).all():
+                valid, n_nodata = None, 0
+            else:
+                valid = finite_pixels(X)
+                n_nodata = int(valid.size - int(valid.sum()))
+            valid_h = to_host(valid) if n_nodata else None
         if n_nodata:
-            valid_h = to_host(valid)
             if ((y == TARGET) & ~valid_h).any():
                 raise no_data_error(cube, "a marked target pixel has no data (NaN or the no-data value)")
             if n_nodata == valid.size:
                 raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
             y[~valid_h] = NODATA
-        check_magnitude(cube, X, ext)
+        if held is None or not held.magnitude_checked:
+            check_magnitude(cube, X, ext)
+            if held is not None:
+                held.magnitude_checked = True
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
-    marks = y.reshape(-1)[sparse_flatnonzero(y, UNLABELLED)]
-    return _Pixels(X, y, xp.asarray(y), valid, n_nodata, int(np.count_nonzero(marks == TARGET)),
-                   int(np.count_nonzero(marks == BACKGROUND)))
+    marked = sparse_flatnonzero(y, UNLABELLED)
+    marks = y.reshape(-1)[marked]
+    return _Pixels(X, y, _labels_on(y, marked, marks, valid, xp), valid, n_nodata,
+                   int(np.count_nonzero(marks == TARGET)), int(np.count_nonzero(marks == BACKGROUND)), held)
+
+
+def _labels_on(y: np.ndarray, marked: np.ndarray, marks: np.ndarray, valid, xp):
+    """The labels ``y`` on ``xp``'s device. On the GPU, where the marks are few (clicks), the map is made
+    there from them and the no-data map ``valid`` (a copy of kilobytes, where the map's own is a byte a
+    pixel, pageable: 4 MB at 2048 x 2048); same values."""
+    if xp is np:
+        return xp.asarray(y)
+    clicks = marks != NODATA
+    if int(np.count_nonzero(clicks)) * 16 > y.size:
+        return xp.asarray(y)
+    y_dev = xp.full(y.shape, UNLABELLED, xp.int8)
+    if clicks.any():
+        y_dev.reshape(-1)[xp.asarray(marked[clicks])] = xp.asarray(marks[clicks].astype(np.int8))
+    if valid is not None:
+        y_dev = xp.where(valid.reshape(y.shape), y_dev, xp.asarray(NODATA, xp.int8))
+    return y_dev
 
 
 def _wavelengths(cube: Cube):
@@ -360,9 +398,17 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
     xp = get_namespace(px.X)
     X = px.X
     kind = getattr(est, "stream_stats", None)
+    # a resident image's background sums, taken on its first click and reused (hyperapp.detect.resident):
+    # the fit reads the clicked rows alone, and the labels mark the pixels outside the sums no data
+    sums = None
+    if px.resident is not None and px.resident.image is X and m.kind == "pixel" \
+            and getattr(est, "accepts_sums", False) and kind in ("background", "correlation"):
+        px.sums_taken = "reused" if px.resident.has_sums else "computed"
+        with timer.stage("background sums"):  # (0 but on an image's first click)
+            sums = px.resident.sums()
     # statistics over the pixels with data only
-    keep = xp.flatnonzero(px.valid.reshape(-1)) if px.n_nodata and kind in ("background", "correlation", "none") \
-        else None
+    keep = xp.flatnonzero(px.valid.reshape(-1)) \
+        if px.n_nodata and sums is None and kind in ("background", "correlation", "none") else None
     # on the GPU the fit's host work is band-sized linear algebra: one BLAS thread (serial_host_blas)
     with timer.stage("fit"), (serial_host_blas if xp is not np else contextlib.nullcontext()):
         if target_spectra is not None or undesired_spectra is not None:
@@ -371,11 +417,13 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
             if keep is not None:
                 X_fit, y_fit = X.reshape(-1, X.shape[2])[keep], px.y_dev.reshape(-1)[keep]
             return fit_signatures(m, params, est, X_fit, y_fit, target_spectra, undesired_spectra, px.n_targets,
-                                  progress)
+                                  progress, {} if sums is None else {"sums": sums})
         fit_kwargs = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
         if getattr(est, "accepts_check_input", False):
             fit_kwargs["check_input"] = False  # the no-data stage has just tested every value
-        if keep is not None and m.kind == "pixel":
+        if sums is not None:
+            est.fit(X, px.y_dev, sums=sums, **fit_kwargs)
+        elif keep is not None and m.kind == "pixel":
             est.fit(X.reshape(-1, X.shape[2])[keep], px.y_dev.reshape(-1)[keep], **fit_kwargs)
         else:
             # a model that sorts the labels on the host (it names the pixels it samples) takes the
@@ -440,10 +488,12 @@ def _report_signatures(result: DetectionResult, est, target_spectra, undesired_s
         result.report["signatures"] = info
 
 
-def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS):
+def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: int, progress=NULL_PROGRESS,
+                   fit_kwargs: dict | None = None):
     """Fit ``est`` from target spectra (a library's; or the clicks' mean when only ``undesired`` are given)
     and undesired signatures, through each detector's ``fit_signature``: one detector per target
-    spectrum (:class:`~hyperapp.models.base.PerTarget` when there are several)."""
+    spectrum (:class:`~hyperapp.models.base.PerTarget` when there are several). ``fit_kwargs`` go to each
+    ``fit_signature`` (a resident image's ``sums``)."""
     from hyperapp.models.base import PerTarget
 
     xp = get_namespace(X)
@@ -456,6 +506,7 @@ def fit_signatures(m, params, est, X, y, target_spectra, undesired, n_targets: i
     import copy
 
     kw = {"progress": progress} if getattr(est, "accepts_progress", False) else {}
+    kw.update(fit_kwargs or {})
     proto = copy.deepcopy(est) if len(target_spectra) > 1 else None  # unfitted, for the further targets
     ests = []
     for i, t in enumerate(target_spectra):

@@ -117,14 +117,22 @@ class Session:
         self.truth_path = str(path)
 
     def pixels_on(self, device: str, progress=None):
-        """The cube's float32 pixels on the device, read once per device and kept for later runs."""
+        """The cube's float32 pixels on the device, read once per device and kept for later runs. On the
+        GPU their no-data test and background sums are taken at once, in the same (worker) thread
+        (:func:`hyperapp.detect.resident.warm`: milliseconds after a load of seconds), so every click
+        reuses them, the first one too."""
         from hyperapp.core.backend import get_backend
         from hyperapp.core.progress import NULL_PROGRESS
         from hyperapp.detect.run import load_pixels
 
         backend = get_backend(device)
         if backend.name not in self._device_cache:
-            self._device_cache[backend.name] = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
+            image = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
+            if backend.is_gpu:
+                from hyperapp.detect.resident import warm
+
+                warm(image)
+            self._device_cache[backend.name] = image
         return self._device_cache[backend.name]
 
     def held_pixels(self):
