@@ -8,11 +8,4 @@ top-level ``models/``, ``kernels/`` and ``sample_cubes/`` folders; the build map
 
 from __future__ import annotations
 
-import os
-
 __version__ = "0.1.0"
-
-#: CuPy's CUB block reductions compile one kernel per thread-block size, chosen from the length reduced, so
-#: a cube of a band count never seen compiled on its first run; CuPy's own reductions compile once per type.
-#: Set before any CuPy import (this package's is the first); a user's own CUPY_ACCELERATORS is kept.
-os.environ.setdefault("CUPY_ACCELERATORS", "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.backend import get_namespace, to_host, total
 from hyperapp.core.errors import InputError, ModelError
 
 
@@ -139,7 +139,7 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         use = xp.logical_and(use, xp.isfinite(ms))
     # the pixels not used sort below every score (as -inf), so the used ones are the sorted array's top n:
     # one count to the host, where a compaction per mask is a round trip each on the GPU
-    n = int(use.sum())
+    n = int(total(use, xp.int64))
     if n == 0:
         raise ModelError(NO_FINITE_SCORE)
     low = s.size - n
@@ -305,20 +305,20 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     xp = get_namespace(scores)
     s, t, is_pos, is_neg = _masks(scores, truth, exclude)
     srt = xp.sort(xp.where(is_neg, s, xp.inf))  # the n_n non-targets first, ascending
-    n_p, n_n = is_pos.sum(dtype=xp.int64), is_neg.sum(dtype=xp.int64)
+    n_p, n_n = total(is_pos, xp.int64), total(is_neg, xp.int64)
     if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
         positives = xp.asarray(positives)
         s, is_pos = s[positives], is_pos[positives]
     # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding
     # is above every finite score)
     both = xp.add(xp.searchsorted(srt, s, side="left"), xp.searchsorted(srt, s, side="right")).astype(xp.int64)
-    counts = [xp.where(is_pos, both, 0).sum(dtype=xp.int64)]
+    counts = [total(xp.where(is_pos, both, 0), xp.int64)]
     for far in (1e-2, 1e-3):
         # _at_far's index, n_n - 1 - min(floor(far n_n), n_n - 1), on the device (ufuncs: no scalar operators)
         last = xp.maximum(xp.subtract(n_n, 1), 0)
         idx = xp.subtract(last, xp.minimum(xp.floor(xp.multiply(far, n_n)).astype(xp.int64), last))
-        counts.append(xp.logical_and(is_pos, xp.greater(s, srt[idx])).sum(dtype=xp.int64))
-    counts += [t.sum(dtype=xp.int64), n_p, n_n]
+        counts.append(total(xp.logical_and(is_pos, xp.greater(s, srt[idx])), xp.int64))
+    counts += [total(t, xp.int64), n_p, n_n]
     u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.stack(counts)))
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,

@@ -208,3 +208,18 @@ def test_lower_inverse(n):
     assert np.abs(np.triu(inv, 1)).max(initial=0.0) == 0
     np.testing.assert_allclose(inv @ L, np.eye(n), atol=1e-9)
     np.testing.assert_allclose(inv, np.linalg.solve(L, np.eye(n)), rtol=1e-9, atol=1e-12 * np.abs(inv).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [7, 4096, 4097, 2048 * 2048 + 3])
+def test_total_counts_on_the_gpu_as_numpy(n):
+    """core.backend.total: the two-stage sum of a whole array on the GPU equals NumPy's, counts and floats."""
+    import cupy
+
+    from hyperapp.core.backend import total
+
+    rng = np.random.default_rng(n)
+    m = rng.random(n) > 0.7
+    assert int(total(cupy.asarray(m), np.int64)) == int(m.sum())
+    x = rng.random(n)
+    assert float(total(cupy.asarray(x))) == pytest.approx(float(x.sum()), rel=1e-12)

@@ -37,15 +37,22 @@ def _clicks(shape, *cells):
     return c
 
 
-def _same_fit(a, b, method):
-    """Two runs' fits: the same statistics to the bit (CEM: the same filter), the same scores."""
+def _same_fit(a, b, method, exact: bool = True):
+    """Two runs' fits: the same statistics to the bit (CEM: the same filter), the same scores; on the GPU
+    (``exact`` False) within float64's and float32's rounding: cuBLAS may order a GEMM's sums otherwise for
+    another operand's address."""
+    same = np.testing.assert_array_equal if exact else (lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-11,
+                                                                                              atol=1e-14))
     if method == "cem":
-        np.testing.assert_array_equal(_host(a.model.w_), _host(b.model.w_))
+        same(_host(a.model.w_), _host(b.model.w_))
     else:
-        np.testing.assert_array_equal(_host(a.model.stats_.mean), _host(b.model.stats_.mean))
-        np.testing.assert_array_equal(_host(a.model.stats_.cov), _host(b.model.stats_.cov))
+        same(_host(a.model.stats_.mean), _host(b.model.stats_.mean))
+        same(_host(a.model.stats_.cov), _host(b.model.stats_.cov))
         assert a.model.stats_.n == b.model.stats_.n
-    np.testing.assert_array_equal(a.scores, b.scores)
+    if exact:
+        np.testing.assert_array_equal(a.scores, b.scores)
+    else:
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-5, atol=1e-6 * float(np.nanmax(np.abs(b.scores))))
 
 
 def _host(a):
@@ -173,7 +180,7 @@ def test_gpu_clicks_on_a_resident_image_fit_as_without_it(cp, method, nodata):
     image = cp.asarray(X)
     for cells in (((6, 7), (31, 21)), ((5, 6), (7, 8), (30, 20))):
         cached, plain = _runs(X, truth, method, _clicks(truth.shape, *cells), image)
-        _same_fit(cached, plain, method)
+        _same_fit(cached, plain, method, exact=False)
     assert cached.report["background_sums"] == "reused"
     key = id(image)
     del image, cached

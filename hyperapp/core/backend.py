@@ -316,6 +316,28 @@ class Timer:
         return Timer._Stage(self, name)
 
 
+#: elements per row of :func:`total`'s first stage
+_STAGE = 1 << 12
+
+
+def total(a, dtype=None):
+    """The sum of every element of ``a`` (a count, for a boolean map, with an integer ``dtype``), as a 0-d
+    array on ``a``'s device: one round trip fewer where several go to the host together.
+
+    On CuPy in two stages, rows of 4096 elements and then their sums: without CUB's block reductions
+    (:func:`hyperapp.core.cuda_start._no_block_reductions`) CuPy reduces a whole array that CUB's
+    device-wide routines do not take (booleans, integer counts) in a single thread block, milliseconds
+    for a 2048 x 2048 map; the first stage spreads it over as many blocks as rows.
+    """
+    xp = get_namespace(a)
+    if xp is np or a.size <= _STAGE:
+        return a.sum(dtype=dtype)
+    f = a.reshape(-1)
+    n = f.size - f.size % _STAGE
+    out = f[:n].reshape(-1, _STAGE).sum(axis=1, dtype=dtype).sum(dtype=dtype)
+    return xp.add(out, f[n:].sum(dtype=dtype)) if n < f.size else out
+
+
 def sparse_flatnonzero(a, fill=0) -> np.ndarray:
     """``np.flatnonzero(a != fill)`` for a host array of one-byte values (labels, a boolean mask) that
     are mostly ``fill``, in one pass over 8-byte words: only the words holding another value are

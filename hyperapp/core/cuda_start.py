@@ -79,18 +79,20 @@ def _probe_gpu_once() -> tuple[bool, str]:
 
 
 def _no_block_reductions() -> None:
-    """CuPy's reductions without CUB (``hyperapp/__init__.py`` says why) also when CuPy was imported before
-    hyperapp set ``CUPY_ACCELERATORS``; nothing when the user chose accelerators."""
+    """CuPy's reductions without CUB's block reductions, which compile one kernel per thread-block size
+    CuPy picks from the length reduced (a cube of a band count never seen compiled on its first run);
+    CuPy's own reductions compile once per type. CUB's device-wide routines (sums, extremes, scans, sorts
+    of whole arrays) stay: they are compiled into CuPy, not at run time. Nothing changes where the user
+    set ``CUPY_ACCELERATORS``."""
     import os
 
-    if os.environ.get("CUPY_ACCELERATORS", "") != "":
+    if "CUPY_ACCELERATORS" in os.environ:
         return
     try:
         from cupy._core import _accelerator
 
         _accelerator.set_reduction_accelerators([])
-        _accelerator.set_routine_accelerators([])
-    except (ImportError, AttributeError):  # a CuPy without these: its own default stands
+    except (ImportError, AttributeError):  # a CuPy without it: its own default stands
         pass
 
 

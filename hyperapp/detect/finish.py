@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host_pinned
+from hyperapp.core.backend import get_namespace, to_host_pinned, total
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
@@ -185,7 +185,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
         # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
         # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
-        report["pixels_at_threshold"] = int(xp.count_nonzero(xp.equal(scores_dev, threshold)))
+        report["pixels_at_threshold"] = int(total(xp.equal(scores_dev, threshold), xp.int64))
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         mask_dev, labels_dev, n_objects = filtered(mask_dev, filters)
@@ -198,7 +198,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     report.update({
         "threshold": float(threshold),
         "far": far_used,
-        "detections": int(mask_dev.sum()),
+        "detections": int(total(mask_dev, xp.int64)),
         "objects": n_objects,
     })
     if truth is not None:
@@ -210,8 +210,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
                 keep = xp.logical_and(t_dev, xp.logical_not(exclude))
-                n_t = int(xp.count_nonzero(keep))
-                report["evaluation"]["pd_of_mask"] = (int(xp.count_nonzero(xp.logical_and(mask_dev, keep))) / n_t
+                n_t = int(total(keep, xp.int64))
+                report["evaluation"]["pd_of_mask"] = (int(total(xp.logical_and(mask_dev, keep), xp.int64)) / n_t
                                                       if n_t else None)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host
+from hyperapp.core.backend import get_namespace, to_host, total
 
 
 def clicked_kind(scores, targets, threshold: float) -> dict | None:
@@ -67,8 +67,8 @@ def clicked_kind(scores, targets, threshold: float) -> dict | None:
     _, objects_now = label_objects(mask)
     new = xp.greater(scores, suggested)
     _, objects = label_objects(new)
-    return {"threshold": suggested, "pixels": int(new.sum()), "objects": int(objects),
-            "pixels_now": int(mask.sum()), "objects_now": int(objects_now), "clicked": int(n_clicked),
+    return {"threshold": suggested, "pixels": int(total(new, np.int64)), "objects": int(objects),
+            "pixels_now": int(total(mask, np.int64)), "objects_now": int(objects_now), "clicked": int(n_clicked),
             "clicked_kept_now": kept_now}
 
 
