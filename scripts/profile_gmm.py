@@ -16,8 +16,8 @@ Figures (JSON, to stdout and ``$OUT/gmm.json`` if ``OUT`` is set; times in ms, G
 - Per iteration: ``e_step_ms`` (the fused E-step alone: one GEMM and one kernel a block),
   ``e_and_m_sums_ms`` (one fused pass: E-step and the M-step's sums), ``m_finish_ms`` (means,
   covariances, Cholesky factors and inverses from the sums), ``iteration_ms`` (their sum); the old path's
-  ``old_e_step_ms`` and ``old_m_step_ms``; ``e_and_m_sums_128MB_blocks_ms`` and ``_512MB_`` (the fused
-  pass with blocks of 16,384 and 65,536 spectra instead of 32,768), ``e_and_m_sums_split16_ms`` (the
+  ``old_e_step_ms`` and ``old_m_step_ms``; ``e_and_m_sums_128MB_blocks_ms`` and ``_256MB_`` (the fused
+  pass with blocks of 16,384 and 32,768 spectra instead of 65,536), ``e_and_m_sums_split16_ms`` (the
   M-step GEMM as 16 batched GEMMs over row slices, ``M_SPLIT``); one block's parts (``block_*``: the E-step GEMM, the rows
   kernel, the deviations kernel, the M-step GEMM, also split in 4 and 16) with the block's rows; ``kmeans_start_ms``,
   ``first_m_step_ms`` (fused, from the k-means labels) and ``old_first_m_step_ms``.
@@ -139,11 +139,11 @@ out["e_and_m_sums_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 10, warmup=2)
 G.M_SPLIT = 16
 out["e_and_m_sums_split16_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 5, warmup=1)
 G.M_SPLIT = 1
-chunk = G.CHUNK_BYTES
-for mb in (128, 512):  # the block's array at other sizes (256 MB: 32,768 spectra, the default)
-    G.CHUNK_BYTES = mb << 20
+chunk = G.FUSED_BYTES
+for mb in (128, 256):  # the block's array at other sizes (512 MB: 65,536 spectra, the default)
+    G.FUSED_BYTES = mb << 20
     out[f"e_and_m_sums_{mb}MB_blocks_ms"] = gpu_time_ms(lambda: g._fused_pass(Xc, p), 5, warmup=1)
-G.CHUNK_BYTES = chunk
+G.FUSED_BYTES = chunk
 st = g._fused_pass(Xc, p)[1]
 out["m_finish_ms"] = gpu_time_ms(lambda: g._fused_m_step(Xc, st), 10, warmup=2)
 out["cholesky_and_inverse_ms"] = gpu_time_ms(lambda: g._precision_factors(p[2].copy()), 10, warmup=2)
