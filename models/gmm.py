@@ -575,16 +575,7 @@ class GaussianMixtureEM(Estimator):
         Cholesky factor or one with a squared pivot below :data:`WHITENED_PIVOT` of its largest diagonal
         entry (float32's error in the sums, relative to the largest, would be large in that direction)."""
         xp = get_namespace(C)
-        try:
-            M = xp.linalg.cholesky(C)
-        except np.linalg.LinAlgError:  # NumPy raises for the whole stack: factor one by one
-            M = xp.full_like(C, np.nan)
-            for j in range(C.shape[0]):
-                try:
-                    M[j] = xp.linalg.cholesky(C[j])
-                except np.linalg.LinAlgError:
-                    pass
-        piv = xp.diagonal(M, axis1=1, axis2=2) ** 2
+        piv = GaussianMixtureEM._cholesky_pivots(C)[1]
         top = xp.diagonal(C, axis1=1, axis2=2).max(axis=1)
         ok = xp.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= WHITENED_PIVOT * top)
         return [int(j) for j in np.flatnonzero(~to_host(ok))]

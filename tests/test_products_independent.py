@@ -138,25 +138,20 @@ def _pixel_error(p: Product, r: int, c: int, lon: float, lat: float) -> np.ndarr
     return np.linalg.solve(j, [lon - p.lon[r, c], lat - p.lat[r, c]])
 
 
+def _detect_two_clicks(p, tmp_path, out, *extra):
+    """``detect`` with ACE on the CPU from the first two planted pixels (the command line, in-process)."""
+    clicks = tmp_path / "clicks.csv"
+    clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
+    r = _cli("detect", str(p.path), "--method", "ace", "--targets", str(clicks), "--out", str(out), "--device", "cpu",
+             *extra)
+    assert r.returncode == 0, r.stderr + r.stdout
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_detect_ranks_planted_pixels_and_places_them(products, name, tmp_path):
     p = products[name]
-    clicks = tmp_path / "clicks.csv"
-    clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
     out = tmp_path / "out"
-    r = _cli(
-        "detect",
-        str(p.path),
-        "--method",
-        "ace",
-        "--targets",
-        str(clicks),
-        "--out",
-        str(out),
-        "--device",
-        "cpu",
-    )
-    assert r.returncode == 0, r.stderr + r.stdout
+    _detect_two_clicks(p, tmp_path, out)
     scores = open_cube(out / "scores.hdr").read()[:, :, 0]
     assert scores.shape == p.shape
     s = np.where(np.isfinite(scores) & ~p.nodata, scores, -np.inf)
@@ -256,24 +251,9 @@ def test_emit_detect_orthorectified_through_the_glt(products, tmp_path):
     p = products["emit"]
     glt_x, glt_y = p.extra["glt"]
     x0, step, y0 = p.extra["geotransform"]
-    clicks = tmp_path / "clicks.csv"
-    clicks.write_text("row,col\n" + "".join(f"{r},{c}\n" for r, c in TARGETS[:2]))
     swath, ortho = tmp_path / "swath", tmp_path / "ortho"
     for out, extra in ((swath, ()), (ortho, ("--ortho",))):
-        r = _cli(
-            "detect",
-            str(p.path),
-            "--method",
-            "ace",
-            "--targets",
-            str(clicks),
-            "--out",
-            str(out),
-            "--device",
-            "cpu",
-            *extra,
-        )
-        assert r.returncode == 0, r.stderr + r.stdout
+        _detect_two_clicks(p, tmp_path, out, *extra)
     s = open_cube(swath / "scores.hdr").read()[:, :, 0]
     o = open_cube(ortho / "scores.hdr").read()[:, :, 0]
     assert o.shape == glt_x.shape
