@@ -135,9 +135,9 @@ def win(qtbot, tmp_path, monkeypatch):
     for p in getattr(w, "panels", {}).values():
         p.cancel()
     w.cancel_run()
-    from PySide6.QtCore import QThreadPool
+    from hyperapp.gui.worker import wait_for_workers
 
-    QThreadPool.globalInstance().waitForDone(20000)
+    wait_for_workers(20.0)
 
 
 def mark_clicks(win, hdr) -> None:

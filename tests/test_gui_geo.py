@@ -160,3 +160,19 @@ def test_spectrum_lines_break_across_dropped_bad_bands(win, tmp_path):
     gaps = np.flatnonzero(~connect[:-1])
     assert gaps.size >= 1 and np.all(np.diff(wl)[gaps] > 2 * np.median(np.diff(wl)))
     assert win.spectrum.getAxis("left").labelText == (cube.value_units or "value (as stored)")
+
+
+def test_runs_one_after_another_on_a_georeferenced_product(qtbot, win, tmp_path):
+    """Each run describes the cube's place on Earth (pyproj) on its worker thread: on Qt's pooled threads
+    pyproj 3.7 crashed the window on the second run (a segmentation fault); workers are Python threads."""
+    from .product_files import write_emit
+
+    path, _ = write_emit(tmp_path)
+    assert win.open_cube(path)
+    win.session.roi.mark_pixels(np.array([[5, 7], [12, 30]]), "target")
+    win.detector.device.setCurrentIndex(win.detector.device.findData("cpu"))
+    for i, method in enumerate(("ace", "rbfn", "ace", "sam")):
+        win.detector.set_method(method)
+        with qtbot.waitSignal(win.run_finished, timeout=60000):
+            win.run_detector()
+        assert len(win.session.runs) == i + 1 and win.session.runs[-1].request.method == method

@@ -2,16 +2,21 @@
 
 A :class:`Worker` wraps a function ``fn(progress)``; ``progress`` is a :class:`hyperapp.core.progress.Progress`
 whose callback emits the ``progress`` signal and whose ``cancel()`` makes the function raise
-:class:`~hyperapp.core.errors.Cancelled` at its next progress call. The worker runs in the global
-``QThreadPool``; its signals arrive in the UI thread.
+:class:`~hyperapp.core.errors.Cancelled` at its next progress call. Each worker runs on a Python thread of
+its own; its signals arrive in the UI thread (queued: they are emitted from another thread).
+
+Not Qt's thread pool: pyproj 3.7 keeps a PROJ context per thread in storage it does not clear for threads
+Python did not create, and a second run on a pooled Qt thread placed an object on Earth with the freed
+context of the first, a segmentation fault (pyproj issues 1509 and 1541).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, Signal
 
 from hyperapp.core.errors import Cancelled, HyperappError
 from hyperapp.core.progress import Progress
@@ -27,13 +32,12 @@ class WorkerSignals(QObject):
     finished = Signal()
 
 
-class Worker(QRunnable):
+class Worker:
     def __init__(self, fn):
-        super().__init__()
         self.fn = fn
         self.signals = WorkerSignals()
         self.progress = Progress(lambda f, m: self.signals.progress.emit(f, m))
-        self.setAutoDelete(False)
+        self.thread: threading.Thread | None = None
 
     def cancel(self) -> None:
         self.progress.cancel()
@@ -54,6 +58,28 @@ class Worker(QRunnable):
             self.signals.finished.emit()
 
 
+#: the workers started and not yet finished (tests and the window's close wait for them)
+RUNNING: set[threading.Thread] = set()
+
+
 def start(worker: Worker) -> Worker:
-    QThreadPool.globalInstance().start(worker)
+    """Run ``worker`` on a new Python thread (see the module for why not Qt's pool)."""
+    def run() -> None:
+        try:
+            worker.run()
+        finally:
+            RUNNING.discard(threading.current_thread())
+
+    worker.thread = threading.Thread(target=run, name="hyperapp-worker", daemon=True)
+    RUNNING.add(worker.thread)
+    worker.thread.start()
     return worker
+
+
+def wait_for_workers(timeout: float = 20.0) -> None:
+    """Wait (at most ``timeout`` seconds in all) for the running workers to end."""
+    import time
+
+    end = time.monotonic() + timeout
+    for t in list(RUNNING):
+        t.join(max(0.0, end - time.monotonic()))
