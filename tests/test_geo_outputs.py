@@ -129,6 +129,18 @@ def test_objects_carry_lon_lat_within_half_a_pixel(tmp_path, name):
         assert abs(float(o["lon"]) - lon) * math.cos(math.radians(lat)) < half
         assert abs(float(o["lat"]) - lat) < half
         assert abs(float(o["lon"]) - lon) < 1e-6 and abs(float(o["lat"]) - lat) < 1e-6  # in fact exact
+    # and as RFC 7946 GeoJSON beside it: each object's box, its properties the table's row
+    gj = json.loads(paths["objects_geojson"].read_text())
+    assert gj["type"] == "FeatureCollection" and "crs" not in gj and len(gj["features"]) == len(rows)
+    by_label = {str(f["properties"]["label"]): f for f in gj["features"]}
+    for o in rows:
+        f = by_label[o["label"]]
+        assert f["geometry"]["type"] == "Polygon" and f["properties"]["pixels"] == int(o["pixels"])
+        assert abs(f["properties"]["lon"] - float(o["lon"])) < 1e-7 and abs(f["properties"]["lat"] - float(o["lat"])) < 1e-7
+        ring = np.array(f["geometry"]["coordinates"][0])
+        assert (ring[0] == ring[-1]).all() and ring.shape == (5, 2)
+        lo, la = float(o["lon"]), float(o["lat"])  # the centroid inside its box
+        assert ring[:, 0].min() < lo < ring[:, 0].max() and ring[:, 1].min() < la < ring[:, 1].max()
 
 
 def test_objects_without_location_have_no_lon_lat(tmp_path):
@@ -138,6 +150,21 @@ def test_objects_without_location_have_no_lon_lat(tmp_path):
     _, paths = detect_to_folder(cube_from_array(_scene()), DetectRequest("ace", threshold=0.5, device="cpu"), _clicks(), None, tmp_path / "o")
     assert paths["objects"].read_text().splitlines()[0] == \
         "label,pixels,centroid_row,centroid_col,row0,col0,row1,col1,peak_score"
+    assert "objects_geojson" not in paths  # (nothing to place on a map)
+
+
+def test_objects_export_as_geojson_from_a_result(tmp_path):
+    """The window's Export > Objects with a .geojson name: the same features as the run's objects.geojson;
+    a .csv name keeps CSV."""
+    from hyperapp.detect.outputs import write_detection_item
+    from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
+
+    cube = _wgs84_cube()
+    res = run_detection(cube, DetectRequest("ace", threshold=0.5, device="cpu"), _clicks())
+    gj = json.loads(write_detection_item(res, "objects", tmp_path / "o.geojson", cube).read_text())
+    assert len(gj["features"]) == res.report["objects"] and gj["hyperapp_coordinates"].startswith("WGS84")
+    assert write_detection_item(res, "objects", tmp_path / "o.csv", cube).read_text().startswith("label,")
 
 
 def test_one_formatter_for_objects_and_boxes():

@@ -335,7 +335,7 @@ class MainWindow(QMainWindow):
         ex = f.addMenu("&Export")
         self._action(ex, "Detection &mask…", lambda: self._export_dialog("mask"), "Ctrl+E")
         self._action(ex, "&Score map…", lambda: self._export_dialog("scores"))
-        self._action(ex, "&Objects (CSV)…", lambda: self._export_dialog("objects"))
+        self._action(ex, "&Objects (CSV, GeoJSON)…", lambda: self._export_dialog("objects"))
         self._action(ex, "&Boxes (CSV, GeoJSON)…", lambda: self._export_dialog("boxes"))
         self._action(ex, "Screens&hot…", lambda: self._export_dialog("screenshot"))
         self._action(ex, "&ROIs…", lambda: self._export_dialog("rois"))
@@ -1131,9 +1131,11 @@ class MainWindow(QMainWindow):
             if path:
                 self.export(kind, path, filters.get(flt, "envi"))
             return
-        filters = {"objects": "CSV (*.csv)", "boxes": "CSV (*.csv)", "screenshot": "PNG (*.png)",
-                   "rois": "CSV (*.csv);;NumPy (*.npy);;PNG (*.png);;ENVI (*.hdr)"}
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), filters[kind])
+        filters = {"objects": "CSV (*.csv);;GeoJSON, each object's box (*.geojson)", "boxes": "CSV (*.csv)",
+                   "screenshot": "PNG (*.png)", "rois": "CSV (*.csv);;NumPy (*.npy);;PNG (*.png);;ENVI (*.hdr)"}
+        path, flt = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), filters[kind])
+        if path and kind == "objects" and "geojson" in flt.lower() and not Path(path).suffix:
+            path += ".geojson"  # the name's extension chooses the format; without one, the filter chosen
         if path:
             self.export(kind, path)
 

@@ -99,6 +99,27 @@ def boxes_csv(boxes: list[dict], geo=None) -> str:
     return table_csv(boxes_with_lonlat(boxes, geo), FIELDS)
 
 
+def _plain(v):
+    """A table's value as JSON takes it (NumPy scalars to Python numbers)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def objects_geojson(table: list[dict] | dict, geo=None) -> str:
+    """The object table (:func:`hyperapp.models.postprocess.object_columns`' columns or its rows) as a
+    FeatureCollection: each object's bounding box (``row0``..``row1``, ``col0``..``col1``, ends exclusive)
+    a polygon, its properties the table's columns, ``lon``/``lat`` those of its centroid. In longitude and
+    latitude (RFC 7946) where ``geo`` places the cube, else in pixel coordinates, as :func:`boxes_geojson`."""
+    table = with_lonlat(table, geo)
+    if isinstance(table, dict):  # columns to rows of Python numbers
+        keys = list(table)
+        table = [dict(zip(keys, vals)) for vals in zip(*(np.asarray(table[k]).tolist() for k in keys))]
+    rows = table
+    boxes = [{**r, "row": r["row0"], "col": r["col0"], "height": r["row1"] - r["row0"], "width": r["col1"] - r["col0"]}
+             for r in rows]
+    keys = [k for k in (rows[0] if rows else {}) if k not in GEO_FIELDS]
+    return boxes_geojson(boxes, geo, fields=keys)
+
+
 def _counter_clockwise(ring: list[list[float]]) -> list[list[float]]:
     """A closed ring turned counter-clockwise (RFC 7946's right-hand rule for exterior rings)."""
     x = np.array([p[0] for p in ring])
@@ -130,20 +151,22 @@ def corner_lonlat(geo, rows, cols) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def boxes_geojson(boxes: list[dict], geo=None) -> str:
+def boxes_geojson(boxes: list[dict], geo=None, fields=FIELDS) -> str:
     """A FeatureCollection of box polygons (each box's four pixel corners, a closed ring).
 
     With ``geo`` (a :class:`~hyperapp.core.geo.MapGrid` or :class:`~hyperapp.core.geo.Swath`) the
     coordinates are WGS84 longitude, latitude (RFC 7946), rings counter-clockwise, and each feature's
-    properties hold the box's ``lon``/``lat``; without it they are pixel coordinates (x = column,
-    y = row), said in ``hyperapp_coordinates`` and in each feature's ``coordinates`` property.
+    properties hold the box's ``lon``/``lat`` (its middle's, unless the box has its own); without it they
+    are pixel coordinates (x = column, y = row), said in ``hyperapp_coordinates`` and in each feature's
+    ``coordinates`` property. ``fields``: the boxes' keys the properties keep.
     """
     feats = []
-    boxes = boxes_with_lonlat(boxes, geo)
+    if not boxes or "lon" not in boxes[0]:
+        boxes = boxes_with_lonlat(boxes, geo)
     for b in boxes:
         r0, c0, r1, c1 = b["row"], b["col"], b["row"] + b["height"], b["col"] + b["width"]
         corners = ((r0, c0), (r0, c1), (r1, c1), (r1, c0), (r0, c0))
-        props = {k: b[k] for k in (*FIELDS, *GEO_FIELDS) if k in b}
+        props = {k: _plain(b[k]) for k in (*fields, *GEO_FIELDS) if k in b}
         if geo is None:
             ring = [[float(c), float(r)] for r, c in corners]
             props["coordinates"] = "pixel"
