@@ -322,7 +322,8 @@ class MainWindow(QMainWindow):
         self.keep_bad_bands = self._action(f, "&Keep bad bands", None, checkable=True)
         self.keep_bad_bands.setToolTip("Keep the bands the header marks bad (bbl), as --all-bands does")
         self.keep_bad_bands.toggled.connect(self._keep_bad_bands_changed)
-        self.ortho_action = self._action(f, "Ortho&rectify swath (GLT)", self.orthorectify)
+        # (a lambda: triggered's `checked` would land in orthorectify's `then`)
+        self.ortho_action = self._action(f, "Ortho&rectify swath (GLT)", lambda: self.orthorectify())
         self.ortho_action.setToolTip("Show, mark and detect on the map grid of the swath's geometry lookup table "
                                      "(EMIT), as detect --ortho writes its outputs")
         self.ortho_action.setEnabled(False)
@@ -447,7 +448,10 @@ class MainWindow(QMainWindow):
             if then is not None:
                 then()
 
-        self._start_worker(lambda progress: ortho_cube(base, progress=progress), done, "orthorectification")
+        # blocks of 64 MB: a real swath (1.8 GB) then moves the progress bar every few percent
+        self._start_worker(lambda progress: ortho_cube(base, block_bytes=64 << 20, progress=progress), done,
+                           "orthorectification")
+        self.detector.status.setText("orthorectifying the swath through its GLT… (Cancel stops it)")
         return True
 
     def set_session(self, session: Session, left_out=None) -> None:
