@@ -97,14 +97,14 @@ def test_fused_path_blocks_and_floors(monkeypatch):
     X = radiance_like(3000, 60)
     _force(monkeypatch, "fused")
     one = GaussianMixtureEM(k=3, n_init=1, max_iter=8, tol=0.0).fit(X)
-    monkeypatch.setattr(gmm, "CHUNK_BYTES", 8 * 3 * 60 * 700)  # blocks of 700 spectra
+    monkeypatch.setattr(gmm, "FUSED_BYTES", 8 * 3 * 60 * 700)  # blocks of 700 spectra
     assert gmm._fused_rows(3000, 3, 60) == 700
     many = GaussianMixtureEM(k=3, n_init=1, max_iter=8, tol=0.0).fit(X)
     np.testing.assert_allclose(many.ll_curve_, one.ll_curve_, rtol=1e-11)
     monkeypatch.setattr(gmm, "M_SPLIT", 4)  # the M-step's GEMM split over row slices
     split = GaussianMixtureEM(k=3, n_init=1, max_iter=8, tol=0.0).fit(X)
     np.testing.assert_allclose(split.ll_curve_, one.ll_curve_, rtol=1e-11)
-    monkeypatch.setattr(gmm, "CHUNK_BYTES", 256 << 20)
+    monkeypatch.setattr(gmm, "FUSED_BYTES", 512 << 20)
     rng = np.random.default_rng(1)
     Y = np.concatenate([rng.normal(0, 1, (500, 30)), np.tile(rng.normal(5000, 1, 30), (40, 1))]).astype(np.float32)
     floors = {}
