@@ -58,7 +58,7 @@ def test_fused_sums_are_as_accurate_as_float64_allows(scene, monkeypatch, reques
     if scene == "radiance":
         X, k = radiance_like(4000, 120), 4
     else:
-        X, k = _airport_pixels(request.getfixturevalue("abu")), 8
+        X, k = _airport_pixels(request.getfixturevalue("abu"))[::4], 8  # every 4th spectrum: 2,500 (CI's time)
     Xc = X.astype(np.float64) - X.mean(axis=0, dtype=np.float64)
     resp, means = _soft_responsibilities(X, k, monkeypatch)
     ref = _reference_covariances(Xc, resp)
@@ -180,18 +180,6 @@ def test_start_iter_is_a_declared_parameter():
     with pytest.raises(InputError):
         p.check(0)
     assert {q.name: q for q in get_analysis("gmm").params}["start_iter"].default == 20
-
-
-@pytest.mark.slow
-def test_airport_k8_full_three_starts_within_half_a_percent_of_sklearn(abu, monkeypatch):
-    """The default fit (k = 8, full, 3 starts of em-EM) of every airport pixel, on the fused path (the
-    GPU's, run here on NumPy): within 0.5 % of scikit-learn's GaussianMixture(8, 'full', n_init=3) (or
-    higher). Minutes on two cores."""
-    X = _airport_pixels(abu)
-    _force(monkeypatch, "fused")
-    ll = float(GaussianMixtureEM(k=8).fit(X).log_likelihood_[0])
-    ref = _sklearn_ll(X, 8, "full", 3)
-    assert ll >= ref - 0.005 * abs(ref), (ll, ref)
 
 
 # ------------------------------------------------------------------ on the GPU
