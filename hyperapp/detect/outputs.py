@@ -40,15 +40,13 @@ def write_detection_item(result: DetectionResult, kind: str, path: str | Path, c
         return write_image(p, data, fmt, cube)
     if kind == "objects":
         from hyperapp.io.georef import geo_of
-        from hyperapp.io.objects import with_lonlat
+        from hyperapp.io.objects import objects_geojson, with_lonlat
 
-        table = result.object_columns if t == result.threshold else result.objects_at(t)
-        if p.suffix.lower() in (".geojson", ".json"):  # the objects' boxes, in longitude/latitude where placed
-            from hyperapp.io.objects import objects_geojson
-
-            atomic_write_text(p, objects_geojson(table, geo_of(cube)))
-        else:
-            atomic_write_text(p, objects_csv(with_lonlat(table, geo_of(cube))))
+        geo = geo_of(cube)
+        table = with_lonlat(result.object_columns if t == result.threshold else result.objects_at(t), geo)
+        # a .geojson name: the objects' boxes, in longitude/latitude where placed; else CSV
+        geojson = p.suffix.lower() in (".geojson", ".json")
+        atomic_write_text(p, objects_geojson(table, geo) if geojson else objects_csv(table))
         return p
     if kind == "boxes":
         from hyperapp.io.georef import geo_of
@@ -141,17 +139,18 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube, ortho: bool
     swath_result, swath_cube = result, cube
     if ortho:
         result, cube = orthorectified(result, cube)
-    csv = objects_csv_later(with_lonlat(result.object_columns, geo_of(cube)))
+    geo = geo_of(cube)
+    table = with_lonlat(result.object_columns, geo)
+    csv = objects_csv_later(table)
     paths = {k: write_detection_item(result, k, out / k, cube) for k in ("scores", "mask")}
     paths["objects"] = out / "objects.csv"
     atomic_write_bytes(paths["objects"], csv())
-    geo = geo_of(cube)
     if geo is not None:  # a cube placed on Earth: its objects for a GIS too (RFC 7946, longitude/latitude)
         from hyperapp.io.atomic import atomic_write_text
         from hyperapp.io.objects import objects_geojson
 
         paths["objects_geojson"] = out / "objects.geojson"
-        atomic_write_text(paths["objects_geojson"], objects_geojson(result.object_columns, geo))
+        atomic_write_text(paths["objects_geojson"], objects_geojson(table, geo))
     for name, arr in result.maps.items():
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)

@@ -105,15 +105,16 @@ def _plain(v):
 
 
 def objects_geojson(table: list[dict] | dict, geo=None) -> str:
-    """The object table (:func:`hyperapp.models.postprocess.object_columns`' columns or its rows) as a
-    FeatureCollection: each object's bounding box (``row0``..``row1``, ``col0``..``col1``, ends exclusive)
-    a polygon, its properties the table's columns, ``lon``/``lat`` those of its centroid. In longitude and
-    latitude (RFC 7946) where ``geo`` places the cube, else in pixel coordinates, as :func:`boxes_geojson`."""
-    table = with_lonlat(table, geo)
+    """The object table (:func:`hyperapp.models.postprocess.object_columns`' columns or its rows, with the
+    ``lon``/``lat`` of :func:`with_lonlat` where ``geo`` places the cube) as a FeatureCollection: each
+    object's bounding box (``row0``..``row1``, ``col0``..``col1``, ends exclusive) a polygon, its properties
+    the table's columns. In longitude and latitude (RFC 7946) where ``geo`` places the cube, else in pixel
+    coordinates, as :func:`boxes_geojson`."""
     if isinstance(table, dict):  # columns to rows of Python numbers
         keys = list(table)
-        table = [dict(zip(keys, vals)) for vals in zip(*(np.asarray(table[k]).tolist() for k in keys))]
-    rows = table
+        rows = [dict(zip(keys, vals)) for vals in zip(*(np.asarray(table[k]).tolist() for k in keys))]
+    else:
+        rows = table
     boxes = [{**r, "row": r["row0"], "col": r["col0"], "height": r["row1"] - r["row0"], "width": r["col1"] - r["col0"]}
              for r in rows]
     keys = [k for k in (rows[0] if rows else {}) if k not in GEO_FIELDS]

@@ -98,10 +98,19 @@ def _given(v) -> bool:
     return v is not None and not (isinstance(v, (list, tuple)) and not v)
 
 
+@dataclass(frozen=True)
 class _Request:
-    """What :class:`DetectRequest` and :class:`AnalyseRequest` share: building, dicts, copies."""
+    """What :class:`DetectRequest` and :class:`AnalyseRequest` share: the method and its options, where it
+    runs and on which bands (their first fields), building, dicts, copies."""
 
     kind: ClassVar[str]
+
+    method: str
+    params: dict = field(default_factory=dict)
+    device: str = "auto"
+    memory: float | None = None
+    bands: str | None = None
+    all_bands: bool = False
 
     @classmethod
     def _translate(cls, mapping: dict, front: str) -> dict:
@@ -199,12 +208,6 @@ class DetectRequest(_Request):
 
     kind: ClassVar[str] = "detect"
 
-    method: str
-    params: dict = field(default_factory=dict)
-    device: str = "auto"
-    memory: float | None = None
-    bands: str | None = None
-    all_bands: bool = False
     far: float | None = None
     threshold: float | None = None
     targets: str | None = None
@@ -291,12 +294,6 @@ class AnalyseRequest(_Request):
 
     kind: ClassVar[str] = "analyse"
 
-    method: str
-    params: dict = field(default_factory=dict)
-    device: str = "auto"
-    memory: float | None = None
-    bands: str | None = None
-    all_bands: bool = False
     select: str = "sample"
     sample: int = values.DEFAULT_SAMPLE
     seed: int = 0
