@@ -80,6 +80,11 @@ def whitened_rows(z, s, mode: int):
 FUSED_QUAD = True
 
 
+#: :func:`quad_rows` on the tensor cores (``kernels/quadform_tc.cu``, 3xTF32: float32's accuracy) where the GPU
+#: has them; False: the float32 SIMT kernel (``kernels/quadform.cu``) everywhere
+TENSOR_QUAD = True
+
+
 def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
     (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
@@ -97,11 +102,14 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
         return out
     U = cupy.ascontiguousarray(U, dtype=cupy.float32)
     v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
-    blocks = max(1, min(-(-n // 128), 8 * int(device_attributes().get("MultiProcessorCount", 80))))
-    get_kernel("quadform", "hyperapp_quad_rows")(
-        (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
-                            cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
-                            np.float32(ss), np.int32(mode), out))
+    attrs = device_attributes()
+    blocks = max(1, min(-(-n // 128), 8 * int(attrs.get("MultiProcessorCount", 80))))
+    # the tensor cores' 3xTF32 product where the GPU has them (compute capability 8.0 on)
+    tc = TENSOR_QUAD and int(attrs.get("ComputeCapabilityMajor") or cupy.cuda.Device().compute_capability[:-1]) >= 8
+    kernel = get_kernel(*(("quadform_tc", "hyperapp_quad_rows_tc") if tc else ("quadform", "hyperapp_quad_rows")))
+    kernel((blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
+                               cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
+                               np.float32(ss), np.int32(mode), out))
     return out
 
 
@@ -155,8 +163,7 @@ class _WhitenedDetector(PixelDetector):
         :class:`~hyperapp.models.stats.PixelSums` of the rows of ``X`` that count, taken before (a
         resident image's); ``y`` then labels the rows outside them no data (-2)."""
         if self.uses_targets:
-            P, xp, y, self.target_ = labelled_target_mean(X, y, check_input)
-            exclude = xp.flatnonzero(xp.equal(y, TARGET))  # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators
+            P, xp, y, self.target_, exclude = labelled_target_mean(X, y, check_input, with_targets=True)
         else:
             P, _ = as_pixels(X)
             if check_input:
@@ -189,17 +196,20 @@ class _WhitenedDetector(PixelDetector):
                 raise InputError("no target pixels marked: click at least one target pixel")
             self.target_ = target_mean
         self.stats_ = stats
-        self.W_ = stats.sqrt_inv_cov.astype(dtype)
+        # any W with W W^T = Σ^{-1} gives the same scores; a triangular one (where exact) halves the fused
+        # kernel's FMAs and needs no eigendecomposition (BackgroundStats.whitening)
+        W, self.tri_ = stats.whitening()
+        self.W_ = W.astype(dtype)
         self.mu_ = stats.mean.astype(dtype)
         if self.uses_targets:
-            s = (self.target_ - stats.mean) @ stats.sqrt_inv_cov
+            s = (self.target_ - stats.mean) @ W
             check_target_apart(float(s @ s), int(s.shape[0]), {"MatchedFilter": "the matched filter"}.get(
                 type(self).__name__, type(self).__name__))
             self.s_ = s.astype(dtype)
             self.s_host_ = to_host(self.s_)  # the kernel takes s.s as a host scalar
-            self.v_ = (stats.sqrt_inv_cov @ s).astype(dtype)  # W s: ACE's z.s = (x - mu) . v
+            self.v_ = (W @ s).astype(dtype)  # W s: ACE's z.s = (x - mu) . v
             # MF's filter folded into one vector: z.s / s.s = (x - mu) . (W s / s.s)
-            self.w_mf_ = (stats.sqrt_inv_cov @ s / (s @ s)).astype(dtype)
+            self.w_mf_ = (W @ s / (s @ s)).astype(dtype)
         return self
 
     def _whiten(self, P):
@@ -236,7 +246,7 @@ class ACE(_WhitenedDetector):
             s = self.s_host_.astype(np.float64)
             v = getattr(self, "v_", None)  # (models saved before it have none)
             return quad_rows(P, self.mu_, self.W_, ACE_MODE, v=self.W_ @ get_namespace(P).asarray(self.s_host_)
-                             if v is None else v, ss=float(s @ s))
+                             if v is None else v, ss=float(s @ s), tri=getattr(self, "tri_", False))
         return whitened_rows(self._whiten(P), self.s_host_, ACE_MODE)
 
 
@@ -250,7 +260,7 @@ class RX(_WhitenedDetector):
 
     def _score_chunk(self, P):
         if _fused(P, self.W_):
-            return quad_rows(P, self.mu_, self.W_, RX_MODE)
+            return quad_rows(P, self.mu_, self.W_, RX_MODE, tri=getattr(self, "tri_", False))
         return whitened_rows(self._whiten(P), None, RX_MODE)
 
 

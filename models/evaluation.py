@@ -209,7 +209,7 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
         D = gaps * ranks[:k]
         # two copies to the host per test, each of a few numbers (a launch per value fetched would
         # cost more than the test): where the largest eligible spacing is and how many are not ties
-        i, nz = (int(v) for v in to_host(xp.stack([xp.argmax(D[first:]), xp.count_nonzero(D)])))
+        i, nz = (int(v) for v in to_host(xp.stack([xp.argmax(D[first:]), total(xp.not_equal(D, 0), xp.int64)])))
         j = first + i
         # the median of the spacings that are not ties (ascending: the ties' zeros come first), the
         # largest eligible spacing and its gap, the window's ends, and the scores just below the

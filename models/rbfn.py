@@ -150,7 +150,7 @@ from hyperapp.models.classic import (
     whitened_rows,
 )
 from hyperapp.models.kmeans import kmeans, kmeans_small, sq_distances
-from hyperapp.models.stats import BackgroundStats
+from hyperapp.models.stats import BackgroundStats, lower_inverse
 
 WHITENINGS = ("pca", "cov", "std")
 CHUNK = 1 << 17
@@ -312,26 +312,7 @@ def _rx_whitening(stats) -> np.ndarray:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         return np.asarray(to_host(stats.sqrt_inv_cov_on_host()), np.float64)
-    # NumPy, not scipy.linalg.solve_triangular: SciPy's wheel carries its own OpenBLAS, whose spinning
-    # threads then slow NumPy's next small LAPACK call (the whitening's eigh, 64 bands) from under a
-    # millisecond to 50 ms on a 16-core host
-    return _lower_inverse(L).T
-
-
-def _lower_inverse(L) -> np.ndarray:
-    """The inverse of a lower triangular matrix (float64, host), by halves: [[A, 0], [B, C]]^-1 is
-    [[A^-1, 0], [-C^-1 B A^-1, C^-1]], so two half-size inverses and two GEMMs; exactly lower
-    triangular. NumPy has no triangular inverse (its general solve against the identity took 0.76 ms at
-    128 bands on the 2-core host, this 0.22 ms; the same to 1e-16)."""
-    n = L.shape[0]
-    if n <= 32:
-        return np.tril(np.linalg.solve(L, np.eye(n)))
-    h = n // 2
-    A, C = _lower_inverse(L[:h, :h]), _lower_inverse(L[h:, h:])
-    out = np.zeros_like(L, dtype=np.float64)
-    out[:h, :h], out[h:, h:] = A, C
-    out[h:, :h] = -(C @ (L[h:, :h] @ A))
-    return out
+    return lower_inverse(L).T
 
 
 #: the coherence input whitens with an inverse Cholesky factor of the floored covariance (upper triangular:

@@ -13,7 +13,8 @@ line first characterises the host: one small CuPy operation's time (launch overh
 up to 40 % between hosts of one kind.
 
 With ``OUT`` set, everything printed is also written to ``$OUT/click.json``. ``--profile N``: the
-following clicks once more under cProfile, the N functions of most own time printed. ``--library``:
+following clicks once more under cProfile, the N functions of most own time printed (with ``OUT``
+set, each profile is also written whole to ``$OUT/profile-SIZE-METHOD.prof``). ``--library``:
 the scene's mean target spectrum as the target instead of the clicks (the library-click bench case).
 It needs only the installed package (``pip install hyperapp[gpu]``), no checkout on the path; the
 default run (two sizes, six methods) takes under a minute on an H200, most of it making the scenes.
@@ -134,6 +135,8 @@ def profile_size(size, methods, a) -> dict:
                 click(Xd)
                 pr.disable()
             pstats.Stats(pr).sort_stats("tottime").print_stats(a.profile)
+            if os.environ.get("OUT"):  # the whole profile, to sort another way where it is read
+                pr.dump_stats(str(Path(os.environ["OUT"]) / f"profile-{'x'.join(map(str, size))}-{method}.prof"))
     return out
 
 

@@ -199,12 +199,12 @@ def test_quad_rows_ace_with_a_triangular_whitening(cp):
 
 @pytest.mark.parametrize("n", [1, 7, 32, 33, 64, 128, 205])
 def test_lower_inverse(n):
-    from hyperapp.models.rbfn import _lower_inverse
+    from hyperapp.models.stats import lower_inverse
 
     rng = np.random.default_rng(n)
     A = rng.normal(size=(3 * n + 2, n))
     L = np.linalg.cholesky(A.T @ A)
-    inv = _lower_inverse(L)
+    inv = lower_inverse(L)
     assert np.abs(np.triu(inv, 1)).max(initial=0.0) == 0
     np.testing.assert_allclose(inv @ L, np.eye(n), atol=1e-9)
     np.testing.assert_allclose(inv, np.linalg.solve(L, np.eye(n)), rtol=1e-9, atol=1e-12 * np.abs(inv).max())

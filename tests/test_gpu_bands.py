@@ -54,11 +54,14 @@ def test_new_band_counts_compile_no_kernel(cp):
     assert _module.cache_info().currsize == before
 
 
-@pytest.mark.parametrize("bands", [7, 57, 64, 130, 224])
+@pytest.mark.parametrize("bands", [7, 57, 64, 130, 224, 285])
 @pytest.mark.parametrize("normalize", [False, True])
-def test_fused_quad_rows_match_numpy(cp, bands, normalize):
+@pytest.mark.parametrize("tensor", [True, False])
+def test_fused_quad_rows_match_numpy(cp, bands, normalize, tensor, monkeypatch):
     """RX and ACE of (x [/ ||x||] - mu) U in one kernel against float64 NumPy, for full and upper-triangular
-    U, band counts below, across and above the kernel's 128-column tile, and row counts off its tiles."""
+    U, band counts below, across and above the kernels' 128-column tile, and row counts off their tiles:
+    the tensor cores' 3xTF32 kernel and the float32 SIMT one."""
+    monkeypatch.setattr(classic, "TENSOR_QUAD", tensor)
     rng = np.random.default_rng(bands)
     n = 1000 + bands
     X = rng.uniform(0.1, 1.0, (n, bands)).astype(np.float32)

@@ -88,3 +88,40 @@ def test_airport_rbfn_five_clicks_offers_the_aircraft(abu, tmp_path, capsys):
     kept = mask_at(scores, got["threshold"]).astype(bool)
     found = len(set(np.unique(lab[kept])) - {0})
     assert found >= 12 and got["objects"] < 100  # most of the 13 aircraft, in a list one can review
+
+
+def test_clicked_objects_are_the_8_connected_objects_of_the_clicks():
+    """The host grouping of a few clicked pixels gives scipy.ndimage.label's objects (8-connected), across
+    rows and at the image's left and right edges (a pixel at the end of a row is no neighbour of the next
+    row's first)."""
+    from scipy import ndimage
+
+    from hyperapp.detect.suggest import clicked_objects
+
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        rows, cols = rng.integers(1, 30, 2)
+        m = rng.random((rows, cols)) < rng.uniform(0.02, 0.5)
+        m[:, -1] |= trial % 3 == 0  # columns at both edges
+        m[:, 0] |= trial % 3 == 0
+        lab, n = ndimage.label(m, structure=np.ones((3, 3)))
+        groups, k = clicked_objects(np.flatnonzero(m), int(cols))
+        assert k == n
+        # the same partition: each object's pixels share one number, and no two objects share one
+        ref = lab.reshape(-1)[np.flatnonzero(m)]
+        assert len(set(zip(ref.tolist(), groups.tolist()))) == n
+
+
+def test_the_host_path_of_the_clicked_kind_is_the_mask_path():
+    """With the clicked pixels listed on the host, :func:`clicked_kind` answers as it does from the
+    mask (a click of two pixels on one target counts once)."""
+    s, clicks = _scene()
+    clicks[11, 32] = True  # a second pixel of the first target
+    for threshold in (2.0, 3.4, 4.0, 4.4):
+        want = clicked_kind(s, clicks, threshold)
+        assert clicked_kind(s, clicks, threshold, np.flatnonzero(clicks)) == want
+    assert clicked_kind(s, clicks, 4.0)["clicked"] == 5
+    nan = s.copy()
+    nan[clicks] = np.nan
+    assert clicked_kind(nan, clicks, 4.0, np.flatnonzero(clicks)) is None
+    assert clicked_kind(s, np.zeros_like(clicks), 4.0, np.zeros(0, np.int64)) is None

@@ -148,14 +148,17 @@ def run_report(method: str, params: dict | None, backend, cube: Cube, streamed: 
 
 def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, truth=None, far=None,
                      threshold=None, progress: Progress = NULL_PROGRESS, mode_scores=None,
-                     separate_targets: bool | None = None, filters: dict | None = None) -> DetectionResult:
+                     separate_targets: bool | None = None, filters: dict | None = None,
+                     truth_pixels: np.ndarray | None = None, clicked: np.ndarray | None = None) -> DetectionResult:
     """Scores -> threshold (a value, or the false-alarm rate over non-target pixels with data), mask,
     object count, evaluation and the host copies: the end every detection run shares, in memory or
     streamed. ``y_dev`` holds the labels (no-data pixels -2, their scores NaN); ``mode_scores``, where a
     detector gives them, are the scores the threshold's separate mode of targets is found in
     (:func:`~hyperapp.models.evaluation.far_threshold`); ``filters``, the request's target filter
     (clump, sieve, connectivity: :func:`filtered`), cleans the mask before its objects are counted and
-    its detection rate is measured."""
+    its detection rate is measured. ``truth_pixels``: the truth's target pixels as flat indices, where the
+    caller listed them (:func:`hyperapp.detect.run._check_inputs`); ``clicked``: the clicked targets' flat
+    indices on the host, where the caller has them (:func:`~hyperapp.detect.suggest.clicked_kind`)."""
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
@@ -179,7 +182,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                 from hyperapp.detect.suggest import clicked_kind
 
                 report["suggested_threshold"] = clicked_kind(
-                    scores_dev, xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold)
+                    scores_dev, xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold, clicked)
         else:
             far_used = None
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
@@ -205,7 +208,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         with timer.stage("evaluate"):
             # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
             # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
-            t_dev, positives = _truth_on(truth, xp)
+            t_dev, positives = _truth_on(truth, xp, truth_pixels)
             exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
             report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
@@ -217,7 +220,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                            _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))
 
 
-def _truth_on(truth, xp) -> tuple:
+def _truth_on(truth, xp, idx=None) -> tuple:
     """The (host) truth as a boolean mask on ``xp``'s device, and on the GPU where its targets are few (a
     truth mask's usual case), their flat indices there too (None otherwise): the mask is then made on the
     device from them (a copy of a few kilobytes, where the mask's own is megabytes, pageable), and the
@@ -227,7 +230,8 @@ def _truth_on(truth, xp) -> tuple:
         return (t if t.dtype == bool else xp.greater(t, 0)), None
     t = np.asarray(truth)
     t = t if t.dtype == bool else np.greater(t, 0)
-    idx = sparse_flatnonzero(t)
+    if idx is None:
+        idx = sparse_flatnonzero(t)
     if idx.size * 16 > t.size:  # many targets: the mask itself is the smaller copy
         return xp.asarray(t), None
     idx_dev = xp.asarray(idx)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host
+from hyperapp.core.backend import Timer, get_backend, get_namespace, serial_host_blas, to_host, total
 from hyperapp.core.cube import Cube
 from hyperapp.core.errors import InputError, ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
@@ -39,8 +39,10 @@ from hyperapp.models.registry import get_method
 from hyperapp.request import DetectRequest
 
 
-def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None) -> np.ndarray:
-    """Label map (1 target, 0 background, -1 unlabelled) from boolean masks."""
+def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: np.ndarray | None,
+                      target_pixels: np.ndarray | None = None) -> np.ndarray:
+    """Label map (1 target, 0 background, -1 unlabelled) from boolean masks (``target_pixels``: the
+    targets' flat indices, where the caller has listed them)."""
     t = np.asarray(targets, dtype=bool)
     if t.shape != tuple(shape):
         raise InputError(f"target mask is {t.shape}, the image is {tuple(shape)}")
@@ -52,7 +54,7 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
         if b.shape != tuple(shape):
             raise InputError(f"background mask is {b.shape}, the image is {tuple(shape)}")
         flat[sparse_flatnonzero(b)] = BACKGROUND
-    flat[sparse_flatnonzero(t)] = TARGET
+    flat[sparse_flatnonzero(t) if target_pixels is None else target_pixels] = TARGET
     return y
 
 
@@ -136,12 +138,10 @@ def run_detection(
     m = get_method(method)
     backend = get_backend(request.device)
     timer = Timer(backend)
-    y, target_spectra, undesired_spectra = _check_inputs(m, cube, targets, background, truth=truth, far=far,
-                                                         threshold=threshold, model=model, mnf=mnf,
-                                                         target_spectra=target_spectra,
-                                                         undesired_spectra=undesired_spectra,
-                                                         signature_info=signature_info,
-                                                         continuum=request.continuum_removed)
+    y, target_spectra, undesired_spectra, truth_pixels = _check_inputs(
+        m, cube, targets, background, truth=truth, far=far, threshold=threshold, model=model, mnf=mnf,
+        target_spectra=target_spectra, undesired_spectra=undesired_spectra, signature_info=signature_info,
+        continuum=request.continuum_removed)
     t0 = time.perf_counter()
     if image is None:
         _refuse_whole_image_over_budget(cube, m, mnf, memory)
@@ -178,9 +178,11 @@ def run_detection(
     # a cascade scores every pixel (its RBFN's, lifted in the boxes): its false-alarm threshold leaves out
     # the targets nobody clicked as a pixel detector's does (a plain quantile counted them as false alarms,
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
-    result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, far=far,
+    result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, truth_pixels=truth_pixels,
+                              far=far,
                               threshold=threshold, progress=progress, mode_scores=mode,
-                              separate_targets=True if refine else None, filters=request.filters)
+                              separate_targets=True if refine else None, filters=request.filters,
+                              clicked=px.target_pixels)
     if request.continuum_removed:
         result.report["continuum_removed"] = True
     if rbfn_dev is not None:
@@ -213,12 +215,15 @@ class _Pixels:
     resident: object = None
     #: whether the fit took the resident image's background sums "computed" by this click or "reused"
     sums_taken: str | None = None
+    #: the target pixels' flat indices (host, sorted)
+    target_pixels: np.ndarray | None = None
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
                   undesired_spectra, signature_info=None, continuum=False):
     """Check the run's inputs against the method and the cube before any pixel is read; returns the label
-    map (:func:`labels_from_masks`) and the target and undesired spectra as float64 (k, bands) arrays.
+    map (:func:`labels_from_masks`), the target and undesired spectra as float64 (k, bands) arrays, and
+    the truth's target pixels as flat indices (None without a truth): each full-size mask is listed once.
     ``signature_info`` (:func:`hyperapp.io.signatures.signature_kwargs`') names the spectra in messages."""
     method = m.name
     shape = (cube.rows, cube.cols)
@@ -254,9 +259,11 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
             raise InputError(f"method {method} needs target pixels (--targets) or target spectra "
                              "(--target-spectra)")
         targets = np.zeros(shape, dtype=bool)
-    y = labels_from_masks(shape, targets, background)
+    clicked = sparse_flatnonzero(np.asarray(targets, bool)) if np.shape(targets) == shape else None
+    y = labels_from_masks(shape, targets, background, clicked)
     if far is not None and threshold is not None:
         raise InputError("give either a false-alarm rate or a threshold, not both")
+    truth_pixels = None
     if truth is not None:
         t = np.asarray(truth, bool)
         if t.shape != shape:
@@ -264,7 +271,8 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         # the evaluation leaves the clicked pixels out: checked before any work, not after it
         from hyperapp.io.masks import check_truth_beside_clicks
 
-        check_truth_beside_clicks(t, targets)
+        truth_pixels = sparse_flatnonzero(t)
+        check_truth_beside_clicks(t, targets, truth_pixels=truth_pixels, clicked=clicked)
     if mnf is not None and (m.kind != "pixel" or model is not None):
         raise InputError(f"--mnf runs a pixel detector it trains in MNF space; {method} "
                          f"{'is not a pixel detector' if m.kind != 'pixel' else 'is given as a fitted model'}")
@@ -274,7 +282,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     if mnf is not None and int(mnf) > cube.bands:
         raise InputError(f"--mnf {int(mnf)} asks for more MNF components than the cube's {cube.bands} bands",
                          cube.path)
-    return y, target_spectra, undesired_spectra
+    return y, target_spectra, undesired_spectra, truth_pixels
 
 
 def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
@@ -322,7 +330,7 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
                 valid, n_nodata = None, 0
             else:
                 valid = finite_pixels(X)
-                n_nodata = int(valid.size - int(valid.sum()))
+                n_nodata = int(valid.size - int(total(valid, np.int64)))
             valid_h = to_host(valid) if n_nodata else None
         if n_nodata:
             if ((y == TARGET) & ~valid_h).any():
@@ -337,8 +345,9 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
     marked = sparse_flatnonzero(y, UNLABELLED)
     marks = y.reshape(-1)[marked]
+    targets = marked[marks == TARGET]
     return _Pixels(X, y, _labels_on(y, marked, marks, valid, xp), valid, n_nodata,
-                   int(np.count_nonzero(marks == TARGET)), int(np.count_nonzero(marks == BACKGROUND)), held)
+                   int(targets.size), int(np.count_nonzero(marks == BACKGROUND)), held, target_pixels=targets)
 
 
 def _labels_on(y: np.ndarray, marked: np.ndarray, marks: np.ndarray, valid, xp):

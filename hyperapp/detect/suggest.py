@@ -23,8 +23,43 @@ import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host, total
 
+#: clicked pixels up to this many are grouped into objects on the host (:func:`clicked_objects`); more (a
+#: whole ROI painted as targets) are labelled on the scores' device
+HOST_CLICKS = 4096
 
-def clicked_kind(scores, targets, threshold: float) -> dict | None:
+
+def clicked_objects(pixels: np.ndarray, cols: int) -> tuple[np.ndarray, int]:
+    """The 8-connected objects the clicked pixels form among themselves: each pixel's object number (0 ..
+    n - 1, in the order of the sorted flat indices ``pixels``) and n, as ``scipy.ndimage.label`` of
+    their mask numbers them. A few clicks are grouped by their neighbours' positions in the sorted list
+    (one ``searchsorted`` for the 8 neighbours of every pixel, then the smallest index spread along the
+    edges until it settles), where labelling the whole mask on the GPU took two launches and a copy
+    per click."""
+    p = np.asarray(pixels, np.int64)
+    n = p.size
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    r, c = np.divmod(p, cols)
+    dr = np.array([-1, -1, -1, 0, 0, 1, 1, 1])
+    dc = np.array([-1, 0, 1, -1, 1, -1, 0, 1])
+    cc = c[:, None] + dc
+    key = (r[:, None] + dr) * cols + cc
+    j = np.minimum(np.searchsorted(p, key), n - 1)
+    hit = (p[j] == key) & (cc >= 0) & (cc < cols)
+    a, b = np.nonzero(hit)[0], j[hit]
+    lab = np.arange(n)
+    while True:  # each pass takes the smaller label across every edge (both ways: the edges are symmetric)
+        new = lab.copy()
+        np.minimum.at(new, a, lab[b])
+        new = new[new]  # pointer jumping: converges in O(log n) passes
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    roots, number = np.unique(lab, return_inverse=True)
+    return number.reshape(-1), int(roots.size)
+
+
+def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None = None) -> dict | None:
     """The threshold that keeps every clicked target, where the run's ``threshold`` misses half of them
     or more; else None.
 
@@ -36,6 +71,11 @@ def clicked_kind(scores, targets, threshold: float) -> dict | None:
         The pixels clicked as targets.
     threshold : float
         The run's threshold (the mask holds the scores above it).
+    clicked : int array, optional
+        The same pixels as sorted flat indices on the host, where the caller has them: up to
+        :data:`HOST_CLICKS` of them, their scores come to the host in one copy and they are grouped
+        into objects there (:func:`clicked_objects`), and nothing is labelled on the device unless a
+        suggestion is made.
 
     Returns
     -------
@@ -49,26 +89,38 @@ def clicked_kind(scores, targets, threshold: float) -> dict | None:
     from hyperapp.models.postprocess import label_objects
 
     xp = get_namespace(scores)
-    t = targets.astype(bool) if targets.dtype != bool else targets
-    # the lowest finite clicked score in one reduction and one copy (two boolean selections were a round
-    # trip each on the GPU); +inf where no clicked pixel has a finite score
-    low = float(to_host(xp.min(xp.where(xp.logical_and(t, xp.isfinite(scores)), scores, xp.inf))))
+    host = clicked is not None and clicked.size <= HOST_CLICKS
+    if host:
+        vals = to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64) if clicked.size else \
+            np.zeros(0)
+        finite = vals[np.isfinite(vals)]
+        low = float(finite.min()) if finite.size else np.inf
+    else:
+        t = targets.astype(bool) if targets.dtype != bool else targets
+        # the lowest finite clicked score in one reduction and one copy (two boolean selections were a round
+        # trip each on the GPU); +inf where no clicked pixel has a finite score
+        low = float(to_host(xp.min(xp.where(xp.logical_and(t, xp.isfinite(scores)), scores, xp.inf))))
     if not np.isfinite(low):
         return None
     dtype = np.float32 if scores.dtype == np.float32 else np.float64
     suggested = float(np.nextafter(dtype(low), dtype(-np.inf)))  # the mask takes the scores above it
     if suggested >= float(threshold):
         return None
-    lab, n_clicked = label_objects(t)
-    mask = xp.greater(scores, threshold)
-    kept_now = int(xp.unique(lab[xp.logical_and(mask, t)]).size)
+    if host:
+        groups, n_clicked = clicked_objects(clicked, scores.shape[-1])
+        kept_now = int(np.unique(groups[vals > float(threshold)]).size)
+    else:
+        lab, n_clicked = label_objects(t)
+        kept_now = int(xp.unique(lab[xp.logical_and(xp.greater(scores, threshold), t)]).size)
     if n_clicked == 0 or 2 * kept_now > n_clicked:
         return None
+    mask = xp.greater(scores, threshold)
     _, objects_now = label_objects(mask)
     new = xp.greater(scores, suggested)
     _, objects = label_objects(new)
-    return {"threshold": suggested, "pixels": int(total(new, np.int64)), "objects": int(objects),
-            "pixels_now": int(total(mask, np.int64)), "objects_now": int(objects_now), "clicked": int(n_clicked),
+    pixels, pixels_now = (int(v) for v in to_host(xp.stack([total(new, np.int64), total(mask, np.int64)])))
+    return {"threshold": suggested, "pixels": pixels, "objects": int(objects),
+            "pixels_now": pixels_now, "objects_now": int(objects_now), "clicked": int(n_clicked),
             "clicked_kept_now": kept_now}
 
 

@@ -116,17 +116,22 @@ def check_background(background: np.ndarray | None, targets: np.ndarray | None, 
                          "the background must mark other pixels", path)
 
 
-def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str | os.PathLike | None = None) -> None:
+def check_truth_beside_clicks(truth: np.ndarray, targets: np.ndarray, path: str | os.PathLike | None = None, *,
+                              truth_pixels: np.ndarray | None = None, clicked: np.ndarray | None = None) -> None:
     """An :class:`InputError` when the truth has no target pixels, or no other pixels, besides the clicked
-    targets: AUC and Pd leave the clicked pixels out, so such a truth cannot score the run."""
+    targets: AUC and Pd leave the clicked pixels out, so such a truth cannot score the run.
+    ``truth_pixels`` and ``clicked``: the flat indices of the truth's and the clicks' pixels where the
+    caller has listed them (:func:`hyperapp.core.backend.sparse_flatnonzero`); each is a pass over a
+    full-size map otherwise."""
     # counted, not combined: the clicks are few, and a live click on a 2048 x 2048 image paid 2-6 ms on the
     # host for the three full-size boolean maps the combination made
     t = np.asarray(truth, bool).reshape(-1)
     from hyperapp.core.backend import sparse_flatnonzero
 
-    clicked = sparse_flatnonzero(np.asarray(targets, bool))
+    if clicked is None:
+        clicked = sparse_flatnonzero(np.asarray(targets, bool))
     in_truth = int(np.count_nonzero(t[clicked]))
-    n_t = int(np.count_nonzero(t))
+    n_t = int(np.count_nonzero(t)) if truth_pixels is None else int(truth_pixels.size)
     no_targets = n_t == in_truth  # every truth pixel is clicked
     no_others = n_t + (clicked.size - in_truth) == t.size  # every pixel is a truth pixel or clicked
     if no_targets or no_others:
