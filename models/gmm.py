@@ -168,6 +168,82 @@ def _weighted_deviations(X, R, s, out):
     return partial.sum(axis=0)
 
 
+#: threads per block of the factorisation kernel (one block per component)
+FACTOR_THREADS = 512
+
+
+def _covariances(S, s, g, nk, reg: float):
+    """The fused M-step's covariances (k, d, d) and means (k, d) from its sums (see
+    :meth:`GaussianMixtureEM._fused_m_step`; ``nk`` with its epsilon added), ``reg`` on the diagonal. One
+    kernel on CuPy (``kernels/gmm.cu``), the same arithmetic on NumPy."""
+    xp = get_namespace(S)
+    k, d = s.shape
+    if xp is np:
+        delta = g / nk[:, None]
+        T = S.reshape(d, k, d).transpose(1, 0, 2) - s[:, :, None] * g[:, None, :]
+        cov = T / nk[:, None, None] - delta[:, :, None] * delta[:, None, :]
+        cov = 0.5 * (cov + cov.transpose(0, 2, 1))
+        diag = np.arange(d)
+        cov[:, diag, diag] += reg
+        return cov, s + delta
+    from hyperapp.kernels import get_kernel
+
+    cov = xp.empty((k, d, d), xp.float64)
+    means = xp.empty((k, d), xp.float64)
+    c = xp.ascontiguousarray
+    get_kernel("gmm", "hyperapp_gmm_covariances")((-(-k * d * d // 256),), (256,), (
+        c(S, dtype=xp.float64), c(s, dtype=xp.float64), c(g, dtype=xp.float64), c(nk, dtype=xp.float64),
+        np.int32(k), np.int32(d), np.float64(reg), cov, means))
+    return cov, means
+
+
+def _factors(cov, means):
+    """Every component's Cholesky factor L (Sigma = L L^T), its precision's factor U = (L^-1)^T, the fused
+    E-step's W = [U_1 ... U_k] (d, k d) and b_j = mu_j U_j (k, d), and ``info`` (k, d + 2): the squared
+    pivots of L, log det U and the largest |U|. A covariance that is not positive definite gets a pivot
+    <= 0 or NaN pivots (the caller checks them). One kernel launch on CuPy (a block per component, the
+    matrix in shared memory where it fits), LAPACK's potrf and trtri on NumPy."""
+    xp = get_namespace(cov)
+    k, d, _ = cov.shape
+    if xp is np:
+        from scipy.linalg import lapack
+
+        L = np.full_like(cov, np.nan)
+        inv = np.full_like(cov, np.nan)
+        for j in range(k):  # a loop over components (a handful)
+            c, status = lapack.dpotrf(cov[j], lower=1, clean=1)
+            if status == 0:
+                L[j] = c
+                inv[j], status = lapack.dtrtri(c, lower=1)
+        U = np.ascontiguousarray(inv.transpose(0, 2, 1))
+        info = np.empty((k, d + 2))
+        info[:, :d] = np.diagonal(L, axis1=1, axis2=2) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            info[:, d] = np.log(np.diagonal(U, axis1=1, axis2=2)).sum(axis=1)
+        info[:, d + 1] = np.abs(U).max(axis=(1, 2))
+        W = np.ascontiguousarray(U.transpose(1, 0, 2).reshape(d, k * d))
+        b = np.ascontiguousarray(np.matmul(means[:, None, :], U)[:, 0])
+        return L, U, W, b, info
+    from hyperapp.core.backend import device_attributes
+    from hyperapp.kernels import get_kernel
+
+    L = xp.empty((k, d, d), xp.float64)
+    U = xp.empty((k, d, d), xp.float64)
+    W = xp.empty((d, k * d), xp.float64)
+    b = xp.empty((k, d), xp.float64)
+    info = xp.empty((k, d + 2), xp.float64)
+    whole = (d * d + 2 * d) * 8
+    use_shared = whole + 1024 <= int(device_attributes().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+    smem = whole if use_shared else 2 * d * 8
+    kernel = get_kernel("gmm", "hyperapp_gmm_factors")
+    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem
+    kernel((k,), (FACTOR_THREADS,), (xp.ascontiguousarray(cov, dtype=xp.float64),
+                                     xp.ascontiguousarray(means, dtype=xp.float64), np.int32(k), np.int32(d),
+                                     np.int32(use_shared), L, U, W, b, info), shared_mem=smem)
+    return L, U, W, b, info
+
+
 def _sq_norms(Z):
     """Row sums of squares over the last axis of a float32 array (one kernel on CuPy)."""
     xp = get_namespace(Z)
@@ -177,6 +253,33 @@ def _sq_norms(Z):
     if _SQ_NORMS is None:
         _SQ_NORMS = xp.ReductionKernel("T z", "T y", "z * z", "a + b", "y = a", "0", "gmm_sq_norms")
     return _SQ_NORMS(Z, axis=2)
+
+
+def kmeans_starts(X, k: int, n_init: int, seed: int, progress=None) -> list:
+    """The k-means labels of every EM start: start r is ``MultiKMeans(k=k, n_init=1, seed=seed + r,
+    max_iter=100)``'s labels of the float32 spectra ``X`` (the same seeding from the same generators, the
+    same Lloyd iterations and stopping rule), with every start seeded and iterated together: one k-means++
+    and one Lloyd loop whose GEMMs cover all starts (:func:`~hyperapp.models.kmeans.lloyd_segments` stops
+    each start on its own, so a start's result does not depend on the others), instead of one k-means fit
+    per start."""
+    from hyperapp.models.kmeans import kmeans_pp, lloyd_segments
+
+    xp = get_namespace(X)
+    mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
+    Xc = X - mean[None, :]
+    var = float(Xc.var(axis=0, dtype=xp.float64).mean())
+    if var <= 0:
+        raise ModelError("the selected spectra are all identical: there is nothing to cluster")
+    xx = (Xc * Xc).sum(axis=1)
+    # MultiKMeans' generator of its one run (restart 0) at seed + r
+    rngs = [np.random.default_rng([seed + r, 0, k]) for r in range(n_init)]
+    seeds, min_pot = kmeans_pp(Xc, [k] * n_init, rngs, xx, progress)
+    if k > 1 and min_pot <= 0:
+        raise ModelError(f"the selected spectra have fewer than k = {k} distinct values")
+    seg = np.arange(n_init + 1, dtype=np.int64) * k
+    C = seeds[:, :k].reshape(n_init * k, X.shape[1])
+    _, labels, _, _ = lloyd_segments(Xc, C, seg, 100, 1e-4 * var, progress)
+    return [labels[r] - int(seg[r]) for r in range(n_init)]
 
 
 class GaussianMixtureEM(Estimator):
@@ -318,14 +421,20 @@ class GaussianMixtureEM(Estimator):
         """Whether this fit takes the float32 path (full covariances on the CPU; see the module's notes)."""
         return self._path(xp) == "whitened"
 
-    @staticmethod
-    def _stacked_factors(weights, means, chol, xmax: float):
+    def _stacked_factors(self, weights, means, chol, xmax: float):
         """What the fused E-step needs: W = [U_1 ... U_k] (d, k d), b_j = mu_j U_j (k, d), each
         component's log weight + log normalisation (k,), all float64 and C-contiguous, and the components
         too wide for x U - mu U (:data:`FUSED_WIDE`; ``xmax`` the largest centred value), whose columns of W
-        and rows of b are zeros."""
+        and rows of b are zeros. Where :meth:`_fused_m_step` made ``chol`` and ``means``, its factorisation
+        already wrote W, b and log det U (:func:`_factors`), and the host has the largest |U|: no copy back."""
         xp = get_namespace(means)
         k, d = means.shape
+        memo = getattr(self, "_stacked_memo", None)
+        if memo is not None and memo[0] is chol and memo[1] is means:
+            _, _, W, b, logdet, top = memo
+            if (top * max(float(xmax), 1.0) <= FUSED_WIDE).all():
+                const = xp.ascontiguousarray(xp.log(weights) - 0.5 * d * math.log(2 * math.pi) + logdet)
+                return W, b, const, []
         big = to_host(xp.abs(chol).max(axis=(1, 2))) * max(float(xmax), 1.0)
         wide = [int(j) for j in np.flatnonzero(~(big <= FUSED_WIDE))]
         U = chol
@@ -364,7 +473,6 @@ class GaussianMixtureEM(Estimator):
         total = xp.zeros((), xp.float64)
         if stats:
             shift = xp.ascontiguousarray(shift, dtype=xp.float64)
-            nk = xp.zeros(k, xp.float64)
             g = xp.zeros(k * d, xp.float64)
             S = xp.zeros((d, k * d), xp.float64)
             R = xp.empty((n, k), xp.float64) if params is not None else resp
@@ -393,7 +501,8 @@ class GaussianMixtureEM(Estimator):
                                    Yb.reshape(c, mb // c, k * d)).sum(axis=0)
                 else:
                     S += Xb.T @ Yb
-                nk += r.sum(axis=0)
+        if stats:  # the weights: one product of all responsibilities with a vector of ones
+            nk = xp.ones(n, xp.float64) @ R
         ll = float(total) / n if params is not None else None
         return ll, ((nk, g.reshape(k, d), S, shift, R) if stats else None)
 
@@ -416,24 +525,24 @@ class GaussianMixtureEM(Estimator):
         n = X.shape[0]
         k, d = s.shape
         nk = nk + 10 * np.finfo(np.float64).eps
-        delta = g / nk[:, None]
-        T = S.reshape(d, k, d).transpose(1, 0, 2) - s[:, :, None] * g[:, None, :]
-        cov = T / nk[:, None, None] - delta[:, :, None] * delta[:, None, :]
-        cov = 0.5 * (cov + cov.transpose(0, 2, 1))
-        diag = xp.arange(d)
-        cov[:, diag, diag] += float(self.reg_covar)
-        means = s + delta
+        cov, means = _covariances(S, s, g, nk, float(self.reg_covar))
         xmax = getattr(self, "_xmax", None)
         if xmax is None:
             xmax = float(xp.abs(X).max())
-        L, piv = self._cholesky_pivots(cov)
-        bad = ~to_host(xp.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= FUSED_PIVOT * np.finfo(np.float64).eps
-                                                       * xmax * xmax))
-        for j in np.flatnonzero(bad):
-            means[j] = (R[:, j] @ X) / nk[j]
-            cov[j] = self._direct_cov(X, R[:, j], means[j], nk[j])
-        L, chol, extra = self._precision_factors(cov, None if bad.any() else L)
-        return nk / n, means, cov, chol, extra, L
+        L, U, W, b, info = _factors(cov, means)
+        info_h = to_host(info)  # the iteration's one copy back: pivots, log det U, largest |U| (k x (d + 2))
+        piv = info_h[:, :d]
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.isfinite(piv).all(axis=1) & (piv.min(axis=1) >= FUSED_PIVOT * np.finfo(np.float64).eps
+                                                    * xmax * xmax))
+        if bad.any():
+            for j in np.flatnonzero(bad):
+                means[j] = (R[:, j] @ X) / nk[j]
+                cov[j] = self._direct_cov(X, R[:, j], means[j], nk[j])
+            L, chol, extra = self._precision_factors(cov)
+            return nk / n, means, cov, chol, extra, L
+        self._stacked_memo = (U, means, W, b, info[:, d], info_h[:, d + 1])
+        return nk / n, means, cov, U, np.zeros(k), L
 
     @staticmethod
     def _cholesky_pivots(C):
@@ -690,7 +799,7 @@ class GaussianMixtureEM(Estimator):
 
     def fit(self, X, y=None, progress=None):
         from hyperapp.models.base import as_pixels, selected_spectra
-        from hyperapp.models.kmeans import MultiKMeans, parse_k
+        from hyperapp.models.kmeans import parse_k
 
         X, _ = as_pixels(X)
         xp = get_namespace(X)
@@ -722,14 +831,16 @@ class GaussianMixtureEM(Estimator):
         best_models = []
         for i, k in enumerate(ks):
             runs = []
+            if progress is not None:
+                progress(min(done_its[0] / (len(ks) * per_k), 1.0), f"k-means starts for {k} components")
+            starts = kmeans_starts(Xc.astype(xp.float32), k, n_init, int(self.seed),
+                                   None if progress is None else progress.sub(done_its[0] / (len(ks) * per_k),
+                                                                              done_its[0] / (len(ks) * per_k)))
             for r in range(n_init):
                 if progress is not None:
                     progress(min(done_its[0] / (len(ks) * per_k), 1.0), f"EM with {k} components, start {r + 1}")
-                start = None if progress is None else progress.sub(done_its[0] / (len(ks) * per_k),
-                                                                   done_its[0] / (len(ks) * per_k))
-                km = MultiKMeans(k=k, n_init=1, seed=int(self.seed) + r, silhouette_sample=0, max_iter=100).fit(
-                    Xc.astype(xp.float32), progress=start)
-                run = {"params": self._first(path, Xc, km.labels_, k), "curve": [], "done": False}
+                run = {"params": self._first(path, Xc, starts[r], k), "curve": [], "done": False}
+                starts[r] = None
                 self._run(path, Xc, Xa, run, first, tick, SHORT_RUN_SETTLE if short else None)
                 if not short:  # every start ran to the end: compare the likelihoods of their final parameters
                     run["ll"] = self._log_likelihood(path, Xc, Xa, run["params"])
@@ -772,6 +883,7 @@ class GaussianMixtureEM(Estimator):
         self.regularised_ = {int(j): float(extra[j]) for j in np.flatnonzero(extra > 0)}
         self._chol = chol
         self._means_c = means
+        self._stacked_memo = None  # (the last M-step's factors: the fitted model keeps only its own)
         self.ll_curve_ = np.asarray(curve)
         self.n_iter_ = n_it
         self.start_log_likelihoods_ = lls

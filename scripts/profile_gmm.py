@@ -20,7 +20,14 @@ Figures (JSON, to stdout and ``$OUT/gmm.json`` if ``OUT`` is set; times in ms, G
   pass with blocks of 16,384 and 32,768 spectra instead of 65,536), ``e_and_m_sums_split16_ms`` (the
   M-step GEMM as 16 batched GEMMs over row slices, ``M_SPLIT``); one block's parts (``block_*``: the E-step GEMM, the rows
   kernel, the deviations kernel, the M-step GEMM, also split in 4 and 16) with the block's rows; ``kmeans_start_ms``,
-  ``first_m_step_ms`` (fused, from the k-means labels) and ``old_first_m_step_ms``.
+  ``first_m_step_ms`` (fused, from the k-means labels) and ``old_first_m_step_ms``; ``kmeans_starts_3_ms`` (the
+  three starts' k-means seeded and iterated together, as the fit runs them now), ``kmeans_pp_3_starts_ms`` and
+  ``kmeans_pp_1_start_ms`` (their seeding alone).
+- The M-step's parts: ``m_covariances_kernel_ms``, ``m_factors_kernel_ms`` (Cholesky factors, inverses, W and b
+  for every component in one launch) against ``cholesky_and_inverse_ms`` (the generic path: CuPy's batched
+  Cholesky and solve, kept for components that need a floor), ``factors_kernel_vs_lapack_max_rel`` (the
+  kernel against LAPACK on the host, largest error over the largest entry), ``weights_gemv_ms`` and
+  ``weights_column_sums_ms`` (the weights n_k as a product with ones, as now, or a column reduction).
 - With ``HYPERAPP_CUBES`` naming a folder that holds ``abu-airport-1.mat``: the default fit (k = 8, full,
   3 starts) of the airport scene on the GPU (``airport_loglik``) and, with ``--sklearn``, scikit-learn's
   ``GaussianMixture(8, covariance_type="full", n_init=3)`` on the host (``airport_sklearn_loglik``,
@@ -43,7 +50,7 @@ import numpy as np
 import hyperapp.models.gmm as G
 from hyperapp.bench import gpu_time_ms
 from hyperapp.bench.cases import _spectra
-from hyperapp.models.kmeans import MultiKMeans
+from hyperapp.models.kmeans import MultiKMeans, kmeans_pp
 
 t_start = time.perf_counter()
 out: dict = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "n": 262144, "d": 128, "k": 8,
@@ -147,6 +154,24 @@ G.FUSED_BYTES = chunk
 st = g._fused_pass(Xc, p)[1]
 out["m_finish_ms"] = gpu_time_ms(lambda: g._fused_m_step(Xc, st), 10, warmup=2)
 out["cholesky_and_inverse_ms"] = gpu_time_ms(lambda: g._precision_factors(p[2].copy()), 10, warmup=2)
+# the M-step's parts now: the covariance kernel, the factorisation kernel (one launch for every component)
+out["m_covariances_kernel_ms"] = gpu_time_ms(lambda: G._covariances(st[2], st[3], st[1], st[0] + 1e-15, 1e-6), 10,
+                                             warmup=2)
+out["m_factors_kernel_ms"] = gpu_time_ms(lambda: G._factors(p[2], p[1]), 10, warmup=2)
+fac_gpu = [cp.asnumpy(v) for v in G._factors(p[2], p[1])]
+fac_cpu = G._factors(cp.asnumpy(p[2]), cp.asnumpy(p[1]))
+out["factors_kernel_vs_lapack_max_rel"] = {n: float(np.abs(a - b).max() / np.abs(b).max())
+                                           for n, a, b in zip(("L", "U", "W", "b", "info"), fac_gpu, fac_cpu)}
+out["weights_gemv_ms"] = gpu_time_ms(lambda: cp.ones(Xc.shape[0]) @ st[4], 10, warmup=2)
+out["weights_column_sums_ms"] = gpu_time_ms(lambda: st[4].sum(axis=0), 10, warmup=2)
+X32 = Xc.astype(cp.float32)
+out["kmeans_starts_3_ms"] = gpu_time_ms(lambda: G.kmeans_starts(X32, 8, 3, 0), 3, warmup=1)
+xx32 = (X32 * X32).sum(axis=1)
+out["kmeans_pp_3_starts_ms"] = gpu_time_ms(
+    lambda: kmeans_pp(X32, [8] * 3, [np.random.default_rng([r, 0, 8]) for r in range(3)], xx32), 3, warmup=1)
+out["kmeans_pp_1_start_ms"] = gpu_time_ms(lambda: kmeans_pp(X32, [8], [np.random.default_rng([0, 0, 8])], xx32), 3,
+                                          warmup=1)
+save()
 out["iteration_ms"] = out["e_and_m_sums_ms"] + out["m_finish_ms"]
 out["old_e_step_ms"] = gpu_time_ms(lambda: g._e_step(Xc, p[0], p[1], p[3]), 3, warmup=1)
 r_old = g._e_step(Xc, p[0], p[1], p[3])[1]

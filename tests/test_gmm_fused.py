@@ -182,6 +182,49 @@ def test_start_iter_is_a_declared_parameter():
     assert {q.name: q for q in get_analysis("gmm").params}["start_iter"].default == 20
 
 
+def test_kmeans_starts_are_the_separate_k_means_fits():
+    """The EM starts' k-means, seeded and iterated together, label every spectrum as one MultiKMeans fit
+    per start (seed + r) does."""
+    from hyperapp.models.kmeans import MultiKMeans
+
+    X = radiance_like(3000, 40, seed=5).astype(np.float32)
+    starts = gmm.kmeans_starts(X, 6, 3, 7)
+    for r in range(3):
+        alone = MultiKMeans(k=6, n_init=1, seed=7 + r, silhouette_sample=0, max_iter=100).fit(X).labels_
+        np.testing.assert_array_equal(starts[r], alone)
+    assert len({tuple(s[:200]) for s in starts}) > 1, "the starts do not differ"
+
+
+def _spd(rng, k, d, bad=None):
+    """k covariance-like matrices of d bands (eigenvalues over 6 decades), the ``bad`` one indefinite."""
+    out = np.empty((k, d, d))
+    for j in range(k):
+        Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+        out[j] = (Q * np.logspace(-3, 3, d)) @ Q.T
+        out[j] = 0.5 * (out[j] + out[j].T)
+    if bad is not None:
+        out[bad, d // 2, d // 2] = -1.0
+    return out
+
+
+def test_factors_twin_is_the_precision_factors():
+    """The NumPy twin of the factorisation kernel: the covariances' and precisions' Cholesky factors of
+    _precision_factors, the stacked E-step factors, the pivots (NaN for a matrix that has none)."""
+    rng = np.random.default_rng(0)
+    cov, mu = _spd(rng, 3, 20, bad=2), rng.normal(0, 10, (3, 20))
+    L, U, W, b, info = gmm._factors(cov, mu)
+    L0, U0, _ = GaussianMixtureEM._precision_factors(cov[:2].copy())
+    np.testing.assert_allclose(L[:2], L0, rtol=1e-9, atol=1e-12 * np.abs(L0).max())
+    np.testing.assert_allclose(U[:2], U0, rtol=1e-9, atol=1e-12 * np.abs(U0).max())
+    np.testing.assert_allclose(np.einsum("kab,kcb->kac", U[:2], U[:2]), np.linalg.inv(cov[:2]), rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(W[:, 20:40], U[1])
+    np.testing.assert_allclose(b[:2], np.einsum("ka,kab->kb", mu[:2], U[:2]), rtol=1e-12, atol=1e-12 * np.abs(b[:2]).max())
+    np.testing.assert_allclose(info[:2, :20], np.diagonal(L0, axis1=1, axis2=2) ** 2, rtol=1e-9)
+    np.testing.assert_allclose(info[:2, 20], -0.5 * np.linalg.slogdet(cov[:2])[1], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(info[:2, 21], np.abs(U[:2]).max(axis=(1, 2)))
+    assert not np.isfinite(info[2, :20]).all()
+
+
 # ------------------------------------------------------------------ on the GPU
 @pytest.mark.gpu
 def test_gpu_fused_path_matches_numpy_fused_and_direct(cp):
@@ -237,3 +280,30 @@ def test_gpu_airport_k8_full_three_starts_within_half_a_percent_of_sklearn(abu, 
     ll = float(GaussianMixtureEM(k=8).fit(cp.asarray(X)).log_likelihood_[0])
     ref = _sklearn_ll(X, 8, "full", 3)
     assert ll >= ref - 0.005 * abs(ref), (ll, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k,d", [(3, 57), (8, 128), (5, 285)])
+def test_gpu_m_step_kernels_match_their_numpy_twins(cp, k, d):
+    """The covariance and factorisation kernels at odd band counts, in shared memory (57, 128) and in
+    global memory (285 bands: the matrix does not fit), an indefinite matrix among them."""
+    rng = np.random.default_rng(d)
+    S = rng.normal(0, 1e3, (d, k * d))
+    s, g, nk = rng.normal(0, 10, (k, d)), rng.normal(0, 1, (k, d)), rng.uniform(10, 1000, k)
+    c0, m0 = gmm._covariances(S, s, g, nk, 1e-6)
+    c1, m1 = gmm._covariances(*(cp.asarray(v) for v in (S, s, g, nk)), 1e-6)
+    np.testing.assert_allclose(cp.asnumpy(c1), c0, rtol=1e-12, atol=1e-12 * np.abs(c0).max())
+    np.testing.assert_allclose(cp.asnumpy(m1), m0, rtol=1e-14)
+    cov, mu = _spd(rng, k, d, bad=k - 1), rng.normal(0, 10, (k, d))
+    ref = gmm._factors(cov, mu)
+    got = [cp.asnumpy(v) for v in gmm._factors(cp.asarray(cov), cp.asarray(mu))]
+    ok = slice(0, k - 1)
+    for name, a, b in zip(("L", "U", "W", "b"), got[:4], ref[:4]):
+        if name == "W":
+            a, b = a[:, : (k - 1) * d], b[:, : (k - 1) * d]
+        else:
+            a, b = a[ok], b[ok]
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max(), err_msg=name)
+    # pivots, log det U (about 0 here: eigenvalues spread evenly over 1e-3..1e3) and the largest |U|
+    np.testing.assert_allclose(got[4][ok], ref[4][ok], rtol=1e-9, atol=1e-9)
+    assert not np.isfinite(got[4][k - 1, :d]).all() or got[4][k - 1, :d].min() <= 0
