@@ -93,11 +93,11 @@ def check_labels(y, n: int):
         raise InputError(f"labels cover {y.shape[0]} pixels, the image has {n}")
     # a ufunc where an operand is a scalar: hyperapp.core.backend, scalar operators; counted by ``total``
     # (a boolean map's plain sum is one thread block on the GPU: 1.6 ms at 2048 x 2048)
-    _check_target_count(int(total(get_namespace(y).equal(y, TARGET), np.int64)), n)
+    check_target_count(int(total(get_namespace(y).equal(y, TARGET), np.int64)), n)
     return y
 
 
-def _check_target_count(n_t: int, n: int) -> None:
+def check_target_count(n_t: int, n: int) -> None:
     """At least one target pixel and one that is not, of ``n``."""
     if n_t == 0:
         raise ModelError("no target pixels marked: click at least one target pixel")
@@ -117,7 +117,7 @@ def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     marked = sparse_flatnonzero(y, UNLABELLED)
     v = y[marked]
     tgt = marked[v == TARGET]
-    _check_target_count(tgt.size, n)
+    check_target_count(tgt.size, n)
     return tgt, marked[v == BACKGROUND], marked[v == NODATA], n
 
 
@@ -296,7 +296,7 @@ def labelled_target_mean(X, y, check_input: bool = True, with_targets: bool = Fa
     # rows by index, not by a boolean mask: CuPy's boolean row indexing of a large image is ~40x slower;
     # the index list's length counts the targets (check_labels' test without a second pass)
     tgt = xp.flatnonzero(xp.equal(y, TARGET))
-    _check_target_count(int(tgt.size), P.shape[0])
+    check_target_count(int(tgt.size), P.shape[0])
     mean = P[tgt].astype(xp.float64).mean(axis=0)
     return (P, xp, y, mean, tgt) if with_targets else (P, xp, y, mean)
 

@@ -138,7 +138,7 @@ def run_detection(
     m = get_method(method)
     backend = get_backend(request.device)
     timer = Timer(backend)
-    y, target_spectra, undesired_spectra, truth_pixels = _check_inputs(
+    y, target_spectra, undesired_spectra, truth_pixels, marked = _check_inputs(
         m, cube, targets, background, truth=truth, far=far, threshold=threshold, model=model, mnf=mnf,
         target_spectra=target_spectra, undesired_spectra=undesired_spectra, signature_info=signature_info,
         continuum=request.continuum_removed)
@@ -153,7 +153,7 @@ def run_detection(
                              model=model, progress=progress, scores_file=scores_file, target_spectra=target_spectra,
                              undesired_spectra=undesired_spectra, signature_info=signature_info,
                              filters=request.filters)
-    px = _load_labelled(cube, y, backend, timer, image, progress)
+    px = _load_labelled(cube, y, backend, timer, image, progress, marked)
     if m.kind == "window":  # (a pixel detector's constant scores say it after scoring: _refuse_constant_scores)
         _refuse_one_spectrum(px.X, backend.xp)
     if model is None and m.uses_background and px.n_targets and px.n_background:
@@ -217,6 +217,9 @@ class _Pixels:
     sums_taken: str | None = None
     #: the target pixels' flat indices (host, sorted)
     target_pixels: np.ndarray | None = None
+    #: the labels' lists as :func:`hyperapp.models.base.label_lists` gives them (targets, marked background,
+    #: no data, pixel count)
+    label_lists: tuple | None = None
 
 
 def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, model, mnf, target_spectra,
@@ -261,6 +264,10 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
         targets = np.zeros(shape, dtype=bool)
     clicked = sparse_flatnonzero(np.asarray(targets, bool)) if np.shape(targets) == shape else None
     y = labels_from_masks(shape, targets, background, clicked)
+    # the marked pixels (sorted), listed from the masks' lists instead of another pass over the labels
+    marked = None
+    if clicked is not None and background is None:
+        marked = clicked
     if far is not None and threshold is not None:
         raise InputError("give either a false-alarm rate or a threshold, not both")
     truth_pixels = None
@@ -282,7 +289,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     if mnf is not None and int(mnf) > cube.bands:
         raise InputError(f"--mnf {int(mnf)} asks for more MNF components than the cube's {cube.bands} bands",
                          cube.path)
-    return y, target_spectra, undesired_spectra, truth_pixels
+    return y, target_spectra, undesired_spectra, truth_pixels, marked
 
 
 def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, model, progress, scores_file,
@@ -301,9 +308,11 @@ def _run_streamed(cube: Cube, m, y, backend, *, params, truth, far, threshold, m
     return result
 
 
-def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress) -> _Pixels:
+def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: Progress,
+                   marked: np.ndarray | None = None) -> _Pixels:
     """Load the pixels (or take ``image``, already on the device), find the no-data pixels (labelled
-    no data in ``y``) and count the marks."""
+    no data in ``y``) and count the marks (``marked``: the marked pixels' sorted flat indices, where the
+    caller listed them; listed here again where no-data pixels join them)."""
     from hyperapp.reading.tiles import check_magnitude, extremes, finite_pixels, no_data_error
 
     with timer.stage("load"):
@@ -343,11 +352,13 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
             if held is not None:
                 held.magnitude_checked = True
     # a pixel marked both ways is a target (labels_from_masks): the counts come from the labels' marks
-    marked = sparse_flatnonzero(y, UNLABELLED)
+    if marked is None or n_nodata:
+        marked = sparse_flatnonzero(y, UNLABELLED)
     marks = y.reshape(-1)[marked]
     targets = marked[marks == TARGET]
+    lists = (targets, marked[marks == BACKGROUND], marked[marks == NODATA], int(y.size))
     return _Pixels(X, y, _labels_on(y, marked, marks, valid, xp), valid, n_nodata,
-                   int(targets.size), int(np.count_nonzero(marks == BACKGROUND)), held, target_pixels=targets)
+                   int(targets.size), int(lists[1].size), held, target_pixels=targets, label_lists=lists)
 
 
 def _labels_on(y: np.ndarray, marked: np.ndarray, marks: np.ndarray, valid, xp):
@@ -436,7 +447,9 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
             est.fit(X.reshape(-1, X.shape[2])[keep], px.y_dev.reshape(-1)[keep], **fit_kwargs)
         else:
             # a model that sorts the labels on the host (it names the pixels it samples) takes the
-            # host copy: the device copy would only travel back
+            # host copy: the device copy would only travel back; and their lists, where it takes them
+            if getattr(est, "accepts_label_lists", False):
+                fit_kwargs["label_lists"] = px.label_lists
             est.fit(X, px.y if getattr(est, "labels_on_host", False) else px.y_dev, **fit_kwargs)
     return est
 

@@ -64,7 +64,7 @@ def train_on_scene(scene: str | Path, method: str, targets: str | Path, backgrou
     require_marks(marked, targets)
     bg = read_labels(background, shape) if background else None
     check_background(bg, marked, background)
-    y, _, _, _ = _check_inputs(m, cube, marked, bg,
+    y, _, _, _, _ = _check_inputs(m, cube, marked, bg,
                             truth=None, far=None, threshold=None, model=None, mnf=None, target_spectra=None,
                             undesired_spectra=None)
     _refuse_whole_image_over_budget(cube, m, None, memory)
