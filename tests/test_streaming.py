@@ -319,10 +319,12 @@ def _write_cube(path, rows, cols, bands, dtype=np.uint16, seed=0):
     img = envi.create_image(str(hdr), shape=(rows, cols, bands), dtype=dtype, interleave="bil", force=True,
                             ext=".img")
     mm = img.open_memmap(interleave="source", writable=True)  # (rows, bands, cols) for BIL
+    ends = ends.astype(np.float32)
     for r in range(0, rows, 256):
         n = min(256, rows - r)
-        ab = rng.dirichlet(np.ones(5), (n, cols))
-        block = ab @ ends + rng.normal(0, 20, (n, cols, bands))
+        ab = rng.dirichlet(np.ones(5), (n, cols)).astype(np.float32)
+        block = ab @ ends
+        block += 20 * rng.standard_normal((n, cols, bands), dtype=np.float32)  # float32: half the writing time
         mm[r:r + n] = np.transpose(block, (0, 2, 1)).astype(dtype)
     mm.flush()
     del mm
@@ -337,9 +339,11 @@ def _cli(args, timeout=600):
 
 @pytest.mark.slow
 def test_bounded_memory_on_a_large_cube(tmp_path):
-    """A 1 GiB uint16 cube (4 GB as float32 were it loaded) with a 0.25 GB budget: SAM, ACE and RBFN
-    stream it, and the process's peak resident memory stays far below the cube."""
-    hdr = _write_cube(tmp_path / "big", 4096, 1024, 128)
+    """A 0.5 GiB uint16 cube (2 GiB as float32 were it loaded) with a 0.125 GB budget: SAM, ACE and RBFN
+    stream it, and the process's peak resident memory stays far below the cube (the peak bound is the
+    cube's uint16 size times 1.5, as it was at 1 GiB: the float32 cube, or the whole of it read twice, fails;
+    measured 0.22-0.30 GB, most of it the interpreter and its imports)."""
+    hdr = _write_cube(tmp_path / "big", 2048, 1024, 128)
     (tmp_path / "t.csv").write_text("row,col\n100,100\n2000,500\n")
     # VmHWM, the peak resident set of this process image (ru_maxrss would carry over the parent's
     # peak through fork and exec: pytest's, while it wrote the cube)
@@ -353,13 +357,13 @@ def test_bounded_memory_on_a_large_cube(tmp_path):
     for method in ("sam", "ace", "rbfn"):
         env = cli_env(CUDA_VISIBLE_DEVICES="")
         r = subprocess.run([sys.executable, "-c", script, "--headless", "detect", str(hdr), "--method", method,
-                            "--targets", str(tmp_path / "t.csv"), "--device", "cpu", "--memory", "0.25",
+                            "--targets", str(tmp_path / "t.csv"), "--device", "cpu", "--memory", "0.125",
                             "--out", str(tmp_path / method)], env=env, cwd=OUTSIDE, capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr
         peak_gb = int(r.stdout.split("PEAK")[-1]) / 2**20  # kB
         rep = json.loads((tmp_path / method / "report.json").read_text())
         assert rep["streamed"]
-        assert peak_gb <= 1.5, (method, peak_gb)  # the issue asks <= 2.5 GB for a 7 GB cube
+        assert peak_gb <= 0.75, (method, peak_gb)  # the issue asks <= 2.5 GB for a 7 GB cube
 
 
 def test_sigterm_leaves_no_partial_output(tmp_path):

@@ -99,7 +99,9 @@ class AnalysisPanel(QWidget):
         self.stale.setStyleSheet("color: #e0a000; font-style: italic; padding-right: 6px;")
         self.tabs.setCornerWidget(self.stale, Qt.Corner.TopRightCorner)
         self._shown_options = None  # the options of the run the plots show
-        self.build_plots(self.tabs)
+        # the plots are built when first needed (a result to draw, or anything reading them), not here:
+        # six tools' 29 pyqtgraph plots took 0.6 s of the window's start and again of every cube opened
+        self._plots_built = False
         # until the tool has a result (and again after the cube changes), one line instead of empty plots
         self.placeholder = QLabel(f"Run {self.title} to see its plots here.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -265,6 +267,21 @@ class AnalysisPanel(QWidget):
 
     def build_plots(self, tabs: QTabWidget) -> None:
         raise NotImplementedError
+
+    def ensure_plots(self) -> None:
+        """Build the plot tabs (:meth:`build_plots`) unless they are built."""
+        if not self.__dict__.get("_plots_built", True):
+            self._plots_built = True
+            before = set(self.__dict__)
+            self.build_plots(self.tabs)
+            self._plot_names = set(self.__dict__) - before  # what clear_plots forgets with the tabs
+
+    def __getattr__(self, name: str):
+        # only for a name not found: one of the plots' attributes, before they are built
+        if name.startswith("__") or self.__dict__.get("_plots_built", True):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.ensure_plots()
+        return getattr(self, name)
 
     def show_result(self, result) -> None:
         raise NotImplementedError
@@ -484,6 +501,7 @@ class AnalysisPanel(QWidget):
         rep = result.report
         self.status.setText(f"{ANALYSES[result.method].title} finished: {rep['selection']['n_spectra']} spectra in "
                             f"{rep['seconds']['total']:.2f} s on {rep['device']}")
+        self.ensure_plots()
         self.plots.setCurrentWidget(self.tabs)
         self.show_result(result)
         if result.labels is not None:
@@ -547,12 +565,16 @@ class AnalysisPanel(QWidget):
         return self.plots.currentWidget() is self.tabs
 
     def clear_plots(self) -> None:
-        """Replace every plot tab with a fresh, empty one (:meth:`build_plots` again)."""
+        """Drop every plot tab: fresh, empty ones are built (:meth:`build_plots` again) when next needed."""
+        if not self._plots_built:
+            return
         while self.tabs.count():
             w = self.tabs.widget(0)
             self.tabs.removeTab(0)
             w.deleteLater()
-        self.build_plots(self.tabs)
+        for name in self._plot_names:  # no attribute left on a deleted plot: the next read builds afresh
+            self.__dict__.pop(name, None)
+        self._plots_built = False
 
 
 #: unit symbols for band names in tables and titles
