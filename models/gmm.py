@@ -354,15 +354,19 @@ class GaussianMixtureEM(Estimator):
         xp = get_namespace(X)
         n, d = X.shape
         k = means.shape[0]
+        if chol.ndim == 2:
+            # diagonal: sum_d (x - mu)^2 p = x^2 . p - 2 x . (mu p) + mu^2 . p with p = chol^2, two GEMMs for
+            # every component at once (as scikit-learn's diagonal E-step), where a component at a time made
+            # three passes over a float64 copy of the spectra (airport, k = 8: 0.1-0.16 s an iteration on 2
+            # cores); X is centred, so the terms stay near the data's spread and float64 keeps their difference
+            prec = chol * chol
+            y2 = (X * X) @ prec.T - 2.0 * (X @ (means * prec).T) + (means * means * prec).sum(axis=1)[None, :]
+            return -0.5 * (d * math.log(2 * math.pi) + xp.maximum(y2, 0.0)) + xp.log(chol).sum(axis=1)[None, :]
         out = xp.empty((n, k), xp.float64)
         for j in range(k):  # a loop over components (a handful), never over spectra
             D = X - means[j]
-            if chol.ndim == 3:
-                y2 = ((D @ chol[j]) ** 2).sum(axis=1)
-                logdet = xp.log(xp.diagonal(chol[j])).sum()
-            else:
-                y2 = ((D * chol[j]) ** 2).sum(axis=1)
-                logdet = xp.log(chol[j]).sum()
+            y2 = ((D @ chol[j]) ** 2).sum(axis=1)
+            logdet = xp.log(xp.diagonal(chol[j])).sum()
             out[:, j] = -0.5 * (d * math.log(2 * math.pi) + y2) + logdet
         return out
 

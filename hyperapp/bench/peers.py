@@ -86,6 +86,15 @@ def cpu_vs_peers(ctx) -> list[Measurement]:
                      "loglik_rel_diff": f"{(ll - ref) / abs(ref):.2e}", "iterations": int(gm.n_iter_),
                      "sklearn_iterations": int(sk.n_iter_)}))
 
+    a, b, gm, sk = _race(lambda: GaussianMixtureEM(k=8, covariance="diag", n_init=3).fit(X),
+                         lambda: GaussianMixture(8, covariance_type="diag", n_init=3, random_state=0).fit(X64), fast)
+    ll, ref = float(gm.log_likelihood_[0]), float(sk.score(X64))
+    out.append(_row("cpu-gmm-k8-diag-3starts", a, "sklearn GaussianMixture(8, 'diag', n_init=3) on float64", b, data,
+                    "GaussianMixtureEM(k=8, covariance='diag', n_init=3)",
+                    {"loglik": round(ll, 4), "sklearn_loglik": round(ref, 4),
+                     "loglik_rel_diff": f"{(ll - ref) / abs(ref):.2e}", "iterations": int(gm.n_iter_),
+                     "sklearn_iterations": int(sk.n_iter_)}))
+
     # classes for the trees: the spectra's 8-means clusters (the scene has no class map)
     y = np.asarray(km.labels_).reshape(-1)
     a, b, rf, sk = _race(lambda: RandomForest(n_trees=100, test_fraction=0).fit(X, y),
