@@ -76,6 +76,15 @@ def cpu_vs_peers(ctx) -> list[Measurement]:
                     "MultiKMeans(k=8, n_init=4, silhouette_sample=0)",
                     {"inertia/sklearn": round(float(km.inertia_[0]) / float(sk.inertia_), 5)}))
 
+    def sklearn_every_k():
+        return [KMeans(k, n_init=8, random_state=0).fit(X) for k in range(2, 11)]
+
+    a, b, mk, sks = _race(lambda: MultiKMeans(k="2..10", n_init=8, silhouette_sample=0).fit(X), sklearn_every_k, fast)
+    out.append(_row("cpu-kmeans-every-k-2..10-8starts", a, "sklearn KMeans(k, n_init=8) for k = 2..10", b, data,
+                    "MultiKMeans(k='2..10', n_init=8, silhouette_sample=0)",
+                    {"inertia/sklearn_worst": round(max(float(mk.inertia_[i]) / float(r.inertia_)
+                                                        for i, r in enumerate(sks)), 5)}))
+
     X64 = X.astype(np.float64)  # scikit-learn's mixture fails on float32 radiance (an indefinite covariance)
     a, b, gm, sk = _race(lambda: GaussianMixtureEM(k=8, covariance="full", n_init=3).fit(X),
                          lambda: GaussianMixture(8, covariance_type="full", n_init=3, random_state=0).fit(X64), 1)
