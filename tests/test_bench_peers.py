@@ -9,8 +9,8 @@ import pytest
 
 from hyperapp.core.errors import BackendError
 
-NAMES = ["cpu-kmeans-k8-4starts", "cpu-gmm-k8-full-3starts", "cpu-forest-100trees", "cpu-forest-100trees-predict",
-         "cpu-cart", "cpu-hac-ward-5000"]
+NAMES = ["cpu-kmeans-k8-4starts", "cpu-kmeans-every-k-2..10-8starts", "cpu-gmm-k8-full-3starts",
+         "cpu-gmm-k8-diag-3starts", "cpu-forest-100trees", "cpu-forest-100trees-predict", "cpu-cart", "cpu-hac-ward-5000"]
 
 
 def test_cpu_vs_peers_runs_without_a_gpu_and_says_how(tmp_path, monkeypatch):
@@ -33,6 +33,8 @@ def test_cpu_vs_peers_runs_without_a_gpu_and_says_how(tmp_path, monkeypatch):
         assert n["command"] == "hyperapp --headless bench --case cpu-analysis-vs-peers" and n["data"].startswith("test spectra")
     by = {c["name"]: c["notes"] for c in got["cases"]}
     assert abs(float(by["cpu-gmm-k8-full-3starts"]["loglik_rel_diff"])) < 0.005
+    assert abs(float(by["cpu-gmm-k8-diag-3starts"]["loglik_rel_diff"])) < 0.005
+    assert 0.95 < by["cpu-kmeans-every-k-2..10-8starts"]["inertia/sklearn_worst"] < 1.05  # (different local optima)
     assert by["cpu-hac-ward-5000"]["same_heights"]
     assert by["cpu-forest-100trees-predict"]["same_labels"] > 0.9
     # a GPU case still needs a GPU (or --quick, for the whole-run cases)
