@@ -24,10 +24,10 @@ def main(out: str, size: str = "1366x768", what: str = "") -> int:
     import tempfile
 
     import numpy as np
-    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.main_window import MainWindow
+    from hyperapp.gui.worker import wait_for_workers
     from hyperapp.io import read_labels
     from hyperapp.io.samples import sample_path
 
@@ -59,7 +59,7 @@ def main(out: str, size: str = "1366x768", what: str = "") -> int:
         _library(win, Path(tempfile.mkdtemp()))
         win.detector.far.setValue(0.01)
     win.run_detector()
-    QThreadPool.globalInstance().waitForDone()
+    wait_for_workers(600)  # the window's runs are Python threads (hyperapp.gui.worker)
     for _ in range(20):
         app.processEvents()
     if what == "review":

@@ -18,11 +18,11 @@ def main(out_dir: str) -> int:
     import tempfile
 
     import numpy as np
-    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.library_dock import LIBRARY_TOOL
     from hyperapp.gui.main_window import MainWindow
+    from hyperapp.gui.worker import wait_for_workers
     from hyperapp.io import read_labels
     from hyperapp.io.samples import sample_path
     from hyperapp.io.speclib import SpectralLibrary, write_library
@@ -54,7 +54,7 @@ def main(out_dir: str) -> int:
     win.detector.set_method("mtmf")
     win.detector.set_params({})
     win.run_detector()
-    QThreadPool.globalInstance().waitForDone()
+    wait_for_workers(600)  # the window's runs are Python threads (hyperapp.gui.worker)
     win.toolbox.choose(LIBRARY_TOOL)  # the tool and, in the plots dock, its MTMF scatter
     for _ in range(30):
         app.processEvents()

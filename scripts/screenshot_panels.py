@@ -86,11 +86,11 @@ def scene_library(win, path: Path) -> None:
 def main(out_dir: str, size: str = "1366x768", scene: str = "land") -> int:
     import tempfile
 
-    from PySide6.QtCore import QThreadPool
     from PySide6.QtWidgets import QApplication
 
     from hyperapp.gui.library_dock import LIBRARY_TOOL
     from hyperapp.gui.main_window import DETECT_TOOL, MainWindow
+    from hyperapp.gui.worker import wait_for_workers
     from hyperapp.io.samples import sample_path
 
     tmp = Path(tempfile.mkdtemp())
@@ -105,7 +105,7 @@ def main(out_dir: str, size: str = "1366x768", scene: str = "land") -> int:
     tag = scene if scene in ("land", "airport") else Path(scene).stem
 
     def settle(n=30):
-        QThreadPool.globalInstance().waitForDone()
+        wait_for_workers(600)  # the window's runs are Python threads (hyperapp.gui.worker)
         for _ in range(n):
             app.processEvents()
 
