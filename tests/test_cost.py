@@ -49,6 +49,7 @@ def test_words_and_longest():
     assert e.words() == "about 75 s (up to 5 min)"
     assert cost.Estimate(0.2, 0.2, "som", "cpu").words() == "under a second"
     assert cost.seconds_words(7200) == "2.0 h"
+    assert cost.seconds_words(84398.1 * 3600) == "over a year" and cost.seconds_words(5 * 86400) == "5 days"
 
 
 def test_estimate_grows_with_the_work():

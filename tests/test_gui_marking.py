@@ -131,6 +131,10 @@ def test_a_typed_threshold_moves_the_slider_and_the_mask(qtbot, win, land_hdr):
     assert r.counts.text().startswith("threshold 0.3: ")
     pixels = int(r.counts.text().split(": ")[1].split()[0])
     assert pixels == int((r.scores > 0.3).sum())
+    # the Tools dock's line no longer gives the run's counts as if they were the ones now (a walk read them
+    # as stale beside the Results dock's)
+    line = win.detector.status.text()
+    assert line.startswith("ace #1 finished: threshold moved to 0.3 (the run's: ") and "in Results" in line
     _type(qtbot, r.value_box, "5")
     assert r.threshold() == pytest.approx(0.3) and "'5' is not allowed" in r.refusal.text()
     assert r.refusal.isVisibleTo(r) and r.counts.text().startswith("threshold 0.3: ")  # the count stays

@@ -497,3 +497,12 @@ def test_cost_lines_say_seconds_and_a_long_run_asks_first(qtbot, win):
         assert km.worker is not None
         km.cancel()
     assert blocker.args == [None]
+    # a k above the spectra is refused at once, not asked about (the walk's 2..100000 asked "84398.1 h: Run it?")
+    errors = []
+    win.show_error = errors.append
+    n = km.cost_spectra()
+    km.form.set_values({"k": f"2..{n + 1}"})
+    km.form.changed.emit()
+    assert km.run() is None and km.worker is None and km.confirm_box is None
+    assert errors == [f"k = {n + 1} is larger than the number of spectra ({n}): choose a k of {n} or less"]
+    del win.show_error

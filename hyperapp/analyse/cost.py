@@ -70,7 +70,11 @@ def seconds_words(s: float) -> str:
         return f"{s:.0f} s"
     if s < 90 * 60:
         return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
+    if s < 48 * 3600:
+        return f"{s / 3600:.1f} h"
+    if s < 365 * 86400:
+        return f"{s / 86400:.0f} days"
+    return "over a year"
 
 
 # ---------------------------------------------------------------------------------------- work models

@@ -71,12 +71,18 @@ def settings() -> QSettings:
 NO_CUBE_FOR_TRUTH = "open a cube first: a truth mask marks the pixels of a cube"
 
 
-def _run_summary(run: Run) -> str:
-    """The Tools dock's line for a detection run: its counts at its own threshold (the Results dock's
-    follow the slider: the two read as contradicting), time, device and (with a truth) AUC."""
+def _run_summary(run: Run, threshold: float | None = None) -> str:
+    """The Tools dock's line for a detection run: its counts at its own threshold, time, device and (with a
+    truth) AUC; where the threshold was moved since (``threshold``), it says so and where the counts at
+    the new one are, instead of the run's counts, which the Results dock's then contradicted (a
+    first-time walk read them as stale)."""
     rep = run.result.report
-    msg = (f"{run.name} finished: {rep['detections']} pixels, {rep['objects']} objects at its threshold "
-           f"{rep['threshold']:.4g}, in {rep['seconds']['total']:.3f} s on {rep['device']}")
+    if threshold is not None and float(threshold) != float(rep["threshold"]):
+        counts = (f"threshold moved to {threshold:.4g} (the run's: {rep['threshold']:.4g}; its pixels and objects "
+                  "there are in Results)")
+    else:
+        counts = f"{rep['detections']} pixels, {rep['objects']} objects at its threshold {rep['threshold']:.4g}"
+    msg = f"{run.name} finished: {counts}, in {rep['seconds']['total']:.3f} s on {rep['device']}"
     if "evaluation" in rep:
         msg += f", AUC {rep['evaluation']['auc']:.4f}"
     return msg
@@ -856,6 +862,8 @@ class MainWindow(QMainWindow):
         if run is None:
             return
         run.threshold = t
+        if self.detector.status.text().startswith(f"{run.name} finished: "):  # the line follows the threshold
+            self.detector.status.setText(_run_summary(run, t))
         if self.shown == "detection":
             self.view.set_mask(run.result.remask(t))
             self.view.set_threshold_mark(t)

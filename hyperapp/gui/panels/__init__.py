@@ -363,6 +363,20 @@ class AnalysisPanel(QWidget):
         _, kind, cls = SOURCES[self.source.currentIndex()]
         return Selection(kind, self.sample.value(), 0, cls)
 
+    def _k_above_spectra(self, params: dict) -> str:
+        """The run's refusal where its largest k (clusters or components) exceeds the spectra it will fit,
+        as far as they are known before the run (:meth:`cost_spectra`), else ""."""
+        from hyperapp.models.kmeans import parse_k
+
+        n = self.cost_spectra()
+        if n is None or "k" not in params:
+            return ""
+        try:
+            k = max(parse_k(params["k"]))
+        except HyperappError:
+            return ""
+        return f"k = {k} is larger than the number of spectra ({n}): choose a k of {n} or less" if k > n else ""
+
     def run(self, confirmed: bool = False):
         """Fit the chosen method in a worker thread; returns the worker (None when nothing to run, or
         while a run estimated above a minute asks first: :meth:`ask_long_run`; ``confirmed`` skips
@@ -382,6 +396,10 @@ class AnalysisPanel(QWidget):
             params = ANALYSES[method].check_params(self.params())
         except HyperappError as exc:
             self.host.show_error(str(exc))
+            return None
+        too_many = self._k_above_spectra(params)
+        if too_many:  # refused now, not asked about: the run would refuse it after the wait
+            self.host.show_error(too_many)
             return None
         if not confirmed and hasattr(self, "cost"):
             from hyperapp.analyse.cost import ASK_ABOVE
