@@ -122,3 +122,37 @@ def test_evaluation_matches_sklearn():
     neg = np.sort(scores[~truth])[::-1]
     k = int(0.01 * neg.size)
     assert evaluate(scores, truth)["pd_at_far_1e-2"] == pytest.approx((scores[truth] > neg[k]).mean())
+
+
+def test_whitening_is_triangular_where_the_floor_moves_nothing():
+    """ACE, MF and RX whiten with the inverse transposed Cholesky factor where no eigenvalue would be floored
+    (BackgroundStats.whitening): U U^T is the inverse covariance, U is upper triangular, and every score
+    equals the symmetric whitening's; a covariance whose eigenvalues the floor lifts keeps the symmetric
+    Σ^{-1/2} (the triangular factor of the unfloored matrix would whiten another covariance)."""
+    from hyperapp.models.stats import BackgroundStats
+
+    rng = np.random.default_rng(7)
+    P = rng.standard_normal((4000, 12)) @ rng.standard_normal((12, 12)) + 3.0
+    stats = BackgroundStats.from_pixels(P)
+    U, tri = stats.whitening(host=True)
+    assert tri and np.abs(np.tril(U, -1)).max() == 0
+    np.testing.assert_allclose(U @ U.T, np.linalg.inv(stats.host_cov), rtol=1e-8, atol=1e-10)
+    # the detectors' scores with it against those with the symmetric one, for the same statistics
+    X = P[:600].reshape(20, 30, 12)
+    y = -np.ones((20, 30), np.int8)
+    y[3, 4] = y[10, 11] = 1
+    for cls in (classic.ACE, classic.MatchedFilter, classic.RX):
+        m = cls().fit(X, y)
+        assert m.tri_
+        sym = cls()
+        stats_sym = m.stats_
+        stats_sym.__dict__["_tri_whitening_either"] = (stats_sym._sqrt_inv_cov_either, False)
+        sym.fit_from_stats(stats_sym, getattr(m, "target_", None), np.float64)
+        assert not sym.tri_
+        assert rel(m.decision_function(X), sym.decision_function(X)) < 1e-9, cls.__name__
+    # rank-deficient: two bands equal, so the floor lifts an eigenvalue: the symmetric whitening
+    Q = P.copy()
+    Q[:, 5] = Q[:, 4]
+    singular = BackgroundStats.from_pixels(Q)
+    W, tri = singular.whitening(host=True)
+    assert not tri and np.array_equal(W, singular.sqrt_inv_cov_on_host())
