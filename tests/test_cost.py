@@ -135,3 +135,15 @@ def test_cli_announces_a_long_run_without_asking(land_hdr, tmp_path, capsys, mon
     err = capsys.readouterr().err
     assert "Self-organising map (SOM) on 500 spectra is estimated to take " in err
     assert (tmp_path / "b" / "report.json").exists()  # and it ran, unasked
+
+
+def test_a_k_beyond_the_spectra_is_refused_before_any_estimate():
+    """Said before any estimate or wait, by the window and the command line alike (the window's long-run
+    question offered "84398.1 h" for k = 2..100000 on 10,000 spectra); a year or more reads as such."""
+    assert cost.k_beyond_spectra({"k": "2..100"}, 50) == \
+        "k = 100 is larger than the number of spectra (50): choose a k of 50 or less"
+    assert cost.k_beyond_spectra({"k": "8"}, 50) == "" and cost.k_beyond_spectra({"n_trees": 5}, 3) == ""
+    assert cost.k_beyond_spectra({"k": "x"}, 50) == ""  # (the options' own check says what is wrong)
+    est = cost.Estimate(2e8, 4e8, "kmeans", "cpu")
+    assert est.words() == "over a year"
+    assert cost.Estimate(40, 100, "kmeans", "cpu").words() == "about 40 s (up to 2 min)"

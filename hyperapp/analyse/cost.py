@@ -56,9 +56,10 @@ class Estimate:
         """The cost in words: "about 40 s", "about 3 min (up to 7 min)"."""
         if self.longest < 1:
             return "under a second"
-        out = f"about {seconds_words(self.seconds)}"
-        if self.longest > 1.5 * self.seconds:
-            out += f" (up to {seconds_words(self.longest)})"
+        about, most = seconds_words(self.seconds), seconds_words(self.longest)
+        out = about if about == "over a year" else f"about {about}"
+        if self.longest > 1.5 * self.seconds and most != about:
+            out += f" (up to {most})"
         return out
 
 
@@ -364,6 +365,22 @@ def estimate(method: str, params: dict | None, n_spectra: int, n_bands: int, bac
     return Estimate(seconds, longest, method, backend.name)
 
 
+def k_beyond_spectra(params: dict, n: int) -> str:
+    """The refusal of a run whose largest k (clusters or components) exceeds the ``n`` spectra it fits,
+    else "": said before any estimate, since the run refuses it at once (the window's long-run question
+    offered "84398.1 h" for k = 2..100000 on 10,000 spectra)."""
+    from hyperapp.core.errors import HyperappError
+    from hyperapp.models.kmeans import parse_k
+
+    if "k" not in params:
+        return ""
+    try:
+        k = max(parse_k(params["k"]))
+    except HyperappError:
+        return ""
+    return f"k = {k} is larger than the number of spectra ({n}): choose a k of {n} or less" if k > n else ""
+
+
 def long_run_words(cube, method: str, params: dict | None, selection, roi=None, objects=None,
                    device: str = "auto") -> str | None:
     """A line announcing a run estimated above :data:`ASK_ABOVE` seconds at the longest (what the CLI
@@ -374,6 +391,8 @@ def long_run_words(cube, method: str, params: dict | None, selection, roi=None, 
     m = get_analysis(method)
     npx = cube.rows * cube.cols
     n = npx if m.needs_image else int(selection.indices((cube.rows, cube.cols), roi, objects).size)
+    if k_beyond_spectra(params or {}, n):  # the run refuses it at once: nothing long to announce
+        return None
     backend = get_backend(device)
     est = estimate(method, params, n, cube.bands, backend, npx)
     if est.longest <= ASK_ABOVE:

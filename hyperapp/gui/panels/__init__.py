@@ -363,18 +363,12 @@ class AnalysisPanel(QWidget):
         return Selection(kind, self.sample.value(), 0, cls)
 
     def _k_above_spectra(self, params: dict) -> str:
-        """The run's refusal where its largest k (clusters or components) exceeds the spectra it will fit,
-        as far as they are known before the run (:meth:`cost_spectra`), else ""."""
-        from hyperapp.models.kmeans import parse_k
+        """The run's refusal where its largest k exceeds the spectra it will fit, as far as they are known
+        before the run (:meth:`cost_spectra`), else "" (:func:`~hyperapp.analyse.cost.k_beyond_spectra`)."""
+        from hyperapp.analyse.cost import k_beyond_spectra
 
         n = self.cost_spectra()
-        if n is None or "k" not in params:
-            return ""
-        try:
-            k = max(parse_k(params["k"]))
-        except HyperappError:
-            return ""
-        return f"k = {k} is larger than the number of spectra ({n}): choose a k of {n} or less" if k > n else ""
+        return "" if n is None else k_beyond_spectra(params, n)
 
     def run(self, confirmed: bool = False):
         """Fit the chosen method in a worker thread; returns the worker (None when nothing to run, or
