@@ -262,23 +262,11 @@ def kmeans_starts(X, k: int, n_init: int, seed: int, progress=None) -> list:
     and one Lloyd loop whose GEMMs cover all starts (:func:`~hyperapp.models.kmeans.lloyd_segments` stops
     each start on its own, so a start's result does not depend on the others), instead of one k-means fit
     per start."""
-    from hyperapp.models.kmeans import kmeans_pp, lloyd_segments
+    from hyperapp.models.kmeans import seeded_runs
 
-    xp = get_namespace(X)
-    mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
-    Xc = X - mean[None, :]
-    var = float(Xc.var(axis=0, dtype=xp.float64).mean())
-    if var <= 0:
-        raise ModelError("the selected spectra are all identical: there is nothing to cluster")
-    xx = (Xc * Xc).sum(axis=1)
-    # MultiKMeans' generator of its one run (restart 0) at seed + r
-    rngs = [np.random.default_rng([seed + r, 0, k]) for r in range(n_init)]
-    seeds, min_pot = kmeans_pp(Xc, [k] * n_init, rngs, xx, progress)
-    if k > 1 and min_pot <= 0:
-        raise ModelError(f"the selected spectra have fewer than k = {k} distinct values")
-    seg = np.arange(n_init + 1, dtype=np.int64) * k
-    C = seeds[:, :k].reshape(n_init * k, X.shape[1])
-    _, labels, _, _ = lloyd_segments(Xc, C, seg, 100, 1e-4 * var, progress)
+    # MultiKMeans' generator of its one run (restart 0) at seed + r, and its default tolerance
+    _, _, _, seg, labels, _, _ = seeded_runs(X, [([seed + r, 0, k], k) for r in range(n_init)], 100, 1e-4,
+                                             progress, progress)
     return [labels[r] - int(seg[r]) for r in range(n_init)]
 
 

@@ -319,6 +319,31 @@ def lloyd_segments(X, C, seg_host, max_iter: int, tol: float, progress=None):
     return C, labels, inertia, it
 
 
+def seeded_runs(X, runs, max_iter: int, tol: float, progress=None, lloyd_progress=None):
+    """Independent k-means runs of the float32 spectra ``X`` (n, bands), seeded (:func:`kmeans_pp`) and
+    iterated (:func:`lloyd_segments`) together: ``runs`` lists (generator seed, k), each run drawing from
+    ``numpy.random.default_rng(seed)`` alone; ``tol`` is relative to the spectra's mean variance.
+    Returns the centred spectra, their mean, the packed centres (centred), the segments' bounds, the
+    labels (runs, n; packed indices), the inertias and the iterations run."""
+    from hyperapp.core.errors import ModelError
+
+    xp = get_namespace(X)
+    mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
+    Xc = X - mean[None, :]
+    var = float(Xc.var(axis=0, dtype=xp.float64).mean())
+    if var <= 0:
+        raise ModelError("the selected spectra are all identical: there is nothing to cluster")
+    xx = (Xc * Xc).sum(axis=1)
+    ks = [int(k) for _, k in runs]
+    seeds, min_pot = kmeans_pp(Xc, ks, [np.random.default_rng(s) for s, _ in runs], xx, progress)
+    if max(ks) > 1 and min_pot <= 0:
+        raise ModelError(f"the selected spectra have fewer than k = {max(ks)} distinct values")
+    seg = np.concatenate([[0], np.cumsum(ks)]).astype(np.int64)
+    C = xp.concatenate([seeds[j, :k] for j, k in enumerate(ks)], axis=0)
+    C, labels, inertia, n_iter = lloyd_segments(Xc, C, seg, max_iter, tol * var, lloyd_progress)
+    return Xc, mean, C, seg, labels, inertia, n_iter
+
+
 def kmeans_pp(X, ks, rngs, xx=None, progress=None):
     """Greedy k-means++ seeding (as scikit-learn's) of many independent runs at once.
 
@@ -506,7 +531,6 @@ class MultiKMeans(Estimator):
 
     def fit(self, X, y=None, progress=None):
         """Cluster the rows of ``X`` (n, bands) for every k."""
-        from hyperapp.core.errors import ModelError
         from hyperapp.models.base import as_pixels, selected_spectra
 
         X, _ = as_pixels(X)
@@ -514,25 +538,13 @@ class MultiKMeans(Estimator):
         ks = parse_k(self.k)
         n = X.shape[0]
         X = selected_spectra(X, max(ks), f"k = {max(ks)} is larger than the number of spectra ({n})")
-        mean = X.mean(axis=0, dtype=xp.float64).astype(xp.float32)
-        Xc = X - mean[None, :]
-        var = float(Xc.var(axis=0, dtype=xp.float64).mean())
-        if var <= 0:
-            raise ModelError("the selected spectra are all identical: there is nothing to cluster")
         rng = np.random.default_rng(self.seed)
-        kmax = max(ks)
-        xx = (Xc * Xc).sum(axis=1)
         # one run per restart and k, each seeded independently; all seeded and iterated together
         runs = [(r, k) for r in range(int(self.n_init)) for k in ks]
         # one generator per run, from (seed, restart, k): a run is seeded alike whatever the rest of the range
-        rngs = [np.random.default_rng([int(self.seed), r, k]) for r, k in runs]
-        seeds, min_pot = kmeans_pp(Xc, [k for _, k in runs], rngs, xx, progress)
-        if kmax > 1 and min_pot <= 0:
-            raise ModelError(f"the selected spectra have fewer than k = {kmax} distinct values")
-        seg = np.concatenate([[0], np.cumsum([k for _, k in runs])]).astype(np.int64)
-        C = xp.concatenate([seeds[j, :k] for j, (_, k) in enumerate(runs)], axis=0)
-        C, labels, inertia, n_iter = lloyd_segments(Xc, C, seg, int(self.max_iter), float(self.tol) * var,
-                                                    progress.sub(0.0, 0.9) if progress is not None else None)
+        Xc, mean, C, seg, labels, inertia, n_iter = seeded_runs(
+            X, [([int(self.seed), r, k], k) for r, k in runs], int(self.max_iter), float(self.tol), progress,
+            progress.sub(0.0, 0.9) if progress is not None else None)
         inertia_h = np.asarray(inertia.get() if hasattr(inertia, "get") else inertia)
         self.k_values_ = np.asarray(ks)
         self.inertia_ = np.empty(len(ks))

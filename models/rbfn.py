@@ -151,7 +151,7 @@ from hyperapp.models.classic import (
     whitened_rows,
 )
 from hyperapp.models.kmeans import kmeans, kmeans_small, sq_distances
-from hyperapp.models.stats import BackgroundStats, lower_inverse
+from hyperapp.models.stats import BackgroundStats
 
 WHITENINGS = ("pca", "cov", "std")
 CHUNK = 1 << 17
@@ -308,12 +308,8 @@ def _rx_whitening(stats) -> np.ndarray:
     of the covariance (a few microseconds at 64 bands, where the eigendecomposition of
     ``stats.sqrt_inv_cov`` costs a millisecond on the live path), or that where the covariance is not
     positive definite (its floored eigenvalues then)."""
-    cov = stats.host_cov
-    try:
-        L = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        return np.asarray(to_host(stats.sqrt_inv_cov_on_host()), np.float64)
-    return lower_inverse(L).T
+    Li = stats.inverse_cholesky
+    return np.asarray(to_host(stats.sqrt_inv_cov_on_host()), np.float64) if Li is None else Li.T
 
 
 #: the coherence input whitens with an inverse Cholesky factor of the floored covariance (upper triangular:

@@ -341,16 +341,19 @@ class BackgroundStats:
         test is exact without the eigenvalues: λ_min >= 1 / ||L^-1||_F^2 and λ_max <= trace(Σ), so when
         1 / ||L^-1||_F^2 >= EIG_FLOOR trace(Σ) the floor moves nothing and both matrices whiten the same
         covariance; otherwise (or where the Cholesky fails) the floored symmetric one is taken."""
-        if not self._small:
-            return self._sqrt_inv_cov_either, False
-        cov = self.host_cov
-        try:
-            Li = lower_inverse(np.linalg.cholesky(cov))
-        except np.linalg.LinAlgError:
-            return self._sqrt_inv_cov_either, False
-        if not 1.0 / float(np.sum(Li * Li)) >= EIG_FLOOR * float(np.trace(cov)):
+        Li = self.inverse_cholesky if self._small else None
+        if Li is None or not 1.0 / float(np.sum(Li * Li)) >= EIG_FLOOR * float(np.trace(self.host_cov)):
             return self._sqrt_inv_cov_either, False
         return Li.T, True
+
+    @cached_property
+    def inverse_cholesky(self):
+        """L^-1 (host, float64, lower triangular) for the Cholesky factor L of the covariance, or None where
+        the covariance is not positive definite: (L^-1)^T whitens it, with no floor on its eigenvalues."""
+        try:
+            return lower_inverse(np.linalg.cholesky(self.host_cov))
+        except np.linalg.LinAlgError:
+            return None
 
     def whitening(self, host: bool = False) -> tuple[object, bool]:
         """A whitening matrix U with U U^T = Σ^{-1} (its eigenvalues floored) and whether it is upper

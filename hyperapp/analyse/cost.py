@@ -119,10 +119,10 @@ def _som_units(p: dict, n: int, d: int, npx: int) -> float:
     M = int(p.get("rows", 10)) * int(p.get("cols", 10))
     E = int(p.get("epochs", 10))
     per = n * M * (4.0 * d + 16.0)
-    if p.get("training", "batch") != "online":
-        per += M * M * (2.0 * d + 30.0)
     if p.get("training", "batch") == "online":  # one update of every neuron per spectrum, in sequence
         per += n * (M * (4.0 * d + 10.0) + 2000.0)
+    else:
+        per += M * M * (2.0 * d + 30.0)
     return E * per + npx * M * (2.0 * d + 4.0)
 
 

@@ -178,8 +178,8 @@ def run_detection(
     # a cascade scores every pixel (its RBFN's, lifted in the boxes): its false-alarm threshold leaves out
     # the targets nobody clicked as a pixel detector's does (a plain quantile counted them as false alarms,
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
-    result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth, truth_pixels=truth_pixels,
-                              far=far,
+    result = finish_detection(method, scores_dev, px.y_dev, report, timer, truth=truth,
+                              truth_pixels=truth_pixels, far=far,
                               threshold=threshold, progress=progress, mode_scores=mode,
                               separate_targets=True if refine else None, filters=request.filters,
                               clicked=px.target_pixels)
@@ -265,9 +265,7 @@ def _check_inputs(m, cube: Cube, targets, background, *, truth, far, threshold, 
     clicked = sparse_flatnonzero(np.asarray(targets, bool)) if np.shape(targets) == shape else None
     y = labels_from_masks(shape, targets, background, clicked)
     # the marked pixels (sorted), listed from the masks' lists instead of another pass over the labels
-    marked = None
-    if clicked is not None and background is None:
-        marked = clicked
+    marked = clicked if background is None else None
     if far is not None and threshold is not None:
         raise InputError("give either a false-alarm rate or a threshold, not both")
     truth_pixels = None

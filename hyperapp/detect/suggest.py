@@ -91,8 +91,7 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
     xp = get_namespace(scores)
     host = clicked is not None and clicked.size <= HOST_CLICKS
     if host:
-        vals = to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64) if clicked.size else \
-            np.zeros(0)
+        vals = to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64)
         finite = vals[np.isfinite(vals)]
         low = float(finite.min()) if finite.size else np.inf
     else:
