@@ -5,7 +5,9 @@
 // mini-batch) spent its time in launches; one block that keeps the weights and gradients in shared
 // memory runs every step back to back.
 //
-// Thread mapping per mini-batch: (a) the block gathers the batch's feature rows into shared memory;
+// Thread mapping per mini-batch: (a) the block gathers the batch's feature rows into shared memory
+// (where they fit, `stage`; a wide cube's rows, 285 bands' 570 features of a 256-window batch, do not: they
+// are then read from global memory, through the L1 cache, in the same order, so the sums are the same);
 // (b) one thread per sample runs the forward pass and writes its hidden outputs and the back-propagated
 // errors of the output and hidden layers; (c) one thread per weight sums its gradient over the batch
 // (no atomics) and applies the Adam update. At the end of each epoch the block reduces the weighted
@@ -40,12 +42,12 @@ __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
     const int* __restrict__ perm, int n_tr, const int* __restrict__ ev, int n_ev,
     int batch, int epochs, int patience, float lr,
     const float* __restrict__ init, float* __restrict__ adam, float* __restrict__ best_out,
-    float* __restrict__ result)
+    float* __restrict__ result, const int stage)
 {
     extern __shared__ float sm[];
     float* P = sm;                      // current weights
-    float* Xb = P + NP;                 // batch x NF
-    float* Hb = Xb + batch * NF;        // batch x NH: hidden outputs
+    float* Xb = P + NP;                 // batch x NF (where staged)
+    float* Hb = Xb + (stage ? batch * NF : 0);  // batch x NH: hidden outputs
     float* GH = Hb + batch * NH;        // batch x NH: errors at the hidden pre-activations
     float* GO = GH + batch * NH;        // batch: errors at the output pre-activation
     __shared__ float red[THREADS];
@@ -63,13 +65,14 @@ __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
         const int* pe = perm + (long long)epoch * n_tr;
         for (int i0 = 0; i0 < n_tr; i0 += batch) {
             const int nb = min(batch, n_tr - i0);
-            for (int q = tid; q < nb * NF; q += THREADS) {
-                const int s = q / NF;
-                Xb[q] = X[(long long)pe[i0 + s] * NF + (q - s * NF)];
-            }
+            if (stage)
+                for (int q = tid; q < nb * NF; q += THREADS) {
+                    const int s = q / NF;
+                    Xb[q] = X[(long long)pe[i0 + s] * NF + (q - s * NF)];
+                }
             __syncthreads();
             for (int s = tid; s < nb; s += THREADS) {
-                const float o = mlp_forward<NH>(Xb + s * NF, P, h, NF);
+                const float o = mlp_forward<NH>(stage ? Xb + s * NF : X + (long long)pe[i0 + s] * NF, P, h, NF);
                 const int idx = pe[i0 + s];
                 const float go = 2.f * sw[idx] * (o - t[idx]) / nb * (1.f - o * o);
                 GO[s] = go;
@@ -85,7 +88,10 @@ __global__ void __launch_bounds__(THREADS) hyperapp_mlp_train(
                 float g = 0.f;
                 if (p < OFF_B) {
                     const int f = p / NH, k = p - f * NH;
-                    for (int s = 0; s < nb; ++s) g = fmaf(Xb[s * NF + f], GH[s * NH + k], g);
+                    if (stage)
+                        for (int s = 0; s < nb; ++s) g = fmaf(Xb[s * NF + f], GH[s * NH + k], g);
+                    else
+                        for (int s = 0; s < nb; ++s) g = fmaf(X[(long long)pe[i0 + s] * NF + f], GH[s * NH + k], g);
                 } else if (p < OFF_W) {
                     for (int s = 0; s < nb; ++s) g += GH[s * NH + (p - OFF_B)];
                 } else if (p < NP - 1) {

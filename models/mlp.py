@@ -138,14 +138,15 @@ class TansigMLP:
         result = cupy.zeros(2, cupy.float32)
         expr = f"hyperapp_mlp_train<{k}>"
         kern = get_kernel("mlp", expr, name_expressions=(expr,))
-        smem = _gpu_smem(m, k, batch)
+        stage = _gpu_smem(m, k, batch, staged=True) <= GPU_SMEM_LIMIT  # the batch's rows in shared memory
+        smem = _gpu_smem(m, k, batch, staged=stage)
         if smem > 48 * 1024:
             kern.max_dynamic_shared_size_bytes = smem
         kern((1,), (256,), (np.int32(m), cupy.ascontiguousarray(X), cupy.ascontiguousarray(t.astype(cupy.float32)),
                             cupy.ascontiguousarray(sw.astype(cupy.float32)), cupy.asarray(perms), np.int32(len(tr)),
                             cupy.asarray(np.asarray(ev, np.int32)), np.int32(len(ev)), np.int32(batch),
                             np.int32(self.epochs), np.int32(self.patience), np.float32(self.learning_rate),
-                            init, adam, best, result), shared_mem=smem)
+                            init, adam, best, result, np.int32(stage)), shared_mem=smem)
         run, loss = (float(v) for v in result.get())
         self.U_ = best[: m * k].reshape(m, k)
         self.b_ = best[m * k: m * k + k]
@@ -167,10 +168,13 @@ def kernel_variants(hidden: tuple[int, ...]) -> list[tuple[str, tuple[str, ...]]
     return [("mlp", tuple(f"hyperapp_mlp_train<{int(h)}>" for h in hidden))]
 
 
-def _gpu_smem(m: int, k: int, batch: int) -> int:
-    return ((m * k + 2 * k + 1) + batch * (m + 2 * k) + batch) * 4
+def _gpu_smem(m: int, k: int, batch: int, staged: bool) -> int:
+    """Shared memory of the training kernel: the weights, the batch's hidden outputs and errors, and where
+    ``staged`` its feature rows."""
+    return ((m * k + 2 * k + 1) + batch * ((m if staged else 0) + 2 * k) + batch) * 4
 
 
 def _gpu_trainable(m: int, k: int, batch: int) -> bool:
-    """Whether the single-block training kernel fits (its weights and one batch in shared memory)."""
-    return _gpu_smem(m, k, batch) <= GPU_SMEM_LIMIT
+    """Whether the single-block training kernel fits (its weights and one batch's hidden outputs in shared
+    memory; the batch's rows are read from global memory where they do not fit beside them)."""
+    return _gpu_smem(m, k, batch, staged=False) <= GPU_SMEM_LIMIT

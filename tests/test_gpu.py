@@ -257,6 +257,25 @@ def test_mlp_training_kernel_matches_numpy_training(cp):
     assert abs(a.val_loss_ - b.val_loss_) < 1e-2 * max(a.val_loss_, 1e-3)
 
 
+def test_mlp_training_kernel_takes_wide_inputs(cp):
+    """A 285-band cube's 570 window features do not fit in shared memory beside a 256-window batch: the
+    kernel then reads the batch's rows from global memory (it fell back to a Python loop of CuPy
+    operations, 2-3 s an FFBP click, compiling kernels on its first run) and ends where NumPy's does."""
+    from hyperapp.models import mlp
+    from hyperapp.models.mlp import TansigMLP
+
+    assert mlp._gpu_trainable(570, 16, 256) and not mlp._gpu_smem(570, 16, 256, staged=True) <= mlp.GPU_SMEM_LIMIT
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (2000, 570)).astype(np.float32)
+    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=2000)) > 0.8
+    a = TansigMLP(16, epochs=20, seed=3).fit(X, y)
+    b = TansigMLP(16, epochs=20, seed=3).fit(cp.asarray(X), cp.asarray(y))
+    assert a.epochs_run_ == b.epochs_run_
+    pa, pb = a.forward(X), b.forward(cp.asarray(X)).get()
+    assert np.abs(pa - pb).max() < 2e-2
+    assert abs(a.val_loss_ - b.val_loss_) < 1e-2 * max(a.val_loss_, 1e-3)
+
+
 def test_ffbp_trained_on_the_gpu_finds_every_sea_target(cp):
     from hyperapp.io.samples import make_sea_scene
     from hyperapp.models.ffbp import FFBP, box_recall, component_boxes

@@ -2,10 +2,10 @@
 Tools menu and keys), number fields that say what they refused, and a Run button named for what it does."""
 
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtTest import QTest
 
-pytest.importorskip("pytestqt")
+pytest.importorskip("pytestqt")  # (before Qt's imports: a machine without Qt, the GPU host, skips the module)
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
 
 
 class _Click:

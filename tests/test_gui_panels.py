@@ -1,10 +1,10 @@
 """The analysis panels, driven through the window (pytest-qt, offscreen)."""
 
 import numpy as np
-import pyqtgraph as pg
 import pytest
 
-pytest.importorskip("pytestqt")
+pytest.importorskip("pytestqt")  # (before pyqtgraph: a machine without Qt, the GPU host, skips the module)
+import pyqtgraph as pg  # noqa: E402
 
 
 @pytest.fixture

@@ -234,13 +234,20 @@ def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
         "speedup", "seconds_one", "seconds_two"}
 
 
-def test_bench_processes_share_one_bytecode_cache(monkeypatch):
+def test_bench_processes_read_the_installed_bytecode(monkeypatch, tmp_path):
+    from hyperapp.bench import whole_path
     from hyperapp.bench.whole_path import fresh_env
 
-    # where bytecode may not be written beside the sources, every fresh process of a case reads and writes
-    # it under one prefix (prepare-gpu included: the first timed run otherwise compiled every module)
+    # the fresh processes read and write bytecode as an installed system does: no prefix where the package's
+    # folder is writable (with one, Python reads bytecode from it alone, so the first process recompiled
+    # every module it imported, the standard library's too)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    a, b = fresh_env({"CUPY_CACHE_DIR": "/x"}), fresh_env()
-    assert "PYTHONDONTWRITEBYTECODE" not in a and a["PYTHONPYCACHEPREFIX"] == b["PYTHONPYCACHEPREFIX"]
+    monkeypatch.setattr(whole_path.os, "access", lambda path, mode: True)
+    a = fresh_env({"CUPY_CACHE_DIR": "/x"})
+    assert "PYTHONDONTWRITEBYTECODE" not in a and "PYTHONPYCACHEPREFIX" not in a
     assert a["CUPY_CACHE_DIR"] == "/x"
+    # where it is read-only, every process of a case shares one prefix
+    monkeypatch.setattr(whole_path.os, "access", lambda path, mode: False)
+    a, b = fresh_env({"CUPY_CACHE_DIR": "/x"}), fresh_env()
+    assert a["PYTHONPYCACHEPREFIX"] == b["PYTHONPYCACHEPREFIX"]

@@ -46,15 +46,17 @@ def page_cache_read(path: Path, repeats: int = 2) -> float:
 def fresh_env(env: dict | None = None) -> dict:
     """The environment of the bench's fresh processes: this one's, with ``env`` over it.
 
-    Python may cache bytecode (``PYTHONPYCACHEPREFIX`` when the environment forbids writing it next to
-    the sources), as on an installed system, where pip compiles it once: a process that recompiles
-    every module it imports would time the interpreter, not hyperapp (0.6-0.7 s on the H100 host). Every
-    process a case starts must share it: with the prefix, Python reads bytecode only from there, so the
-    first process to use it compiles every module it imports (the first-run case's first method paid
-    this, about a second, when ``prepare-gpu`` before it ran without the prefix).
+    Python may read and write bytecode as on an installed system, where pip compiled it once: a process
+    that recompiles every module it imports would time the interpreter, not hyperapp (0.6-0.7 s on the
+    H100 host). So ``PYTHONDONTWRITEBYTECODE`` is dropped, and a ``PYTHONPYCACHEPREFIX`` is set only where
+    the package's folder is not writable. A prefix is a trap otherwise: Python then reads bytecode from
+    it alone, for every module (the standard library's, NumPy's and CuPy's too), so the first process
+    to use it compiles all it imports (SAM, the first-run case's first process after a ``prepare-gpu``
+    run outside the prefix, took 2.3-2.4 s against 0.8-0.9 s for its second).
     """
     env = {**os.environ, **(env or {})}
-    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None or not os.access(Path(__file__).parent, os.W_OK):
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if not os.access(Path(__file__).parent, os.W_OK):
         env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "hyperapp-bench-pycache"))
     return env
 

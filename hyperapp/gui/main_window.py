@@ -467,6 +467,8 @@ class MainWindow(QMainWindow):
         and the spectra all of them); ``left_out``: the bands left out after each band, where the cube no
         longer knows them (:meth:`SpectrumPlot.set_axis`)."""
         self.cancel_run()
+        if self.session is not None:
+            self.session.release()  # its GPU preparation, if still running, stops
         self.session = session
         self.statusBar().clearMessage()
         self.legend.hide_classes()
@@ -503,6 +505,10 @@ class MainWindow(QMainWindow):
         self.spectrum.frame_values(self.refresh_image())
         self.view.fit()  # the new cube, whatever the last one's zoom
         self._rois_changed()
+        from hyperapp.gui.gpu_warmup import prepare_session
+
+        # the pixels onto the GPU and every method's kernels loaded, while the person looks and clicks
+        self._preparing = prepare_session(self, session, self.detector.device_name())
         self.cube_opened.emit(session)
 
     def refresh_image(self) -> np.ndarray | None:
@@ -635,7 +641,6 @@ class MainWindow(QMainWindow):
         """Train and run the chosen detector in a worker thread; returns the worker."""
         if not self._ready():
             return self.worker
-        from hyperapp.detect.run import run_detection
         from hyperapp.models.registry import get_method
 
         s = self.session
@@ -663,9 +668,7 @@ class MainWindow(QMainWindow):
             return None
 
         def job(progress):
-            image = s.pixels_for(method, req.device, progress.sub(0.0, 0.4))  # None: streamed from the file
-            return run_detection(s.cube, req, targets if targets.any() else None, background, truth=truth,
-                                 model=model, image=image, progress=progress.sub(0.4, 1.0), **sig)
+            return s.detect(req, targets, background, truth=truth, model=model, progress=progress, **sig)
 
         return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(req, res, emit=False)),
                                   method)
@@ -1053,7 +1056,6 @@ class MainWindow(QMainWindow):
         """Run a reopened project's requests (each with its saved model, on the CPU as saved) in a worker;
         each shows as it would after Run, at the threshold it was saved at."""
         from hyperapp.detect.model_files import load_model
-        from hyperapp.detect.run import run_detection
 
         targets = session.roi.targets.copy()
         background = None if session.roi.background is None else session.roi.background.copy()
@@ -1065,8 +1067,7 @@ class MainWindow(QMainWindow):
                 part = progress.sub(i / len(runs), (i + 1) / len(runs))
                 model = load_model(model_file, n_bands=session.cube.bands, method=req.method) if model_file else None
                 req = req.replace(device="cpu", threshold=threshold, far=None)
-                res = run_detection(session.cube, req, targets if targets.any() else None, background, truth=truth,
-                                    model=model, image=session.pixels_for(req.method, "cpu"), progress=part)
+                res = session.detect(req, targets, background, truth=truth, model=model, progress=part)
                 out.append((req, res, threshold))
             return out
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +65,10 @@ class Session:
     all_bands: bool = False
     #: whether the cube is a swath orthorectified through its GLT (:func:`hyperapp.io.georef.ortho_cube`)
     ortho: bool = False
+    #: guards the pixels held on the device (:meth:`pixels_on`: a Run waits for the preparation's load)
+    _device_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: set once a run starts or another cube replaces this one: :meth:`prepare_device` stops between runs
+    _yield: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     def __post_init__(self):
         if self.roi is None:
@@ -126,14 +132,15 @@ class Session:
         from hyperapp.detect.run import load_pixels
 
         backend = get_backend(device)
-        if backend.name not in self._device_cache:
-            image = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
-            if backend.is_gpu:
-                from hyperapp.detect.resident import warm
+        with self._device_lock:
+            if backend.name not in self._device_cache:
+                image = load_pixels(self.cube, backend, progress or NULL_PROGRESS)
+                if backend.is_gpu:
+                    from hyperapp.detect.resident import warm
 
-                warm(image)
-            self._device_cache[backend.name] = image
-        return self._device_cache[backend.name]
+                    warm(image)
+                self._device_cache[backend.name] = image
+            return self._device_cache[backend.name]
 
     def held_pixels(self):
         """The pixels a run left on a device (:meth:`pixels_on`), or None when none is held."""
@@ -151,6 +158,46 @@ class Session:
         if get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device)):
             return None
         return self.pixels_on(device, progress)
+
+    def prepare_device(self, device: str = "gpu") -> dict:
+        """What the window does in a background thread once a cube is open on a GPU: the cube's pixels onto
+        the device, held for the runs (:meth:`pixels_for`: a Run started meanwhile waits for this load
+        instead of making its own), then every detector and analysis once on a small scene of the cube's
+        band count (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads nothing
+        the second would not. It stops between those runs once a run starts or another cube replaces this
+        one (:meth:`release`). Returns the seconds of each part and the runs made; nothing where the
+        device is no GPU."""
+        from hyperapp.batch.prepare_gpu import warm_process
+        from hyperapp.core.backend import get_backend
+
+        backend = get_backend(device)
+        if not backend.is_gpu:
+            return {}
+        t0 = time.perf_counter()
+        self.pixels_for("ace", backend.name)  # (None, nothing held, where the cube must be streamed)
+        t1 = time.perf_counter()
+        runs = warm_process(self.cube.bands, backend.name, self._yield.is_set)
+        return {"load_s": t1 - t0, "warm_s": time.perf_counter() - t1, "runs": runs}
+
+    def release(self) -> None:
+        """This session is no longer shown: its :meth:`prepare_device` stops at its next run."""
+        self._yield.set()
+
+    def detect(self, request: DetectRequest, targets, background, *, truth=None, model=None, progress=None,
+               **signatures):
+        """A detection run as the window's Run makes it (in its worker thread): the cube's pixels held on the
+        device (:meth:`pixels_for`, read on the first run), then :func:`hyperapp.detect.run.run_detection`
+        with ``targets`` and ``background`` (the marks, copied by the caller when the run starts),
+        ``truth``, a ``model`` trained elsewhere and the library's ``signatures`` (target and undesired
+        spectra). The bench's window-click lane calls it too."""
+        from hyperapp.core.progress import NULL_PROGRESS
+        from hyperapp.detect.run import run_detection
+
+        progress = progress or NULL_PROGRESS
+        self._yield.set()  # a person's run goes first: the preparation stops at its next run
+        image = self.pixels_for(request.method, request.device, progress.sub(0.0, 0.4))  # None: streamed
+        return run_detection(self.cube, request, targets if targets.any() else None, background, truth=truth,
+                             model=model, image=image, progress=progress.sub(0.4, 1.0), **signatures)
 
     def unique_run_name(self, method: str) -> str:
         n = sum(r.method == method for r in self.runs) + 1

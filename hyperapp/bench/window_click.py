@@ -1,0 +1,74 @@
+"""The window's first click, measured without Qt (the GPU host has no Qt): in a fresh process, a cube is
+opened as the window opens it (:class:`hyperapp.project.session.Session`), the window's GPU warm-up is
+started as the window starts it (:func:`hyperapp.batch.prepare_gpu.start_background`), and so is the
+open cube's preparation (:meth:`Session.prepare_device`, in a thread, as
+:func:`hyperapp.gui.gpu_warmup.prepare_session` runs it; ``--cold`` leaves it out); once it is done (a
+person marks targets meanwhile), the targets are marked and the detector runs twice through
+:meth:`Session.detect`, the call the window's Run makes in its worker thread. What Qt adds (the signals,
+the drawing) is the same on every click.
+
+    python -m hyperapp.bench.window_click HEADER TARGETS METHOD [--device gpu] [--cold]
+
+prints one JSON line: the process's start (imports and the cube's opening), the preparation's seconds,
+each click's seconds, its load (the cube's pixels to the device, where no preparation held them) and
+its stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+
+
+def window_clicks(header: str, targets: str, method: str, device: str = "gpu", clicks: int = 2,
+                  cold: bool = False) -> dict:
+    """The first ``clicks`` runs of ``method`` in this process, as the window makes them (see the module)."""
+    t0 = time.perf_counter()
+    import numpy as np
+
+    from hyperapp.batch.prepare_gpu import start_background
+    from hyperapp.io import read_labels
+    from hyperapp.project.session import Session
+    from hyperapp.request import DetectRequest
+
+    said: list[str] = []
+    installing = start_background(lambda share, task: None, said.append)
+    session = Session.open(header)
+    prepared: dict = {}
+    if not cold:
+        if installing is not None:
+            installing.join()
+        t = time.perf_counter()
+        worker = threading.Thread(target=lambda: prepared.update(session.prepare_device(device)))
+        worker.start()
+        worker.join()
+        prepared["wall_s"] = round(time.perf_counter() - t, 3)
+    session.roi.mark_pixels(np.argwhere(read_labels(targets, (session.cube.rows, session.cube.cols))), "target")
+    request = DetectRequest.from_mapping({"method": method, "device": device}, "window", need_targets=False)
+    start = time.perf_counter() - t0 - prepared.get("wall_s", 0.0)
+    runs = []
+    for _ in range(clicks):
+        t = time.perf_counter()
+        result = session.detect(request, session.roi.targets.copy(), session.roi.background)
+        runs.append({"seconds": time.perf_counter() - t,
+                     "stages": {k: round(v, 4) for k, v in result.report["seconds"].items()}})
+    return {"method": method, "start_s": round(start, 3), "prepared": prepared, "clicks": runs,
+            "warmup_line": said[0] if said else None}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("header")
+    ap.add_argument("targets")
+    ap.add_argument("method")
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--clicks", type=int, default=2)
+    ap.add_argument("--cold", action="store_true", help="no preparation of the open cube (before it existed)")
+    a = ap.parse_args(argv)
+    print(json.dumps(window_clicks(a.header, a.targets, a.method, a.device, a.clicks, a.cold)))
+
+
+if __name__ == "__main__":
+    main()
