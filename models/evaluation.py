@@ -287,11 +287,47 @@ def evaluate(scores, truth, exclude=None, positives=None) -> dict:
     # the truth's target count
     # ufuncs throughout, never an operator with a scalar: on CuPy the operators' first call imports
     # cupyx.scipy.special, 0.3-0.4 s of a fresh process (hyperapp.core.backend, scalar operators)
-    counts = [_twice_u(pos, srt)] + [xp.greater(pos, _at_far(srt, far)).sum(dtype=xp.int64) for far in (1e-2, 1e-3)]
+    counts = [_twice_u(pos, srt)] + [xp.greater(pos, _at_far(srt, far)).sum(dtype=xp.int64) for far in PD_FARS]
     counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
     u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth}
+
+
+#: the false-alarm rates the report gives the detection rate at (:func:`evaluate`)
+PD_FARS = (1e-2, 1e-3)
+
+
+def _auc_counts(srt, n_n, s, is_pos):
+    """2U and the targets above each :data:`PD_FARS` threshold, an int64 array of three on the scores'
+    device: ``srt`` the non-target scores ascending with every other pixel after them (as +inf), ``n_n``
+    their count (a 0-d array on the device), ``s`` the looked-up scores and ``is_pos`` which of them are
+    targets. On the GPU one kernel (``kernels/evaluate.cu``) does what the ufuncs below do."""
+    xp = get_namespace(s)
+    if xp is not np:
+        from hyperapp.kernels import get_kernel
+
+        name = "float" if s.dtype == xp.float32 else "double"
+        k = get_kernel("evaluate", f"hyperapp_auc_counts<{name}>",
+                       name_expressions=("hyperapp_auc_counts<float>", "hyperapp_auc_counts<double>"))
+        srt = srt.astype(s.dtype, copy=False)
+        out = xp.zeros(3, xp.uint64)
+        m = int(s.size)
+        if m:
+            k((min(-(-m // 256), 2048),), (256,), (xp.ascontiguousarray(srt), n_n.astype(xp.int64, copy=False),
+                                                   xp.ascontiguousarray(s), xp.ascontiguousarray(is_pos),
+                                                   np.int64(m), np.float64(PD_FARS[0]), np.float64(PD_FARS[1]), out))
+        return out.astype(xp.int64)
+    # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding
+    # is above every finite score)
+    both = xp.add(xp.searchsorted(srt, s, side="left"), xp.searchsorted(srt, s, side="right")).astype(xp.int64)
+    counts = [total(xp.where(is_pos, both, 0), xp.int64)]
+    for far in PD_FARS:
+        # _at_far's index, n_n - 1 - min(floor(far n_n), n_n - 1), with the count as an array
+        last = xp.maximum(xp.subtract(n_n, 1), 0)
+        idx = xp.subtract(last, xp.minimum(xp.floor(xp.multiply(far, n_n)).astype(xp.int64), last))
+        counts.append(total(xp.logical_and(is_pos, xp.greater(s, srt[idx])), xp.int64))
+    return xp.stack(counts)
 
 
 def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
@@ -309,17 +345,9 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
         positives = xp.asarray(positives)
         s, is_pos = s[positives], is_pos[positives]
-    # 2U as _twice_u: for each target, the non-targets below it plus those not above it (the +inf padding
-    # is above every finite score)
-    both = xp.add(xp.searchsorted(srt, s, side="left"), xp.searchsorted(srt, s, side="right")).astype(xp.int64)
-    counts = [total(xp.where(is_pos, both, 0), xp.int64)]
-    for far in (1e-2, 1e-3):
-        # _at_far's index, n_n - 1 - min(floor(far n_n), n_n - 1), on the device (ufuncs: no scalar operators)
-        last = xp.maximum(xp.subtract(n_n, 1), 0)
-        idx = xp.subtract(last, xp.minimum(xp.floor(xp.multiply(far, n_n)).astype(xp.int64), last))
-        counts.append(total(xp.logical_and(is_pos, xp.greater(s, srt[idx])), xp.int64))
-    counts += [total(t, xp.int64), n_p, n_n]
-    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.stack(counts)))
+    counts = [_auc_counts(srt, n_n, s, is_pos)]
+    counts.append(xp.stack([total(t, xp.int64), n_p, n_n]))
+    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.concatenate(counts)))
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth}

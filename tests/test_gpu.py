@@ -141,6 +141,22 @@ def test_evaluation_on_gpu(cp):
     assert evaluate(cp.asarray(s), cp.asarray(truth), cp.asarray(ex)) == evaluate(s, truth, ex)
 
 
+def test_evaluation_kernel_counts_as_numpy(cp):
+    """kernels/evaluate.cu gives the NumPy path's numbers to the bit: float32 and float64 scores, tied
+    scores (the binary searches' two sides), no data, clicked pixels left out and the truth's pixels
+    looked up alone."""
+    rng = np.random.default_rng(1)
+    n = 300000
+    truth = rng.random(n) < 0.02
+    for dtype in (np.float32, np.float64):
+        s = np.round(rng.normal(size=n) + 1.5 * truth, 2).astype(dtype)  # many ties
+        s[rng.random(n) < 0.001] = np.nan
+        ex = rng.random(n) < 0.005
+        want = evaluate(s, truth, ex)
+        assert evaluate(cp.asarray(s), cp.asarray(truth), cp.asarray(ex)) == want
+        assert evaluate(cp.asarray(s), cp.asarray(truth), cp.asarray(ex), positives=np.flatnonzero(truth)) == want
+
+
 def test_detect_pipeline_on_gpu(land_hdr):
     from hyperapp.detect.run import run_detection
     from hyperapp.io import open_cube, read_labels, read_mask
