@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host_pinned, total
+from hyperapp.core.backend import get_namespace, to_host, to_host_pinned, total
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
@@ -178,20 +178,27 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                 mode_scores=mode_scores, keep=sel)
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
-            if m.uses_targets:  # where the rate keeps few of the clicked targets: the threshold that keeps them
-                from hyperapp.detect.suggest import clicked_kind
-
-                report["suggested_threshold"] = clicked_kind(
-                    scores_dev, xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold, clicked)
         else:
             far_used = None
         mask_dev = xp.greater(scores_dev, threshold)  # a ufunc, not `>`: hyperapp.core.backend, scalar operators
         # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
         # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
-        report["pixels_at_threshold"] = int(total(xp.equal(scores_dev, threshold), xp.int64))
+        at_threshold = total(xp.equal(scores_dev, threshold), xp.int64)  # (to the host with the mask's count)
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         mask_dev, labels_dev, n_objects = filtered(mask_dev, filters)
+        detections, report["pixels_at_threshold"] = (int(v) for v in to_host(xp.stack([total(mask_dev, xp.int64),
+                                                                                       at_threshold])))
+    if far_used is not None and m.uses_targets:
+        # where the rate keeps few of the clicked targets: the threshold that keeps them (the mask's counts
+        # as the objects stage made them, where no target filter changed it)
+        from hyperapp.detect.suggest import HOST_CLICKS, clicked_kind
+
+        with timer.stage("threshold"):
+            on_host = clicked is not None and clicked.size <= HOST_CLICKS
+            report["suggested_threshold"] = clicked_kind(
+                scores_dev, None if on_host else xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold,
+                clicked, now=None if filters else (detections, n_objects))
     if filters:
         report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
                              "connectivity": filters.get("connectivity", 8)}
@@ -201,7 +208,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     report.update({
         "threshold": float(threshold),
         "far": far_used,
-        "detections": int(total(mask_dev, xp.int64)),
+        "detections": detections,
         "objects": n_objects,
     })
     if truth is not None:

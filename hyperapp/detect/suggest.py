@@ -59,7 +59,8 @@ def clicked_objects(pixels: np.ndarray, cols: int) -> tuple[np.ndarray, int]:
     return number.reshape(-1), int(roots.size)
 
 
-def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None = None) -> dict | None:
+def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None = None,
+                 now: tuple[int, int] | None = None) -> dict | None:
     """The threshold that keeps every clicked target, where the run's ``threshold`` misses half of them
     or more; else None.
 
@@ -76,6 +77,9 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
         :data:`HOST_CLICKS` of them, their scores come to the host in one copy and they are grouped
         into objects there (:func:`clicked_objects`), and nothing is labelled on the device unless a
         suggestion is made.
+    now : (int, int), optional
+        The pixels and the 8-connected objects of the run's mask (the scores above ``threshold``), where
+        the caller counted them already (the run's objects stage): they are not labelled again.
 
     Returns
     -------
@@ -113,11 +117,14 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
         kept_now = int(xp.unique(lab[xp.logical_and(xp.greater(scores, threshold), t)]).size)
     if n_clicked == 0 or 2 * kept_now > n_clicked:
         return None
-    mask = xp.greater(scores, threshold)
-    _, objects_now = label_objects(mask)
     new = xp.greater(scores, suggested)
     _, objects = label_objects(new)
-    pixels, pixels_now = (int(v) for v in to_host(xp.stack([total(new, np.int64), total(mask, np.int64)])))
+    if now is None:
+        mask = xp.greater(scores, threshold)
+        _, objects_now = label_objects(mask)
+        pixels, pixels_now = (int(v) for v in to_host(xp.stack([total(new, np.int64), total(mask, np.int64)])))
+    else:
+        (pixels_now, objects_now), pixels = now, int(total(new, np.int64))
     return {"threshold": suggested, "pixels": pixels, "objects": int(objects),
             "pixels_now": pixels_now, "objects_now": int(objects_now), "clicked": int(n_clicked),
             "clicked_kept_now": kept_now}
