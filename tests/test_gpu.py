@@ -258,34 +258,22 @@ def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
 
 
-def test_mlp_training_kernel_matches_numpy_training(cp):
-    """Same mini-batches (host RNG), same Adam: the one-launch GPU training ends where NumPy's does."""
-    from hyperapp.models.mlp import TansigMLP
-
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, (3000, 65)).astype(np.float32)
-    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=3000)) > 0.8
-    a = TansigMLP(16, epochs=40, seed=3).fit(X, y)
-    b = TansigMLP(16, epochs=40, seed=3).fit(cp.asarray(X), cp.asarray(y))
-    assert a.epochs_run_ == b.epochs_run_
-    pa, pb = a.forward(X), b.forward(cp.asarray(X)).get()
-    assert np.abs(pa - pb).max() < 2e-2
-    assert abs(a.val_loss_ - b.val_loss_) < 1e-2 * max(a.val_loss_, 1e-3)
-
-
-def test_mlp_training_kernel_takes_wide_inputs(cp):
-    """A 285-band cube's 570 window features do not fit in shared memory beside a 256-window batch: the
-    kernel then reads the batch's rows from global memory (it fell back to a Python loop of CuPy
-    operations, 2-3 s an FFBP click, compiling kernels on its first run) and ends where NumPy's does."""
+@pytest.mark.parametrize("n, features, epochs", [(3000, 65, 40), (2000, 570, 20)])
+def test_mlp_training_kernel_matches_numpy_training(cp, n, features, epochs):
+    """Same mini-batches (host RNG), same Adam: the one-launch GPU training ends where NumPy's does. 570
+    features (a 285-band cube's windows) do not fit in shared memory beside a 256-window batch: the kernel
+    then reads the batch's rows from global memory (it fell back to a Python loop of CuPy operations, 2-3 s
+    an FFBP click, compiling kernels on its first run)."""
     from hyperapp.models import mlp
     from hyperapp.models.mlp import TansigMLP
 
-    assert mlp._gpu_trainable(570, 16, 256) and not mlp._gpu_smem(570, 16, 256, staged=True) <= mlp.GPU_SMEM_LIMIT
-    rng = np.random.default_rng(1)
-    X = rng.uniform(-1, 1, (2000, 570)).astype(np.float32)
-    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=2000)) > 0.8
-    a = TansigMLP(16, epochs=20, seed=3).fit(X, y)
-    b = TansigMLP(16, epochs=20, seed=3).fit(cp.asarray(X), cp.asarray(y))
+    staged = mlp._gpu_smem(features, 16, 256, staged=True) <= mlp.GPU_SMEM_LIMIT
+    assert mlp._gpu_trainable(features, 16, 256) and staged == (features < 100)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (n, features)).astype(np.float32)
+    y = (X[:, :5].sum(axis=1) + 0.3 * rng.normal(size=n)) > 0.8
+    a = TansigMLP(16, epochs=epochs, seed=3).fit(X, y)
+    b = TansigMLP(16, epochs=epochs, seed=3).fit(cp.asarray(X), cp.asarray(y))
     assert a.epochs_run_ == b.epochs_run_
     pa, pb = a.forward(X), b.forward(cp.asarray(X)).get()
     assert np.abs(pa - pb).max() < 2e-2
