@@ -13,6 +13,8 @@ import pytest
 
 from hyperapp.core.backend import gpu_available
 
+from .conftest import OUTSIDE, cli_env
+
 
 def _session(land_hdr):
     from hyperapp.io import read_labels
@@ -95,7 +97,7 @@ def test_a_run_started_during_the_load_waits_for_it(land_hdr, monkeypatch):
 def test_the_window_click_bench_runs_on_the_cpu(land_hdr):
     out = subprocess.run([sys.executable, "-m", "hyperapp.bench.window_click", str(land_hdr),
                           str(land_hdr.with_name("land_targets.csv")), "sam", "--device", "cpu"],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, cwd=OUTSIDE, env=cli_env())
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["method"] == "sam" and len(got["clicks"]) == 2 and got["prepared"] == {"wall_s": got["prepared"]["wall_s"]}
     assert all(c["seconds"] > 0 and "fit" in c["stages"] for c in got["clicks"])
