@@ -39,6 +39,13 @@ def test_the_windows_run_is_the_command_lines(land_hdr):
     assert s._yield.is_set()  # a person's run stops the preparation
 
 
+def test_an_analysis_run_stops_the_preparation_too(land_hdr):
+    s = _session(land_hdr)
+    assert not s._yield.is_set()
+    s.pixels_on("cpu")  # (an analysis panel's run takes its pixels here)
+    assert s._yield.is_set()
+
+
 def test_the_preparation_does_nothing_on_the_cpu(land_hdr):
     s = _session(land_hdr)
     assert s.prepare_device("cpu") == {}

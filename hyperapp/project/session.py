@@ -126,7 +126,13 @@ class Session:
         """The cube's float32 pixels on the device, read once per device and kept for later runs. On the
         GPU their no-data test and background sums are taken at once, in the same (worker) thread
         (:func:`hyperapp.detect.resident.warm`: milliseconds after a load of seconds), so every click
-        reuses them, the first one too."""
+        reuses them, the first one too. A person's run (a detector's, an analysis panel's) takes its
+        pixels here: the cube's preparation (:meth:`prepare_device`) stops at its next run."""
+        self._yield.set()
+        return self._hold(device, progress)
+
+    def _hold(self, device: str, progress=None):
+        """:meth:`pixels_on`'s load, for the preparation too (one load, whichever thread asks first)."""
         from hyperapp.core.backend import get_backend
         from hyperapp.core.progress import NULL_PROGRESS
         from hyperapp.detect.run import load_pixels
@@ -151,21 +157,25 @@ class Session:
         pixel detector must stream this cube from its file (its float32 pixels exceed the memory
         budget, :func:`hyperapp.detect.budget.needs_streaming`): :func:`hyperapp.detect.run.run_detection` then
         reads it in two passes and nothing is kept, as the CLI does."""
+        if self._streams(method, device):
+            return None
+        return self.pixels_on(device, progress)
+
+    def _streams(self, method: str, device: str) -> bool:
+        """Whether a run of ``method`` streams this cube from its file (see :meth:`pixels_for`)."""
         from hyperapp.core.backend import get_backend
         from hyperapp.detect.budget import needs_streaming
         from hyperapp.models.registry import get_method
 
-        if get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device)):
-            return None
-        return self.pixels_on(device, progress)
+        return get_method(method).kind == "pixel" and needs_streaming(self.cube, get_backend(device))
 
     def prepare_device(self, device: str = "gpu") -> dict:
         """What the window does in a background thread once a cube is open on a GPU: the cube's pixels onto
-        the device, held for the runs (:meth:`pixels_for`: a Run started meanwhile waits for this load
-        instead of making its own), then every detector and analysis once on a small scene of the cube's
-        band count (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads nothing
-        the second would not. It stops between those runs once a run starts or another cube replaces this
-        one (:meth:`release`). Returns the seconds of each part and the runs made; nothing where the
+        the device, held for the runs (a run started meanwhile waits for this load instead of making its
+        own), then every detector and analysis once on a small scene of the cube's band count
+        (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads nothing the second
+        would not. It stops between those runs once a person's run takes the pixels (:meth:`pixels_on`,
+        :meth:`detect`) or another cube replaces this one (:meth:`release`). Returns the seconds of each part and the runs made; nothing where the
         device is no GPU."""
         from hyperapp.batch.prepare_gpu import warm_process
         from hyperapp.core.backend import get_backend
@@ -174,7 +184,8 @@ class Session:
         if not backend.is_gpu:
             return {}
         t0 = time.perf_counter()
-        self.pixels_for("ace", backend.name)  # (None, nothing held, where the cube must be streamed)
+        if not self._streams("ace", backend.name):  # (where the cube must be streamed, nothing is held)
+            self._hold(backend.name)
         t1 = time.perf_counter()
         runs = warm_process(self.cube.bands, backend.name, self._yield.is_set)
         return {"load_s": t1 - t0, "warm_s": time.perf_counter() - t1, "runs": runs}
@@ -194,7 +205,7 @@ class Session:
         from hyperapp.detect.run import run_detection
 
         progress = progress or NULL_PROGRESS
-        self._yield.set()  # a person's run goes first: the preparation stops at its next run
+        self._yield.set()  # a person's run goes first (streamed too): the preparation stops at its next run
         image = self.pixels_for(request.method, request.device, progress.sub(0.0, 0.4))  # None: streamed
         return run_detection(self.cube, request, targets if targets.any() else None, background, truth=truth,
                              model=model, image=image, progress=progress.sub(0.4, 1.0), **signatures)
