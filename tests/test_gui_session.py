@@ -324,9 +324,71 @@ def test_the_roc_title_says_when_the_truth_counts_more_false_alarms_than_asked(q
     panel.flush()
     title = panel.roc.plotItem.titleLabel.text
     assert "false alarms 0.015<br>15.1x the 0.001 asked" in title, title
+    # no line wider than the ROC plot of the Results dock at 1366 x 768 (about 660 pixels): a longer one
+    # widened the plot's layout past the dock, which then cut the curve's right end off too
+    panel.resize(660, 320)
+    panel.show()
+    qtbot.wait(50)
+    assert panel.roc.plotItem.titleLabel.minimumWidth() <= panel.roc.width(), title
     panel.set_threshold(995.5)
     panel.flush()
     assert "no false alarm: drawn at the axis' left end" in panel.roc.plotItem.titleLabel.text
     panel.show_result(scores, t, truth, None, "", far_asked=0.01)
     panel.flush()
     assert "<br>" not in panel.roc.plotItem.titleLabel.text  # 1.5x the rate asked: nothing to say
+
+
+def test_a_cancelled_run_of_the_last_cube_says_nothing_on_the_new_one(qtbot, win, land_hdr, sea_hdr):
+    """A run of the last cube, cancelled when another opened, said "cancelled" on the new cube's status line
+    (found by a first-time walk): a worker's signals reach the window only while its cube is shown."""
+    import time
+
+    from hyperapp.gui.worker import wait_for_workers
+
+    assert win.open_cube(land_hdr)
+    started = []
+
+    def slow(progress):
+        started.append(1)
+        while True:
+            progress(0.5, "working")  # raises Cancelled once the run is cancelled
+            time.sleep(0.01)
+
+    win._start_worker(slow, lambda result: None, "ffbp")
+    qtbot.waitUntil(lambda: bool(started))
+    assert win.open_cube(sea_hdr)
+    wait_for_workers()
+    qtbot.waitUntil(lambda: win.worker is None)
+    assert "cancelled" not in win.detector.status.text()
+    assert "pixels marked" in win.detector.status.text()
+
+
+def test_a_new_run_after_a_map_is_not_shown_again(qtbot, win, land_hdr):
+    """The first run after an analysis's map replaces the map: the status bar says so, not "again"."""
+    assert win.open_cube(land_hdr)
+    _analyse(qtbot, win, "k-means", k="3")
+    mark_clicks(win, land_hdr)
+    _run(qtbot, win, "ace")
+    said = win.statusBar().currentMessage()
+    assert "again" not in said
+
+
+def test_picking_another_method_during_a_run_keeps_its_progress(qtbot, win, land_hdr):
+    """Picking another method while a run goes left a blank line and an empty bar, as if nothing ran (found
+    by a first-time walk): the running job's line and bar stay until it ends."""
+    import threading
+
+    assert win.open_cube(land_hdr)
+    go = threading.Event()
+
+    def slow(progress):
+        progress(0.5, "FFBP: training the window networks")
+        go.wait(5)
+
+    win._start_worker(slow, lambda result: None, "ffbp")
+    qtbot.waitUntil(lambda: win.detector.progress.value() > 0)
+    win.detector.set_method("ace")
+    assert win.detector.status.text() == "FFBP: training the window networks"
+    assert win.detector.progress.value() > 0
+    go.set()
+    qtbot.waitUntil(lambda: win.worker is None)

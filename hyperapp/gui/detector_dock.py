@@ -99,8 +99,9 @@ class DetectorDock(QWidget):
         # "Train & Run" only for the methods that learn from the marked pixels (the networks); the
         # statistical detectors estimate from the image and the marks, and train nothing
         self.run_button.setText("Train && Run" if m.name in TRAINED else "Run")
-        self.status.setText("")  # the last run's line belongs to the method it ran
-        self.progress.setValue(0)
+        if not self.cancel_button.isEnabled():  # (a run going keeps its progress line and bar: it is not done)
+            self.status.setText("")  # the last run's line belongs to the method it ran
+            self.progress.setValue(0)
 
     # ------------------------------------------------------------------ public API
     def method_name(self) -> str:

@@ -34,7 +34,7 @@ from hyperapp.gui.panels import analysis_panels
 from hyperapp.gui.results_panel import ResultsPanel
 from hyperapp.gui.spectrum_plot import SpectrumPlot
 from hyperapp.gui.toolbox import ToolBox
-from hyperapp.gui.worker import Worker, start
+from hyperapp.gui.worker import Worker, start, while_shown
 from hyperapp.project.session import Run, Session
 from hyperapp.request import DetectRequest
 
@@ -690,11 +690,11 @@ class MainWindow(QMainWindow):
         status line when it fails or is cancelled."""
         w = Worker(job)
         w.session = self.session  # the cube it runs on (_ready says when it is another's, still stopping)
-        w.signals.progress.connect(self.detector.show_progress)
+        w.signals.progress.connect(while_shown(w, self, self.detector.show_progress))
         self._outcome = None
-        w.signals.result.connect(on_result)
-        w.signals.error.connect(lambda message: self._run_failed(what, message))
-        w.signals.cancelled.connect(lambda: self._run_cancelled(what))
+        w.signals.result.connect(while_shown(w, self, on_result))
+        w.signals.error.connect(while_shown(w, self, lambda message: self._run_failed(what, message)))
+        w.signals.cancelled.connect(while_shown(w, self, lambda: self._run_cancelled(what)))
         w.signals.finished.connect(self._worker_finished)
         self.detector.set_busy(True)
         self.worker = w
@@ -708,8 +708,11 @@ class MainWindow(QMainWindow):
 
     def _worker_finished(self) -> None:
         # run_finished goes out only now, once the worker is gone, so a listener may start the next run
+        last_cube = self.worker is not None and self.worker.session is not self.session
         self.worker = None
         self.detector.set_busy(False)
+        if last_cube and self.session is not None:  # the new cube's marks line waited for that run to stop
+            self._rois_changed()
         self.run_finished.emit(self._outcome)
 
     def _run_failed(self, method: str, message: str) -> None:
@@ -778,7 +781,8 @@ class MainWindow(QMainWindow):
         """Draw the chosen detection run again (after an analysis's map replaced it); ``reason`` says why
         on the status line (an analysis whose result has no map of pixels)."""
         self.legend.hide_classes()
-        was_map = self.shown != "detection"
+        previous = self.shown
+        was_map = previous != "detection"
         self.shown = "detection"
         if was_map:  # "<map>: n classes shown on the image" is no longer true
             self.statusBar().clearMessage()
@@ -789,9 +793,9 @@ class MainWindow(QMainWindow):
             if reason:
                 self.statusBar().showMessage(reason, 8000)
             return
-        if was_map:
-            again = f"{run.name} shown on the image again"
-            self.statusBar().showMessage(f"{reason}; {again}" if reason else again, 8000 if reason else 5000)
+        if was_map:  # (a new run's first showing too: not "again")
+            instead = f"{run.name} shown on the image instead of the {previous} map"
+            self.statusBar().showMessage(f"{reason}; {instead}" if reason else instead, 8000 if reason else 5000)
         self.view.set_boxes(run.result.boxes)
         self.results.set_detection_shown(True)
         self._redraw_result()

@@ -8,6 +8,8 @@ Every number comes from the service layer (:func:`hyperapp.detect.finish.count_a
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -25,6 +27,8 @@ from PySide6.QtWidgets import (
 from hyperapp.gui.param_form import FloatBox, allowed_text
 
 STEPS = 1000
+#: the ROC title's lines wrap at this many characters (about the Results dock's width at 1366 x 768)
+TITLE_CHARS = 64
 #: milliseconds the object count waits for the slider to rest (the mask itself follows at once)
 COUNT_DELAY_MS = 60
 
@@ -271,8 +275,11 @@ class ResultsPanel(QWidget):
             if self._asked and self._asked[0] == t and far > 2 * self._asked[1]:
                 second = (f"{far / self._asked[1]:.1f}x the {self._asked[1]:g} asked: the pixels counted out "
                           "as likely targets hold other materials too")
-            self.roc.setTitle(f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, "
-                              f"false alarms {far:.2g}" + (f"<br>{second}" if second else ""))
+            # each line at most TITLE_CHARS: a longer title widens pyqtgraph's layout past the dock, and then
+            # the plot's right end (its last tick) is cut off too (the airport scene at 1366 x 768)
+            lines = [f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, false alarms {far:.2g}"]
+            lines += textwrap.wrap(second, TITLE_CHARS)
+            self.roc.setTitle("<br>".join(lines))
             self.operating_point = (far, pd)
         else:
             self.operating_point = None

@@ -38,6 +38,8 @@ class Worker:
         self.signals = WorkerSignals()
         self.progress = Progress(lambda f, m: self.signals.progress.emit(f, m))
         self.thread: threading.Thread | None = None
+        #: the window's session (the cube) it runs on, where it runs on one (:func:`while_shown`)
+        self.session = None
 
     def cancel(self) -> None:
         self.progress.cancel()
@@ -56,6 +58,13 @@ class Worker:
             self.signals.result.emit(out)
         finally:
             self.signals.finished.emit()
+
+
+def while_shown(worker: Worker, host, fn):
+    """``fn``, called only while ``host`` (the window) still shows the cube ``worker`` runs on
+    (``worker.session``): a run of the last cube, cancelled when another opened, said "cancelled" (or
+    drew its result) over the new cube's."""
+    return lambda *args: fn(*args) if worker.session is host.session else None
 
 
 #: the workers started and not yet finished (tests and the window's close wait for them)

@@ -24,7 +24,7 @@ from hyperapp.analyse.cost import ASK_ABOVE
 from hyperapp.core.errors import HyperappError
 from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
-from hyperapp.gui.worker import Worker, start
+from hyperapp.gui.worker import Worker, start, while_shown
 from hyperapp.models.registry import ANALYSES
 from hyperapp.request import AnalyseRequest
 
@@ -423,10 +423,10 @@ class AnalysisPanel(QWidget):
 
         w = Worker(job)
         w.session = s  # the cube it runs on (run says when it is another's, still stopping)
-        w.signals.progress.connect(self._progress)
-        w.signals.result.connect(self._done)
-        w.signals.error.connect(self._failed)
-        w.signals.cancelled.connect(self._cancelled)
+        w.signals.progress.connect(while_shown(w, self.host, self._progress))
+        w.signals.result.connect(while_shown(w, self.host, self._done))
+        w.signals.error.connect(while_shown(w, self.host, self._failed))
+        w.signals.cancelled.connect(while_shown(w, self.host, self._cancelled))
         w.signals.finished.connect(self._finished)
         set_busy(self, True)
         self._outcome = None
@@ -456,7 +456,8 @@ class AnalysisPanel(QWidget):
 
         result = self.result
         w = Worker(job)
-        w.signals.progress.connect(self._progress)
+        w.session = s
+        w.signals.progress.connect(while_shown(w, self.host, self._progress))
 
         def relabelled(labels):
             if self.result is result:  # not a result that came after it
@@ -467,7 +468,7 @@ class AnalysisPanel(QWidget):
                 self.status.setText(done)
 
         w.signals.result.connect(relabelled)
-        w.signals.error.connect(self.host.show_error)
+        w.signals.error.connect(while_shown(w, self.host, self.host.show_error))
         w.signals.finished.connect(self._relabel_done)
         self.relabel_worker = w
         self.status.setText(doing)
