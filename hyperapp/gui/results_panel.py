@@ -273,10 +273,10 @@ class ResultsPanel(QWidget):
             # set for a false-alarm rate says when the truth counts far more than was asked
             second = "(no false alarm: drawn at the axis' left end)" if far < self._min_far else ""
             if self._asked and self._asked[0] == t and far > 2 * self._asked[1]:
-                second = (f"{far / self._asked[1]:.1f}x the {self._asked[1]:g} asked: the pixels counted out "
-                          "as likely targets hold other materials too")
-            # each line at most TITLE_CHARS: a longer title widens pyqtgraph's layout past the dock, and then
-            # the plot's right end (its last tick) is cut off too (the airport scene at 1366 x 768)
+                second = f"{far / self._asked[1]:.1f}x the {self._asked[1]:g} asked: some pixels taken as targets are not"
+            # two lines, each at most TITLE_CHARS: a longer one widened pyqtgraph's layout past the dock, cutting
+            # the plot's right end (its last tick) off too, and a third is cut at the top (the airport scene at
+            # 1366 x 768)
             lines = [f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, false alarms {far:.2g}"]
             lines += textwrap.wrap(second, TITLE_CHARS)
             self.roc.setTitle("<br>".join(lines))
