@@ -392,3 +392,22 @@ def test_picking_another_method_during_a_run_keeps_its_progress(qtbot, win, land
     assert win.detector.progress.value() > 0
     go.set()
     qtbot.waitUntil(lambda: win.worker is None)
+
+
+def test_an_empty_roc_keeps_a_readable_axis(qtbot):
+    """Without a truth mask the ROC's log axis showed bare minor ticks "2 ... 9" (a first-time walk): it keeps
+    the decades a curve would have, and a result with a truth takes its own range again."""
+    from hyperapp.gui.results_panel import ResultsPanel
+
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    scores = np.arange(1000, dtype=np.float32).reshape(25, 40)
+    panel.show_result(scores, 990.0, None, None, "")
+    labels = [t[1] for t in panel.roc.getAxis("bottom")._tickLevels[0]]
+    assert labels == ["0.0001", "0.001", "0.01", "0.1", "1"]
+    assert panel.roc.getPlotItem().viewRange()[0][0] < -3.9
+    truth = np.zeros((25, 40), bool)
+    truth.reshape(-1)[-5:] = True
+    panel.show_result(scores, 990.0, truth, None, "")
+    x0, x1 = panel.roc.getPlotItem().viewRange()[0]
+    assert x0 <= np.log10(1 / 995) and x1 >= -0.01  # the whole curve, from its least false-alarm rate to 1

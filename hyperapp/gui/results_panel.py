@@ -191,11 +191,12 @@ class ResultsPanel(QWidget):
             self._min_far = float(fpr[keep].min()) if keep.any() else 1e-6
             # a tick a decade (0.001, 0.01, ...): a wide log axis otherwise labels every minor tick,
             # and 0.0003 0.0004 0.0005 ... run into each other
-            lo = int(np.floor(np.log10(self._min_far)))
-            self.roc.getAxis("bottom").setTicks([[(float(d), f"{10.0 ** d:g}") for d in range(lo, 1)], []])
+            self._decade_ticks(int(np.floor(np.log10(self._min_far))))
+            self.roc.getPlotItem().enableAutoRange(x=True)  # (an empty ROC fixed the range: _empty_roc_axis)
         else:
             self.roc_curve.setData([], [])
             self.roc_point.setData([], [])
+            self._empty_roc_axis()
             self.roc.setTitle("load a truth mask (File > Load truth mask) for the ROC curve")
         self.set_detection_shown(True)
         self.value_box.blockSignals(True)
@@ -250,6 +251,17 @@ class ResultsPanel(QWidget):
             return
         self.hist_line.setValue(t)
         self.threshold_changed.emit(t)
+
+    def _decade_ticks(self, lo: int) -> None:
+        """The ROC's false-alarm axis labelled a tick a decade from 10^lo to 1 (0.001, 0.01, ...): a wide log
+        axis otherwise labels every minor tick, and 0.0003 0.0004 0.0005 ... run into each other."""
+        self.roc.getAxis("bottom").setTicks([[(float(d), f"{10.0 ** d:g}") for d in range(lo, 1)], []])
+
+    def _empty_roc_axis(self) -> None:
+        """An empty ROC keeps the axis a curve would have (1e-4 to 1, by decades), not bare minor ticks
+        ("2 ... 9" of a log axis from 1 to 10, which a first-time user could not read)."""
+        self._decade_ticks(-4)
+        self.roc.getPlotItem().setRange(xRange=(-4, 0), yRange=(-0.02, 1.05), padding=0.02)
 
     def flush(self) -> None:
         """Count now what a resting slider would count (tests, exports)."""
@@ -336,6 +348,7 @@ class ResultsPanel(QWidget):
             plot.getPlotItem().enableAutoRange()
         self.roc_curve.setData([], [])
         self.roc_point.setData([], [])
+        self._empty_roc_axis()
         self.roc.setTitle("")
         self.slider.blockSignals(True)
         self.slider.setValue(0)  # not where the last cube's threshold left it
