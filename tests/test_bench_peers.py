@@ -29,7 +29,8 @@ def test_cpu_vs_peers_runs_without_a_gpu_and_says_how(tmp_path, monkeypatch):
     for c in got["cases"]:
         n = c["notes"]
         assert c["gpu_ms"] is None and c["numpy_ms"] > 0 and c["peer_ms"] > 0 and n["device"] == "cpu"
-        assert n["hyperapp/peer"] == pytest.approx(c["numpy_ms"] / c["peer_ms"], rel=0.01)
+        # (rounded to three decimals: a ratio of 0.044 is 1 % off after rounding)
+        assert n["hyperapp/peer"] == pytest.approx(c["numpy_ms"] / c["peer_ms"], rel=0.01, abs=5e-4)
         assert n["command"] == "hyperapp --headless bench --case cpu-analysis-vs-peers" and n["data"].startswith("test spectra")
     by = {c["name"]: c["notes"] for c in got["cases"]}
     assert abs(float(by["cpu-gmm-k8-full-3starts"]["loglik_rel_diff"])) < 0.005
