@@ -411,3 +411,29 @@ def test_an_empty_roc_keeps_a_readable_axis(qtbot):
     panel.show_result(scores, 990.0, truth, None, "")
     x0, x1 = panel.roc.getPlotItem().viewRange()[0]
     assert x0 <= np.log10(1 / 995) and x1 >= -0.01  # the whole curve, from its least false-alarm rate to 1
+
+
+def test_a_long_title_wraps_inside_its_plot_and_axis_labels_stay_centred(qtbot):
+    """A long title made a plot in a narrow dock wider than the dock (its axis' end cut off), and a longer
+    axis label ran past the axis' end until the next resize (two first-time walks, the Spectrum dock at
+    1366 x 768): the title wraps at the plot's width, the label is centred when it changes."""
+    import pyqtgraph as pg
+
+    import hyperapp.gui  # noqa: F401  (installs hyperapp.gui.plot_labels)
+
+    w = pg.PlotWidget()
+    qtbot.addWidget(w)
+    w.resize(320, 300)
+    w.show()
+    w.setLabel("bottom", "band")
+    qtbot.wait(30)
+    w.setTitle("Hover the image: the spectrum under the cursor shows here (P pins it)")
+    w.setLabel("bottom", "wavelength (nanometers)")
+    qtbot.wait(50)
+    item, title = w.getPlotItem(), w.getPlotItem().titleLabel
+    assert item.size().width() <= w.width() + 1
+    assert title.itemRect().width() <= item.size().width() + 1 and title.itemRect().height() > 30  # wrapped
+    assert title.size().height() >= title.itemRect().height() - 1  # every line in its row
+    axis = item.getAxis("bottom")
+    centre = axis.label.pos().x() + axis.label.boundingRect().width() / 2
+    assert abs(centre - axis.size().width() / 2) <= 2
