@@ -437,3 +437,37 @@ def test_a_long_title_wraps_inside_its_plot_and_axis_labels_stay_centred(qtbot):
     axis = item.getAxis("bottom")
     centre = axis.label.pos().x() + axis.label.boundingRect().width() / 2
     assert abs(centre - axis.size().width() / 2) <= 2
+
+
+def test_exporting_boxes_of_a_run_without_boxes_says_so_before_asking_for_a_file(qtbot, win, land_hdr, monkeypatch):
+    """File > Export > Boxes after an RBFN run asked for a file, then said there were no boxes, with the last
+    export's line still in the status bar (a first-time walk): it says so at once."""
+    from PySide6.QtWidgets import QFileDialog
+
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: asked.append(1) or ("", "")))
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    _run(qtbot, win, "ace")
+    win.statusBar().showMessage("exported objects to somewhere.csv")
+    win._export_dialog("boxes")
+    assert not asked and "no boxes to export" in win.last_error
+    assert "exported" not in win.statusBar().currentMessage()
+
+
+def test_a_threshold_move_drops_the_chosen_objects_spectrum_title(qtbot, win, land_hdr):
+    """After the threshold moved, the Spectrum dock still said "object 2 (Pending)" where the objects had
+    been numbered again (a first-time walk): the chosen object's curves and title go together."""
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run = _run(qtbot, win, "ace")
+    win.results.tabs.setCurrentWidget(win.results.review)
+    panel = win.results.review
+    assert panel.table.rowCount() > 0
+    panel.select(0)
+    assert win.spectrum.getPlotItem().titleLabel.text.startswith("object ")
+    win.results.set_threshold(run.threshold * 0.5 if run.threshold > 0 else run.threshold - 1.0)
+    win.results.flush()
+    qtbot.wait(20)
+    assert not win.spectrum.review_items
+    assert not win.spectrum.getPlotItem().titleLabel.text.startswith("object ")

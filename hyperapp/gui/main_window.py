@@ -1142,6 +1142,12 @@ class MainWindow(QMainWindow):
                                   "FFBP training")
 
     def _export_dialog(self, kind: str) -> None:
+        run = self.current_run()
+        if kind == "boxes" and (run is None or not run.result.boxes):
+            # said before a file is asked for (it was said after, with the last export's line still showing)
+            self.statusBar().clearMessage()
+            self.show_error("no boxes to export: run the FFBP detector first (its windows are the boxes)")
+            return
         if kind in ("mask", "scores"):
             filters = self.mask_filters()
             path, flt = QFileDialog.getSaveFileName(self, f"Export {kind}", self._last_dir(), ";;".join(filters))

@@ -173,9 +173,14 @@ class SpectrumPlot(pg.PlotWidget):
         return self.plot(x, y, connect=connect, **kw)
 
     def clear_review(self) -> None:
+        """No reviewed object: its curves go, and its title with them (it named an object whose number the
+        next threshold gives another)."""
+        shown = bool(self.review_items)
         for it in self.review_items:
             self.removeItem(it)
         self.review_items = []
+        if shown:
+            self.setTitle(HINT_HOVER)
 
 
 def _short(name: str, n: int = 18) -> str:
