@@ -101,6 +101,8 @@ def test_whole_session(qtbot, win, land_hdr, tmp_path):
     assert [r.name for r in w2.session.runs] == [r.name for r in win.session.runs]
     np.testing.assert_allclose(w2.session.runs[1].result.scores, rbfn.result.scores, rtol=1e-5, atol=1e-6)
     assert w2.session.runs[1].threshold == pytest.approx(rbfn.threshold)
+    # the status bar says the project opened (it said only the last run's time, found by a first-time walk)
+    assert w2.statusBar().currentMessage() == "project s.hyperapp.json opened: 2 runs shown again at the saved thresholds"
 
 
 def test_cancel_a_long_run(qtbot, win, tmp_path):

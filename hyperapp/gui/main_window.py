@@ -1045,9 +1045,12 @@ class MainWindow(QMainWindow):
         except HyperappError as exc:
             self.show_error(str(exc))
             return False
+        opened = f"project {Path(path).name} opened"
         if runs:
             self.detector.set_settings(runs[-1][0])
-            self._rerun(session, runs)
+            self._rerun(session, runs, opened)
+        else:
+            self.statusBar().showMessage(opened, 15000)
         return True
 
     def _review(self, name: str, *args):
@@ -1056,9 +1059,10 @@ class MainWindow(QMainWindow):
 
         return getattr(review_panel, name)(self, *args)
 
-    def _rerun(self, session: Session, runs: list) -> None:
+    def _rerun(self, session: Session, runs: list, opened: str) -> None:
         """Run a reopened project's requests (each with its saved model, on the CPU as saved) in a worker;
-        each shows as it would after Run, at the threshold it was saved at."""
+        each shows as it would after Run, at the threshold it was saved at, and the status bar then says
+        ``opened`` (the project's name) with the runs shown."""
         from hyperapp.detect.model_files import load_model
 
         targets = session.roi.targets.copy()
@@ -1078,6 +1082,9 @@ class MainWindow(QMainWindow):
         def done(results):
             for req, res, threshold in results:
                 self._run_done(req, res, threshold=threshold)
+            n = len(results)
+            self.statusBar().showMessage(f"{opened}: {n} run{'s' if n != 1 else ''} shown again at the saved "
+                                         f"threshold{'s' if n != 1 else ''}", 15000)
 
         self._start_worker(job, done, "reopened project")
 
