@@ -8,8 +8,6 @@ Every number comes from the service layer (:func:`hyperapp.detect.finish.count_a
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -27,8 +25,6 @@ from PySide6.QtWidgets import (
 from hyperapp.gui.param_form import FloatBox, allowed_text
 
 STEPS = 1000
-#: the ROC title's lines wrap at this many characters (about the Results dock's width at 1366 x 768)
-TITLE_CHARS = 64
 #: milliseconds the object count waits for the slider to rest (the mask itself follows at once)
 COUNT_DELAY_MS = 60
 
@@ -286,12 +282,9 @@ class ResultsPanel(QWidget):
             second = "(no false alarm: drawn at the axis' left end)" if far < self._min_far else ""
             if self._asked and self._asked[0] == t and far > 2 * self._asked[1]:
                 second = f"{far / self._asked[1]:.1f}x the {self._asked[1]:g} asked: some pixels taken as targets are not"
-            # two lines, each at most TITLE_CHARS: a longer one widened pyqtgraph's layout past the dock, cutting
-            # the plot's right end (its last tick) off too, and a third is cut at the top (the airport scene at
-            # 1366 x 768)
-            lines = [f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, false alarms {far:.2g}"]
-            lines += textwrap.wrap(second, TITLE_CHARS)
-            self.roc.setTitle("<br>".join(lines))
+            # (a title wider than the plot wraps: hyperapp.gui.plot_labels)
+            self.roc.setTitle(f"AUC {self._auc:.4f}; at the threshold (dot): detection {pd:.3f}, "
+                              f"false alarms {far:.2g}" + (f"<br>{second}" if second else ""))
             self.operating_point = (far, pd)
         else:
             self.operating_point = None
