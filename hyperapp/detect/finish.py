@@ -192,13 +192,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     if far_used is not None and m.uses_targets:
         # where the rate keeps few of the clicked targets: the threshold that keeps them (the mask's counts
         # as the objects stage made them, where no target filter changed it)
-        from hyperapp.detect.suggest import HOST_CLICKS, clicked_kind
+        from hyperapp.detect.suggest import clicked_kind, clicks_on_host
 
         with timer.stage("threshold"):
-            on_host = clicked is not None and clicked.size <= HOST_CLICKS
-            report["suggested_threshold"] = clicked_kind(
-                scores_dev, None if on_host else xp.equal(y_dev, TARGET).reshape(scores_dev.shape), threshold,
-                clicked, now=None if filters else (detections, n_objects))
+            targets = None if clicks_on_host(clicked) else xp.equal(y_dev, TARGET).reshape(scores_dev.shape)
+            report["suggested_threshold"] = clicked_kind(scores_dev, targets, threshold, clicked,
+                                                         now=None if filters else (detections, n_objects))
     if filters:
         report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
                              "connectivity": filters.get("connectivity", 8)}

@@ -28,6 +28,12 @@ from hyperapp.core.backend import get_namespace, to_host, total
 HOST_CLICKS = 4096
 
 
+def clicks_on_host(clicked: np.ndarray | None) -> bool:
+    """Whether :func:`clicked_kind` groups the clicked pixels ``clicked`` (sorted flat indices, or None) on
+    the host: up to :data:`HOST_CLICKS` of them; it then needs no map of them on the device."""
+    return clicked is not None and clicked.size <= HOST_CLICKS
+
+
 def clicked_objects(pixels: np.ndarray, cols: int) -> tuple[np.ndarray, int]:
     """The 8-connected objects the clicked pixels form among themselves: each pixel's object number (0 ..
     n - 1, in the order of the sorted flat indices ``pixels``) and n, as ``scipy.ndimage.label`` of
@@ -93,7 +99,7 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
     from hyperapp.models.postprocess import label_objects
 
     xp = get_namespace(scores)
-    host = clicked is not None and clicked.size <= HOST_CLICKS
+    host = clicks_on_host(clicked)
     if host:
         vals = to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64)
         finite = vals[np.isfinite(vals)]

@@ -508,7 +508,7 @@ class MainWindow(QMainWindow):
         from hyperapp.gui.gpu_warmup import prepare_session
 
         # the pixels onto the GPU and every method's kernels loaded, while the person looks and clicks
-        self._preparing = prepare_session(self, session, self.detector.device_name())
+        prepare_session(self, session, self.detector.device_name())
         self.cube_opened.emit(session)
 
     def refresh_image(self) -> np.ndarray | None:
