@@ -1,11 +1,11 @@
 """The window's first click, measured without Qt (the GPU host has no Qt): in a fresh process, a cube is
 opened as the window opens it (:class:`hyperapp.project.session.Session`), the window's GPU warm-up is
 started as the window starts it (:func:`hyperapp.batch.prepare_gpu.start_background`), and so is the
-open cube's preparation (:meth:`Session.prepare_device`, in a thread, as
-:func:`hyperapp.gui.gpu_warmup.prepare_session` runs it; ``--cold`` leaves it out); once it is done (a
-person marks targets meanwhile), the targets are marked and the detector runs twice through
-:meth:`Session.detect`, the call the window's Run makes in its worker thread. What Qt adds (the signals,
-the drawing) is the same on every click.
+open cube's preparation (:func:`hyperapp.project.session.prepare_in_background`, which the window starts;
+``--cold`` leaves it out); once it is done (a person marks targets meanwhile), the targets are marked and
+the detector runs twice through :meth:`Session.detect`, the call the window's Run makes, each run on a
+thread of its own as the window's worker runs it. What Qt adds (the signals, the drawing) is the same on
+every click.
 
     python -m hyperapp.bench.window_click HEADER TARGETS METHOD [--device gpu] [--cold]
 
@@ -22,6 +22,26 @@ import threading
 import time
 
 
+def _on_a_thread_of_its_own(fn):
+    """``fn()`` on a new thread, as the window's Run runs each job (``hyperapp.gui.worker.start``): CuPy keeps
+    its cuBLAS and cuSOLVER handles per thread, so a click on one thread would not pay what a window's
+    click pays. Its exception is raised here."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001  (raised again in the caller's thread)
+            box["error"] = exc
+
+    t = threading.Thread(target=run, name="hyperapp-worker")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def window_clicks(header: str, targets: str, method: str, device: str = "gpu", clicks: int = 2,
                   cold: bool = False) -> dict:
     """The first ``clicks`` runs of ``method`` in this process, as the window makes them (see the module)."""
@@ -30,7 +50,7 @@ def window_clicks(header: str, targets: str, method: str, device: str = "gpu", c
 
     from hyperapp.batch.prepare_gpu import start_background
     from hyperapp.io import read_labels
-    from hyperapp.project.session import Session
+    from hyperapp.project.session import Session, prepare_in_background
     from hyperapp.request import DetectRequest
 
     said: list[str] = []
@@ -38,20 +58,18 @@ def window_clicks(header: str, targets: str, method: str, device: str = "gpu", c
     session = Session.open(header)
     prepared: dict = {}
     if not cold:
-        if installing is not None:
-            installing.join()
         t = time.perf_counter()
-        worker = threading.Thread(target=lambda: prepared.update(session.prepare_device(device)))
-        worker.start()
-        worker.join()
-        prepared["wall_s"] = round(time.perf_counter() - t, 3)
+        preparing = prepare_in_background(session, device, installing)
+        preparing.join()
+        prepared = {**preparing.prepared, "wall_s": round(time.perf_counter() - t, 3)}
     session.roi.mark_pixels(np.argwhere(read_labels(targets, (session.cube.rows, session.cube.cols))), "target")
     request = DetectRequest.from_mapping({"method": method, "device": device}, "window", need_targets=False)
     start = time.perf_counter() - t0 - prepared.get("wall_s", 0.0)
     runs = []
     for _ in range(clicks):
         t = time.perf_counter()
-        result = session.detect(request, session.roi.targets.copy(), session.roi.background)
+        result = _on_a_thread_of_its_own(
+            lambda: session.detect(request, session.roi.targets.copy(), session.roi.background))
         runs.append({"seconds": time.perf_counter() - t,
                      "stages": {k: round(v, 4) for k, v in result.report["seconds"].items()}})
     return {"method": method, "start_s": round(start, 3), "prepared": prepared, "clicks": runs,

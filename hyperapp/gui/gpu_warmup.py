@@ -5,7 +5,6 @@ are prepared, or with ``HYPERAPP_GPU_WARMUP=0`` (the test suite sets it)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 
@@ -54,26 +53,11 @@ def start_gpu_warmup(window: QMainWindow) -> GpuWarmup | None:
 
 
 def prepare_session(window: QMainWindow, session, device: str) -> threading.Thread | None:
-    """The open cube's preparation on the GPU (:meth:`hyperapp.project.session.Session.prepare_device`: its
-    pixels onto the device, every method's modules loaded into this process) in a background thread, once
-    the installation's warm-up, where one runs, is done. Nothing on the CPU or with ``HYPERAPP_GPU_WARMUP=0``.
-    """
+    """The open cube's preparation on the GPU (:func:`hyperapp.project.session.prepare_in_background`: its
+    pixels onto the device, every method's modules loaded into this process), once the installation's
+    warm-up, where one runs, is done. Nothing on the CPU or with ``HYPERAPP_GPU_WARMUP=0``."""
     if os.environ.get("HYPERAPP_GPU_WARMUP", "1") == "0" or device == "cpu":
         return None
-    installing = getattr(getattr(window, "gpu_warmup", None), "thread", None)
+    from hyperapp.project.session import prepare_in_background
 
-    def work() -> None:
-        try:
-            if installing is not None:
-                installing.join()
-            from hyperapp.core.backend import gpu_available
-
-            if gpu_available():
-                said = session.prepare_device(device)
-                logging.getLogger(__name__).info("cube prepared on the GPU: %s", said)
-        except Exception:  # noqa: BLE001  (a preparation never takes the window down: a Run says what is wrong)
-            logging.getLogger(__name__).debug("the cube's GPU preparation stopped", exc_info=True)
-
-    t = threading.Thread(target=work, name="hyperapp-cube-preparation", daemon=True)
-    t.start()
-    return t
+    return prepare_in_background(session, device, getattr(getattr(window, "gpu_warmup", None), "thread", None))

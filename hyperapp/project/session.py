@@ -48,6 +48,30 @@ class Run:
         return self.request.params
 
 
+def prepare_in_background(session: Session, device: str, after: threading.Thread | None = None) -> threading.Thread:
+    """:meth:`Session.prepare_device` on a thread of its own, once ``after`` (the installation's warm-up, where
+    one runs) has finished: what the window starts when a cube opens (``hyperapp.gui.gpu_warmup``), and the
+    bench's window lane too. A failure is logged, never raised (a person's Run says what is wrong); the
+    thread's ``prepared`` holds what :meth:`Session.prepare_device` returned."""
+    import logging
+
+    log = logging.getLogger(__name__)
+
+    def work() -> None:
+        try:
+            if after is not None:
+                after.join()
+            thread.prepared = session.prepare_device(device)
+            log.info("cube prepared on the GPU: %s", thread.prepared)
+        except Exception:  # noqa: BLE001
+            log.debug("the cube's GPU preparation stopped", exc_info=True)
+
+    thread = threading.Thread(target=work, name="hyperapp-cube-preparation", daemon=True)
+    thread.prepared = {}
+    thread.start()
+    return thread
+
+
 @dataclass
 class Session:
     cube: Cube
@@ -175,8 +199,8 @@ class Session:
         own), then every detector and analysis once on a small scene of the cube's band count
         (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads nothing the second
         would not. It stops between those runs once a person's run takes the pixels (:meth:`pixels_on`,
-        :meth:`detect`) or another cube replaces this one (:meth:`release`). Returns the seconds of each part and the runs made; nothing where the
-        device is no GPU."""
+        :meth:`detect`) or another cube replaces this one (:meth:`release`). Returns the seconds of each
+        part and the runs made; nothing where the device is no GPU."""
         from hyperapp.batch.prepare_gpu import warm_process
         from hyperapp.core.backend import get_backend
 
