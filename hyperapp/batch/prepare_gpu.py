@@ -100,6 +100,15 @@ def _land():
 
 
 
+def _two_classes(truth: np.ndarray) -> np.ndarray:
+    """An ROI map of two classes for the class-aware analyses' warm-ups: the truth's pixels (1) and a block
+    of background in the corner (2)."""
+    roi = np.zeros(truth.shape, np.int32)
+    roi[truth] = 1
+    roi[: max(2, truth.shape[0] // 8), : max(2, truth.shape[1] // 8)] = 2
+    return roi
+
+
 def resampled_bands(X: np.ndarray, bands: int) -> np.ndarray:
     """``X`` (rows, cols, b) resampled to ``bands`` bands by linear interpolation along each spectrum (a scene
     of another sensor's band count: the first-run bench's cubes, the window's warm-up)."""
@@ -132,9 +141,7 @@ def warm_process(bands: int, device: str = "gpu", stop: Callable[[], bool] = lam
 
     land, targets, truth = _land()
     cube = cube_from_array(resampled_bands(land.to_float32(), int(bands)), "warm-up")
-    roi = np.zeros(truth.shape, np.int32)
-    roi[truth] = 1
-    roi[: truth.shape[0] // 8, : truth.shape[1] // 8] = 2
+    roi = _two_classes(truth)
     runs = 0
     for i, name in enumerate(METHODS):
         if stop():
@@ -219,9 +226,7 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
                                         targets, None, truth=t, **extra)
                     assert isinstance(res.objects, list)  # the object table: its kernels too
             tasks.append((f"{name}{suffix} on {label}", run))
-    roi = np.zeros(truth.shape, np.int32)
-    roi[truth] = 1
-    roi[: max(2, truth.shape[0] // 8), : max(2, truth.shape[1] // 8)] = 2  # a background class
+    roi = _two_classes(truth)
     for name, m in ANALYSES.items():
         def run(name=name, m=m):
             if m.needs_classes:
