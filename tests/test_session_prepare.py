@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hyperapp.core.backend import gpu_available
+from hyperapp.models.registry import METHODS
 
 from .conftest import OUTSIDE, cli_env
 
@@ -62,6 +63,35 @@ def test_the_warm_up_runs_each_method_and_stops_when_asked():
         return len(seen) > 2  # two runs, then a person's Run
 
     assert prepare_gpu.warm_process(57, "cpu", stop) == 2
+
+
+def test_the_warm_clicks_run_on_the_held_pixels_as_a_click_does(land_hdr, monkeypatch):
+    """The preparation's detectors run on the open cube's held pixels (``image=``), with a block of targets
+    at its centre, and stop when asked."""
+    from hyperapp.batch import prepare_gpu
+    from hyperapp.detect import run as run_module
+
+    s = _session(land_hdr)
+    image = s.pixels_on("cpu")
+    seen = []
+    real = run_module.run_detection
+
+    def spy(cube, request, targets, background, **k):
+        seen.append((request.method, k.get("image") is image, int(targets.sum())))
+        return real(cube, request, targets, background, **k)
+
+    monkeypatch.setattr(run_module, "run_detection", spy)
+    calls = []
+    assert prepare_gpu.warm_clicks(s.cube, image, "cpu", lambda: calls.append(1) or len(calls) > 2) == 2
+    assert seen == [(m, True, 9) for m in list(METHODS)[:2]]
+
+
+def test_the_click_targets_sit_at_the_centre():
+    from hyperapp.batch.prepare_gpu import click_targets
+
+    m = click_targets((5, 7))
+    assert m.sum() == 9 and m[2, 3] and m[1:4, 2:5].all()
+    assert click_targets((1, 1)).sum() == 1
 
 
 def test_resampled_bands_keeps_the_ends_and_the_line():

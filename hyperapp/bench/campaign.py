@@ -340,36 +340,52 @@ def _band_lane(d: Path, bands: int, prepared: Path) -> list[Measurement]:
 
 def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, env: dict) -> list[Measurement]:
     """Each detector's first and second click in a fresh process, as the window runs them
-    (:mod:`hyperapp.bench.window_click`), and the kernels the first click compiled."""
+    (:mod:`hyperapp.bench.window_click`), and the kernels the first process's first click compiled. With
+    ``HYPERAPP_WINDOW_REPEATS`` = n (1 unless set), n fresh processes per method: the figures are the
+    process of the median ratio, and every ratio is kept (a first click 10-20 ms slower than its second
+    on one process may be the host's, not the first use's)."""
     import json
+    import statistics
 
     from hyperapp.models.registry import METHODS
 
+    repeats = max(1, int(os.environ.get("HYPERAPP_WINDOW_REPEATS", "1")))
     out = []
     for m in METHODS:
-        before = {p.name for p in cache.iterdir()}
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "hyperapp.bench.window_click", str(hdr), str(targets), m,
-                            "--device", "gpu"], capture_output=True, text=True, cwd=str(lane), env=F.fresh_env(env))
-        wall = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise RuntimeError(f"the window's click of {m} failed: {r.stderr.strip()[-400:]}")
-        got = json.loads(r.stdout.strip().splitlines()[-1])
-        compiled = _compiled(cache, before)
-        first, second = (c["seconds"] for c in got["clicks"][:2])
-        load = first - got["clicks"][0]["stages"].get("total", first)
-        ratio = (first - load) / second
+        procs = []
+        for _ in range(repeats):
+            before = {p.name for p in cache.iterdir()}
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "hyperapp.bench.window_click", str(hdr), str(targets), m,
+                                "--device", "gpu"], capture_output=True, text=True, cwd=str(lane),
+                               env=F.fresh_env(env))
+            wall = time.perf_counter() - t0
+            if r.returncode != 0:
+                raise RuntimeError(f"the window's click of {m} failed: {r.stderr.strip()[-400:]}")
+            got = json.loads(r.stdout.strip().splitlines()[-1])
+            first, second = (c["seconds"] for c in got["clicks"][:2])
+            load = first - got["clicks"][0]["stages"].get("total", first)
+            procs.append({"got": got, "wall": wall, "first": first, "second": second, "load": load,
+                          "ratio": (first - load) / second, "compiled": _compiled(cache, before)})
+        ratios = [p["ratio"] for p in procs]
+        pick = sorted(procs, key=lambda p: p["ratio"])[(len(procs) - 1) // 2]
+        got, first, second, load, ratio = pick["got"], pick["first"], pick["second"], pick["load"], pick["ratio"]
+        compiled = procs[0]["compiled"]
         prep = got.get("prepared") or {}
         print(f"  {bands} bands, window {m}: start {got['start_s']:.2f} s, the cube's preparation "
               f"{prep.get('wall_s', 0):.2f} s, first click {first * 1e3:.0f} ms "
               f"(of which the pixels' load {load * 1e3:.0f} ms), second {second * 1e3:.0f} ms; first less load "
-              f"/ second {ratio:.2f}x; compiled {len(compiled)}", flush=True)
+              f"/ second {ratio:.2f}x" + (f" (median of {', '.join(f'{x:.2f}' for x in ratios)})"
+                                          if repeats > 1 else "") + f"; compiled {len(compiled)}", flush=True)
         out.append(Measurement(f"window-click-{bands}b-{m}", second * 1e3, None, "first click (less the load)",
                                (first - load) * 1e3, notes={
-                                   "bands": bands, "process_wall_s": round(wall, 2), "start_s": got["start_s"],
-                                   "preparation": prep,
+                                   "bands": bands, "process_wall_s": round(pick["wall"], 2),
+                                   "start_s": got["start_s"], "preparation": prep,
                                    "first_click_s": round(first, 4), "load_s": round(load, 4),
-                                   "first_over_second": round(ratio, 2), "kernels_compiled_first": len(compiled),
+                                   "first_over_second": round(ratio, 2),
+                                   "processes": repeats, "ratios": [round(x, 2) for x in ratios],
+                                   "median_ratio": round(statistics.median(ratios), 2),
+                                   "kernels_compiled_first": len(compiled),
                                    "compiled": sorted(set(compiled))[:12],
                                    "first_stages": got["clicks"][0]["stages"],
                                    "second_stages": got["clicks"][1]["stages"]}))
@@ -380,7 +396,8 @@ def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, 
 def first_runs_new_bands(ctx) -> list[Measurement]:
     """Empty kernel cache, ``prepare-gpu`` (no argument), then the first and second fresh run of every
     method on cubes of band counts it never saw (57, 224, 285, 430): first / second should be within
-    1.5x, and the first should compile nothing."""
+    1.5x, and the first should compile nothing; and each detector's first and second window click
+    (``HYPERAPP_WINDOW_REPEATS`` fresh processes each: :func:`_window_lane`)."""
     bands = tuple(int(b) for b in os.environ.get("HYPERAPP_FIRST_RUN_BANDS", "").split(",") if b.strip()) \
         or NEW_BANDS
     out: list[Measurement] = []

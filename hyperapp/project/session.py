@@ -196,9 +196,9 @@ class Session:
     def prepare_device(self, device: str = "gpu") -> dict:
         """What the window does in a background thread once a cube is open on a GPU: the cube's pixels onto
         the device, held for the runs (a run started meanwhile waits for this load instead of making its
-        own), then every detector and analysis once on a small scene of the cube's band count
-        (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads nothing the second
-        would not. It stops between those runs once a person's run takes the pixels (:meth:`pixels_on`,
+        own), then every detector once on them as a click runs it, and every analysis on a small scene of
+        the cube's band count (:func:`hyperapp.batch.prepare_gpu.warm_process`), so the first click loads
+        nothing the second would not. It stops between those runs once a person's run takes the pixels (:meth:`pixels_on`,
         :meth:`detect`) or another cube replaces this one (:meth:`release`). Returns the seconds of each
         part and the runs made; nothing where the device is no GPU."""
         from hyperapp.batch.prepare_gpu import warm_process
@@ -208,10 +208,11 @@ class Session:
         if not backend.is_gpu:
             return {}
         t0 = time.perf_counter()
+        held = None
         if not self._streams("ace", backend.name):  # (where the cube must be streamed, nothing is held)
-            self._hold(backend.name)
+            held = (self.cube, self._hold(backend.name))
         t1 = time.perf_counter()
-        runs = warm_process(self.cube.bands, backend.name, self._yield.is_set)
+        runs = warm_process(self.cube.bands, backend.name, self._yield.is_set, held)
         return {"load_s": t1 - t0, "warm_s": time.perf_counter() - t1, "runs": runs}
 
     def release(self) -> None:
