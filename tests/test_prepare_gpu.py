@@ -48,6 +48,18 @@ def test_every_warm_up_runs(tmp_path):
             fn()
 
 
+def test_an_analysis_warm_up_takes_its_cost_estimate_too(tmp_path, monkeypatch):
+    """What analyse and the window's panels compute before a run (two small timed fits, with other options
+    than the run's) is warmed with the run: the GMM's estimate compiled four kernels its runs had not."""
+    from hyperapp.analyse import cost
+    from hyperapp.batch.prepare_gpu import warmup_tasks
+
+    asked = []
+    monkeypatch.setattr(cost, "calibrate", lambda *a: asked.append(a))
+    dict(warmup_tasks(tmp_path, device="cpu"))["mnf on the land scene"]()
+    assert asked == [("mnf", {}, 64, "cpu")]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="no GPU")
 def test_cupy_reduces_without_cub_block_reductions_after_hyperapps_probe():

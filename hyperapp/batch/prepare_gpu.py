@@ -245,6 +245,7 @@ def _reading_tasks(folder: Path, xp) -> list[tuple[str, Callable[[], None]]]:
 
 def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[str, Callable[[], None]]]:
     """Every detector (in memory and streamed) and every analysis method on ``cube``."""
+    from hyperapp.analyse.cost import calibrate
     from hyperapp.analyse.run import run_analysis
     from hyperapp.detect.run import run_detection
     from hyperapp.models.registry import ANALYSES, METHODS
@@ -284,27 +285,13 @@ def _method_tasks(cube, targets, truth, label: str, device: str) -> list[tuple[s
             for sel in sels:
                 run_analysis(cube, AnalyseRequest(name, params=ANALYSIS_PARAMS.get(name, {}), device=device, **sel),
                              roi=roi if m.needs_classes else None)
+            # and its cost estimate's two small fits (what the command line's analyse and the window's
+            # panel take before a run): the GMM's are one start each, whose k-means++ seeding (one run)
+            # takes kernels of other shapes than three starts' (four CuPy kernels its first estimate
+            # compiled at any band count)
+            calibrate(name, ANALYSIS_PARAMS.get(name, {}), cube.bands, device)
         tasks.append((f"{name} on {label}", run))
     return tasks
-
-
-#: the band count of :func:`_other_bands_gmm`'s scene (the land scene has 64)
-OTHER_BANDS = 57
-
-
-def _other_bands_gmm(land, device: str) -> tuple[str, Callable[[], None]]:
-    """The GMM on the land scene resampled to :data:`OTHER_BANDS` bands: its first run on a cube of 57, 285 or
-    430 bands compiled four generic CuPy kernels (an arg-min, a minimum, a sum and a where, per data type)
-    that its run on the land scene's 64 bands had not, though no code path depends on the band count
-    (``bench --case first-run-new-bands``)."""
-    def run() -> None:
-        from hyperapp.analyse.run import run_analysis
-        from hyperapp.core.cube import cube_from_array
-        from hyperapp.request import AnalyseRequest
-
-        cube = cube_from_array(resampled_bands(land.to_float32(), OTHER_BANDS), "other bands")
-        run_analysis(cube, AnalyseRequest("gmm", device=device))
-    return f"gmm on the land scene at {OTHER_BANDS} bands", run
 
 
 def _fresh_process_task(folder: Path) -> tuple[str, Callable[[], str]]:
@@ -378,7 +365,6 @@ def warmup_tasks(folder: Path, cubes: list[str] = (), device: str = "gpu") -> li
     tasks += _reading_tasks(folder, get_backend(device).xp)
     land, t, truth = _land()
     tasks += _method_tasks(land, t, truth, "the land scene", device)
-    tasks.append(_other_bands_gmm(land, device))
     for path in cubes:
         c = open_cube(path).good_bands()
         c = c.subset(slice(0, min(WINDOW, c.rows)), slice(0, min(WINDOW, c.cols)))
