@@ -1,9 +1,10 @@
 """CUDA sources of hyperapp and their loader.
 
-Each algorithm has one ``.cu`` file here, shipped as package data. :func:`get_kernel` reads it with
-:mod:`importlib.resources`, prepends ``#line 1 "<file>"`` so compiler errors point at the real file,
-injects compile-time constants as ``#define`` lines, and compiles it with :class:`cupy.RawModule`
-(template kernels through their name expressions). Modules are built lazily (never at import) and
+Each algorithm has one ``.cu`` file here, shipped as package data with the ``.cuh`` headers that
+several of them share. :func:`get_kernel` reads it with :mod:`importlib.resources`, expands its quoted
+includes of the package's headers (:func:`kernel_source`), prepends ``#line 1 "<file>"`` so compiler
+errors point at the real file and line, injects compile-time constants as ``#define`` lines, and
+compiles it with :class:`cupy.RawModule` (template kernels through their name expressions). Modules are built lazily (never at import) and
 cached per device and specialisation; CuPy also keeps its own on-disk cache of the compiled cubins, so
 a second process does not recompile.
 
@@ -17,12 +18,46 @@ sizes, tunables) are ``#define``s.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
+
+#: a line ``#include "file"`` (a quoted include, optionally followed by a ``//`` comment)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(//.*)?$')
+
+
+def _packaged(file: str) -> bool:
+    """Whether ``file`` is a plain file name (no folder) of a file shipped in this package."""
+    return "/" not in file and "\\" not in file and resources.files(__name__).joinpath(file).is_file()
+
+
+def _expand(file: str, outer: tuple[str, ...]) -> str:
+    text = resources.files(__name__).joinpath(file).read_text(encoding="utf-8")
+    parts = []
+    for i, line in enumerate(text.splitlines(keepends=True), start=1):
+        m = _INCLUDE.match(line.rstrip("\r\n"))
+        if m is None or not _packaged(m.group(1)):
+            parts.append(line)
+            continue
+        header = m.group(1)
+        if header in outer + (file,):
+            raise ValueError(f"kernels/{file}: line {i}: #include \"{header}\" includes itself")
+        body = _expand(header, outer + (file,))
+        parts += [f'#line 1 "{header}"\n', body if body.endswith("\n") else body + "\n",
+                  f'#line {i + 1} "{file}"\n']
+    return "".join(parts)
 
 
 def kernel_source(name: str) -> str:
-    """Text of ``kernels/<name>.cu``."""
-    return resources.files(__name__).joinpath(f"{name}.cu").read_text(encoding="utf-8")
+    """Text of ``kernels/<name>.cu``, its includes of the package's headers expanded.
+
+    A line ``#include "file"`` whose ``file`` is a plain file name of this package (``quadform_common.cuh``)
+    becomes ``#line 1 "file"``, the file's own text (its includes expanded in turn) and ``#line N+1
+    "<name>.cu"`` (N: the include's line), so that NVRTC's errors name the real file and line. Any other
+    include (``<...>``, a file not in the package, a path with a folder) is left as it is, for NVRTC to
+    resolve or to report; a file that includes itself, directly or through others, raises ValueError.
+    The caller prepends ``#line 1 "<name>.cu"`` (:func:`get_module` does).
+    """
+    return _expand(f"{name}.cu", ())
 
 
 @functools.lru_cache(maxsize=64)
