@@ -24,6 +24,8 @@
 #define KC 16
 #define QTHREADS 256
 
+#include "quadform_common.cuh"  // pair_scale, quad_score: shared with kernels/quadform_tc.cu
+
 // One thread's share of a band step's staging: 8 floats of its pixel (bands 8 h .. 8 h + 7 of the step)
 // and 8 of U (row r, columns 8 u .. 8 u + 7 of the tile), loaded into registers a step ahead.
 struct Stage {
@@ -71,8 +73,8 @@ hyperapp_quad_rows(const float* __restrict__ X, long long n, int nb, int normali
         if (normalize && pin)  // the two threads of a pixel each sum every other group of 4 bands
             for (int k = 4 * lh; k < nb; k += 8)
                 for (int e = 0; e < 4 && k + e < nb; ++e) s2 = fmaf(xr[k + e], xr[k + e], s2);
-        s2 += __shfl_xor_sync(0xffffffffu, s2, 1);
-        if (lh == 0) sc[lp] = (normalize && s2 > 0.0f) ? 1.0f / sqrtf(s2) : 1.0f;
+        const float sr = pair_scale(s2, normalize);
+        if (lh == 0) sc[lp] = sr;
         __syncthreads();
         const float s_r = sc[lp];
         for (int j0 = 0; j0 < nb; j0 += TC) {
@@ -137,16 +139,7 @@ hyperapp_quad_rows(const float* __restrict__ X, long long n, int nb, int normali
             }
         }
         __syncthreads();
-        if (lh == 0 && pin) {
-            const float q = qs[lp];
-            if (mode == 1) {
-                out[pr] = q;
-            } else {
-                const float t = ts[lp];
-                const float den = ss * q;
-                out[pr] = den > 0.0f ? fminf(fmaxf(t * t / den, 0.0f), 1.0f) : 0.0f;
-            }
-        }
+        if (lh == 0 && pin) out[pr] = quad_score(qs[lp], ts[lp], ss, mode);  // RX or ACE
         __syncthreads();
     }
 }

@@ -31,6 +31,8 @@
 #define ULD 136   // Us row stride: lane (g, t) reads Us[t][g]: 8 t + g covers 32 banks once
 #define QTHREADS 256
 
+#include "quadform_common.cuh"  // pair_scale, quad_score: shared with kernels/quadform.cu
+
 __device__ __forceinline__ unsigned tf32_hi(float a)
 {
     return __float_as_uint(a) & 0xffffe000u;
@@ -100,8 +102,8 @@ hyperapp_quad_rows_tc(const float* __restrict__ X, long long n, int nb, int norm
                     for (int e = 0; e < 4 && k + e < nb; ++e) s2 = fmaf(__ldg(xr + k + e), __ldg(xr + k + e), s2);
             }
         }
-        s2 += __shfl_xor_sync(0xffffffffu, s2, 1);
-        if (sh == 0) sc[sp] = (normalize && s2 > 0.0f) ? 1.0f / sqrtf(s2) : 1.0f;
+        const float sr = pair_scale(s2, normalize);
+        if (sh == 0) sc[sp] = sr;
         __syncthreads();
         const float s_r = sc[sp];
         for (int j0 = 0; j0 < nb; j0 += TCOL) {
@@ -187,16 +189,7 @@ hyperapp_quad_rows_tc(const float* __restrict__ X, long long n, int nb, int norm
             }
         }
         __syncthreads();
-        if (sh == 0 && pin) {
-            const float q = qs[sp];
-            if (mode == 1) {
-                out[pr] = q;
-            } else {
-                const float tv = ts[sp];
-                const float den = ss * q;
-                out[pr] = den > 0.0f ? fminf(fmaxf(tv * tv / den, 0.0f), 1.0f) : 0.0f;
-            }
-        }
+        if (sh == 0 && pin) out[pr] = quad_score(qs[sp], ts[sp], ss, mode);  // RX or ACE
         __syncthreads();
     }
 }
