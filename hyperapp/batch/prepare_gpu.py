@@ -59,14 +59,15 @@ def cache_dir() -> Path:
 
 
 def kernels_digest() -> str:
-    """A short digest of every ``kernels/*.cu`` source: a stamp names it, so changed kernels (a new
-    checkout of the same version) are prepared again instead of compiling on their first use."""
+    """A short digest of every ``kernels/*.cu`` source and ``kernels/*.cuh`` header they include: a stamp
+    names it, so changed kernels (a new checkout of the same version) are prepared again instead of
+    compiling on their first use."""
     import hashlib
     from importlib import resources
 
     h = hashlib.sha256()
-    for f in sorted((p for p in resources.files("hyperapp.kernels").iterdir() if p.name.endswith(".cu")),
-                    key=lambda p: p.name):
+    for f in sorted((p for p in resources.files("hyperapp.kernels").iterdir()
+                     if p.name.endswith((".cu", ".cuh"))), key=lambda p: p.name):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:12]
 

@@ -1,0 +1,84 @@
+"""The kernel loader's source expansion (CPU only): quoted includes of the package's headers are expanded
+in place with ``#line`` directives naming the real files, and the prepared-kernels digest covers them."""
+
+import importlib.resources
+import shutil
+from pathlib import Path
+
+import pytest
+
+import hyperapp.kernels
+from hyperapp.batch.prepare_gpu import kernels_digest
+from hyperapp.kernels import kernel_source
+
+HEADER = "quadform_common.cuh"
+
+
+def _raw(file: str) -> list[str]:
+    return importlib.resources.files("hyperapp.kernels").joinpath(file).read_text(encoding="utf-8").splitlines()
+
+
+@pytest.fixture
+def kernel_dir(tmp_path, monkeypatch) -> Path:
+    """A copy of the package's kernel files that importlib.resources serves as ``hyperapp.kernels``."""
+    root = tmp_path / "kernels"
+    shutil.copytree(Path(hyperapp.kernels.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    files = importlib.resources.files
+    monkeypatch.setattr(importlib.resources, "files",
+                        lambda pkg: root if pkg in ("hyperapp.kernels", hyperapp.kernels) else files(pkg))
+    return root
+
+
+@pytest.mark.parametrize("name", ["quadform", "quadform_tc"])
+def test_header_expanded_with_line_directives(name):
+    raw = _raw(f"{name}.cu")
+    n = next(i for i, line in enumerate(raw, start=1) if line.startswith(f'#include "{HEADER}"'))
+    out = kernel_source(name).splitlines()
+    assert not any(line.lstrip().startswith(f'#include "{HEADER}"') for line in out)
+    # the .cu's lines up to the include, then the header under its own name, then the .cu from line n + 1
+    assert out[:n - 1] == raw[:n - 1]
+    assert out[n - 1] == f'#line 1 "{HEADER}"'
+    header = _raw(HEADER)
+    assert out[n:n + len(header)] == header
+    assert out[n + len(header)] == f'#line {n + 1} "{name}.cu"'
+    assert out[n + len(header) + 1:] == raw[n:]
+    assert "quad_score(" in "\n".join(header) and "quad_score(" in "\n".join(raw[n:])
+
+
+def test_sources_without_includes_unchanged():
+    assert kernel_source("kmeans").splitlines() == _raw("kmeans.cu")
+
+
+def test_other_includes_left_for_nvrtc(kernel_dir):
+    body = ('#include <cuda_fp16.h>\n#include "not_in_package.cuh"\n#include "../kernels/quadform_common.cuh"\n'
+            'extern "C" __global__ void k() {}\n')
+    (kernel_dir / "probe.cu").write_text(body, encoding="utf-8")
+    assert kernel_source("probe") == body
+
+
+def test_nested_include_and_trailing_comment(kernel_dir):
+    (kernel_dir / "inner.cuh").write_text("#define INNER 1", encoding="utf-8")  # (no final newline)
+    (kernel_dir / "outer.cuh").write_text('// outer\n  #  include "inner.cuh"  // nested\n', encoding="utf-8")
+    (kernel_dir / "probe.cu").write_text('#include "outer.cuh"\nint x;\n', encoding="utf-8")
+    assert kernel_source("probe").splitlines() == [
+        '#line 1 "outer.cuh"', "// outer", '#line 1 "inner.cuh"', "#define INNER 1", '#line 3 "outer.cuh"',
+        '#line 2 "probe.cu"', "int x;"]
+
+
+def test_include_cycle_is_an_error(kernel_dir):
+    (kernel_dir / "a.cuh").write_text('#include "b.cuh"\n', encoding="utf-8")
+    (kernel_dir / "b.cuh").write_text('\n#include "a.cuh"\n', encoding="utf-8")
+    (kernel_dir / "probe.cu").write_text('#include "a.cuh"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r'kernels/b\.cuh: line 2: #include "a\.cuh" includes itself'):
+        kernel_source("probe")
+
+
+def test_digest_covers_headers(kernel_dir):
+    before = kernels_digest()
+    assert kernels_digest() == before
+    header = kernel_dir / HEADER
+    header.write_text(header.read_text(encoding="utf-8") + "// changed\n", encoding="utf-8")
+    changed = kernels_digest()
+    assert changed != before
+    (kernel_dir / "quadform.cu").write_text("// changed\n", encoding="utf-8")
+    assert kernels_digest() != changed
