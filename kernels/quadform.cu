@@ -73,8 +73,8 @@ hyperapp_quad_rows(const float* __restrict__ X, long long n, int nb, int normali
         if (normalize && pin)  // the two threads of a pixel each sum every other group of 4 bands
             for (int k = 4 * lh; k < nb; k += 8)
                 for (int e = 0; e < 4 && k + e < nb; ++e) s2 = fmaf(xr[k + e], xr[k + e], s2);
-        const float sr = pair_scale(s2, normalize);
-        if (lh == 0) sc[lp] = sr;
+        const float scale = pair_scale(s2, normalize);
+        if (lh == 0) sc[lp] = scale;
         __syncthreads();
         const float s_r = sc[lp];
         for (int j0 = 0; j0 < nb; j0 += TC) {

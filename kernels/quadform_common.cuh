@@ -15,7 +15,7 @@ __device__ __forceinline__ float pair_scale(float s2, int normalize)
 }
 
 // A pixel's score from q = z.z and t = d.v: mode 1 RX = q; otherwise ACE = t^2 / (ss q), clipped to
-// [0, 1] and 0 where the denominator ss q is 0 (t is read only for ACE).
+// [0, 1] and 0 where the denominator ss q is 0 (t is unused for RX).
 __device__ __forceinline__ float quad_score(float q, float t, float ss, int mode)
 {
     if (mode == 1) return q;

@@ -102,8 +102,8 @@ hyperapp_quad_rows_tc(const float* __restrict__ X, long long n, int nb, int norm
                     for (int e = 0; e < 4 && k + e < nb; ++e) s2 = fmaf(__ldg(xr + k + e), __ldg(xr + k + e), s2);
             }
         }
-        const float sr = pair_scale(s2, normalize);
-        if (sh == 0) sc[sp] = sr;
+        const float scale = pair_scale(s2, normalize);
+        if (sh == 0) sc[sp] = scale;
         __syncthreads();
         const float s_r = sc[sp];
         for (int j0 = 0; j0 < nb; j0 += TCOL) {
