@@ -217,6 +217,17 @@ def test_pipeline_on_the_gpu_equals_one_cube_alone(tmp_path):
         np.testing.assert_allclose(s1, s2, rtol=1e-5, atol=1e-6)
 
 
+def test_the_bench_command_names_its_settings():
+    """The JSON's command names the settings that chose what was measured (band counts, repeats)."""
+    from hyperapp.bench import bench_command
+
+    argv = ["/venv/bin/hyperapp", "--headless", "bench", "--case", "first-run-new-bands"]
+    env = {"HYPERAPP_WINDOW_REPEATS": "2", "HYPERAPP_FIRST_RUN_BANDS": "285,430", "PATH": "/bin"}
+    assert bench_command(argv, env) == ("HYPERAPP_FIRST_RUN_BANDS=285,430 HYPERAPP_WINDOW_REPEATS=2 "
+                                        "hyperapp --headless bench --case first-run-new-bands")
+    assert bench_command(["python", "-c", "x"], env) is None  # not the hyperapp command
+
+
 @no_gpu
 def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
     import hyperapp.bench.campaign as C

@@ -121,11 +121,22 @@ def _kernels_prepared() -> str:
     return f"by the bench, {s['seconds']:.0f} s" + (f"; failed: {', '.join(s['failed'])}" if s["failed"] else "")
 
 
+def bench_command(argv: list[str], environ) -> str | None:
+    """The command line that ran the bench, for its JSON, with the ``HYPERAPP_`` settings that chose what a
+    case measures (its band counts, its repeats); None where ``argv`` is not the ``hyperapp`` command."""
+    import shlex
+
+    if not argv or not argv[0].endswith(("hyperapp", "__main__.py")):
+        return None
+    settings = [f"{k}={shlex.quote(v)}" for k, v in sorted(environ.items()) if k.startswith("HYPERAPP_")]
+    return " ".join([*settings, "hyperapp", *(shlex.quote(a) for a in argv[1:])])
+
+
 def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str | None = None,
               quick: bool = False) -> int:
     """Run the cases ``names`` (default: all); ``quick``: small sizes (a smoke test), and without a GPU
     the cases of :data:`CPU_CASES` on the CPU."""
-    import shlex
+    import os
     import sys
 
     from hyperapp.bench import campaign, cases, library, live, peers, products, whole_path  # noqa: F401  (each registers its cases)
@@ -154,8 +165,7 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
                                                                      *HOST_CASES} else None
     bw = device_bandwidth_gbs() if gpu else 0.0
     ctx = Context(repeats, bw, gpu_status())
-    command = "hyperapp " + " ".join(shlex.quote(a) for a in sys.argv[1:]) \
-        if sys.argv and sys.argv[0].endswith(("hyperapp", "__main__.py")) else None
+    command = bench_command(sys.argv, os.environ)
     print(f"device: {ctx.device}; measured copy bandwidth {bw:.0f} GB/s (read + write)")
     results: list = []
     written = 0  # measurements in the JSON file so far
