@@ -385,6 +385,11 @@ def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, 
                                    "first_over_second": round(ratio, 2),
                                    "processes": repeats, "ratios": [round(x, 2) for x in ratios],
                                    "median_ratio": round(statistics.median(ratios), 2),
+                                   "first_second_ms": [[round((q["first"] - q["load"]) * 1e3, 1),
+                                                        round(q["second"] * 1e3, 1)] for q in procs],
+                                   "first_stages_ms": [{k: round(v * 1e3, 1) for k, v in
+                                                        q["got"]["clicks"][0]["stages"].items() if v >= 5e-4}
+                                                       for q in procs],
                                    "kernels_compiled_first": len(compiled),
                                    "compiled": sorted(set(compiled))[:12],
                                    "first_stages": got["clicks"][0]["stages"],
