@@ -228,6 +228,20 @@ def test_the_bench_command_names_its_settings():
     assert bench_command(["python", "-c", "x"], env) is None  # not the hyperapp command
 
 
+def test_the_first_run_benchs_settings_refuse_what_is_not_a_count(monkeypatch):
+    from hyperapp.bench.campaign import _counts
+    from hyperapp.core.errors import InputError
+
+    monkeypatch.delenv("HYPERAPP_FIRST_RUN_BANDS", raising=False)
+    assert _counts("HYPERAPP_FIRST_RUN_BANDS", "57,224", 3) == (57, 224)
+    monkeypatch.setenv("HYPERAPP_FIRST_RUN_BANDS", " 285, 430 ,")
+    assert _counts("HYPERAPP_FIRST_RUN_BANDS", "57", 3) == (285, 430)
+    for bad in ("abc", "285;430", "2", "0", ",", "-5"):
+        monkeypatch.setenv("HYPERAPP_FIRST_RUN_BANDS", bad)
+        with pytest.raises(InputError, match="^HYPERAPP_FIRST_RUN_BANDS=.*whole numbers of 3 or more"):
+            _counts("HYPERAPP_FIRST_RUN_BANDS", "57", 3)
+
+
 @no_gpu
 def test_quick_bench_runs_the_campaign_on_the_cpu(tmp_path, monkeypatch):
     import hyperapp.bench.campaign as C
