@@ -152,6 +152,16 @@ def _map_chunks(X, fn, xp, dtype, gpu_step: int = GPU_CHUNK):
     return out
 
 
+def _pixels_less_clicks(X, y, check_input: bool):
+    """(pixels, array module, rows to leave out of the background): the image as (n, bands) rows, checked
+    for NaN and Inf where asked, and the clicked targets' rows of ``y`` (None without labels)."""
+    P, _ = as_pixels(X)
+    if check_input:
+        check_finite(P)
+    xp = get_namespace(P)
+    return P, xp, None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
+
+
 class _WhitenedDetector(PixelDetector):
     """Shared fit for detectors that need background statistics and a target signature."""
 
@@ -165,11 +175,7 @@ class _WhitenedDetector(PixelDetector):
         if self.uses_targets:
             P, xp, y, self.target_, exclude = labelled_target_mean(X, y, check_input, with_targets=True)
         else:
-            P, _ = as_pixels(X)
-            if check_input:
-                check_finite(P)
-            xp = get_namespace(P)
-            exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
+            P, xp, exclude = _pixels_less_clicks(X, y, check_input)
         # the background is every pixel but the clicks: their rows are subtracted from the sums
         return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude, sums=sums),
                                    self.target_ if self.uses_targets else None, float_dtype(P))
@@ -177,11 +183,7 @@ class _WhitenedDetector(PixelDetector):
     def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, sums=None):
         """Fit from a target spectrum (a library's, resampled to the image's bands) instead of clicks:
         the background is every pixel but any clicked targets in ``y`` (``sums``: as :meth:`fit`'s)."""
-        P, _ = as_pixels(X)
-        if check_input:
-            check_finite(P)
-        xp = get_namespace(P)
-        exclude = None if y is None else xp.flatnonzero(xp.equal(xp.asarray(y).reshape(-1), TARGET))
+        P, xp, exclude = _pixels_less_clicks(X, y, check_input)
         return self.fit_from_stats(BackgroundStats.from_pixels(P, exclude, sums=sums),
                                    xp.asarray(target, dtype=xp.float64), float_dtype(P))
 
