@@ -196,7 +196,7 @@ def test_legends_colour_bar_and_operating_point(qtbot, win, land_hdr):
 
 def test_units_and_band_names(qtbot, win, land_hdr):
     assert win.open_cube(land_hdr)
-    assert "nanometers" in win.spectrum.getAxis("bottom").labelText.lower()
+    assert win.spectrum.getAxis("bottom").labelText == "wavelength (nm)"  # the header's "Nanometers"
     assert "Nanometers" not in win.spectrum.getAxis("bottom").labelText
     km, res = _analyse(qtbot, win, "k-means", k="2")
     # the cluster spectra on the Spectrum dock's reflectance scale

@@ -11,6 +11,7 @@ import pytest
 from hyperapp.cli import main
 from hyperapp.core.geo import MapGrid, Swath, lonlat
 from hyperapp.io import open_cube
+from hyperapp.io.band_stack import OVERLAP_COPIES
 from hyperapp.reading.tiles import iter_float_tiles, read_float32
 
 from . import product_files as pf
@@ -100,12 +101,17 @@ def test_overlaps_keep_one_copy_and_say_which(built):
         dv, ds = truth["dropped"]
         assert f"kept VNIR below {truth['cut']:g} nm" in note and f"left out {dv} VNIR and {ds} SWIR" in note
         assert len(np.unique(cube.wavelengths)) == cube.bands
+        # counted where the window's status bar and info read it, and kept by a window of the cube
+        assert (dv + ds, OVERLAP_COPIES) in cube.file_bands_left_out
+        assert cube.subset(slice(0, 4), slice(0, 4)).good_bands().file_bands_left_out == cube.file_bands_left_out
+        assert cube.describe()["file_bands_left_out"][OVERLAP_COPIES] == dv + ds
 
 
 def test_prisma_leaves_unused_bands_out(built):
     cube = open_cube(built["prisma-l2d"][0])
     assert cube.wavelengths.min() > 0
     assert any("unused VNIR" in n for n in cube.notes)
+    assert any(what == "unused VNIR bands (wavelength 0)" and n > 0 for n, what in cube.file_bands_left_out)
 
 
 def test_emit_layout_is_not_misread(built):

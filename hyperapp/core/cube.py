@@ -100,6 +100,10 @@ class Cube:
     notes : tuple of str
         What the reader decided that the file did not state (a guessed band axis, a dropped overlap...),
         printed by ``info`` and kept in run reports.
+    file_bands_left_out : tuple of (int, str)
+        Bands the file holds that the reader left out, with what they are (``(5, "VNIR/SWIR overlap
+        copies")``): the status bar counts them beside the bad bands, so the cube's band count adds up to
+        the file's.
     """
 
     store: StoredArray
@@ -123,6 +127,7 @@ class Cube:
     product: str | None = None
     value_units: str | None = None
     notes: tuple[str, ...] = ()
+    file_bands_left_out: tuple[tuple[int, str], ...] = ()
 
     # ------------------------------------------------------------------ geometry
     @property
@@ -312,6 +317,8 @@ class Cube:
             d["location"] = describe(self.geo, self.rows, self.cols)
         if self.notes:
             d["notes"] = list(self.notes)
+        if self.file_bands_left_out:
+            d["file_bands_left_out"] = {why: n for n, why in self.file_bands_left_out}
         return d
 
 

@@ -1261,9 +1261,10 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
 
 def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
     """The status bar's line on the open cube: the product (where the reader names it; ``ortho``: on its
-    GLT's grid), its wavelength range and the bands left out ("EMIT L2A surface reflectance, 381-2493 nm,
-    40 bands (8 bad left out...)")."""
-    from hyperapp.gui.panels import SHORT_UNITS, units_text
+    GLT's grid), its wavelength range and the bands left out, the bad ones and those the reader left out of
+    the file ("EMIT L2A surface reflectance, 381-2493 nm, 40 bands (8 bad left out...)", "PRISMA L2D ...,
+    230 bands (8 VNIR/SWIR overlap copies left out)")."""
+    from hyperapp.gui.panels import units_text
 
     parts = [cube.product] if cube.product else []
     if ortho:
@@ -1271,9 +1272,11 @@ def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
     if cube.wavelengths is not None and len(cube.wavelengths) == cube.bands and cube.bands:
         wl = np.asarray(cube.wavelengths, float)
         u = units_text(cube.wavelength_units)
-        parts.append(f"{wl.min():.4g}-{wl.max():.4g} {SHORT_UNITS.get(u, u)}".rstrip())
+        parts.append(f"{wl.min():.4g}-{wl.max():.4g} {u}".rstrip())
     dropped = cube.store.shape[2] - cube.bands if left_out is None else int(np.sum(left_out))
-    parts.append(f"{cube.bands} bands" + (f" ({dropped} bad left out: File > Keep bad bands)" if dropped else ""))
+    why = ([f"{dropped} bad left out: File > Keep bad bands"] if dropped else []) + \
+        [f"{n} {what} left out" for n, what in cube.file_bands_left_out]
+    parts.append(f"{cube.bands} bands" + (f" ({'; '.join(why)})" if why else ""))
     return ", ".join(parts)
 
 

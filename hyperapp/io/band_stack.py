@@ -200,6 +200,17 @@ class RasterBands:
         return a
 
 
+#: what :func:`split_overlap`'s left-out bands are, as :attr:`hyperapp.core.cube.Cube.file_bands_left_out` says
+OVERLAP_COPIES = "VNIR/SWIR overlap copies"
+
+
+def overlap_left_out(vnir_wl, swir_wl, kv, ks) -> tuple[tuple[int, str], ...]:
+    """:attr:`~hyperapp.core.cube.Cube.file_bands_left_out`'s entry for :func:`split_overlap`'s choice (none where
+    it kept every band)."""
+    n = len(vnir_wl) - len(kv) + len(swir_wl) - len(ks)
+    return ((n, OVERLAP_COPIES),) if n else ()
+
+
 def split_overlap(vnir_wl: np.ndarray, swir_wl: np.ndarray, units: str = "nm") -> tuple[np.ndarray, np.ndarray, str | None]:
     """Which bands of two detectors to keep where their wavelengths overlap: one copy of each wavelength.
 

@@ -28,7 +28,7 @@ import numpy as np
 from hyperapp.core.cube import Cube, StoredArray
 from hyperapp.core.errors import CubeFormatError
 from hyperapp.core.geo import MapGrid, corner_swath
-from hyperapp.io.band_stack import BandStack, Piece, RasterBands, empty_bands, split_overlap
+from hyperapp.io.band_stack import BandStack, Piece, RasterBands, empty_bands, overlap_left_out, split_overlap
 
 # the spectral image: GeoTIFF, ENVI, or the cloud-optimised delivery's ``-SPECTRAL_IMAGE_COG.TIF``
 IMAGE = re.compile(r"^(?P<prefix>.*)-SPECTRAL_IMAGE(?P<det>_VNIR|_SWIR)?(?:_COG)?\.(?P<ext>[A-Za-z]+)$")
@@ -190,9 +190,11 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         raise CubeFormatError(f"no spectral image ({prefix}-SPECTRAL_IMAGE*.TIF/BSQ/BIL/BIP) beside the "
                               "metadata", xml_path)
     keep = [np.arange(len(b)) for _, b, _ in srcs]
+    left_out: tuple[tuple[int, str], ...] = ()
     if len(srcs) == 2:
         kv, ks, note = split_overlap(meta["wl"][srcs[0][1]], meta["wl"][srcs[1][1]])
         keep = [kv, ks]
+        left_out = overlap_left_out(srcs[0][1], srcs[1][1], kv, ks)
         if note:
             notes.append(note)
     pieces, idx_all = [], []
@@ -239,4 +241,5 @@ def open_enmap(path: str | os.PathLike) -> Cube:
         product=f"EnMAP {level or '(level not stated)'}",
         value_units="reflectance (0-1)" if refl else "radiance (GainOfBand units)",
         notes=tuple(notes),
+        file_bands_left_out=left_out,
     )

@@ -590,14 +590,17 @@ class AnalysisPanel(QWidget):
 
 
 #: unit symbols for band names in tables and titles
-SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "micrometers": "µm", "micrometer": "µm", "microns": "µm"}
+SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "nanometres": "nm", "nanometre": "nm", "micrometers": "µm",
+               "micrometer": "µm", "micrometres": "µm", "micrometre": "µm", "microns": "µm", "um": "µm"}
 
 
 def units_text(units: str | None) -> str:
-    """Wavelength units as a label writes them: "nanometers", not ENVI's "Nanometers"; "nm" stays."""
+    """Wavelength units as every label writes them, whatever the file said: "nm" for ENVI's "Nanometers"
+    and a product's "nm" alike (:data:`SHORT_UNITS`), other words in lower case ("Index" -> "index")."""
     if not units:
         return ""
-    return units.lower() if units[:1].isupper() and units[1:].islower() else units
+    u = units.lower() if units[:1].isupper() and units[1:].islower() else units
+    return SHORT_UNITS.get(u.lower(), u)
 
 
 def wavelength_axis(cube) -> tuple:
@@ -644,7 +647,6 @@ def band_wavelength(cube, b: int) -> str:
     if cube.wavelengths is None or not 0 <= b < len(cube.wavelengths):
         return ""
     u = units_text(cube.wavelength_units)
-    u = SHORT_UNITS.get(u, u)
     w = float(cube.wavelengths[b])
     return f"{w:.4g} {u}" if u else f"{w:.4g}"
 
