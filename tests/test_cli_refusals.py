@@ -326,3 +326,23 @@ def test_scores_tied_at_the_threshold_are_said(tmp_path, capsys):
     rep = json.loads((tmp_path / "o" / "report.json").read_text())
     assert rep["pixels_at_threshold"] >= 8 * 32 - 1
     assert f"{rep['pixels_at_threshold']} pixels score exactly the threshold" in out and "lower the threshold" in out
+
+
+def test_a_refusal_stays_one_printable_line(tmp_path, capsys):
+    """A newline in a file's name, or a binary file's bytes quoted back, neither break the line nor reach the
+    terminal as control codes (a spectra CSV of random bytes printed them)."""
+    weird = tmp_path / "two\nlines.hdr"
+    rc, err = _cli(["info", weird], capsys)
+    _one_clean_line(rc, err, "two\\nlines.hdr", "not found")
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(bytes(range(256)) * 4)
+    rc, err = _cli(["detect", _cube(tmp_path / "c.hdr"), "--method", "sam", "--target-spectra", binary,
+                    "--out", tmp_path / "o"], capsys)
+    _one_clean_line(rc, err, "binary.csv", "binary bytes")
+    assert err.isprintable() or err.rstrip("\n").isprintable()
+
+
+def test_an_errors_text_is_escaped_where_it_is_not_printable():
+    err = InputError("line 2: not a row of numbers ('\x19\x7f\udcff')", "a\nb.csv")
+    assert str(err) == "a\\nb.csv: line 2: not a row of numbers ('\\x19\\x7f\\udcff')"
+    assert str(InputError("é ok")) == "é ok"

@@ -136,7 +136,14 @@ def test_missing_header_and_missing_files(tmp_path):
     with pytest.raises(CubeNotFoundError, match="not found"):
         open_cube(tmp_path / "nothing.hdr")
     (tmp_path / "h.hdr").write_text("ENVI\nsamples = 2\nlines = 2\nbands = 1\ndata type = 1\ninterleave = bsq\n")
-    with pytest.raises(CubeNotFoundError, match="no data file"):
+    with pytest.raises(CubeNotFoundError, match=r"no data file .*looked for h, h\.img, h\.dat") as got:
+        open_cube(tmp_path / "h.hdr")
+    assert "(none)" not in str(got.value)  # the names looked for, the extension-less one too
+    # a header cut short before its interleave: named as the header's problem, where the library's words
+    # came about the data file
+    (tmp_path / "h.img").write_bytes(b"\0" * 4)
+    (tmp_path / "h.hdr").write_text("ENVI\nsamples = 2\nlines = 2\nbands = 1\ndata type = 1\n")
+    with pytest.raises(CubeFormatError, match=r"h\.hdr: header lacks the required field 'interleave'"):
         open_cube(tmp_path / "h.hdr")
 
 

@@ -857,3 +857,8 @@ def test_repeated_bands_shared_step_names_and_refused_output_folders_are_named(t
         proc = _job(tmp_path, '[inputs]\npaths = ["c.hdr"]\n[[steps]]\ndetect = "ace"\ntargets = "t.csv"\n'
                               '[output]\nfolder = "/proc/hyperapp-out"\n', "proc.toml")
         _one_clean_line(*_cli(["run", proc, "--device", "cpu"], capsys), "proc.toml", "[output.folder]")
+        # a folder that exists and refuses files: said as the folder's refusal, where the system's "No such
+        # file or directory" alone sent the user looking for a missing folder (the third walk)
+        _one_clean_line(*_cli(["detect", cube, "--method", "sam", "--targets", tmp_path / "t.csv",
+                               "--out", "/proc/hyperapp-out"], capsys),
+                        "/proc/hyperapp-out", "the system does not let files be made in /proc")

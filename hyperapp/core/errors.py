@@ -13,17 +13,25 @@ import os
 from contextlib import contextmanager
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: a character that is not printable (a newline in a file's name, a
+    control byte or undecodable bytes quoted from a binary file) is written as its escape (``\\n``,
+    ``\\x19``), so an error can neither break over lines nor send control codes to a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class HyperappError(Exception):
-    """Base of every error hyperapp reports to a user as one line."""
+    """Base of every error hyperapp reports to a user as one line (:func:`one_line`)."""
 
     def __init__(self, message: str, path: str | os.PathLike | None = None):
         self.path = None if path is None else os.fspath(path)
         self.message = message
-        text = f"{self.path}: {message}" if self.path else message
-        super().__init__(text)
+        super().__init__(str(self))
 
     def __str__(self) -> str:  # OSError subclasses would otherwise format errno/filename
-        return f"{self.path}: {self.message}" if self.path else self.message
+        return one_line(f"{self.path}: {self.message}" if self.path else self.message)
 
 
 class CubeNotFoundError(HyperappError, FileNotFoundError):

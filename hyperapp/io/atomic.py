@@ -25,6 +25,20 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def _nearest_existing(p: Path) -> Path:
+    """``p`` or its nearest parent that exists."""
+    probe = p.absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe
+
+
+def refused_in(folder: Path, exc: OSError) -> str:
+    """Why nothing can be written in ``folder``, which exists, in words: the system's own ("No such file or
+    directory" from /proc, where the folder plainly exists) said as the folder's refusal."""
+    return f"the system does not let files be made in {folder} ({exc.strerror or exc})"
+
+
 def ensure_dir(folder: str | os.PathLike) -> Path:
     """Create ``folder`` (and parents) or raise :class:`OutputError` saying why it cannot be."""
     p = Path(folder)
@@ -32,7 +46,7 @@ def ensure_dir(folder: str | os.PathLike) -> Path:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         check_out_dir(p)  # a file where a folder of the path should be, or one not writable: says which
-        raise OutputError(f"cannot create output folder ({exc.strerror or exc})", p) from exc
+        raise OutputError(f"cannot create output folder: {refused_in(_nearest_existing(p), exc)}", p) from exc
     if not os.access(p, os.W_OK | os.X_OK):
         raise OutputError("output folder is not writable", p)
     return p
@@ -45,11 +59,7 @@ def check_out_dir(folder: str | os.PathLike) -> Path:
     p = Path(folder)
     if not str(folder).strip():
         raise OutputError("the output folder is empty: name a folder ('.' for this one)", p)
-    probe = p.absolute()
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
+    probe = _nearest_existing(p)
     if probe.exists() and not probe.is_dir():
         raise OutputError(f"cannot create output folder: {probe} is a file, not a folder", p)
     if not os.access(probe, os.W_OK | os.X_OK):
@@ -282,7 +292,7 @@ def out_file(value, name: str = "", make_folder: bool = True) -> str:
         try:
             fd, probe = tempfile.mkstemp(prefix=".probe-", dir=p.parent)
         except OSError as exc:
-            raise OutputError(f"{said}cannot write in its folder ({exc.strerror or exc})", p) from None
+            raise OutputError(f"{said}{refused_in(p.parent, exc)}", p) from None
         os.close(fd)
         os.unlink(probe)
     return value

@@ -42,7 +42,7 @@ def find_pair(path: str | os.PathLike) -> tuple[Path, Path]:
                 if cand.is_file() and cand != hdr:
                     return hdr, cand
         raise CubeNotFoundError(
-            f"no data file beside the header (looked for {', '.join(e or '(none)' for e in DATA_EXTENSIONS)})", hdr
+            f"no data file beside the header (looked for {', '.join(stem.name + e for e in DATA_EXTENSIONS)})", hdr
         )
     if not p.is_file():
         raise CubeNotFoundError("file not found", p)
@@ -194,7 +194,9 @@ def open_envi(path: str | os.PathLike) -> Cube:
     dtype_code = _whole(h, "data type", hdr)
     offset = _whole(h, "header offset", hdr, default=0, lo=0)
     byte_order = _whole(h, "byte order", hdr, default=0, lo=0, hi=1)  # 0 little-endian, 1 big-endian
-    interleave = str(h.get("interleave", "bsq")).strip().lower()
+    if "interleave" not in h:  # (Spectral Python needs it; a header cut short loses it among the last lines)
+        raise CubeFormatError("header lacks the required field 'interleave' (bsq, bil or bip)", hdr)
+    interleave = str(h["interleave"]).strip().lower()
     if dtype_code not in SUPPORTED_DTYPES:
         raise CubeFormatError(f"unsupported ENVI data type {dtype_code}", hdr)
     if interleave not in INTERLEAVE_AXES:

@@ -347,6 +347,8 @@ def _read_csv(p: Path) -> SpectralLibrary:
         text = p.read_text(encoding="utf-8-sig", errors="replace")
     except OSError as exc:
         raise CubeFormatError(f"cannot read ({exc.strerror or exc})", p) from exc
+    if any(ch < " " and ch not in "\t\r\n\f" for ch in text[:65536]):  # (a text file has no control bytes)
+        raise CubeFormatError("not a text CSV of spectra: the file holds binary bytes", p)
     rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
     if not rows:
         raise CubeFormatError("the CSV is empty", p)
