@@ -59,6 +59,9 @@ def test_cli_refuses_each_class_of_bad_value_in_one_line(tmp_path, capsys):
     ("lines", "2.5", ["lines"]),
     ("reflectance scale factor", "0", ["reflectance scale factor"]),
     ("wavelength", "{400, 410}", ["2 wavelength value(s) for 8 bands"]),
+    # a list whose '}' is missing runs into the next field (its text once filled the line)
+    ("wavelength", "{400, 410, 420, 430, 440, 450, 460, 470\nfwhm = {1, 1, 1, 1, 1, 1, 1, 1}",
+     ["'wavelength'", "not closed with '}'"]),
     ("bbl", "{1, 1, x, 1, 1, 1, 1, 1}", ["bbl"]),
     ("data type", "99", ["data type 99"]),
 ])

@@ -633,7 +633,9 @@ def test_a_file_that_is_not_a_model_says_what_it_is_in_a_few_words(tmp_path):
 
     (tmp_path / "text.npz").write_text("hello")
     np.savez(tmp_path / "objects.npz", __meta__=np.array([object()], dtype=object))
-    for name, words in (("text.npz", "not a NumPy .npz archive"), ("objects.npz", "Python objects")):
+    np.savez(tmp_path / "other.npz", a=np.zeros(3))  # another program's archive
+    for name, words in (("text.npz", "not a NumPy .npz archive"), ("objects.npz", "Python objects"),
+                        ("other.npz", "without hyperapp's model description")):
         with pytest.raises(ModelError) as e:
             load_model(tmp_path / name)
         assert words in str(e.value) and name in str(e.value) and "allow_pickle" not in str(e.value)

@@ -121,6 +121,8 @@ def load_model(path: str | os.PathLike, n_bands: int | None = None, method: str 
             why = "it holds Python objects, which hyperapp never loads"
         elif "pickle" in text:  # neither .npy nor .npz: NumPy took it for a pickle
             why = "not a NumPy .npz archive"
+        elif isinstance(exc, KeyError) and "__meta__" in text:
+            why = "a NumPy archive without hyperapp's model description: saved by another program?"
         else:
             why = f"{exc.__class__.__name__}: {text.splitlines()[0][:120] if text else ''}"
         raise ModelError(f"not a hyperapp model file ({why})", p) from exc

@@ -95,6 +95,8 @@ def _per_band(h: dict, key: str, hdr: Path, bands: int) -> np.ndarray | None:
     if raw is None:
         return None
     vals = raw if isinstance(raw, list) else [raw]
+    if any("=" in str(v) for v in vals):  # '{400, 500, 600' then 'fwhm = {...}': the list ran on
+        raise CubeFormatError(f"header field {key!r}: its list is not closed with '}}' before the next field", hdr)
     try:
         a = np.asarray([float(str(v).strip()) for v in vals], dtype=np.float64)
     except ValueError:
