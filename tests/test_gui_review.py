@@ -200,7 +200,7 @@ def test_review_option_needs_a_cube_and_a_folder(tmp_path, capsys):
 
 def test_the_list_shows_lon_lat_where_the_objects_carry_them(qtbot):
     from hyperapp.detect.review import Review
-    from hyperapp.gui.review_panel import COLUMNS, ReviewPanel
+    from hyperapp.gui.review_panel import COLUMNS, GEO_AT, ReviewPanel
 
     mask = np.zeros((20, 20), bool)
     mask[2:4, 2:4] = mask[10, 12] = True
@@ -212,6 +212,12 @@ def test_the_list_shows_lon_lat_where_the_objects_carry_them(qtbot):
     for k, o in enumerate(rv.objects):
         o["lon"], o["lat"] = 7.25 + k, 46.5
     panel.show_review(rv)
-    assert [panel.table.horizontalHeaderItem(j).text() for j in (len(COLUMNS), len(COLUMNS) + 1)] == ["lon", "lat"]
-    assert panel.table.item(1, len(COLUMNS)).text() == "8.250000"
-    assert "WGS84" in panel.table.horizontalHeaderItem(len(COLUMNS)).toolTip()
+    heads = [panel.table.horizontalHeaderItem(j).text() for j in range(panel.table.columnCount())]
+    # beside the pixels, where 1366 x 768 shows them without a scroll (at the end they were cut off)
+    assert heads == [*COLUMNS[:GEO_AT], "lon", "lat", *COLUMNS[GEO_AT:]] and heads[GEO_AT - 1] == "pixels"
+    assert panel.table.item(1, GEO_AT).text() == "8.250000"
+    assert panel.table.item(1, heads.index("peak score")).text() != "8.250000"
+    assert "WGS84" in panel.table.horizontalHeaderItem(GEO_AT).toolTip()
+    assert "Good" in panel.table.horizontalHeaderItem(1).toolTip()
+    panel.show_review(None)  # no location: the columns as they were
+    assert panel.table.columnCount() == len(COLUMNS)

@@ -38,12 +38,28 @@ STATUS_KEYS = {Qt.Key.Key_G: GOOD, Qt.Key.Key_B: BAD, Qt.Key.Key_P: PENDING,
 STATUS_COLOURS = {GOOD: (60, 200, 90), BAD: (230, 70, 70), PENDING: (200, 200, 200)}
 COLUMNS = ("id", "status", "pixels", "best match: SID", "best match: SAM", "centre row", "centre col",
            "peak score", "box: rows, cols")
+#: where the lon/lat columns go, where the objects carry them: after the pixels, so that the coordinates are
+#: in view beside the status at 1366 x 768 (at the end they needed a scroll)
+GEO_AT = COLUMNS.index("pixels") + 1
 #: the matches each object gets (the detail line lists them)
 MATCHES_K = 3
 #: the image's smallest view around an object when next/previous centre it (pixels a side)
 MIN_VIEW = 40
 KEYS_TIP = ("With the list focused: G (or 1) Good, B (or 2) Bad, P (or 3) Pending; N next object, Shift+N "
             "previous. Each move centres the image on the object and draws its mean spectrum in the Spectrum dock")
+#: each column's tooltip, by its name
+COLUMN_TIPS = {
+    "id": "The object's id, as objects.csv and review.csv name it (the rows are sorted by peak score)",
+    "status": "Pending, Good or Bad: " + KEYS_TIP,
+    "best match: SID": "The open spectral library's spectrum closest by spectral information divergence (0 = the "
+                       "same shape), with it",
+    "best match: SAM": "The open spectral library's spectrum closest by spectral angle (radians; 0 = the same "
+                       "shape), with it",
+    "box: rows, cols": "The first and last row and column the object covers. objects.csv gives row0, col0 and the "
+                       "ends row1, col1 one past them, as a Python slice: rows 63-64 here are row0 63, row1 65 there",
+    "lon": "WGS84 longitude of the object's centroid (degrees), as objects.csv gives it",
+    "lat": "WGS84 latitude of the object's centroid (degrees), as objects.csv gives it",
+}
 
 
 def _span(first: int, end: int) -> str:
@@ -133,17 +149,7 @@ class ReviewPanel(QWidget):
         self.counts.setWordWrap(True)
         lay.addWidget(self.counts)
         self.table = ReviewTable(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        tips = {0: "The object's id, as objects.csv and review.csv name it (the rows are sorted by peak score)",
-                1: "Pending, Good or Bad: " + KEYS_TIP,
-                3: "The open spectral library's spectrum closest by spectral information divergence (0 = the same "
-                   "shape), with it",
-                4: "The open spectral library's spectrum closest by spectral angle (radians; 0 = the same shape), "
-                   "with it",
-                8: "The first and last row and column the object covers. objects.csv gives row0, col0 and the ends "
-                   "row1, col1 one past them, as a Python slice: rows 63-64 here are row0 63, row1 65 there"}
-        for j, tip in tips.items():
-            self.table.horizontalHeaderItem(j).setToolTip(tip)
+        self._set_headers(())
         self.table.setToolTip(KEYS_TIP)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -197,12 +203,7 @@ class ReviewPanel(QWidget):
         self.review = review
         self._shown = -1
         self.table.blockSignals(True)
-        geo = () if review is None else review.geo_fields()
-        self.table.setColumnCount(len(COLUMNS) + len(geo))
-        for j, (name, word) in enumerate(zip(geo, ("longitude", "latitude")), len(COLUMNS)):
-            head = QTableWidgetItem(name)
-            head.setToolTip(f"WGS84 {word} of the object's centroid (degrees), as objects.csv gives it")
-            self.table.setHorizontalHeaderItem(j, head)
+        self._set_headers(() if review is None else review.geo_fields())
         self.table.setRowCount(0 if review is None else len(review))
         if review is not None:
             for i in range(len(review)):
@@ -214,6 +215,15 @@ class ReviewPanel(QWidget):
         self.detail.setText("" if review is None or not len(review) else
                             "Choose an object: its mean spectrum shows in the Spectrum dock, its library matches here.")
 
+    def _set_headers(self, geo: tuple[str, ...]) -> None:
+        """The columns, with the objects' lon/lat fields ``geo`` (none: no location) at :data:`GEO_AT`."""
+        names = [*COLUMNS[:GEO_AT], *geo, *COLUMNS[GEO_AT:]]
+        self.table.setColumnCount(len(names))
+        for j, name in enumerate(names):
+            head = QTableWidgetItem(name)
+            head.setToolTip(COLUMN_TIPS.get(name, ""))
+            self.table.setHorizontalHeaderItem(j, head)
+
     def _fill_row(self, i: int) -> None:
         rv = self.review
         o = rv.objects[i]
@@ -224,7 +234,7 @@ class ReviewPanel(QWidget):
                 f"{match['sam_match']} ({match['sam_angle']:.3g} rad)" if match else "\u2014",
                 _num(o.get("centroid_row")), _num(o.get("centroid_col")), _num(o.get("peak_score"), ".4g"),
                 "{}, {}".format(_span(o["row0"], o["row1"]), _span(o["col0"], o["col1"]))]
-        vals += [_num(o[k], ".6f") for k in rv.geo_fields()]
+        vals[GEO_AT:GEO_AT] = [_num(o[k], ".6f") for k in rv.geo_fields()]
         for j, v in enumerate(vals):
             it = self.table.item(i, j)
             if it is None:
