@@ -385,7 +385,8 @@ def cmd_analyse(args) -> int:
     res = rep["results"]
     line = f"{rep['method']} on {rep['device']}: {rep['selection']['n_spectra']} spectra"
     if "criterion" in res:
-        line += f", k = {res['chosen_k']} (by {res['criterion']} over k = {res['k'][0]}..{res['k'][-1]})"
+        line += f", k = {res['chosen_k']}" + (f" (by {res['criterion']} over k = {res['k'][0]}..{res['k'][-1]})"
+                                               if len(res["k"]) > 1 else "")  # (one k asked: nothing chosen)
     if "best" in res:
         b = res["best"][0]
         line += f", best subset {b['bands']} ({res['score']} {b['score']:.4f})"

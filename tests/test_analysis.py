@@ -240,8 +240,13 @@ def test_cli_analyse_kmeans(land_hdr, tmp_path, capsys):
     assert lab.shape == (128, 128) and lab.max() == rep["results"]["chosen_k"] - 1
     assert (out / "kmeans_curves.csv").read_text().startswith("k,inertia,silhouette,davies_bouldin")
     printed = capsys.readouterr().out
-    assert "k = " in printed
+    assert f"k = {rep['results']['chosen_k']} (by silhouette over k = 2..6)" in printed
     assert ("is the largest tried" in printed) == (rep["results"]["chosen_k"] == 6)
+    # one k asked: nothing was chosen, so no criterion is named ("by silhouette over k = 3..3" was)
+    assert main(["--headless", "analyse", str(land_hdr), "--method", "kmeans", "--param", "k=3",
+                 "--sample", "2000", "--device", "cpu", "--out", str(tmp_path / "k3")]) == 0
+    printed = capsys.readouterr().out
+    assert ", k = 3" in printed and "over k = " not in printed
 
 
 def test_a_k_at_the_edge_of_its_range_is_said():
