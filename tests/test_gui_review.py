@@ -221,3 +221,34 @@ def test_the_list_shows_lon_lat_where_the_objects_carry_them(qtbot):
     assert "Good" in panel.table.horizontalHeaderItem(1).toolTip()
     panel.show_review(None)  # no location: the columns as they were
     assert panel.table.columnCount() == len(COLUMNS)
+
+
+def test_the_list_says_which_objects_are_the_runs_own_clicks(qtbot, win, land_hdr, tmp_path):
+    """An object made of pixels clicked as targets for the run is the detector's training, not a find: the
+    list counts them in its pixels column, the detail line says so, and review.csv has clicked_pixels (a
+    first-time walker confirmed their own clicks as finds)."""
+    from hyperapp.io import read_labels
+
+    assert win.open_cube(land_hdr), win.last_error
+    clicks = read_labels(land_hdr.with_name("land_targets.csv"), (win.session.cube.rows, win.session.cube.cols))
+    win.session.roi.mark_pixels(np.argwhere(clicks), "target")
+    run = run_detector(qtbot, win, "ace")
+    assert run is not None and run.clicked is not None and run.clicked.sum() == clicks.sum()
+    win.results.tabs.setCurrentWidget(win.results.review)
+    panel = win.results.review
+    rv = panel.review
+    want = np.array([int(clicks[rv.labels == i].sum()) for i in rv.ids])
+    assert want.any(), "some object holds a clicked pixel"
+    np.testing.assert_array_equal(rv.clicked, want)
+    for i in range(len(rv)):
+        cell = panel.table.item(i, 2).text()
+        assert cell == (f"{rv.objects[i]['pixels']} ({want[i]} clicked)" if want[i] else str(rv.objects[i]["pixels"]))
+    i = int(np.flatnonzero(want)[0])
+    panel.select(i)
+    assert "clicked as targets for this run" in panel.detail.text()
+    rows = list(csv.DictReader(io.StringIO(rv.csv_text())))
+    assert [int(r["clicked_pixels"]) for r in rows] == want.tolist()
+    # marks made after the run do not count: the run's own clicks are kept with it
+    win.session.roi.mark_pixels(np.argwhere(~clicks)[:50], "target")
+    win.results.refresh_objects()
+    np.testing.assert_array_equal(panel.review.clicked, want)

@@ -108,9 +108,20 @@ class Review:
         self._device_means = None
         #: the last library's best matches (:meth:`matches`)
         self.found: Matches | None = None
+        #: each object's pixels that were clicked as targets for its run (:meth:`count_clicked`), or None
+        self.clicked: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.objects)
+
+    def count_clicked(self, clicked) -> None:
+        """Count each object's pixels among ``clicked`` (the run's target marks, a bool map of the image):
+        an object made of the person's own clicks is the training, not a find, and the list says so."""
+        c = np.asarray(to_host(clicked), bool)
+        if c.shape != self.labels.shape:
+            raise InputError(f"the clicked pixels' map is {c.shape}, the objects' {self.labels.shape}")
+        per_label = np.bincount(self.labels[c], minlength=int(self.labels.max(initial=0)) + 1)
+        self.clicked = per_label[self.ids] if self.ids.size else np.zeros(0, np.int64)
 
     # ------------------------------------------------------------------ building one
     @classmethod
@@ -383,14 +394,17 @@ class Review:
         r = {"id": int(self.ids[i]), **{k: o.get(k, "") for k in CSV_FIELDS[1:9]}, "status": STATUS_TITLES[self.status[i]]}
         r.update(self.found.best(i) if self.found is not None and len(self) else
                  {"sam_match": "", "sam_angle": "", "sid_match": "", "sid_divergence": ""})
+        if self.clicked is not None:
+            r["clicked_pixels"] = int(self.clicked[i])
         for k in self.geo_fields():
             r[k] = o[k]
         return r
 
     def csv_text(self, rows: list[dict] | None = None) -> str:
         """``review.csv``'s text: every object (or ``rows``), its id, box, size, peak score, status, best
-        library matches (name and score by SAM, in radians, and by SID) and lon/lat where known."""
-        fields = CSV_FIELDS + self.geo_fields()
+        library matches (name and score by SAM, in radians, and by SID), and where known its pixels clicked
+        as targets for the run and its lon/lat."""
+        fields = CSV_FIELDS + (("clicked_pixels",) if self.clicked is not None else ()) + self.geo_fields()
         buf = io.StringIO()
         w = csv.DictWriter(buf, fields, lineterminator="\n")
         w.writeheader()

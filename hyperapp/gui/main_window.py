@@ -670,7 +670,8 @@ class MainWindow(QMainWindow):
         def job(progress):
             return s.detect(req, targets, background, truth=truth, model=model, progress=progress, **sig)
 
-        return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(req, res, emit=False)),
+        return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(req, res, emit=False,
+                                                                                            clicked=targets)),
                                   method)
 
     def _ready(self) -> bool:
@@ -722,10 +723,12 @@ class MainWindow(QMainWindow):
     def _run_cancelled(self, method: str) -> None:
         self.detector.status.setText(f"{method} run cancelled")
 
-    def _run_done(self, request: DetectRequest, result, emit: bool = True, threshold: float | None = None) -> Run:
+    def _run_done(self, request: DetectRequest, result, emit: bool = True, threshold: float | None = None,
+                  clicked: np.ndarray | None = None) -> Run:
         s = self.session
         run = Run(s.unique_run_name(request.method), request, result,
-                  result.threshold if threshold is None else threshold)
+                  result.threshold if threshold is None else threshold,
+                  clicked=clicked if clicked is not None and clicked.any() else None)
         s.runs.append(run)
         rep = result.report
         self.detector.status.setText(_run_summary(run))
@@ -847,7 +850,7 @@ class MainWindow(QMainWindow):
         self.results.show_result(res.scores, run.threshold, self.session.truth,
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None,
-                                 report=res.report, filters=res.filters)
+                                 report=res.report, filters=res.filters, clicked=run.clicked)
         self.show_detection()
 
     def _say_shown_run(self, run: Run) -> None:

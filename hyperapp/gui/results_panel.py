@@ -153,13 +153,16 @@ class ResultsPanel(QWidget):
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None,
-                    report: dict | None = None, filters: dict | None = None) -> None:
+                    report: dict | None = None, filters: dict | None = None,
+                    clicked: np.ndarray | None = None) -> None:
         """Show a run's scores at ``threshold``; ``origin`` says how that threshold was chosen, and
         ``far_asked`` the false-alarm rate it was set for (while the threshold is there, the ROC's title
         says when the truth counts many more); ``filters``: the run's target filter (its mask and objects
-        go through it)."""
+        go through it); ``clicked``: the target pixels marked for the run, where known (the object list says
+        which objects hold them)."""
         self.scores = np.asarray(scores, dtype=np.float32)
         self.filters = dict(filters or {})
+        self.clicked = clicked
         self._asked = (float(threshold), far_asked) if far_asked else None
         self.truth, self.exclude = truth, exclude
         self.origin.setText(origin)
@@ -298,7 +301,7 @@ class ResultsPanel(QWidget):
         if self._table_threshold == self._threshold:
             return
         self._objects = self.review.show_at(self.scores, self._threshold, getattr(self, "filters", None),
-                                            getattr(self, "geo", None)).objects
+                                            getattr(self, "geo", None), getattr(self, "clicked", None)).objects
         self._table_threshold = self._threshold
 
     def refresh_objects(self) -> None:
@@ -322,7 +325,7 @@ class ResultsPanel(QWidget):
         self._timer.stop()
         self.refusal.hide()
         self.scores = None
-        self.truth = self.exclude = None
+        self.truth = self.exclude = self.clicked = None
         self.operating_point = None
         self._objects = []
         self._table_threshold = None

@@ -50,6 +50,8 @@ KEYS_TIP = ("With the list focused: G (or 1) Good, B (or 2) Bad, P (or 3) Pendin
 #: each column's tooltip, by its name
 COLUMN_TIPS = {
     "id": "The object's id, as objects.csv and review.csv name it (the rows are sorted by peak score)",
+    "pixels": "The object's pixels; '(N clicked)': N of them are target pixels marked for this run, which the "
+              "detector trained on, so they are no find (review.csv's clicked_pixels)",
     "status": "Pending, Good or Bad: " + KEYS_TIP,
     "best match: SID": "The open spectral library's spectrum closest by spectral information divergence (0 = the "
                        "same shape), with it",
@@ -60,6 +62,13 @@ COLUMN_TIPS = {
     "lon": "WGS84 longitude of the object's centroid (degrees), as objects.csv gives it",
     "lat": "WGS84 latitude of the object's centroid (degrees), as objects.csv gives it",
 }
+
+
+def _pixels_text(rv: Review, i: int) -> str:
+    """The pixels column: the object's pixel count, and how many of them were clicked for the run."""
+    n = rv.objects[i].get("pixels", "")
+    c = 0 if rv.clicked is None else int(rv.clicked[i])
+    return f"{n} ({c} clicked)" if c else str(n)
 
 
 def _span(first: int, end: int) -> str:
@@ -170,12 +179,14 @@ class ReviewPanel(QWidget):
         self.show_review(None)
 
     # ------------------------------------------------------------------ the review
-    def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None, geo=None) -> Review:
+    def show_at(self, scores: np.ndarray, threshold: float, filters: dict | None = None, geo=None,
+                clicked: np.ndarray | None = None) -> Review:
         """The review of the objects above ``threshold`` (through the run's target filter ``filters``, where it
         has one): the one shown when it was made at that threshold (the run's own, :meth:`adopt`), else a
         new one whose objects keep the marks of the objects they overlap, where those agree
         (:meth:`~hyperapp.detect.review.Review.carry_statuses`). ``geo``: the cube's location, where it has
-        one: the objects get the lon/lat objects.csv gives them (``hyperapp.io.objects.with_lonlat``)."""
+        one: the objects get the lon/lat objects.csv gives them (``hyperapp.io.objects.with_lonlat``);
+        ``clicked``: the run's target marks, where known: the list says which objects hold them."""
         from hyperapp.detect.finish import mask_at
 
         old = self.review
@@ -188,6 +199,8 @@ class ReviewPanel(QWidget):
             from hyperapp.io.objects import with_lonlat
 
             new.objects = with_lonlat(new.objects, geo)
+        if clicked is not None:
+            new.count_clicked(clicked)
         if old is not None:
             new.carry_statuses(old)
         self.show_review(new)
@@ -229,7 +242,7 @@ class ReviewPanel(QWidget):
         o = rv.objects[i]
         status = rv.status[i]
         match = rv.found.best(i) if rv.found is not None else None
-        vals = [int(rv.ids[i]), STATUS_TITLES[status], o.get("pixels", ""),
+        vals = [int(rv.ids[i]), STATUS_TITLES[status], _pixels_text(rv, i),
                 f"{match['sid_match']} ({match['sid_divergence']:.3g})" if match else "\u2014",
                 f"{match['sam_match']} ({match['sam_angle']:.3g} rad)" if match else "\u2014",
                 _num(o.get("centroid_row")), _num(o.get("centroid_col")), _num(o.get("peak_score"), ".4g"),
@@ -321,7 +334,10 @@ class ReviewPanel(QWidget):
     def _describe(self, i: int) -> None:
         rv = self.review
         o = rv.objects[i]
-        head = f"Object {int(rv.ids[i])} ({STATUS_TITLES[rv.status[i]]}, {o.get('pixels', '?')} px)"
+        head = f"Object {int(rv.ids[i])} ({STATUS_TITLES[rv.status[i]]}, {o.get('pixels', '?')} px"
+        n = 0 if rv.clicked is None else int(rv.clicked[i])
+        head += (")" if not n else f", {'all' if n == o.get('pixels') else n} clicked as targets for this run: "
+                 "the detector trained on them)")
         if rv.found is None:
             self.detail.setText(f"{head}. Open a spectral library (Tools > Spectral library) for its best matches.")
             return

@@ -38,6 +38,9 @@ class Run:
     review: object = None
     #: the results folder it was read from (File > Open results for review), or None for a run made here
     results_folder: str | None = None
+    #: the target pixels marked when it ran (host bool map), or None: its review says which objects hold
+    #: them (the detector was trained on them, so they are no find)
+    clicked: np.ndarray | None = None
 
     @property
     def method(self) -> str:
