@@ -32,7 +32,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 
-from hyperapp.bench.live import METHODS, scene
+from hyperapp.bench.live import METHODS, launch_us, scene
 from hyperapp.core.cube import cube_from_array
 from hyperapp.detect.run import run_detection
 from hyperapp.request import DetectRequest
@@ -61,18 +61,6 @@ def _timed(fn):
 def _median_stages(reports: list[dict]) -> dict:
     keys = [k for k in reports[0]["seconds"] if k != "total"]
     return {k: round(statistics.median(r["seconds"].get(k, 0.0) for r in reports) * 1e3, 3) for k in keys}
-
-
-def _host_line() -> float:
-    small = cupy.ones(16, cupy.float32)
-    for _ in range(200):
-        small += 1
-    _sync()
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        small += 1
-    _sync()
-    return (time.perf_counter() - t0) / 2000 * 1e6
 
 
 def profile_size(size, methods, a) -> dict:
@@ -154,7 +142,7 @@ def main():
     t0 = time.perf_counter()
     dev = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     result = {"device": dev["name"].decode() if isinstance(dev["name"], bytes) else str(dev["name"]),
-              "launch_us": round(_host_line(), 2), "library": a.library, "clicks": a.clicks, "firsts": a.firsts,
+              "launch_us": round(launch_us(), 2), "library": a.library, "clicks": a.clicks, "firsts": a.firsts,
               "sizes": {}}
     print(f"{result['device']}: one small CuPy operation {result['launch_us']:.1f} us")
     for size in sizes:

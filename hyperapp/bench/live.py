@@ -51,6 +51,23 @@ def _wall(fn, repeats):
     return statistics.median(times)
 
 
+def launch_us(n: int = 2000) -> float:
+    """This host's time for one small CuPy operation, in microseconds: the launch overhead each of a click's
+    few hundred small operations pays. It differs between hosts of the same kind and sets most of the
+    RBFN click's host time, so the click cases note it beside their figures (``notes.launch_us``)."""
+    import cupy
+
+    small = cupy.ones(16, cupy.float32)
+    for _ in range(200):
+        small += 1
+    cupy.cuda.get_current_stream().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        small += 1
+    cupy.cuda.get_current_stream().synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     import cupy
 
@@ -61,6 +78,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     X, truth, clicks = scene(rows, cols, bands)
     cube = cube_from_array(X, "bench")
     Xd = cupy.asarray(X)
+    host = round(launch_us(), 2)
     out = []
     for method in METHODS:
         def click(dev="gpu", image=Xd, method=method):
@@ -80,7 +98,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         if with_cpu:
             cpu = cpu_time_ms(lambda: click("cpu", X), repeats=1, warmup=0)
         notes = {"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
-                 "objects": res.report["objects"]}
+                 "objects": res.report["objects"], "launch_us": host}
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
                                bytes_moved=X.nbytes * 2, notes=notes))
     return out
