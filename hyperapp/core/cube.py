@@ -101,9 +101,9 @@ class Cube:
         What the reader decided that the file did not state (a guessed band axis, a dropped overlap...),
         printed by ``info`` and kept in run reports.
     file_bands_left_out : tuple of (int, str)
-        Bands the file holds that the reader left out, with what they are (``(5, "VNIR/SWIR overlap
-        copies")``): the status bar counts them beside the bad bands, so the cube's band count adds up to
-        the file's.
+        Bands the file holds that the reader left out, with what they are in a few words (``(5, "overlap
+        copies")``; the notes say more): the status bar counts them beside the bad bands, so the cube's
+        band count adds up to the file's.
     """
 
     store: StoredArray

@@ -298,6 +298,8 @@ class MainWindow(QMainWindow):
     def resizeEvent(self, event) -> None:  # noqa: N802  (Qt's name)
         super().resizeEvent(event)
         self._fit_docks()
+        # the cube's line never takes the cursor's room (row, col, lon, lat): cut, whole in its tooltip
+        self.cube_info.setMaximumWidth(max(1, int(0.45 * self.width())))
 
     def _dock(self, title, widget, area):
         d = QDockWidget(title, self)
@@ -1265,8 +1267,8 @@ def _no_data_nan(img: np.ndarray, nodata: float | None) -> np.ndarray:
 def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
     """The status bar's line on the open cube: the product (where the reader names it; ``ortho``: on its
     GLT's grid), its wavelength range and the bands left out, the bad ones and those the reader left out of
-    the file ("EMIT L2A surface reflectance, 381-2493 nm, 40 bands (8 bad left out...)", "PRISMA L2D ...,
-    230 bands (8 VNIR/SWIR overlap copies left out)")."""
+    the file ("EMIT L2A surface reflectance, 381-2493 nm, 40 of 48 bands (left out: 8 bad, File > Keep bad
+    bands)", "PRISMA L2D ..., 230 of 239 bands (left out: 2 unused; 7 overlap copies)")."""
     from hyperapp.gui.panels import units_text
 
     parts = [cube.product] if cube.product else []
@@ -1277,9 +1279,10 @@ def cube_summary(cube, left_out=None, ortho: bool = False) -> str:
         u = units_text(cube.wavelength_units)
         parts.append(f"{wl.min():.4g}-{wl.max():.4g} {u}".rstrip())
     dropped = cube.store.shape[2] - cube.bands if left_out is None else int(np.sum(left_out))
-    why = ([f"{dropped} bad left out: File > Keep bad bands"] if dropped else []) + \
-        [f"{n} {what} left out" for n, what in cube.file_bands_left_out]
-    parts.append(f"{cube.bands} bands" + (f" ({'; '.join(why)})" if why else ""))
+    why = ([f"{dropped} bad, File > Keep bad bands"] if dropped else []) + \
+        [f"{n} {what}" for n, what in cube.file_bands_left_out]
+    total = cube.bands + dropped + sum(n for n, _ in cube.file_bands_left_out)
+    parts.append(f"{cube.bands} of {total} bands (left out: {'; '.join(why)})" if why else f"{cube.bands} bands")
     return ", ".join(parts)
 
 

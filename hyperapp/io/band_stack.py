@@ -201,12 +201,12 @@ class RasterBands:
 
 
 #: what :func:`split_overlap`'s left-out bands are, as :attr:`hyperapp.core.cube.Cube.file_bands_left_out` says
-OVERLAP_COPIES = "VNIR/SWIR overlap copies"
+OVERLAP_COPIES = "overlap copies"
 
 
 def overlap_left_out(vnir_wl, swir_wl, kv, ks) -> tuple[tuple[int, str], ...]:
     """:attr:`~hyperapp.core.cube.Cube.file_bands_left_out`'s entry for :func:`split_overlap`'s choice (none where
-    it kept every band)."""
+    it kept every band): the VNIR and SWIR bands left out where the two detectors overlap."""
     n = len(vnir_wl) - len(kv) + len(swir_wl) - len(ks)
     return ((n, OVERLAP_COPIES),) if n else ()
 

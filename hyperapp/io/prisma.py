@@ -99,7 +99,7 @@ def open_prisma(path: str | os.PathLike) -> Cube:
     if not parts:
         raise CubeFormatError(f"the swath {sw} holds neither VNIR_Cube nor SWIR_Cube", p)
     notes: list[str] = []
-    left_out: list[tuple[int, str]] = []
+    unused = 0  # bands of wavelength 0, both detectors'
     if len(parts) == 1:  # a PRISMA swath has both: a file missing one is said, not read as the whole
         notes.append(f"only the {parts[0][0]} cube is in the file: the {'SWIR' if parts[0][0] == 'VNIR' else 'VNIR'} "
                      "bands are missing")
@@ -108,13 +108,14 @@ def open_prisma(path: str | os.PathLike) -> Cube:
         idx = np.flatnonzero(cw > 0)
         if idx.size < cw.size:
             notes.append(f"{cw.size - idx.size} unused {det} bands (wavelength 0) left out")
-            left_out.append((cw.size - idx.size, f"unused {det} bands (wavelength 0)"))
+            unused += cw.size - idx.size
         idx = idx[np.argsort(cw[idx], kind="stable")]  # ascending (PRISMA stores VNIR descending)
         used.append([det, ds, idx, cw, fw, fl, gain, offset])
+    overlap: tuple[tuple[int, str], ...] = ()
     if len(used) == 2:
         v, s = used
         kv, ks, note = split_overlap(v[3][v[2]], s[3][s[2]])
-        left_out += list(overlap_left_out(v[2], s[2], kv, ks))
+        overlap = overlap_left_out(v[2], s[2], kv, ks)
         v[2], s[2] = v[2][kv], s[2][ks]
         if note:
             notes.append(note)
@@ -150,7 +151,7 @@ def open_prisma(path: str | os.PathLike) -> Cube:
         product=f"PRISMA {level} {'reflectance' if l2 else 'radiance'} ({sw})",
         value_units="reflectance (0-1)" if l2 else "radiance (W m-2 sr-1 um-1)",
         notes=tuple(notes),
-        file_bands_left_out=tuple(left_out),
+        file_bands_left_out=(((unused, "unused"),) if unused else ()) + overlap,
     )
 
 
