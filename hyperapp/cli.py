@@ -206,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_info(args) -> int:
+    from hyperapp.core.cube import units_text
     from hyperapp.io import open_named_cube
 
     cube = open_named_cube(args.cube, args.dataset, args.band_axis)
@@ -217,7 +218,7 @@ def cmd_info(args) -> int:
     print(f"{d['name']}: {r} rows x {c} cols x {b} bands, {d['dtype']}, interleave {d['interleave']}")
     if "wavelength_range" in d:
         lo, hi = d["wavelength_range"]
-        print(f"wavelengths: {lo:g} - {hi:g} {d.get('wavelength_units') or ''}".rstrip())
+        print(f"wavelengths: {lo:g} - {hi:g} {units_text(d.get('wavelength_units'))}".rstrip())
     else:
         print("wavelengths: none")
     print(f"size: {cube.nbytes / 2**20:.1f} MiB ({cube.nbytes} bytes)")
@@ -408,7 +409,8 @@ def cmd_analyse(args) -> int:
                  f"topographic error {res['topographic_error'][-1]:.3f}")
     if "bic" in res:
         i = res["k"].index(res["chosen_k"])
-        line += (f", k = {res['chosen_k']} by BIC ({res['covariance']}), average log-likelihood "
+        by = " by BIC" if len(res["k"]) > 1 else ""  # (one k asked: nothing chosen)
+        line += (f", k = {res['chosen_k']}{by} ({res['covariance']}), average log-likelihood "
                  f"{res['log_likelihood_per_sample'][i]:.4f}")
     if "snr" in res:
         line += (f", {res['n_components']} of {len(res['snr'])} MNF components kept (SNR {res['snr'][0]:.4g} down to "

@@ -274,7 +274,8 @@ def roc_curve(scores, truth, exclude=None, max_points: int = 2048):
 
 def evaluate(scores, truth, exclude=None, positives=None) -> dict:
     """AUC and Pd at 1e-2 and 1e-3 false-alarm rate, as the report records them (one split of the
-    pixels and one sort of the non-target scores serve all three). ``positives``: the flat indices of
+    pixels and one sort of the non-target scores serve all three), with the truth's target pixels and
+    the target and other pixels they count (the ``exclude``d ones, the clicks, and no-data left out). ``positives``: the flat indices of
     the truth's target pixels, where the caller has them (on the GPU only they are looked up)."""
     xp = get_namespace(scores)
     if xp is not np:
@@ -291,7 +292,7 @@ def evaluate(scores, truth, exclude=None, positives=None) -> dict:
     counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
     u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
-            "n_target_pixels": n_truth}
+            "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}
 
 
 #: the false-alarm rates the report gives the detection rate at (:func:`evaluate`)
@@ -350,4 +351,4 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.concatenate(counts)))
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
-            "n_target_pixels": n_truth}
+            "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}

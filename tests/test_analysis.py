@@ -247,6 +247,10 @@ def test_cli_analyse_kmeans(land_hdr, tmp_path, capsys):
                  "--sample", "2000", "--device", "cpu", "--out", str(tmp_path / "k3")]) == 0
     printed = capsys.readouterr().out
     assert ", k = 3" in printed and "over k = " not in printed
+    assert main(["--headless", "analyse", str(land_hdr), "--method", "gmm", "--param", "k=2", "--param",
+                 "max_iter=3", "--sample", "1000", "--device", "cpu", "--out", str(tmp_path / "g2")]) == 0
+    printed = capsys.readouterr().out
+    assert ", k = 2 (full)" in printed and "by BIC" not in printed
 
 
 def test_a_k_at_the_edge_of_its_range_is_said():

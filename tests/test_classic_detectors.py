@@ -122,6 +122,12 @@ def test_evaluation_matches_sklearn():
     neg = np.sort(scores[~truth])[::-1]
     k = int(0.01 * neg.size)
     assert evaluate(scores, truth)["pd_at_far_1e-2"] == pytest.approx((scores[truth] > neg[k]).mean())
+    # the counts the rates are over: the truth's targets less the excluded (the clicks), and the rest
+    ex = np.zeros(5000, bool)
+    ex[np.flatnonzero(truth)[:5]] = True
+    got = evaluate(scores, truth, ex)
+    assert got["n_target_pixels"] == truth.sum() and got["n_target_pixels_scored"] == truth.sum() - 5
+    assert got["n_other_pixels_scored"] == (~truth).sum()
 
 
 def test_whitening_is_triangular_where_the_floor_moves_nothing():

@@ -24,7 +24,7 @@ def test_info(capsys, land_hdr):
     code, out, _ = run(capsys, "info", land_hdr)
     assert code == 0
     assert "128 rows x 128 cols x 64 bands, int16, interleave bil" in out
-    assert "400 - 2500 Nanometers" in out
+    assert "400 - 2500 nm" in out  # the header's Nanometers, written as every label writes it
     assert "2.0 MiB" in out
 
 
@@ -154,7 +154,7 @@ def test_nan_pixels_are_no_data(tmp_path, capsys):
     (tmp_path / "t2.csv").write_text("row,col\n3,4\n")
     line = _bad(capsys, tmp_path / "second", "detect", tmp_path / "n.hdr", "--method", "sam", "--targets",
                 tmp_path / "t2.csv")
-    assert "target pixel has no data" in line
+    assert "target pixel has no data" in line and "pixel (3, 4)" in line  # which click: the one to move
 
 
 def test_error_mask_shape_and_pixels_outside(tmp_path, capsys, land_hdr):

@@ -329,6 +329,10 @@ def test_scores_tied_at_the_threshold_are_said(tmp_path, capsys):
     rep = json.loads((tmp_path / "o" / "report.json").read_text())
     assert rep["pixels_at_threshold"] >= 8 * 32 - 1
     assert f"{rep['pixels_at_threshold']} pixels score exactly the threshold" in out and "lower the threshold" in out
+    from hyperapp.detect.finish import ties_words
+
+    one = ties_words({"pixels_at_threshold": 1, "detections": 0, "threshold": 0.5})
+    assert one.startswith("1 pixel scores exactly the threshold (0.5) and is left out") and one.endswith("take it")
 
 
 def test_a_refusal_stays_one_printable_line(tmp_path, capsys):

@@ -32,8 +32,11 @@ def test_suggests_the_lowest_clicked_score_where_the_rate_misses_the_clicks():
     assert got["clicked"] == 5 and got["clicked_kept_now"] == 2
     assert (s[clicks] > got["threshold"]).all()  # every clicked target kept
     words = suggestion_words({"far": 1e-3, "suggested_threshold": got})
-    assert "1 of the 5" not in words and "2 of the 5 clicked targets" in words
+    assert "1 of the 5" not in words and "2 of the 5 clicked targets among" in words
     assert f"{got['objects']} objects ({got['pixels']} pixels)" in words
+    # more clicked pixels than clicked targets: those that touch made one, and the words say so
+    words = suggestion_words({"far": 1e-3, "suggested_threshold": got, "n_target_pixels": 7})
+    assert "2 of the 5 clicked targets (clicked pixels that touch make one) among" in words
 
 
 def test_no_suggestion_where_the_rate_keeps_the_clicks_or_nothing_is_clicked():

@@ -58,6 +58,20 @@ class StoredArray:
         return block
 
 
+#: wavelength units as every label and line writes them (:func:`units_text`)
+SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "nanometres": "nm", "nanometre": "nm", "micrometers": "µm",
+               "micrometer": "µm", "micrometres": "µm", "micrometre": "µm", "microns": "µm", "um": "µm"}
+
+
+def units_text(units: str | None) -> str:
+    """Wavelength units as every label writes them, whatever the file said: "nm" for ENVI's "Nanometers"
+    and a product's "nm" alike (:data:`SHORT_UNITS`), other words in lower case ("Index" -> "index")."""
+    if not units:
+        return ""
+    u = units.lower() if units[:1].isupper() and units[1:].islower() else units
+    return SHORT_UNITS.get(u.lower(), u)
+
+
 @dataclass
 class Cube:
     """A hyperspectral image as (rows, cols, bands), with its metadata.

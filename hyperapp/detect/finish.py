@@ -275,8 +275,10 @@ def ties_words(report: dict) -> str:
     n = int(report.get("pixels_at_threshold") or 0)
     if not n or n < int(report.get("detections", 0)):
         return ""
-    return (f"{n} pixel{'s' if n != 1 else ''} score exactly the threshold ({report['threshold']:.6g}) and are "
-            "left out of the mask, which takes only the scores above it: lower the threshold to take them")
+    one = n == 1
+    return (f"{n} pixel{'' if one else 's'} score{'s' if one else ''} exactly the threshold "
+            f"({report['threshold']:.6g}) and {'is' if one else 'are'} left out of the mask, which takes only the "
+            f"scores above it: lower the threshold to take {'it' if one else 'them'}")
 
 
 def threshold_origin(report: dict) -> str:

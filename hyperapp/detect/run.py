@@ -58,6 +58,15 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
     return y
 
 
+def targets_without_data(y: np.ndarray, valid: np.ndarray, cols: int) -> str:
+    """The refusal of marked targets on pixels with no data, naming the first one (row, col) and how many
+    more there are: the message the person can act on."""
+    bad = np.flatnonzero(((np.asarray(y) == TARGET) & ~np.asarray(valid, bool)).reshape(-1))
+    r, c = divmod(int(bad[0]), cols)
+    more = f" and {bad.size - 1} more" if bad.size > 1 else ""
+    return f"a marked target pixel has no data (NaN or the no-data value): pixel ({r}, {c}){more}"
+
+
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_bytes: int | None = None,
                 helper: bool = False, reader=None):
     """The cube (good bands) as a (rows, cols, bands) array on the backend, no-data pixels NaN.
@@ -341,7 +350,7 @@ def _load_labelled(cube: Cube, y: np.ndarray, backend, timer, image, progress: P
             valid_h = to_host(valid) if n_nodata else None
         if n_nodata:
             if ((y == TARGET) & ~valid_h).any():
-                raise no_data_error(cube, "a marked target pixel has no data (NaN or the no-data value)")
+                raise no_data_error(cube, targets_without_data(y, valid_h, cube.cols))
             if n_nodata == valid.size:
                 raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")
             y[~valid_h] = NODATA

@@ -313,6 +313,8 @@ def _score_pass(est, cube: Cube, valid_map: np.ndarray | None, xp, timer, progre
 
 def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:
     if ((y == TARGET) & ~valid_map).any():
-        raise no_data_error(cube, "a marked target pixel has no data (NaN or the no-data value)")
+        from hyperapp.detect.run import targets_without_data
+
+        raise no_data_error(cube, targets_without_data(y, valid_map, cube.cols))
     if not valid_map.any():
         raise no_data_error(cube, "every pixel is no data (NaN or the cube's no-data value)")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.analyse.cost import ASK_ABOVE
+from hyperapp.core.cube import units_text
 from hyperapp.core.errors import HyperappError
 from hyperapp.gui.param_form import IntBox, ParamForm
 from hyperapp.gui.run_controls import method_row, set_busy, show_progress, tool_page
@@ -590,19 +591,6 @@ class AnalysisPanel(QWidget):
 
 
 #: unit symbols for band names in tables and titles
-SHORT_UNITS = {"nanometers": "nm", "nanometer": "nm", "nanometres": "nm", "nanometre": "nm", "micrometers": "µm",
-               "micrometer": "µm", "micrometres": "µm", "micrometre": "µm", "microns": "µm", "um": "µm"}
-
-
-def units_text(units: str | None) -> str:
-    """Wavelength units as every label writes them, whatever the file said: "nm" for ENVI's "Nanometers"
-    and a product's "nm" alike (:data:`SHORT_UNITS`), other words in lower case ("Index" -> "index")."""
-    if not units:
-        return ""
-    u = units.lower() if units[:1].isupper() and units[1:].islower() else units
-    return SHORT_UNITS.get(u.lower(), u)
-
-
 def wavelength_axis(cube) -> tuple:
     """(x values, axis label) of a cube's bands: wavelengths with units, or band numbers."""
     import numpy as np
