@@ -343,10 +343,19 @@ def cmd_detect(args) -> int:
     if rep.get("nodata_pixels"):
         print(nodata_words(rep["nodata_pixels"]))
     if o := rep.get("orthorectified"):
-        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
-              f"{o['detections']} pixels in {o['objects']} objects there")
+        print(ortho_words(o))
     print(f"wrote {paths['report'].parent}")
     return 0
+
+
+def ortho_words(o: dict) -> str:
+    """The summary's line on outputs orthorectified through a GLT (the report's ``orthorectified``)."""
+    off = o.get("swath_detections_off_the_grid", 0)
+    return (f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
+            f"{o['detections']} pixels in {o['objects']} objects there"
+            + (f"; {off} detected swath pixel{'s' if off != 1 else ''} no grid cell shows (the GLT leaves "
+               f"{'them' if off != 1 else 'it'} out): run without --ortho to see {'them' if off != 1 else 'it'}"
+               if off else ""))
 
 
 def nodata_words(n: int) -> str:

@@ -86,7 +86,8 @@ def _swath_truth(r, c):
     return -120.0 + (gc + 0.5) * 0.001, 35.0 - (gr + 0.5) * 0.001
 
 
-def _swath():
+def _swath(unseen=()):
+    """The swath, its GLT showing every pixel but those of ``unseen`` ((row, col) pairs)."""
     rr, cc = np.mgrid[0:ROWS, 0:COLS]
     lon, lat = _swath_truth(rr, cc)
     glt_x = np.zeros(SW_SHAPE, np.int32)
@@ -94,6 +95,8 @@ def _swath():
     gr, gc = _cell(rr, cc)
     glt_x[gr, gc] = cc + 1  # 1-based, 0 = no swath pixel
     glt_y[gr, gc] = rr + 1
+    for r, c in unseen:
+        glt_x[_cell(r, c)] = glt_y[_cell(r, c)] = 0
     return Swath(lat, lon, glt=(glt_x, glt_y), grid=SW_GRID)
 
 
@@ -356,6 +359,7 @@ def test_detect_ortho_writes_outputs_on_the_grid(tmp_path, capsys):
     objs = _read_csv(paths["objects"])
     rep = json.loads(paths["report"].read_text())
     assert rep["orthorectified"]["objects"] == len(objs) and rep["orthorectified"]["rows"] == SW_SHAPE[0]
+    assert rep["orthorectified"]["swath_detections_off_the_grid"] == 0
     for o in objs:  # rows/cols on the grid, lon/lat from it: the same place as the swath says
         gr, gc = float(o["centroid_row"]), float(o["centroid_col"])
         assert float(o["lon"]) == pytest.approx(-120.0 + (gc + 0.5) * 0.001, abs=1e-7)
@@ -419,3 +423,22 @@ def test_envi_output_of_a_map_grid_without_map_info_keeps_it(tmp_path, crs):
     from hyperapp.core.geo import lonlat  # the same places on Earth
 
     assert np.allclose(lonlat(back.geo, [0, 29], [0, 39]), lonlat(cube.geo, [0, 29], [0, 39]), rtol=0, atol=1e-9)
+
+
+def test_detections_no_grid_cell_shows_are_counted(tmp_path):
+    """A GLT leaves out some swath pixels (at a swath's edges and overlaps): a detection there is counted
+    and said, since the ortho outputs cannot hold it (a walker lost one without a word)."""
+    from hyperapp.detect.run import detect_to_folder
+    from hyperapp.request import DetectRequest
+
+    r, c = PLANTED[2]
+    cube = cube_from_array(_scene(2), geo=_swath(unseen=[(r, c), (r + 1, c)]))
+    res, paths = detect_to_folder(cube, DetectRequest("ace", threshold=0.5, device="cpu"), _clicks(), None,
+                                  tmp_path / "o", ortho=True)
+    assert res.mask[r, c] and res.mask[r + 1, c]
+    o = json.loads(paths["report"].read_text())["orthorectified"]
+    assert o["swath_detections_off_the_grid"] == 2 and o["detections"] == res.mask.sum() - 2
+    from hyperapp.cli import ortho_words
+
+    assert "; 2 detected swath pixels no grid cell shows" in ortho_words(o) and "without --ortho" in ortho_words(o)
+    assert "no grid cell" not in ortho_words({**o, "swath_detections_off_the_grid": 0})

@@ -103,14 +103,21 @@ def orthorectified(result: DetectionResult, cube: Cube):
     where none is); the
     object table is that of the orthorectified mask (rows and columns on the grid); the report gains
     ``orthorectified`` (the grid, its size, and the pixel and object counts on it). Boxes stay on the
-    swath's pixels (their GeoJSON is in longitude/latitude either way)."""
+    swath's pixels (their GeoJSON is in longitude/latitude either way). Detected swath pixels that no grid
+    cell shows are counted (``swath_detections_off_the_grid``): the ortho outputs cannot hold them."""
     from dataclasses import replace
 
     from hyperapp.core.geo import crs_name
-    from hyperapp.io.georef import Placement, geo_of, orthorectify
+    from hyperapp.io.georef import Placement, geo_of, glt_cells, orthorectify
 
     swath = geo_of(cube)
     grid = swath.grid
+    # detected swath pixels no grid cell shows (a GLT leaves out some at a swath's edges and overlaps):
+    # counted, as the ortho outputs cannot hold them and the swath's outputs do
+    seen = np.zeros(swath.shape, bool)
+    _, rows, cols, _ = glt_cells(swath)
+    seen[rows, cols] = True
+    unseen = np.asarray(result.mask, bool) & ~seen
     scores = orthorectify(np.asarray(result.scores, np.float32), swath)
     mask = orthorectify(np.asarray(result.mask, np.uint8), swath, fill=0)
     maps = {k: orthorectify(np.asarray(v), swath, fill=-1 if np.asarray(v).dtype.kind == "i" else None)
@@ -121,6 +128,7 @@ def orthorectified(result: DetectionResult, cube: Cube):
     rep["orthorectified"] = {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform),
                              "rows": int(mask.shape[0]), "cols": int(mask.shape[1]),
                              "detections": int(mask.sum()), "objects": int(len(ortho.object_columns["label"])),
+                             "swath_detections_off_the_grid": int(unseen.sum()),
                              "note": "scores, mask and objects on the GLT's grid; boxes on the swath's pixels"}
     result.report["orthorectified"] = rep["orthorectified"]  # (the run's summary says where its outputs went)
     return ortho, Placement(grid, cube.path)
