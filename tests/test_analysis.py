@@ -239,6 +239,9 @@ def test_cli_analyse_kmeans(land_hdr, tmp_path, capsys):
     lab = open_cube(out / "labels.hdr").read(dtype=np.int16)[:, :, 0]
     assert lab.shape == (128, 128) and lab.max() == rep["results"]["chosen_k"] - 1
     assert (out / "kmeans_curves.csv").read_text().startswith("k,inertia,silhouette,davies_bouldin")
+    # the centres' columns say their wavelengths (the land scene: 400-2500 nm over 64 bands)
+    head = (out / "centres.csv").read_text().splitlines()[0].split(",")
+    assert head[:2] == ["cluster", "band_0 (400 nm)"] and head[-1] == "band_63 (2500 nm)"
     printed = capsys.readouterr().out
     assert f"k = {rep['results']['chosen_k']} (by silhouette over k = 2..6)" in printed
     assert ("is the largest tried" in printed) == (rep["results"]["chosen_k"] == 6)

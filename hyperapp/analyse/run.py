@@ -393,6 +393,28 @@ def _run_on_image(cube, method, m, est, backend, timer, image, progress, t0) -> 
     return AnalysisResult(method, est, None, np.arange(cube.rows * cube.cols), report, images=images)
 
 
+def _with_wavelengths(header: list, cube) -> list:
+    """A table's ``band_N`` columns named with their wavelengths too ("band_12 (650.3 nm)") where they are
+    the cube's bands, one column each (k-means centres, GMM means, SOM codebooks): after bands are left
+    out, a band's number alone no longer says which wavelength it is. Other headers are kept."""
+    import re
+
+    from hyperapp.core.cube import units_text
+
+    cols = [i for i, h in enumerate(header) if re.fullmatch(r"band_\d+", str(h))]
+    wl = cube.wavelengths
+    if not cols or wl is None or len(cols) != cube.bands or len(wl) != cube.bands:
+        return header
+    unit = units_text(cube.wavelength_units)
+    out = list(header)
+    for i in cols:
+        b = int(str(header[i])[5:])
+        if b >= cube.bands:
+            return header
+        out[i] = f"band_{b} ({float(wl[b]):.6g}{' ' + unit if unit else ''})"
+    return out
+
+
 def _csv(header: list, rows: list) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -505,7 +527,7 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, 
                                         f"hyperapp {result.method} posterior probability per component",
                                         nan_is_nodata=bool(np.isnan(post).any()))
     for name, (header, rows) in result.model.tables().items():
-        atomic_write_text(out / f"{name}.csv", _csv(header, rows))
+        atomic_write_text(out / f"{name}.csv", _csv(_with_wavelengths(header, cube), rows))
         paths[name] = out / f"{name}.csv"
     for name, arr in (result.model.arrays() if hasattr(result.model, "arrays") else {}).items():
         buf = io.BytesIO()
