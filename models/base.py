@@ -107,6 +107,16 @@ def check_target_count(n_t: int, n: int) -> None:
         raise ModelError("every pixel is marked as target: nothing is left to describe the background")
 
 
+def targets_without_data(y, valid, cols: int) -> str:
+    """The refusal of marked targets (``y`` == TARGET) on pixels with no data (``valid`` False, the same
+    shape), naming the first one (row, col; ``cols`` a row's pixels) and how many more there are: the
+    message the person can act on."""
+    bad = np.flatnonzero(((np.asarray(y) == TARGET) & ~np.asarray(valid, bool)).reshape(-1))
+    r, c = divmod(int(bad[0]), cols)
+    more = f" and {bad.size - 1} more" if bad.size > 1 else ""
+    return f"a marked target pixel has no data (NaN or the no-data value): pixel ({r}, {c}){more}"
+
+
 def label_lists(y) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Sorted host index lists of the target, marked background and no-data pixels among the labels
     ``y`` (any shape, either backend), and the pixel count, with :func:`check_labels`' checks.

@@ -33,7 +33,15 @@ from hyperapp.detect.finish import (
     run_report,
 )
 from hyperapp.detect.outputs import _write_detection
-from hyperapp.models.base import BACKGROUND, NODATA, TARGET, UNLABELLED, fitted_on, sparse_flatnonzero
+from hyperapp.models.base import (
+    BACKGROUND,
+    NODATA,
+    TARGET,
+    UNLABELLED,
+    fitted_on,
+    sparse_flatnonzero,
+    targets_without_data,
+)
 from hyperapp.models.evaluation import MODE_SCORES
 from hyperapp.models.registry import get_method
 from hyperapp.request import DetectRequest
@@ -56,15 +64,6 @@ def labels_from_masks(shape: tuple[int, int], targets: np.ndarray, background: n
         flat[sparse_flatnonzero(b)] = BACKGROUND
     flat[sparse_flatnonzero(t) if target_pixels is None else target_pixels] = TARGET
     return y
-
-
-def targets_without_data(y: np.ndarray, valid: np.ndarray, cols: int) -> str:
-    """The refusal of marked targets on pixels with no data, naming the first one (row, col) and how many
-    more there are: the message the person can act on."""
-    bad = np.flatnonzero(((np.asarray(y) == TARGET) & ~np.asarray(valid, bool)).reshape(-1))
-    r, c = divmod(int(bad[0]), cols)
-    more = f" and {bad.size - 1} more" if bad.size > 1 else ""
-    return f"a marked target pixel has no data (NaN or the no-data value): pixel ({r}, {c}){more}"
 
 
 def load_pixels(cube: Cube, backend, progress: Progress, dtype=np.float32, tile_bytes: int | None = None,

@@ -313,7 +313,7 @@ def _score_pass(est, cube: Cube, valid_map: np.ndarray | None, xp, timer, progre
 
 def _check_targets(y: np.ndarray, valid_map: np.ndarray, cube: Cube) -> None:
     if ((y == TARGET) & ~valid_map).any():
-        from hyperapp.detect.run import targets_without_data
+        from hyperapp.models.base import targets_without_data
 
         raise no_data_error(cube, targets_without_data(y, valid_map, cube.cols))
     if not valid_map.any():
