@@ -174,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--bands", help="analyse these bands only (0-based, e.g. 3,17,40 or 10..20)")
     ana.add_argument("--all-bands", action="store_true", help="keep the header's bad bands")
     ana.add_argument("--device", default="auto", choices=["auto", "gpu", "cpu"])
+    ana.add_argument("--ortho", action="store_true", help="write the labels and maps on the orthorectified map "
+                     "grid of the swath's geometry lookup table (EMIT), not on the swath's pixels")
     ana.add_argument("--out", required=True, help="output folder")
 
     run = sub.add_parser("run", help="run a batch job file (TOML) over many cubes; resumable")
@@ -374,10 +376,12 @@ def _open(args):
 def cmd_analyse(args) -> int:
     from hyperapp.analyse.run import forest_shape, run_analysis, write_analysis
     from hyperapp.core.progress import ProgressDisplay
+    from hyperapp.detect.outputs import check_ortho
     from hyperapp.io.masks import class_names_of, read_class_map
 
     req = _request(args, "analyse")
     cube = _open(args)
+    check_ortho(cube, args.ortho)  # (before the fit)
     shape = (cube.rows, cube.cols)
     roi = read_class_map(req.roi, shape) if req.roi else None
     objects = read_class_map(req.objects, shape) > 0 if req.objects else None
@@ -390,7 +394,7 @@ def cmd_analyse(args) -> int:
         if said:  # a long run is announced, not asked about: the command line runs unattended
             print(f"hyperapp: {said}", file=sys.stderr)
         result = run_analysis(cube, req, roi=roi, objects=objects, class_names=names, progress=shown.progress())
-    paths = write_analysis(result, args.out, cube)
+    paths = write_analysis(result, args.out, cube, ortho=args.ortho)
     rep = result.report
     res = rep["results"]
     line = f"{rep['method']} on {rep['device']}: {rep['selection']['n_spectra']} spectra"
@@ -435,6 +439,8 @@ def cmd_analyse(args) -> int:
         edge = range_edge_words(res["k"], res["chosen_k"], "bic" if "bic" in res else res["criterion"])
         if edge:
             print(edge)
+    if o := rep.get("orthorectified"):
+        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']})")
     print(f"wrote {paths['report'].parent}")
     return 0
 

@@ -442,3 +442,35 @@ def test_detections_no_grid_cell_shows_are_counted(tmp_path):
 
     assert "; 2 detected swath pixels no grid cell shows" in ortho_words(o) and "without --ortho" in ortho_words(o)
     assert "no grid cell" not in ortho_words({**o, "swath_detections_off_the_grid": 0})
+
+
+def test_analyse_ortho_writes_its_maps_on_the_grid(tmp_path, capsys):
+    """analyse --ortho, as detect's: the labels, the class map and a GMM's posterior on the GLT's grid, with
+    its map info (an analysis of an EMIT swath could not be placed on Earth from its outputs)."""
+    from hyperapp.analyse.run import posterior_image, run_analysis, write_analysis
+    from hyperapp.cli import main
+    from hyperapp.core.backend import get_backend
+    from hyperapp.io import open_cube
+    from hyperapp.request import AnalyseRequest
+
+    cube = _swath_cube()
+    res = run_analysis(cube, AnalyseRequest("gmm", params={"k": 2, "max_iter": 5}, device="cpu", select="image"))
+    paths = write_analysis(res, tmp_path / "a", cube, ortho=True)
+    for name in ("labels", "posterior"):
+        got = open_cube(paths[name])
+        assert (got.rows, got.cols) == SW_SHAPE and isinstance(got.geo, MapGrid)
+        assert got.geo.transform == pytest.approx(SW_GRID.transform)
+    lab = open_cube(paths["labels"]).read()[:, :, 0]
+    post = open_cube(paths["posterior"]).read()
+    want = posterior_image(res.model, cube, get_backend("cpu"))  # on the swath's pixels
+    for r, c in PLANTED:
+        assert lab[_cell(r, c)] == res.labels[r, c]
+        np.testing.assert_allclose(post[_cell(r, c)], want[r, c], rtol=1e-6)
+    assert lab[0, 0] == -1 and np.isnan(post[0, 0]).all()  # no swath pixel is seen there
+    assert json.loads(paths["report"].read_text())["orthorectified"]["rows"] == SW_SHAPE[0]
+    classes = open_cube(paths["classes"])
+    assert (classes.rows, classes.cols) == SW_SHAPE and isinstance(classes.geo, MapGrid)
+    # a cube without a GLT: refused before the fit, in one line
+    assert main(["--headless", "analyse", str(_envi_utm(tmp_path).path), "--method", "kmeans", "--device", "cpu",
+                 "--out", str(tmp_path / "q"), "--ortho"]) == 2
+    assert "--ortho needs a swath" in capsys.readouterr().err and not (tmp_path / "q").exists()

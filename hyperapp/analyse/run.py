@@ -493,37 +493,72 @@ def write_class_map(result: AnalysisResult, path: str | Path, cube: Cube, fmt: s
     return write_classification(path, lab, names, colours, cube, fmt)
 
 
-def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube) -> dict[str, Path]:
+def write_analysis(result: AnalysisResult, out_dir: str | Path, cube: Cube, ortho: bool = False) -> dict[str, Path]:
     """Write ``labels.hdr/.img`` (int16, -1 none; when the method labels the image) and the same map as
     an ENVI classification file (``classes.hdr``, with class names and colours), the method's tables
-    (CSV) and ``report.json`` into ``out_dir``, each atomically."""
+    (CSV) and ``report.json`` into ``out_dir``, each atomically. ``ortho``: the per-pixel maps go onto
+    the orthorectified grid of the cube's swath (:func:`orthorectified_analysis`), as ``detect --ortho``'s."""
     from hyperapp.io.atomic import staged_folder
 
+    place = cube
+    if ortho:
+        result, place = orthorectified_analysis(result, cube)
     with staged_folder(out_dir) as stage:
-        paths = _write_analysis(result, stage, cube)
+        paths = _write_analysis(result, stage, cube, place)
     return {k: Path(out_dir) / p.name for k, p in paths.items()}
 
 
-def _write_analysis(result: AnalysisResult, out: Path, cube: Cube) -> dict[str, Path]:
+def _posterior(result: AnalysisResult, cube: Cube):
+    """The posterior maps (rows, cols, k) float32 of a GMM's result: the panel's, or computed for the cube."""
+    post = result.extra if isinstance(result.extra, np.ndarray) and result.extra.ndim == 3 else None
+    if post is None:
+        post = posterior_image(result.model, cube, get_backend("cpu"))
+    return np.asarray(post, np.float32)
+
+
+def orthorectified_analysis(result: AnalysisResult, cube: Cube):
+    """``result``'s per-pixel maps on the orthorectified grid of ``cube``'s swath (through its GLT: labels
+    -1, images and posterior NaN where no swath pixel is seen), and the grid's placement for the writers;
+    the report gains ``orthorectified`` (the grid and its size). The tables stay as they are."""
+    from dataclasses import replace
+
+    from hyperapp.core.geo import crs_name
+    from hyperapp.io.georef import Placement, geo_of, orthorectify
+
+    swath = geo_of(cube)
+    labels = None if result.labels is None else orthorectify(result.labels, swath, fill=-1)
+    images = {k: orthorectify(np.asarray(v, np.float32), swath) for k, v in result.images.items()}
+    extra = orthorectify(_posterior(result, cube), swath) if result.method in POSTERIOR_METHODS else result.extra
+    grid = swath.grid
+    rep = dict(result.report)
+    shape = orthorectify(np.zeros(swath.shape, np.uint8), swath).shape
+    rep["orthorectified"] = {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform),
+                             "rows": int(shape[0]), "cols": int(shape[1]),
+                             "note": "labels, classes and maps on the GLT's grid; tables as fitted"}
+    result.report["orthorectified"] = rep["orthorectified"]  # (the run's summary says where its outputs went)
+    return replace(result, labels=labels, images=images, extra=extra, report=rep), Placement(grid, cube.path)
+
+
+def _write_analysis(result: AnalysisResult, out: Path, cube: Cube, place=None) -> dict[str, Path]:
+    """The files of :func:`write_analysis`; ``place``: where the per-pixel maps lie (the cube, or the
+    :class:`~hyperapp.io.georef.Placement` of an orthorectified grid)."""
     from hyperapp.io.atomic import atomic_write_bytes, atomic_write_text
     from hyperapp.io.writers import write_envi
 
+    place = cube if place is None else place
     paths: dict[str, Path] = {}
     if result.labels is not None:
         lab = result.labels if result.labels.dtype in (np.int16, np.int32) else result.labels.astype(np.int32)
-        paths["labels"] = write_envi(out / "labels", lab, cube,
+        paths["labels"] = write_envi(out / "labels", lab, place,
                                      f"hyperapp {result.method} labels (-1 = none)")
-        paths["classes"] = write_class_map(result, out / "classes", cube)
+        paths["classes"] = write_class_map(result, out / "classes", place)
     for name, img in result.images.items():  # (NaN: the pixels without data)
         img = np.asarray(img, np.float32)
-        paths[name] = write_envi(out / name, img, cube, f"hyperapp {result.method} {name} (band k = component k)",
+        paths[name] = write_envi(out / name, img, place, f"hyperapp {result.method} {name} (band k = component k)",
                                  nan_is_nodata=bool(np.isnan(img).any()))
     if result.method in POSTERIOR_METHODS:
-        post = result.extra if isinstance(result.extra, np.ndarray) and result.extra.ndim == 3 else None
-        if post is None:
-            post = posterior_image(result.model, cube, get_backend("cpu"))
-        post = np.asarray(post, np.float32)
-        paths["posterior"] = write_envi(out / "posterior", post, cube,
+        post = _posterior(result, cube)
+        paths["posterior"] = write_envi(out / "posterior", post, place,
                                         f"hyperapp {result.method} posterior probability per component",
                                         nan_is_nodata=bool(np.isnan(post).any()))
     for name, (header, rows) in result.model.tables().items():
