@@ -144,6 +144,18 @@ def test_objects_carry_lon_lat_within_half_a_pixel(tmp_path, name):
         assert (ring[0] == ring[-1]).all() and ring.shape == (5, 2)
         lo, la = float(o["lon"]), float(o["lat"])  # the centroid inside its box
         assert ring[:, 0].min() < lo < ring[:, 0].max() and ring[:, 1].min() < la < ring[:, 1].max()
+    # a swath's rasters have their places beside them, as ENVI's input geometry (IGM) file; a map grid's
+    # rasters carry map info instead
+    assert ("igm" in paths) == (name == "swath")
+    if name == "swath":
+        from hyperapp.io import open_cube
+
+        igm = open_cube(paths["igm"])
+        assert (igm.rows, igm.cols, igm.bands) == (ROWS, COLS, 2)
+        g = igm.read()
+        for r, c in PLANTED:
+            np.testing.assert_allclose(g[r, c], truth(r, c), atol=1e-9)
+        assert "Longitude" in paths["igm"].read_text() and "Latitude" in paths["igm"].read_text()
 
 
 def test_objects_without_location_have_no_lon_lat(tmp_path):
@@ -468,6 +480,9 @@ def test_analyse_ortho_writes_its_maps_on_the_grid(tmp_path, capsys):
         np.testing.assert_allclose(post[_cell(r, c)], want[r, c], rtol=1e-6)
     assert lab[0, 0] == -1 and np.isnan(post[0, 0]).all()  # no swath pixel is seen there
     assert json.loads(paths["report"].read_text())["orthorectified"]["rows"] == SW_SHAPE[0]
+    assert "igm" not in paths  # on the grid: map info says where
+    swath_paths = write_analysis(res, tmp_path / "s", cube)  # on the swath's pixels: the IGM beside them
+    assert open_cube(swath_paths["igm"]).read()[PLANTED[0]] == pytest.approx(_swath_truth(*PLANTED[0]))
     classes = open_cube(paths["classes"])
     assert (classes.rows, classes.cols) == SW_SHAPE and isinstance(classes.geo, MapGrid)
     # a cube without a GLT: refused before the fit, in one line

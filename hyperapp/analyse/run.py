@@ -561,6 +561,14 @@ def _write_analysis(result: AnalysisResult, out: Path, cube: Cube, place=None) -
         paths["posterior"] = write_envi(out / "posterior", post, place,
                                         f"hyperapp {result.method} posterior probability per component",
                                         nan_is_nodata=bool(np.isnan(post).any()))
+    from hyperapp.core.geo import Swath
+    from hyperapp.io.georef import geo_of
+
+    swath = geo_of(place)
+    if isinstance(swath, Swath) and (result.labels is not None or result.images or "posterior" in paths):
+        from hyperapp.io.writers import write_igm  # maps on a swath's pixels: their places beside them
+
+        paths["igm"] = write_igm(out / "igm", swath, (cube.rows, cube.cols))
     for name, (header, rows) in result.model.tables().items():
         atomic_write_text(out / f"{name}.csv", _csv(_with_wavelengths(header, cube), rows))
         paths[name] = out / f"{name}.csv"

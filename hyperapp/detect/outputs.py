@@ -135,6 +135,7 @@ def orthorectified(result: DetectionResult, cube: Cube):
 
 
 def _write_detection(result: DetectionResult, out: Path, cube: Cube, ortho: bool = False) -> dict[str, Path]:
+    from hyperapp.core.geo import Swath
     from hyperapp.detect.format_process import objects_csv_later
     from hyperapp.io.atomic import atomic_write_bytes
     from hyperapp.io.georef import geo_of
@@ -159,6 +160,10 @@ def _write_detection(result: DetectionResult, out: Path, cube: Cube, ortho: bool
 
         paths["objects_geojson"] = out / "objects.geojson"
         atomic_write_text(paths["objects_geojson"], objects_geojson(table, geo))
+    if isinstance(geo, Swath):  # rasters on a swath's pixels: their places beside them (ENVI's IGM)
+        from hyperapp.io.writers import write_igm
+
+        paths["igm"] = write_igm(out / "igm", geo, np.asarray(result.mask).shape[:2])
     for name, arr in result.maps.items():
         what = {"infeasibility": "mixture-tuning infeasibility (noise sigma units; lower = more feasible)",
                 "target_index": "which target spectrum gave the highest score (0-based)"}.get(name, name)

@@ -64,13 +64,14 @@ def write_envi_cube(path: str | os.PathLike, data: np.ndarray, interleave: str =
 
 
 def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = None, description: str = "",
-               classes: dict | None = None, nan_is_nodata: bool = False) -> Path:
+               classes: dict | None = None, nan_is_nodata: bool = False, band_names: list[str] | None = None) -> Path:
     """Write a 2-D (or 3-D) image as ENVI ``<stem>.hdr`` + ``<stem>.img``; returns the header path.
 
     ``classes`` (``{"class names": [...], "class lookup": [...]}``) writes an ENVI classification file
     instead (``file type = ENVI Classification``), as ENVI's own classifiers write theirs.
     ``nan_is_nodata``: the image's NaN are pixels without data (scores of the cube's no-data pixels),
-    said in the header as its ``data ignore value`` (GDAL and ENVI then leave them out).
+    said in the header as its ``data ignore value`` (GDAL and ENVI then leave them out). ``band_names``:
+    the header's ``band names``.
     """
     import spectral.io.envi as envi
 
@@ -79,6 +80,8 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
     meta: dict = {"description": description or f"hyperapp output {stem.name}"}
     if nan_is_nodata:
         meta["data ignore value"] = "NaN"
+    if band_names:
+        meta["band names"] = list(band_names)
     if cube is not None:
         if cube.map_info:
             meta["map info"] = cube.map_info
@@ -129,6 +132,20 @@ def write_envi(path: str | os.PathLike, image: np.ndarray, cube: Cube | None = N
                 t.unlink(missing_ok=True)
             raise OutputError(f"cannot write ({exc.strerror or exc})", hdr) from exc
     return hdr
+
+
+def write_igm(path: str | os.PathLike, swath, shape: tuple[int, int]) -> Path:
+    """ENVI's input geometry (IGM) file of a swath: each pixel's WGS84 longitude and latitude (degrees; two
+    float64 bands), what ENVI's Georeference from IGM and GDAL's geolocation arrays take, so that the
+    swath's rasters written beside it (scores, mask, labels) can be placed on Earth, as an ENVI user
+    expects of a swath product's outputs."""
+    from hyperapp.core.geo import lonlat
+
+    rr, cc = np.mgrid[0:shape[0], 0:shape[1]]
+    lon, lat = lonlat(swath, rr, cc, nearest=True)
+    return write_envi(path, np.stack([np.asarray(lon, np.float64), np.asarray(lat, np.float64)], axis=2), None,
+                      "hyperapp input geometry (IGM): WGS84 longitude and latitude of each pixel's centre, degrees",
+                      band_names=["Longitude", "Latitude"])
 
 
 def _placed(image: np.ndarray, cube) -> tuple[np.ndarray, object, str]:
