@@ -42,6 +42,8 @@ def test_library_targets_run_without_clicks_and_scatter_selects(qtbot, win, land
     rep = run.result.report
     assert rep["n_target_pixels"] == 0 and rep["signatures"]["target_names"] == ["metal"]
     assert rep["evaluation"]["auc"] > 0.99
+    # the run's line says which library spectrum it ran from (a walker could not tell)
+    assert win.detector.status.text().startswith(f"{run.name} from the library's metal finished")
     # MTMF: the scatter shows score against infeasibility; a drawn polygon selects pixels on the image
     run = _run(qtbot, win, "mtmf")
     sc = dock.scatter
@@ -178,3 +180,57 @@ def test_database_picker_cancel_and_bad_database(qtbot, win, land_hdr, tmp_path)
     (tmp_path / "broken.db").write_bytes(b"SQLite format 3\x00" + b"not a database" * 64)
     assert not dock.open_library(tmp_path / "broken.db")
     assert "broken.db: cannot read the SQLite database" in win.last_error and dock.library is before
+
+
+def test_a_spectrum_not_saved_yet_is_said_and_a_job_waits_for_the_file(qtbot, win, land_hdr, tmp_path):
+    """A spectrum added to an open library lives in no file until the library is saved: the tool says so, a
+    run from it takes it as an array (its request names no file that lacks it), and a batch job saved then
+    is refused in one line, before any file is written; once the library is saved and run again, the job
+    names the saved file (a walker's job named the old file, which failed on the missing spectrum)."""
+    from hyperapp.io import read_labels
+    from hyperapp.io.speclib import SpectralLibrary, write_library
+
+    assert win.open_cube(land_hdr)
+    cube = win.session.cube
+    truth = read_labels(land_hdr.with_name("land_truth.hdr"), (cube.rows, cube.cols)) > 0
+    X = cube.to_float32()
+    write_library(SpectralLibrary(["grass"], X[~truth].mean(0)[None, :], np.asarray(cube.wavelengths),
+                                  "nanometers"), tmp_path / "lib.sli")
+    dock = win.library_dock
+    assert dock.open_library(tmp_path / "lib.sli")
+    win.session.roi.mark_pixels(np.argwhere(read_labels(land_hdr.with_name("land_targets.csv"),
+                                                        (cube.rows, cube.cols))), "target")
+    name = dock.add_clicked_mean()
+    assert dock.unsaved() == [name] and "(1 not saved yet)" in dock.status.text()
+    dock.set_role([name], "target")
+    assert dock.settings() == {}  # the file does not hold it: the run takes it as an array
+    run = _run(qtbot, win, "ace")
+    assert run.unsaved_spectra == (name,) and run.request.target_spectra is None
+    job = tmp_path / "jobs" / "job.toml"
+    job.parent.mkdir()
+    assert not win.save_batch_job(job)
+    assert "no file holds" in win.last_error and name in win.last_error and not any(job.parent.iterdir())
+    assert dock.save_library(tmp_path / "lib2.sli") and dock.unsaved() == []
+    assert dock.settings()["target_spectra"] == str(tmp_path / "lib2.sli")
+    run = _run(qtbot, win, "ace")
+    assert run.unsaved_spectra == () and run.request.target_spectra == str(tmp_path / "lib2.sli")
+    assert win.save_batch_job(job), win.last_error
+    text = job.read_text()
+    assert "lib2.sli" in text and name in text
+
+
+def test_a_run_that_did_not_start_says_so_in_the_detect_tools_line(qtbot, win, land_hdr):
+    """Run refused (no targets): beside the dialog, the Detect tool's line says the run did not start, where
+    the last run's line stayed and read as this one's result (a walker's)."""
+    from hyperapp.io import read_labels
+
+    assert win.open_cube(land_hdr)
+    shape = (win.session.cube.rows, win.session.cube.cols)
+    win.session.roi.mark_pixels(np.argwhere(read_labels(land_hdr.with_name("land_targets.csv"), shape)), "target")
+    run = _run(qtbot, win, "ace")
+    assert win.detector.status.text().startswith(f"{run.name} finished")
+    win.session.roi.clear()
+    win.detector.set_method("ace")
+    assert win.run_detector() is None
+    said = win.detector.status.text()
+    assert said.startswith("ACE") and "did not run: " in said and "needs targets" in said

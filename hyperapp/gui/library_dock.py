@@ -55,6 +55,8 @@ class LibraryDock(QWidget):
         super().__init__(parent)
         self.window = window
         self.library = None  # hyperapp.io.speclib.SpectralLibrary
+        #: the names the library's file holds (as opened or last saved): spectra added since are in no file
+        self._in_file: set[str] = set()
         self.roles: dict[str, str] = {}
         self._cached = None  # (key, run_detection keywords) of the last choice
         lay = QVBoxLayout(self)
@@ -144,6 +146,7 @@ class LibraryDock(QWidget):
             self.window.show_error(str(exc))
             return False
         self.library = lib
+        self._in_file = set(lib.names)
         self.roles = {n: self.roles.get(n, "") for n in lib.names}
         self.refresh()
         return True
@@ -179,6 +182,7 @@ class LibraryDock(QWidget):
             self.window.show_error(str(exc))
             return False
         self.library.path = str(out)
+        self._in_file = set(self.library.names)
         n = len(self.library)
         self.status.setText(f"Saved {n} spectr{'um' if n == 1 else 'a'} to {out}")
         return True
@@ -264,15 +268,22 @@ class LibraryDock(QWidget):
         return [n for n in (self.library.names if self.library else []) if self.roles.get(n) == role]
 
     # ------------------------------------------------------------------ for Train & Run
+    def unsaved(self) -> list[str]:
+        """The library's spectra that no file holds (added since it was opened or saved)."""
+        return [] if self.library is None else [n for n in self.library.names if n not in self._in_file]
+
     def settings(self) -> dict:
         """The chosen targets and undesired signatures under the request's keys
         (:class:`hyperapp.request.DetectRequest`): the library's file and the names; {} when the library is
-        not in use, or is not a file (spectra added and not saved: the run takes them as arrays)."""
+        not in use, or its file does not hold every chosen spectrum (spectra added and not saved: the run
+        takes them as arrays, and a batch job saved from it is refused until the library is saved)."""
         if self.library is None or not self.use.isChecked() or not self.library.path:
             return {}
         if not Path(self.library.path).is_file():
             return {}
         targets, undesired = self.names_with("target"), self.names_with("undesired")
+        if set(targets + undesired) - self._in_file:
+            return {}
         out: dict = {}
         if targets:
             out.update(target_spectra=str(self.library.path), spectra=",".join(targets))
@@ -375,8 +386,10 @@ class LibraryDock(QWidget):
             self.plot.plot(x, y[i], pen=pg.mkPen(self.curve_colour(i, n), width=2.5 if role else 1.2))
         t, u = len(self.names_with("target")), len(self.names_with("undesired"))
         src = Path(lib.path).name if lib.path else "Unsaved library"
-        self.status.setText(f"{src}: {len(lib)} spectr{'um' if len(lib) == 1 else 'a'}, {t} target, {u} undesired. "
-                            f"{note}")
+        unsaved = len(self.unsaved()) if lib.path else 0
+        self.status.setText(f"{src}: {len(lib)} spectr{'um' if len(lib) == 1 else 'a'}"
+                            + (f" ({unsaved} not saved yet)" if unsaved else "")
+                            + f", {t} target, {u} undesired. {note}")
 
     def _open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open spectral library", self.window._last_dir(), LIBRARY_FILTER)

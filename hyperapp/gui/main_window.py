@@ -82,7 +82,10 @@ def _run_summary(run: Run, threshold: float | None = None) -> str:
                   "there are in Results)")
     else:
         counts = f"{rep['detections']} pixels, {rep['objects']} objects at its threshold {rep['threshold']:.4g}"
-    msg = f"{run.name} finished: {counts}, in {rep['seconds']['total']:.3f} s on {rep['device']}"
+    sig = rep.get("signatures") or {}
+    names = sig.get("target_names") or []
+    source = f" from the library's {', '.join(names)}" if names else ""  # which spectra it ran from
+    msg = f"{run.name}{source} finished: {counts}, in {rep['seconds']['total']:.3f} s on {rep['device']}"
     if "evaluation" in rep:
         msg += f", AUC {rep['evaluation']['auc']:.4f}"
     return msg
@@ -646,10 +649,12 @@ class MainWindow(QMainWindow):
         from hyperapp.models.registry import get_method
 
         s = self.session
+        label = self.detector.method.currentText()
         try:  # the check the CLI and a job make, before any work: a dialog, not a failed run
             req = self.detect_request()
         except HyperappError as exc:
             self.show_error(str(exc))
+            self._not_started(label)
             return None
         method = req.method
         targets = s.roi.targets.copy()
@@ -658,23 +663,31 @@ class MainWindow(QMainWindow):
         model = self.ffbp_model if method == "ffbp" else None
         self._save_params(method, req.params)
         if (sig := self.library_dock.run_kwargs(s.cube)) is None:  # library targets / undesired, or an error shown
+            self._not_started(label)
             return None
         if get_method(method).uses_targets and not targets.any() and "target_spectra" not in sig and model is None:
             # the window's words (the checks after it name the command line's options)
-            label = self.detector.method.currentText()
             self.show_error(f"{label} needs targets: click target pixels on the image (Tools > Mark pixels and "
                             "Mark target, keys 1 and T), or tick a target spectrum in the Spectral library tool"
                             + (", or train it on another scene (File > Train FFBP on another scene)"
                                if method == "ffbp" else ""))
+            self._not_started(label)
             self.run_finished.emit(None)  # a failed run, as one that fails in its worker
             return None
 
         def job(progress):
             return s.detect(req, targets, background, truth=truth, model=model, progress=progress, **sig)
 
-        return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(req, res, emit=False,
-                                                                                            clicked=targets)),
-                                  method)
+        lib = self.library_dock
+        unsaved = tuple(n for n in lib.names_with("target") + lib.names_with("undesired") if n in lib.unsaved()) \
+            if sig else ()
+        return self._start_worker(job, lambda res: setattr(self, "_outcome", self._run_done(
+            req, res, emit=False, clicked=targets, unsaved_spectra=unsaved)), method)
+
+    def _not_started(self, label: str) -> None:
+        """The Detect tool's line when Run refused to start (the dialog said why): the last run's line stayed
+        and read as this one's result (a walker's)."""
+        self.detector.status.setText(f"{label} did not run: {self.last_error}")
 
     def _ready(self) -> bool:
         """Whether a worker may start: a cube is open (else a dialog says so) and no worker runs."""
@@ -726,11 +739,11 @@ class MainWindow(QMainWindow):
         self.detector.status.setText(f"{method} run cancelled")
 
     def _run_done(self, request: DetectRequest, result, emit: bool = True, threshold: float | None = None,
-                  clicked: np.ndarray | None = None) -> Run:
+                  clicked: np.ndarray | None = None, unsaved_spectra: tuple[str, ...] = ()) -> Run:
         s = self.session
         run = Run(s.unique_run_name(request.method), request, result,
                   result.threshold if threshold is None else threshold,
-                  clicked=clicked if clicked is not None and clicked.any() else None)
+                  clicked=clicked if clicked is not None and clicked.any() else None, unsaved_spectra=unsaved_spectra)
         s.runs.append(run)
         rep = result.report
         self.detector.status.setText(_run_summary(run))

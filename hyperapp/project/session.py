@@ -41,6 +41,9 @@ class Run:
     #: the target pixels marked when it ran (host bool map), or None: its review says which objects hold
     #: them (the detector was trained on them, so they are no find)
     clicked: np.ndarray | None = None
+    #: the library spectra it ran from that no file held (added in the window, not saved): a batch job
+    #: cannot name them
+    unsaved_spectra: tuple[str, ...] = ()
 
     @property
     def method(self) -> str:
@@ -384,6 +387,14 @@ class Session:
                              "marks are not (run detect --ortho on the swath instead)")
         if not self.runs:
             raise InputError("run a detector first: the job repeats the window's runs")
+        latest: dict[str, Run] = {}
+        for run in self.runs:  # the latest run of each method, in the order the methods first ran
+            latest[run.method] = run
+        for run in latest.values():  # (before any file is written)
+            if run.unsaved_spectra:
+                raise InputError(f"{run.name} ran from library spectra no file holds "
+                                 f"({', '.join(run.unsaved_spectra)}): save the library (the Spectral library "
+                                 "tool's Save as…), run it again, then save the job")
         clicks = p.with_name(p.stem + "-clicks.csv")
         bg = p.with_name(p.stem + "-background.csv")
         rows = [(r, c) for r, c in zip(*np.nonzero(self.roi.targets))]
@@ -392,9 +403,6 @@ class Session:
         if has_bg:
             rr, cc = np.nonzero(self.roi.background)
             atomic_write_text(bg, "row,col\n" + "".join(f"{r},{c}\n" for r, c in zip(rr, cc)))
-        latest: dict[str, Run] = {}
-        for run in self.runs:  # the latest run of each method, in the order the methods first ran
-            latest[run.method] = run
         steps = []
         for run in latest.values():
             m = get_method(run.method)
