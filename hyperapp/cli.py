@@ -351,10 +351,11 @@ def cmd_detect(args) -> int:
 
 
 def ortho_words(o: dict) -> str:
-    """The summary's line on outputs orthorectified through a GLT (the report's ``orthorectified``)."""
+    """The summary's line on outputs orthorectified through a GLT (the report's ``orthorectified``; a
+    detection's counts there, where it has them)."""
     off = o.get("swath_detections_off_the_grid", 0)
-    return (f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']}): "
-            f"{o['detections']} pixels in {o['objects']} objects there"
+    return (f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']})"
+            + (f": {o['detections']} pixels in {o['objects']} objects there" if "detections" in o else "")
             + (f"; {off} detected swath pixel{'s' if off != 1 else ''} no grid cell shows (the GLT leaves "
                f"{'them' if off != 1 else 'it'} out): run without --ortho to see {'them' if off != 1 else 'it'}"
                if off else ""))
@@ -440,7 +441,7 @@ def cmd_analyse(args) -> int:
         if edge:
             print(edge)
     if o := rep.get("orthorectified"):
-        print(f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']})")
+        print(ortho_words(o))
     print(f"wrote {paths['report'].parent}")
     return 0
 

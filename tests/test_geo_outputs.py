@@ -454,6 +454,8 @@ def test_detections_no_grid_cell_shows_are_counted(tmp_path):
 
     assert "; 2 detected swath pixels no grid cell shows" in ortho_words(o) and "without --ortho" in ortho_words(o)
     assert "no grid cell" not in ortho_words({**o, "swath_detections_off_the_grid": 0})
+    # an analysis's grid (no detections on it): the same words, without counts
+    assert ortho_words({"rows": 3, "cols": 4, "crs": "X"}) == "outputs orthorectified through the GLT onto a 3 x 4 grid (X)"
 
 
 def test_analyse_ortho_writes_its_maps_on_the_grid(tmp_path, capsys):

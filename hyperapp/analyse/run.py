@@ -522,21 +522,16 @@ def orthorectified_analysis(result: AnalysisResult, cube: Cube):
     the report gains ``orthorectified`` (the grid and its size). The tables stay as they are."""
     from dataclasses import replace
 
-    from hyperapp.core.geo import crs_name
-    from hyperapp.io.georef import Placement, geo_of, orthorectify
+    from hyperapp.io.georef import Placement, geo_of, ortho_grid, orthorectify
 
     swath = geo_of(cube)
     labels = None if result.labels is None else orthorectify(result.labels, swath, fill=-1)
     images = {k: orthorectify(np.asarray(v, np.float32), swath) for k, v in result.images.items()}
     extra = orthorectify(_posterior(result, cube), swath) if result.method in POSTERIOR_METHODS else result.extra
-    grid = swath.grid
     rep = dict(result.report)
-    shape = orthorectify(np.zeros(swath.shape, np.uint8), swath).shape
-    rep["orthorectified"] = {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform),
-                             "rows": int(shape[0]), "cols": int(shape[1]),
-                             "note": "labels, classes and maps on the GLT's grid; tables as fitted"}
+    rep["orthorectified"] = ortho_grid(swath, "labels, classes and maps on the GLT's grid; tables as fitted")
     result.report["orthorectified"] = rep["orthorectified"]  # (the run's summary says where its outputs went)
-    return replace(result, labels=labels, images=images, extra=extra, report=rep), Placement(grid, cube.path)
+    return replace(result, labels=labels, images=images, extra=extra, report=rep), Placement(swath.grid, cube.path)
 
 
 def _write_analysis(result: AnalysisResult, out: Path, cube: Cube, place=None) -> dict[str, Path]:

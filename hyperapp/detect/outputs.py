@@ -107,8 +107,7 @@ def orthorectified(result: DetectionResult, cube: Cube):
     cell shows are counted (``swath_detections_off_the_grid``): the ortho outputs cannot hold them."""
     from dataclasses import replace
 
-    from hyperapp.core.geo import crs_name
-    from hyperapp.io.georef import Placement, geo_of, glt_cells, orthorectify
+    from hyperapp.io.georef import Placement, geo_of, glt_cells, ortho_grid, orthorectify
 
     swath = geo_of(cube)
     grid = swath.grid
@@ -125,11 +124,9 @@ def orthorectified(result: DetectionResult, cube: Cube):
     rep = dict(result.report)
     ortho = replace(result, scores=scores, mask=mask, maps=maps, report=rep, _objects=None, _columns=None,
                     _device=None)
-    rep["orthorectified"] = {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform),
-                             "rows": int(mask.shape[0]), "cols": int(mask.shape[1]),
-                             "detections": int(mask.sum()), "objects": int(len(ortho.object_columns["label"])),
-                             "swath_detections_off_the_grid": int(unseen.sum()),
-                             "note": "scores, mask and objects on the GLT's grid; boxes on the swath's pixels"}
+    rep["orthorectified"] = ortho_grid(swath, "scores, mask and objects on the GLT's grid; boxes on the swath's pixels",
+                                       detections=int(mask.sum()), objects=int(len(ortho.object_columns["label"])),
+                                       swath_detections_off_the_grid=int(unseen.sum()))
     result.report["orthorectified"] = rep["orthorectified"]  # (the run's summary says where its outputs went)
     return ortho, Placement(grid, cube.path)
 

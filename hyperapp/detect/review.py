@@ -123,6 +123,10 @@ class Review:
         per_label = np.bincount(self.labels[c], minlength=int(self.labels.max(initial=0)) + 1)
         self.clicked = per_label[self.ids] if self.ids.size else np.zeros(0, np.int64)
 
+    def clicked_in(self, i: int) -> int:
+        """Object ``i``'s pixels clicked as targets for its run (0 where the clicks are not known)."""
+        return 0 if self.clicked is None else int(self.clicked[i])
+
     # ------------------------------------------------------------------ building one
     @classmethod
     def from_mask(cls, mask, scores, threshold: float | None = None, source: str | None = None,
@@ -395,7 +399,7 @@ class Review:
         r.update(self.found.best(i) if self.found is not None and len(self) else
                  {"sam_match": "", "sam_angle": "", "sid_match": "", "sid_divergence": ""})
         if self.clicked is not None:
-            r["clicked_pixels"] = int(self.clicked[i])
+            r["clicked_pixels"] = self.clicked_in(i)
         for k in self.geo_fields():
             r[k] = o[k]
         return r

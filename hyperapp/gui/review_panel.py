@@ -66,8 +66,7 @@ COLUMN_TIPS = {
 
 def _pixels_text(rv: Review, i: int) -> str:
     """The pixels column: the object's pixel count, and how many of them were clicked for the run."""
-    n = rv.objects[i].get("pixels", "")
-    c = 0 if rv.clicked is None else int(rv.clicked[i])
+    n, c = rv.objects[i].get("pixels", ""), rv.clicked_in(i)
     return f"{n} ({c} clicked)" if c else str(n)
 
 
@@ -335,7 +334,7 @@ class ReviewPanel(QWidget):
         rv = self.review
         o = rv.objects[i]
         head = f"Object {int(rv.ids[i])} ({STATUS_TITLES[rv.status[i]]}, {o.get('pixels', '?')} px"
-        n = 0 if rv.clicked is None else int(rv.clicked[i])
+        n = rv.clicked_in(i)
         head += (")" if not n else f", {'all' if n == o.get('pixels') else n} clicked as targets for this run: "
                  "the detector trained on them)")
         if rv.found is None:

@@ -136,6 +136,17 @@ def orthorectify(image: np.ndarray, swath: Swath, fill: float | int | None = Non
     return out.reshape(shape + a.shape[2:])
 
 
+def ortho_grid(swath: Swath, note: str, **counts) -> dict:
+    """A report's ``orthorectified``: the GLT's grid ``detect --ortho`` and ``analyse --ortho`` write on (its
+    CRS, GDAL transform and size), what went onto it (``note``) and the run's ``counts`` there."""
+    from hyperapp.core.geo import crs_name
+
+    grid = swath.grid
+    _, _, _, shape = glt_cells(swath)
+    return {"crs": crs_name(grid.crs), "transform_gdal": list(grid.transform), "rows": int(shape[0]),
+            "cols": int(shape[1]), **counts, "note": note}
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where an image not on the cube's own pixels lies: what the writers read of a cube (``geo``,
