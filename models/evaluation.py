@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host, total
+from hyperapp.core.backend import get_namespace, to_host, to_host_numbers, total
 from hyperapp.core.errors import InputError, ModelError
 
 
@@ -92,8 +92,21 @@ NO_FINITE_SCORE = ("the detector gave no pixel a finite score, so no threshold c
                    "vary (a constant or all-zero cube), or the target may hold values far beyond the cube's")
 
 
+def threshold_pixels(background_scores, separate_targets: bool = False, mode_scores=None, keep=None):
+    """The pixels :func:`far_threshold` takes its threshold from (same arguments): those with a finite
+    score, in ``keep`` where given, and with a finite ``mode_scores`` where those count; a boolean mask
+    of the flat scores on their device."""
+    xp = get_namespace(background_scores)
+    use = xp.isfinite(background_scores.reshape(-1))
+    if keep is not None:
+        use = xp.logical_and(use, keep.reshape(-1))
+    if mode_scores is not None and separate_targets:
+        use = xp.logical_and(use, xp.isfinite(mode_scores.reshape(-1)))
+    return use
+
+
 def far_threshold(background_scores, far: float, separate_targets: bool = False,
-                  mode_scores=None, keep=None) -> tuple[float, int, str]:
+                  mode_scores=None, keep=None, used: tuple | None = None) -> tuple[float, int, str]:
     """:func:`threshold_for_far`'s threshold, how many of the highest scores it left out as a separate
     mode of targets (0 without ``separate_targets``), and the rule that set it (``"quantile"``,
     ``"target mode split"`` or ``"exponential tail"``); the report carries all three.
@@ -125,21 +138,22 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     background's tail (land: 0.99e-3, Pd 0.99).
 
     ``keep`` (a boolean mask of the same pixels): only those count (the unclicked pixels with data).
+    ``used``: :func:`threshold_pixels`' mask for these arguments and its count on the host, where the
+    caller fetched that count with others (a run's end: one copy, :mod:`hyperapp.detect.finish`).
     """
     xp = get_namespace(background_scores)
     if not 0.0 < far < 1.0:
         raise InputError(f"false-alarm rate must be in (0, 1), got {far}")
     s = background_scores.reshape(-1)
-    use = xp.isfinite(s)
-    if keep is not None:
-        use = xp.logical_and(use, keep.reshape(-1))
     by_mode = mode_scores is not None and separate_targets
-    if by_mode:
-        ms = mode_scores.reshape(-1)
-        use = xp.logical_and(use, xp.isfinite(ms))
+    ms = mode_scores.reshape(-1) if by_mode else None
     # the pixels not used sort below every score (as -inf), so the used ones are the sorted array's top n:
     # one count to the host, where a compaction per mask is a round trip each on the GPU
-    n = int(total(use, xp.int64))
+    if used is None:
+        use = threshold_pixels(s, separate_targets, mode_scores, keep)
+        n = int(total(use, xp.int64))
+    else:
+        use, n = used
     if n == 0:
         raise ModelError(NO_FINITE_SCORE)
     low = s.size - n
@@ -147,9 +161,9 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         # the used pixels' ``mode_scores``, ascending: a sort of the values, not of the pixels' order (the
         # mode test reads values only; an argsort and two gathers of every pixel cost the GPU more)
         ms_asc = xp.sort(xp.where(use, ms, -xp.inf))[low:]
-        mode = target_mode_size(ms_asc, far)
+        mode, edge = _mode_split(ms_asc, far)
         if mode and mode < n:
-            rest = _below_mode(ms, use, ms_asc, mode, xp)
+            rest = _below_mode(ms, use, ms_asc, mode, xp, edge)
             return float(_at_far(xp.sort(xp.where(rest, s, -xp.inf))[s.size - (n - mode):], far)), mode, \
                 "network mode split"
     ascending = xp.sort(xp.where(use, s, -xp.inf))[low:]
@@ -162,14 +176,15 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     return threshold, 0, rule
 
 
-def _below_mode(ms, use, asc, mode: int, xp):
+def _below_mode(ms, use, asc, mode: int, xp, edge: tuple[float, float] | None = None):
     """The used pixels (``use``) less the ``mode`` highest of ``ms`` (``asc``: the used ones' ``ms``,
     ascending), a boolean mask. :func:`target_mode_size` splits only at a gap (a positive spacing above the
     typical one), so the mode's lowest score is above every other: the mask is the used pixels scoring
-    below it. Checked, in one copy of two numbers; where a tie crossed the split, the pixels would be
-    ranked by a stable sort instead."""
+    below it. Checked on the two scores either side of the split (``edge``, where :func:`_mode_split` read
+    them, else one copy of two numbers); where a tie crossed the split, the pixels would be ranked by a
+    stable sort instead."""
     n = int(asc.size)
-    below, cut = (float(v) for v in to_host(asc[n - mode - 1:n - mode + 1]))
+    below, cut = edge if edge is not None else (float(v) for v in to_host(asc[n - mode - 1:n - mode + 1]))
     if below < cut:
         return xp.logical_and(use, xp.less(ms, asc[n - mode]))
     order = xp.argsort(xp.where(use, ms, -xp.inf), kind="stable")[ms.size - n:][:n - mode]
@@ -189,15 +204,24 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
     that mean by log(k) + ``z`` and the gap is at least ``MODE_GAP`` of the window's spread (a step of
     one float32 quantum deep in the window is neither), and the test repeats below the split, always
     within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs where
-    the scores are; each test sends nine numbers to the host, in two copies. A split onto tied scores
+    the scores are; each test sends ten numbers to the host, in two copies. A split onto tied scores
     (a detector's floor, such as the window detector's score outside its boxes) is not made.
     """
+    return _mode_split(ascending, far, z, fraction)[0]
+
+
+def _mode_split(ascending, far: float, z: float = MODE_Z, fraction: float = MODE_FRACTION):
+    """:func:`target_mode_size`, and the two scores either side of its split (the highest left below it,
+    the lowest in the mode: :func:`_below_mode` checks them) or None where it made none. Each test is two
+    copies of a few numbers to the host, each one launch of ``kernels/pack.cu``
+    (:func:`~hyperapp.core.backend.to_host_numbers`): picking the second copy's values by indices computed
+    on the device would save a copy at the cost of more launches than it saves (measured)."""
     xp = get_namespace(ascending)
     n = int(ascending.size)
     m = min(n, 2 * max(int(n * fraction), 10) + 1)
     top = ascending[n - m:][::-1].astype(xp.float64)  # descending, on the scores' device
     ranks = xp.arange(1, m + 1, dtype=xp.float64)
-    start = 0
+    start, edge = 0, None
     while True:
         rest = n - start
         k = max(int(rest * fraction), 10)
@@ -209,23 +233,24 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
         D = gaps * ranks[:k]
         # two copies to the host per test, each of a few numbers (a launch per value fetched would
         # cost more than the test): where the largest eligible spacing is and how many are not ties
-        i, nz = (int(v) for v in to_host(xp.stack([xp.argmax(D[first:]), total(xp.not_equal(D, 0), xp.int64)])))
+        i, nz = to_host_numbers([xp.argmax(D[first:]), total(xp.not_equal(D, 0), xp.int64)])
         j = first + i
         # the median of the spacings that are not ties (ascending: the ties' zeros come first), the
-        # largest eligible spacing and its gap, the window's ends, and the scores just below the
-        # candidate split and ``first`` places further down
+        # largest eligible spacing and its gap, the window's ends, the scores just below the candidate split
+        # and ``first`` places further down, and the lowest score above it
         mi = min(k - nz + nz // 2, k - 1)
-        b0, b1 = min(start + j + 1, m - 1), min(start + j + 1 + first, m - 1)
-        med, dmax, gap, hi, lo, b0, b1 = (float(v) for v in to_host(xp.concatenate([
+        b0, b1 = start + j + 1, min(start + j + 1 + first, m - 1)  # (b0 < m: start + k + 1 <= m)
+        med, dmax, gap, hi, lo, b0, b1, cut = to_host_numbers([
             xp.sort(D)[mi:mi + 1], D[j:j + 1], gaps[j:j + 1], w[first:first + 1], w[-1:],
-            top[b0:b0 + 1], top[b1:b1 + 1]])))
+            top[b0:b0 + 1], top[b1:b1 + 1], top[b0 - 1:b0]])
         scale = med / np.log(2)
         if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * (hi - lo):
             break
         if b0 == b1:  # the scores below tie (a floor, not a background): no quantile to take there
             break
         start += j + 1
-    return start
+        edge = (float(b0), float(cut))
+    return start, edge
 
 
 def _at_far(ascending, far: float):
@@ -239,14 +264,13 @@ def _tail_threshold(ascending, far: float) -> tuple[float, str]:
     exponential tail through the :data:`TAIL_FIT` quantiles, extrapolated to ``far``. The plain
     quantile alone where ``far`` lies inside the fitted range, or where the two quantiles tie (a floor).
     One copy of three numbers to the host."""
-    xp = get_namespace(ascending)
     lo, hi = TAIL_FIT
     n = int(ascending.size)
     plain = _at_far(ascending, far)
     if far >= 1.0 - hi:
         return float(plain), "quantile"
-    q_lo, q_hi, plain = (float(v) for v in to_host(xp.stack([
-        ascending[int(lo * (n - 1))], ascending[int(hi * (n - 1))], plain]).astype(xp.float64)))
+    q_lo, q_hi, plain = (float(v) for v in to_host_numbers([
+        ascending[int(lo * (n - 1))], ascending[int(hi * (n - 1))], plain]))
     if not q_hi > q_lo:
         return plain, "quantile"
     # exponential survival S(t) = S(q_hi) exp(-(t - q_hi) / b), b from the drop between the two quantiles
@@ -346,9 +370,8 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
         positives = xp.asarray(positives)
         s, is_pos = s[positives], is_pos[positives]
-    counts = [_auc_counts(srt, n_n, s, is_pos)]
-    counts.append(xp.stack([total(t, xp.int64), n_p, n_n]))
-    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host(xp.concatenate(counts)))
+    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host_numbers([_auc_counts(srt, n_n, s, is_pos),
+                                                                        total(t, xp.int64), n_p, n_n]))
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}

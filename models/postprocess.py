@@ -34,13 +34,15 @@ def _check_connectivity(connectivity, name: str = "connectivity") -> int:
     return int(connectivity)
 
 
-def label_objects(mask, connectivity: int = 8) -> tuple:
+def label_objects(mask, connectivity: int = 8, count_on_device: bool = False) -> tuple:
     """Connected component labels (int32, 0 outside objects, numbered by first pixel in raster order)
     and their number, on the device the mask is on: ``scipy.ndimage.label`` on the host,
     ``kernels/label.cu`` on the GPU (:func:`_label_gpu`).
 
     ``connectivity`` 8 joins a pixel to its eight neighbours (the default), 4 to the four that share an
-    edge with it."""
+    edge with it. ``count_on_device``: on the GPU the number stays there, a 0-d array (for the caller's
+    one copy of several numbers, :func:`hyperapp.core.backend.to_host_numbers`), where fetching it alone
+    is a round trip; on the host it is an int either way."""
     connectivity = _check_connectivity(connectivity)
     xp = get_namespace(mask)
     if xp is np:
@@ -48,10 +50,10 @@ def label_objects(mask, connectivity: int = 8) -> tuple:
 
         lab, n = ndimage.label(np.asarray(mask).astype(bool), structure=EIGHT if connectivity == 8 else FOUR)
         return lab.astype(np.int32, copy=False), int(n)
-    return _label_gpu(mask, connectivity)
+    return _label_gpu(mask, connectivity, count_on_device)
 
 
-def _label_gpu(mask, connectivity: int = 8) -> tuple:
+def _label_gpu(mask, connectivity: int = 8, count_on_device: bool = False) -> tuple:
     """:func:`label_objects` on CuPy: union-find in ``kernels/label.cu``, then the roots numbered by a
     prefix sum; the same labels as ``scipy.ndimage.label`` with the 8-connected (or 4-connected)
     structure.
@@ -59,7 +61,7 @@ def _label_gpu(mask, connectivity: int = 8) -> tuple:
     ``cupyx.scipy.ndimage.label`` gives them too, but importing ``cupyx.scipy.ndimage`` takes a fresh
     process 0.2-0.4 s (it pulls in SciPy's sparse module and, through it, ``numpy.f2py``), a quarter of
     a whole file-to-result run on a 2 GB cube, and holds the interpreter lock while the cube is read.
-    Here: five launches and one copy of the object count to the host.
+    Here: five launches and one copy of the object count to the host (none with ``count_on_device``).
     """
     import cupy
 
@@ -71,7 +73,7 @@ def _label_gpu(mask, connectivity: int = 8) -> tuple:
     if n >= 2**31:
         raise ValueError(f"labelling needs fewer than 2^31 pixels, got {rows} x {cols}")
     if n == 0:
-        return cupy.zeros((rows, cols), cupy.int32), 0
+        return cupy.zeros((rows, cols), cupy.int32), cupy.zeros((), cupy.int32) if count_on_device else 0
     mod = get_module("label")
     m = cupy.ascontiguousarray(mask.astype(bool, copy=False)).view(cupy.uint8)
     L = cupy.empty(n, cupy.int32)
@@ -85,7 +87,7 @@ def _label_gpu(mask, connectivity: int = 8) -> tuple:
     rank = cupy.cumsum(root, dtype=cupy.int32)
     out = root  # the flags are spent: their buffer takes the labels
     mod.get_function("hyperapp_label_number")(blocks, (threads,), (L, rank, out, np.int32(n)))
-    return out.reshape(rows, cols), int(rank[-1])
+    return out.reshape(rows, cols), rank[-1] if count_on_device else int(rank[-1])
 
 
 def count_objects(mask, connectivity: int = 8) -> int:

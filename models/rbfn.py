@@ -876,12 +876,11 @@ class RBFN(PixelDetector):
         rows.append(xp.ones((1, n_t + n_b)))
         AT = xp.concatenate(rows)
         At, Ab = AT[:, :n_t], AT[:, n_t:]
-        # one copy of the small products (the class weights are applied on the host), with the
-        # background's sums that give the network's mean and spread over it from beta on the host
-        h = AT.shape[0]
-        parts = to_host(xp.concatenate([At @ At.T, Ab @ Ab.T, At.sum(axis=1)[:, None], Ab.sum(axis=1)[:, None]],
-                                       axis=1))
-        Gt, Gb, st_, sb_ = parts[:, :h], parts[:, h:2 * h], parts[:, -2], parts[:, -1]
+        # one copy of the two classes' small products (the class weights are applied on the host); their last
+        # columns, the products with the ones row, are each class's sums (the background's give the network's
+        # mean and spread over it from beta on the host)
+        Gt, Gb = to_host_together([At @ At.T, Ab @ Ab.T])
+        st_, sb_ = Gt[:, -1], Gb[:, -1]
         G = Gt * (0.5 / n_t) + Gb * (0.5 / n_b)
         rhs = st_ * (0.5 / n_t)
         pen = float(self.ridge) * float(np.trace(G[:-1, :-1])) / max(AT.shape[0] - 1, 1) + 1e-12

@@ -41,3 +41,17 @@ def test_cpu_vs_peers_runs_without_a_gpu_and_says_how(tmp_path, monkeypatch):
     # a GPU case still needs a GPU (or --quick, for the whole-run cases)
     with pytest.raises(BackendError, match="needs a GPU"):
         B.run_bench(["cpu-analysis-vs-peers", "gmm-262144x128-k8-full-100it"], repeats=1)
+
+
+def test_host_steal_is_read_and_shared_out():
+    """The click cases' host note: the hypervisor's share of CPU time between two readings of /proc/stat."""
+    import sys
+
+    from hyperapp.bench.live import cpu_jiffies, steal_percent
+
+    assert steal_percent((10, 1000), (30, 2000)) == 2.0
+    assert steal_percent(None, (30, 2000)) is None
+    assert steal_percent((30, 2000), (30, 2000)) is None  # no time passed: no share
+    got = cpu_jiffies()
+    if sys.platform.startswith("linux"):
+        assert got is not None and 0 <= got[0] <= got[1]

@@ -492,3 +492,26 @@ def test_gpu_labels_equal_scipy(cp, shape, density):
     got, n_got = label_objects(cp.asarray(m))
     assert n_got == n_want
     np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+def test_arrays_reach_the_host_together_exactly(cp):
+    """kernels/pack.cu: every element type, non-contiguous views, empty arrays and more arrays than one
+    launch takes come back in one copy as the device holds them (floats as float64, integers exact)."""
+    from hyperapp.core.backend import to_host_numbers, to_host_together
+
+    rng = np.random.default_rng(3)
+    host = [rng.normal(size=(3, 5)).astype(np.float32), rng.normal(size=7), np.arange(-4, 4, dtype=np.int8),
+            np.arange(250, 256, dtype=np.uint8), np.array([-30000, 30000], np.int16),
+            np.array([65535], np.uint16), np.array([-2**31, 2**31 - 1], np.int32), np.array([2**32 - 1], np.uint32),
+            np.array([-2**62, 2**62 + 1], np.int64), np.array([2**63 + 5], np.uint64),
+            rng.random((4, 4)) > 0.5, np.zeros(0, np.float32), np.float64(2.5)]
+    dev = [cp.asarray(a) for a in host]
+    dev.append(cp.asarray(rng.normal(size=(6, 8)).astype(np.float32))[:, ::3])  # a strided view
+    host.append(dev[-1].get())
+    got = to_host_together(dev, None)
+    for h, g in zip(host, got):
+        assert g.shape == np.shape(h)
+        assert np.array_equal(g, np.asarray(h).astype(np.float64 if np.asarray(h).dtype.kind == "f" else g.dtype))
+    assert got[8].tolist() == [-2**62, 2**62 + 1] and got[9].dtype == np.uint64
+    assert to_host_together(dev[:2], np.float32)[0].dtype == np.float32
+    assert to_host_numbers([cp.asarray(3, cp.int64), cp.asarray([1.5, 2.5]), 7]) == [3, 1.5, 2.5, 7]

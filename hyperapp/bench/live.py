@@ -40,6 +40,11 @@ def scene(rows, cols, bands, n_targets=300, seed=0):
 
 
 def _wall(fn, repeats):
+    return statistics.median(_walls(fn, repeats))
+
+
+def _walls(fn, repeats) -> list[float]:
+    """Wall milliseconds of ``repeats`` calls of ``fn``, each from an idle device."""
     import cupy
 
     times = []
@@ -48,13 +53,38 @@ def _wall(fn, repeats):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return times
+
+
+#: the click cases measure each method in this many rounds, spread over the case's time and interleaved
+#: with the other methods' (:func:`_click_cases`)
+ROUNDS = 4
+
+
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(time stolen by the hypervisor, total) over every CPU of this host so far, in the kernel's ticks
+    (``/proc/stat``), or None where the host does not say (not Linux)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (values[7] if len(values) > 7 else 0), sum(values)
+
+
+def steal_percent(before, after) -> float | None:
+    """The share of CPU time the hypervisor took between two :func:`cpu_jiffies`, in per cent."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round(100.0 * (after[0] - before[0]) / (after[1] - before[1]), 2)
 
 
 def launch_us(n: int = 2000) -> float:
     """This host's time for one small CuPy operation, in microseconds: the launch overhead each of a click's
-    few hundred small operations pays. It differs between hosts of the same kind and sets most of the
-    RBFN click's host time, so the click cases note it beside their figures (``notes.launch_us``)."""
+    few hundred small operations pays. It differs between hosts of the same kind, and on one host from one
+    few seconds to the next (8.5 against 13.5 us on one core of one H200 host), and sets most of the RBFN
+    click's host time, so the click cases note it beside their figures, round by round
+    (``notes.launch_us_rounds``)."""
     import cupy
 
     small = cupy.ones(16, cupy.float32)
@@ -78,27 +108,46 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     X, truth, clicks = scene(rows, cols, bands)
     cube = cube_from_array(X, "bench")
     Xd = cupy.asarray(X)
-    host = round(launch_us(), 2)
-    out = []
+    clicks_of, first = {}, {}
     for method in METHODS:
         def click(dev="gpu", image=Xd, method=method):
             return run_detection(cube, DetectRequest(method, device=dev), clicks, truth=truth, image=image)
 
-        res = click()  # compile and warm
-        # the median of ctx.repeats (20) clicks: five moved by a few milliseconds between runs of the
-        # same build on the same kind of machine. The stage table comes from the same clicks, each
-        # result dropped at once as the GUI drops the last one (results kept alive would make every
-        # click allocate fresh pinned and device memory, which the steady state does not)
-        seconds = []
-        gpu = _wall(lambda seconds=seconds, click=click: seconds.append(click().report["seconds"]), ctx.repeats)
-        stages = {k: round(statistics.median(s[k] for s in seconds) * 1e3, 2)
-                  for k in seconds[0] if k != "total"}
+        clicks_of[method], first[method] = click, click()  # compile and warm
+    # ctx.repeats (20) clicks of each method, in ROUNDS rounds interleaved with the other methods' and each
+    # round's host launch time beside it: the hosts' CPUs (virtual) pass through episodes of a few seconds
+    # in which every small operation costs 1.4-1.6x (the same core, the same process: 8.5 against 13.5 us
+    # a launch, a click 10 against 14 ms), so clicks measured in one stretch gave one method's median from
+    # whichever episode it fell in. The stage table comes from the same clicks, each result dropped at
+    # once as the GUI drops the last one (results kept alive would make every click allocate fresh pinned
+    # and device memory, which the steady state does not)
+    per_round = max(1, ctx.repeats // ROUNDS)
+    walls = {m: [] for m in METHODS}
+    seconds = {m: [] for m in METHODS}
+    launches = []
+    jiffies = cpu_jiffies()
+    for _ in range(ROUNDS):
+        launches.append(round(launch_us(500), 2))
+        for method in METHODS:
+            walls[method] += _walls(lambda method=method: seconds[method].append(
+                clicks_of[method]().report["seconds"]), per_round)
+    steal = steal_percent(jiffies, cpu_jiffies())
+    host = round(statistics.median(launches), 2)
+    out = []
+    for method in METHODS:
+        res, gpu = first[method], statistics.median(walls[method])
+        stages = {k: round(statistics.median(s[k] for s in seconds[method]) * 1e3, 2)
+                  for k in seconds[method][0] if k != "total"}
         score = gpu_time_ms(lambda est=res.model: est.decision_function(Xd), max(3, ctx.repeats // 4))
         cpu = None
         if with_cpu:
-            cpu = cpu_time_ms(lambda: click("cpu", X), repeats=1, warmup=0)
+            cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X), repeats=1, warmup=0)
+        w = walls[method]
         notes = {"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
-                 "objects": res.report["objects"], "launch_us": host}
+                 "objects": res.report["objects"], "launch_us": host, "launch_us_rounds": launches,
+                 "round_medians_ms": [round(statistics.median(w[i:i + per_round]), 2)
+                                      for i in range(0, len(w), per_round)],
+                 "host_steal_percent": steal}
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
                                bytes_moved=X.nbytes * 2, notes=notes))
     return out

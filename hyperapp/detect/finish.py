@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host, to_host_pinned, total
+from hyperapp.core.backend import get_namespace, to_host_numbers, to_host_pinned, total
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.models.base import NODATA, TARGET, sparse_flatnonzero
-from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold
+from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold, threshold_pixels
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
 from hyperapp.models.registry import get_method
 
@@ -79,13 +79,14 @@ class DetectionResult:
 # ---------------------------------------------------------------------- threshold -> mask -> objects
 # The one home of these steps for every caller: the run's end (finish_detection, on the device), the
 # window's threshold slider, its exports and the batch job's outputs.
-def filtered(mask, filters: dict | None):
+def filtered(mask, filters: dict | None, count_on_device: bool = False):
     """``mask`` (bool, on its device) through the run's target filter (clump, sieve, connectivity:
-    :func:`hyperapp.models.postprocess.filter_objects`), with its object labels and their number."""
+    :func:`hyperapp.models.postprocess.filter_objects`), with its object labels and their number (a 0-d
+    array on the GPU with ``count_on_device``, where no filter counted it on the host already)."""
     filters = filters or {}
     if filters.get("clump") or filters.get("sieve") is not None:
         return filter_objects(mask, filters.get("clump", 0), filters.get("sieve"), filters.get("connectivity", 8))
-    labels, n = label_objects(mask, filters.get("connectivity", 8))
+    labels, n = label_objects(mask, filters.get("connectivity", 8), count_on_device)
     return mask, labels, n
 
 
@@ -162,20 +163,36 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
+    from hyperapp.detect.suggest import clicked_kind, clicks_on_host
+
+    # what the stages below first ask of the device, fetched in one copy: the scores' range (a pixel
+    # detector's constant scores are refused), the threshold's pixel count and the clicked targets' scores
+    # (the suggested threshold's, where they are few); each was a round trip of its own
+    ask = {}
     if m.kind == "pixel":  # (a window detector's constant floor is its "no window holds a target")
-        _refuse_constant_scores(m, scores_dev, xp)
+        finite = xp.isfinite(scores_dev)
+        ask["range"] = [xp.min(xp.where(finite, scores_dev, xp.inf)), xp.max(xp.where(finite, scores_dev, -xp.inf))]
+    if threshold is None:
+        yf = y_dev.reshape(-1)
+        sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
+        # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
+        if separate_targets is None:  # (a cascade says it: its scores are a pixel detector's)
+            separate_targets = m.uses_targets and m.kind == "pixel"
+        use = threshold_pixels(scores_dev, separate_targets, mode_scores, sel)
+        ask["used"] = [total(use, xp.int64)]
+        if m.uses_targets and clicks_on_host(clicked) and clicked.size:
+            ask["clicked"] = [scores_dev.reshape(-1)[xp.asarray(clicked)]]
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
+        fetched = dict(zip(ask, _split_numbers(to_host_numbers([a for v in ask.values() for a in v]),
+                                               [sum(int(np.size(a)) for a in v) for v in ask.values()])))
+        if "range" in fetched:
+            _refuse_constant_scores(m, *fetched["range"])
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
-            yf = y_dev.reshape(-1)
-            sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
-            # a clicked detector's unclicked pixels hold the targets nobody clicked (far_threshold)
-            if separate_targets is None:  # (a cascade says it: its scores are a pixel detector's)
-                separate_targets = m.uses_targets and m.kind == "pixel"
             threshold, mode, rule = far_threshold(
                 scores_dev.reshape(-1), far_used, separate_targets=separate_targets,
-                mode_scores=mode_scores, keep=sel)
+                mode_scores=mode_scores, keep=sel, used=(use, fetched["used"][0]))
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
         else:
@@ -186,18 +203,18 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         at_threshold = total(xp.equal(scores_dev, threshold), xp.int64)  # (to the host with the mask's count)
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
-        mask_dev, labels_dev, n_objects = filtered(mask_dev, filters)
-        detections, report["pixels_at_threshold"] = (int(v) for v in to_host(xp.stack([total(mask_dev, xp.int64),
-                                                                                       at_threshold])))
+        mask_dev, labels_dev, n_objects = filtered(mask_dev, filters, count_on_device=True)
+        detections, report["pixels_at_threshold"], n_objects = to_host_numbers([total(mask_dev, xp.int64),
+                                                                                at_threshold, n_objects])
     if far_used is not None and m.uses_targets:
         # where the rate keeps few of the clicked targets: the threshold that keeps them (the mask's counts
         # as the objects stage made them, where no target filter changed it)
-        from hyperapp.detect.suggest import clicked_kind, clicks_on_host
-
         with timer.stage("threshold"):
             targets = None if clicks_on_host(clicked) else xp.equal(y_dev, TARGET).reshape(scores_dev.shape)
-            report["suggested_threshold"] = clicked_kind(scores_dev, targets, threshold, clicked,
-                                                         now=None if filters else (detections, n_objects))
+            values = fetched.get("clicked")
+            report["suggested_threshold"] = clicked_kind(
+                scores_dev, targets, threshold, clicked, now=None if filters else (detections, n_objects),
+                clicked_values=None if values is None else np.asarray(values, np.float64))
     if filters:
         report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
                              "connectivity": filters.get("connectivity", 8)}
@@ -250,17 +267,20 @@ def _plain_sieve(sieve):
     return None if sieve is None else [int(sieve[0]), None if sieve[1] is None else int(sieve[1])]
 
 
-def _refuse_constant_scores(m, scores_dev, xp) -> None:
+def _split_numbers(values: list, sizes: list[int]) -> list[list]:
+    out, i = [], 0
+    for n in sizes:
+        out.append(values[i:i + n])
+        i += n
+    return out
+
+
+def _refuse_constant_scores(m, lo: float, hi: float) -> None:
     """A pixel detector that gave every pixel with data the same score (to float precision) has found
     nothing to tell them apart by: a constant or all-zero cube, one band (every spectrum the same shape
     to SAM and ACE) or identical bands. Its mask would be empty or everything, said as a result; this
-    says why instead. One min and max on the scores' device, and one copy of both to the host (no finite
-    score: the min is +inf, above the max)."""
-    from hyperapp.core.backend import to_host
-
-    finite = xp.isfinite(scores_dev)
-    lo, hi = (float(v) for v in to_host(xp.stack([xp.min(xp.where(finite, scores_dev, xp.inf)),
-                                                    xp.max(xp.where(finite, scores_dev, -xp.inf))])))
+    says why instead, from the lowest and highest finite scores (``lo`` +inf and ``hi`` -inf where no
+    score is finite), which :func:`finish_detection` fetches with its first numbers."""
     if not lo <= hi:
         raise ModelError(NO_FINITE_SCORE)
     if hi - lo <= 1e-6 * max(abs(lo), abs(hi)):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host, total
+from hyperapp.core.backend import get_namespace, to_host, to_host_numbers, total
 
 #: clicked pixels up to this many are grouped into objects on the host (:func:`clicked_objects`); more (a
 #: whole ROI painted as targets) are labelled on the scores' device
@@ -66,7 +66,7 @@ def clicked_objects(pixels: np.ndarray, cols: int) -> tuple[np.ndarray, int]:
 
 
 def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None = None,
-                 now: tuple[int, int] | None = None) -> dict | None:
+                 now: tuple[int, int] | None = None, clicked_values: np.ndarray | None = None) -> dict | None:
     """The threshold that keeps every clicked target, where the run's ``threshold`` misses half of them
     or more; else None.
 
@@ -86,6 +86,9 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
     now : (int, int), optional
         The pixels and the 8-connected objects of the run's mask (the scores above ``threshold``), where
         the caller counted them already (the run's objects stage): they are not labelled again.
+    clicked_values : float array, optional
+        The scores at ``clicked`` on the host, where the caller fetched them (a run's end fetches them with
+        its first numbers): they are not copied again.
 
     Returns
     -------
@@ -101,7 +104,8 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
     xp = get_namespace(scores)
     host = clicks_on_host(clicked)
     if host:
-        vals = to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64)
+        vals = clicked_values if clicked_values is not None else \
+            to_host(scores.reshape(-1)[xp.asarray(clicked)]).astype(np.float64)
         finite = vals[np.isfinite(vals)]
         low = float(finite.min()) if finite.size else np.inf
     else:
@@ -124,13 +128,14 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
     if n_clicked == 0 or 2 * kept_now > n_clicked:
         return None
     new = xp.greater(scores, suggested)
-    _, objects = label_objects(new)
+    _, objects = label_objects(new, count_on_device=True)
     if now is None:
         mask = xp.greater(scores, threshold)
-        _, objects_now = label_objects(mask)
-        pixels, pixels_now = (int(v) for v in to_host(xp.stack([total(new, np.int64), total(mask, np.int64)])))
+        _, objects_now = label_objects(mask, count_on_device=True)
+        pixels, pixels_now, objects, objects_now = to_host_numbers([total(new, np.int64), total(mask, np.int64),
+                                                                    objects, objects_now])
     else:
-        (pixels_now, objects_now), pixels = now, int(total(new, np.int64))
+        (pixels_now, objects_now), (pixels, objects) = now, to_host_numbers([total(new, np.int64), objects])
     return {"threshold": suggested, "pixels": pixels, "objects": int(objects),
             "pixels_now": pixels_now, "objects_now": int(objects_now), "clicked": int(n_clicked),
             "clicked_kept_now": kept_now}
