@@ -55,3 +55,22 @@ def test_host_steal_is_read_and_shared_out():
     got = cpu_jiffies()
     if sys.platform.startswith("linux"):
         assert got is not None and 0 <= got[0] <= got[1]
+
+
+def test_file_bench_settings_are_checked(monkeypatch):
+    from hyperapp.bench.whole_path import FILE_CUBES, _file_settings
+    from hyperapp.core.errors import InputError
+
+    monkeypatch.delenv("HYPERAPP_FILE_CUBES", raising=False)
+    monkeypatch.delenv("HYPERAPP_FILE_CPU_RUNS", raising=False)
+    assert _file_settings() == (FILE_CUBES, 3)
+    monkeypatch.setenv("HYPERAPP_FILE_CUBES", "float32-bil, uint16-bil")
+    monkeypatch.setenv("HYPERAPP_FILE_CPU_RUNS", "0")
+    assert _file_settings() == (("float32-bil", "uint16-bil"), 0)
+    monkeypatch.setenv("HYPERAPP_FILE_CUBES", "float32-bil,bip")
+    with pytest.raises(InputError, match="HYPERAPP_FILE_CUBES='float32-bil,bip'"):
+        _file_settings()
+    monkeypatch.setenv("HYPERAPP_FILE_CUBES", "float32-bil")
+    monkeypatch.setenv("HYPERAPP_FILE_CPU_RUNS", "two")
+    with pytest.raises(InputError, match="HYPERAPP_FILE_CPU_RUNS"):
+        _file_settings()
