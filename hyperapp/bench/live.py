@@ -56,9 +56,13 @@ def _walls(fn, repeats) -> list[float]:
     return times
 
 
-#: the click cases measure each method in this many rounds, spread over the case's time and interleaved
-#: with the other methods' (:func:`_click_cases`)
-ROUNDS = 4
+#: the click cases measure each method in this many rounds, interleaved with the other methods' and a
+#: pause of :data:`ROUND_PAUSE_S` apart (a person's clicks are seconds apart too): :func:`_click_cases`
+ROUNDS = 8
+ROUND_PAUSE_S = 1.0
+#: a round whose launch time exceeds the case's fastest round's by this factor ran in one of the host's
+#: slow episodes (:func:`launch_us`); the click cases give the median click in each kind of round apart
+SLOW_ROUND = 1.3
 
 
 def cpu_jiffies() -> tuple[int, int] | None:
@@ -114,24 +118,28 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
             return run_detection(cube, DetectRequest(method, device=dev), clicks, truth=truth, image=image)
 
         clicks_of[method], first[method] = click, click()  # compile and warm
-    # ctx.repeats (20) clicks of each method, in ROUNDS rounds interleaved with the other methods' and each
-    # round's host launch time beside it: the hosts' CPUs (virtual) pass through episodes of a few seconds
+    # the clicks of each method in ROUNDS rounds a second apart, interleaved with the other methods', and each
+    # round's host launch time beside them: the hosts' CPUs (virtual) pass through episodes of a few seconds
     # in which every small operation costs 1.4-1.6x (the same core, the same process: 8.5 against 13.5 us
     # a launch, a click 10 against 14 ms), so clicks measured in one stretch gave one method's median from
-    # whichever episode it fell in. The stage table comes from the same clicks, each result dropped at
+    # whichever episode it fell in; the median over the rounds, and the medians in and out of those
+    # episodes apart (notes.click_ms_by_host_state). The stage table comes from the same clicks, each result dropped at
     # once as the GUI drops the last one (results kept alive would make every click allocate fresh pinned
     # and device memory, which the steady state does not)
-    per_round = max(1, ctx.repeats // ROUNDS)
+    per_round = max(3, ctx.repeats // ROUNDS)
     walls = {m: [] for m in METHODS}
     seconds = {m: [] for m in METHODS}
     launches = []
     jiffies = cpu_jiffies()
-    for _ in range(ROUNDS):
+    for r in range(ROUNDS):
+        if r:
+            time.sleep(ROUND_PAUSE_S)
         launches.append(round(launch_us(500), 2))
         for method in METHODS:
             walls[method] += _walls(lambda method=method: seconds[method].append(
                 clicks_of[method]().report["seconds"]), per_round)
     steal = steal_percent(jiffies, cpu_jiffies())
+    slow = [v > SLOW_ROUND * min(launches) for v in launches]
     host = round(statistics.median(launches), 2)
     out = []
     for method in METHODS:
@@ -143,11 +151,15 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         if with_cpu:
             cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X), repeats=1, warmup=0)
         w = walls[method]
+        rounds = [w[i:i + per_round] for i in range(0, len(w), per_round)]
+        by_state = {}
+        for state, in_slow in (("normal", False), ("slow episode", True)):
+            kept = [v for r, is_slow in zip(rounds, slow) if is_slow == in_slow for v in r]
+            by_state[state] = round(statistics.median(kept), 2) if kept else None
         notes = {"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
                  "objects": res.report["objects"], "launch_us": host, "launch_us_rounds": launches,
-                 "round_medians_ms": [round(statistics.median(w[i:i + per_round]), 2)
-                                      for i in range(0, len(w), per_round)],
-                 "host_steal_percent": steal}
+                 "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
+                 "click_ms_by_host_state": by_state, "host_steal_percent": steal}
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
                                bytes_moved=X.nbytes * 2, notes=notes))
     return out
