@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host, to_host_numbers, total
+from hyperapp.core.backend import get_namespace, to_host, total
 from hyperapp.core.errors import InputError, ModelError
+from hyperapp.kernels.pack import to_host_numbers
 
 
 def _masks(scores, truth, exclude=None):
@@ -214,7 +215,7 @@ def _mode_split(ascending, far: float, z: float = MODE_Z, fraction: float = MODE
     """:func:`target_mode_size`, and the two scores either side of its split (the highest left below it,
     the lowest in the mode: :func:`_below_mode` checks them) or None where it made none. Each test is two
     copies of a few numbers to the host, each one launch of ``kernels/pack.cu``
-    (:func:`~hyperapp.core.backend.to_host_numbers`): picking the second copy's values by indices computed
+    (:func:`~hyperapp.kernels.pack.to_host_numbers`): picking the second copy's values by indices computed
     on the device would save a copy at the cost of more launches than it saves (measured)."""
     xp = get_namespace(ascending)
     n = int(ascending.size)

@@ -41,7 +41,7 @@ def label_objects(mask, connectivity: int = 8, count_on_device: bool = False) ->
 
     ``connectivity`` 8 joins a pixel to its eight neighbours (the default), 4 to the four that share an
     edge with it. ``count_on_device``: on the GPU the number stays there, a 0-d array (for the caller's
-    one copy of several numbers, :func:`hyperapp.core.backend.to_host_numbers`), where fetching it alone
+    one copy of several numbers, :func:`hyperapp.kernels.pack.to_host_numbers`), where fetching it alone
     is a round trip; on the host it is an int either way."""
     connectivity = _check_connectivity(connectivity)
     xp = get_namespace(mask)

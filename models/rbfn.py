@@ -130,8 +130,9 @@ import threading
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_device_together, to_host, to_host_together
+from hyperapp.core.backend import get_namespace, to_device_together, to_host
 from hyperapp.core.errors import InputError, ModelError
+from hyperapp.kernels.pack import to_host_together
 from hyperapp.models import classic
 from hyperapp.models.base import (
     Param,

@@ -133,7 +133,7 @@ def _same(a, b) -> bool:
 def _host_values(model) -> tuple[np.ndarray, ...]:
     """(weights, centres, gamma, mean, projection) on the host: the fit's own host values where it left
     them (``_host_mirror``, for these very arrays), else one copy of all five."""
-    from hyperapp.core.backend import to_host_together
+    from hyperapp.kernels.pack import to_host_together
 
     arrays = (model.weights_, model.centres_, model.gamma_, model.mean_, model.proj_)
     mirror = model.__dict__.get("_host_mirror")

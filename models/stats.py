@@ -14,8 +14,9 @@ from functools import cached_property
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host_together
+from hyperapp.core.backend import get_namespace
 from hyperapp.core.errors import ModelError
+from hyperapp.kernels.pack import to_host_together
 
 EIG_FLOOR = 1e-9
 #: covariances up to this many bands are decomposed on the host (see ``BackgroundStats._eig_host``)

@@ -497,7 +497,7 @@ def test_gpu_labels_equal_scipy(cp, shape, density):
 def test_arrays_reach_the_host_together_exactly(cp):
     """kernels/pack.cu: every element type, non-contiguous views, empty arrays and more arrays than one
     launch takes come back in one copy as the device holds them (floats as float64, integers exact)."""
-    from hyperapp.core.backend import to_host_numbers, to_host_together
+    from hyperapp.kernels.pack import to_host_numbers, to_host_together
 
     rng = np.random.default_rng(3)
     host = [rng.normal(size=(3, 5)).astype(np.float32), rng.normal(size=7), np.arange(-4, 4, dtype=np.int8),

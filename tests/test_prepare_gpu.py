@@ -229,7 +229,7 @@ def test_the_bench_command_names_its_settings():
 
 
 def test_the_first_run_benchs_settings_refuse_what_is_not_a_count(monkeypatch):
-    from hyperapp.bench.campaign import _counts
+    from hyperapp.bench import setting_counts as _counts
     from hyperapp.core.errors import InputError
 
     monkeypatch.delenv("HYPERAPP_FIRST_RUN_BANDS", raising=False)

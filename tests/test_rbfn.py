@@ -75,7 +75,7 @@ def test_forward_pass_is_the_thesis_formula():
 
 def test_click_coherence_is_left_out():
     """Each click's coherence input is its ACE against the mean of the other clicks."""
-    from hyperapp.core.backend import to_host_together
+    from hyperapp.kernels.pack import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 
@@ -366,7 +366,7 @@ def test_coherence_against_the_other_clicks_matches_the_direct_sums():
     """Each click's coherence against the mean of the *other* clicks, from the product matrix in one
     vectorised step (a library's thousand synthetic targets), equals the direct per-click sums, for ACE
     and the library's matched filter alike; one click is scored against itself."""
-    from hyperapp.core.backend import to_host_together
+    from hyperapp.kernels.pack import to_host_together
     from hyperapp.models.rbfn import _Coherence
     from hyperapp.models.stats import BackgroundStats
 

@@ -11,6 +11,7 @@ is the minimum bytes over that bandwidth.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -136,7 +137,6 @@ def run_bench(names: list[str] | None = None, repeats: int = 20, json_path: str 
               quick: bool = False) -> int:
     """Run the cases ``names`` (default: all); ``quick``: small sizes (a smoke test), and without a GPU
     the cases of :data:`CPU_CASES` on the CPU."""
-    import os
     import sys
 
     from hyperapp.bench import campaign, cases, library, live, peers, products, whole_path  # noqa: F401  (each registers its cases)
@@ -203,3 +203,18 @@ def _report(m: Measurement, bw: float, results: list) -> None:
         + ("  " + " ".join(f"{k}={v}" for k, v in m.notes.items()) if m.notes else ""),
         flush=True,
     )
+
+
+def setting_counts(name: str, default: str, smallest: int) -> tuple[int, ...]:
+    """The whole numbers (comma-separated) of the setting ``name`` (``default`` where unset), each at least
+    ``smallest``; anything else is an :class:`~hyperapp.core.errors.InputError` naming the setting."""
+    from hyperapp.core.errors import InputError
+
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        got = tuple(int(v) for v in raw.split(",") if v.strip())
+    except ValueError:
+        got = ()
+    if not got or min(got) < smallest:
+        raise InputError(f"{name}={raw!r}: give whole numbers of {smallest} or more, separated by commas")
+    return got

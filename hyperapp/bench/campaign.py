@@ -20,7 +20,6 @@ them anywhere.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.bench import Measurement, bench_case
+from hyperapp.bench import Measurement, bench_case, setting_counts
 from hyperapp.bench import whole_path as F
 from hyperapp.bench.settle import settle_writes, stage_medians  # noqa: F401
 from hyperapp.io.writers import write_envi_cube
@@ -266,21 +265,6 @@ def first_runs(ctx) -> list[Measurement]:
     return out
 
 
-def _counts(name: str, default: str, smallest: int) -> tuple[int, ...]:
-    """The whole numbers (comma-separated) of the setting ``name`` (``default`` where unset), each at least
-    ``smallest``; anything else is an :class:`~hyperapp.core.errors.InputError` naming the setting."""
-    from hyperapp.core.errors import InputError
-
-    raw = os.environ.get(name, "").strip() or default
-    try:
-        got = tuple(int(v) for v in raw.split(",") if v.strip())
-    except ValueError:
-        got = ()
-    if not got or min(got) < smallest:
-        raise InputError(f"{name}={raw!r}: give whole numbers of {smallest} or more, separated by commas")
-    return got
-
-
 #: band counts of ``first-run-new-bands`` (``HYPERAPP_FIRST_RUN_BANDS="57,224"`` to choose others): a
 #: multispectral-like count, AVIRIS / EnMAP, EMIT, and a wide imager's
 NEW_BANDS = (57, 224, 285, 430)
@@ -364,7 +348,7 @@ def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, 
 
     from hyperapp.models.registry import METHODS
 
-    repeats = _counts("HYPERAPP_WINDOW_REPEATS", "1", 1)[0]
+    repeats = setting_counts("HYPERAPP_WINDOW_REPEATS", "1", 1)[0]
     out = []
     for m in METHODS:
         procs = []
@@ -418,7 +402,7 @@ def first_runs_new_bands(ctx) -> list[Measurement]:
     method on cubes of band counts it never saw (57, 224, 285, 430): first / second should be within
     1.5x, and the first should compile nothing; and each detector's first and second window click
     (``HYPERAPP_WINDOW_REPEATS`` fresh processes each: :func:`_window_lane`)."""
-    bands = _counts("HYPERAPP_FIRST_RUN_BANDS", ",".join(map(str, NEW_BANDS)), 3)
+    bands = setting_counts("HYPERAPP_FIRST_RUN_BANDS", ",".join(map(str, NEW_BANDS)), 3)
     out: list[Measurement] = []
     with tempfile.TemporaryDirectory(prefix="hyperapp-first-bands-") as tmp:
         d = Path(tmp)
@@ -431,7 +415,7 @@ def first_runs_new_bands(ctx) -> list[Measurement]:
         # a lane per band count, each in its own copy of the prepared cache; one at a time unless
         # HYPERAPP_FIRST_RUN_LANES says more (four at once on a 16-core H200 host took a quarter of the time,
         # but moved ratios both ways by up to 2x where nothing was compiled)
-        lanes_at_once = _counts("HYPERAPP_FIRST_RUN_LANES", "1", 1)[0]
+        lanes_at_once = setting_counts("HYPERAPP_FIRST_RUN_LANES", "1", 1)[0]
         with ThreadPoolExecutor(max_workers=min(lanes_at_once, len(bands))) as pool:
             lanes = list(pool.map(lambda b: _band_lane(d, b, prepared), bands))
         for lane in lanes:

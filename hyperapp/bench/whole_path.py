@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperapp.bench import Measurement, bench_case
+from hyperapp.bench import Measurement, bench_case, setting_counts
 from hyperapp.io.writers import write_envi_cube
 
 #: sizes and device of the cases (a dry run on a CPU machine sets small ones and "cpu")
@@ -83,7 +83,6 @@ FILE_CUBES = ("float32-bil", "float32-bsq", "float32-bip", "uint16-bil")
 def _file_settings() -> tuple[tuple[str, ...], int]:
     """The cubes and CPU runs of ``file-to-result-2048x2048x128`` (:data:`FILE_CUBES`); a name it does not
     write is an :class:`~hyperapp.core.errors.InputError` naming the setting."""
-    from hyperapp.bench.campaign import _counts
     from hyperapp.core.errors import InputError
 
     raw = os.environ.get("HYPERAPP_FILE_CUBES", "").strip()
@@ -91,7 +90,7 @@ def _file_settings() -> tuple[tuple[str, ...], int]:
     unknown = [v for v in chosen if v not in FILE_CUBES]
     if unknown or not chosen:
         raise InputError(f"HYPERAPP_FILE_CUBES={raw!r}: give some of {', '.join(FILE_CUBES)}, separated by commas")
-    return chosen, _counts("HYPERAPP_FILE_CPU_RUNS", "3", 0)[0]
+    return chosen, setting_counts("HYPERAPP_FILE_CPU_RUNS", "3", 0)[0]
 
 
 @bench_case("file-to-result-2048x2048x128")

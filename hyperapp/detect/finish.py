@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host_numbers, to_host_pinned, total
+from hyperapp.core.backend import get_namespace, to_host_pinned, total
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
+from hyperapp.kernels.pack import to_host_numbers
 from hyperapp.models.base import NODATA, TARGET, sparse_flatnonzero
 from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold, threshold_pixels
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows

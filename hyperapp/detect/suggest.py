@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hyperapp.core.backend import get_namespace, to_host, to_host_numbers, total
+from hyperapp.core.backend import get_namespace, to_host, total
+from hyperapp.kernels.pack import to_host_numbers
 
 #: clicked pixels up to this many are grouped into objects on the host (:func:`clicked_objects`); more (a
 #: whole ROI painted as targets) are labelled on the scores' device
