@@ -1,5 +1,5 @@
 // hyperapp_pack: up to PACK_SLOTS small device arrays (any of ten element types) into one buffer of 8-byte
-// slots, so that they reach the host in one copy (hyperapp.core.backend.to_host_together). A float lands as
+// slots, so that they reach the host in one copy (hyperapp.kernels.pack.to_host_together). A float lands as
 // the bits of a double, an integer (or a bool) as an int64, exactly; the host reads each segment as its
 // kind. The CuPy formulation, a cast of each array and a concatenate, was two launches per array, each a
 // few tens of microseconds of a host that the live click waits for.

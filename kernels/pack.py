@@ -53,18 +53,22 @@ _PACK_SLOTS = 12
 def _packed_to_host(arrays: list) -> list[np.ndarray]:
     """The (flat) values of device arrays on the host, floats as float64 and integers as int64 (uint64 as
     it is): one launch of ``kernels/pack.cu`` per 12 arrays into one buffer, and one copy. A type it does
-    not read (float16) takes CuPy's casts and concatenate instead."""
+    not read (float16; a complex array's real part) takes CuPy's casts and concatenate instead."""
     xp = get_namespace(*arrays)
     if xp is np or any(a.dtype not in _PACK_CODES for a in arrays):
-        kinds = [np.float64 if a.dtype.kind in "fc" else np.int64 for a in arrays]
-        flat = to_host(xp.concatenate([a.astype(k, copy=False).ravel() for a, k in zip(arrays, kinds)]))
-        return _split_flat(flat, arrays)
+        # the same 8-byte slots through CuPy's casts: each array cast to float64 or int64 and read as its bits,
+        # so that integers stay exact beside floats (a plain concatenate would promote them to float64)
+        def bits(a):
+            kind = np.float64 if a.dtype.kind in "fc" else np.uint64 if a.dtype == np.uint64 else np.int64
+            return xp.ascontiguousarray(a.astype(kind)).reshape(-1).view(xp.uint64)
+
+        return _slots_as_values(to_host(xp.concatenate([bits(a) for a in arrays])), arrays)
     from hyperapp.kernels import get_kernel
 
     srcs = [a if a.flags.c_contiguous else xp.ascontiguousarray(a) for a in arrays]
     n = sum(int(a.size) for a in srcs)
     if n == 0:
-        return [np.zeros(0, np.float64 if a.dtype.kind == "f" else np.int64) for a in arrays]
+        return _slots_as_values(np.zeros(0, np.uint64), arrays)
     out = xp.empty(n, xp.uint64)
     kern = get_kernel("pack", "hyperapp_pack")
     start = 0
@@ -81,18 +85,16 @@ def _packed_to_host(arrays: list) -> list[np.ndarray]:
         if end:
             kern((int(min(-(-end // 256), 1024)),), (256,), (out[start:], np.int64(end), np.uint64(types), *ptrs, *ends))
         start += end
-    host = out.get()
+    return _slots_as_values(out.get(), arrays)
+
+
+def _slots_as_values(host: np.ndarray, arrays: list) -> list[np.ndarray]:
+    """The host buffer of 8-byte slots split into the arrays' flat values: floats read as float64, uint64
+    as it is, every other integer (and bool) as int64."""
     parts, i = [], 0
     for a in arrays:
         seg = host[i:i + a.size]
         i += a.size
-        parts.append(seg.view(np.float64) if a.dtype.kind == "f" else seg if a.dtype == np.uint64 else seg.view(np.int64))
-    return parts
-
-
-def _split_flat(flat: np.ndarray, arrays: list) -> list[np.ndarray]:
-    parts, i = [], 0
-    for a in arrays:
-        parts.append(flat[i:i + a.size])
-        i += a.size
+        parts.append(seg.view(np.float64) if a.dtype.kind in "fc" else seg if a.dtype == np.uint64
+                     else seg.view(np.int64))
     return parts

@@ -241,16 +241,16 @@ def _mode_split(ascending, far: float, z: float = MODE_Z, fraction: float = MODE
         # and ``first`` places further down, and the lowest score above it
         mi = min(k - nz + nz // 2, k - 1)
         b0, b1 = start + j + 1, min(start + j + 1 + first, m - 1)  # (b0 < m: start + k + 1 <= m)
-        med, dmax, gap, hi, lo, b0, b1, cut = to_host_numbers([
+        med, dmax, gap, hi, lo, below, further, cut = to_host_numbers([
             xp.sort(D)[mi:mi + 1], D[j:j + 1], gaps[j:j + 1], w[first:first + 1], w[-1:],
             top[b0:b0 + 1], top[b1:b1 + 1], top[b0 - 1:b0]])
         scale = med / np.log(2)
         if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * (hi - lo):
             break
-        if b0 == b1:  # the scores below tie (a floor, not a background): no quantile to take there
+        if below == further:  # the scores below tie (a floor, not a background): no quantile to take there
             break
         start += j + 1
-        edge = (float(b0), float(cut))
+        edge = (float(below), float(cut))
     return start, edge
 
 

@@ -223,3 +223,18 @@ def test_total_counts_on_the_gpu_as_numpy(n):
     assert int(total(cupy.asarray(m), np.int64)) == int(m.sum())
     x = rng.random(n)
     assert float(total(cupy.asarray(x))) == pytest.approx(float(x.sum()), rel=1e-12)
+
+
+def test_arrays_the_pack_kernel_does_not_read_keep_their_kinds():
+    """kernels/pack.py's path without the kernel (float16; and NumPy arrays handed to it): each value in its
+    8-byte slot, integers exact beside floats, uint64 as it is; host arrays taken as they are."""
+    from hyperapp.kernels.pack import _packed_to_host, to_host_numbers, to_host_together
+
+    got = _packed_to_host([np.array([1.5], np.float16), np.array([2**62 + 1], np.int64), np.array([3], np.int32),
+                           np.array([2**63 + 5], np.uint64), np.array([[True, False]]), np.zeros(0, np.float32)])
+    assert got[0].dtype == np.float64 and got[0].tolist() == [1.5]
+    assert got[1].dtype == np.int64 and got[1].tolist() == [2**62 + 1]
+    assert got[2].tolist() == [3] and got[3].dtype == np.uint64 and got[3].tolist() == [2**63 + 5]
+    assert got[4].tolist() == [1, 0] and got[5].size == 0
+    assert to_host_numbers([np.int64(4), np.array([0.5, 1.5]), 7]) == [4, 0.5, 1.5, 7]
+    assert to_host_together([np.arange(3, dtype=np.int32)])[0].dtype == np.float64

@@ -117,7 +117,9 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         def click(dev="gpu", image=Xd, method=method):
             return run_detection(cube, DetectRequest(method, device=dev), clicks, truth=truth, image=image)
 
-        clicks_of[method], first[method] = click, click()  # compile and warm
+        res = click()  # compile and warm; what the figures need of it kept, the result itself dropped
+        clicks_of[method], first[method] = click, (res.model, res.report["evaluation"]["auc"], res.report["objects"])
+        del res
     # the clicks of each method in ROUNDS rounds a second apart, interleaved with the other methods', and each
     # round's host launch time beside them: the hosts' CPUs (virtual) pass through episodes of a few seconds
     # in which every small operation costs 1.4-1.6x (the same core, the same process: 8.5 against 13.5 us
@@ -143,10 +145,10 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     host = round(statistics.median(launches), 2)
     out = []
     for method in METHODS:
-        res, gpu = first[method], statistics.median(walls[method])
+        (model, auc, objects), gpu = first[method], statistics.median(walls[method])
         stages = {k: round(statistics.median(s[k] for s in seconds[method]) * 1e3, 2)
                   for k in seconds[method][0] if k != "total"}
-        score = gpu_time_ms(lambda est=res.model: est.decision_function(Xd), max(3, ctx.repeats // 4))
+        score = gpu_time_ms(lambda est=model: est.decision_function(Xd), max(3, ctx.repeats // 4))
         cpu = None
         if with_cpu:
             cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X), repeats=1, warmup=0)
@@ -156,8 +158,8 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         for state, in_slow in (("normal", False), ("slow episode", True)):
             kept = [v for r, is_slow in zip(rounds, slow) if is_slow == in_slow for v in r]
             by_state[state] = round(statistics.median(kept), 2) if kept else None
-        notes = {"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
-                 "objects": res.report["objects"], "launch_us": host, "launch_us_rounds": launches,
+        notes = {"stages_ms": stages, "auc": round(auc, 4), "objects": objects, "launch_us": host,
+                 "launch_us_rounds": launches,
                  "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
                  "click_ms_by_host_state": by_state, "host_steal_percent": steal}
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,

@@ -186,7 +186,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
         fetched = dict(zip(ask, _split_numbers(to_host_numbers([a for v in ask.values() for a in v]),
-                                               [sum(int(np.size(a)) for a in v) for v in ask.values()])))
+                                               [sum(int(a.size) for a in v) for v in ask.values()])))
         if "range" in fetched:
             _refuse_constant_scores(m, *fetched["range"])
         if threshold is None:
