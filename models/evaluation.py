@@ -177,15 +177,14 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     return threshold, 0, rule
 
 
-def _below_mode(ms, use, asc, mode: int, xp, edge: tuple[float, float] | None = None):
+def _below_mode(ms, use, asc, mode: int, xp, edge: tuple[float, float]):
     """The used pixels (``use``) less the ``mode`` highest of ``ms`` (``asc``: the used ones' ``ms``,
     ascending), a boolean mask. :func:`target_mode_size` splits only at a gap (a positive spacing above the
     typical one), so the mode's lowest score is above every other: the mask is the used pixels scoring
-    below it. Checked on the two scores either side of the split (``edge``, where :func:`_mode_split` read
-    them, else one copy of two numbers); where a tie crossed the split, the pixels would be ranked by a
-    stable sort instead."""
+    below it. Checked on the two scores either side of the split (``edge``, as :func:`_mode_split` read
+    them); where a tie crossed the split, the pixels would be ranked by a stable sort instead."""
     n = int(asc.size)
-    below, cut = edge if edge is not None else (float(v) for v in to_host(asc[n - mode - 1:n - mode + 1]))
+    below, cut = edge
     if below < cut:
         return xp.logical_and(use, xp.less(ms, asc[n - mode]))
     order = xp.argsort(xp.where(use, ms, -xp.inf), kind="stable")[ms.size - n:][:n - mode]
@@ -270,8 +269,7 @@ def _tail_threshold(ascending, far: float) -> tuple[float, str]:
     plain = _at_far(ascending, far)
     if far >= 1.0 - hi:
         return float(plain), "quantile"
-    q_lo, q_hi, plain = (float(v) for v in to_host_numbers([
-        ascending[int(lo * (n - 1))], ascending[int(hi * (n - 1))], plain]))
+    q_lo, q_hi, plain = to_host_numbers([ascending[int(lo * (n - 1))], ascending[int(hi * (n - 1))], plain])
     if not q_hi > q_lo:
         return plain, "quantile"
     # exponential survival S(t) = S(q_hi) exp(-(t - q_hi) / b), b from the drop between the two quantiles
@@ -371,8 +369,8 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
         positives = xp.asarray(positives)
         s, is_pos = s[positives], is_pos[positives]
-    u2, pd2, pd3, n_truth, n_p, n_n = (int(v) for v in to_host_numbers([_auc_counts(srt, n_n, s, is_pos),
-                                                                        total(t, xp.int64), n_p, n_n]))
+    u2, pd2, pd3, n_truth, n_p, n_n = to_host_numbers([_auc_counts(srt, n_n, s, is_pos), total(t, xp.int64), n_p,
+                                                       n_n])
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}

@@ -74,3 +74,39 @@ def test_file_bench_settings_are_checked(monkeypatch):
     monkeypatch.setenv("HYPERAPP_FILE_CPU_RUNS", "two")
     with pytest.raises(InputError, match="HYPERAPP_FILE_CPU_RUNS"):
         _file_settings()
+
+
+def test_clicks_are_timed_in_rounds_and_told_apart_by_the_host_state(monkeypatch):
+    """The click cases' rounds (live.clicks_in_rounds): every method clicked in each round, each round's
+    launch time beside it, and the clicks of the rounds that ran slow (a launch time over 1.3x the fastest
+    round's) given apart."""
+    import types
+
+    from hyperapp.bench import live
+
+    launches = iter([10.0, 14.0, 10.5, 10.0, 20.0, 10.0, 10.0, 10.0])
+    monkeypatch.setattr(live, "launch_us", lambda n=2000: next(launches))
+    monkeypatch.setattr(live.time, "sleep", lambda s: None)
+    walls = iter(range(10_000))
+
+    def fake_walls(fn, repeats):
+        out = []
+        for _ in range(repeats):
+            fn()
+            out.append(float(next(walls)))
+        return out
+
+    monkeypatch.setattr(live, "_walls", fake_walls)
+
+    def click():
+        return types.SimpleNamespace(report={"seconds": {"fit": 0.002, "total": 0.004}})
+
+    got = live.clicks_in_rounds({"a": click, "b": click}, repeats=24)
+    assert set(got) == {"a", "b"}
+    ms, notes = got["a"]
+    assert len(notes["round_medians_ms"]) == live.ROUNDS == len(notes["launch_us_rounds"])
+    assert notes["stages_ms"] == {"fit": 2.0}
+    # a's clicks are 0-2, 6-8, 12-14, ... (b's in between); rounds 2 and 5 ran slow
+    assert notes["round_medians_ms"][:2] == [1.0, 7.0]
+    assert notes["click_ms_by_host_state"]["slow episode"] == 16.0  # median of 6, 7, 8, 24, 25, 26
+    assert notes["click_ms_by_host_state"]["normal"] is not None and ms == 22.0

@@ -4,8 +4,6 @@ cube, one write of each map); and the library-target click-to-result path of the
 
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 
 from hyperapp.bench import Measurement, bench_case, cpu_time_ms, gpu_time_ms
@@ -101,7 +99,7 @@ def library_click(ctx):
     the pixels already on the GPU (the window's live path), for each detector that takes one."""
     import cupy
 
-    from hyperapp.bench.live import _wall
+    from hyperapp.bench.live import clicks_in_rounds
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
     from hyperapp.request import DetectRequest
@@ -109,17 +107,15 @@ def library_click(ctx):
     X, truth, t = _setup()
     cube = cube_from_array(X, "bench")
     Xd = cupy.asarray(X)
-    out = []
+    clicks, auc = {}, {}
     for method in ("ace", "mf", "cem", "sam", "osp", "tcimf", "mtmf", "mttcimf", "rbfn"):
         def click(method=method):
             return run_detection(cube, DetectRequest(method, device="gpu"), truth=truth, image=Xd, target_spectra=t[None])
 
-        res = click()
-        seconds = []
-        gpu = _wall(lambda seconds=seconds, click=click: seconds.append(click().report["seconds"]), ctx.repeats)
-        stages = {k: round(statistics.median(s[k] for s in seconds) * 1e3, 2) for k in seconds[0] if k != "total"}
+        clicks[method], auc[method] = click, click().report["evaluation"]["auc"]  # compile and warm
+    out = []
+    for method, (gpu, notes) in clicks_in_rounds(clicks, ctx.repeats).items():
+        notes.update(auc=round(auc[method], 4), within_15_ms=bool(gpu <= 15.0))
         out.append(Measurement(f"library-click-{method}-1024x1024x64", gpu, None, None, None,
-                               bytes_moved=X.nbytes * 2,
-                               notes={"stages_ms": stages, "auc": round(res.report["evaluation"]["auc"], 4),
-                                      "within_15_ms": bool(gpu <= 15.0)}))
+                               bytes_moved=X.nbytes * 2, notes=notes))
     return out

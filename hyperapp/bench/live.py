@@ -102,6 +102,49 @@ def launch_us(n: int = 2000) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def clicks_in_rounds(clicks: dict, repeats: int) -> dict:
+    """Each of ``clicks`` (name -> a function running one click and returning its result) timed in
+    :data:`ROUNDS` rounds a second apart, interleaved with the others, with each round's host launch time
+    beside them. Returns, per name, the median wall milliseconds and the notes: the stage medians, the launch
+    times, each round's median, the medians in and out of the host's slow episodes, and the hypervisor's
+    share of CPU time.
+
+    The hosts' CPUs (virtual) pass through episodes of a few seconds in which every small operation costs
+    1.4-1.6x (the same core, the same process: 8.5 against 13.5 us a launch, a click 10 against 14 ms), so
+    clicks measured in one stretch gave one method's median from whichever episode it fell in. Each result
+    is dropped at once, as the GUI drops the last one (results kept alive would make every click allocate
+    fresh pinned and device memory, which the steady state does not).
+    """
+    per_round = max(3, repeats // ROUNDS)
+    walls = {name: [] for name in clicks}
+    seconds = {name: [] for name in clicks}
+    launches = []
+    jiffies = cpu_jiffies()
+    for r in range(ROUNDS):
+        if r:
+            time.sleep(ROUND_PAUSE_S)
+        launches.append(round(launch_us(500), 2))
+        for name, click in clicks.items():
+            walls[name] += _walls(lambda name=name, click=click: seconds[name].append(click().report["seconds"]),
+                                  per_round)
+    steal = steal_percent(jiffies, cpu_jiffies())
+    slow = [v > SLOW_ROUND * min(launches) for v in launches]
+    out = {}
+    for name, w in walls.items():
+        rounds = [w[i:i + per_round] for i in range(0, len(w), per_round)]
+        by_state = {}
+        for state, in_slow in (("normal", False), ("slow episode", True)):
+            kept = [v for r, is_slow in zip(rounds, slow) if is_slow == in_slow for v in r]
+            by_state[state] = round(statistics.median(kept), 2) if kept else None
+        out[name] = (statistics.median(w), {
+            "stages_ms": {k: round(statistics.median(s[k] for s in seconds[name]) * 1e3, 2)
+                          for k in seconds[name][0] if k != "total"},
+            "launch_us": round(statistics.median(launches), 2), "launch_us_rounds": launches,
+            "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
+            "click_ms_by_host_state": by_state, "host_steal_percent": steal})
+    return out
+
+
 def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     import cupy
 
@@ -120,48 +163,15 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         res = click()  # compile and warm; what the figures need of it kept, the result itself dropped
         clicks_of[method], first[method] = click, (res.model, res.report["evaluation"]["auc"], res.report["objects"])
         del res
-    # the clicks of each method in ROUNDS rounds a second apart, interleaved with the other methods', and each
-    # round's host launch time beside them: the hosts' CPUs (virtual) pass through episodes of a few seconds
-    # in which every small operation costs 1.4-1.6x (the same core, the same process: 8.5 against 13.5 us
-    # a launch, a click 10 against 14 ms), so clicks measured in one stretch gave one method's median from
-    # whichever episode it fell in; the median over the rounds, and the medians in and out of those
-    # episodes apart (notes.click_ms_by_host_state). The stage table comes from the same clicks, each result dropped at
-    # once as the GUI drops the last one (results kept alive would make every click allocate fresh pinned
-    # and device memory, which the steady state does not)
-    per_round = max(3, ctx.repeats // ROUNDS)
-    walls = {m: [] for m in METHODS}
-    seconds = {m: [] for m in METHODS}
-    launches = []
-    jiffies = cpu_jiffies()
-    for r in range(ROUNDS):
-        if r:
-            time.sleep(ROUND_PAUSE_S)
-        launches.append(round(launch_us(500), 2))
-        for method in METHODS:
-            walls[method] += _walls(lambda method=method: seconds[method].append(
-                clicks_of[method]().report["seconds"]), per_round)
-    steal = steal_percent(jiffies, cpu_jiffies())
-    slow = [v > SLOW_ROUND * min(launches) for v in launches]
-    host = round(statistics.median(launches), 2)
+    measured = clicks_in_rounds(clicks_of, ctx.repeats)
     out = []
     for method in METHODS:
-        (model, auc, objects), gpu = first[method], statistics.median(walls[method])
-        stages = {k: round(statistics.median(s[k] for s in seconds[method]) * 1e3, 2)
-                  for k in seconds[method][0] if k != "total"}
+        (model, auc, objects), (gpu, notes) = first[method], measured[method]
         score = gpu_time_ms(lambda est=model: est.decision_function(Xd), max(3, ctx.repeats // 4))
         cpu = None
         if with_cpu:
             cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X), repeats=1, warmup=0)
-        w = walls[method]
-        rounds = [w[i:i + per_round] for i in range(0, len(w), per_round)]
-        by_state = {}
-        for state, in_slow in (("normal", False), ("slow episode", True)):
-            kept = [v for r, is_slow in zip(rounds, slow) if is_slow == in_slow for v in r]
-            by_state[state] = round(statistics.median(kept), 2) if kept else None
-        notes = {"stages_ms": stages, "auc": round(auc, 4), "objects": objects, "launch_us": host,
-                 "launch_us_rounds": launches,
-                 "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
-                 "click_ms_by_host_state": by_state, "host_steal_percent": steal}
+        notes.update(auc=round(auc, 4), objects=objects)
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
                                bytes_moved=X.nbytes * 2, notes=notes))
     return out

@@ -144,7 +144,7 @@ def file_to_result(ctx) -> list[Measurement]:
                 notes["gpu_stages_s"] = {k: round(v, 3) for k, v in rep["seconds"].items()}
                 notes["load_vs_page_cache"] = round(rep["seconds"].get("load", float("nan")) / read_s, 2)
                 cpu_walls = []
-                for _ in range(cpu_runs):  # the CPU path on every cube, the median of three fresh processes
+                for _ in range(cpu_runs):  # the CPU path on every cube, the median of its fresh processes (three unless told)
                     w, crep = fresh_run(args + ["--device", "cpu", "--out", str(d / "cpu")])
                     cpu_walls.append(w)
                 cpu_s = float(np.median(cpu_walls)) if cpu_walls else None

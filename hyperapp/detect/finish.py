@@ -11,7 +11,7 @@ from hyperapp.core.backend import get_namespace, to_host_pinned, total
 from hyperapp.core.cube import Cube, provenance
 from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
-from hyperapp.kernels.pack import to_host_numbers
+from hyperapp.kernels.pack import to_host_numbers, to_host_together
 from hyperapp.models.base import NODATA, TARGET, sparse_flatnonzero
 from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold, threshold_pixels
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
@@ -172,7 +172,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     ask = {}
     if m.kind == "pixel":  # (a window detector's constant floor is its "no window holds a target")
         finite = xp.isfinite(scores_dev)
-        ask["range"] = [xp.min(xp.where(finite, scores_dev, xp.inf)), xp.max(xp.where(finite, scores_dev, -xp.inf))]
+        ask["lowest"] = xp.min(xp.where(finite, scores_dev, xp.inf))
+        ask["highest"] = xp.max(xp.where(finite, scores_dev, -xp.inf))
     if threshold is None:
         yf = y_dev.reshape(-1)
         sel = xp.not_equal(yf, TARGET) & xp.not_equal(yf, NODATA)
@@ -180,20 +181,19 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         if separate_targets is None:  # (a cascade says it: its scores are a pixel detector's)
             separate_targets = m.uses_targets and m.kind == "pixel"
         use = threshold_pixels(scores_dev, separate_targets, mode_scores, sel)
-        ask["used"] = [total(use, xp.int64)]
+        ask["used"] = total(use, xp.int64)
         if m.uses_targets and clicks_on_host(clicked) and clicked.size:
-            ask["clicked"] = [scores_dev.reshape(-1)[xp.asarray(clicked)]]
+            ask["clicked"] = scores_dev.reshape(-1)[xp.asarray(clicked)]
     progress(0.85, "thresholding")
     with timer.stage("threshold"):
-        fetched = dict(zip(ask, _split_numbers(to_host_numbers([a for v in ask.values() for a in v]),
-                                               [sum(int(a.size) for a in v) for v in ask.values()])))
-        if "range" in fetched:
-            _refuse_constant_scores(m, *fetched["range"])
+        fetched = dict(zip(ask, to_host_together(list(ask.values()), np.float64)))  # (counts < 2^53: exact)
+        if "lowest" in fetched:
+            _refuse_constant_scores(m, float(fetched["lowest"]), float(fetched["highest"]))
         if threshold is None:
             far_used = DEFAULT_FAR if far is None else far
             threshold, mode, rule = far_threshold(
                 scores_dev.reshape(-1), far_used, separate_targets=separate_targets,
-                mode_scores=mode_scores, keep=sel, used=(use, fetched["used"][0]))
+                mode_scores=mode_scores, keep=sel, used=(use, int(fetched["used"])))
             report["target_mode_pixels"] = mode
             report["threshold_rule"] = rule
         else:
@@ -212,10 +212,9 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         # as the objects stage made them, where no target filter changed it)
         with timer.stage("threshold"):
             targets = None if clicks_on_host(clicked) else xp.equal(y_dev, TARGET).reshape(scores_dev.shape)
-            values = fetched.get("clicked")
             report["suggested_threshold"] = clicked_kind(
                 scores_dev, targets, threshold, clicked, now=None if filters else (detections, n_objects),
-                clicked_values=None if values is None else np.asarray(values, np.float64))
+                clicked_values=fetched.get("clicked"))
     if filters:
         report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
                              "connectivity": filters.get("connectivity", 8)}
@@ -266,14 +265,6 @@ def _truth_on(truth, xp, idx=None) -> tuple:
 
 def _plain_sieve(sieve):
     return None if sieve is None else [int(sieve[0]), None if sieve[1] is None else int(sieve[1])]
-
-
-def _split_numbers(values: list, sizes: list[int]) -> list[list]:
-    out, i = [], 0
-    for n in sizes:
-        out.append(values[i:i + n])
-        i += n
-    return out
 
 
 def _refuse_constant_scores(m, lo: float, hi: float) -> None:
