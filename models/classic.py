@@ -84,6 +84,12 @@ FUSED_QUAD = True
 #: has them; False: the float32 SIMT kernel (``kernels/quadform.cu``) everywhere
 TENSOR_QUAD = True
 
+#: warps along the pixels in a block of :func:`quad_rows`' tensor-core kernel (32 of them per tile)
+TENSOR_QUAD_WARPS = 4
+
+#: n-tiles per branch-free group of products in that kernel
+TENSOR_QUAD_GROUP = 2
+
 
 def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
@@ -103,13 +109,68 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     U = cupy.ascontiguousarray(U, dtype=cupy.float32)
     v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
     attrs = device_attributes()
+    chunk = _tensor_chunk(attrs) if TENSOR_QUAD else 0
+    if chunk:  # the tensor cores' 3xTF32 product (compute capability 8.0 on, shared memory permitting)
+        Up = _padded(U, chunk)
+        wm = TENSOR_QUAD_WARPS
+        kernel = get_kernel("quadform_tc", "hyperapp_quad_rows_tc", _tensor_defines(chunk))
+        smem = _tensor_smem(chunk, wm)
+        if kernel.max_dynamic_shared_size_bytes < smem:
+            kernel.max_dynamic_shared_size_bytes = smem
+        blocks = max(1, min(-(-n // (32 * wm)), 8 // wm * int(attrs.get("MultiProcessorCount", 80))))
+        kernel((blocks,), (64 * wm,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
+                                   cupy.ascontiguousarray(mu, dtype=cupy.float32), Up,
+                                   np.int32(Up.shape[1]), np.int32(bool(tri)), v, np.float32(ss),
+                                   np.int32(mode), out), shared_mem=smem)
+        return out
     blocks = max(1, min(-(-n // 128), 8 * int(attrs.get("MultiProcessorCount", 80))))
-    # the tensor cores' 3xTF32 product where the GPU has them (compute capability 8.0 on)
-    tc = TENSOR_QUAD and int(attrs.get("ComputeCapabilityMajor") or cupy.cuda.Device().compute_capability[:-1]) >= 8
-    kernel = get_kernel(*(("quadform_tc", "hyperapp_quad_rows_tc") if tc else ("quadform", "hyperapp_quad_rows")))
-    kernel((blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
-                               cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
-                               np.float32(ss), np.int32(mode), out))
+    get_kernel("quadform", "hyperapp_quad_rows")(
+        (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
+                            cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
+                            np.float32(ss), np.int32(mode), out))
+    return out
+
+
+def _tensor_defines(chunk: int) -> dict:
+    """The tensor-core quad kernel's compile-time tunables (``kernels/quadform_tc.cu``; none is the data's shape)."""
+    return {"KC": chunk, "WM": TENSOR_QUAD_WARPS, "JG": TENSOR_QUAD_GROUP}
+
+
+def _tensor_smem(chunk: int, wm: int) -> int:
+    """Dynamic shared memory of ``kernels/quadform_tc.cu`` for chunks of ``chunk`` bands and 32 ``wm``
+    pixels a tile: two buffers of the pixels' chunk (rows of ``chunk`` + 4 floats) and U's chunk rows
+    (136 floats each)."""
+    return 2 * (32 * wm * (chunk + 4) + chunk * 136) * 4
+
+
+def _tensor_chunk(attrs: dict) -> int:
+    """Bands per chunk of the tensor-core quad kernel on this device: 32 where a block of them fits the shared
+    memory a block may have, else 16; 0 where the kernel cannot run (compute capability below 8.0, or too
+    little shared memory): the SIMT kernel then."""
+    import cupy
+
+    major = int(attrs.get("ComputeCapabilityMajor") or cupy.cuda.Device().compute_capability[:-1])
+    optin = int(attrs.get("MaxSharedMemoryPerBlockOptin", 0))
+    static = 4 * 32 * TENSOR_QUAD_WARPS * 4  # the kernel's own arrays
+    if major < 8:
+        return 0
+    return next((kc for kc in (32, 16) if _tensor_smem(kc, TENSOR_QUAD_WARPS) + static <= optin), 0)
+
+
+def _padded(U, chunk: int):
+    """U (nb x nb) zero-padded to whole ``chunk``-band rows and 128-column tiles (float32), what
+    ``kernels/quadform_tc.cu`` copies without bounds or alignment checks."""
+    import cupy
+
+    from hyperapp.kernels import get_kernel
+
+    nb = U.shape[0]
+    rows, cols = -(-nb // chunk) * chunk, -(-nb // 128) * 128
+    out = cupy.empty((rows, cols), cupy.float32)
+    threads = 256
+    blocks = max(1, min(-(-(rows * cols) // threads), 1024))
+    get_kernel("quadform_tc", "hyperapp_quad_pad", _tensor_defines(chunk))(
+        (blocks,), (threads,), (U, np.int32(nb), np.int32(rows), np.int32(cols), out))
     return out
 
 

@@ -85,6 +85,35 @@ def test_fused_quad_rows_match_numpy(cp, bands, normalize, tensor, monkeypatch):
         np.testing.assert_allclose(got, ace, rtol=2e-3, atol=2e-5)
 
 
+@pytest.mark.parametrize("bands", [57, 128, 224])
+@pytest.mark.parametrize("chunk", [32, 16])
+def test_tensor_quad_rows_over_many_tiles(cp, bands, chunk, monkeypatch):
+    """The tensor-core kernel where each block takes several pixel tiles (its copies run ahead across
+    tiles, and the next tile's rows are fetched early), with chunks of 32 bands and of 16 (GPUs with less
+    shared memory), each row's pass in registers (<= 128 bands) or in two passes: RX of the raw rows and ACE
+    of the normalised ones, for an upper-triangular U, against float64 NumPy."""
+    monkeypatch.setattr(classic, "_tensor_chunk", lambda attrs: chunk)
+    rng = np.random.default_rng(bands + chunk)
+    n = 150_001  # over a thousand tiles of 128 pixels: several per block
+    X = rng.uniform(0.1, 1.0, (n, bands)).astype(np.float32)
+    U = np.triu(rng.normal(size=(bands, bands)) / np.sqrt(bands))
+    s = rng.normal(size=bands)
+    Ud = cp.asarray(U, dtype=cp.float32)
+    for normalize, mode in ((False, classic.RX_MODE), (True, classic.ACE_MODE)):
+        D = X.astype(np.float64) / (np.linalg.norm(X, axis=1, keepdims=True) if normalize else 1.0)
+        mu = D[:5000].mean(axis=0)
+        Z = (D - mu) @ U
+        rx = (Z * Z).sum(axis=1)
+        want = rx if mode == classic.RX_MODE else np.clip((Z @ s) ** 2 / ((s @ s) * rx), 0, 1)
+        got = classic.quad_rows(cp.asarray(X), cp.asarray(mu, dtype=cp.float32), Ud, mode,
+                                v=cp.asarray(U @ s, dtype=cp.float32), ss=float(s @ s), normalize=normalize,
+                                tri=True).get()
+        if mode == classic.RX_MODE:
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-5 * want.max())
+        else:
+            np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
+
+
 def test_fused_rbfn_and_classic_scores_match_the_gemm_path(cp):
     """The fused path gives the cuBLAS path's scores (RBFN with both extra inputs, ACE, RX)."""
     X, y = _data(48, 44, 96)
