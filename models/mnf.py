@@ -121,11 +121,10 @@ class MNF(Estimator):
         check_not_identical(X.reshape(-1, X.shape[-1]), "separate signal from noise in")
         work = xp.float64 if X.dtype == xp.float64 else xp.float32
         X = X.astype(work, copy=False)
-        # float64 sums on both backends: the components past the SNR cut have eigenvalues within a few
-        # per cent of each other, and TCIMF in MNF space weighs them; float32 sums moved MTTCIMF's scores
-        # by 0.4 % of their range (NumPy against NumPy), and the GPU's block sums differently from NumPy
-        noise = BackgroundStats.from_pixels(shift_differences(X, self.direction), float64=True)
-        signal = BackgroundStats.from_pixels(X.reshape(-1, X.shape[2]), float64=True)
+        # (the sums are float64, as every background statistic's: the components past the SNR cut have
+        # eigenvalues within a few per cent of each other, and TCIMF in MNF space weighs them)
+        noise = BackgroundStats.from_pixels(shift_differences(X, self.direction))
+        signal = BackgroundStats.from_pixels(X.reshape(-1, X.shape[2]))
         return self.fit_from_stats(signal, noise)
 
     def fit_from_stats(self, signal: BackgroundStats, noise: BackgroundStats):

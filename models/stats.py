@@ -21,107 +21,49 @@ from hyperapp.kernels.pack import to_host_together
 EIG_FLOOR = 1e-9
 #: covariances up to this many bands are decomposed on the host (see ``BackgroundStats._eig_host``)
 HOST_EIGH_MAX = 512
-#: rows per float32 GEMM block of :func:`scatter` on the CPU (its rounding error grows as the square
-#: root of this: BLAS sums a block's products in order)
-BLOCK_ROWS = 8192
-#: the same on the GPU, where each block is one plain cuBLAS GEMM. cuBLAS splits a long sum itself, so a
-#: longer block is both faster and no less exact: at 2048 x 2048 x 128 (values 1000 +- 100) the batched
-#: GEMM of 8192-row blocks took 11.7 ms with diagonal error 4.7e-7 against float64; plain GEMMs of
-#: 65,536 rows took 6.5 ms with 1.3e-7 (H100)
-GPU_BLOCK_ROWS = 1 << 16
-#: rows per batch of blocks (bounds the temporary copy to about 256 MB at 128 bands)
-BATCH_ROWS = 1 << 19
+#: rows per float64 batch of :func:`scatter` on the CPU (16 MB at 128 bands, in the caches; see
+#: docs/performance.md) and on the GPU (128 MB, few launches)
+BATCH_ROWS = 1 << 14
+GPU_BATCH_ROWS = 1 << 17
 
 
 def scatter(X, shift):
     """(sum of d, sum of d d^T) in float64 over the rows d = x - shift of ``X`` (n, bands).
 
-    float32 data stay float32: each block of rows (:data:`BLOCK_ROWS` on the CPU, one batched matmul per
-    batch; :data:`GPU_BLOCK_ROWS` on the GPU, one cuBLAS GEMM each) is one float32 GEMM, and the blocks'
-    results are summed in float64, so the error stays near float32's rounding of one block (about 1e-6
-    relative) while no float64 copy of the cube is ever made; the last partial block is summed in
-    float64. float64 data (or a float64
-    shift) are summed in float64. The streamed path feeds the same rows tile by tile through a
-    :class:`ScatterSums`, which cuts the same blocks, so both paths agree.
+    Each batch of rows (:data:`BATCH_ROWS`, :data:`GPU_BATCH_ROWS`) is shifted into float64 and summed by
+    one float64 product (no float64 copy of the whole cube is made). Float64 throughout, as Spectral Python's ``calc_stats`` and ENVI's
+    statistics: a hyperspectral covariance spans eight or more decades, and float32 products, however
+    finely their sums are blocked, move the small eigenvalues enough to change ACE's and RX's scores by
+    per cents (docs/performance.md), and differently on the CPU and the GPU. The streamed path feeds the
+    same rows tile by tile through a :class:`ScatterSums`.
     """
     return ScatterSums(shift, X.shape[1], get_namespace(X)).add(X).result()
 
 
 class ScatterSums:
-    """:func:`scatter`'s sums, fed rows in pieces (tiles of a file): rows are grouped into the same
-    blocks as one call over all of them would make, whatever the pieces."""
+    """:func:`scatter`'s sums, fed rows in pieces (tiles of a file)."""
 
     def __init__(self, shift, bands: int, xp):
         self.xp = xp
-        self.block = BLOCK_ROWS if xp is np else GPU_BLOCK_ROWS
-        self.shift = shift
+        self.batch = BATCH_ROWS if xp is np else GPU_BATCH_ROWS
+        self.shift = shift.astype(xp.float64)
         self.s = xp.zeros(bands, xp.float64)
         self.G = xp.zeros((bands, bands), xp.float64)
         self.n = 0
-        self._rest = None  # rows waiting for a full block
-        self._ones = None
-
-    def _blocks(self, D) -> None:
-        """Add the full blocks of D (its length a multiple of ``self.block``), float32 GEMMs."""
-        xp = self.xp
-        b = D.shape[1]
-        if self._ones is None:
-            self._ones = xp.ones((1, self.block), D.dtype)
-        Db = D.reshape(-1, self.block, b)
-        if xp is np:
-            self.G += (Db.transpose(0, 2, 1) @ Db).sum(axis=0, dtype=xp.float64)
-        else:
-            # cuBLAS's batched GEMM of (bands x block) @ (block x bands) products ran at a third of its
-            # plain GEMM's rate: one plain GEMM per block into a float32 stack, summed once in float64
-            out = xp.empty((Db.shape[0], b, b), D.dtype)
-            for i in range(Db.shape[0]):
-                xp.matmul(Db[i].T, Db[i], out=out[i])
-            self.G += out.sum(axis=0, dtype=xp.float64)
-        # column sums as a batched GEMV (a reduction across rows is strided, and slow in CuPy)
-        self.s += (self._ones @ Db).sum(axis=(0, 1), dtype=xp.float64)
 
     def add(self, X) -> ScatterSums:
         xp = self.xp
         n = X.shape[0]
         self.n += n
-        if X.dtype == xp.float64 or self.shift.dtype == xp.float64:
-            for a in range(0, n, BATCH_ROWS):
-                R = X[a:a + BATCH_ROWS].astype(xp.float64) - self.shift.astype(xp.float64)
-                self.G += R.T @ R
-                # column sums as a GEMV, as in _blocks: CuPy's reduction across rows is strided, and
-                # CEM's fit (this float64 path) measured 28 ms at 1024 x 1024 x 64 with it on the H100,
-                # against 3.4 ms for MF's float32 path; not yet re-measured with the GEMV
-                self.s += (xp.ones((1, R.shape[0]), xp.float64) @ R)[0]
-            return self
-        start = 0
-        if self._rest is not None:  # complete the waiting block first
-            need = self.block - self._rest.shape[0]
-            self._rest = xp.concatenate([self._rest, X[:need].astype(self.shift.dtype) - self.shift])
-            start = min(need, n)
-            if self._rest.shape[0] == self.block:
-                self._blocks(self._rest)
-                self._rest = None
-            else:
-                return self
-        for a in range(start, n, BATCH_ROWS):
-            D = X[a:a + BATCH_ROWS].astype(self.shift.dtype, copy=False) - self.shift
-            full = D.shape[0] // self.block * self.block
-            if full:
-                self._blocks(D[:full])
-            if full < D.shape[0]:
-                self._rest = xp.ascontiguousarray(D[full:])
+        for a in range(0, n, self.batch):
+            R = X[a:a + self.batch] - self.shift  # float64 (the shift's type), in one pass
+            self.G += R.T @ R
+            # column sums as a GEMV: CuPy's reduction across rows is strided, and slow
+            self.s += (xp.ones((1, R.shape[0]), xp.float64) @ R)[0]
         return self
 
     def result(self):
-        """(s, G); the waiting partial block is summed in float64."""
-        xp = self.xp
-        if self._rest is not None and self._rest.shape[0]:
-            R = self._rest.astype(xp.float64)
-            self.G += R.T @ R
-            # column sums as a GEMV on the GPU (as in _blocks): CuPy's strided reduction over the 50,000 rows
-            # of the RBFN's whitening sample took most of its 1.3 ms scatter
-            self.s += R.sum(axis=0) if xp is np else (xp.ones((1, R.shape[0]), xp.float64) @ R)[0]
-            self._rest = None
+        """(s, G)."""
         return self.s, self.G
 
 
@@ -130,9 +72,9 @@ def correlation_from_sums(s, G, m: int, shift):
     ``shift`` gave ``(s, G)``: G + c s^T + s c^T + m c c^T, with c the shift, in float64.
 
     CEM inverts this correlation, whose mean direction makes it far worse conditioned than a
-    covariance; summed about zero in float32 it would lose the small directions. Summed about a rough
-    mean (float32 GEMMs, as every covariance here) and moved back to zero by this exact rank-two
-    algebra, its error is that of the covariance, without a float64 copy of the cube.
+    covariance; summed about zero it would lose the small directions. Summed about a rough mean (as
+    every covariance here) and moved back to zero by this exact rank-two algebra, its error is that of
+    the covariance.
     """
     xp = get_namespace(G)
     c = shift.astype(xp.float64)
@@ -156,8 +98,8 @@ class PixelSums:
 
     Parameters
     ----------
-    shift : (bands,) array
-        The rough mean the sums are about (float32 for float32 rows, else float64).
+    shift : (bands,) float64 array
+        The rough mean the sums are about.
     s, G : float64 arrays
         The sum of d and of d d^T over the rows d = x - shift.
     n : int
@@ -196,13 +138,12 @@ class BackgroundStats:
         self.n = n
 
     @classmethod
-    def from_pixels(cls, X, exclude=None, float64: bool = False, sums: PixelSums | None = None) -> BackgroundStats:
+    def from_pixels(cls, X, exclude=None, sums: PixelSums | None = None) -> BackgroundStats:
         """Statistics of the rows of ``X`` (n, bands), less the rows ``exclude`` (indices, few).
 
-        One pass of batched GEMMs over the rows, shifted by a rough mean first so nothing cancels (see
-        :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums instead of
-        copying every other row. ``float64``: float64 GEMMs over chunks of float32 rows (no float64
-        copy of the whole array), for statistics whose small eigenvalues matter (MNF's noise).
+        One pass of float64 products over batches of the rows, shifted by a rough mean first so nothing
+        cancels (see :func:`scatter`); the excluded rows (the target clicks) are subtracted from the sums
+        instead of copying every other row.
 
         ``sums``: :class:`PixelSums` already taken over the rows of ``X`` that count (a resident
         image's, :mod:`hyperapp.detect.resident`); then ``X`` is not read but for the ``exclude`` rows,
@@ -214,8 +155,6 @@ class BackgroundStats:
         if sums is not None:
             if sums.bands != b:
                 raise ModelError(f"background sums of {sums.bands} bands for pixels of {b}")
-            if float64 and sums.shift.dtype != get_namespace(X).float64:
-                raise ModelError("float64 background statistics from float32 sums")
             n = sums.n
         if n - n_ex < 2:
             raise ModelError(f"background statistics need at least 2 pixels, got {n - n_ex}")
@@ -223,8 +162,6 @@ class BackgroundStats:
             shift, s, G = sums.shift, sums.s, sums.G
         else:
             shift = cls.shift_of(X)
-            if float64:
-                shift = shift.astype(get_namespace(X).float64)  # scatter's float64 path
             s, G = scatter(X, shift)
         if n_ex:
             # a rank-n_ex downdate of the sums, in float64 about the same shift (new arrays: the sums
@@ -235,10 +172,8 @@ class BackgroundStats:
 
     @staticmethod
     def shift_of(X):
-        """A rough mean (of the first 1,024 rows) the sums are taken about, so nothing cancels."""
-        xp = get_namespace(X)
-        work = xp.float64 if X.dtype == xp.float64 else xp.float32
-        return X[: min(X.shape[0], 1024)].astype(xp.float64).mean(axis=0).astype(work)
+        """A rough mean (of the first 1,024 rows, float64) the sums are taken about, so nothing cancels."""
+        return X[: min(X.shape[0], 1024)].astype(get_namespace(X).float64).mean(axis=0)
 
     @classmethod
     def from_sums(cls, s, G, m: int, shift) -> BackgroundStats:

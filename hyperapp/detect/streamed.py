@@ -151,7 +151,7 @@ def _fit_from_sums(est, kind: str, cube: Cube, y: np.ndarray, valid_map: np.ndar
                 # both kinds sum about a rough mean, as the in-memory fits do (CEM's correlation is
                 # moved back to zero at the end: correlation_from_sums)
                 shift = BackgroundStats.shift_of(Pv)
-                acc = ScatterSums(shift, nb, xp)  # the same blocks as one scatter over all rows
+                acc = ScatterSums(shift, nb, xp)
             acc.add(Pv)
             n_rows += int(Pv.shape[0])
         _check_targets(y, valid_map, cube)
@@ -223,7 +223,7 @@ def _mnf_sums(est, cube: Cube, xp, tile_bytes, y: np.ndarray, tgt_flat: np.ndarr
     def add(key, rows):
         if rows.shape[0]:
             if key not in sums:
-                sums[key] = ScatterSums(BackgroundStats.shift_of(rows).astype(xp.float64), nb, xp)
+                sums[key] = ScatterSums(BackgroundStats.shift_of(rows), nb, xp)
             sums[key].add(rows)
 
     for r0, r1, tile in iter_float_tiles(cube, xp, tile_bytes):
