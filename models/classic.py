@@ -147,10 +147,13 @@ def _tensor_chunk(attrs: dict) -> int:
     """Bands per chunk of the tensor-core quad kernel on this device: 32 where a block of them fits the shared
     memory a block may have, else 16; 0 where the kernel cannot run (compute capability below 8.0, or too
     little shared memory): the SIMT kernel then."""
-    import cupy
+    major = attrs.get("ComputeCapabilityMajor")
+    if major is None:
+        import cupy
 
-    major = int(attrs.get("ComputeCapabilityMajor") or cupy.cuda.Device().compute_capability[:-1])
-    optin = int(attrs.get("MaxSharedMemoryPerBlockOptin", 0))
+        major = cupy.cuda.Device().compute_capability[:-1]
+    major = int(major)
+    optin = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
     static = 4 * 32 * TENSOR_QUAD_WARPS * 4  # the kernel's own arrays
     if major < 8:
         return 0

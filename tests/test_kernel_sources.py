@@ -82,3 +82,22 @@ def test_digest_covers_headers(kernel_dir):
     assert changed != before
     (kernel_dir / "quadform.cu").write_text("// changed\n", encoding="utf-8")
     assert kernels_digest() != changed
+
+
+@pytest.mark.parametrize(("major", "optin", "chunk"), [
+    (9, 232448, 32),   # H100 / H200: a block may have 227 KB
+    (8, 101376, 32),   # GPUs that allow a block 99 KB: the 32-band buffers (74 KB) still fit
+    (8, 48 * 1024, 16),  # only the default 48 KB: 16-band chunks (40 KB)
+    (8, 32 * 1024, 0),   # less: the SIMT kernel
+    (7, 232448, 0),    # no TF32 tensor cores below compute capability 8.0
+])
+def test_tensor_quad_chunk_fits_the_blocks_shared_memory(major, optin, chunk):
+    """The tensor-core quad kernel's bands per chunk follow what a block may have of shared memory (its two
+    buffers and its own arrays), and the SIMT kernel takes over where neither chunk fits or there are no
+    TF32 tensor cores."""
+    from hyperapp.models import classic
+
+    got = classic._tensor_chunk({"ComputeCapabilityMajor": major, "MaxSharedMemoryPerBlockOptin": optin})
+    assert got == chunk
+    if got:
+        assert classic._tensor_smem(got, classic.TENSOR_QUAD_WARPS) + 2048 <= optin
