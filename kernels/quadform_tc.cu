@@ -47,6 +47,12 @@
 #define UBUF (KC * ULD)
 #define BUF (XBUF + UBUF)  // one buffer: the pixels' chunk, then U's rows
 
+// what the tiling below assumes of the tunables
+static_assert(WM >= 1 && WM <= 8, "1 to 8 warps along the pixels (2 * 32 WM threads, 128 registers each)");
+static_assert(8 % JG == 0, "the groups cut a warp's 8 n-tiles evenly");
+static_assert(KC % 8 == 0 && (KC * TCOL / 4) % QTHREADS == 0, "each thread copies whole 16-byte pieces of U");
+static_assert(TCOL / 4 == 32, "a chunk row of U is 32 copies of 16 bytes (q >> 5 below)");
+
 #include "quadform_common.cuh"  // pair_scale, quad_score: shared with kernels/quadform.cu
 
 __device__ __forceinline__ unsigned tf32_hi(float a)

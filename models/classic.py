@@ -94,8 +94,8 @@ TENSOR_QUAD_GROUP = 2
 def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
     (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
-    for the whitened target s: one kernel (``kernels/quadform.cu``) reads each pixel once, the whitened
-    rows never stored; ``tri``: U is upper triangular (an inverse Cholesky factor), half the FMAs."""
+    for the whitened target s: one kernel (``kernels/quadform_tc.cu`` on the tensor cores, else
+    ``kernels/quadform.cu``) reads each pixel once, the whitened rows never stored; ``tri``: U is upper triangular (an inverse Cholesky factor), half the FMAs."""
     import cupy
 
     from hyperapp.core.backend import device_attributes
@@ -104,10 +104,12 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     P = cupy.ascontiguousarray(P, dtype=cupy.float32)
     n, nb = P.shape
     out = cupy.empty(n, cupy.float32)
-    if n == 0:
+    if n == 0 or nb == 0:  # (no bands: z is empty, and RX and ACE are 0)
+        out.fill(0)
         return out
     U = cupy.ascontiguousarray(U, dtype=cupy.float32)
     v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
+    P, mu, v = (_aligned(a) for a in (P, cupy.ascontiguousarray(mu, dtype=cupy.float32), v))
     attrs = device_attributes()
     chunk = _tensor_chunk(attrs) if TENSOR_QUAD else 0
     if chunk:  # the tensor cores' 3xTF32 product (compute capability 8.0 on, shared memory permitting)
@@ -119,16 +121,23 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
             kernel.max_dynamic_shared_size_bytes = smem
         blocks = max(1, min(-(-n // (32 * wm)), 8 // wm * int(attrs.get("MultiProcessorCount", 80))))
         kernel((blocks,), (64 * wm,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
-                                   cupy.ascontiguousarray(mu, dtype=cupy.float32), Up,
+                                   mu, Up,
                                    np.int32(Up.shape[1]), np.int32(bool(tri)), v, np.float32(ss),
                                    np.int32(mode), out), shared_mem=smem)
         return out
     blocks = max(1, min(-(-n // 128), 8 * int(attrs.get("MultiProcessorCount", 80))))
     get_kernel("quadform", "hyperapp_quad_rows")(
         (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
-                            cupy.ascontiguousarray(mu, dtype=cupy.float32), U, np.int32(bool(tri)), v,
+                            mu, U, np.int32(bool(tri)), v,
                             np.float32(ss), np.int32(mode), out))
     return out
+
+
+def _aligned(a):
+    """``a`` (contiguous float32, rows of ``a.shape[-1]`` values), copied where its rows have a multiple of
+    four values but it does not start on 16 bytes: the kernels then read it in 16-byte loads (a view at an
+    odd offset of a larger buffer would fault)."""
+    return a.copy() if a.shape[-1] % 4 == 0 and a.data.ptr % 16 else a
 
 
 def _tensor_defines(chunk: int) -> dict:

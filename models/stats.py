@@ -46,7 +46,7 @@ class ScatterSums:
     def __init__(self, shift, bands: int, xp):
         self.xp = xp
         self.batch = BATCH_ROWS if xp is np else GPU_BATCH_ROWS
-        self.shift = shift.astype(xp.float64)
+        self.shift = shift.astype(xp.float64, copy=False)
         self.s = xp.zeros(bands, xp.float64)
         self.G = xp.zeros((bands, bands), xp.float64)
         self.n = 0

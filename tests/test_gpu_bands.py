@@ -85,13 +85,14 @@ def test_fused_quad_rows_match_numpy(cp, bands, normalize, tensor, monkeypatch):
         np.testing.assert_allclose(got, ace, rtol=2e-3, atol=2e-5)
 
 
-@pytest.mark.parametrize("bands", [57, 128, 224])
+@pytest.mark.parametrize("bands", [57, 128, 224, 285])
 @pytest.mark.parametrize("chunk", [32, 16])
 def test_tensor_quad_rows_over_many_tiles(cp, bands, chunk, monkeypatch):
     """The tensor-core kernel where each block takes several pixel tiles (its copies run ahead across
     tiles, and the next tile's rows are fetched early), with chunks of 32 bands and of 16 (GPUs with less
-    shared memory), each row's pass in registers (<= 128 bands) or in two passes: RX of the raw rows and ACE
-    of the normalised ones, for an upper-triangular U, against float64 NumPy."""
+    shared memory), each row's pass in registers (<= 128 bands) or in two passes, 16-byte copies or (57 and
+    285 bands) 4-byte ones: RX of the raw rows and ACE of the normalised ones, for an upper-triangular U,
+    against float64 NumPy."""
     monkeypatch.setattr(classic, "_tensor_chunk", lambda attrs: chunk)
     rng = np.random.default_rng(bands + chunk)
     n = 150_001  # over a thousand tiles of 128 pixels: several per block

@@ -164,7 +164,7 @@ def _fit_from_sums(est, kind: str, cube: Cube, y: np.ndarray, valid_map: np.ndar
         if kind == "background":
             if T is not None:
                 # the background is every pixel with data but the clicks (as in memory)
-                ts, tG = scatter(T.astype(shift.dtype), shift)
+                ts, tG = scatter(T, shift)
                 s, G, n_rows = s - ts, G - tG, n_rows - int(T.shape[0])
             if s is None:
                 raise InputError("no pixel has data (NaN or the cube's no-data value)", cube.path)
