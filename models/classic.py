@@ -95,7 +95,8 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
     (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
     for the whitened target s: one kernel (``kernels/quadform_tc.cu`` on the tensor cores, else
-    ``kernels/quadform.cu``) reads each pixel once, the whitened rows never stored; ``tri``: U is upper triangular (an inverse Cholesky factor), half the FMAs."""
+    ``kernels/quadform.cu``) reads each pixel once, the whitened rows never stored; ``tri``: U is upper
+    triangular (an inverse Cholesky factor), half the FMAs."""
     import cupy
 
     from hyperapp.core.backend import device_attributes
