@@ -91,12 +91,16 @@ TENSOR_QUAD_WARPS = 4
 TENSOR_QUAD_GROUP = 2
 
 
-def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False):
+def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False,
+              spare_sms: int = 0):
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
     (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
     for the whitened target s: one kernel (``kernels/quadform_tc.cu`` on the tensor cores, else
     ``kernels/quadform.cu``) reads each pixel once, the whitened rows never stored; ``tri``: U is upper
-    triangular (an inverse Cholesky factor), half the FMAs."""
+    triangular (an inverse Cholesky factor), half the FMAs. Its grid is persistent (a few blocks a
+    multiprocessor, each looping over tiles), so a pass started on a second stream holds every
+    multiprocessor until it ends; ``spare_sms`` sizes it for fewer multiprocessors, leaving room for other
+    work (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`)."""
     import cupy
 
     from hyperapp.core.backend import device_attributes
@@ -112,6 +116,7 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     v = U[0] if v is None else cupy.ascontiguousarray(v, dtype=cupy.float32)  # (not read in mode 1)
     P, mu, v = (_aligned(a) for a in (P, cupy.ascontiguousarray(mu, dtype=cupy.float32), v))
     attrs = device_attributes()
+    sms = max(1, int(attrs.get("MultiProcessorCount", 80)) - int(spare_sms))
     chunk = _tensor_chunk(attrs) if TENSOR_QUAD else 0
     if chunk:  # the tensor cores' 3xTF32 product (compute capability 8.0 on, shared memory permitting)
         Up = _padded(U, chunk)
@@ -120,13 +125,13 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
         smem = _tensor_smem(chunk, wm)
         if kernel.max_dynamic_shared_size_bytes < smem:
             kernel.max_dynamic_shared_size_bytes = smem
-        blocks = max(1, min(-(-n // (32 * wm)), 8 // wm * int(attrs.get("MultiProcessorCount", 80))))
+        blocks = max(1, min(-(-n // (32 * wm)), 8 // wm * sms))
         kernel((blocks,), (64 * wm,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
                                    mu, Up,
                                    np.int32(Up.shape[1]), np.int32(bool(tri)), v, np.float32(ss),
                                    np.int32(mode), out), shared_mem=smem)
         return out
-    blocks = max(1, min(-(-n // 128), 8 * int(attrs.get("MultiProcessorCount", 80))))
+    blocks = max(1, min(-(-n // 128), 8 * sms))
     get_kernel("quadform", "hyperapp_quad_rows")(
         (blocks,), (256,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
                             mu, U, np.int32(bool(tri)), v,

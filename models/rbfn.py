@@ -235,6 +235,15 @@ def _hidden_design(Z, centres, gamma):
     return h
 
 
+def _ace_direction(W, s):
+    """W s / ||s|| (float32, on W's device): :func:`~hyperapp.models.classic.quad_rows`' ACE vector for the
+    whitened target ``s`` with ``ss`` = 1, the same ACE as W s with ss = s.s. Made on the device from the
+    fit's own target, so the score's passes can start before the target reaches the host."""
+    xp = get_namespace(W)
+    s = xp.asarray(s, dtype=xp.float32)
+    return W @ (s / xp.maximum(xp.sqrt(s @ s), xp.float32(1e-30)))
+
+
 class _Coherence:
     """The coherence input on the training rows (the clicks ``T`` and the background sample ``B``,
     normalised spectra): ACE in the background's full whitened space against the mean whitened click.
@@ -252,24 +261,28 @@ class _Coherence:
         self.m = m
         z = (TB - mu.astype(xp.float32, copy=False)) @ W
         zt = z[:self.m]
+        #: the whitened target, the mean whitened click (float32, where the pixels are): the scoring's
+        #: target is this very vector (:meth:`target` is its host copy)
+        self.s = zt.mean(axis=0)
         # what the scores need of the products of every row with every click, reduced on the device
         # (a library's thousand synthetic targets would make that matrix millions of numbers to copy):
         # each background row's product with the mean click, each click's products summed over the
         # clicks (its row of the Gram matrix G) and with itself, and every row's z.z; they reach the host
-        # in the fit's one copy (:meth:`take`)
-        self.device = [zt, z[self.m:] @ zt.mean(axis=0), zt @ zt.sum(axis=0), (z * z).sum(axis=1)]
+        # in the fit's one copy (:meth:`take`), with the target
+        self.device = [zt, z[self.m:] @ self.s, zt @ zt.sum(axis=0), (z * z).sum(axis=1), self.s]
 
-    def take(self, zt, dot_b, row_sums, sq) -> None:
+    def take(self, zt, dot_b, row_sums, sq, s) -> None:
         """The host copies of :attr:`device`, in that order."""
         self.device = None
         self.zt = zt
         self.dot_b = dot_b  # background rows . mean click
         self.row_sums = row_sums  # sum over clicks j of zt_i . zt_j
         self.sq = {"T": sq[:self.m], "B": sq[self.m:]}
+        self.s_host = np.asarray(s, np.float32)  # (float32 values: exact through the float64 copy)
 
     def target(self):
-        """The whitened target: the mean whitened click."""
-        return self.zt.mean(axis=0)
+        """The whitened target, the mean whitened click: the host copy of :attr:`s`, float32."""
+        return self.s_host
 
     def scores(self) -> tuple[np.ndarray, np.ndarray]:
         """(clicks, background rows): ACE against the mean whitened click, as ``spectral.ace``.
@@ -324,12 +337,18 @@ def _coherence_whitening(stats):
     products (z.z, z.s, and the matched filter's) are the same for every such U, the symmetric
     Σ^{-1/2} or, with :data:`COHERENCE_TRI`, the upper triangular one (the inverse transposed Cholesky
     factor of the floored covariance, positive definite by the floor), whose zero lower half the scoring
-    kernel skips. That one is the Cholesky factor of the floored inverse with its rows and columns
-    reversed (J chol(J A J) J is upper triangular, and its product with its transpose is A): one Cholesky
-    of the inverse the eigendecomposition gives, 0.4 ms at 128 bands where a Cholesky and NumPy's
-    triangular solve took 1.5 ms (2-core host)."""
+    kernel skips. Where the floor moves no eigenvalue that is the inverse transposed Cholesky factor of
+    the covariance itself (:meth:`~hyperapp.models.stats.BackgroundStats.whitening`, which tells without
+    an eigendecomposition), so the score's passes can start before the network's eigendecomposition
+    (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`). Otherwise it is the Cholesky factor of the floored
+    inverse with its rows and columns reversed (J chol(J A J) J is upper triangular, and its product with
+    its transpose is A): one Cholesky of the inverse the eigendecomposition gives, 0.4 ms at 128 bands
+    where a Cholesky and NumPy's triangular solve took 1.5 ms (2-core host)."""
     if not COHERENCE_TRI or not stats._small:  # (a covariance over HOST_EIGH_MAX bands: on the device)
         return stats.sqrt_inv_cov_on_host()
+    U, tri = stats.whitening(host=True)
+    if tri:
+        return U
     w, v = stats._eig_host  # floored: the same decomposition the network's whitening takes
     try:
         return np.linalg.cholesky(((v / w) @ v.T)[::-1, ::-1])[::-1, ::-1].copy()
@@ -622,10 +641,16 @@ class RBFN(PixelDetector):
 
     accepts_check_input = True
 
-    def fit(self, X, y, progress=None, check_input: bool = True, label_lists=None):
+    #: fit takes ``score_next`` (the run scores the image it fits on next: :meth:`fit`)
+    accepts_score_next = True
+
+    def fit(self, X, y, progress=None, check_input: bool = True, label_lists=None, score_next: bool = False):
         """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data);
         ``check_input=False`` skips the test for NaN and Inf outside the no-data pixels; ``label_lists``:
-        the labels' lists, where the caller has them (:meth:`sample_indices`)."""
+        the labels' lists, where the caller has them (:meth:`sample_indices`). ``score_next``: the caller
+        scores ``X`` itself next, unchanged (the live click): on the GPU the score's passes over the image
+        that need the whitening alone then start as soon as it is known, beside the rest of the fit
+        (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`), and the next score of ``X`` takes them."""
         xp = get_namespace(X)
         P, lead = as_pixels(X)
         if check_input:
@@ -635,7 +660,7 @@ class RBFN(PixelDetector):
         # one gather (one index upload) for the three sets
         R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]
         a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
-        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress)
+        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress, image=P if score_next else None)
 
     def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, progress=None):
         """Train from a target spectrum (a spectral library's entry) instead of clicks.
@@ -697,9 +722,10 @@ class RBFN(PixelDetector):
         finally:
             del self._coherence_kind
 
-    def fit_from_pixels(self, T, S, B, rng, progress=None):
+    def fit_from_pixels(self, T, S, B, rng, progress=None, image=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
-        ``S`` and the background sample ``B`` (rows, in that order).
+        ``S`` and the background sample ``B`` (rows, in that order); ``image``: the (n, bands) pixels the
+        caller scores next, whose passes start early (:meth:`fit`'s ``score_next``).
 
         On the GPU the fit is a few hundred small operations, and each copy between host and device
         waits for all of them: it makes three round trips (the covariances; every product the
@@ -707,6 +733,7 @@ class RBFN(PixelDetector):
         the other way in one copy each.
         """
         xp = get_namespace(T)
+        self.__dict__.pop("_early", None)  # (a refit's passes are its own)
         nb = T.shape[1]
         m, n_b = T.shape[0], B.shape[0]
         # the three sets in one array, the clicks and the background rows first (their projections and
@@ -728,30 +755,35 @@ class RBFN(PixelDetector):
         else:
             stats = BackgroundStats.from_pixels(Sn)
         # every whitening this fit needs, from the covariances on the host (a band covariance is
-        # decomposed there), to the device in one copy: the network's, the coherence input's full
-        # Σ^{-1/2} and RX's (raw spectra)
-        mats = []
-        if self.whiten == "pca":
-            mats.append(stats.pca_whitening(min(int(self.n_components), nb), host=True))
-        elif self.whiten == "cov":
-            mats.append(stats.sqrt_inv_cov_on_host())
-        coh_w_h = None
-        if self.coherence_weight_:
-            coh_w_h = _coherence_whitening(stats)
-            mats.append(coh_w_h)
+        # decomposed there): first the coherence input's and RX's (raw spectra), Cholesky factors where
+        # exact, to the device in one copy, so that the score's passes that need them alone can start on
+        # the GPU (:meth:`_start_early_passes`) while the host decomposes the network's
+        coh_w_h = _coherence_whitening(stats) if self.coherence_weight_ else None
+        a_w_h = _rx_whitening(raw) if self.anomaly_weight_ else None
+        firsts = to_device_together(xp, [w for w in (coh_w_h, a_w_h) if w is not None], np.float32)
+        W_coh = firsts.pop(0) if self.coherence_weight_ else None
+        a_w = firsts.pop(0) if self.anomaly_weight_ else None
+        self.mean_ = stats.mean.astype(xp.float32)
+        # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
+        # whitened space of the background (what ACE and RX see, which the leading components can miss)
+        coh = _Coherence(W_coh, self.mean_, TBn, m, kind) if self.coherence_weight_ else None
+        # an inverse Cholesky factor (_coherence_whitening): the scoring kernel skips its zero half
+        coh_tri = isinstance(coh_w_h, np.ndarray) and upper_triangular(coh_w_h)
         if self.anomaly_weight_:
-            a_w_h = _rx_whitening(raw)
-            mats.append(a_w_h)
-        proj_h = mats[0] if self.whiten != "std" and isinstance(mats[0], np.ndarray) else None
-        mats = to_device_together(xp, mats, np.float32)
+            a_mu = raw.mean.astype(xp.float32)
+            a_tri = upper_triangular(a_w_h)  # an inverse Cholesky factor: half the scoring FMAs
+        if image is not None:
+            self._start_early_passes(image, coh if coh is not None and kind != "mf" else None, coh_tri,
+                                     (a_mu, a_w, a_tri) if self.anomaly_weight_ else None)
+        proj_h = None
         if self.whiten == "std":
             std = xp.sqrt(xp.maximum(xp.diag(stats.cov), 1e-12 * float(xp.diag(stats.cov).max()) + 1e-30))
             self.proj_ = xp.diag(1.0 / std).astype(xp.float32)
         else:
-            self.proj_ = mats.pop(0)
-        W_coh = mats.pop(0) if self.coherence_weight_ else None
-        a_w = mats.pop(0) if self.anomaly_weight_ else None
-        self.mean_ = stats.mean.astype(xp.float32)
+            proj = stats.pca_whitening(min(int(self.n_components), nb), host=True) if self.whiten == "pca" \
+                else stats.sqrt_inv_cov_on_host()
+            proj_h = proj if isinstance(proj, np.ndarray) else None
+            self.proj_ = xp.asarray(proj, dtype=xp.float32)
         self.diagonal_ = self.whiten == "std"
         if progress:
             progress(0.3, "RBFN: sampling")
@@ -778,13 +810,9 @@ class RBFN(PixelDetector):
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
         km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
         k = Zb.shape[1]
-        # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
-        # whitened space of the background (what ACE and RX see, which the leading components can miss)
-        coh = _Coherence(W_coh, self.mean_, TBn, m, kind) if self.coherence_weight_ else None
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
-            # full covariance), from the whitening sample; its GEMM runs at scoring only where it counts
-            a_mu = raw.mean.astype(xp.float32)
+            # full covariance), from the whitening sample; its pass over the image counts only where it counts
             z = (R[:m + n_b] - a_mu) @ a_w  # the clicks', then the background rows' (raw spectra)
         # one copy to the host: the clicks, the centres, their counts and spreads, the coherence input's
         # products, the anomaly input's squared distances (float64 holds each)
@@ -796,7 +824,7 @@ class RBFN(PixelDetector):
         host = to_host_together(dev)
         Zt_h, Cb, cnt, ssq = host[0].astype(np.float32), host[1].astype(np.float32), host[2], host[3]
         if coh is not None:
-            coh.take(*host[4:8])
+            coh.take(*host[4:9])
         # each centre's mean squared member distance (k where a centre has no members)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
         gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
@@ -814,8 +842,7 @@ class RBFN(PixelDetector):
         self.n_target_centres_ = n_tc
         if coh is not None:
             self.coherence_w_ = coh.W
-            # an inverse Cholesky factor (_coherence_whitening): the scoring kernel skips its zero half
-            self.coherence_tri_ = isinstance(coh_w_h, np.ndarray) and upper_triangular(coh_w_h)
+            self.coherence_tri_ = coh_tri
             self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_kind_ = kind
             if kind == "mf":  # one vector: (x - mean) W s / s.s
@@ -832,7 +859,7 @@ class RBFN(PixelDetector):
                 self.anomaly_v_ = v * self.anomaly_weight_
                 self.anomaly_shift_ = a_shift * self.anomaly_weight_
                 self.anomaly_mu_, self.anomaly_w_ = a_mu, a_w
-                self.anomaly_tri_ = upper_triangular(a_w_h)  # an inverse Cholesky factor: half the scoring FMAs
+                self.anomaly_tri_ = a_tri
             else:  # the network alone: its output as it was
                 scale, shift = 1.0, 0.0
         w_h = (scale * beta[:nh]).astype(np.float32)
@@ -848,6 +875,24 @@ class RBFN(PixelDetector):
         if progress:
             progress(1.0, "RBFN: trained")
         return self
+
+    def _start_early_passes(self, image, coh, coh_tri: bool, anomaly) -> None:
+        """Start, on the GPU, the score's passes over ``image`` that need the whitening alone: the coherence
+        input's ACE (``coh``, None where it is not ACE) and the anomaly input's RX (``anomaly``: its mean,
+        whitening and whether that is triangular; None without it). Whether RX counts is known only at the
+        fit's end (:func:`_fuse`); its pass runs beside the fit either way."""
+        xp = get_namespace(image)
+        if xp is np or not classic.FUSED_QUAD or image.dtype != xp.float32 or (coh is None and anomaly is None):
+            return
+        from hyperapp.models.rbfn_gpu import EarlyPasses
+
+        jobs = {}
+        if coh is not None:
+            jobs["ace"] = (self.mean_, coh.W, ACE_MODE, _ace_direction(coh.W, coh.s), 1.0, bool(self.normalize),
+                           coh_tri)
+        if anomaly is not None:
+            jobs["rx"] = (anomaly[0], anomaly[1], RX_MODE, None, 0.0, False, anomaly[2])
+        self.__dict__["_early"] = EarlyPasses(image, jobs)
 
     def _output_layer(self, Ztrain, n_t, Zt, Cb, gb, n_tc, inputs):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
@@ -958,27 +1003,33 @@ class RBFN(PixelDetector):
         """:meth:`_add_coherence` on the GPU with :func:`~hyperapp.models.classic.quad_rows`: the coherence
         input's ACE (normalisation, centring, whitening and the row reductions) in one kernel reading each
         pixel once, and the anomaly input's RX in another (half the FMAs: its whitening is triangular); no
-        whitened copy of the cube is made."""
+        whitened copy of the cube is made. Where the fit started these passes on ``P`` already
+        (:meth:`_start_early_passes`), their results are taken instead."""
         xp = get_namespace(P)
+        early = self.__dict__.pop("_early", None)
+        early = early.take(P) if early is not None else {}
         if self.coherence_v_:
             if getattr(self, "coherence_kind_", "ace") == "mf":  # one vector: chunks, as the cuBLAS path
                 for i in range(0, P.shape[0], GPU_CHUNK):
                     D = _centred_normalised(P[i:i + GPU_CHUNK], self.mean_, self.normalize)
                     out[i:i + GPU_CHUNK] += self.coherence_v_ * (D @ self.coherence_mf_)
             else:
-                s = self.coherence_s_.astype(np.float64)
-                key = (self.coherence_w_, self.coherence_s_)
-                cached = self.__dict__.get("_quad_v")
-                if cached is None or any(a is not b for a, b in zip(cached[0], key)):
-                    v = self.coherence_w_ @ xp.asarray(self.coherence_s_, dtype=xp.float32)
-                    self.__dict__["_quad_v"] = cached = (key, v)
-                ace = quad_rows(P, self.mean_, self.coherence_w_, ACE_MODE, v=cached[1], ss=float(s @ s),
-                                normalize=self.normalize, tri=getattr(self, "coherence_tri_", False))
+                ace = early.get("ace")
+                if ace is None:
+                    key = (self.coherence_w_, self.coherence_s_)
+                    cached = self.__dict__.get("_quad_v")
+                    if cached is None or any(a is not b for a, b in zip(cached[0], key)):
+                        self.__dict__["_quad_v"] = cached = (key, _ace_direction(self.coherence_w_,
+                                                                                 self.coherence_s_))
+                    ace = quad_rows(P, self.mean_, self.coherence_w_, ACE_MODE, v=cached[1], ss=1.0,
+                                    normalize=self.normalize, tri=getattr(self, "coherence_tri_", False))
                 out += xp.multiply(ace, self.coherence_v_)
         if network is not None:
             network[...] = out
         if getattr(self, "anomaly_v_", 0.0):
-            rx = quad_rows(P, self.anomaly_mu_, self.anomaly_w_, RX_MODE, tri=getattr(self, "anomaly_tri_", False))
+            rx = early.get("rx")
+            if rx is None:
+                rx = quad_rows(P, self.anomaly_mu_, self.anomaly_w_, RX_MODE, tri=getattr(self, "anomaly_tri_", False))
             a = xp.add(xp.multiply(anomaly_input(rx, self.anomaly_w_.shape[1]), self.anomaly_v_),
                        getattr(self, "anomaly_shift_", 0.0))
             xp.maximum(out, a, out=out)  # either input may call a pixel a target

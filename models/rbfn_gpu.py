@@ -9,6 +9,8 @@ network's parameters (padded with zeros) go up in one buffer the kernel stages i
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from hyperapp.core.backend import device_attributes
@@ -210,3 +212,65 @@ def score_fused(model, P, variant: str | None = None):
     kern((blocks,), (WARPS * 32,), (P, np.int64(n), np.int32(P.shape[1]), np.int32(_stride(P.shape[1])), params, out),
          shared_mem=smem)
     return out
+
+
+#: multiprocessors an early pass leaves to the fit still running beside it, as a share of the device's: the
+#: fit's own small kernels (the background's k-means is one block, the output layer's a few) then find
+#: room at once instead of waiting for the pass's persistent blocks to end
+EARLY_SPARE_SHARE = 1 / 16
+
+_SIDE = threading.local()
+
+
+def _side_stream():
+    """This thread's second stream on the current device (non-blocking: the legacy default stream, which
+    the fit uses, does not wait for it nor it for that one)."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    streams = _SIDE.__dict__.setdefault("streams", {})
+    if dev not in streams:
+        streams[dev] = cupy.cuda.Stream(non_blocking=True)
+    return streams[dev]
+
+
+class EarlyPasses:
+    """The score's image-wide passes that depend on the whitening alone (the coherence input's ACE and the
+    anomaly input's RX, :func:`~hyperapp.models.classic.quad_rows`), started on a second stream as soon
+    as a fit knows its whitenings, so that they run while the fit places its centres and solves its output
+    layer (host work and small kernels: at 2048 x 2048 x 128 about as long as the two passes), and the
+    click's score stage is then the network's pass alone.
+
+    ``jobs``: name -> ``quad_rows``' arguments after the pixels. The arrays they read are held until the
+    results are taken, and the results are made in the second stream's memory, so neither stream can
+    reuse the other's memory early; :meth:`take` makes the current stream wait for the passes.
+    """
+
+    def __init__(self, P, jobs: dict):
+        import cupy
+
+        from hyperapp.models.classic import quad_rows
+
+        main, side = cupy.cuda.get_current_stream(), _side_stream()
+        side.wait_event(main.record())  # (the whitenings and P are written by then)
+        spare = max(1, round(int(device_attributes().get("MultiProcessorCount", 80)) * EARLY_SPARE_SHARE))
+        self._held = (P, jobs)
+        self._key = _image_key(P)
+        with side:
+            self._out = {name: quad_rows(P, *args, spare_sms=spare) for name, args in jobs.items()}
+        self._done = side.record()
+
+    def take(self, P) -> dict:
+        """The passes' results for pixels ``P`` (the current stream waits for them), or {} where ``P`` is
+        not the image they were started on."""
+        import cupy
+
+        if _image_key(P) != self._key:
+            return {}
+        cupy.cuda.get_current_stream().wait_event(self._done)
+        out, self._out, self._held = self._out, {}, None
+        return out
+
+
+def _image_key(P) -> tuple:
+    return (int(P.data.ptr), tuple(P.shape), tuple(P.strides), str(P.dtype))

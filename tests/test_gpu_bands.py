@@ -129,3 +129,25 @@ def test_fused_rbfn_and_classic_scores_match_the_gemm_path(cp):
         finally:
             classic.FUSED_QUAD = True
         assert np.abs(fused - gemm).max() <= 1e-4 * np.abs(gemm).max(), type(m).__name__
+
+
+def test_rbfn_passes_started_during_the_fit_give_the_scores_of_a_later_score(cp):
+    """A fit told it scores its image next (the live click) starts the coherence and anomaly passes on a
+    second stream beside its own work: the scores are those of the same model scoring later, to the bit, a
+    refit drops the passes it did not score, and another image is scored afresh."""
+    X, y = _data(300, 280, 72)
+    Xd, yd = cp.asarray(X), cp.asarray(y)
+    m = RBFN(anomaly=1.0).fit(Xd, yd, score_next=True)
+    assert m.anomaly_v_ and m.coherence_v_ and "_early" in m.__dict__
+    early = m.decision_function(Xd).get()
+    assert "_early" not in m.__dict__
+    later = m.decision_function(Xd).get()
+    assert np.array_equal(early, later)
+    other = cp.asarray(X[::-1].copy())
+    m.fit(Xd, yd, score_next=True)
+    m.fit(Xd, yd, score_next=True)  # the first refit's passes are dropped, never taken
+    got = m.decision_function(other).get()
+    assert np.array_equal(got, m.decision_function(other).get())
+    assert np.array_equal(m.decision_function(Xd).get(), later)
+    host = m.to_host().decision_function(X)
+    assert np.abs(early - host).max() <= 1e-3 * np.abs(host).max()

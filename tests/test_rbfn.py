@@ -421,3 +421,16 @@ def test_rbfn_on_an_image_with_fewer_pixels_than_neurons(shape):
     model = RBFN(**get_method("rbfn").library_params).fit_signature(X, rng.uniform(0.1, 1.0, (1, 8)))
     assert np.isfinite(model.decision_function(X)).all() and model.centres_.shape[0] <= 32
     assert model.weights_.shape[0] == model.centres_.shape[0]
+
+
+def test_score_next_changes_nothing_on_the_cpu():
+    """``score_next`` starts passes on the GPU only: on NumPy the fit and its scores are as without it."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(0.3, 0.05, (40, 40, 12)).astype(np.float32)
+    y = -np.ones((40, 40), np.int8)
+    y[5, 5:9] = 1
+    X[5, 5:9] += 0.2
+    a = RBFN(anomaly=1.0).fit(X, y)
+    b = RBFN(anomaly=1.0).fit(X, y, score_next=True)
+    assert "_early" not in b.__dict__
+    assert np.array_equal(a.decision_function(X), b.decision_function(X))

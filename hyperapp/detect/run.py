@@ -456,6 +456,8 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
             # host copy: the device copy would only travel back; and their lists, where it takes them
             if getattr(est, "accepts_label_lists", False):
                 fit_kwargs["label_lists"] = px.label_lists
+            if getattr(est, "accepts_score_next", False):
+                fit_kwargs["score_next"] = True  # (_score takes these very pixels next)
             est.fit(X, px.y if getattr(est, "labels_on_host", False) else px.y_dev, **fit_kwargs)
     return est
 
