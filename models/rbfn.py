@@ -772,7 +772,7 @@ class RBFN(PixelDetector):
         if self.anomaly_weight_:
             a_mu = raw.mean.astype(xp.float32)
             a_tri = upper_triangular(a_w_h)  # an inverse Cholesky factor: half the scoring FMAs
-        if image is not None:
+        if image is not None:  # (before the eigendecomposition: the GPU is idle while the host works on it)
             self._start_early_passes(image, coh if coh is not None and kind != "mf" else None, coh_tri,
                                      (a_mu, a_w, a_tri) if self.anomaly_weight_ else None)
         proj_h = None
