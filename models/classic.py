@@ -92,7 +92,7 @@ TENSOR_QUAD_GROUP = 2
 
 
 def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = False, tri: bool = False,
-              spare_sms: int = 0):
+              spare_sms: int = 0, out=None):
     """RX (``mode`` 1: z.z) or ACE (0: (d.v)^2 / (ss z.z), clipped to [0, 1]) of the rows d = x / ||x|| - mu
     (``normalize``) or x - mu of CuPy float32 pixels ``P`` (n, bands), z = d U, with v = U s and ss = s.s
     for the whitened target s: one kernel (``kernels/quadform_tc.cu`` on the tensor cores, else
@@ -100,7 +100,7 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     triangular (an inverse Cholesky factor), half the FMAs. Its grid is persistent (a few blocks a
     multiprocessor, each looping over tiles), so a pass started on a second stream holds every
     multiprocessor until it ends; ``spare_sms`` sizes it for fewer multiprocessors, leaving room for other
-    work (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`)."""
+    work (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`); ``out``: an (n,) float32 array to write into."""
     import cupy
 
     from hyperapp.core.backend import device_attributes
@@ -108,7 +108,7 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
 
     P = cupy.ascontiguousarray(P, dtype=cupy.float32)
     n, nb = P.shape
-    out = cupy.empty(n, cupy.float32)
+    out = cupy.empty(n, cupy.float32) if out is None else out
     if n == 0 or nb == 0:  # (no bands: z is empty, and RX and ACE are 0)
         out.fill(0)
         return out

@@ -346,8 +346,8 @@ def _coherence_whitening(stats):
     where a Cholesky and NumPy's triangular solve took 1.5 ms (2-core host)."""
     if not COHERENCE_TRI or not stats._small:  # (a covariance over HOST_EIGH_MAX bands: on the device)
         return stats.sqrt_inv_cov_on_host()
-    U, tri = stats.whitening(host=True)
-    if tri:
+    U = stats.exact_triangular_whitening
+    if U is not None:
         return U
     w, v = stats._eig_host  # floored: the same decomposition the network's whitening takes
     try:
@@ -660,7 +660,9 @@ class RBFN(PixelDetector):
         # one gather (one index upload) for the three sets
         R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]
         a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
-        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress, image=P if score_next else None)
+        # (the passes are keyed on the pixels' memory: P must be X's own, not a copy)
+        image = P if score_next and xp is not np and X.flags.c_contiguous else None
+        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress, image=image)
 
     def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, progress=None):
         """Train from a target spectrum (a spectral library's entry) instead of clicks.
@@ -733,7 +735,9 @@ class RBFN(PixelDetector):
         the other way in one copy each.
         """
         xp = get_namespace(T)
-        self.__dict__.pop("_early", None)  # (a refit's passes are its own)
+        early = self.__dict__.pop("_early", None)  # (a refit's passes are its own)
+        if early is not None:
+            early.discard()
         nb = T.shape[1]
         m, n_b = T.shape[0], B.shape[0]
         # the three sets in one array, the clicks and the background rows first (their projections and
@@ -886,13 +890,16 @@ class RBFN(PixelDetector):
             return
         from hyperapp.models.rbfn_gpu import EarlyPasses
 
-        jobs = {}
+        jobs = {}  # (an optimisation: where they cannot start, the score computes them as before)
         if coh is not None:
             jobs["ace"] = (self.mean_, coh.W, ACE_MODE, _ace_direction(coh.W, coh.s), 1.0, bool(self.normalize),
                            coh_tri)
         if anomaly is not None:
             jobs["rx"] = (anomaly[0], anomaly[1], RX_MODE, None, 0.0, False, anomaly[2])
-        self.__dict__["_early"] = EarlyPasses(image, jobs)
+        try:
+            self.__dict__["_early"] = EarlyPasses(image, jobs)
+        except Exception:  # (out of memory beside the fit, say: the score's own passes then)
+            return
 
     def _output_layer(self, Ztrain, n_t, Zt, Cb, gb, n_tc, inputs):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
@@ -969,14 +976,14 @@ class RBFN(PixelDetector):
             out[i:i + CHUNK] = self.weights_ @ _hidden_t(Z, self.centres_, self.gamma_) + self.bias_
         return out
 
-    def _add_coherence(self, P, out, network=None):
+    def _add_coherence(self, P, out, network=None, early=None):
         """Add the coherence input's term (ACE in the whitened space of normalised spectra,
         :class:`_Coherence`), then take the larger of that and the anomaly input's (RX of the raw spectra,
         :func:`anomaly_input`), each where its weight is not 0, in place; ``network`` (an array like
         ``out``), if given, receives the network's output before the anomaly input joins it."""
         xp = get_namespace(P)
         if xp is not np and classic.FUSED_QUAD and P.dtype == xp.float32:
-            return self._add_coherence_fused(P, out, network)
+            return self._add_coherence_fused(P, out, network, early)
         step = CHUNK if xp is np else GPU_CHUNK
         for i in range(0, P.shape[0], step):
             if self.coherence_v_:
@@ -999,14 +1006,13 @@ class RBFN(PixelDetector):
                 out[i:i + step] = xp.maximum(out[i:i + step], a)  # either input may call a pixel a target
         return out
 
-    def _add_coherence_fused(self, P, out, network=None):
+    def _add_coherence_fused(self, P, out, network=None, early=None):
         """:meth:`_add_coherence` on the GPU with :func:`~hyperapp.models.classic.quad_rows`: the coherence
         input's ACE (normalisation, centring, whitening and the row reductions) in one kernel reading each
         pixel once, and the anomaly input's RX in another (half the FMAs: its whitening is triangular); no
         whitened copy of the cube is made. Where the fit started these passes on ``P`` already
-        (:meth:`_start_early_passes`), their results are taken instead."""
+        (``early``, :meth:`_start_early_passes`), their results are taken instead."""
         xp = get_namespace(P)
-        early = self.__dict__.pop("_early", None)
         early = early.take(P) if early is not None else {}
         if self.coherence_v_:
             if getattr(self, "coherence_kind_", "ace") == "mf":  # one vector: chunks, as the cuBLAS path
@@ -1057,6 +1063,15 @@ class RBFN(PixelDetector):
         P, lead = as_pixels(X)
         if P.shape[1] != self.n_bands_:
             raise ModelError(f"image has {P.shape[1]} bands, the RBFN was trained on {self.n_bands_}")
+        # the fit's early passes: taken by this score where they are of P, else let go of (every branch)
+        early = self.__dict__.pop("_early", None)
+        try:
+            return self._scores_with(P, lead, network, early)
+        finally:
+            if early is not None:
+                early.discard()
+
+    def _scores_with(self, P, lead, network, early):
         xp = get_namespace(P)
         out = None
         if xp is not np and self.backend_kernel != "gemm":
@@ -1068,8 +1083,15 @@ class RBFN(PixelDetector):
             out = self._score_reference(P)
         if getattr(self, "coherence_v_", 0.0) or getattr(self, "anomaly_v_", 0.0):
             self.coherence_v_ = getattr(self, "coherence_v_", 0.0)
-            out = self._add_coherence(P, out, network)
+            out = self._add_coherence(P, out, network, early)
         return out.reshape(lead)
+
+    def __copy__(self):
+        """A shallow copy that does not take this fit's early passes (:meth:`_start_early_passes`)."""
+        new = self.__class__.__new__(self.__class__)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_early", None)
+        return new
 
     # ------------------------------------------------------------------ persistence
     def to_host(self) -> RBFN:

@@ -219,19 +219,29 @@ def score_fused(model, P, variant: str | None = None):
 #: room at once instead of waiting for the pass's persistent blocks to end
 EARLY_SPARE_SHARE = 1 / 16
 
-_SIDE = threading.local()
+_SIDE: dict = {}
+_SIDE_LOCK = threading.Lock()
 
 
 def _side_stream():
-    """This thread's second stream on the current device (non-blocking: the legacy default stream, which
-    the fit uses, does not wait for it nor it for that one)."""
+    """The process's second stream on the current device, made once (non-blocking: the legacy default
+    stream, which fits use, does not wait for it nor it for that one). One for every thread: the window
+    runs each job on a new thread, and a stream a job would leave its own memory-pool arena behind."""
     import cupy
 
     dev = cupy.cuda.runtime.getDevice()
-    streams = _SIDE.__dict__.setdefault("streams", {})
-    if dev not in streams:
-        streams[dev] = cupy.cuda.Stream(non_blocking=True)
-    return streams[dev]
+    with _SIDE_LOCK:
+        if dev not in _SIDE:
+            _SIDE[dev] = cupy.cuda.Stream(non_blocking=True)
+        return _SIDE[dev]
+
+
+def _event_on(stream):
+    import cupy
+
+    e = cupy.cuda.Event(disable_timing=True)
+    e.record(stream)
+    return e
 
 
 class EarlyPasses:
@@ -241,9 +251,10 @@ class EarlyPasses:
     layer (host work and small kernels: at 2048 x 2048 x 128 about as long as the two passes), and the
     click's score stage is then the network's pass alone.
 
-    ``jobs``: name -> ``quad_rows``' arguments after the pixels. The arrays they read are held until the
-    results are taken, and the results are made in the second stream's memory, so neither stream can
-    reuse the other's memory early; :meth:`take` makes the current stream wait for the passes.
+    ``jobs``: name -> ``quad_rows``' arguments after the pixels. Memory: the results are allocated on the
+    fitting stream before the passes start, and the arrays the passes read are held, until that stream
+    has waited for the passes (:meth:`take`, or :meth:`discard` where they are not taken: a refit, another
+    image, a model dropped): no block either stream uses can be handed out while the passes still use it.
     """
 
     def __init__(self, P, jobs: dict):
@@ -252,24 +263,44 @@ class EarlyPasses:
         from hyperapp.models.classic import quad_rows
 
         main, side = cupy.cuda.get_current_stream(), _side_stream()
-        side.wait_event(main.record())  # (the whitenings and P are written by then)
+        self._held = None
+        self._out = {name: cupy.empty(P.shape[0], cupy.float32) for name in jobs}  # (the fitting stream's)
+        side.wait_event(_event_on(main))  # (the whitenings, P and the results' memory are ready by then)
         spare = max(1, round(int(device_attributes().get("MultiProcessorCount", 80)) * EARLY_SPARE_SHARE))
         self._held = (P, jobs)
         self._key = _image_key(P)
-        with side:
-            self._out = {name: quad_rows(P, *args, spare_sms=spare) for name, args in jobs.items()}
-        self._done = side.record()
+        try:
+            with side:
+                for name, args in jobs.items():
+                    quad_rows(P, *args, spare_sms=spare, out=self._out[name])
+        finally:  # (a pass that failed to start: what did start is waited for all the same)
+            self._done = _event_on(side)
 
     def take(self, P) -> dict:
         """The passes' results for pixels ``P`` (the current stream waits for them), or {} where ``P`` is
-        not the image they were started on."""
+        not the image they were started on (the passes are then discarded)."""
+        if _image_key(P) != self._key:
+            self.discard()
+            return {}
+        out = self._out
+        self.discard()
+        return out
+
+    def discard(self) -> None:
+        """Let go of the passes: the current stream waits for them first, so nothing they read or write is
+        reused before they end."""
+        if self._held is None:
+            return
         import cupy
 
-        if _image_key(P) != self._key:
-            return {}
         cupy.cuda.get_current_stream().wait_event(self._done)
-        out, self._out, self._held = self._out, {}, None
-        return out
+        self._out, self._held = {}, None
+
+    def __del__(self):
+        try:
+            self.discard()
+        except Exception:  # (at the interpreter's exit CuPy may be gone)
+            pass
 
 
 def _image_key(P) -> tuple:

@@ -279,10 +279,18 @@ class BackgroundStats:
         test is exact without the eigenvalues: λ_min >= 1 / ||L^-1||_F^2 and λ_max <= trace(Σ), so when
         1 / ||L^-1||_F^2 >= EIG_FLOOR trace(Σ) the floor moves nothing and both matrices whiten the same
         covariance; otherwise (or where the Cholesky fails) the floored symmetric one is taken."""
+        U = self.exact_triangular_whitening
+        return (self._sqrt_inv_cov_either, False) if U is None else (U, True)
+
+    @cached_property
+    def exact_triangular_whitening(self):
+        """(L^-1)^T (host, float64, upper triangular) where it whitens the covariance exactly as the floored
+        eigendecomposition would (no eigenvalue floored: :attr:`_tri_whitening_either`'s test, which needs
+        no eigenvalues), else None (also for a covariance decomposed on the device)."""
         Li = self.inverse_cholesky if self._small else None
         if Li is None or not 1.0 / float(np.sum(Li * Li)) >= EIG_FLOOR * float(np.trace(self.host_cov)):
-            return self._sqrt_inv_cov_either, False
-        return Li.T, True
+            return None
+        return Li.T
 
     @cached_property
     def inverse_cholesky(self):

@@ -131,23 +131,125 @@ def test_fused_rbfn_and_classic_scores_match_the_gemm_path(cp):
         assert np.abs(fused - gemm).max() <= 1e-4 * np.abs(gemm).max(), type(m).__name__
 
 
-def test_rbfn_passes_started_during_the_fit_give_the_scores_of_a_later_score(cp):
+def _counting_quad_rows(monkeypatch):
+    """Count the score's own quad passes (the early ones run through ``classic.quad_rows``)."""
+    from hyperapp.models import rbfn as rbfn_module
+
+    calls = []
+
+    def counted(*a, **k):
+        calls.append(1)
+        return classic.quad_rows(*a, **k)
+
+    monkeypatch.setattr(rbfn_module, "quad_rows", counted)
+    return calls
+
+
+def _same_scores(a, b):
+    # (the tensor-core kernel gives the same bits; the SIMT one, on older GPUs, adds in another order)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * float(np.abs(b).max()))
+
+
+def test_rbfn_passes_started_during_the_fit_are_taken_by_the_next_score(cp, monkeypatch):
     """A fit told it scores its image next (the live click) starts the coherence and anomaly passes on a
-    second stream beside its own work: the scores are those of the same model scoring later, to the bit, a
-    refit drops the passes it did not score, and another image is scored afresh."""
+    second stream beside its own work: the next score takes them (it runs no pass of its own) and gives the
+    scores of a later score of the same model; a refit lets the passes it did not score go, and another image
+    is scored afresh; a copy of the model does not take them; the CPU agrees."""
+    calls = _counting_quad_rows(monkeypatch)
     X, y = _data(300, 280, 72)
     Xd, yd = cp.asarray(X), cp.asarray(y)
     m = RBFN(anomaly=1.0).fit(Xd, yd, score_next=True)
     assert m.anomaly_v_ and m.coherence_v_ and "_early" in m.__dict__
+    assert "_early" not in m.to_host().__dict__ and "_early" in m.__dict__
     early = m.decision_function(Xd).get()
-    assert "_early" not in m.__dict__
+    assert not calls and "_early" not in m.__dict__
     later = m.decision_function(Xd).get()
-    assert np.array_equal(early, later)
+    assert len(calls) == 2  # ACE and RX, now the score's own
+    _same_scores(early, later)
     other = cp.asarray(X[::-1].copy())
     m.fit(Xd, yd, score_next=True)
-    m.fit(Xd, yd, score_next=True)  # the first refit's passes are dropped, never taken
-    got = m.decision_function(other).get()
-    assert np.array_equal(got, m.decision_function(other).get())
-    assert np.array_equal(m.decision_function(Xd).get(), later)
+    m.fit(Xd, yd, score_next=True)  # the first refit's passes are let go of, never taken
+    got = m.decision_function(other).get()  # not the image they were started on
+    _same_scores(got, m.decision_function(other).get())
+    _same_scores(m.decision_function(Xd).get(), later)
     host = m.to_host().decision_function(X)
     assert np.abs(early - host).max() <= 1e-3 * np.abs(host).max()
+
+
+def test_rbfn_early_passes_are_waited_for(cp):
+    """The score waits for the passes: a second stream held busy for a tenth of a second before they start
+    still gives the scores of a score without them."""
+    from hyperapp.models import rbfn_gpu
+
+    spin = cp.RawKernel(r"""
+    extern "C" __global__ void spin(long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) { }
+    }""", "spin")
+    X, y = _data(300, 280, 72)
+    Xd, yd = cp.asarray(X), cp.asarray(y)
+    want = RBFN(anomaly=1.0).fit(Xd, yd).decision_function(Xd).get()
+    m = RBFN(anomaly=1.0)
+    with rbfn_gpu._side_stream():
+        spin((1,), (1,), (np.int64(2 * 10**8),))  # ~0.1 s at 2 GHz
+    got = m.fit(Xd, yd, score_next=True).decision_function(Xd).get()
+    _same_scores(got, want)
+
+
+def test_rbfn_early_passes_let_go_where_the_score_needs_neither(cp):
+    """Without the coherence input and with ordinary clicks (the anomaly gate shut), the score uses neither
+    pass: the model lets them go all the same (they hold the image)."""
+    rng = np.random.default_rng(0)
+    rows, cols, bands = 120, 100, 40
+    ends = rng.uniform(0.05, 0.6, size=(5, bands))
+    ab = rng.dirichlet(np.ones(5), size=rows * cols)
+    X = (ab @ ends + rng.normal(0, 0.01, (rows * cols, bands))).astype(np.float32).reshape(rows, cols, bands)
+    y = -np.ones((rows, cols), np.int8)
+    y.reshape(-1)[rng.choice(rows * cols, 5, replace=False)] = 1
+    Xd = cp.asarray(X)
+    m = RBFN(coherence=0.0).fit(Xd, cp.asarray(y), score_next=True)
+    assert m.anomaly_weight_ and not m.anomaly_v_ and "_early" in m.__dict__
+    m.decision_function(Xd)
+    assert "_early" not in m.__dict__
+
+
+def test_rbfn_early_passes_on_a_worker_thread_in_a_stream_of_its_own(cp):
+    """A fit and its score on a worker thread inside a non-blocking stream of their own (the window's jobs run
+    on threads; the batch's on streams) give the scores of the plain run."""
+    import threading
+
+    X, y = _data(200, 180, 57)
+    Xd, yd = cp.asarray(X), cp.asarray(y)
+    want = RBFN(anomaly=1.0).fit(Xd, yd).decision_function(Xd).get()
+    got = {}
+
+    def job():
+        with cp.cuda.Stream(non_blocking=True) as s:
+            got["scores"] = RBFN(anomaly=1.0).fit(Xd, yd, score_next=True).decision_function(Xd).get()
+            s.synchronize()
+
+    t = threading.Thread(target=job)
+    t.start()
+    t.join()
+    _same_scores(got["scores"], want)
+
+
+def test_a_run_scores_the_same_with_and_without_early_passes(cp, monkeypatch):
+    """``run_detection`` (the click, ``detect``) gives the same scores, mask and threshold whether its fit
+    starts the passes early or not."""
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
+
+    X, y = _data(256, 240, 64)
+    cube = cube_from_array(X, "early")
+    Xd = cp.asarray(X)
+
+    def run():
+        return run_detection(cube, DetectRequest("rbfn", device="gpu"), y > 0, image=Xd)
+
+    a = run()
+    monkeypatch.setattr(RBFN, "accepts_score_next", False)
+    b = run()
+    _same_scores(a.scores, b.scores)
+    assert a.threshold == b.threshold or abs(a.threshold - b.threshold) <= 1e-6 * abs(b.threshold)
