@@ -1,4 +1,5 @@
-"""GPU inference of the RBFN: the fused CUDA kernel, and tiled scoring of cubes larger than GPU memory.
+"""GPU inference of the RBFN: the fused CUDA kernel, tiled scoring of cubes larger than GPU memory, and
+the score's image-wide passes started on a second stream while the fit still runs (:class:`EarlyPasses`).
 
 The kernel (``kernels/rbfn.cu``) is a template over a small fixed set of shapes: the whitened
 dimensions padded to one of :data:`K4_SET`, the hidden neurons to one of :data:`NH_SET`, diagonal
