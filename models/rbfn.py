@@ -338,8 +338,8 @@ def _coherence_whitening(stats):
     Σ^{-1/2} or, with :data:`COHERENCE_TRI`, the upper triangular one (the inverse transposed Cholesky
     factor of the floored covariance, positive definite by the floor), whose zero lower half the scoring
     kernel skips. Where the floor moves no eigenvalue that is the inverse transposed Cholesky factor of
-    the covariance itself (:meth:`~hyperapp.models.stats.BackgroundStats.whitening`, which tells without
-    an eigendecomposition), so the score's passes can start before the network's eigendecomposition
+    the covariance itself (:attr:`~hyperapp.models.stats.BackgroundStats.exact_triangular_whitening`,
+    which tells without an eigendecomposition), so the score's passes can start before the network's eigendecomposition
     (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`). Otherwise it is the Cholesky factor of the floored
     inverse with its rows and columns reversed (J chol(J A J) J is upper triangular, and its product with
     its transpose is A): one Cholesky of the inverse the eigendecomposition gives, 0.4 ms at 128 bands

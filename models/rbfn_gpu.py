@@ -10,11 +10,9 @@ network's parameters (padded with zeros) go up in one buffer the kernel stages i
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from hyperapp.core.backend import device_attributes
+from hyperapp.core.backend import device_attributes, kept_stream
 from hyperapp.kernels import get_module
 
 WARPS = 4
@@ -220,21 +218,11 @@ def score_fused(model, P, variant: str | None = None):
 #: room at once instead of waiting for the pass's persistent blocks to end
 EARLY_SPARE_SHARE = 1 / 16
 
-_SIDE: dict = {}
-_SIDE_LOCK = threading.Lock()
-
-
 def _side_stream():
     """The process's second stream on the current device, made once (non-blocking: the legacy default
     stream, which fits use, does not wait for it nor it for that one). One for every thread: the window
     runs each job on a new thread, and a stream a job would leave its own memory-pool arena behind."""
-    import cupy
-
-    dev = cupy.cuda.runtime.getDevice()
-    with _SIDE_LOCK:
-        if dev not in _SIDE:
-            _SIDE[dev] = cupy.cuda.Stream(non_blocking=True)
-        return _SIDE[dev]
+    return kept_stream("early passes", per_thread=False)
 
 
 def _event_on(stream):

@@ -139,6 +139,29 @@ def device_attributes() -> dict:
     return _ATTRS[dev]
 
 
+_KEPT_STREAMS: dict = {}
+_KEPT_LOCK = threading.Lock()
+_KEPT_LOCAL = threading.local()
+
+
+def kept_stream(role: str, per_thread: bool):
+    """A non-blocking CuPy stream for ``role`` on the current device, made once and kept (for each thread
+    with ``per_thread``, else one for the process): CuPy's memory pool reuses a freed block only on the
+    stream it was allocated on, so a stream made afresh per use would allocate its buffers afresh too."""
+    import cupy
+
+    key = (role, cupy.cuda.runtime.getDevice())
+    if per_thread:
+        streams = _KEPT_LOCAL.__dict__.setdefault("streams", {})
+        if key not in streams:
+            streams[key] = cupy.cuda.Stream(non_blocking=True)
+        return streams[key]
+    with _KEPT_LOCK:
+        if key not in _KEPT_STREAMS:
+            _KEPT_STREAMS[key] = cupy.cuda.Stream(non_blocking=True)
+        return _KEPT_STREAMS[key]
+
+
 def gpu_available() -> bool:
     """Whether CuPy and a working CUDA device are present."""
     return _probe_gpu()[0]

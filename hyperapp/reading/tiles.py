@@ -695,20 +695,13 @@ def copy_to_device(d, h: np.ndarray, stream) -> None:
         rt.memcpyAsync(dst + o, src + o, min(piece, n - o), rt.memcpyHostToDevice, stream.ptr)
 
 
-_LOCAL = threading.local()
-
-
 def copy_stream():
-    """This thread's stream for copying tiles to the current GPU, made once and kept: CuPy's memory pool
-    reuses a freed block only on the stream it was allocated on, so a new stream per cube (a batch
-    reads thousands) would allocate every tile buffer afresh."""
-    import cupy
+    """This thread's stream for copying tiles to the current GPU, made once and kept
+    (:func:`~hyperapp.core.backend.kept_stream`): a new stream per cube (a batch reads thousands) would
+    allocate every tile buffer afresh."""
+    from hyperapp.core.backend import kept_stream
 
-    streams = _LOCAL.__dict__.setdefault("streams", {})
-    dev = cupy.cuda.runtime.getDevice()
-    if dev not in streams:
-        streams[dev] = cupy.cuda.Stream(non_blocking=True)
-    return streams[dev]
+    return kept_stream("tile copies", per_thread=True)
 
 
 def read_float32(cube: Cube, xp=np, progress=None, tile_bytes: int | None = None, helper: bool = False,
