@@ -152,6 +152,7 @@ from hyperapp.models.classic import (
     whitened_rows,
 )
 from hyperapp.models.kmeans import kmeans, kmeans_small, sq_distances
+from hyperapp.models.rbfn_reuse import Reuse, TrainingBackground, Whitening
 from hyperapp.models.stats import BackgroundStats
 
 WHITENINGS = ("pca", "cov", "std")
@@ -253,23 +254,28 @@ class _Coherence:
     gives each click's value against the mean of the others (:meth:`scores`).
     """
 
-    def __init__(self, W, mu, TB, m: int, kind: str = "ace"):
-        """``TB``: the clicks' normalised spectra (its first ``m`` rows), then the background rows'."""
+    def __init__(self, W, mu, TB, m: int, kind: str = "ace", background=None):
+        """``TB``: the clicks' normalised spectra (its first ``m`` rows), then the background rows'; or the
+        clicks' alone with ``background``, the background rows' whitened coordinates (device) and their
+        squared norms (host) as an earlier fit made them (:class:`~hyperapp.models.rbfn_reuse.TrainingBackground`)."""
         self.kind = kind
         xp = get_namespace(TB)
         self.W = W = W.astype(xp.float32, copy=False)  # the scoring uses the same whitening
         self.m = m
         z = (TB - mu.astype(xp.float32, copy=False)) @ W
         zt = z[:self.m]
+        #: the background rows' whitened coordinates (device), which a later fit may take
+        self.z_b = z[self.m:] if background is None else background[0]
+        self._sq_b = None if background is None else background[1]
         #: the whitened target, the mean whitened click (float32, where the pixels are): the scoring's
         #: target is this very vector (:meth:`target` is its host copy)
         self.s = zt.mean(axis=0)
         # what the scores need of the products of every row with every click, reduced on the device
         # (a library's thousand synthetic targets would make that matrix millions of numbers to copy):
         # each background row's product with the mean click, each click's products summed over the
-        # clicks (its row of the Gram matrix G) and with itself, and every row's z.z; they reach the host
-        # in the fit's one copy (:meth:`take`), with the target
-        self.device = [zt, z[self.m:] @ self.s, zt @ zt.sum(axis=0), (z * z).sum(axis=1), self.s]
+        # clicks (its row of the Gram matrix G) and with itself, and every row's z.z (the clicks' alone where
+        # the background's are known); they reach the host in the fit's one copy (:meth:`take`), with the target
+        self.device = [zt, self.z_b @ self.s, zt @ zt.sum(axis=0), (z * z).sum(axis=1), self.s]
 
     def take(self, zt, dot_b, row_sums, sq, s) -> None:
         """The host copies of :attr:`device`, in that order."""
@@ -277,7 +283,7 @@ class _Coherence:
         self.zt = zt
         self.dot_b = dot_b  # background rows . mean click
         self.row_sums = row_sums  # sum over clicks j of zt_i . zt_j
-        self.sq = {"T": sq[:self.m], "B": sq[self.m:]}
+        self.sq = {"T": sq[:self.m], "B": sq[self.m:] if self._sq_b is None else self._sq_b}
         self.s_host = np.asarray(s, np.float32)  # (float32 values: exact through the float64 copy)
 
     def target(self):
@@ -482,6 +488,13 @@ class _Pool:
         return self._listed if self._listed is not None else _arange_without(self.n, self.excluded)
 
 
+def _stats_sample(pool: _Pool, explicit: np.ndarray, rng) -> np.ndarray:
+    """The whitening sample: :data:`STATS_SAMPLE` pixels of ``pool`` (all of a smaller pool), with the
+    marked background ``explicit``."""
+    idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
+    return np.union1d(idx, explicit) if explicit.size else idx
+
+
 class RBFN(PixelDetector):
     """Radial-basis-function network scoring each pixel's spectrum.
 
@@ -580,13 +593,18 @@ class RBFN(PixelDetector):
             raise InputError(f"backend_kernel must be auto, fused or gemm, got {self.backend_kernel!r}")
 
     def _background_pool(self, tgt, marked_bg, nodata, n, shape2d):
-        """Pixels eligible as background: not target, not within ``guard`` pixels of one.
+        """Pixels eligible as background.
 
         Takes the (sorted, host) index lists of the targets, the marked background and the no-data
-        pixels among ``n``. Returns ``(explicit, pool)``: the pixels the user marked as background, and
-        a :class:`_Pool` that draws unmarked eligible pixels. Only the marked pixels and the targets'
-        neighbourhoods are ever listed (never the whole image), so this costs the same on a
-        4-megapixel cube as on a small one.
+        pixels among ``n``. Returns ``(explicit, stats_pool, pool)``: the pixels the user marked as
+        background; a :class:`_Pool` of the unmarked pixels with data that are not targets, which the
+        whitening sample is drawn from; and one of those not within ``guard`` pixels of a target either,
+        which the background training sample is drawn from (a target's edge pixels are mixtures: as
+        training background they would teach the network that the target's signature is background; a
+        few of them among the whitening's 50,000 pixels move nothing, and leaving them in keeps that
+        sample the same pixels for every click that does not land in it: :mod:`~hyperapp.models.rbfn_reuse`).
+        Only the marked pixels and the targets' neighbourhoods are ever listed (never the whole image), so
+        this costs the same on a 4-megapixel cube as on a small one.
         """
         explicit = np.setdiff1d(marked_bg, tgt)
         if shape2d is not None and self.guard > 0:
@@ -604,7 +622,8 @@ class RBFN(PixelDetector):
             near = tgt
         # no-data pixels are never drawn; the pool draws by position in the sorted list of the rest,
         # so a cube with a fill border samples the same pixels as its swath cut out
-        return explicit, _Pool(n, np.union1d(np.union1d(near, marked_bg), nodata))
+        marked = np.union1d(marked_bg, nodata)
+        return explicit, _Pool(n, np.union1d(tgt, marked)), _Pool(n, np.union1d(near, marked))
 
     #: the streamed path gathers the pixels :meth:`sample_indices` names, then calls :meth:`fit_from_pixels`
     stream_stats = "sample"
@@ -629,12 +648,10 @@ class RBFN(PixelDetector):
             tgt, marked_bg, nodata, n = lists
             check_target_count(tgt.size, n)
         rng = np.random.default_rng(self.seed)
-        explicit, pool = self._background_pool(tgt, marked_bg, nodata, n, shape2d)
+        explicit, stats_pool, pool = self._background_pool(tgt, marked_bg, nodata, n, shape2d)
         if pool.size + explicit.size < 2:
             raise ModelError("too few background pixels left after excluding the targets and their neighbours")
-        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
-        if explicit.size:
-            stat_idx = np.union1d(stat_idx, explicit)
+        stat_idx = _stats_sample(stats_pool, explicit, rng)
         n_bg = min(int(self.n_background), pool.size)
         bg_idx = np.concatenate([explicit, pool.choice(n_bg, rng)])
         return tgt, stat_idx, bg_idx, rng
@@ -643,26 +660,43 @@ class RBFN(PixelDetector):
 
     #: fit takes ``score_next`` (the run scores the image it fits on next: :meth:`fit`)
     accepts_score_next = True
+    #: fit takes ``kept``, a store the caller keeps with the image between fits (:meth:`fit`)
+    accepts_kept = True
 
-    def fit(self, X, y, progress=None, check_input: bool = True, label_lists=None, score_next: bool = False):
+    def fit(self, X, y, progress=None, check_input: bool = True, label_lists=None, score_next: bool = False,
+            kept: dict | None = None):
         """Train from labelled pixels (1 target, 0 background, -1 unlabelled, -2 no data);
         ``check_input=False`` skips the test for NaN and Inf outside the no-data pixels; ``label_lists``:
         the labels' lists, where the caller has them (:meth:`sample_indices`). ``score_next``: the caller
         scores ``X`` itself next, unchanged (the live click): on the GPU the score's passes over the image
         that need the whitening alone then start as soon as it is known, beside the rest of the fit
-        (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`), and the next score of ``X`` takes them."""
+        (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`), and the next score of ``X`` takes them.
+        ``kept``: a store the caller keeps with ``X`` (unchanged) from one fit to the next; what the last
+        fit computed from the same sampled pixels with the same parameters is taken from it
+        (:mod:`~hyperapp.models.rbfn_reuse`: the same model, to the bit)."""
         xp = get_namespace(X)
         P, lead = as_pixels(X)
         if check_input:
             check_finite(P, y=y)
         shape2d = lead if len(lead) == 2 else None
         tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(y, shape2d, label_lists)
-        # one gather (one index upload) for the three sets
-        R = P[xp.asarray(np.concatenate([tgt_idx, stat_idx, bg_idx]))]
-        a, b = tgt_idx.size, tgt_idx.size + stat_idx.size
+        reuse = Reuse(kept, self._reuse_key(P), stat_idx, bg_idx)
+        # one gather (one index upload) for the sets not kept
+        sets = [tgt_idx] + ([] if reuse.background else [bg_idx]) + ([] if reuse.whitening else [stat_idx])
+        R = P[xp.asarray(np.concatenate(sets))]
+        a = tgt_idx.size
+        b = a + (0 if reuse.background else bg_idx.size)
         # (the passes are keyed on the pixels' memory: P must be X's own, not a copy)
         image = P if score_next and xp is not np and X.flags.c_contiguous else None
-        return self.fit_from_pixels(R[:a], R[a:b], R[b:], rng, progress, image=image)
+        self.fit_from_pixels(R[:a], None if reuse.whitening else R[b:], None if reuse.background else R[a:b], rng,
+                             progress, image=image, reuse=reuse)
+        return self
+
+    def _reuse_key(self, P) -> tuple:
+        """What a kept :mod:`~hyperapp.models.rbfn_reuse` entry must match besides the sampled pixels:
+        every parameter, the pixels' type and the constants the fit's sampling and centres follow."""
+        return (type(self).__name__, tuple(sorted((k, repr(v)) for k, v in self.get_params().items())),
+                str(P.dtype), STATS_SAMPLE, CENTRE_ITERATIONS)
 
     def fit_signature(self, X, target, y=None, undesired=None, check_input: bool = True, progress=None):
         """Train from a target spectrum (a spectral library's entry) instead of clicks.
@@ -692,12 +726,10 @@ class RBFN(PixelDetector):
             v = yh[marked]
             tgt, bg, nodata = marked[v == TARGET], marked[v == BACKGROUND], marked[v == NODATA]
         rng = np.random.default_rng(self.seed)
-        explicit, pool = self._background_pool(tgt, bg, nodata, n, lead if len(lead) == 2 else None)
+        explicit, stats_pool, pool = self._background_pool(tgt, bg, nodata, n, lead if len(lead) == 2 else None)
         if pool.size + explicit.size < 2:
             raise ModelError("too few background pixels to train on")
-        stat_idx = pool.all() if pool.size <= STATS_SAMPLE else pool.choice(STATS_SAMPLE, rng, distinct=False)
-        if explicit.size:
-            stat_idx = np.union1d(stat_idx, explicit)
+        stat_idx = _stats_sample(stats_pool, explicit, rng)
         bg_idx = np.concatenate([explicit, pool.choice(min(int(self.n_background), pool.size), rng)])
         m = int(self.n_library_targets)
         if m < 0:
@@ -724,10 +756,12 @@ class RBFN(PixelDetector):
         finally:
             del self._coherence_kind
 
-    def fit_from_pixels(self, T, S, B, rng, progress=None, image=None):
+    def fit_from_pixels(self, T, S, B, rng, progress=None, image=None, reuse=None):
         """Train from the spectra :meth:`sample_indices` named: targets ``T``, the whitening sample
         ``S`` and the background sample ``B`` (rows, in that order); ``image``: the (n, bands) pixels the
-        caller scores next, whose passes start early (:meth:`fit`'s ``score_next``).
+        caller scores next, whose passes start early (:meth:`fit`'s ``score_next``); ``reuse``: a
+        :class:`~hyperapp.models.rbfn_reuse.Reuse` (:meth:`fit`), whose kept whitening stands for ``S``
+        and kept training background for ``B`` (each then None), and which keeps what this fit computed.
 
         On the GPU the fit is a few hundred small operations, and each copy between host and device
         waits for all of them: it makes three round trips (the covariances; every product the
@@ -738,62 +772,44 @@ class RBFN(PixelDetector):
         early = self.__dict__.pop("_early", None)  # (a refit's passes are its own)
         if early is not None:
             early.discard()
+        wh = reuse.whitening if reuse is not None else None
+        bgk = reuse.background if reuse is not None else None
         nb = T.shape[1]
-        m, n_b = T.shape[0], B.shape[0]
-        # the three sets in one array, the clicks and the background rows first (their projections and
-        # inner products are then one operation each), normalised once
-        R = xp.concatenate([T.astype(xp.float32, copy=False), B.astype(xp.float32, copy=False),
-                            S.astype(xp.float32, copy=False)])
+        m = T.shape[0]
+        # the sets in one array, the clicks and the background rows first (their projections and inner
+        # products are then one operation each), normalised once; a kept set is not read
+        parts = [T] + ([B] if bgk is None else []) + ([S] if wh is None else [])
+        R = xp.concatenate([p.astype(xp.float32, copy=False) for p in parts]) if len(parts) > 1 \
+            else T.astype(xp.float32, copy=False)
         Rn = self._normalized(R)
-        T, S = R[:m], R[m + n_b:]
-        TBn, Sn = Rn[:m + n_b], Rn[m + n_b:]
-        # 1. whitening on (a sample of) the background; where the anomaly input counts, the raw spectra's
-        # statistics (RX's) come from the same pass: one GEMM over both sets of columns, one host copy
-        # (the anomaly input weighs the clicks' evidence, so a library spectrum's synthetic mixtures,
-        # which are no clicks, leave it out)
+        n_b = int(bgk.Zb.shape[0]) if bgk is not None else int(B.shape[0])
+        n_tb = m + (0 if bgk is not None else n_b)  # the rows of R that are clicks or background rows
+        TBn = Rn[:n_tb]
+        # the anomaly input weighs the clicks' evidence, so a library spectrum's synthetic mixtures, which
+        # are no clicks, leave it out
         self.anomaly_weight_ = 0.0 if hasattr(self, "_coherence_kind") else float(self.anomaly)
         self.coherence_weight_ = float(self.coherence)
         kind = getattr(self, "_coherence_kind", "ace")
-        if self.anomaly_weight_:
-            stats, raw = BackgroundStats.from_pixels(xp.concatenate([Sn, S], axis=1)).split(nb)
-        else:
-            stats = BackgroundStats.from_pixels(Sn)
-        # every whitening this fit needs, from the covariances on the host (a band covariance is
-        # decomposed there): first the coherence input's and RX's (raw spectra), Cholesky factors where
-        # exact, to the device in one copy, so that the score's passes that need them alone can start on
-        # the GPU (:meth:`_start_early_passes`) while the host decomposes the network's
-        coh_w_h = _coherence_whitening(stats) if self.coherence_weight_ else None
-        a_w_h = _rx_whitening(raw) if self.anomaly_weight_ else None
-        firsts = to_device_together(xp, [w for w in (coh_w_h, a_w_h) if w is not None], np.float32)
-        W_coh = firsts.pop(0) if self.coherence_weight_ else None
-        a_w = firsts.pop(0) if self.anomaly_weight_ else None
-        self.mean_ = stats.mean.astype(xp.float32)
+        if wh is None:
+            wh, stats = self._whitenings(Rn[n_tb:], R[n_tb:], nb)
+        self.mean_ = wh.mean
         # the coherence input: ACE of the normalised spectra against the clicks' mean, in the full
         # whitened space of the background (what ACE and RX see, which the leading components can miss)
-        coh = _Coherence(W_coh, self.mean_, TBn, m, kind) if self.coherence_weight_ else None
-        # an inverse Cholesky factor (_coherence_whitening): the scoring kernel skips its zero half
-        coh_tri = isinstance(coh_w_h, np.ndarray) and upper_triangular(coh_w_h)
-        if self.anomaly_weight_:
-            a_mu = raw.mean.astype(xp.float32)
-            a_tri = upper_triangular(a_w_h)  # an inverse Cholesky factor: half the scoring FMAs
+        coh = _Coherence(wh.coh_w, self.mean_, TBn, m, kind, None if bgk is None else (bgk.coh_z, bgk.coh_sq)) \
+            if self.coherence_weight_ else None
         if image is not None:  # (before the eigendecomposition: the GPU is idle while the host works on it)
-            self._start_early_passes(image, coh if coh is not None and kind != "mf" else None, coh_tri,
-                                     (a_mu, a_w, a_tri) if self.anomaly_weight_ else None)
-        proj_h = None
-        if self.whiten == "std":
-            std = xp.sqrt(xp.maximum(xp.diag(stats.cov), 1e-12 * float(xp.diag(stats.cov).max()) + 1e-30))
-            self.proj_ = xp.diag(1.0 / std).astype(xp.float32)
-        else:
-            proj = stats.pca_whitening(min(int(self.n_components), nb), host=True) if self.whiten == "pca" \
-                else stats.sqrt_inv_cov_on_host()
-            proj_h = proj if isinstance(proj, np.ndarray) else None
-            self.proj_ = xp.asarray(proj, dtype=xp.float32)
+            self._start_early_passes(image, coh if coh is not None and kind != "mf" else None, wh.coh_tri,
+                                     (wh.a_mu, wh.a_w, wh.a_tri) if self.anomaly_weight_ else None)
+        if wh.proj is None:
+            self._network_whitening(wh, stats)
+        self.proj_ = wh.proj
         self.diagonal_ = self.whiten == "std"
         if progress:
             progress(0.3, "RBFN: sampling")
         # 2. training set (normalised once: the coherence input below takes the same spectra)
         Ztb = self._project_normalised(TBn)
-        Zt, Zb = Ztb[:m], Ztb[m:]
+        Zt = Ztb[:m]
+        Zb = Ztb[m:] if bgk is None else bgk.Zb
         if self.n_augment > 0:
             ti = xp.asarray(rng.integers(0, Zt.shape[0], self.n_augment))
             bi = xp.asarray(rng.integers(0, Zb.shape[0], self.n_augment))
@@ -801,7 +817,7 @@ class RBFN(PixelDetector):
             Za = f * Zt[ti] + (1 - f) * Zb[bi]
             Ztrain = xp.concatenate([Zt, Za, Zb])  # the training targets, then the background rows
         else:
-            Ztrain = Ztb
+            Ztrain = Ztb if bgk is None else xp.concatenate([Zt, Zb])
         if progress:
             progress(0.5, "RBFN: centres")
         # 3. centres: k-means inside each class. What touches every training row stays where the
@@ -812,28 +828,38 @@ class RBFN(PixelDetector):
         nh = int(self.n_hidden)
         n_tc = self.n_target_centres if self.n_target_centres is not None else 1
         n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
-        km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS)
+        km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS) if bgk is None else None
         k = Zb.shape[1]
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
             # full covariance), from the whitening sample; its pass over the image counts only where it counts
-            z = (R[:m + n_b] - a_mu) @ a_w  # the clicks', then the background rows' (raw spectra)
+            z = (R[:n_tb] - wh.a_mu) @ wh.a_w  # the clicks', then the background rows' (raw spectra)
         # one copy to the host: the clicks, the centres, their counts and spreads, the coherence input's
         # products, the anomaly input's squared distances (float64 holds each)
-        dev = [Zt, km.centres, km.counts, km.ssq]
+        dev = [Zt] + ([km.centres, km.counts, km.ssq] if km is not None else [])
         if coh is not None:
             dev += coh.device
         if self.anomaly_weight_:
             dev.append((z * z).sum(axis=1))
         host = to_host_together(dev)
-        Zt_h, Cb, cnt, ssq = host[0].astype(np.float32), host[1].astype(np.float32), host[2], host[3]
+        Zt_h = host.pop(0).astype(np.float32)
+        if km is not None:
+            Cb, cnt, ssq = host.pop(0).astype(np.float32), host.pop(0), host.pop(0)
+        else:
+            Cb, cnt, ssq = bgk.centres, bgk.counts, bgk.ssq
         if coh is not None:
-            coh.take(*host[4:9])
+            coh.take(*host[:5])
+        if self.anomaly_weight_:
+            an_sq = host[-1] if bgk is None else np.concatenate([host[-1], bgk.an_sq])
+        if reuse is not None:
+            reuse.keep(wh, bgk if bgk is not None else TrainingBackground(
+                Zb, Cb, cnt, ssq, coh.z_b if coh is not None else None, coh.sq["B"] if coh is not None else None,
+                an_sq[m:] if self.anomaly_weight_ else None))
         # each centre's mean squared member distance (k where a centre has no members)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
         gb = 1.0 / (2.0 * np.maximum(sb * float(self.width_scale) ** 2, 1e-6 * float(k)))
         if self.anomaly_weight_:
-            an = anomaly_input(host[-1], nb)
+            an = anomaly_input(an_sq, nb)
             an_t, an_b = an[:m], an[m:]
         if progress:
             progress(0.7, "RBFN: output layer")
@@ -846,7 +872,7 @@ class RBFN(PixelDetector):
         self.n_target_centres_ = n_tc
         if coh is not None:
             self.coherence_w_ = coh.W
-            self.coherence_tri_ = coh_tri
+            self.coherence_tri_ = wh.coh_tri
             self.coherence_s_ = coh.target().astype(np.float32)
             self.coherence_kind_ = kind
             if kind == "mf":  # one vector: (x - mean) W s / s.s
@@ -862,23 +888,66 @@ class RBFN(PixelDetector):
             if v:
                 self.anomaly_v_ = v * self.anomaly_weight_
                 self.anomaly_shift_ = a_shift * self.anomaly_weight_
-                self.anomaly_mu_, self.anomaly_w_ = a_mu, a_w
-                self.anomaly_tri_ = a_tri
+                self.anomaly_mu_, self.anomaly_w_ = wh.a_mu, wh.a_w
+                self.anomaly_tri_ = wh.a_tri
             else:  # the network alone: its output as it was
                 scale, shift = 1.0, 0.0
         w_h = (scale * beta[:nh]).astype(np.float32)
         self.weights_ = xp.asarray(w_h)
         self.bias_ = scale * float(beta[-1]) + shift
         self.coherence_v_ *= scale
-        if xp is not np and proj_h is not None:
+        if xp is not np and wh.proj_h is not None:
             # the host values of what the fused scoring kernel's constants are made of, so its first
             # scoring builds them without a copy back (rbfn_gpu._upload)
             self.__dict__["_host_mirror"] = (
                 (self.weights_, self.centres_, self.gamma_, self.mean_, self.proj_),
-                (w_h, cg_h[0], cg_h[1], stats.host_mean.astype(np.float32), proj_h.astype(np.float32)))
+                (w_h, cg_h[0], cg_h[1], wh.host_mean, wh.proj_h))
         if progress:
             progress(1.0, "RBFN: trained")
         return self
+
+    def _whitenings(self, Sn, S, nb: int):
+        """1. The whitening sample's statistics (normalised spectra ``Sn``; where the anomaly input counts,
+        the raw spectra ``S`` too, through the same pass: one GEMM over both sets of columns, one host copy)
+        and, from the covariances on the host (a band covariance is decomposed there), the coherence
+        input's and the anomaly input's whitenings, Cholesky factors where exact, to the device in one
+        copy, so that the score's passes that need them alone can start on the GPU
+        (:meth:`_start_early_passes`) before the host decomposes the network's
+        (:meth:`_network_whitening`). Returns the :class:`~hyperapp.models.rbfn_reuse.Whitening` so far and
+        the statistics."""
+        xp = get_namespace(Sn)
+        if self.anomaly_weight_:
+            stats, raw = BackgroundStats.from_pixels(xp.concatenate([Sn, S], axis=1)).split(nb)
+        else:
+            stats = BackgroundStats.from_pixels(Sn)
+        coh_w_h = _coherence_whitening(stats) if self.coherence_weight_ else None
+        a_w_h = _rx_whitening(raw) if self.anomaly_weight_ else None
+        firsts = to_device_together(xp, [w for w in (coh_w_h, a_w_h) if w is not None], np.float32)
+        wh = Whitening(stats.mean.astype(xp.float32))
+        if self.coherence_weight_:
+            wh.coh_w = firsts.pop(0)
+            # an inverse Cholesky factor (_coherence_whitening): the scoring kernel skips its zero half
+            wh.coh_tri = isinstance(coh_w_h, np.ndarray) and upper_triangular(coh_w_h)
+        if self.anomaly_weight_:
+            wh.a_w = firsts.pop(0)
+            wh.a_mu = raw.mean.astype(xp.float32)
+            wh.a_tri = upper_triangular(a_w_h)  # an inverse Cholesky factor: half the scoring FMAs
+        return wh, stats
+
+    def _network_whitening(self, wh, stats) -> None:
+        """The network's whitening from ``stats`` into ``wh`` (:meth:`_whitenings`): its projection on the
+        device, and with it on the host the projection and the mean the scoring kernel's constants take."""
+        xp = get_namespace(stats.cov)
+        if self.whiten == "std":
+            std = xp.sqrt(xp.maximum(xp.diag(stats.cov), 1e-12 * float(xp.diag(stats.cov).max()) + 1e-30))
+            wh.proj = xp.diag(1.0 / std).astype(xp.float32)
+            return
+        proj = stats.pca_whitening(min(int(self.n_components), stats.cov.shape[0]), host=True) \
+            if self.whiten == "pca" else stats.sqrt_inv_cov_on_host()
+        wh.proj = xp.asarray(proj, dtype=xp.float32)
+        if isinstance(proj, np.ndarray):
+            wh.proj_h = proj.astype(np.float32)
+            wh.host_mean = stats.host_mean.astype(np.float32)
 
     def _start_early_passes(self, image, coh, coh_tri: bool, anomaly) -> None:
         """Start, on the GPU, the score's passes over ``image`` that need the whitening alone: the coherence

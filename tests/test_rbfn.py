@@ -434,3 +434,107 @@ def test_score_next_changes_nothing_on_the_cpu():
     b = RBFN(anomaly=1.0).fit(X, y, score_next=True)
     assert "_early" not in b.__dict__
     assert np.array_equal(a.decision_function(X), b.decision_function(X))
+
+
+def _kept_scene():
+    """A 600 x 600 image (large enough that the samples are drawn by rejection) and label maps of clicks."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(0.3, 0.05, (600, 600, 6)).astype(np.float32)
+    X[100:103, 200:203] += 0.15
+    X[400:403, 450:453] += 0.15
+
+    def labels(*pixels):
+        y = -np.ones((600, 600), np.int8)
+        for r, c in pixels:
+            y[r, c] = 1
+        return y
+
+    return X, labels
+
+
+def _clean(labels, r0: int, c0: int, k: int) -> list:
+    """``k`` pixels of the 3 x 3 block at (r0, c0) that neither sample of a fit holds, nor (the training
+    background) within the guard of: clicks there sample the same pixels as any other such clicks."""
+    stat, near = set(), set()
+    for y in (labels((r0, c0)), labels((599, 599))):  # (each sample leaves its own click out)
+        _, s, bg, _ = RBFN().sample_indices(y, (600, 600))
+        stat |= set(s.tolist())
+        near |= {int(p + dr * 600 + dc) for p in bg for dr in range(-2, 3) for dc in range(-2, 3)}
+    out = [(r, c) for r in range(r0, r0 + 3) for c in range(c0, c0 + 3)
+           if r * 600 + c not in stat and r * 600 + c not in near]
+    assert len(out) >= k
+    return out[:k]
+
+
+def _counting(monkeypatch):
+    import hyperapp.models.rbfn as rbfn_module
+    from hyperapp.models.stats import BackgroundStats
+
+    calls = {"stats": 0, "kmeans": 0}
+    real_stats, real_km = BackgroundStats.from_pixels.__func__, rbfn_module.kmeans_small
+
+    def stats(cls, *a, **k):
+        calls["stats"] += 1
+        return real_stats(cls, *a, **k)
+
+    def km(*a, **k):
+        calls["kmeans"] += 1
+        return real_km(*a, **k)
+
+    monkeypatch.setattr(BackgroundStats, "from_pixels", classmethod(stats))
+    monkeypatch.setattr(rbfn_module, "kmeans_small", km)
+    return calls
+
+
+def _same_model(a, b, X):
+    for name in ("mean_", "proj_", "centres_", "gamma_", "weights_", "coherence_w_", "anomaly_w_"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-4, atol=1e-4)
+
+
+def test_a_click_sampling_the_same_pixels_takes_the_last_fits_background(monkeypatch):
+    """A fit given the last fit's store (``kept``) takes its whitening and its training background where
+    the new clicks sample the same pixels, and makes the model a fresh fit makes; where a click falls in
+    the whitening sample, or a parameter changes, it computes them again."""
+    X, labels = _kept_scene()
+    first, second = labels(*_clean(labels, 100, 200, 2)), labels(*_clean(labels, 400, 450, 3))
+    est = RBFN(anomaly=1.0)
+    s1, s2 = est.sample_indices(first, (600, 600)), est.sample_indices(second, (600, 600))
+    assert np.array_equal(s1[1], s2[1]) and np.array_equal(s1[2], s2[2])  # (the scene's premise)
+    kept = {}
+    RBFN(anomaly=1.0).fit(X, first, kept=kept)
+    calls = _counting(monkeypatch)
+    again = RBFN(anomaly=1.0).fit(X, second, kept=kept)
+    assert calls == {"stats": 0, "kmeans": 0}
+    _same_model(again, RBFN(anomaly=1.0).fit(X, second), X)
+    # a click in the whitening sample: that sample changes, so does everything computed from it
+    inside = np.unravel_index(int(s1[1][1000]), (600, 600))
+    third = labels(*_clean(labels, 400, 450, 1), (int(inside[0]), int(inside[1])))
+    calls.update(stats=0, kmeans=0)
+    changed = RBFN(anomaly=1.0).fit(X, third, kept=kept)
+    assert calls["stats"] == 1 and calls["kmeans"] == 1
+    _same_model(changed, RBFN(anomaly=1.0).fit(X, third), X)
+    calls.update(stats=0, kmeans=0)
+    RBFN(anomaly=1.0, n_hidden=16).fit(X, third, kept=kept)  # other parameters: nothing taken
+    assert calls["stats"] == 1 and calls["kmeans"] == 1
+
+
+def test_clicks_on_a_resident_image_reuse_the_rbfns_background():
+    """Two runs on one resident image with different clicks: the second takes the first's store and gives
+    the scores and threshold a run on a fresh copy of the image gives."""
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.resident import resident
+    from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
+
+    X, labels = _kept_scene()
+    cube = cube_from_array(X, "kept")
+    image = X.copy()
+    req = DetectRequest("rbfn", device="cpu")
+    run_detection(cube, req, labels(*_clean(labels, 100, 200, 2)) == 1, image=image)
+    assert "rbfn" in resident(image).kept
+    clicks = labels(*_clean(labels, 400, 450, 3)) == 1
+    got = run_detection(cube, req, clicks, image=image)
+    want = run_detection(cube, req, clicks, image=X.copy())
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
+    assert got.threshold == pytest.approx(want.threshold, rel=1e-4)

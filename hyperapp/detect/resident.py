@@ -9,7 +9,9 @@ computed on the first click on an image and kept with it, as Spectral Python's u
   some pixel has no data, the map of the pixels with data and its host copy;
 * the background sums (:class:`~hyperapp.models.stats.PixelSums`: the sum and scatter of the pixels
   with data about a rough mean, and their count), from which ACE, MF, RX and CEM take their statistics,
-  each click subtracting its clicked targets' rows exactly (:meth:`BackgroundStats.from_pixels`).
+  each click subtracting its clicked targets' rows exactly (:meth:`BackgroundStats.from_pixels`);
+* what a model's fit hands on to the next (:attr:`ResidentImage.kept`): the RBFN's whitening and
+  training background wherever a click samples the same pixels as the last (:mod:`hyperapp.models.rbfn_reuse`).
 
 The entry is keyed on the image object itself: it holds a weak reference to it, and a finalizer drops the
 entry when the image is freed, so a new cube (even one the allocator puts at the same address) never
@@ -38,6 +40,9 @@ class ResidentImage:
         self._valid = None
         self.magnitude_checked = False
         self._sums = None
+        #: what a model's fit hands on to the next fit on this image (its own entries: the RBFN's,
+        #: :mod:`hyperapp.models.rbfn_reuse`)
+        self.kept: dict = {}
 
     @property
     def image(self):

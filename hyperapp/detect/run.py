@@ -458,6 +458,8 @@ def _fit(m, est, px: _Pixels, params, target_spectra, undesired_spectra, timer, 
                 fit_kwargs["label_lists"] = px.label_lists
             if getattr(est, "accepts_score_next", False):
                 fit_kwargs["score_next"] = True  # (_score takes these very pixels next)
+            if getattr(est, "accepts_kept", False) and px.resident is not None and px.resident.image is X:
+                fit_kwargs["kept"] = px.resident.kept  # (what the last click's fit on this image computed)
             est.fit(X, px.y if getattr(est, "labels_on_host", False) else px.y_dev, **fit_kwargs)
     return est
 

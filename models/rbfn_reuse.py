@@ -1,0 +1,82 @@
+"""What an RBFN fit on a resident image hands on to the next click's fit on the same image.
+
+Every click re-trains from the same seed, and the pixels it samples are drawn by rejection from draws that do
+not depend on the clicks (:meth:`~hyperapp.models.rbfn.RBFN.sample_indices`). So the whitening sample
+(50,000 pixels with data, less the clicked targets and the marked background) is the same list of pixels
+whenever no click falls in it, and the background training sample (less the targets' neighbourhoods too)
+whenever no neighbourhood does. What follows from those pixels alone is then the same to the bit:
+
+* :class:`Whitening`: the statistics' every whitening (the network's projection, the coherence input's
+  and the anomaly input's) and the mean, on the device and where the host keeps them;
+* :class:`TrainingBackground`: the background training rows' whitened coordinates, their k-means centres
+  with each centre's members and spread, and their coherence and anomaly products.
+
+A fit takes these from the last fit's where the lists match exactly and the parameters are the same, and
+computes them otherwise, so the model is the one a fresh fit makes; a 1024 x 1024 click then skips the
+whitening sample's pass, both eigen- and Cholesky decompositions and the k-means (docs/performance.md).
+The caller owns the store (``kept``, a dict): the run keeps one per resident image
+(:mod:`hyperapp.detect.resident`), dropped with the image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Whitening:
+    """What the whitening sample gives a fit (device arrays where the pixels are, host arrays NumPy)."""
+
+    #: the network's mean (float32) and projection, on the device; the projection on the host (None for
+    #: ``whiten="std"``) and the mean on the host (float32), for the scoring kernel's constants
+    mean: object
+    proj: object = None
+    proj_h: np.ndarray | None = None
+    host_mean: np.ndarray | None = None
+    #: the coherence input's whitening on the device (None without the input) and whether it is triangular
+    coh_w: object = None
+    coh_tri: bool = False
+    #: the anomaly input's mean and whitening on the device (None without the input), whether triangular
+    a_mu: object = None
+    a_w: object = None
+    a_tri: bool = False
+
+
+@dataclass
+class TrainingBackground:
+    """What the background training rows give a fit, under one :class:`Whitening`."""
+
+    #: their whitened coordinates (device, float32)
+    Zb: object
+    #: the k-means centres (host float32), each centre's member count and summed squared member distance
+    centres: np.ndarray
+    counts: np.ndarray
+    ssq: np.ndarray
+    #: the rows' coherence-whitened coordinates (device) and their squared norms (host); None without the input
+    coh_z: object = None
+    coh_sq: np.ndarray | None = None
+    #: the rows' squared Mahalanobis distances, the anomaly input's (host); None without it
+    an_sq: np.ndarray | None = None
+
+
+class Reuse:
+    """One fit's handle on a store: what it found there (:attr:`whitening`, :attr:`background`, each None
+    where the lists or parameters differ) and, after the fit, what it computed, kept for the next."""
+
+    def __init__(self, kept: dict | None, key: tuple, stat_idx: np.ndarray, bg_idx: np.ndarray):
+        self.kept, self.key, self.stat_idx, self.bg_idx = kept, key, stat_idx, bg_idx
+        self.whitening: Whitening | None = None
+        self.background: TrainingBackground | None = None
+        entry = kept.get("rbfn") if kept is not None else None
+        if entry is None or entry[0] != key or not np.array_equal(entry[1], stat_idx):
+            return
+        self.whitening = entry[2]
+        if entry[4] is not None and np.array_equal(entry[3], bg_idx):
+            self.background = entry[4]
+
+    def keep(self, whitening: Whitening, background: TrainingBackground | None) -> None:
+        """Keep what this fit used for the next fit (one entry: the last fit's)."""
+        if self.kept is not None:
+            self.kept["rbfn"] = (self.key, self.stat_idx, whitening, self.bg_idx, background)
