@@ -253,3 +253,27 @@ def test_a_run_scores_the_same_with_and_without_early_passes(cp, monkeypatch):
     b = run()
     _same_scores(a.scores, b.scores)
     assert a.threshold == b.threshold or abs(a.threshold - b.threshold) <= 1e-6 * abs(b.threshold)
+
+
+def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp):
+    """On the GPU, a click on a resident image that samples the pixels the last click sampled takes that
+    fit's whitening and training background (:mod:`hyperapp.models.rbfn_reuse`), and scores as a run on a
+    fresh copy of the image, which takes nothing."""
+    from hyperapp.core.cube import cube_from_array
+    from hyperapp.detect.run import run_detection
+    from hyperapp.request import DetectRequest
+
+    from .test_rbfn import _clean, _kept_scene
+
+    X, labels = _kept_scene()
+    cube = cube_from_array(X, "kept")
+    Xd = cp.asarray(X)
+    req = DetectRequest("rbfn", device="gpu")
+    assert run_detection(cube, req, labels(*_clean(labels, 100, 200, 2)) == 1, image=Xd).report["fit_reused"] == []
+    clicks = labels(*_clean(labels, 400, 450, 3)) == 1
+    got = run_detection(cube, req, clicks, image=Xd)
+    assert got.report["fit_reused"] == ["whitening", "training background"]
+    want = run_detection(cube, req, clicks, image=cp.asarray(X))
+    assert want.report["fit_reused"] == []
+    np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
+    assert got.threshold == pytest.approx(want.threshold, rel=1e-4)

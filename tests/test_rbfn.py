@@ -535,6 +535,8 @@ def test_clicks_on_a_resident_image_reuse_the_rbfns_background():
     assert "rbfn" in resident(image).kept
     clicks = labels(*_clean(labels, 400, 450, 3)) == 1
     got = run_detection(cube, req, clicks, image=image)
+    assert got.report["fit_reused"] == ["whitening", "training background"]
     want = run_detection(cube, req, clicks, image=X.copy())
+    assert want.report["fit_reused"] == []
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
     assert got.threshold == pytest.approx(want.threshold, rel=1e-4)

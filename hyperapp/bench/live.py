@@ -39,6 +39,19 @@ def scene(rows, cols, bands, n_targets=300, seed=0):
     return X, truth, clicks
 
 
+def click_sets(truth: np.ndarray, clicks: np.ndarray, n: int = 8, seed: int = 1) -> list[np.ndarray]:
+    """``clicks`` and ``n - 1`` other sets of as many clicks on ``truth``'s targets: the click cases click
+    a new set each time, as a person does (a fit may take what the last click's computed from the same
+    sampled pixels, :mod:`hyperapp.models.rbfn_reuse`, and that is worth what new clicks keep of it)."""
+    rng = np.random.default_rng(seed)
+    out = [clicks]
+    for _ in range(n - 1):
+        c = np.zeros_like(truth)
+        c.reshape(-1)[rng.choice(np.flatnonzero(truth), int(clicks.sum()), replace=False)] = True
+        out.append(c)
+    return out
+
+
 def _wall(fn, repeats):
     return statistics.median(_walls(fn, repeats))
 
@@ -118,6 +131,7 @@ def clicks_in_rounds(clicks: dict, repeats: int) -> dict:
     per_round = max(3, repeats // ROUNDS)
     walls = {name: [] for name in clicks}
     seconds = {name: [] for name in clicks}
+    reused = {name: [] for name in clicks}
     launches = []
     jiffies = cpu_jiffies()
     for r in range(ROUNDS):
@@ -125,7 +139,7 @@ def clicks_in_rounds(clicks: dict, repeats: int) -> dict:
             time.sleep(ROUND_PAUSE_S)
         launches.append(round(launch_us(500), 2))
         for name, click in clicks.items():
-            walls[name] += _walls(lambda name=name, click=click: seconds[name].append(click().report["seconds"]),
+            walls[name] += _walls(lambda name=name, click=click: _note(click().report, seconds[name], reused[name]),
                                   per_round)
     steal = steal_percent(jiffies, cpu_jiffies())
     slow = [v > SLOW_ROUND * min(launches) for v in launches]
@@ -142,7 +156,14 @@ def clicks_in_rounds(clicks: dict, repeats: int) -> dict:
             "launch_us": round(statistics.median(launches), 2), "launch_us_rounds": launches,
             "round_medians_ms": [round(statistics.median(r), 2) for r in rounds],
             "click_ms_by_host_state": by_state, "host_steal_percent": steal})
+        if any(reused[name]):  # how many clicks' fits took what (hyperapp.models.rbfn_reuse)
+            out[name][1]["fit_reused"] = {", ".join(k) or "nothing": reused[name].count(k) for k in set(reused[name])}
     return out
+
+
+def _note(report: dict, seconds: list, reused: list) -> None:
+    seconds.append(report["seconds"])
+    reused.append(tuple(report.get("fit_reused", ())))
 
 
 def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
@@ -153,14 +174,18 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     from hyperapp.request import DetectRequest
 
     X, truth, clicks = scene(rows, cols, bands)
+    sets = click_sets(truth, clicks)
     cube = cube_from_array(X, "bench")
     Xd = cupy.asarray(X)
     clicks_of, first = {}, {}
     for method in METHODS:
-        def click(dev="gpu", image=Xd, method=method):
-            return run_detection(cube, DetectRequest(method, device=dev), clicks, truth=truth, image=image)
+        turn = iter(range(1 << 62))
 
-        res = click()  # compile and warm; what the figures need of it kept, the result itself dropped
+        def click(dev="gpu", image=Xd, method=method, turn=turn, given=None):
+            marks = sets[next(turn) % len(sets)] if given is None else given
+            return run_detection(cube, DetectRequest(method, device=dev), marks, truth=truth, image=image)
+
+        res = click(given=clicks)  # compile and warm; what the figures need of it kept, the result itself dropped
         clicks_of[method], first[method] = click, (res.model, res.report["evaluation"]["auc"], res.report["objects"])
         del res
     measured = clicks_in_rounds(clicks_of, ctx.repeats)
@@ -170,7 +195,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
         score = gpu_time_ms(lambda est=model: est.decision_function(Xd), max(3, ctx.repeats // 4))
         cpu = None
         if with_cpu:
-            cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X), repeats=1, warmup=0)
+            cpu = cpu_time_ms(lambda method=method: clicks_of[method]("cpu", X, given=clicks), repeats=1, warmup=0)
         notes.update(auc=round(auc, 4), objects=objects)
         out.append(Measurement(f"click-{method}-{rows}x{cols}x{bands}", gpu, cpu, "score kernel alone", score,
                                bytes_moved=X.nbytes * 2, notes=notes))

@@ -183,6 +183,8 @@ def run_detection(
     report = run_report(method, params, backend, cube, False, px.n_targets, px.n_background, px.n_nodata)
     if px.sums_taken:
         report["background_sums"] = px.sums_taken  # the click's true time: "computed" includes them
+    if getattr(est, "reused_", None) is not None and model is None:
+        report["fit_reused"] = list(est.reused_)  # what the fit took from the last click's (rbfn_reuse)
     # a cascade scores every pixel (its RBFN's, lifted in the boxes): its false-alarm threshold leaves out
     # the targets nobody clicked as a pixel detector's does (a plain quantile counted them as false alarms,
     # and at 1e-3 on land kept 20 of 218 target pixels where the ROC gave 0.98 of them)
