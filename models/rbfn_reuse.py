@@ -61,6 +61,11 @@ class TrainingBackground:
     an_sq: np.ndarray | None = None
 
 
+#: whitening samples a store keeps (the last few: clicks that land in the sample make samples of their own,
+#: and a person's next click most often samples the common one again), and training backgrounds per sample
+KEPT = 4
+
+
 class Reuse:
     """One fit's handle on a store: what it found there (:attr:`whitening`, :attr:`background`, each None
     where the lists or parameters differ) and, after the fit, what it computed, kept for the next."""
@@ -69,14 +74,27 @@ class Reuse:
         self.kept, self.key, self.stat_idx, self.bg_idx = kept, key, stat_idx, bg_idx
         self.whitening: Whitening | None = None
         self.background: TrainingBackground | None = None
-        entry = kept.get("rbfn") if kept is not None else None
-        if entry is None or entry[0] != key or not np.array_equal(entry[1], stat_idx):
-            return
-        self.whitening = entry[2]
-        if entry[4] is not None and np.array_equal(entry[3], bg_idx):
-            self.background = entry[4]
+        self._entry = None
+        for entry in self._entries():
+            if entry[0] == key and np.array_equal(entry[1], stat_idx):
+                self._entry = entry
+                self.whitening = entry[2]
+                self.background = next((b for i, b in entry[3] if np.array_equal(i, bg_idx)), None)
+                return
+
+    def _entries(self) -> list:
+        return self.kept.setdefault("rbfn", []) if self.kept is not None else []
 
     def keep(self, whitening: Whitening, background: TrainingBackground | None) -> None:
-        """Keep what this fit used for the next fit (one entry: the last fit's)."""
-        if self.kept is not None:
-            self.kept["rbfn"] = (self.key, self.stat_idx, whitening, self.bg_idx, background)
+        """Keep what this fit used for the next fits: the most recent :data:`KEPT` whitening samples, and
+        for each the most recent :data:`KEPT` training backgrounds (a list the GUI's threads may share:
+        each update replaces an entry whole)."""
+        if self.kept is None:
+            return
+        entries = self._entries()
+        entry = self._entry or (self.key, self.stat_idx, whitening, [])
+        backgrounds = [(i, b) for i, b in entry[3] if not np.array_equal(i, self.bg_idx)]
+        if background is not None:
+            backgrounds = [(self.bg_idx, background)] + backgrounds[:KEPT - 1]
+        entry = (entry[0], entry[1], entry[2], backgrounds)
+        self.kept["rbfn"] = [entry] + [e for e in entries if e is not self._entry][:KEPT - 1]

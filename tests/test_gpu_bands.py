@@ -245,8 +245,8 @@ def test_a_run_scores_the_same_with_and_without_early_passes(cp, monkeypatch):
     cube = cube_from_array(X, "early")
     Xd = cp.asarray(X)
 
-    def run():
-        return run_detection(cube, DetectRequest("rbfn", device="gpu"), y > 0, image=Xd)
+    def run():  # (each on an image of its own: the second would take the first's whitening, rbfn_reuse)
+        return run_detection(cube, DetectRequest("rbfn", device="gpu"), y > 0, image=Xd.copy())
 
     a = run()
     monkeypatch.setattr(RBFN, "accepts_score_next", False)

@@ -517,6 +517,10 @@ def test_a_click_sampling_the_same_pixels_takes_the_last_fits_background(monkeyp
     calls.update(stats=0, kmeans=0)
     RBFN(anomaly=1.0, n_hidden=16).fit(X, third, kept=kept)  # other parameters: nothing taken
     assert calls["stats"] == 1 and calls["kmeans"] == 1
+    # the next clicks outside the sample take the common whitening and background again
+    calls.update(stats=0, kmeans=0)
+    assert RBFN(anomaly=1.0).fit(X, first, kept=kept).reused_ == ("whitening", "training background")
+    assert calls == {"stats": 0, "kmeans": 0}
 
 
 def test_clicks_on_a_resident_image_reuse_the_rbfns_background():
