@@ -221,6 +221,12 @@ def _gpu_kernels() -> dict:
     return _GPU_KERNELS
 
 
+def _gpu_image_key(P) -> tuple:
+    from hyperapp.models.rbfn_gpu import image_key
+
+    return image_key(P)
+
+
 def _hidden_design(Z, centres, gamma):
     """The output layer's hidden rows, (centres, rows) float64: :func:`_hidden_t` (NumPy), or on the GPU
     one kernel computing the same distances directly in float64 (instead of the expansion's dozen
@@ -780,6 +786,7 @@ class RBFN(PixelDetector):
         early = self.__dict__.pop("_early", None)  # (a refit's passes are its own)
         if early is not None:
             early.discard()
+        self.__dict__.pop("_rx_kept", None)
         wh = reuse.whitening if reuse is not None else None
         bgk = reuse.background if reuse is not None else None
         #: what this fit took from an earlier fit's (:mod:`~hyperapp.models.rbfn_reuse`), for the report
@@ -809,7 +816,7 @@ class RBFN(PixelDetector):
             if self.coherence_weight_ else None
         if image is not None:  # (before the eigendecomposition: the GPU is idle while the host works on it)
             self._start_early_passes(image, coh if coh is not None and kind != "mf" else None, wh.coh_tri,
-                                     (wh.a_mu, wh.a_w, wh.a_tri) if self.anomaly_weight_ else None)
+                                     (wh.a_mu, wh.a_w, wh.a_tri) if self.anomaly_weight_ else None, wh)
         if wh.proj is None:
             self._network_whitening(wh, stats)
         self.proj_ = wh.proj
@@ -959,26 +966,35 @@ class RBFN(PixelDetector):
             wh.proj_h = proj.astype(np.float32)
             wh.host_mean = stats.host_mean.astype(np.float32)
 
-    def _start_early_passes(self, image, coh, coh_tri: bool, anomaly) -> None:
+    def _start_early_passes(self, image, coh, coh_tri: bool, anomaly, wh=None) -> None:
         """Start, on the GPU, the score's passes over ``image`` that need the whitening alone: the coherence
         input's ACE (``coh``, None where it is not ACE) and the anomaly input's RX (``anomaly``: its mean,
         whitening and whether that is triangular; None without it). Whether RX counts is known only at the
-        fit's end (:func:`_fuse`); its pass runs beside the fit either way."""
+        fit's end (:func:`_fuse`); its pass runs beside the fit either way. RX depends on the whitening and
+        the image alone: its map is kept with the whitening ``wh`` (:mod:`~hyperapp.models.rbfn_reuse`), and
+        a later fit on the same image with the same whitening hands that map to its score instead."""
         xp = get_namespace(image)
         if xp is np or not classic.FUSED_QUAD or image.dtype != xp.float32 or (coh is None and anomaly is None):
             return
-        from hyperapp.models.rbfn_gpu import EarlyPasses
+        from hyperapp.models.rbfn_gpu import EarlyPasses, image_key
 
         jobs = {}  # (an optimisation: where they cannot start, the score computes them as before)
         if coh is not None:
             jobs["ace"] = (self.mean_, coh.W, ACE_MODE, _ace_direction(coh.W, coh.s), 1.0, bool(self.normalize),
                            coh_tri)
-        if anomaly is not None:
+        key = image_key(image)
+        if anomaly is not None and wh is not None and wh.rx_map is not None and wh.rx_map[0] == key:
+            self.__dict__["_rx_kept"] = wh.rx_map
+        elif anomaly is not None:
             jobs["rx"] = (anomaly[0], anomaly[1], RX_MODE, None, 0.0, False, anomaly[2])
+        if not jobs:
+            return
         try:
-            self.__dict__["_early"] = EarlyPasses(image, jobs)
+            early = self.__dict__["_early"] = EarlyPasses(image, jobs)
         except Exception:  # (out of memory beside the fit, say: the score's own passes then)
             return
+        if "rx" in jobs and wh is not None:  # (read only after its event: _add_coherence_fused)
+            wh.rx_map = (key, early.result("rx"), early.done)
 
     def _output_layer(self, Ztrain, n_t, Zt, Cb, gb, n_tc, inputs):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
@@ -1113,6 +1129,10 @@ class RBFN(PixelDetector):
             network[...] = out
         if getattr(self, "anomaly_v_", 0.0):
             rx = early.get("rx")
+            kept = self.__dict__.get("_rx_kept")
+            if rx is None and kept is not None and kept[0] == _gpu_image_key(P):
+                xp.cuda.get_current_stream().wait_event(kept[2])  # (made on another stream: rbfn_reuse)
+                rx = kept[1]
             if rx is None:
                 rx = quad_rows(P, self.anomaly_mu_, self.anomaly_w_, RX_MODE, tri=getattr(self, "anomaly_tri_", False))
             a = xp.add(xp.multiply(anomaly_input(rx, self.anomaly_w_.shape[1]), self.anomaly_v_),

@@ -257,7 +257,7 @@ class EarlyPasses:
         side.wait_event(_event_on(main))  # (the whitenings, P and the results' memory are ready by then)
         spare = max(1, round(int(device_attributes().get("MultiProcessorCount", 80)) * EARLY_SPARE_SHARE))
         self._held = (P, jobs)
-        self._key = _image_key(P)
+        self._key = image_key(P)
         try:
             with side:
                 for name, args in jobs.items():
@@ -265,10 +265,19 @@ class EarlyPasses:
         finally:  # (a pass that failed to start: what did start is waited for all the same)
             self._done = _event_on(side)
 
+    def result(self, name: str):
+        """The array pass ``name`` writes (complete once :attr:`done` has happened)."""
+        return self._out[name]
+
+    @property
+    def done(self):
+        """The event after the passes, on the second stream."""
+        return self._done
+
     def take(self, P) -> dict:
         """The passes' results for pixels ``P`` (the current stream waits for them), or {} where ``P`` is
         not the image they were started on (the passes are then discarded)."""
-        if _image_key(P) != self._key:
+        if image_key(P) != self._key:
             self.discard()
             return {}
         out = self._out
@@ -292,5 +301,6 @@ class EarlyPasses:
             pass
 
 
-def _image_key(P) -> tuple:
+def image_key(P) -> tuple:
+    """What identifies pixels ``P`` on the device: their memory, shape, strides and type."""
     return (int(P.data.ptr), tuple(P.shape), tuple(P.strides), str(P.dtype))

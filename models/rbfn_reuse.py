@@ -42,6 +42,9 @@ class Whitening:
     a_mu: object = None
     a_w: object = None
     a_tri: bool = False
+    #: the anomaly input's RX of every pixel of the image (GPU only): (the image's key, the map, the event
+    #: after which it is complete), from the first fit's early pass (``RBFN._start_early_passes``)
+    rx_map: tuple | None = None
 
 
 @dataclass

@@ -255,10 +255,10 @@ def test_a_run_scores_the_same_with_and_without_early_passes(cp, monkeypatch):
     assert a.threshold == b.threshold or abs(a.threshold - b.threshold) <= 1e-6 * abs(b.threshold)
 
 
-def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp):
+def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp, monkeypatch):
     """On the GPU, a click on a resident image that samples the pixels the last click sampled takes that
-    fit's whitening and training background (:mod:`hyperapp.models.rbfn_reuse`), and scores as a run on a
-    fresh copy of the image, which takes nothing."""
+    fit's whitening and training background (:mod:`hyperapp.models.rbfn_reuse`) and its anomaly input's RX
+    map (no RX pass), and scores as a run on a fresh copy of the image, which takes nothing."""
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
     from hyperapp.request import DetectRequest
@@ -271,9 +271,21 @@ def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp):
     req = DetectRequest("rbfn", device="gpu")
     assert run_detection(cube, req, labels(*_clean(labels, 100, 200, 2)) == 1, image=Xd).report["fit_reused"] == []
     clicks = labels(*_clean(labels, 400, 450, 3)) == 1
+    real, modes = classic.quad_rows, []
+
+    def spy(P, mu, W, mode, *a, **k):
+        modes.append(mode)
+        return real(P, mu, W, mode, *a, **k)
+
+    import hyperapp.models.rbfn as rbfn_module
+
+    monkeypatch.setattr(classic, "quad_rows", spy)
+    monkeypatch.setattr(rbfn_module, "quad_rows", spy)
     got = run_detection(cube, req, clicks, image=Xd)
     assert got.report["fit_reused"] == ["whitening", "training background"]
+    assert got.model.anomaly_v_ and classic.RX_MODE not in modes and classic.ACE_MODE in modes
     want = run_detection(cube, req, clicks, image=cp.asarray(X))
+    assert classic.RX_MODE in modes
     assert want.report["fit_reused"] == []
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
     assert got.threshold == pytest.approx(want.threshold, rel=1e-4)
