@@ -43,7 +43,12 @@ marked, in a few milliseconds:
    clicked, which the network has no reason to recognise, are found by RX, and the network's own
    targets keep their rank. Where the clicks are ordinary (the airport's aircraft: RX AUC 0.83) the
    weight is 0 and the network is alone, with no extra GEMM at scoring. The background statistics leave
-   the clicks and their neighbourhood out, so a click's RX is what it would be unclicked.
+   the clicks out (on images of up to 2^18 pixels their neighbourhoods too), so a click's RX is what it
+   would be unclicked.
+
+On a resident image (the window's, between clicks) a fit takes from the last click's fit whatever follows
+from the same sampled pixels: the whitenings, the training background's centres and the anomaly input's RX
+map (:mod:`~hyperapp.models.rbfn_reuse`).
 
 Measured design choices: 5 random clicks from the truth, AUC over all other pixels, mean of 10 seeds
 (the protocol of ``tests/test_rbfn.py::test_rbfn_beats_classic_detectors``), CPU, 2026-11-22:
