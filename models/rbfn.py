@@ -699,7 +699,7 @@ class RBFN(PixelDetector):
             check_finite(P, y=y)
         shape2d = lead if len(lead) == 2 else None
         tgt_idx, stat_idx, bg_idx, rng = self.sample_indices(y, shape2d, label_lists)
-        reuse = Reuse(kept, self._reuse_key(P), stat_idx, bg_idx)
+        reuse = Reuse(kept, self._reuse_key(P), stat_idx, bg_idx, self._background_centres(tgt_idx.size))
         # one gather (one index upload) for the sets not kept
         sets = [tgt_idx] + ([] if reuse.background else [bg_idx]) + ([] if reuse.whitening else [stat_idx])
         R = P[xp.asarray(np.concatenate(sets))]
@@ -710,6 +710,13 @@ class RBFN(PixelDetector):
         self.fit_from_pixels(R[:a], None if reuse.whitening else R[b:], None if reuse.background else R[a:b], rng,
                              progress, image=image, reuse=reuse)
         return self
+
+    def _background_centres(self, m: int) -> int:
+        """How many centres the background's k-means places for ``m`` clicks: the hidden neurons less the
+        target centres, of which there are at most as many as clicks."""
+        nh = int(self.n_hidden)
+        n_tc = self.n_target_centres if self.n_target_centres is not None else 1
+        return nh - int(max(1, min(n_tc, m, nh - 1)))
 
     def _reuse_key(self, P) -> tuple:
         """What a kept :mod:`~hyperapp.models.rbfn_reuse` entry must match besides the sampled pixels:
@@ -848,8 +855,7 @@ class RBFN(PixelDetector):
         # layer's Gram matrix is one GEMM); what works on a handful of centres and clicks runs in
         # NumPy, identically on both backends.
         nh = int(self.n_hidden)
-        n_tc = self.n_target_centres if self.n_target_centres is not None else 1
-        n_tc = int(max(1, min(n_tc, Zt.shape[0], nh - 1)))
+        n_tc = nh - self._background_centres(m)
         km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS) if bgk is None else None
         k = Zb.shape[1]
         if self.anomaly_weight_:
@@ -875,7 +881,7 @@ class RBFN(PixelDetector):
             an_sq = host[-1] if bgk is None else np.concatenate([host[-1], bgk.an_sq])
         if reuse is not None:
             reuse.keep(wh, bgk if bgk is not None else TrainingBackground(
-                Zb, Cb, cnt, ssq, coh.z_b if coh is not None else None, coh.sq["B"] if coh is not None else None,
+                Zb, nh - n_tc, Cb, cnt, ssq, coh.z_b if coh is not None else None, coh.sq["B"] if coh is not None else None,
                 an_sq[m:] if self.anomaly_weight_ else None))
         # each centre's mean squared member distance (k where a centre has no members)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)

@@ -15,7 +15,9 @@ A fit takes these from the last fit's where the lists match exactly and the para
 computes them otherwise, so the model is the one a fresh fit makes; a 1024 x 1024 click then skips the
 whitening sample's pass, both eigen- and Cholesky decompositions and the k-means (docs/performance.md).
 The caller owns the store (``kept``, a dict): the run keeps one per resident image
-(:mod:`hyperapp.detect.resident`), dropped with the image.
+(:mod:`hyperapp.detect.resident`), dropped with the image. It holds at most :data:`KEPT` whitenings, each
+with one RX map (a float per pixel: 16 MB at 2048 x 2048) and :data:`KEPT` training backgrounds (the
+background rows' coordinates: about 1 MB each at 64 bands).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class TrainingBackground:
 
     #: their whitened coordinates (device, float32)
     Zb: object
+    #: how many centres the k-means placed (the hidden neurons less the target centres, which follow the
+    #: clicks' count where that is smaller than asked)
+    k: int
     #: the k-means centres (host float32), each centre's member count and summed squared member distance
     centres: np.ndarray
     counts: np.ndarray
@@ -73,7 +78,8 @@ class Reuse:
     """One fit's handle on a store: what it found there (:attr:`whitening`, :attr:`background`, each None
     where the lists or parameters differ) and, after the fit, what it computed, kept for the next."""
 
-    def __init__(self, kept: dict | None, key: tuple, stat_idx: np.ndarray, bg_idx: np.ndarray):
+    def __init__(self, kept: dict | None, key: tuple, stat_idx: np.ndarray, bg_idx: np.ndarray, k: int):
+        """``k``: how many centres this fit's k-means places (a kept training background serves that many)."""
         self.kept, self.key, self.stat_idx, self.bg_idx = kept, key, stat_idx, bg_idx
         self.whitening: Whitening | None = None
         self.background: TrainingBackground | None = None
@@ -82,7 +88,7 @@ class Reuse:
             if entry[0] == key and np.array_equal(entry[1], stat_idx):
                 self._entry = entry
                 self.whitening = entry[2]
-                self.background = next((b for i, b in entry[3] if np.array_equal(i, bg_idx)), None)
+                self.background = next((b for i, b in entry[3] if b.k == k and np.array_equal(i, bg_idx)), None)
                 return
 
     def _entries(self) -> list:
@@ -96,7 +102,8 @@ class Reuse:
             return
         entries = self._entries()
         entry = self._entry or (self.key, self.stat_idx, whitening, [])
-        backgrounds = [(i, b) for i, b in entry[3] if not np.array_equal(i, self.bg_idx)]
+        backgrounds = [(i, b) for i, b in entry[3] if b is not background and not (
+            background is not None and b.k == background.k and np.array_equal(i, self.bg_idx))]
         if background is not None:
             backgrounds = [(self.bg_idx, background)] + backgrounds[:KEPT - 1]
         entry = (entry[0], entry[1], entry[2], backgrounds)

@@ -544,3 +544,16 @@ def test_clicks_on_a_resident_image_reuse_the_rbfns_background():
     assert want.report["fit_reused"] == []
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
     assert got.threshold == pytest.approx(want.threshold, rel=1e-4)
+
+
+def test_a_kept_background_serves_only_as_many_centres_as_it_placed(monkeypatch):
+    """With several target centres asked, their count follows the clicks' (up to the number asked), and so
+    does the background's: a kept training background placed for another count is not taken."""
+    X, labels = _kept_scene()
+    two, three = labels(*_clean(labels, 100, 200, 2)), labels(*_clean(labels, 400, 450, 3))
+    kept = {}
+    RBFN(n_target_centres=3).fit(X, two, kept=kept)
+    calls = _counting(monkeypatch)
+    got = RBFN(n_target_centres=3).fit(X, three, kept=kept)
+    assert got.reused_ == ("whitening",) and calls == {"stats": 0, "kmeans": 1}
+    _same_model(got, RBFN(n_target_centres=3).fit(X, three), X)
