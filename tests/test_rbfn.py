@@ -557,3 +557,26 @@ def test_a_kept_background_serves_only_as_many_centres_as_it_placed(monkeypatch)
     got = RBFN(n_target_centres=3).fit(X, three, kept=kept)
     assert got.reused_ == ("whitening",) and calls == {"stats": 0, "kmeans": 1}
     _same_model(got, RBFN(n_target_centres=3).fit(X, three), X)
+
+
+def test_fits_on_two_threads_share_a_store_safely():
+    """The window runs each click on a worker thread: fits on two threads at once with one store each make
+    a fresh fit's model, and leave the store whole."""
+    import threading
+
+    X, labels = _kept_scene()
+    sets = [labels(*_clean(labels, 100, 200, 2)), labels(*_clean(labels, 400, 450, 3))]
+    kept, out = {}, [None, None]
+    RBFN().fit(X, sets[0], kept=kept)
+
+    def fit(i):
+        out[i] = RBFN().fit(X, sets[i], kept=kept)
+
+    threads = [threading.Thread(target=fit, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in (0, 1):
+        _same_model(out[i], RBFN().fit(X, sets[i]), X)
+    assert len(kept["rbfn"]) == 1 and len(kept["rbfn"][0][3]) == 1
