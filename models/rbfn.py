@@ -987,7 +987,11 @@ class RBFN(PixelDetector):
         xp = get_namespace(image)
         if xp is np or not classic.FUSED_QUAD or image.dtype != xp.float32 or (coh is None and anomaly is None):
             return
+        from hyperapp.models import rbfn_gpu
         from hyperapp.models.rbfn_gpu import EarlyPasses, image_key
+
+        if image.size < rbfn_gpu.EARLY_MIN_VALUES:  # (small images: the score's own passes cost less)
+            return
 
         jobs = {}  # (an optimisation: where they cannot start, the score computes them as before)
         if coh is not None:

@@ -217,6 +217,11 @@ def score_fused(model, P, variant: str | None = None):
 #: fit's own small kernels (the background's k-means is one block, the output layer's a few) then find
 #: room at once instead of waiting for the pass's persistent blocks to end
 EARLY_SPARE_SHARE = 1 / 16
+#: the passes start early on images of at least this many values (pixels x bands): at 2048 x 2048 x 128 (2^29)
+#: the click took 17.9 ms with them against 22.4 ms without; at 1024 x 1024 x 64 (2^26), once the fit takes the
+#: last click's work (rbfn_reuse), 14.92 against 13.43 ms (their launches and their hold on the multiprocessors
+#: slow the fit more than the 0.45 ms pass saves); the threshold lies between, where nothing was measured
+EARLY_MIN_VALUES = 1 << 27
 
 def _side_stream():
     """The process's second stream on the current device, made once (non-blocking: the legacy default

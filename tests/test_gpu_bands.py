@@ -12,6 +12,14 @@ from hyperapp.models.rbfn import RBFN
 pytestmark = pytest.mark.gpu
 
 
+@pytest.fixture(autouse=True)
+def _early_passes_at_every_size(monkeypatch):
+    """These tests start the RBFN's early passes on small images (by default only large ones start them)."""
+    from hyperapp.models import rbfn_gpu
+
+    monkeypatch.setattr(rbfn_gpu, "EARLY_MIN_VALUES", 0)
+
+
 def _data(rows, cols, bands, seed=0):
     """A mixed cube and 5 clicks on pixels of a material of their own (anomalies: the RBFN's anomaly input
     then counts)."""
@@ -289,3 +297,18 @@ def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp, monke
     assert want.report["fit_reused"] == []
     np.testing.assert_allclose(got.scores, want.scores, rtol=1e-4, atol=1e-4)
     assert got.threshold == pytest.approx(want.threshold, rel=1e-4)
+
+
+def test_rbfn_early_passes_start_on_large_images_only(cp, monkeypatch):
+    """By default the passes start early only from ``EARLY_MIN_VALUES`` values: a small image's fit starts
+    none (its score runs them), and scores the same."""
+    from hyperapp.models import rbfn_gpu
+
+    X, y = _data(200, 180, 57)
+    Xd = cp.asarray(X)
+    early = RBFN().fit(Xd, cp.asarray(y), score_next=True)
+    assert "_early" in early.__dict__
+    monkeypatch.setattr(rbfn_gpu, "EARLY_MIN_VALUES", X.size + 1)
+    late = RBFN().fit(Xd, cp.asarray(y), score_next=True)
+    assert "_early" not in late.__dict__
+    _same_scores(early.decision_function(Xd).get(), late.decision_function(Xd).get())
