@@ -692,7 +692,7 @@ class RBFN(PixelDetector):
         (:class:`~hyperapp.models.rbfn_gpu.EarlyPasses`), and the next score of ``X`` takes them.
         ``kept``: a store the caller keeps with ``X`` (unchanged) from one fit to the next; what the last
         fit computed from the same sampled pixels with the same parameters is taken from it
-        (:mod:`~hyperapp.models.rbfn_reuse`: the same model, to the bit)."""
+        (:mod:`~hyperapp.models.rbfn_reuse`: a fresh fit's model, to float rounding)."""
         xp = get_namespace(X)
         P, lead = as_pixels(X)
         if check_input:

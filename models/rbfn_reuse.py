@@ -12,7 +12,9 @@ whenever no neighbourhood does. What follows from those pixels alone is then the
   with each centre's members and spread, and their coherence and anomaly products.
 
 A fit takes these from the last fit's where the lists match exactly and the parameters are the same, and
-computes them otherwise, so the model is the one a fresh fit makes; a 1024 x 1024 click then skips the
+computes them otherwise, so the model is the one a fresh fit makes, to float rounding (the clicks' own
+products are then taken over fewer rows, which can round differently: scores within a few 1e-6 of a fresh
+fit's on the bundled land scene, the same threshold and mask); a 1024 x 1024 click then skips the
 whitening sample's pass, both eigen- and Cholesky decompositions and the k-means (docs/performance.md).
 The caller owns the store (``kept``, a dict): the run keeps one per resident image
 (:mod:`hyperapp.detect.resident`), dropped with the image. It holds at most :data:`KEPT` whitenings, each
