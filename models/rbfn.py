@@ -226,12 +226,6 @@ def _gpu_kernels() -> dict:
     return _GPU_KERNELS
 
 
-def _gpu_image_key(P) -> tuple:
-    from hyperapp.models.rbfn_gpu import image_key
-
-    return image_key(P)
-
-
 def _hidden_design(Z, centres, gamma):
     """The output layer's hidden rows, (centres, rows) float64: :func:`_hidden_t` (NumPy), or on the GPU
     one kernel computing the same distances directly in float64 (instead of the expansion's dozen
@@ -854,9 +848,9 @@ class RBFN(PixelDetector):
         # whose seeding rounds and iterations would otherwise be host round trips, and the output
         # layer's Gram matrix is one GEMM); what works on a handful of centres and clicks runs in
         # NumPy, identically on both backends.
-        nh = int(self.n_hidden)
-        n_tc = nh - self._background_centres(m)
-        km = kmeans_small(Zb, nh - n_tc, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS) if bgk is None else None
+        k_b = self._background_centres(m)
+        n_tc = int(self.n_hidden) - k_b
+        km = kmeans_small(Zb, k_b, seed=self.seed + 1, n_iter=CENTRE_ITERATIONS) if bgk is None else None
         k = Zb.shape[1]
         if self.anomaly_weight_:
             # the anomaly input: RX as the classic detector computes it (raw spectra, the background's
@@ -881,7 +875,7 @@ class RBFN(PixelDetector):
             an_sq = host[-1] if bgk is None else np.concatenate([host[-1], bgk.an_sq])
         if reuse is not None:
             reuse.keep(wh, bgk if bgk is not None else TrainingBackground(
-                Zb, nh - n_tc, Cb, cnt, ssq, coh.z_b if coh is not None else None, coh.sq["B"] if coh is not None else None,
+                Zb, k_b, Cb, cnt, ssq, coh.z_b if coh is not None else None, coh.sq["B"] if coh is not None else None,
                 an_sq[m:] if self.anomaly_weight_ else None))
         # each centre's mean squared member distance (k where a centre has no members)
         sb = np.where(cnt > 0, ssq / np.maximum(cnt, 1), float(k)).astype(np.float32)
@@ -1143,9 +1137,11 @@ class RBFN(PixelDetector):
         if network is not None:
             network[...] = out
         if getattr(self, "anomaly_v_", 0.0):
+            from hyperapp.models.rbfn_gpu import image_key
+
             rx = early.get("rx")
             kept = self.__dict__.get("_rx_kept")
-            if rx is None and kept is not None and kept[0] == _gpu_image_key(P):
+            if rx is None and kept is not None and kept[0] == image_key(P):
                 xp.cuda.get_current_stream().wait_event(kept[2])  # (made on another stream: rbfn_reuse)
                 rx = kept[1]
             if rx is None:

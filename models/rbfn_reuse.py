@@ -96,7 +96,7 @@ class Reuse:
     def _entries(self) -> list:
         return self.kept.setdefault("rbfn", []) if self.kept is not None else []
 
-    def keep(self, whitening: Whitening, background: TrainingBackground | None) -> None:
+    def keep(self, whitening: Whitening, background: TrainingBackground) -> None:
         """Keep what this fit used for the next fits: the most recent :data:`KEPT` whitening samples, and
         for each the most recent :data:`KEPT` training backgrounds (a list the GUI's threads may share:
         each update replaces an entry whole)."""
@@ -104,9 +104,8 @@ class Reuse:
             return
         entries = self._entries()
         entry = self._entry or (self.key, self.stat_idx, whitening, [])
-        backgrounds = [(i, b) for i, b in entry[3] if b is not background and not (
-            background is not None and b.k == background.k and np.array_equal(i, self.bg_idx))]
-        if background is not None:
-            backgrounds = [(self.bg_idx, background)] + backgrounds[:KEPT - 1]
+        # (the one this fit took, or one it computed again, is moved to the front)
+        others = [(i, b) for i, b in entry[3] if not (b.k == background.k and np.array_equal(i, self.bg_idx))]
+        backgrounds = [(self.bg_idx, background)] + others[:KEPT - 1]
         entry = (entry[0], entry[1], entry[2], backgrounds)
         self.kept["rbfn"] = [entry] + [e for e in entries if e is not self._entry][:KEPT - 1]

@@ -9,6 +9,7 @@ are printed beside it.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 
@@ -179,7 +180,7 @@ def _click_cases(ctx, rows, cols, bands, with_cpu: bool) -> list[Measurement]:
     Xd = cupy.asarray(X)
     clicks_of, first = {}, {}
     for method in METHODS:
-        turn = iter(range(1 << 62))
+        turn = itertools.count()
 
         def click(dev="gpu", image=Xd, method=method, turn=turn, given=None):
             marks = sets[next(turn) % len(sets)] if given is None else given
