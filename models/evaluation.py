@@ -162,7 +162,7 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
         # the used pixels' ``mode_scores``, ascending: a sort of the values, not of the pixels' order (the
         # mode test reads values only; an argsort and two gathers of every pixel cost the GPU more)
         ms_asc = xp.sort(xp.where(use, ms, -xp.inf))[low:]
-        mode, edge = _mode_split(ms_asc, far)
+        mode, edge, _ = _mode_split(ms_asc, far)
         if mode and mode < n:
             rest = _below_mode(ms, use, ms_asc, mode, xp, edge)
             return float(_at_far(xp.sort(xp.where(rest, s, -xp.inf))[s.size - (n - mode):], far)), mode, \
@@ -170,10 +170,14 @@ def far_threshold(background_scores, far: float, separate_targets: bool = False,
     ascending = xp.sort(xp.where(use, s, -xp.inf))[low:]
     if not separate_targets:
         return float(_at_far(ascending, far)), 0, "quantile"
-    mode = target_mode_size(ascending, far)
+    # the quantiles either answer may need come to the host with the mode test's numbers: where the first test
+    # finds no mode, the tail's three; after a split, the quantile of the scores below it
+    mode, _, values = _mode_split(ascending, far, also=lambda start: _tail_indices(n, far) if start == 0
+                                  else (_far_index(n - start, far),))
     if mode:
-        return float(_at_far(ascending[:ascending.size - mode], far)), mode, "target mode split"
-    threshold, rule = _tail_threshold(ascending, far)
+        at = values[0] if values is not None else float(_at_far(ascending[:ascending.size - mode], far))
+        return at, mode, "target mode split"
+    threshold, rule = _tail_threshold(ascending, far, values)
     return threshold, 0, rule
 
 
@@ -204,72 +208,137 @@ def target_mode_size(ascending, far: float, z: float = MODE_Z, fraction: float =
     that mean by log(k) + ``z`` and the gap is at least ``MODE_GAP`` of the window's spread (a step of
     one float32 quantum deep in the window is neither), and the test repeats below the split, always
     within the top ``fraction`` of the scores and never above the top ``far`` of them. It runs where
-    the scores are; each test sends ten numbers to the host, in two copies. A split onto tied scores
+    the scores are; each test sends ten numbers to the host, in one copy. A split onto tied scores
     (a detector's floor, such as the window detector's score outside its boxes) is not made.
     """
     return _mode_split(ascending, far, z, fraction)[0]
 
 
-def _mode_split(ascending, far: float, z: float = MODE_Z, fraction: float = MODE_FRACTION):
-    """:func:`target_mode_size`, and the two scores either side of its split (the highest left below it,
-    the lowest in the mode: :func:`_below_mode` checks them) or None where it made none. Each test is two
-    copies of a few numbers to the host, each one launch of ``kernels/pack.cu``
-    (:func:`~hyperapp.kernels.pack.to_host_numbers`): picking the second copy's values by indices computed
-    on the device would save a copy at the cost of more launches than it saves (measured)."""
-    xp = get_namespace(ascending)
+def _mode_split(ascending, far: float, z: float = MODE_Z, fraction: float = MODE_FRACTION, also=None):
+    """:func:`target_mode_size`, the two scores either side of its split (the highest left below it, the
+    lowest in the mode: :func:`_below_mode` checks them) or None where it made none, and the scores at the
+    places of ``ascending`` that ``also(start)`` names (a function of a test's start: the quantiles the
+    caller takes where that test ends it), fetched with the last test's numbers (None where no test ran
+    at the final start). Each test is one copy of a few numbers to the host (:func:`_mode_tests`)."""
     n = int(ascending.size)
     m = min(n, 2 * max(int(n * fraction), 10) + 1)
-    top = ascending[n - m:][::-1].astype(xp.float64)  # descending, on the scores' device
-    ranks = xp.arange(1, m + 1, dtype=xp.float64)
+    test = _mode_tests(ascending, n, m)
     start, edge = 0, None
     while True:
         rest = n - start
         k = max(int(rest * fraction), 10)
         first = max(int(far * rest), 1)
         if start + k + 1 > m or first >= k:
-            break
+            return start, edge, None
+        # where the largest eligible spacing is, how many are not ties, the median of those (ascending: the
+        # ties' zeros come first), the largest eligible spacing and its gap, the window's ends, the scores just
+        # below the candidate split and ``first`` places further down, and the lowest score above it
+        i, nz, med, dmax, gap, hi, lo, below, further, cut, *values = test(start, k, first,
+                                                                          also(start) if also else ())
+        scale = med / np.log(2)
+        if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * (hi - lo):
+            return start, edge, values
+        if below == further:  # the scores below tie (a floor, not a background): no quantile to take there
+            return start, edge, values
+        start += first + i + 1
+        edge = (float(below), float(cut))
+
+
+def _mode_tests(ascending, n: int, m: int):
+    """The mode test of :func:`_mode_split` on ``ascending`` (n scores, the top ``m`` read), as a function
+    ``test(start, k, first, extra)`` returning its numbers in :func:`_mode_split`'s order, then the scores at
+    the places ``extra`` (at most four), on the host: the top, descending, is ``top``, the window
+    ``w = top[start:start + k + 1]``, its spacings ``gaps`` and their normalised form ``D = gaps (1..k)``, and
+    the numbers are the argmax ``i`` of ``D[first:]``, the count ``nz`` of ``D`` not 0, ``sort(D)[mi]``
+    (``mi = min(k - nz + nz // 2, k - 1)``), ``D[j]``, ``gaps[j]``, ``w[first]``, ``w[k]``, ``top[b0]``,
+    ``top[b1]`` and ``top[b0 - 1]`` (``j = first + i``, ``b0 = start + j + 1``, ``b1 = min(b0 + first, m - 1)``).
+    On the GPU three launches of ``kernels/threshold.cu`` (with CuPy's sort between them) and one copy;
+    in NumPy its ufuncs (a partition for the median: the same element as the sort's)."""
+    xp = get_namespace(ascending)
+    if xp is not np:
+        return _device_mode_tests(ascending, n, m)
+    top = ascending[n - m:][::-1].astype(np.float64)
+    ranks = np.arange(1, m + 1, dtype=np.float64)
+
+    def test(start, k, first, extra):
         w = top[start:start + k + 1]
         gaps = w[:-1] - w[1:]  # >= 0: the window is sorted
         D = gaps * ranks[:k]
-        # two copies to the host per test, each of a few numbers (a launch per value fetched would
-        # cost more than the test): where the largest eligible spacing is and how many are not ties
-        i, nz = to_host_numbers([xp.argmax(D[first:]), total(xp.not_equal(D, 0), xp.int64)])
-        j = first + i
-        # the median of the spacings that are not ties (ascending: the ties' zeros come first), the
-        # largest eligible spacing and its gap, the window's ends, the scores just below the candidate split
-        # and ``first`` places further down, and the lowest score above it
+        i = int(np.argmax(D[first:]))
+        nz = int(np.count_nonzero(D))
         mi = min(k - nz + nz // 2, k - 1)
-        b0, b1 = start + j + 1, min(start + j + 1 + first, m - 1)  # (b0 < m: start + k + 1 <= m)
-        med, dmax, gap, hi, lo, below, further, cut = to_host_numbers([
-            xp.sort(D)[mi:mi + 1], D[j:j + 1], gaps[j:j + 1], w[first:first + 1], w[-1:],
-            top[b0:b0 + 1], top[b1:b1 + 1], top[b0 - 1:b0]])
-        scale = med / np.log(2)
-        if not scale > 0 or dmax / scale < np.log(k) + z or gap < MODE_GAP * (hi - lo):
-            break
-        if below == further:  # the scores below tie (a floor, not a background): no quantile to take there
-            break
-        start += j + 1
-        edge = (float(below), float(cut))
-    return start, edge
+        j = first + i
+        b0, b1 = start + j + 1, min(start + j + 1 + first, m - 1)
+        return [i, nz] + [float(v) for v in (np.partition(D, mi)[mi], D[j], gaps[j], w[first], w[k], top[b0],
+                                             top[b1], top[b0 - 1])] + [float(ascending[e]) for e in extra]
+
+    return test
+
+
+#: the threshold module's kernels, compiled together (:func:`_device_mode_tests`)
+THRESHOLD_KERNELS = tuple(f"hyperapp_mode_{f}<{t}>" for f in ("spacings", "pick") for t in ("float", "double"))
+
+
+def _device_mode_tests(ascending, n: int, m: int):
+    """:func:`_mode_tests` on the GPU (``kernels/threshold.cu``)."""
+    from hyperapp.kernels import get_kernel
+
+    xp = get_namespace(ascending)
+    if ascending.dtype not in (xp.float32, xp.float64):
+        ascending = ascending.astype(xp.float64)
+    asc = xp.ascontiguousarray(ascending)
+    name = "float" if asc.dtype == xp.float32 else "double"
+    spacings = get_kernel("threshold", f"hyperapp_mode_spacings<{name}>", name_expressions=THRESHOLD_KERNELS)
+    pick = get_kernel("threshold", f"hyperapp_mode_pick<{name}>", name_expressions=THRESHOLD_KERNELS)
+
+    def test(start, k, first, extra):
+        if len(extra) > 4:
+            raise ValueError("at most four further scores come with a mode test")
+        D = xp.empty(k, xp.float64)
+        spacings((min(-(-k // 256), 1024),), (256,), (asc, np.int64(n), np.int64(start), np.int64(k), D))
+        srt = xp.sort(D)
+        out = xp.empty(10 + len(extra), xp.float64)
+        e = [np.int64(v) for v in extra] + [np.int64(0)] * (4 - len(extra))
+        pick((1,), (1024,), (asc, np.int64(n), np.int64(m), np.int64(start), np.int64(k), np.int64(first), D, srt,
+                             np.int32(len(extra)), *e, out))
+        v = out.get().tolist()
+        return [int(v[0]), int(v[1])] + v[2:]
+
+    return test
+
+
+def _far_index(n: int, far: float) -> int:
+    """The place in ``n`` sorted (ascending) scores above which lies a fraction ``far`` of them."""
+    return n - 1 - min(int(np.floor(far * n)), n - 1)
 
 
 def _at_far(ascending, far: float):
     """The score in sorted (ascending) background scores above which lies a fraction ``far`` of them."""
-    n = ascending.size
-    return ascending[n - 1 - min(int(np.floor(far * n)), n - 1)]
+    return ascending[_far_index(int(ascending.size), far)]
 
 
-def _tail_threshold(ascending, far: float) -> tuple[float, str]:
+def _tail_indices(n: int, far: float) -> tuple[int, ...]:
+    """The places in ``n`` sorted scores :func:`_tail_threshold` reads: the :data:`TAIL_FIT` quantiles'
+    and the plain quantile's, or the plain quantile's alone where ``far`` lies inside the fitted range."""
+    lo, hi = TAIL_FIT
+    if far >= 1.0 - hi:
+        return (_far_index(n, far),)
+    return int(lo * (n - 1)), int(hi * (n - 1)), _far_index(n, far)
+
+
+def _tail_threshold(ascending, far: float, values=None) -> tuple[float, str]:
     """:func:`far_threshold`'s rule where no target mode shows: the lower of the plain quantile and an
     exponential tail through the :data:`TAIL_FIT` quantiles, extrapolated to ``far``. The plain
     quantile alone where ``far`` lies inside the fitted range, or where the two quantiles tie (a floor).
-    One copy of three numbers to the host."""
+    ``values``: the scores at :func:`_tail_indices`' places, where the caller fetched them; else one copy
+    of them to the host."""
     lo, hi = TAIL_FIT
     n = int(ascending.size)
-    plain = _at_far(ascending, far)
+    if values is None:
+        values = to_host_numbers([ascending[i:i + 1] for i in _tail_indices(n, far)])
     if far >= 1.0 - hi:
-        return float(plain), "quantile"
-    q_lo, q_hi, plain = to_host_numbers([ascending[int(lo * (n - 1))], ascending[int(hi * (n - 1))], plain])
+        return float(values[0]), "quantile"
+    q_lo, q_hi, plain = (float(v) for v in values)
     if not q_hi > q_lo:
         return plain, "quantile"
     # exponential survival S(t) = S(q_hi) exp(-(t - q_hi) / b), b from the drop between the two quantiles
@@ -362,6 +431,13 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     pixel, the targets' counts then summed over their mask (a million binary searches cost the GPU less
     than one round trip). The same numbers as the NumPy path, which selects (its selections cost no round
     trip, its searches would)."""
+    return evaluation_report(to_host_numbers(evaluation_counts(scores, truth, exclude, positives)))
+
+
+def evaluation_counts(scores, truth, exclude=None, positives=None) -> list:
+    """:func:`_evaluate_device` up to its copy: the device arrays whose values (on the host, in order:
+    :func:`~hyperapp.kernels.pack.to_host_numbers`) :func:`evaluation_report` takes, so that a caller can
+    fetch them with its own numbers (a run's end: one copy for its objects and its evaluation)."""
     xp = get_namespace(scores)
     s, t, is_pos, is_neg = _masks(scores, truth, exclude)
     srt = xp.sort(xp.where(is_neg, s, xp.inf))  # the n_n non-targets first, ascending
@@ -369,8 +445,16 @@ def _evaluate_device(scores, truth, exclude=None, positives=None) -> dict:
     if positives is not None:  # the truth's pixels hold every target: the rest count for nothing below
         positives = xp.asarray(positives)
         s, is_pos = s[positives], is_pos[positives]
-    u2, pd2, pd3, n_truth, n_p, n_n = to_host_numbers([_auc_counts(srt, n_n, s, is_pos), total(t, xp.int64), n_p,
-                                                       n_n])
+    return [_auc_counts(srt, n_n, s, is_pos), total(t, xp.int64), n_p, n_n]
+
+
+#: how many numbers :func:`evaluation_counts`' arrays hold
+EVALUATION_NUMBERS = 6
+
+
+def evaluation_report(numbers: list) -> dict:
+    """:func:`evaluate`'s answer from the values of :func:`evaluation_counts`' arrays."""
+    u2, pd2, pd3, n_truth, n_p, n_n = numbers
     _check_both(n_p, n_n)
     return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
             "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}

@@ -793,6 +793,7 @@ class RBFN(PixelDetector):
         if early is not None:
             early.discard()
         self.__dict__.pop("_rx_kept", None)
+        self.__dict__.pop("_rx_home", None)
         wh = reuse.whitening if reuse is not None else None
         bgk = reuse.background if reuse is not None else None
         #: what this fit took from an earlier fit's (:mod:`~hyperapp.models.rbfn_reuse`), for the report
@@ -984,6 +985,13 @@ class RBFN(PixelDetector):
         from hyperapp.models import rbfn_gpu
         from hyperapp.models.rbfn_gpu import EarlyPasses, image_key
 
+        key = image_key(image)
+        if anomaly is not None and wh is not None:
+            if wh.rx_map is not None and wh.rx_map[0] == key:
+                self.__dict__["_rx_kept"] = wh.rx_map
+                anomaly = None
+            else:  # (the score keeps the map it computes with the whitening: _add_coherence_fused)
+                self.__dict__["_rx_home"] = (key, wh)
         if image.size < rbfn_gpu.EARLY_MIN_VALUES:  # (small images: the score's own passes cost less)
             return
 
@@ -991,10 +999,7 @@ class RBFN(PixelDetector):
         if coh is not None:
             jobs["ace"] = (self.mean_, coh.W, ACE_MODE, _ace_direction(coh.W, coh.s), 1.0, bool(self.normalize),
                            coh_tri)
-        key = image_key(image)
-        if anomaly is not None and wh is not None and wh.rx_map is not None and wh.rx_map[0] == key:
-            self.__dict__["_rx_kept"] = wh.rx_map
-        elif anomaly is not None:
+        if anomaly is not None:
             jobs["rx"] = (anomaly[0], anomaly[1], RX_MODE, None, 0.0, False, anomaly[2])
         if not jobs:
             return
@@ -1004,6 +1009,7 @@ class RBFN(PixelDetector):
             return
         if "rx" in jobs and wh is not None:  # (read only after its event: _add_coherence_fused)
             wh.rx_map = (key, early.result("rx"), early.done)
+            self.__dict__.pop("_rx_home", None)
 
     def _output_layer(self, Ztrain, n_t, Zt, Cb, gb, n_tc, inputs):
         """Target centres and widths from the clicks ``Zt`` (host), then the output weights and
@@ -1137,7 +1143,7 @@ class RBFN(PixelDetector):
         if network is not None:
             network[...] = out
         if getattr(self, "anomaly_v_", 0.0):
-            from hyperapp.models.rbfn_gpu import image_key
+            from hyperapp.models.rbfn_gpu import _event_on, image_key
 
             rx = early.get("rx")
             kept = self.__dict__.get("_rx_kept")
@@ -1146,6 +1152,10 @@ class RBFN(PixelDetector):
                 rx = kept[1]
             if rx is None:
                 rx = quad_rows(P, self.anomaly_mu_, self.anomaly_w_, RX_MODE, tri=getattr(self, "anomaly_tri_", False))
+                home = self.__dict__.pop("_rx_home", None)
+                if home is not None and home[0] == image_key(P) and home[1].rx_map is None:
+                    # kept with the whitening, for the next fit that takes it (rbfn_reuse)
+                    home[1].rx_map = (home[0], rx, _event_on(xp.cuda.get_current_stream()))
             a = xp.add(xp.multiply(anomaly_input(rx, self.anomaly_w_.shape[1]), self.anomaly_v_),
                        getattr(self, "anomaly_shift_", 0.0))
             xp.maximum(out, a, out=out)  # either input may call a pixel a target

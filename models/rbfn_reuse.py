@@ -24,6 +24,7 @@ background rows' coordinates: about 1 MB each at 64 bands).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,10 +86,8 @@ class Reuse:
         self.kept, self.key, self.stat_idx, self.bg_idx = kept, key, stat_idx, bg_idx
         self.whitening: Whitening | None = None
         self.background: TrainingBackground | None = None
-        self._entry = None
         for entry in self._entries():
             if entry[0] == key and np.array_equal(entry[1], stat_idx):
-                self._entry = entry
                 self.whitening = entry[2]
                 self.background = next((b for i, b in entry[3] if b.k == k and np.array_equal(i, bg_idx)), None)
                 return
@@ -98,14 +97,24 @@ class Reuse:
 
     def keep(self, whitening: Whitening, background: TrainingBackground) -> None:
         """Keep what this fit used for the next fits: the most recent :data:`KEPT` whitening samples, and
-        for each the most recent :data:`KEPT` training backgrounds (a list the GUI's threads may share:
-        each update replaces an entry whole)."""
+        for each the most recent :data:`KEPT` training backgrounds. The GUI's threads may share a store: the
+        update is made under a lock, from the entries as they are then (another fit may have replaced this
+        one's since it began), and replaces the list whole."""
         if self.kept is None:
             return
-        entries = self._entries()
-        entry = self._entry or (self.key, self.stat_idx, whitening, [])
-        # (the one this fit took, or one it computed again, is moved to the front)
-        others = [(i, b) for i, b in entry[3] if not (b.k == background.k and np.array_equal(i, self.bg_idx))]
-        backgrounds = [(self.bg_idx, background)] + others[:KEPT - 1]
-        entry = (entry[0], entry[1], entry[2], backgrounds)
-        self.kept["rbfn"] = [entry] + [e for e in entries if e is not self._entry][:KEPT - 1]
+
+        def same(e) -> bool:
+            return e[0] == self.key and np.array_equal(e[1], self.stat_idx)
+
+        with _KEEPING:
+            entries = self._entries()
+            entry = next((e for e in entries if same(e)), None) or (self.key, self.stat_idx, whitening, [])
+            # (the one this fit took, or one it computed again, is moved to the front)
+            others = [(i, b) for i, b in entry[3] if not (b.k == background.k and np.array_equal(i, self.bg_idx))]
+            backgrounds = [(self.bg_idx, background)] + others[:KEPT - 1]
+            self.kept["rbfn"] = [(entry[0], entry[1], entry[2], backgrounds)] + \
+                [e for e in entries if not same(e)][:KEPT - 1]
+
+
+#: held while a fit updates a store (:meth:`Reuse.keep`)
+_KEEPING = threading.Lock()

@@ -156,6 +156,92 @@ def test_gpu_stages_give_the_numpy_numbers(cp):
     cp.testing.assert_array_equal(_labels_on(y, marked, y.reshape(-1)[marked], cp.asarray(valid), cp), cp.asarray(y))
 
 
+def _threshold_scenes(seeds):
+    """Score sets that take each of the default threshold's rules: an exponential tail, a separate mode of
+    targets (one, two), ties (rounded scores), a floor, and a network mode beside the scores."""
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(200, 300_000))
+        s = rng.exponential(size=n).astype(np.float32)
+        kind = seed % 5
+        if kind == 1:
+            s[rng.choice(n, max(1, n // 200), replace=False)] += 15
+        elif kind == 2:
+            s = np.round(s, 2)
+        elif kind == 3:
+            s = np.minimum(s, 0.5)
+        elif kind == 4:
+            s[rng.choice(n, max(1, n // 300), replace=False)] += 30
+            s[rng.choice(n, max(1, n // 500), replace=False)] += 60
+        ms = s.copy()
+        if seed % 2:
+            ms = rng.normal(size=n).astype(np.float32)
+            ms[rng.choice(n, max(1, n // 250), replace=False)] += 12
+        yield s, ms, rng.random(n) > 0.01
+
+
+def _two_copy_mode_split(ascending, far, z=20.0, fraction=0.05):
+    """The mode test as it was, two copies a test: the reference of the test's numbers."""
+    n = int(ascending.size)
+    m = min(n, 2 * max(int(n * fraction), 10) + 1)
+    top = ascending[n - m:][::-1].astype(np.float64)
+    ranks = np.arange(1, m + 1, dtype=np.float64)
+    start = 0
+    while True:
+        rest = n - start
+        k, first = max(int(rest * fraction), 10), max(int(far * rest), 1)
+        if start + k + 1 > m or first >= k:
+            return start
+        w = top[start:start + k + 1]
+        gaps = w[:-1] - w[1:]
+        D = gaps * ranks[:k]
+        j = first + int(np.argmax(D[first:]))
+        nz = int(np.count_nonzero(D))
+        med = np.sort(D)[min(k - nz + nz // 2, k - 1)]
+        b0, b1 = start + j + 1, min(start + j + 1 + first, m - 1)
+        scale = med / np.log(2)
+        if not scale > 0 or D[j] / scale < np.log(k) + z or gaps[j] < 0.01 * (w[first] - w[-1]):
+            return start
+        if top[b0] == top[b1]:
+            return start
+        start += j + 1
+
+
+def test_the_mode_test_in_one_copy_gives_the_two_copy_tests_answer():
+    sizes = []
+    for s, _, keep in _threshold_scenes(range(15)):
+        asc = np.sort(s[keep])
+        for far in (1e-3, 1e-2, 0.2):
+            sizes.append(target_mode_size(asc, far))
+            assert sizes[-1] == _two_copy_mode_split(asc, far)
+    assert any(sizes) and not all(sizes)
+
+
+@pytest.mark.gpu
+def test_gpu_threshold_gives_the_numpy_threshold(cp):
+    """kernels/threshold.cu's mode test: the NumPy path's numbers to the bit, so every rule's threshold."""
+    from hyperapp.models.evaluation import _mode_tests
+
+    rules = set()
+    for s, ms, keep in _threshold_scenes(range(20)):
+        for far in (1e-3, 1e-2, 0.2):
+            for kw in ({"separate_targets": True}, {"separate_targets": True, "mode_scores": ms}):
+                ref = far_threshold(s, far, keep=keep, **kw)
+                dev = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+                assert far_threshold(cp.asarray(s), far, keep=cp.asarray(keep), **dev) == ref
+                rules.add(ref[2])
+        asc = np.sort(s[keep]).astype(np.float64)
+        n = asc.size
+        m = min(n, 2 * max(int(n * 0.05), 10) + 1)
+        k = max(int(n * 0.05), 10)
+        if k + 1 <= m:
+            for start, first in ((0, 1), (0, max(int(n * 1e-3), 1)), (min(m - k - 1, 7), 2)):
+                extra = (0, n - 1, n // 2)
+                assert _mode_tests(cp.asarray(asc), n, m)(start, k, first, extra) == \
+                    _mode_tests(asc, n, m)(start, k, first, extra)
+    assert rules == {"network mode split", "target mode split", "exponential tail", "quantile"}
+
+
 def test_coherence_whitening_is_triangular_and_gives_the_same_products():
     """The RBFN's coherence input whitens with an inverse Cholesky factor of the floored covariance: the
     products ACE takes (z.z, z.s) are those of the symmetric whitening, singular covariance included."""

@@ -263,15 +263,22 @@ def test_a_run_scores_the_same_with_and_without_early_passes(cp, monkeypatch):
     assert a.threshold == b.threshold or abs(a.threshold - b.threshold) <= 1e-6 * abs(b.threshold)
 
 
-def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp, monkeypatch):
+@pytest.mark.parametrize("early", [True, False])
+def test_a_click_taking_the_last_fits_background_scores_as_a_fresh_fit(cp, monkeypatch, early):
     """On the GPU, a click on a resident image that samples the pixels the last click sampled takes that
     fit's whitening and training background (:mod:`hyperapp.models.rbfn_reuse`) and its anomaly input's RX
-    map (no RX pass), and scores as a run on a fresh copy of the image, which takes nothing."""
+    map (no RX pass), and scores as a run on a fresh copy of the image, which takes nothing. The map is
+    kept from the early passes, and where they do not start (``early`` False: a small image's default),
+    from the score's own pass."""
     from hyperapp.core.cube import cube_from_array
     from hyperapp.detect.run import run_detection
+    from hyperapp.models import rbfn_gpu
     from hyperapp.request import DetectRequest
 
     from .test_rbfn import _clean, _kept_scene
+
+    if not early:
+        monkeypatch.setattr(rbfn_gpu, "EARLY_MIN_VALUES", 1 << 62)
 
     X, labels = _kept_scene()
     cube = cube_from_array(X, "kept")

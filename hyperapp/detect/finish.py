@@ -13,7 +13,14 @@ from hyperapp.core.errors import ModelError
 from hyperapp.core.progress import NULL_PROGRESS, Progress
 from hyperapp.kernels.pack import to_host_numbers, to_host_together
 from hyperapp.models.base import NODATA, TARGET, sparse_flatnonzero
-from hyperapp.models.evaluation import NO_FINITE_SCORE, evaluate, far_threshold, threshold_pixels
+from hyperapp.models.evaluation import (
+    NO_FINITE_SCORE,
+    evaluate,
+    evaluation_counts,
+    evaluation_report,
+    far_threshold,
+    threshold_pixels,
+)
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
 from hyperapp.models.registry import get_method
 
@@ -164,7 +171,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
-    from hyperapp.detect.suggest import clicked_kind, clicks_on_host
+    from hyperapp.detect.suggest import clicked_kind, clicks_on_host, suggestion_pending
 
     # what the stages below first ask of the device, fetched in one copy: the scores' range (a pixel
     # detector's constant scores are refused), the threshold's pixel count and the clicked targets' scores
@@ -202,12 +209,35 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         # the pixels scoring exactly the threshold: left out of the mask (scores above it count); where they
         # outnumber it the run says so (384 copies of the target tied at the top gave an empty mask, silently)
         at_threshold = total(xp.equal(scores_dev, threshold), xp.int64)  # (to the host with the mask's count)
+    # the suggested threshold's counts and the evaluation's, launched now, come to the host with the objects'
+    # (one copy where each was a round trip of its own)
+    suggest = far_used is not None and m.uses_targets
+    pending = None
+    if suggest and not filters and clicks_on_host(clicked):
+        with timer.stage("threshold"):
+            pending = suggestion_pending(scores_dev, None, threshold, clicked, False, fetched.get("clicked"))
+        suggest = False
+        report["suggested_threshold"] = None
+    evaluation = []
+    if truth is not None:
+        with timer.stage("evaluate"):
+            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
+            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
+            t_dev, positives = _truth_on(truth, xp, truth_pixels)
+            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+            if xp is not np:
+                evaluation = evaluation_counts(scores_dev, t_dev, exclude=exclude, positives=positives)
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         mask_dev, labels_dev, n_objects = filtered(mask_dev, filters, count_on_device=True)
-        detections, report["pixels_at_threshold"], n_objects = to_host_numbers([total(mask_dev, xp.int64),
-                                                                                at_threshold, n_objects])
-    if far_used is not None and m.uses_targets:
+        numbers = to_host_numbers([total(mask_dev, xp.int64), at_threshold, n_objects]
+                                  + (pending.device if pending is not None else []) + evaluation)
+        detections, report["pixels_at_threshold"], n_objects = numbers[:3]
+        numbers = numbers[3:]
+    if pending is not None:
+        report["suggested_threshold"] = pending.report(numbers[:2], now=(detections, n_objects))
+        numbers = numbers[2:]
+    if suggest:
         # where the rate keeps few of the clicked targets: the threshold that keeps them (the mask's counts
         # as the objects stage made them, where no target filter changed it)
         with timer.stage("threshold"):
@@ -229,11 +259,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     })
     if truth is not None:
         with timer.stage("evaluate"):
-            # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
-            # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
-            t_dev, positives = _truth_on(truth, xp, truth_pixels)
-            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
-            report["evaluation"] = evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
+            report["evaluation"] = evaluation_report(numbers) if evaluation else \
+                evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
                 keep = xp.logical_and(t_dev, xp.logical_not(exclude))
                 n_t = int(total(keep, xp.int64))

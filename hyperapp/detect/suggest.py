@@ -100,6 +100,34 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
         the clicked pixels have no finite score, half or more of the clicked objects are kept already, or
         the suggestion would not lower the threshold.
     """
+    pending = suggestion_pending(scores, targets, threshold, clicked, now is None, clicked_values)
+    return None if pending is None else pending.report(to_host_numbers(pending.device), now)
+
+
+class Suggestion:
+    """A suggested threshold whose counts are still on the scores' device (:func:`suggestion_pending`): a
+    run's end fetches them with its own numbers, in one copy."""
+
+    def __init__(self, threshold: float, clicked: int, kept_now: int, device: list):
+        self.threshold, self.clicked, self.kept_now = threshold, clicked, kept_now
+        #: the device numbers, in this order: the pixels and the objects the suggestion keeps, then (where the
+        #: caller did not count them) the pixels and the objects of the run's own mask
+        self.device = device
+
+    def report(self, numbers: list, now: tuple[int, int] | None = None) -> dict:
+        """:func:`clicked_kind`'s answer from ``numbers``, :attr:`device`'s values on the host; ``now``: the
+        run's (pixels, objects), where the caller counted them."""
+        pixels, objects = numbers[:2]
+        pixels_now, objects_now = now if now is not None else numbers[2:4]
+        return {"threshold": self.threshold, "pixels": int(pixels), "objects": int(objects),
+                "pixels_now": int(pixels_now), "objects_now": int(objects_now), "clicked": self.clicked,
+                "clicked_kept_now": self.kept_now}
+
+
+def suggestion_pending(scores, targets, threshold: float, clicked: np.ndarray | None = None,
+                       count_now: bool = True, clicked_values: np.ndarray | None = None) -> Suggestion | None:
+    """:func:`clicked_kind` up to its last copy: None where it suggests nothing, else the suggestion with its
+    counts launched on the scores' device (``count_now``: the run's own mask's counts too)."""
     from hyperapp.models.postprocess import label_objects
 
     xp = get_namespace(scores)
@@ -130,16 +158,11 @@ def clicked_kind(scores, targets, threshold: float, clicked: np.ndarray | None =
         return None
     new = xp.greater(scores, suggested)
     _, objects = label_objects(new, count_on_device=True)
-    if now is None:
+    device = [total(new, np.int64), objects]
+    if count_now:
         mask = xp.greater(scores, threshold)
-        _, objects_now = label_objects(mask, count_on_device=True)
-        pixels, pixels_now, objects, objects_now = to_host_numbers([total(new, np.int64), total(mask, np.int64),
-                                                                    objects, objects_now])
-    else:
-        (pixels_now, objects_now), (pixels, objects) = now, to_host_numbers([total(new, np.int64), objects])
-    return {"threshold": suggested, "pixels": pixels, "objects": int(objects),
-            "pixels_now": pixels_now, "objects_now": int(objects_now), "clicked": int(n_clicked),
-            "clicked_kept_now": kept_now}
+        device += [total(mask, np.int64), label_objects(mask, count_on_device=True)[1]]
+    return Suggestion(suggested, int(n_clicked), kept_now, device)
 
 
 def suggestion_words(report: dict) -> str:
