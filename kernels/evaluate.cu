@@ -68,3 +68,62 @@ __global__ void __launch_bounds__(256) hyperapp_auc_counts(
     __syncthreads();
     if (threadIdx.x < 3) atomicAdd(&out[threadIdx.x], acc[threadIdx.x]);
 }
+
+// The same counts at a run's end (hyperapp.models.evaluation.labelled_evaluation_counts), from the run's
+// labels instead of masks built from them: a pixel counts where its score is finite and its label
+// (int8) is neither a clicked target (1) nor no data (-2); the truth's targets are the pixels at
+// ``positives``. hyperapp_negatives writes each pixel's score where it counts as a non-target and +inf
+// elsewhere (the caller then sets the truth's pixels to +inf and sorts); hyperapp_auc_labelled looks up
+// the truth's pixels in that sorted array and adds, beside hyperapp_auc_counts' three counts, the
+// targets that count and the non-targets (the sorted array's finite prefix, found by one binary search
+// per block): out = [2U, c1, c2, n_truth, n_pos, n_neg]. The masks' formulation was about thirty launches.
+//
+// Thread mapping: hyperapp_negatives one pixel per thread (grid-stride); hyperapp_auc_labelled as
+// hyperapp_auc_counts, one truth pixel per thread.
+
+__device__ __forceinline__ bool counts_here(const signed char label) { return label != 1 && label != -2; }
+
+template <typename T>
+__global__ void hyperapp_negatives(const T* __restrict__ s, const signed char* __restrict__ labels, const long long n,
+                                   T* __restrict__ out)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        const T v = s[i];
+        out[i] = (isfinite(v) && counts_here(labels[i])) ? v : (T)INFINITY;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256) hyperapp_auc_labelled(
+    const T* __restrict__ srt, const long long n_all, const T* __restrict__ s, const signed char* __restrict__ labels,
+    const long long* __restrict__ positives, const long long m, const double far1, const double far2,
+    const unsigned long long n_truth, unsigned long long* __restrict__ out)
+{
+    __shared__ unsigned long long acc[4];
+    if (threadIdx.x < 4) acc[threadIdx.x] = 0ULL;
+    __syncthreads();
+    const long long n = lower_bound<T>(srt, n_all, (T)INFINITY);  // the finite prefix: the non-targets
+    const T t1 = srt[far_index<T>(n, far1)];
+    const T t2 = srt[far_index<T>(n, far2)];
+    unsigned long long u2 = 0ULL, c1 = 0ULL, c2 = 0ULL, np_ = 0ULL;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (long long)gridDim.x * blockDim.x) {
+        const long long p = positives[i];
+        const T v = s[p];
+        if (!(isfinite(v) && counts_here(labels[p]))) continue;
+        ++np_;
+        u2 += (unsigned long long)(lower_bound<T>(srt, n, v) + upper_bound<T>(srt, n, v));
+        c1 += v > t1;
+        c2 += v > t2;
+    }
+    atomicAdd(&acc[0], u2);
+    atomicAdd(&acc[1], c1);
+    atomicAdd(&acc[2], c2);
+    atomicAdd(&acc[3], np_);
+    __syncthreads();
+    if (threadIdx.x < 3) atomicAdd(&out[threadIdx.x], acc[threadIdx.x]);
+    if (threadIdx.x == 3) atomicAdd(&out[4], acc[3]);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[3] = n_truth;
+        out[5] = (unsigned long long)n;
+    }
+}

@@ -401,8 +401,7 @@ def _auc_counts(srt, n_n, s, is_pos):
         from hyperapp.kernels import get_kernel
 
         name = "float" if s.dtype == xp.float32 else "double"
-        k = get_kernel("evaluate", f"hyperapp_auc_counts<{name}>",
-                       name_expressions=("hyperapp_auc_counts<float>", "hyperapp_auc_counts<double>"))
+        k = get_kernel("evaluate", f"hyperapp_auc_counts<{name}>", name_expressions=EVALUATE_KERNELS)
         srt = srt.astype(s.dtype, copy=False)
         out = xp.zeros(3, xp.uint64)
         m = int(s.size)
@@ -448,8 +447,37 @@ def evaluation_counts(scores, truth, exclude=None, positives=None) -> list:
     return [_auc_counts(srt, n_n, s, is_pos), total(t, xp.int64), n_p, n_n]
 
 
-#: how many numbers :func:`evaluation_counts`' arrays hold
-EVALUATION_NUMBERS = 6
+#: the evaluation module's kernels, compiled together
+EVALUATE_KERNELS = tuple(f"hyperapp_{f}<{t}>" for f in ("auc_counts", "negatives", "auc_labelled")
+                         for t in ("float", "double"))
+
+
+def labelled_evaluation_counts(scores, labels, positives) -> list:
+    """:func:`evaluation_counts` at a run's end on the GPU, from the run's ``labels`` (int8, the pixels'
+    shape: clicked targets and no-data pixels do not count) and the truth's target pixels ``positives``
+    (flat indices on the device, each once), in two launches of ``kernels/evaluate.cu`` beside CuPy's
+    sort, where the masks take about thirty: the same numbers."""
+    from hyperapp.kernels import get_kernel
+
+    xp = get_namespace(scores)
+    s = xp.ascontiguousarray(scores.reshape(-1))
+    if s.dtype not in (xp.float32, xp.float64):
+        s = s.astype(xp.float64)
+    lab = xp.ascontiguousarray(labels.reshape(-1)).astype(xp.int8, copy=False)
+    pos = xp.ascontiguousarray(xp.asarray(positives).astype(xp.int64, copy=False))
+    name = "float" if s.dtype == xp.float32 else "double"
+    n, m = int(s.size), int(pos.size)
+    v = xp.empty_like(s)
+    get_kernel("evaluate", f"hyperapp_negatives<{name}>", name_expressions=EVALUATE_KERNELS)(
+        (min(-(-n // 256), 4096),), (256,), (s, lab, np.int64(n), v))
+    v[pos] = xp.inf  # the truth's targets are no non-targets
+    srt = xp.sort(v)
+    out = xp.zeros(6, xp.uint64)
+    get_kernel("evaluate", f"hyperapp_auc_labelled<{name}>", name_expressions=EVALUATE_KERNELS)(
+        (max(1, min(-(-m // 256), 2048)),), (256,), (srt, np.int64(n), s, lab, pos, np.int64(m),
+                                                      np.float64(PD_FARS[0]), np.float64(PD_FARS[1]),
+                                                      np.uint64(m), out))
+    return [out]
 
 
 def evaluation_report(numbers: list) -> dict:

@@ -156,6 +156,33 @@ def test_gpu_stages_give_the_numpy_numbers(cp):
     cp.testing.assert_array_equal(_labels_on(y, marked, y.reshape(-1)[marked], cp.asarray(valid), cp), cp.asarray(y))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_evaluation_from_the_labels_gives_the_numpy_numbers(cp, dtype):
+    """kernels/evaluate.cu's count from the run's labels (clicked targets and no-data pixels left out, NaN
+    scores, ties, a truth pixel clicked): :func:`evaluate`'s numbers on the host."""
+    from hyperapp.kernels.pack import to_host_numbers
+    from hyperapp.models.evaluation import evaluation_report, labelled_evaluation_counts
+
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        shape = (300, 400 + 37 * seed)
+        truth = rng.random(shape) < 0.01
+        s = (rng.normal(size=shape) + 3 * truth).astype(dtype)
+        s.reshape(-1)[:500] = np.round(s.reshape(-1)[:500], 1)
+        s.reshape(-1)[rng.choice(s.size, 40)] = np.nan
+        y = np.full(shape, UNLABELLED, np.int8)
+        y.reshape(-1)[rng.choice(s.size, 9, replace=False)] = TARGET
+        y.reshape(-1)[np.flatnonzero(truth)[:3]] = TARGET
+        y.reshape(-1)[rng.choice(s.size, 300, replace=False)] = NODATA
+        y.reshape(-1)[rng.choice(s.size, 20, replace=False)] = BACKGROUND
+        exclude = (y == TARGET) | (y == NODATA)
+        want = evaluate(s, truth, exclude=exclude)
+        got = evaluation_report(to_host_numbers(labelled_evaluation_counts(
+            cp.asarray(s), cp.asarray(y), cp.asarray(np.flatnonzero(truth)))))
+        assert got == want
+
+
 def _threshold_scenes(seeds):
     """Score sets that take each of the default threshold's rules: an exponential tail, a separate mode of
     targets (one, two), ties (rounded scores), a floor, and a network mode beside the scores."""

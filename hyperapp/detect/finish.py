@@ -19,6 +19,7 @@ from hyperapp.models.evaluation import (
     evaluation_counts,
     evaluation_report,
     far_threshold,
+    labelled_evaluation_counts,
     threshold_pixels,
 )
 from hyperapp.models.postprocess import filter_objects, label_objects, object_columns, table_rows
@@ -223,10 +224,14 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
         with timer.stage("evaluate"):
             # ufuncs, not `>` and `==` with a scalar: on CuPy the operators' first call imports
             # cupyx.scipy.special (0.3-0.4 s of a fresh process; hyperapp.core.backend, scalar operators)
-            t_dev, positives = _truth_on(truth, xp, truth_pixels)
-            exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
-            if xp is not np:
-                evaluation = evaluation_counts(scores_dev, t_dev, exclude=exclude, positives=positives)
+            t_dev, positives = _truth_on(truth, xp, truth_pixels, mask=bool(filters))
+            exclude = None
+            if xp is not np and positives is not None:  # (the labels and the truth's pixels: two launches)
+                evaluation = labelled_evaluation_counts(scores_dev, y_dev, positives)
+            else:
+                exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+                if xp is not np:
+                    evaluation = evaluation_counts(scores_dev, t_dev, exclude=exclude, positives=positives)
     with timer.stage("objects"):
         # on the device; the table is built from these labels when it is asked for
         mask_dev, labels_dev, n_objects = filtered(mask_dev, filters, count_on_device=True)
@@ -262,6 +267,8 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             report["evaluation"] = evaluation_report(numbers) if evaluation else \
                 evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
+                if exclude is None:
+                    exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
                 keep = xp.logical_and(t_dev, xp.logical_not(exclude))
                 n_t = int(total(keep, xp.int64))
                 report["evaluation"]["pd_of_mask"] = (int(total(xp.logical_and(mask_dev, keep), xp.int64)) / n_t
@@ -270,11 +277,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                            _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))
 
 
-def _truth_on(truth, xp, idx=None) -> tuple:
+def _truth_on(truth, xp, idx=None, mask: bool = True) -> tuple:
     """The (host) truth as a boolean mask on ``xp``'s device, and on the GPU where its targets are few (a
     truth mask's usual case), their flat indices there too (None otherwise): the mask is then made on the
     device from them (a copy of a few kilobytes, where the mask's own is megabytes, pageable), and the
-    evaluation looks up those pixels alone (:func:`~hyperapp.models.evaluation.evaluate`)."""
+    evaluation looks up those pixels alone (:func:`~hyperapp.models.evaluation.evaluate`). ``mask``
+    False: where the indices serve, the mask is not made (None)."""
     if xp is np or get_namespace(truth) is not np:  # (on the device already: as it is)
         t = xp.asarray(truth)
         return (t if t.dtype == bool else xp.greater(t, 0)), None
@@ -285,6 +293,8 @@ def _truth_on(truth, xp, idx=None) -> tuple:
     if idx.size * 16 > t.size:  # many targets: the mask itself is the smaller copy
         return xp.asarray(t), None
     idx_dev = xp.asarray(idx)
+    if not mask:
+        return None, idx_dev
     t_dev = xp.zeros(t.shape, bool)
     t_dev.reshape(-1)[idx_dev] = True
     return t_dev, idx_dev
