@@ -89,7 +89,7 @@ __global__ void hyperapp_negatives(const T* __restrict__ s, const signed char* _
 {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
         const T v = s[i];
-        out[i] = (isfinite(v) && counts_here(labels[i])) ? v : (T)INFINITY;
+        out[i] = (isfinite(v) && counts_here(labels[i])) ? v : (T)__int_as_float(0x7f800000);
     }
 }
 
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(256) hyperapp_auc_labelled(
     __shared__ unsigned long long acc[4];
     if (threadIdx.x < 4) acc[threadIdx.x] = 0ULL;
     __syncthreads();
-    const long long n = lower_bound<T>(srt, n_all, (T)INFINITY);  // the finite prefix: the non-targets
+    const long long n = lower_bound<T>(srt, n_all, (T)__int_as_float(0x7f800000));  // the finite prefix: the non-targets
     const T t1 = srt[far_index<T>(n, far1)];
     const T t2 = srt[far_index<T>(n, far2)];
     unsigned long long u2 = 0ULL, c1 = 0ULL, c2 = 0ULL, np_ = 0ULL;
