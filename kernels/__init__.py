@@ -97,3 +97,13 @@ def get_kernel(name: str, function: str, defines: dict | None = None, name_expre
         separate cached module.
     """
     return get_module(name, defines, name_expressions).get_function(function)
+
+
+def allow_shared(kernel, nbytes: int) -> None:
+    """Let ``kernel`` (a :class:`cupy.RawKernel`) launch with ``nbytes`` of dynamic shared memory. Past 48 KB
+    a launch needs the opt-in attribute, and that 48 KB counts the kernel's static shared memory too: a test
+    of ``nbytes > 48 KB`` alone let launches within the static part of it fail with an invalid argument (the
+    FFBP's training kernel at 224 and 230 bands). The attribute only grows: one kernel serves every band
+    count, and lowering it for a narrower cube would fail the next launch for a wider one."""
+    if kernel.max_dynamic_shared_size_bytes < nbytes:
+        kernel.max_dynamic_shared_size_bytes = nbytes

@@ -104,7 +104,7 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
     import cupy
 
     from hyperapp.core.backend import device_attributes
-    from hyperapp.kernels import get_kernel
+    from hyperapp.kernels import allow_shared, get_kernel
 
     P = cupy.ascontiguousarray(P, dtype=cupy.float32)
     n, nb = P.shape
@@ -123,8 +123,7 @@ def quad_rows(P, mu, U, mode: int, v=None, ss: float = 0.0, normalize: bool = Fa
         wm = TENSOR_QUAD_WARPS
         kernel = get_kernel("quadform_tc", "hyperapp_quad_rows_tc", _tensor_defines(chunk))
         smem = _tensor_smem(chunk, wm)
-        if kernel.max_dynamic_shared_size_bytes < smem:
-            kernel.max_dynamic_shared_size_bytes = smem
+        allow_shared(kernel, smem)
         blocks = max(1, min(-(-n // (32 * wm)), 8 // wm * sms))
         kernel((blocks,), (64 * wm,), (P, np.int64(n), np.int32(nb), np.int32(bool(normalize)),
                                    mu, Up,

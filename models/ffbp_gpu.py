@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from hyperapp.kernels import get_kernel
+from hyperapp.kernels import allow_shared, get_kernel
 
 WPB = 8  # windows (warps) per block of the level and search kernels
 # measured best on an H100 (scripts/profile_ffbp.py): 8 warps x 2 blocks 0.140 ms, 4 x 4 0.142, 4 x 2 0.151
@@ -291,8 +291,7 @@ def _net_kernel(name: str, model):
     """The level or search kernel, allowed the dynamic shared memory this model's networks need."""
     kernel = get_kernel("ffbp", name, _defines())
     smem = _net_smem(model)
-    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
-        kernel.max_dynamic_shared_size_bytes = smem
+    allow_shared(kernel, smem)
     return kernel, smem
 
 

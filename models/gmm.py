@@ -225,7 +225,7 @@ def _factors(cov, means):
         b = np.ascontiguousarray(np.matmul(means[:, None, :], U)[:, 0])
         return L, U, W, b, info
     from hyperapp.core.backend import device_attributes
-    from hyperapp.kernels import get_kernel
+    from hyperapp.kernels import allow_shared, get_kernel
 
     L = xp.empty((k, d, d), xp.float64)
     U = xp.empty((k, d, d), xp.float64)
@@ -236,8 +236,7 @@ def _factors(cov, means):
     use_shared = whole + 1024 <= int(device_attributes().get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
     smem = whole if use_shared else 2 * d * 8
     kernel = get_kernel("gmm", "hyperapp_gmm_factors")
-    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
-        kernel.max_dynamic_shared_size_bytes = smem
+    allow_shared(kernel, smem)
     kernel((k,), (FACTOR_THREADS,), (xp.ascontiguousarray(cov, dtype=xp.float64),
                                      xp.ascontiguousarray(means, dtype=xp.float64), np.int32(k), np.int32(d),
                                      np.int32(use_shared), L, U, W, b, info), shared_mem=smem)

@@ -126,7 +126,7 @@ class TansigMLP:
         """Train with ``kernels/mlp.cu``: every epoch in one launch (see its header)."""
         import cupy
 
-        from hyperapp.kernels import get_kernel
+        from hyperapp.kernels import allow_shared, get_kernel
 
         n, m = X.shape
         k = int(self.n_hidden)
@@ -140,8 +140,7 @@ class TansigMLP:
         kern = get_kernel("mlp", expr, name_expressions=(expr,))
         stage = _gpu_smem(m, k, batch, staged=True) <= GPU_SMEM_LIMIT  # the batch's rows in shared memory
         smem = _gpu_smem(m, k, batch, staged=stage)
-        if smem > 48 * 1024:
-            kern.max_dynamic_shared_size_bytes = smem
+        allow_shared(kern, smem)
         kern((1,), (256,), (np.int32(m), cupy.ascontiguousarray(X), cupy.ascontiguousarray(t.astype(cupy.float32)),
                             cupy.ascontiguousarray(sw.astype(cupy.float32)), cupy.asarray(perms), np.int32(len(tr)),
                             cupy.asarray(np.asarray(ev, np.int32)), np.int32(len(ev)), np.int32(batch),

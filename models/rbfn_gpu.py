@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.core.backend import device_attributes, kept_stream
-from hyperapp.kernels import get_module
+from hyperapp.kernels import allow_shared, get_module
 
 WARPS = 4
 MAX_REGISTER_VALUES = 96  # z[K4] + d[NH] kept in registers
@@ -117,11 +117,11 @@ def _kernel(model, variant: str = "staged"):
     key = (expr, cupy.cuda.runtime.getDevice())
     entry = _KERNELS.get(key)
     if entry is None:
-        entry = _KERNELS[key] = [get_module("rbfn", None, (expr,)).get_function(expr), 48 * 1024]
+        entry = _KERNELS[key] = [get_module("rbfn", None, (expr,)).get_function(expr), 0]
     # one kernel serves every band count, so its shared-memory allowance only ever grows (lowering it
     # for a narrower cube made the next launch for a wider one fail with an invalid argument)
     if smem > entry[1]:
-        entry[0].max_dynamic_shared_size_bytes = smem
+        allow_shared(entry[0], smem)
         entry[1] = smem
     return entry[0], smem, _upload(model, nb, k4, nh, diag)
 

@@ -258,12 +258,14 @@ def test_cube_larger_than_gpu_memory_is_scored_in_tiles(land_hdr, monkeypatch):
     np.testing.assert_allclose(tiled.scores, whole.scores, rtol=1e-3, atol=1e-4)
 
 
-@pytest.mark.parametrize("n, features, epochs", [(3000, 65, 40), (2000, 570, 20)])
+@pytest.mark.parametrize("n, features, epochs", [(3000, 65, 40), (2000, 570, 20), (1500, 224, 10)])
 def test_mlp_training_kernel_matches_numpy_training(cp, n, features, epochs):
     """Same mini-batches (host RNG), same Adam: the one-launch GPU training ends where NumPy's does. 570
     features (a 285-band cube's windows) do not fit in shared memory beside a 256-window batch: the kernel
     then reads the batch's rows from global memory (it fell back to a Python loop of CuPy operations, 2-3 s
-    an FFBP click, compiling kernels on its first run)."""
+    an FFBP click, compiling kernels on its first run). 224 features need just under 48 KB of dynamic shared
+    memory, over 48 KB with the kernel's static part: the launch failed without the opt-in (a 224-band cube's
+    FFBP, ``kernels.allow_shared``)."""
     from hyperapp.models import mlp
     from hyperapp.models.mlp import TansigMLP
 
