@@ -42,6 +42,29 @@ __device__ __forceinline__ long long far_index(long long n, double far)
     return last - (k < last ? k : last);
 }
 
+// One target's share of the counts: the non-targets below its score v plus those not above it (2U), and
+// whether v exceeds each Pd threshold (t1, t2).
+template <typename T>
+__device__ __forceinline__ void add_target(const T* __restrict__ srt, long long n, T v, T t1, T t2,
+                                           unsigned long long& u2, unsigned long long& c1, unsigned long long& c2)
+{
+    u2 += (unsigned long long)(lower_bound<T>(srt, n, v) + upper_bound<T>(srt, n, v));
+    c1 += v > t1;
+    c2 += v > t2;
+}
+
+// The block's sums of (2U, c1, c2) into out[0..2], one atomicAdd per counter (``acc``: the block's
+// shared counters, zeroed before the loop).
+__device__ __forceinline__ void flush_counts(unsigned long long* acc, unsigned long long u2, unsigned long long c1,
+                                             unsigned long long c2, unsigned long long* __restrict__ out)
+{
+    atomicAdd(&acc[0], u2);
+    atomicAdd(&acc[1], c1);
+    atomicAdd(&acc[2], c2);
+    __syncthreads();
+    if (threadIdx.x < 3) atomicAdd(&out[threadIdx.x], acc[threadIdx.x]);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(256) hyperapp_auc_counts(
     const T* __restrict__ srt, const long long* __restrict__ n_neg, const T* __restrict__ s,
@@ -56,17 +79,9 @@ __global__ void __launch_bounds__(256) hyperapp_auc_counts(
     const T t2 = srt[far_index<T>(n, far2)];
     unsigned long long u2 = 0ULL, c1 = 0ULL, c2 = 0ULL;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += (long long)gridDim.x * blockDim.x) {
-        if (!pos[i]) continue;
-        const T v = s[i];
-        u2 += (unsigned long long)(lower_bound<T>(srt, n, v) + upper_bound<T>(srt, n, v));
-        c1 += v > t1;
-        c2 += v > t2;
+        if (pos[i]) add_target<T>(srt, n, s[i], t1, t2, u2, c1, c2);
     }
-    atomicAdd(&acc[0], u2);
-    atomicAdd(&acc[1], c1);
-    atomicAdd(&acc[2], c2);
-    __syncthreads();
-    if (threadIdx.x < 3) atomicAdd(&out[threadIdx.x], acc[threadIdx.x]);
+    flush_counts(acc, u2, c1, c2, out);
 }
 
 // The same counts at a run's end (hyperapp.models.evaluation.labelled_evaluation_counts), from the run's
@@ -111,16 +126,10 @@ __global__ void __launch_bounds__(256) hyperapp_auc_labelled(
         const T v = s[p];
         if (!(isfinite(v) && counts_here(labels[p]))) continue;
         ++np_;
-        u2 += (unsigned long long)(lower_bound<T>(srt, n, v) + upper_bound<T>(srt, n, v));
-        c1 += v > t1;
-        c2 += v > t2;
+        add_target<T>(srt, n, v, t1, t2, u2, c1, c2);
     }
-    atomicAdd(&acc[0], u2);
-    atomicAdd(&acc[1], c1);
-    atomicAdd(&acc[2], c2);
     atomicAdd(&acc[3], np_);
-    __syncthreads();
-    if (threadIdx.x < 3) atomicAdd(&out[threadIdx.x], acc[threadIdx.x]);
+    flush_counts(acc, u2, c1, c2, out);
     if (threadIdx.x == 3) atomicAdd(&out[4], acc[3]);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         out[3] = n_truth;
