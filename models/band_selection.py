@@ -126,12 +126,13 @@ def subset_kmeans_gpu(Xt, subsets: np.ndarray, init: np.ndarray, iters: int, y, 
     """The GPU path: one block per subset, all subsets in one launch (``hyperapp_kmeans_subsets``)."""
     import cupy
 
-    from hyperapp.kernels import get_kernel
+    from hyperapp.kernels import allow_shared, get_kernel
 
     S, r = subsets.shape
     k = init.shape[1]
     nc = max(n_classes, 1)
     fn = get_kernel("kmeans", "hyperapp_kmeans_subsets", {"KS": k, "R": r})  # the classes: a runtime argument
+    allow_shared(fn, k * nc * 4)
     n = Xt.shape[1]
     centres = cupy.empty((S, k, r), cupy.float32)
     inertia = cupy.empty(S, cupy.float64)

@@ -121,7 +121,7 @@ def kmeans_small(X, k: int, n_iter: int = 25, seed: int = 0) -> SmallKMeans:
 def _kmeans_small_gpu(X, k: int, n_iter: int, first: int, u) -> SmallKMeans:
     import cupy
 
-    from hyperapp.kernels import get_kernel
+    from hyperapp.kernels import allow_shared, get_kernel
 
     n, dim = X.shape
     XT = cupy.ascontiguousarray(X.T)  # (d, n): a warp reads 32 consecutive points of one coordinate
@@ -133,7 +133,9 @@ def _kmeans_small_gpu(X, k: int, n_iter: int, first: int, u) -> SmallKMeans:
     perm = cupy.empty(n, cupy.int32)
     u_d = cupy.asarray(np.ascontiguousarray(u, np.float64) if len(u) else np.zeros(1))
     expr = f"hyperapp_kmeans_small<{_small_dmax(dim)}>"
-    get_kernel("kmeans_small", expr, name_expressions=(expr,))(
+    kernel = get_kernel("kmeans_small", expr, name_expressions=(expr,))
+    allow_shared(kernel, _small_shared(k, dim))
+    kernel(
         (1,), (1024,), (XT, np.int32(n), np.int32(dim), np.int32(k), np.int32(first), u_d, np.int32(n_iter), scratch[0],
                         scratch[1], perm, C, labels, counts, ssq), shared_mem=_small_shared(k, dim))
     return SmallKMeans(C, labels.astype(cupy.int64), counts, ssq)

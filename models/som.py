@@ -221,10 +221,11 @@ class SOM(Estimator):
         total = int(self.epochs) * n
         step0 = epoch * n
         if xp is not np:
-            from hyperapp.kernels import get_kernel
+            from hyperapp.kernels import allow_shared, get_kernel
 
             W = xp.ascontiguousarray(W, dtype=xp.float32)
             k = get_kernel("kmeans", "hyperapp_som_online")
+            allow_shared(k, 4 * d)
             k((1,), (1024,), (W, xp.ascontiguousarray(X), xp.asarray(order.astype(np.int32)), np.int32(n),
                               np.int32(d), np.int32(M), np.int32(int(self.cols)), np.float32(s0), np.float32(s1),
                               np.float32(a0), np.float32(a1), np.int64(step0), np.int64(total)),

@@ -107,11 +107,12 @@ def _atgp_device(S, basis, k0: int, n: int, ban):
     """:func:`atgp`'s loop on the GPU (``kernels/atgp.cu``): (picks, their residuals) on the host."""
     import cupy
 
-    from hyperapp.kernels import get_module
+    from hyperapp.kernels import allow_shared, get_module
 
     mod = get_module("atgp")
     update, pick = mod.get_function("atgp_update"), mod.get_function("atgp_pick")
     ms, nb = S.shape
+    allow_shared(pick, nb * 8)
     threads = 256  # 8 warps a block (WARPS_PER_BLOCK)
     blocks = int(min(1024, max(1, -(-ms // 8))))
     resid = cupy.empty(ms, cupy.float64)

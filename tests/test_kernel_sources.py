@@ -101,3 +101,31 @@ def test_tensor_quad_chunk_fits_the_blocks_shared_memory(major, optin, chunk):
     assert got == chunk
     if got:
         assert classic._tensor_smem(got, classic.TENSOR_QUAD_WARPS) + 2048 <= optin
+
+
+def test_every_launch_with_dynamic_shared_memory_asks_for_its_allowance():
+    """A launch's dynamic shared memory plus the kernel's static shared memory may not pass 48 KB without the
+    opt-in: a test of the dynamic part alone against 48 KB failed the FFBP's training kernel at 224 bands.
+    Every function that launches a kernel with ``shared_mem=`` (or takes its kernel from one that does) goes
+    through :func:`hyperapp.kernels.allow_shared`, which asks for the opt-in from the kernel's own allowance."""
+    import ast
+
+    import hyperapp
+
+    root = Path(hyperapp.__file__).parent
+    missing = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        funcs = {f.name: f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+        def calls(node, name: str) -> bool:
+            return any(isinstance(c, ast.Call) and getattr(c.func, "id", getattr(c.func, "attr", None)) == name
+                       for c in ast.walk(node))
+
+        allowing = {n for n, f in funcs.items() if calls(f, "allow_shared")}
+        for name, f in funcs.items():
+            launches = any(isinstance(c, ast.Call) and any(k.arg == "shared_mem" for k in c.keywords)
+                           for c in ast.walk(f))
+            if launches and name not in allowing and not any(calls(f, a) for a in allowing):
+                missing.append(f"{path.relative_to(root)}:{name}")
+    assert not missing, missing
