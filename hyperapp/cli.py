@@ -37,6 +37,7 @@ from pathlib import Path
 
 from hyperapp import __version__
 from hyperapp.core.errors import Cancelled, HyperappError, InputError, ModelError, about
+from hyperapp.core.words import counted
 
 
 class _StoreOnce(argparse._StoreAction):
@@ -327,8 +328,8 @@ def cmd_detect(args) -> int:
         # (a name without .npz gets it: say where the model went, which --model then takes)
         print(f"saved the model to {saved}")
     rep = result.report
-    line = (f"{rep['method']} on {rep['device']}: {rep['detections']} pixels in {rep['objects']} objects "
-            f"above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")
+    line = (f"{rep['method']} on {rep['device']}: {counted(rep['detections'], 'pixel')} in "
+            f"{counted(rep['objects'], 'object')} above {rep['threshold']:.4g} ({rep['seconds']['total']:.3f} s)")
     if "evaluation" in rep:
         e = rep["evaluation"]
         line += f"; AUC {e['auc']:.4f}, Pd@1e-3 {e['pd_at_far_1e-3']:.3f}, Pd@1e-2 {e['pd_at_far_1e-2']:.3f}"
@@ -355,7 +356,8 @@ def ortho_words(o: dict) -> str:
     detection's counts there, where it has them)."""
     off = o.get("swath_detections_off_the_grid", 0)
     return (f"outputs orthorectified through the GLT onto a {o['rows']} x {o['cols']} grid ({o['crs']})"
-            + (f": {o['detections']} pixels in {o['objects']} objects there" if "detections" in o else "")
+            + (f": {counted(o['detections'], 'pixel')} in {counted(o['objects'], 'object')} there"
+               if "detections" in o else "")
             + (f"; {off} detected swath pixel{'s' if off != 1 else ''} no grid cell shows (the GLT leaves "
                f"{'them' if off != 1 else 'it'} out): run without --ortho to see {'them' if off != 1 else 'it'}"
                if off else ""))

@@ -128,3 +128,15 @@ def test_the_host_path_of_the_clicked_kind_is_the_mask_path():
     nan[clicks] = np.nan
     assert clicked_kind(nan, clicks, 4.0, np.flatnonzero(clicks)) is None
     assert clicked_kind(s, np.zeros_like(clicks), 4.0, np.zeros(0, np.int64)) is None
+
+
+def test_counts_in_words_say_one_thing_in_the_singular():
+    """The window's counts, the CLI's summary and the suggestion say "1 object", "1 pixel" (a walk of the
+    window read "16383 pixels, 1 objects" with the threshold at its lowest)."""
+    from hyperapp.core.words import counted
+
+    assert [counted(n, "object") for n in (0, 1, 2)] == ["0 objects", "1 object", "2 objects"]
+    words = suggestion_words({"far": 1e-3, "suggested_threshold": {
+        "threshold": 0.5, "pixels": 1, "objects": 1, "pixels_now": 0, "objects_now": 0, "clicked": 2,
+        "clicked_kept_now": 0}})
+    assert "keeps only 0 objects (0 pixels)" in words and ": 1 object (1 pixel), to review" in words

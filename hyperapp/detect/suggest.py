@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperapp.core.backend import get_namespace, to_host, total
+from hyperapp.core.words import counted
 from hyperapp.kernels.pack import to_host_numbers
 
 #: clicked pixels up to this many are grouped into objects on the host (:func:`clicked_objects`); more (a
@@ -172,11 +173,10 @@ def suggestion_words(report: dict) -> str:
         return ""
     far = report.get("far")
     asked = f"The false-alarm rate of {far:g}" if far else "The threshold"
-    px = "pixel" if s["pixels_now"] == 1 else "pixels"
     # clicked pixels that touch make one target (report["n_target_pixels"]: the clicked pixels)
     touch = " (clicked pixels that touch make one)" if report.get("n_target_pixels", 0) > s["clicked"] else ""
-    return (f"{asked} keeps only {s['objects_now']} object{'s' if s['objects_now'] != 1 else ''} "
-            f"({s['pixels_now']} {px}), {s['clicked_kept_now']} of the {s['clicked']} clicked targets{touch} among "
+    return (f"{asked} keeps only {counted(s['objects_now'], 'object')} ({counted(s['pixels_now'], 'pixel')}), "
+            f"{s['clicked_kept_now']} of the {s['clicked']} clicked targets{touch} among "
             f"them. A threshold of {s['threshold']:.4g}, just below the lowest clicked target's score, keeps "
-            f"everything that scores like every clicked target: {s['objects']} objects ({s['pixels']} pixels), "
-            "to review.")
+            f"everything that scores like every clicked target: {counted(s['objects'], 'object')} "
+            f"({counted(s['pixels'], 'pixel')}), to review.")

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from hyperapp.core.errors import HyperappError
+from hyperapp.core.words import counted
 from hyperapp.gui.detector_dock import DetectorDock
 from hyperapp.gui.image_view import ClassLegend, ImageView, colourise, colourise_labels, score_levels, stretch
 from hyperapp.gui.panels import analysis_panels
@@ -81,7 +82,8 @@ def _run_summary(run: Run, threshold: float | None = None) -> str:
         counts = (f"threshold moved to {threshold:.4g} (the run's: {rep['threshold']:.4g}; its pixels and objects "
                   "there are in Results)")
     else:
-        counts = f"{rep['detections']} pixels, {rep['objects']} objects at its threshold {rep['threshold']:.4g}"
+        counts = (f"{counted(rep['detections'], 'pixel')}, {counted(rep['objects'], 'object')} at its threshold "
+                  f"{rep['threshold']:.4g}")
     sig = rep.get("signatures") or {}
     names = sig.get("target_names") or []
     source = f" from the library's {', '.join(names)}" if names else ""  # which spectra it ran from
@@ -958,7 +960,8 @@ class MainWindow(QMainWindow):
         pixels, objects = run.result.count_at(run.threshold)
         self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
         ev = run.result.report.get("evaluation")
-        self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {pixels} pixels, {objects} objects"
+        self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {counted(pixels, 'pixel')}, "
+                                  f"{counted(objects, 'object')}"
                                   + (f", AUC {ev['auc']:.4f}" if ev else "") + "; zoomed and panned with the image.")
         self.compare_view.set_mask(run.result.remask(run.threshold))
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hyperapp.core.words import counted
 from hyperapp.gui.param_form import FloatBox, allowed_text
 
 STEPS = 1000
@@ -275,7 +276,7 @@ class ResultsPanel(QWidget):
             return
         t = self._threshold
         pixels, n_obj = count_at(self.scores, t, self.filters)
-        self.counts.setText(f"threshold {t:.5g}: {pixels} pixels, {n_obj} objects")
+        self.counts.setText(f"threshold {t:.5g}: {counted(pixels, 'pixel')}, {counted(n_obj, 'object')}")
         if self.truth is not None:
             far, pd = operating_point(self.scores, self.truth, t, self.exclude)
             self.roc_point.setData([max(far, self._min_far)], [pd])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
+from hyperapp.core.words import counted
+
 
 class ThresholdHint(QWidget):
     """A line saying what the default threshold keeps and a button taking the suggested one; shown while
@@ -44,7 +46,7 @@ class ThresholdHint(QWidget):
             return
         self.text.setText(suggestion_words(report))
         # short: the Results dock's column is 300 pixels wide (the words above say the rest)
-        self.button.setText(f"Use threshold {s['threshold']:.4g} ({s['objects']} objects)")
+        self.button.setText(f"Use threshold {s['threshold']:.4g} ({counted(s['objects'], 'object')})")
         self.show()
 
     def take(self) -> None:
