@@ -29,16 +29,25 @@ def test_results_dock_offers_the_threshold_that_keeps_the_clicked_kind(qtbot, wi
     b = hint.button
     assert b.fontMetrics().horizontalAdvance(b.text()) <= b.width() - 8  # whole in the dock's column
     origin_shown = win.results.origin.isVisible()
+    default = run.threshold
     hint.button.click()
-    assert run.threshold == pytest.approx(s["threshold"]) and not hint.isVisible()
-    # the line saying how the default threshold was chosen no longer describes the one in use
+    assert run.threshold == pytest.approx(s["threshold"])
+    # the line saying how the default threshold was chosen no longer describes the one in use; the hint
+    # says the suggestion is in use and offers the way back
     assert origin_shown and not win.results.origin.isVisible()
+    assert hint.isVisible() and hint.button.text() == f"Back to threshold {default:.4g} (the rate's)"
+    assert b.fontMetrics().horizontalAdvance(b.text()) <= b.width() - 8
     win.results.flush()
     assert win.results.counts.text().endswith(f"{s['pixels']} pixels, {s['objects']} objects")
     assert count_at(run.result.scores, run.threshold) == (s["pixels"], s["objects"])
     from hyperapp.detect.finish import mask_at
 
     assert (win.view._mask == mask_at(run.result.scores, s["threshold"]).astype(bool)).all()  # the image follows
+    hint.button.click()  # back to the rate's threshold: its line and the offer again
+    assert run.threshold == default and win.results.origin.isVisible()
+    assert hint.isVisible() and hint.text.text() == suggestion_words(run.result.report)
+    win.results.set_threshold(default * 1.01 + 0.01)  # any other threshold: no hint
+    assert not hint.isVisible()
 
 
 #: a key named in a tooltip or the README: Ctrl+R, Ctrl+Shift+O, F5, Esc
