@@ -27,10 +27,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HYPERAPP_GPU_WARMUP", "0")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_runtest_setup(item):
     """Collection puts the checkout back on sys.path (to import the test modules): take it off before
     each test, so the processes tests start (Dask workers take this process's sys.path) import the
-    installed package."""
+    installed package. Last of the setup hooks: the tests package's own setup (``tests/__init__.py``)
+    puts it back again after any earlier hook (a test run alone then started workers that imported the
+    checkout's ``hyperapp``, without its ``kernels``)."""
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
 
 
