@@ -382,9 +382,7 @@ def evaluate(scores, truth, exclude=None, positives=None) -> dict:
     # cupyx.scipy.special, 0.3-0.4 s of a fresh process (hyperapp.core.backend, scalar operators)
     counts = [_twice_u(pos, srt)] + [xp.greater(pos, _at_far(srt, far)).sum(dtype=xp.int64) for far in PD_FARS]
     counts.append(xp.asarray(truth).astype(bool).sum(dtype=xp.int64))
-    u2, pd2, pd3, n_truth = (int(v) for v in to_host(xp.stack(counts)))
-    return {"auc": u2 / 2.0 / (n_p * n_n), "pd_at_far_1e-2": pd2 / n_p, "pd_at_far_1e-3": pd3 / n_p,
-            "n_target_pixels": n_truth, "n_target_pixels_scored": n_p, "n_other_pixels_scored": n_n}
+    return evaluation_report([int(v) for v in to_host(xp.stack(counts))] + [n_p, n_n])
 
 
 #: the false-alarm rates the report gives the detection rate at (:func:`evaluate`)

@@ -978,7 +978,9 @@ class RBFN(PixelDetector):
         whitening and whether that is triangular; None without it). Whether RX counts is known only at the
         fit's end (:func:`_fuse`); its pass runs beside the fit either way. RX depends on the whitening and
         the image alone: its map is kept with the whitening ``wh`` (:mod:`~hyperapp.models.rbfn_reuse`), and
-        a later fit on the same image with the same whitening hands that map to its score instead."""
+        a later fit on the same image with the same whitening hands that map to its score instead. Below
+        :data:`~hyperapp.models.rbfn_gpu.EARLY_MIN_VALUES` no pass starts, but the kept map is still handed
+        on, and where there is none the score keeps the one it computes (``_rx_home``)."""
         xp = get_namespace(image)
         if xp is np or not classic.FUSED_QUAD or image.dtype != xp.float32 or (coh is None and anomaly is None):
             return

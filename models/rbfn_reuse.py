@@ -48,7 +48,8 @@ class Whitening:
     a_w: object = None
     a_tri: bool = False
     #: the anomaly input's RX of every pixel of the image (GPU only): (the image's key, the map, the event
-    #: after which it is complete), from the first fit's early pass (``RBFN._start_early_passes``)
+    #: after which it is complete), from the first fit's early pass (``RBFN._start_early_passes``) or, where
+    #: none started (a small image), from its score's own pass (``RBFN._add_coherence_fused``)
     rx_map: tuple | None = None
 
 
@@ -87,10 +88,14 @@ class Reuse:
         self.whitening: Whitening | None = None
         self.background: TrainingBackground | None = None
         for entry in self._entries():
-            if entry[0] == key and np.array_equal(entry[1], stat_idx):
+            if self._same(entry):
                 self.whitening = entry[2]
                 self.background = next((b for i, b in entry[3] if b.k == k and np.array_equal(i, bg_idx)), None)
                 return
+
+    def _same(self, entry) -> bool:
+        """Whether a kept entry is of this fit's whitening sample and parameters."""
+        return entry[0] == self.key and np.array_equal(entry[1], self.stat_idx)
 
     def _entries(self) -> list:
         return self.kept.setdefault("rbfn", []) if self.kept is not None else []
@@ -102,18 +107,14 @@ class Reuse:
         one's since it began), and replaces the list whole."""
         if self.kept is None:
             return
-
-        def same(e) -> bool:
-            return e[0] == self.key and np.array_equal(e[1], self.stat_idx)
-
         with _KEEPING:
             entries = self._entries()
-            entry = next((e for e in entries if same(e)), None) or (self.key, self.stat_idx, whitening, [])
+            entry = next((e for e in entries if self._same(e)), None) or (self.key, self.stat_idx, whitening, [])
             # (the one this fit took, or one it computed again, is moved to the front)
             others = [(i, b) for i, b in entry[3] if not (b.k == background.k and np.array_equal(i, self.bg_idx))]
             backgrounds = [(self.bg_idx, background)] + others[:KEPT - 1]
             self.kept["rbfn"] = [(entry[0], entry[1], entry[2], backgrounds)] + \
-                [e for e in entries if not same(e)][:KEPT - 1]
+                [e for e in entries if not self._same(e)][:KEPT - 1]
 
 
 #: held while a fit updates a store (:meth:`Reuse.keep`)

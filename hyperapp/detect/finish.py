@@ -168,11 +168,11 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     (clump, sieve, connectivity: :func:`filtered`), cleans the mask before its objects are counted and
     its detection rate is measured. ``truth_pixels``: the truth's target pixels as flat indices, where the
     caller listed them (:func:`hyperapp.detect.run._check_inputs`); ``clicked``: the clicked targets' flat
-    indices on the host, where the caller has them (:func:`~hyperapp.detect.suggest.clicked_kind`)."""
+    indices on the host, where the caller has them (:func:`~hyperapp.detect.suggest.suggestion_pending`)."""
 
     xp = get_namespace(scores_dev)
     m = get_method(method)
-    from hyperapp.detect.suggest import clicked_kind, clicks_on_host, suggestion_pending
+    from hyperapp.detect.suggest import clicks_on_host, suggestion_pending
 
     # what the stages below first ask of the device, fetched in one copy: the scores' range (a pixel
     # detector's constant scores are refused), the threshold's pixel count and the clicked targets' scores
@@ -214,11 +214,10 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
     # (one copy where each was a round trip of its own)
     suggest = far_used is not None and m.uses_targets
     pending = None
-    if suggest and not filters and clicks_on_host(clicked):
+    if suggest:  # where the rate keeps few of the clicked targets: the threshold that keeps them
         with timer.stage("threshold"):
-            pending = suggestion_pending(scores_dev, None, threshold, clicked, False, fetched.get("clicked"))
-        suggest = False
-        report["suggested_threshold"] = None
+            targets = None if clicks_on_host(clicked) else xp.equal(y_dev, TARGET).reshape(scores_dev.shape)
+            pending = suggestion_pending(scores_dev, targets, threshold, clicked, bool(filters), fetched.get("clicked"))
     evaluation = []
     if truth is not None:
         with timer.stage("evaluate"):
@@ -229,7 +228,7 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
             if xp is not np and positives is not None:  # (the labels and the truth's pixels: two launches)
                 evaluation = labelled_evaluation_counts(scores_dev, y_dev, positives)
             else:
-                exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+                exclude = _left_out(y_dev, xp)
                 if xp is not np:
                     evaluation = evaluation_counts(scores_dev, t_dev, exclude=exclude, positives=positives)
     with timer.stage("objects"):
@@ -239,17 +238,12 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                                   + (pending.device if pending is not None else []) + evaluation)
         detections, report["pixels_at_threshold"], n_objects = numbers[:3]
         numbers = numbers[3:]
-    if pending is not None:
-        report["suggested_threshold"] = pending.report(numbers[:2], now=(detections, n_objects))
-        numbers = numbers[2:]
     if suggest:
-        # where the rate keeps few of the clicked targets: the threshold that keeps them (the mask's counts
-        # as the objects stage made them, where no target filter changed it)
-        with timer.stage("threshold"):
-            targets = None if clicks_on_host(clicked) else xp.equal(y_dev, TARGET).reshape(scores_dev.shape)
-            report["suggested_threshold"] = clicked_kind(
-                scores_dev, targets, threshold, clicked, now=None if filters else (detections, n_objects),
-                clicked_values=fetched.get("clicked"))
+        # the mask's counts as the objects stage made them, where no target filter changed them (the
+        # suggestion counted the unfiltered mask's itself otherwise)
+        report["suggested_threshold"] = None if pending is None else \
+            pending.report(numbers, now=None if filters else (detections, n_objects))
+        numbers = numbers[len(pending.device) if pending is not None else 0:]
     if filters:
         report["filters"] = {"clump": filters.get("clump", 0), "sieve": _plain_sieve(filters.get("sieve")),
                              "connectivity": filters.get("connectivity", 8)}
@@ -268,13 +262,18 @@ def finish_detection(method: str, scores_dev, y_dev, report: dict, timer, *, tru
                 evaluate(scores_dev, t_dev, exclude=exclude, positives=positives)
             if filters:  # the filtered mask's own detection rate (the ROC's Pd are the scores')
                 if exclude is None:
-                    exclude = xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
+                    exclude = _left_out(y_dev, xp)
                 keep = xp.logical_and(t_dev, xp.logical_not(exclude))
                 n_t = int(total(keep, xp.int64))
                 report["evaluation"]["pd_of_mask"] = (int(total(xp.logical_and(mask_dev, keep), xp.int64)) / n_t
                                                       if n_t else None)
     return DetectionResult(method, scores, mask, float(threshold), report,
                            _device=(labels_dev, scores_dev, n_objects), filters=dict(filters or {}))
+
+
+def _left_out(y_dev, xp):
+    """The pixels the evaluation leaves out: the clicked targets and the no-data pixels (labels ``y_dev``)."""
+    return xp.logical_or(xp.equal(y_dev, TARGET), xp.equal(y_dev, NODATA))
 
 
 def _truth_on(truth, xp, idx=None, mask: bool = True) -> tuple:

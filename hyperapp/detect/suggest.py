@@ -116,8 +116,8 @@ class Suggestion:
         self.device = device
 
     def report(self, numbers: list, now: tuple[int, int] | None = None) -> dict:
-        """:func:`clicked_kind`'s answer from ``numbers``, :attr:`device`'s values on the host; ``now``: the
-        run's (pixels, objects), where the caller counted them."""
+        """:func:`clicked_kind`'s answer from ``numbers``, which begin with :attr:`device`'s values on the host
+        (any after them are not read); ``now``: the run's (pixels, objects), where the caller counted them."""
         pixels, objects = numbers[:2]
         pixels_now, objects_now = now if now is not None else numbers[2:4]
         return {"threshold": self.threshold, "pixels": int(pixels), "objects": int(objects),
