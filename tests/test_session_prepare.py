@@ -133,11 +133,30 @@ def test_a_run_started_during_the_load_waits_for_it(land_hdr, monkeypatch):
 
 def test_the_window_click_bench_runs_on_the_cpu(land_hdr):
     out = subprocess.run([sys.executable, "-m", "hyperapp.bench.window_click", str(land_hdr),
-                          str(land_hdr.with_name("land_targets.csv")), "sam", "--device", "cpu"],
-                         capture_output=True, text=True, check=True, cwd=OUTSIDE, env=cli_env())
+                          str(land_hdr.with_name("land_targets.csv")), "sam", "--device", "cpu", "--pause", "0.2",
+                          "--trace"], capture_output=True, text=True, check=True, cwd=OUTSIDE, env=cli_env())
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["method"] == "sam" and len(got["clicks"]) == 2 and got["prepared"] == {"wall_s": got["prepared"]["wall_s"]}
     assert all(c["seconds"] > 0 and "fit" in c["stages"] for c in got["clicks"])
+    assert 0 <= got["start_s"] < 60  # the pause is not the process's start
+    assert all(e["click"] in ("click 1", "click 2") and e["kind"] != "module loaded" for e in got["trace"])
+
+
+def test_the_click_trace_keeps_what_happens_during_a_click_only():
+    import gc
+
+    from hyperapp.bench.click_trace import ClickTrace
+
+    tracer = ClickTrace().install()
+    try:
+        gc.collect()  # outside a click: not kept
+        with tracer.during("click 1"):
+            gc.collect()
+        gc.collect()
+    finally:
+        gc.callbacks.remove(tracer._on_gc)
+    assert [(e["click"], e["kind"], e["generation"]) for e in tracer.events] == [("click 1", "garbage collection", 2)]
+    assert tracer.events[0]["ms"] >= 0
 
 
 @pytest.mark.gpu

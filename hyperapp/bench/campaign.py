@@ -346,6 +346,7 @@ def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, 
     import json
     import statistics
 
+    from hyperapp.bench.window_click import PAUSE_S
     from hyperapp.models.registry import METHODS
 
     repeats = setting_counts("HYPERAPP_WINDOW_REPEATS", "1", 1)[0]
@@ -379,6 +380,7 @@ def _window_lane(lane: Path, bands: int, hdr: Path, targets: Path, cache: Path, 
         out.append(Measurement(f"window-click-{bands}b-{m}", second * 1e3, None, "first click (less the load)",
                                (first - load) * 1e3, notes={
                                    "bands": bands, "process_wall_s": round(pick["wall"], 2),
+                                   "pause_s": PAUSE_S,
                                    "start_s": got["start_s"], "preparation": prep,
                                    "first_click_s": round(first, 4), "load_s": round(load, 4),
                                    "first_over_second": round(ratio, 2),
