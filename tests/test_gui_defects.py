@@ -353,3 +353,52 @@ def test_a_cube_without_data_in_the_bands_shown_is_said(qtbot, win, tmp_path):
                     force=True, ext=".img")
     assert win.open_cube(tmp_path / "nan.hdr")
     assert "hold no data at any pixel" in win.statusBar().currentMessage()
+
+
+def test_a_truth_loaded_after_a_run_gives_its_line_the_auc_its_roc_shows(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    run = run_detector(qtbot, win, "sam")
+    assert "AUC" not in win.detector.status.text() and "evaluation" not in run.result.report
+    assert win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    line = win.detector.status.text()
+    assert win.results.auc is not None
+    assert line.startswith("sam #1 finished:") and f"AUC {win.results.auc:.4f} against the truth loaded since" in line
+    assert f"AUC {win.results.auc:.4f}" in win.results.roc.getPlotItem().titleLabel.text  # the ROC tab's own
+    # the line keeps it when the threshold moves
+    t = float(np.percentile(run.result.scores, 99.0))
+    win.results.set_threshold(t)
+    assert "threshold moved" in win.detector.status.text() and f"AUC {win.results.auc:.4f}" in win.detector.status.text()
+
+
+def test_marking_over_another_class_says_so_and_how_to_undo(qtbot, win, land_hdr):
+    assert win.open_cube(land_hdr)
+
+    class Ev:
+        def button(self):
+            from PySide6.QtCore import Qt
+
+            return Qt.MouseButton.LeftButton
+
+        def double(self):
+            return False
+
+    win.set_tool("pixel")
+    win.set_roi_class("target")
+    win._click(5, 5, Ev())
+    win._click(5, 6, Ev())
+    win.statusBar().clearMessage()
+    win.set_roi_class("background")
+    win._click(7, 7, Ev())  # a free pixel: nothing to say
+    assert "re-marked" not in win.statusBar().currentMessage()
+    win._click(5, 5, Ev())
+    said = win.statusBar().currentMessage()
+    assert said.startswith("1 target pixel re-marked as background") and "Undo" in said
+    assert win.session.roi.counts()["target"] == 1
+    win.set_tool("brush")  # a brush over both targets' place: the one left is said
+    win._click(5, 6, Ev())
+    assert win.statusBar().currentMessage().startswith("1 target pixel re-marked as background")
+    win.set_roi_class("erase")  # erasing is what it says: no notice
+    win.statusBar().clearMessage()
+    win._click(5, 6, Ev())
+    assert "re-marked" not in win.statusBar().currentMessage()

@@ -72,11 +72,12 @@ def settings() -> QSettings:
 NO_CUBE_FOR_TRUTH = "open a cube first: a truth mask marks the pixels of a cube"
 
 
-def _run_summary(run: Run, threshold: float | None = None) -> str:
+def _run_summary(run: Run, threshold: float | None = None, auc: float | None = None) -> str:
     """The Tools dock's line for a detection run: its counts at its own threshold, time, device and (with a
     truth) AUC; where the threshold was moved since (``threshold``), it says so and where the counts at
     the new one are, instead of the run's counts, which the Results dock's then contradicted (a
-    first-time walk read them as stale)."""
+    first-time walk read them as stale). ``auc``: the Results dock's, against a truth loaded after the run
+    (whose report has none: a walk found the line without the AUC its ROC tab showed)."""
     rep = run.result.report
     if threshold is not None and float(threshold) != float(rep["threshold"]):
         counts = (f"threshold moved to {threshold:.4g} (the run's: {rep['threshold']:.4g}; its pixels and objects "
@@ -90,6 +91,8 @@ def _run_summary(run: Run, threshold: float | None = None) -> str:
     msg = f"{run.name}{source} finished: {counts}, in {rep['seconds']['total']:.3f} s on {rep['device']}"
     if "evaluation" in rep:
         msg += f", AUC {rep['evaluation']['auc']:.4f}"
+    elif auc is not None:
+        msg += f", AUC {auc:.4f} against the truth loaded since"
     return msg
 
 
@@ -602,6 +605,12 @@ class MainWindow(QMainWindow):
                                          "(or Mark background) on the Detect page, or press T (B)", 8000)
             return
         roi = self.session.roi
+        before = roi.labels.copy()
+        self._mark(roi, r, c, ev)
+        self._say_remarked(before)
+
+    def _mark(self, roi, r: int, c: int, ev) -> None:
+        """What a click of the marking tool does to the marks at (r, c)."""
         if self.tool == "pixel":
             roi.mark_pixels([(r, c)], self.roi_class)
         elif self.tool == "brush":
@@ -618,6 +627,19 @@ class MainWindow(QMainWindow):
                 self._poly = []
             else:
                 self._poly.append((r, c))
+
+    def _say_remarked(self, before: np.ndarray) -> None:
+        """A mark over pixels of another class takes them from it (a pixel has one class): said, with the
+        way back (a walk marked a target as background and found it re-classed without a word)."""
+        roi = self.session.roi
+        moved = (before != roi.labels) & (before > 0) & (roi.labels > 0)
+        if not moved.any():
+            return
+        was = np.bincount(before[moved], minlength=len(roi.classes) + 1)
+        said = ", ".join(counted(int(n), f"{roi.classes[k - 1][0]} pixel") for k, n in enumerate(was) if k and n)
+        now = roi.classes[int(roi.labels[moved][0]) - 1][0]
+        self.statusBar().showMessage(f"{said} re-marked as {now} (a pixel has one class; Edit > Undo takes it "
+                                     "back)", 10000)
 
     def _rois_changed(self) -> None:
         from hyperapp.analyse.run import class_statistics
@@ -854,13 +876,6 @@ class MainWindow(QMainWindow):
         from hyperapp.detect.finish import threshold_origin
 
         res = run.result
-        # the run shown, not the last one made; said to be another method's where the form holds another
-        # (it read "ace #1 finished" under the RX form)
-        line = _run_summary(run)
-        if run.result.method != self.detector.method_name():
-            line = f"Shown: {line} (the form above holds the next run's method)"
-        self.detector.status.setText(line)
-        self._say_shown_run(run)
         # the default threshold's account while the run still sits at it
         origin = threshold_origin(res.report) if run.threshold == res.threshold else ""
         self.results.review.adopt(run.review)  # its statuses, when the Objects tab showed it before
@@ -868,6 +883,13 @@ class MainWindow(QMainWindow):
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None,
                                  report=res.report, filters=res.filters, clicked=run.clicked)
+        # the run shown, not the last one made; said to be another method's where the form holds another
+        # (it read "ace #1 finished" under the RX form); with the AUC the Results dock has just computed
+        line = _run_summary(run, run.threshold, self.results.auc)
+        if run.result.method != self.detector.method_name():
+            line = f"Shown: {line} (the form above holds the next run's method)"
+        self.detector.status.setText(line)
+        self._say_shown_run(run)
         self.show_detection()
 
     def _say_shown_run(self, run: Run) -> None:
@@ -890,7 +912,7 @@ class MainWindow(QMainWindow):
             return
         run.threshold = t
         if self.detector.status.text().startswith(f"{run.name} finished: "):  # the line follows the threshold
-            self.detector.status.setText(_run_summary(run, t))
+            self.detector.status.setText(_run_summary(run, t, self.results.auc))
         if self.shown == "detection":
             self.view.set_mask(run.result.remask(t))
             self.view.set_threshold_mark(t)

@@ -151,6 +151,11 @@ class ResultsPanel(QWidget):
         self.geo = None  # the cube's location (MapGrid or Swath): the table's lon/lat columns where set
         self.clear()
 
+    @property
+    def auc(self) -> float | None:
+        """The shown run's AUC against the truth loaded now (the ROC tab's), or None without a truth."""
+        return self._auc
+
     # ------------------------------------------------------------------ showing a result
     def show_result(self, scores: np.ndarray, threshold: float, truth: np.ndarray | None,
                     exclude: np.ndarray | None = None, origin: str = "", far_asked: float | None = None,
