@@ -2,12 +2,12 @@
 opened as the window opens it (:class:`hyperapp.project.session.Session`), the window's GPU warm-up is
 started as the window starts it (:func:`hyperapp.batch.prepare_gpu.start_background`), and so is the
 open cube's preparation (:func:`hyperapp.project.session.prepare_in_background`, which the window starts;
-``--cold`` leaves it out); once it is done, and ``--pause`` seconds later (a person marks targets meanwhile; a
-first click started as the preparation ends waits on the host with nothing to load, which ``--trace``
-shows: docs/performance.md), the targets are marked and the detector runs twice through :meth:`Session.detect`, the call the window's Run makes, each run on a
-thread of its own as the window's worker runs it, and each from an empty store of what a fit hands on to
-the next (:func:`_forget_kept`). What Qt adds (the signals, the drawing) is the same on
-every click.
+``--cold`` leaves it out); once it is done, and ``--pause`` seconds later (a person marks targets
+meanwhile; a first click started as the preparation ends waited with nothing to load, which ``--trace``
+shows: docs/performance.md), the targets are marked and the detector runs twice through
+:meth:`Session.detect`, the call the window's Run makes, each run on a thread of its own as the window's
+worker runs it, and each from an empty store of what a fit hands on to the next (:func:`_forget_kept`).
+What Qt adds (the signals, the drawing) is the same on every click.
 
     python -m hyperapp.bench.window_click HEADER TARGETS METHOD [--device gpu] [--cold] [--pause S] [--trace]
 
