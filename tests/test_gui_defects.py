@@ -402,3 +402,50 @@ def test_marking_over_another_class_says_so_and_how_to_undo(qtbot, win, land_hdr
     win.statusBar().clearMessage()
     win._click(5, 6, Ev())
     assert "re-marked" not in win.statusBar().currentMessage()
+
+
+def test_what_a_second_walk_found_stale_or_moved(qtbot, win, land_hdr, sea_hdr, tmp_path):
+    from PySide6.QtCore import Qt
+
+    assert win.open_cube(land_hdr)
+    mark_clicks(win, land_hdr)
+    sam = run_detector(qtbot, win, "sam")
+    run_detector(qtbot, win, "rbfn")
+    # Enter in the threshold box, the text unchanged, moves nothing (its 10-digit form was read back)
+    box = win.results.value_box
+    kept = win.results.threshold()
+    box.setFocus()
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert win.results.threshold() == kept and "threshold moved" not in win.detector.status.text()
+    # a word typed there is refused, said, and moves nothing either
+    box.lineEdit().selectAll()
+    qtbot.keyClicks(box.lineEdit(), "banana")
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert win.results.threshold() == kept and win.results.refusal.isVisibleTo(win.results)
+    win.results.set_threshold(float("nan"))  # passed over, not a ValueError
+    assert win.results.threshold() == kept
+    # a run shown again: its line ("Shown: ...") follows the threshold as the last run's does
+    win.results.runs.setCurrentIndex(win.session.runs.index(sam))
+    assert win.detector.status.text().startswith("Shown: sam #1 finished:")
+    t = float(np.percentile(sam.result.scores, 97.0))
+    win.results.set_threshold(t)
+    assert f"threshold moved to {t:.4g}" in win.detector.status.text()
+    # the Compare note gives the AUC of a truth loaded after the run, as the line and the ROC do
+    win.compare_pick.setCurrentIndex(win.session.runs.index(sam))
+    assert "AUC" not in win.compare_note.text()
+    assert win.load_truth(land_hdr.with_name("land_truth.hdr"))
+    assert f"AUC {win.results.auc:.4f} against the truth loaded since" in win.compare_note.text()
+    shown = win.compare_view._mask  # and its mask, at its threshold, beside the image
+    assert shown is not None and int(shown.sum()) == sam.result.count_at(sam.threshold)[0] > 0
+    # Undo says what it did; with nothing left to undo, says that
+    win.session.roi.mark_pixels([(1, 1)], "background")
+    assert win.undo_marks() and win.statusBar().currentMessage() == "marks: last change undone"
+    while win.session.roi.undo():
+        pass
+    assert not win.undo_marks() and win.statusBar().currentMessage() == "marks: nothing to undo"
+    # an error's box closes once a new cube is open
+    assert win.export("mask", tmp_path / "nope" / "mask.hdr") is None
+    assert win.error_box is not None and win.error_box.isVisible()
+    box_before = win.error_box
+    assert win.open_cube(sea_hdr)
+    assert win.error_box is None and not box_before.isVisible()

@@ -109,6 +109,8 @@ class MainWindow(QMainWindow):
         self.worker: Worker | None = None
         self.last_error: str | None = None
         self.error_box: QMessageBox | None = None
+        #: (run, truth, AUC): a run's AUC against a truth loaded after it, computed once for the Compare note
+        self._auc_for: tuple | None = None
         self.tool = "inspect"
         self.roi_class = "target"
         self._poly: list[tuple[int, int]] = []
@@ -361,8 +363,8 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         e = mb.addMenu("&Edit")
-        self._action(e, "&Undo", lambda: self.session and self.session.roi.undo(), QKeySequence.StandardKey.Undo)
-        self._action(e, "&Redo", lambda: self.session and self.session.roi.redo(), QKeySequence.StandardKey.Redo)
+        self._action(e, "&Undo", lambda: self.undo_marks(), QKeySequence.StandardKey.Undo)
+        self._action(e, "&Redo", lambda: self.undo_marks(redo=True), QKeySequence.StandardKey.Redo)
         self._action(e, "&Clear ROIs", lambda: self.session and self.session.roi.clear(), "Ctrl+Shift+Del")
         self._action(e, "&Pin spectrum under cursor", self.pin_spectrum, "P")
         self._action(e, "Clear pinned spectra", self.spectrum.clear_pins)
@@ -408,6 +410,13 @@ class MainWindow(QMainWindow):
         box.setModal(False)
         box.show()
         self.error_box = box
+
+    def _dismiss_error(self) -> None:
+        """Close the last error's box once what it was about has moved on (a new cube, a run that worked):
+        a walk found a missing folder's warning still up over the next cube."""
+        if self.error_box is not None:
+            self.error_box.close()
+            self.error_box = None
 
     # ------------------------------------------------------------------ cube
     def open_cube(self, path, dataset: str | None = None, all_bands: bool | None = None) -> bool:
@@ -477,6 +486,7 @@ class MainWindow(QMainWindow):
         and the spectra all of them); ``left_out``: the bands left out after each band, where the cube no
         longer knows them (:meth:`SpectrumPlot.set_axis`)."""
         self.cancel_run()
+        self._dismiss_error()
         if self.session is not None:
             self.session.release()  # its GPU preparation, if still running, stops
         self.session = session
@@ -628,6 +638,18 @@ class MainWindow(QMainWindow):
             else:
                 self._poly.append((r, c))
 
+    def undo_marks(self, redo: bool = False) -> bool:
+        """Edit > Undo (``redo``: Redo) on the marks, said in the status bar either way (the notice of the
+        change undone stayed up after it)."""
+        if self.session is None:
+            return False
+        done = self.session.roi.redo() if redo else self.session.roi.undo()
+        if done:
+            self.statusBar().showMessage(f"marks: last change {'redone' if redo else 'undone'}", 5000)
+        else:
+            self.statusBar().showMessage(f"marks: nothing to {'redo' if redo else 'undo'}", 5000)
+        return done
+
     def _say_remarked(self, before: np.ndarray) -> None:
         """A mark over pixels of another class takes them from it (a pixel has one class): said, with the
         way back (a walk marked a target as background and found it re-classed without a word)."""
@@ -769,6 +791,7 @@ class MainWindow(QMainWindow):
                   result.threshold if threshold is None else threshold,
                   clicked=clicked if clicked is not None and clicked.any() else None, unsaved_spectra=unsaved_spectra)
         s.runs.append(run)
+        self._dismiss_error()  # (a refusal before this run is over)
         rep = result.report
         self.detector.status.setText(_run_summary(run))
         sec = rep["seconds"]
@@ -883,14 +906,18 @@ class MainWindow(QMainWindow):
                                  self.session.roi.targets if self.session.truth is not None else None, origin,
                                  res.report.get("far") if run.threshold == res.threshold else None,
                                  report=res.report, filters=res.filters, clicked=run.clicked)
-        # the run shown, not the last one made; said to be another method's where the form holds another
-        # (it read "ace #1 finished" under the RX form); with the AUC the Results dock has just computed
-        line = _run_summary(run, run.threshold, self.results.auc)
-        if run.result.method != self.detector.method_name():
-            line = f"Shown: {line} (the form above holds the next run's method)"
-        self.detector.status.setText(line)
+        self.detector.status.setText(self._run_line(run, run.threshold))
         self._say_shown_run(run)
         self.show_detection()
+
+    def _run_line(self, run: Run, threshold: float) -> str:
+        """The Tools dock's line for the run shown: the run shown, not the last one made; said to be another
+        method's where the form holds another (it read "ace #1 finished" under the RX form); with the AUC
+        the Results dock computed (a truth loaded after the run)."""
+        line = _run_summary(run, threshold, self.results.auc)
+        if run.result.method != self.detector.method_name():
+            line = f"Shown: {line} (the form above holds the next run's method)"
+        return line
 
     def _say_shown_run(self, run: Run) -> None:
         """The status bar names the run shown (it went on naming the last run made after another was picked
@@ -911,8 +938,9 @@ class MainWindow(QMainWindow):
         if run is None:
             return
         run.threshold = t
-        if self.detector.status.text().startswith(f"{run.name} finished: "):  # the line follows the threshold
-            self.detector.status.setText(_run_summary(run, t, self.results.auc))
+        # the line follows the threshold, the run shown again ("Shown: ...") too: a walk found that one stuck
+        if self.detector.status.text().startswith((f"{run.name} finished: ", f"Shown: {run.name} finished: ")):
+            self.detector.status.setText(self._run_line(run, t))
         if self.shown == "detection":
             self.view.set_mask(run.result.remask(t))
             self.view.set_threshold_mark(t)
@@ -982,10 +1010,26 @@ class MainWindow(QMainWindow):
         pixels, objects = run.result.count_at(run.threshold)
         self.compare_view.set_threshold_mark(run.threshold)  # on its colour bar, as on the image's
         ev = run.result.report.get("evaluation")
+        later = None if ev else self._auc_since(run)
         self.compare_note.setText(f"{run.name} at threshold {run.threshold:.4g}: {counted(pixels, 'pixel')}, "
                                   f"{counted(objects, 'object')}"
-                                  + (f", AUC {ev['auc']:.4f}" if ev else "") + "; zoomed and panned with the image.")
+                                  + (f", AUC {ev['auc']:.4f}" if ev else "")
+                                  + (f", AUC {later:.4f} against the truth loaded since" if later is not None else "")
+                                  + "; zoomed and panned with the image.")
         self.compare_view.set_mask(run.result.remask(run.threshold))
+
+    def _auc_since(self, run: Run) -> float | None:
+        """``run``'s AUC against the truth loaded after it, as the Results dock's ROC computes it (the marked
+        targets left out), once per run and truth: the note follows every threshold move."""
+        truth = self.session.truth
+        if truth is None:
+            return None
+        if self._auc_for is None or self._auc_for[0] is not run or self._auc_for[1] is not truth:
+            from hyperapp.models.evaluation import auc
+
+            scores = np.asarray(run.result.scores, np.float32)
+            self._auc_for = (run, truth, auc(scores, truth, self.session.roi.targets))
+        return self._auc_for[2]
 
     def current_mask(self) -> np.ndarray:
         run = self.current_run()
@@ -1009,6 +1053,8 @@ class MainWindow(QMainWindow):
         run = self.current_run()
         if run is not None:
             self._show_run(self.results.runs.currentIndex())
+        if self.compare_pick.currentIndex() >= 0:  # the compared run's truth outline and AUC too
+            self._show_compare(self.compare_pick.currentIndex())
         return True
 
     def export(self, kind: str, path, fmt: str = "envi") -> Path | None:

@@ -133,8 +133,13 @@ class FloatBox(_Refusing, QDoubleSpinBox):
         return float_text(value)
 
     def valueFromText(self, text: str) -> float:
+        t = text.strip()
+        if t == self.textFromValue(self.value()):
+            # the text shown, read back as editing ends (Enter, or a refused word put back): the value itself,
+            # not its 10-digit form, which moved a threshold of 3.7407748699 to 3.74077487 on Enter
+            return self.value()
         try:
-            return float(text.strip())
+            return float(t)
         except ValueError:
             return self.value()
 

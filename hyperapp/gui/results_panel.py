@@ -213,7 +213,10 @@ class ResultsPanel(QWidget):
 
     def set_threshold(self, value: float) -> None:
         """Move the slider (and everything that follows it) to ``value``, counted at once. The line saying
-        how the run's threshold was chosen shows only while that threshold is the one in use."""
+        how the run's threshold was chosen shows only while that threshold is the one in use. A value that is
+        not a number is passed over (the box refuses it before it comes here)."""
+        if not np.isfinite(value):
+            return
         self._threshold = float(value)
         self.origin.setVisible(bool(self.origin.text()) and self._threshold == self._origin_at)
         pos = int(round((value - self._lo) / (self._hi - self._lo) * STEPS))
