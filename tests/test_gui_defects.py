@@ -437,6 +437,10 @@ def test_what_a_second_walk_found_stale_or_moved(qtbot, win, land_hdr, sea_hdr, 
     assert f"AUC {win.results.auc:.4f} against the truth loaded since" in win.compare_note.text()
     shown = win.compare_view._mask  # and its mask, at its threshold, beside the image
     assert shown is not None and int(shown.sum()) == sam.result.count_at(sam.threshold)[0] > 0
+    # another method in the form: the line still names the run shown, as another method's
+    win.results.runs.setCurrentIndex(win.session.runs.index(sam))
+    win.detector.set_method("ace")
+    assert win.detector.status.text().startswith("Shown: sam #1 finished:")
     # Undo says what it did; with nothing left to undo, says that
     win.session.roi.mark_pixels([(1, 1)], "background")
     assert win.undo_marks() and win.statusBar().currentMessage() == "marks: last change undone"
@@ -449,3 +453,6 @@ def test_what_a_second_walk_found_stale_or_moved(qtbot, win, land_hdr, sea_hdr, 
     box_before = win.error_box
     assert win.open_cube(sea_hdr)
     assert win.error_box is None and not box_before.isVisible()
+    # and the Compare view keeps nothing of the last cube: no picture, run, truth or marks
+    cv = win.compare_view
+    assert cv.base.image is None and cv._mask is None and cv.roi_item.image is None and not cv.roi_lines

@@ -212,6 +212,8 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.set_mask(None)
         self.set_truth(None)
         self.set_boxes([])
+        self.roi_item.clear()  # the last cube's marks (the Compare view showed them over the next cube)
+        self._drop_roi_lines()
         self.set_marks(None)
 
     def set_threshold_mark(self, t: float | None) -> None:
@@ -302,9 +304,7 @@ class ImageView(pg.GraphicsLayoutWidget):
         self.roi_item.setImage(rgba, autoLevels=False, levels=(0, 255))
         # outlined along the pixels' edges, not by painting border pixels: a patch one or two pixels
         # wide was all border, a solid block over the pixels marked
-        for it in self.roi_lines:
-            self.vb.removeItem(it)
-        self.roi_lines = []
+        self._drop_roi_lines()
         for v, (xs, ys) in class_outlines(lab).items():
             it = pg.PlotCurveItem(xs, ys, pen=pg.mkPen(tuple(int(c) for c in lut[v][:3]), width=1.5, cosmetic=True),
                                   connect="pairs")
@@ -312,6 +312,11 @@ class ImageView(pg.GraphicsLayoutWidget):
             self.vb.addItem(it)
             self.roi_lines.append(it)
         self.set_marks(labels, lut, names)
+
+    def _drop_roi_lines(self) -> None:
+        for it in self.roi_lines:
+            self.vb.removeItem(it)
+        self.roi_lines = []
 
     def set_marks(self, labels: np.ndarray | None, lut: np.ndarray | None = None, names: dict | None = None) -> None:
         """Ring every small marked patch (a click, a few pixels) once, at its centre, with a symbol of

@@ -247,6 +247,7 @@ class MainWindow(QMainWindow):
         self.detector.set_params(self._saved_params(self.detector.method_name()))
         self.detector.method.currentIndexChanged.connect(
             lambda: self.detector.set_params(self._saved_params(self.detector.method_name())))
+        self.detector.method.currentIndexChanged.connect(self._method_changed)
         from hyperapp.gui.gpu_warmup import start_gpu_warmup
 
         self.gpu_warmup = start_gpu_warmup(self)  # every kernel compiled in the background, once per installation
@@ -909,6 +910,14 @@ class MainWindow(QMainWindow):
         self.detector.status.setText(self._run_line(run, run.threshold))
         self._say_shown_run(run)
         self.show_detection()
+
+    def _method_changed(self) -> None:
+        """Another method in the form: the dock cleared the last run's line (it belongs to the method it
+        ran); where a run is shown, its line comes back as the run shown, said to be another method's (a
+        walk found the line empty or not by the order of a person's clicks)."""
+        run = self.current_run()
+        if run is not None and self.worker is None:
+            self.detector.status.setText(self._run_line(run, run.threshold))
 
     def _run_line(self, run: Run, threshold: float) -> str:
         """The Tools dock's line for the run shown: the run shown, not the last one made; said to be another
